@@ -1,0 +1,1 @@
+"""Pure core: no files, no network, no clock. Bytes and strings in, values out."""

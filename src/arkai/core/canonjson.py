@@ -1,0 +1,26 @@
+"""Canonical JSON: sorted keys, UTF-8 (no ASCII escaping), ``\\n`` line ends, trailing newline.
+
+Re-running a stage over unchanged input gives byte-identical files, so git diffs show only real
+change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    """A JSON document, indented two spaces, keys sorted, ending with one newline."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def dumps_line(obj: Mapping[str, Any]) -> str:
+    """One compact JSONL line (keys sorted), ending with a newline."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def dumps_lines(objs: Iterable[Mapping[str, Any]]) -> str:
+    """Several JSONL lines, in the order given."""
+    return "".join(dumps_line(o) for o in objs)

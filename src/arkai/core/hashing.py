@@ -1,0 +1,58 @@
+"""Digests and deterministic identifiers (seed 000, "Content Addressing" and "Evidence IDs")."""
+
+from __future__ import annotations
+
+import hashlib
+
+DIGEST_PREFIX = "sha256:"
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data`` — the form every stored digest takes."""
+    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def text_digest(text: str) -> str:
+    """``sha256:<hex>`` of the UTF-8 encoding of ``text``."""
+    return digest(text.encode("utf-8"))
+
+
+def content_id(canonical: str) -> str:
+    """Content ID = ``sha256(canonical_url)[0:16]``.
+
+    ``canonical`` is the canonical URL for web sources, or the ``file:sha256:<hex>`` reference
+    built from a local file's bytes, so the same file added twice is one item.
+    """
+    return sha256_hex(canonical.encode("utf-8"))[:16]
+
+
+def evidence_id(
+    content_id: str, extractor: str, quote_sha256: str, span: tuple[int, int] | None
+) -> str:
+    """The seed's two-tier evidence ID.
+
+    Without a span: ``sha256(content_id + extractor + quote_sha256)[0:16]``; with one:
+    ``sha256(content_id + extractor + quote_sha256 + start + end)[0:16]``, the offsets written
+    as decimal integers. Plain concatenation is collision-free here: for one quote the span length
+    ``end - start`` is fixed, so two different starts can never spell the same digit string.
+    """
+    key = content_id + extractor + quote_sha256
+    if span is not None:
+        key += f"{span[0]}{span[1]}"
+    return sha256_hex(key.encode("utf-8"))[:16]
+
+
+def is_digest(value: str) -> bool:
+    """True when ``value`` is a well-formed ``sha256:<64 hex>`` string."""
+    if not value.startswith(DIGEST_PREFIX) or len(value) != len(DIGEST_PREFIX) + 64:
+        return False
+    try:
+        int(value[len(DIGEST_PREFIX) :], 16)
+    except ValueError:
+        return False
+    return True

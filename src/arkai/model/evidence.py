@@ -1,0 +1,184 @@
+"""Spans, resolutions and evidence lines (seed 000, "Shared Span Object", "Evidence line")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from arkai.model.status import RESOLVED, STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a quote sits in an artifact's raw bytes."""
+
+    artifact: str
+    """Artifact file name inside the item folder, normally ``transcript.md``."""
+    start: int
+    """UTF-8 byte offset of the first byte (inclusive)."""
+    end: int
+    """UTF-8 byte offset one past the last byte (exclusive). ``end >= start``."""
+    slice_sha256: str
+    """``sha256:<hex>`` of ``artifact_bytes[start:end]`` — re-checked by validation."""
+    anchor_text: str | None = None
+    """About 80 characters of text around the span, used to re-anchor after edits."""
+    video_timestamp: str | None = None
+    """``HH:MM:SS`` of the transcript line the span starts in (or the last one before it)."""
+    line: int | None = None
+    """1-based line number of ``start``."""
+    column: int | None = None
+    """1-based column of ``start``, counted in Unicode code points from the line start."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "artifact": self.artifact,
+            "utf8_byte_offset": [self.start, self.end],
+            "slice_sha256": self.slice_sha256,
+        }
+        if self.anchor_text is not None:
+            d["anchor_text"] = self.anchor_text
+        if self.video_timestamp is not None:
+            d["video_timestamp"] = self.video_timestamp
+        if self.line is not None:
+            d["line"] = self.line
+        if self.column is not None:
+            d["column"] = self.column
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Span:
+        start, end = d["utf8_byte_offset"]
+        return cls(
+            artifact=str(d.get("artifact", "transcript.md")),
+            start=int(start),
+            end=int(end),
+            slice_sha256=str(d["slice_sha256"]),
+            anchor_text=d.get("anchor_text"),
+            video_timestamp=d.get("video_timestamp"),
+            line=d.get("line"),
+            column=d.get("column"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """How a quote was (or was not) matched."""
+
+    status: str
+    """``resolved`` | ``ambiguous`` | ``unresolved``."""
+    method: str
+    """``exact`` | ``none`` | ``normalized_hint`` (V1) or a labelled extension method."""
+    match_count: int
+    """Number of matches found (0 when unresolved)."""
+    match_rank: int | None
+    """1-indexed rank of the chosen match among ``match_count``; ``None`` when unresolved."""
+    reason: str | None
+    """``multiple_matches`` | ``no_match`` | ``normalized_match_only`` | ``None``."""
+    score: float | None = None
+    """Similarity 0–100 for fuzzy and re-anchored matches; absent for exact ones."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "method": self.method,
+            "match_count": self.match_count,
+            "match_rank": self.match_rank,
+            "reason": self.reason,
+        }
+        if self.score is not None:
+            d["score"] = round(self.score, 2)
+        return d
+
+    @classmethod
+    def from_dict(cls, status: str, d: dict[str, Any]) -> Resolution:
+        return cls(
+            status=status,
+            method=str(d.get("method", "none")),
+            match_count=int(d.get("match_count", 0)),
+            match_rank=d.get("match_rank"),
+            reason=d.get("reason"),
+            score=d.get("score"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceLine:
+    """One line of ``evidence.jsonl``: a claim, its verbatim quote, and the receipt."""
+
+    id: str
+    """16 hex chars, the seed's two-tier ID (with span offsets when a span exists)."""
+    content_id: str
+    """The item's 16-hex content ID."""
+    claim: str
+    """The assertion, in the extractor's words."""
+    quote: str
+    """What the extractor says the source says, verbatim."""
+    quote_sha256: str
+    """``sha256:<hex>`` of the quote's UTF-8 bytes."""
+    resolution: Resolution
+    """Status and method of the quote → span match."""
+    span: Span | None
+    """The span; present exactly when status is resolved or ambiguous."""
+    confidence: float
+    """0–1, as reported by the extractor."""
+    extractor: str
+    """Pattern name that produced the line, e.g. ``extract_claims``."""
+    ts: str
+    """ISO-8601 UTC time the line was produced."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Fields beyond the V1 schema (e.g. ``review``), kept on round trips."""
+
+    @property
+    def status(self) -> str:
+        return self.resolution.status
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = dict(self.extra)
+        d.update(
+            {
+                "id": self.id,
+                "content_id": self.content_id,
+                "claim": self.claim,
+                "quote": self.quote,
+                "quote_sha256": self.quote_sha256,
+                "status": self.resolution.status,
+                "resolution": self.resolution.to_dict(),
+                "span": self.span.to_dict() if self.span else None,
+                "confidence": self.confidence,
+                "extractor": self.extractor,
+                "ts": self.ts,
+            }
+        )
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvidenceLine:
+        known = {
+            "id", "content_id", "claim", "quote", "quote_sha256", "status",
+            "resolution", "span", "confidence", "extractor", "ts",
+        }  # fmt: skip
+        status = str(d["status"])
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}")
+        span = Span.from_dict(d["span"]) if d.get("span") else None
+        if status != "unresolved" and span is None:
+            raise ValueError(f"status {status} requires a span")
+        return cls(
+            id=str(d["id"]),
+            content_id=str(d["content_id"]),
+            claim=str(d["claim"]),
+            quote=str(d["quote"]),
+            quote_sha256=str(d["quote_sha256"]),
+            resolution=Resolution.from_dict(status, d.get("resolution") or {}),
+            span=span,
+            confidence=float(d.get("confidence", 0.0)),
+            extractor=str(d.get("extractor", "")),
+            ts=str(d.get("ts", "")),
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+    def with_span(self, resolution: Resolution, span: Span | None, new_id: str) -> EvidenceLine:
+        return replace(self, resolution=resolution, span=span, id=new_id)
+
+    @property
+    def grounded(self) -> bool:
+        return self.resolution.status == RESOLVED
