@@ -4,14 +4,20 @@ V1 is exact raw-byte search: one match is ``resolved``, several are ``ambiguous`
 kept, ``match_count`` and 1-indexed ``match_rank`` recorded), none is ``unresolved`` with the
 whitespace+NFC ``normalized_match_only`` hint. Case-insensitive and fuzzy matching run only when
 asked for (``mode``), only after exact search fails, and always say so in ``resolution.method``.
+
+Cost: an exact quote costs one pass of ``bytes.find`` over the document (to its first match, then
+on to a second one or the end); everything else a span needs (lines, timestamps, the folded and
+normalised texts, the fuzzy word index) is built once per ``Document`` on first use.
+:func:`resolve_quotes` resolves a batch against one document, reusing results for repeated quotes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from arkai.core.document import Document, normalize_text
-from arkai.core.fuzzy import DEFAULT_THRESHOLD, fuzzy_find
+from arkai.core.fuzzy import DEFAULT_THRESHOLD
 from arkai.core.hashing import digest
 from arkai.model.evidence import Resolution, Span
 from arkai.model.status import (
@@ -23,7 +29,6 @@ from arkai.model.status import (
     METHOD_NORMALIZED_HINT,
     MODE_EXACT,
     MODE_FUZZY,
-    MODE_INSENSITIVE,
     MODES,
     REASON_MULTIPLE,
     REASON_NO_MATCH,
@@ -34,6 +39,11 @@ from arkai.model.status import (
 
 ARTIFACT = "transcript.md"
 
+# Resolutions are immutable: the common ones are shared rather than rebuilt for every quote.
+_EXACT_ONE = Resolution(RESOLVED, METHOD_EXACT, 1, 1, None)
+_NO_MATCH = Resolution(UNRESOLVED, METHOD_NONE, 0, None, REASON_NO_MATCH)
+_HINT_ONLY = Resolution(UNRESOLVED, METHOD_NORMALIZED_HINT, 0, None, REASON_NORMALIZED_ONLY)
+
 
 @dataclass(frozen=True, slots=True)
 class Match:
@@ -41,6 +51,10 @@ class Match:
 
     resolution: Resolution
     span: Span | None
+
+
+_UNMATCHED = Match(_NO_MATCH, None)
+_HINTED = Match(_HINT_ONLY, None)
 
 
 def count_occurrences(data: bytes, needle: bytes, first: int) -> int:
@@ -72,19 +86,34 @@ def make_span(doc: Document, start: int, end: int, artifact: str, sha: str | Non
 def _unresolved(doc: Document, quote: str) -> Match:
     norm = normalize_text(quote)
     if norm and norm in doc.normalized:
-        res = Resolution(UNRESOLVED, METHOD_NORMALIZED_HINT, 0, None, REASON_NORMALIZED_ONLY)
-    else:
-        res = Resolution(UNRESOLVED, METHOD_NONE, 0, None, REASON_NO_MATCH)
-    return Match(res, None)
+        return _HINTED
+    return _UNMATCHED
+
+
+def _offset_text(doc: Document) -> str:
+    """``doc``'s text with code point indexes that map back onto its bytes (cached on ``doc``).
+
+    ``doc.text`` turns each invalid byte sequence into one U+FFFD (3 bytes), which would shift
+    every later offset; ``surrogateescape`` keeps each invalid byte as one code point instead.
+    """
+    return doc.offset_text
 
 
 def _char_to_byte(text: str, index: int) -> int:
-    return len(text[:index].encode("utf-8"))
+    return len(text[:index].encode("utf-8", errors="surrogateescape"))
+
+
+def _byte_range(doc: Document, cs: int, ce: int) -> tuple[int, int]:
+    """Byte range of code points ``cs..ce`` of ``doc.offset_text``."""
+    if doc.is_ascii:
+        return cs, ce
+    start = doc.char_to_byte(cs)
+    return start, start + len(doc.offset_text[cs:ce].encode("utf-8", errors="surrogateescape"))
 
 
 def _insensitive(doc: Document, quote: str, artifact: str) -> Match | None:
-    text = doc.text
-    low, q = text.lower(), quote.lower()
+    text = doc.offset_text
+    low, q = doc.folded, quote.lower()
     if len(low) != len(text):
         # Lower-casing changed lengths (rare scripts): fall back to ASCII folding on bytes,
         # which keeps byte offsets intact.
@@ -103,8 +132,7 @@ def _insensitive(doc: Document, quote: str, artifact: str) -> Match | None:
         while j >= 0:
             count += 1
             j = low.find(q, j + 1)
-        start = _char_to_byte(text, ci)
-        end = start + len(text[ci : ci + len(q)].encode("utf-8"))
+        start, end = _byte_range(doc, ci, ci + len(q))
     status = RESOLVED if count == 1 else AMBIGUOUS
     reason = None if count == 1 else REASON_MULTIPLE
     res = Resolution(status, METHOD_CASE_INSENSITIVE, count, 1, reason)
@@ -112,14 +140,45 @@ def _insensitive(doc: Document, quote: str, artifact: str) -> Match | None:
 
 
 def _fuzzy(doc: Document, quote: str, artifact: str, threshold: float) -> Match | None:
-    found = fuzzy_find(doc.text, quote, threshold)
+    found = doc.fuzzy_index().find(quote, threshold)
     if found is None:
         return None
     cs, ce, score = found
-    start = _char_to_byte(doc.text, cs)
-    end = start + len(doc.text[cs:ce].encode("utf-8"))
+    start, end = _byte_range(doc, cs, ce)
     res = Resolution(RESOLVED, METHOD_FUZZY, 1, 1, None, score=score)
     return Match(res, make_span(doc, start, end, artifact))
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MODES)}")
+
+
+def _resolve(doc: Document, quote: str, mode: str, artifact: str, fuzzy_threshold: float) -> Match:
+    needle = quote.encode("utf-8")
+    if not needle.strip():
+        return _UNMATCHED
+    data = doc.data
+    first = data.find(needle)
+    if first >= 0:
+        second = data.find(needle, first + 1)
+        if second < 0:
+            res = _EXACT_ONE
+        else:
+            count = count_occurrences(data, needle, first)
+            res = Resolution(AMBIGUOUS, METHOD_EXACT, count, 1, REASON_MULTIPLE)
+        # The slice of an exact match is the quote itself, so its digest is the quote's.
+        span = make_span(doc, first, first + len(needle), artifact, digest(needle))
+        return Match(res, span)
+    if mode != MODE_EXACT:
+        found = _insensitive(doc, quote, artifact)
+        if found is not None:
+            return found
+        if mode == MODE_FUZZY:
+            found = _fuzzy(doc, quote, artifact, fuzzy_threshold)
+            if found is not None:
+                return found
+    return _unresolved(doc, quote)
 
 
 def resolve_quote(
@@ -135,29 +194,30 @@ def resolve_quote(
     ``mode`` is ``exact`` (V1, default), ``insensitive`` (exact, then case-insensitive) or
     ``fuzzy`` (exact, then case-insensitive, then fuzzy at ``fuzzy_threshold`` 0–100).
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MODES)}")
-    needle = quote.encode("utf-8")
-    if not needle.strip():
-        return Match(Resolution(UNRESOLVED, METHOD_NONE, 0, None, REASON_NO_MATCH), None)
-    data = doc.data
-    first = data.find(needle)
-    if first >= 0:
-        second = data.find(needle, first + 1)
-        if second < 0:
-            res = Resolution(RESOLVED, METHOD_EXACT, 1, 1, None)
-        else:
-            count = count_occurrences(data, needle, first)
-            res = Resolution(AMBIGUOUS, METHOD_EXACT, count, 1, REASON_MULTIPLE)
-        # The slice of an exact match is the quote itself, so its digest is the quote's.
-        span = make_span(doc, first, first + len(needle), artifact, digest(needle))
-        return Match(res, span)
-    if mode in (MODE_INSENSITIVE, MODE_FUZZY):
-        found = _insensitive(doc, quote, artifact)
-        if found is not None:
-            return found
-    if mode == MODE_FUZZY:
-        found = _fuzzy(doc, quote, artifact, fuzzy_threshold)
-        if found is not None:
-            return found
-    return _unresolved(doc, quote)
+    _check_mode(mode)
+    return _resolve(doc, quote, mode, artifact, fuzzy_threshold)
+
+
+def resolve_quotes(
+    doc: Document,
+    quotes: Iterable[str],
+    *,
+    mode: str = MODE_EXACT,
+    artifact: str = ARTIFACT,
+    fuzzy_threshold: float = DEFAULT_THRESHOLD,
+) -> list[Match]:
+    """Resolve every quote of ``quotes`` against ``doc``, in order.
+
+    Equal to ``[resolve_quote(doc, q, ...) for q in quotes]``; a quote that repeats is resolved
+    once (``Match`` is immutable, so the same object is returned for each repeat).
+    """
+    _check_mode(mode)
+    done: dict[str, Match] = {}
+    out: list[Match] = []
+    append = out.append
+    for quote in quotes:
+        match = done.get(quote)
+        if match is None:
+            match = done[quote] = _resolve(doc, quote, mode, artifact, fuzzy_threshold)
+        append(match)
+    return out

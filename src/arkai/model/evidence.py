@@ -75,7 +75,12 @@ class Resolution:
     reason: str | None
     """``multiple_matches`` | ``no_match`` | ``normalized_match_only`` | ``None``."""
     score: float | None = None
-    """Similarity 0–100 for fuzzy and re-anchored matches; absent for exact ones."""
+    """Similarity 0–100 (2 decimals) for fuzzy and re-anchored matches; absent for exact ones."""
+
+    def __post_init__(self) -> None:
+        # Round on construction, as in the file, so a line read back equals the line written.
+        if self.score is not None:
+            object.__setattr__(self, "score", round(float(self.score), 2))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

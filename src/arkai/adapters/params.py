@@ -1,0 +1,50 @@
+"""``params.yaml``: the pipeline's knobs, with defaults for anything a repo leaves out."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from arkai.errors import LibraryError
+
+DEFAULTS: dict[str, Any] = {
+    "add": {"max_file_mb": 100, "default_type": "transcripts"},
+    "extract": {
+        "provider": "builtin",
+        "match_mode": "exact",
+        "fuzzy_threshold": 90,
+        "max_claims": 12,
+        "min_words": 6,
+        "max_words": 45,
+    },
+    "validate": {"fail_on_stale": True},
+}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_params(root: Path) -> dict[str, Any]:
+    """Defaults overlaid with the repo's ``params.yaml`` (missing file → defaults)."""
+    path = root / "params.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return copy.deepcopy(DEFAULTS)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise LibraryError(f"{path}: not valid YAML ({exc})") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise LibraryError(f"{path}: expected a mapping at the top level")
+    return _merge(DEFAULTS, raw)

@@ -1,0 +1,80 @@
+"""Readers and writers for an item's extraction files (``evidence.jsonl``, ``entities.json``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.fs import write_if_changed
+from arkai.core import canonjson
+from arkai.errors import LibraryError
+from arkai.model.evidence import EvidenceLine
+
+ENTITIES_SCHEMA_VERSION = 1
+
+
+def evidence_sort_key(line: EvidenceLine) -> tuple[int, int, str]:
+    """Stable order: by span start (unresolved last), then ID — deterministic and merge-friendly."""
+    if line.span is None:
+        return (1, 0, line.id)
+    return (0, line.span.start, line.id)
+
+
+def read_evidence(path: Path) -> list[EvidenceLine]:
+    """Parse ``evidence.jsonl``; a missing file is an empty list, a bad line is an error."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except UnicodeDecodeError as exc:
+        raise LibraryError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    lines: list[EvidenceLine] = []
+    for n, text in enumerate(raw.splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+            lines.append(EvidenceLine.from_dict(obj))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LibraryError(f"{path}:{n}: bad evidence line ({exc})") from None
+    return lines
+
+
+def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:
+    """Write the lines canonically, sorted, deduplicated by ID. True if the file changed."""
+    unique = {line.id: line for line in lines}
+    ordered = sorted(unique.values(), key=evidence_sort_key)
+    text = canonjson.dumps_lines(line.to_dict() for line in ordered)
+    return write_if_changed(path, text.encode("utf-8"))
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file, or None when missing. Malformed files raise LibraryError."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LibraryError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise LibraryError(f"{path}: expected a JSON object")
+    return obj
+
+
+def write_json(path: Path, obj: Any) -> bool:
+    """Canonical JSON, atomically, only when the content changed."""
+    return write_if_changed(path, canonjson.dumps(obj).encode("utf-8"))
+
+
+def read_entities(path: Path) -> dict[str, Any]:
+    """``entities.json`` (seed schema v1); an empty document when missing."""
+    obj = read_json(path)
+    if obj is None:
+        return {"schema_version": ENTITIES_SCHEMA_VERSION, "entities": []}
+    if not isinstance(obj.get("entities"), list):
+        raise LibraryError(f"{path}: 'entities' must be a list")
+    return obj

@@ -1,0 +1,68 @@
+"""The ``arkai`` command line. Each command group lives in its own module and calls one
+operation; errors are mapped to exit codes here, in one place."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+
+from arkai.cli.evidence import evidence
+from arkai.cli.items import add, init
+from arkai.cli.pipeline import extract, runs, status, validate
+from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="arkai")
+@click.option(
+    "--repo",
+    "-C",
+    type=click.Path(file_okay=False, path_type=str),
+    envvar="ARKAI_REPO",
+    help="Knowledge repo to work in (default: the one containing the current folder).",
+)
+@click.pass_context
+def cli(ctx: click.Context, repo: str | None) -> None:
+    """arkai: a git repository as a knowledge library whose every claim has a receipt."""
+    ctx.ensure_object(dict)
+    ctx.obj["repo"] = repo
+
+
+for command in (init, add, extract, validate, evidence, runs, status):
+    cli.add_command(command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 ok, 1 error, 2 usage, 3 pipeline, 4 limit, 5 none)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        # Outside standalone mode click returns the code given to ``ctx.exit`` (or None).
+        code = cli.main(args=args, prog_name="arkai", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+    except ArkaiError as exc:
+        click.echo(f"arkai: error: {exc}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    except Exception as exc:  # the last line of defence: one line unless ARKAI_DEBUG=1
+        if os.environ.get("ARKAI_DEBUG") == "1":
+            traceback.print_exc()
+        else:
+            click.echo(
+                f"arkai: unexpected error: {type(exc).__name__}: {exc} (ARKAI_DEBUG=1 for details)",
+                err=True,
+            )
+        return EXIT_ERROR
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,129 @@
+"""``arkai evidence show|open|validate|reanchor``."""
+
+from __future__ import annotations
+
+import subprocess
+
+import click
+
+from arkai.adapters.layout import get_item, iter_items
+from arkai.adapters.params import load_params
+from arkai.cli.common import json_option, repo_root
+from arkai.cli.output import emit_json, stdout
+from arkai.errors import ArkaiError
+from arkai.ops.evidence import describe, editor_command, find_evidence, reanchor_item
+
+
+@click.group()
+def evidence() -> None:
+    """Look up, open, validate and repair evidence (claims pinned to transcript bytes)."""
+
+
+@evidence.command()
+@click.argument("evidence_id")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
+    """Claim, status, resolution, file, line:col, the quoted slice and its timestamp."""
+    info = describe(find_evidence(repo_root(ctx), evidence_id))
+    if as_json:
+        emit_json(info)
+        return
+    stdout.print(info["claim"], style="bold", markup=False)
+    res = info["resolution"]
+    stdout.print(
+        f"status     {info['status']} (method {res['method']}, "
+        f"match {res['match_rank']}/{res['match_count']}, reason {res['reason']})",
+        markup=False,
+    )
+    stdout.print(
+        f"evidence   {info['id']}  item {info['content_id']}  {info['title']}", markup=False
+    )
+    if info["line"] is not None:
+        stdout.print(f"location   {info['file']}:{info['line']}:{info['column']}", markup=False)
+        if info["video_timestamp"]:
+            stdout.print(f"timestamp  {info['video_timestamp']}", markup=False)
+        state = "valid" if info["valid"] else "STALE (transcript changed under this span)"
+        stdout.print(f"span       bytes {info['utf8_byte_offset']} — {state}", markup=False)
+        stdout.print(f"slice      {info['slice']}", markup=False)
+    else:
+        stdout.print(f"location   {info['file']} (no span: quote not found verbatim)", markup=False)
+        stdout.print(f"quote      {info['quote']}", markup=False)
+
+
+@evidence.command(name="open")
+@click.argument("evidence_id")
+@click.option("--print", "print_only", is_flag=True, help="Print the editor command, don't run it.")
+@click.pass_context
+def open_(ctx: click.Context, evidence_id: str, print_only: bool) -> None:
+    """Open the transcript in $EDITOR (or VS Code: code -g path:line:col) at the span."""
+    root = repo_root(ctx)
+    loc = find_evidence(root, evidence_id)
+    info = describe(loc)
+    path = root / info["file"]
+    cmd = editor_command(path, info["line"] or 1, info["column"] or 1)
+    stdout.print(" ".join(cmd), markup=False)
+    if print_only:
+        return
+    try:
+        subprocess.run(cmd, check=False)
+    except FileNotFoundError:
+        raise ArkaiError(
+            f"editor not found: {cmd[0]}", hint="set $EDITOR, or use --print"
+        ) from None
+
+
+@evidence.command(name="validate")
+@click.argument("content_id")
+@json_option
+@click.pass_context
+def validate_cmd(ctx: click.Context, content_id: str, as_json: bool) -> None:
+    """Check one item: transcript digest and every slice hash (valid / stale / unresolved)."""
+    from arkai.cli.pipeline import validate_one
+
+    validate_one(ctx, content_id, as_json)
+
+
+@evidence.command()
+@click.argument("ident", required=False)
+@click.option("--all", "all_items", is_flag=True, help="Repair every item in the library.")
+@click.option("--threshold", type=float, help="Fuzzy threshold 0-100 (default: params).")
+@json_option
+@click.pass_context
+def reanchor(
+    ctx: click.Context, ident: str | None, all_items: bool, threshold: float | None, as_json: bool
+) -> None:
+    """Repair stale spans from their quote and anchor text after a transcript edit.
+
+    IDENT is a content ID or an evidence ID (or a prefix of ≥ 8 characters). Re-found spans
+    are labelled `reanchor`; spans that cannot be re-found become `unresolved` (never dropped).
+    """
+    root = repo_root(ctx)
+    thr = (
+        threshold
+        if threshold is not None
+        else float(load_params(root)["extract"]["fuzzy_threshold"])
+    )
+    only = None
+    if all_items:
+        items = list(iter_items(root))
+    elif ident:
+        try:
+            items = [get_item(root, ident)]
+        except ArkaiError:
+            loc = find_evidence(root, ident)
+            items, only = [loc.item], loc.line.id
+    else:
+        raise click.UsageError("give a content ID, an evidence ID, or --all")
+    results = [reanchor_item(root, item, threshold=thr, only=only) for item in items]
+    if as_json:
+        emit_json({"items": results})
+        return
+    for r in results:
+        stdout.print(
+            f"{r['content_id']}: {r['reanchored']} re-anchored, {r['unresolved']} now unresolved, "
+            f"{r['unchanged']} unchanged",
+            markup=False,
+        )
+        for c in r["changes"]:
+            stdout.print(f"  {c['old_id']} → {c['new_id']} ({c['status']})", markup=False)

@@ -1,0 +1,52 @@
+"""Printing for the CLI: JSON to stdout for agents, rich text for people, progress on stderr."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from arkai.core import canonjson
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def emit_json(obj: Any) -> None:
+    """Canonical JSON on stdout (sorted keys, UTF-8)."""
+    sys.stdout.write(canonjson.dumps(obj))
+    sys.stdout.flush()
+
+
+def show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@contextmanager
+def progress_bar(label: str, *, quiet: bool) -> Iterator[Any]:
+    """A rich progress bar on stderr, or a no-op callback when quiet / not a TTY.
+
+    Yields ``update(done, total, what)``.
+    """
+    if not show_progress(quiet):
+        yield lambda done, total, what: None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[what]}", style="dim"),
+        console=stderr,
+        transient=True,
+    ) as prog:
+        task = prog.add_task(label, total=None, what="")
+
+        def update(done: int, total: int, what: str) -> None:
+            prog.update(task, completed=done, total=total, what=what[:40])
+
+        yield update

@@ -1,0 +1,154 @@
+"""``arkai extract``, ``arkai validate``, ``arkai runs``, ``arkai status``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arkai.adapters import events
+from arkai.adapters.layout import get_item
+from arkai.adapters.params import load_params
+from arkai.adapters.store import write_json
+from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.errors import EXIT_ERROR
+from arkai.ops.extract import run_extract
+from arkai.ops.validate import ItemReport, summarize, validate_items, validate_library
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Re-extract even when nothing changed.")
+@click.option("--only", "only", multiple=True, help="Content ID (or prefix) to extract.")
+@json_option
+@quiet_option
+@click.pass_context
+def extract(
+    ctx: click.Context, force: bool, only: tuple[str, ...], as_json: bool, quiet: bool
+) -> None:
+    """Run the extract stage: claims with byte-exact spans for every item (incremental)."""
+    root = repo_root(ctx)
+    ids = {get_item(root, i).id for i in only} if only else None
+    with progress_bar("extract", quiet=quiet) as bar:
+        summary = run_extract(root, now=events.utc_now(), only=ids, force=force, progress=bar)
+    if as_json:
+        emit_json(summary.to_dict())
+    elif not quiet:
+        stdout.print(
+            f"extract: {summary.extracted} extracted, {summary.skipped} unchanged, "
+            f"{summary.removed} removed, {summary.claims} claims"
+        )
+
+
+def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
+    for r in reports:
+        if r.ok and not verbose:
+            continue
+        mark = "ok   " if r.ok else "STALE"
+        stdout.print(
+            f"{mark} {r.content_id}  valid {r.valid}  stale {r.stale}  unresolved {r.unresolved}"
+            f"  {r.title}"
+        )
+        if not r.digest_ok:
+            stdout.print("      transcript.md changed since extraction")
+        for eid in r.stale_ids:
+            stdout.print(
+                f"      stale evidence {eid} (repair: arkai evidence reanchor {r.content_id})"
+            )
+
+
+@click.command()
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the summary as JSON here (a DVC metric).")  # fmt: skip
+@click.option("--verbose", "-v", is_flag=True, help="List every item, not only failing ones.")
+@json_option
+@click.pass_context
+def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
+    """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
+    root = repo_root(ctx)
+    summary, reports = validate_library(root)
+    if report is not None:
+        write_json(root / report if not report.is_absolute() else report, summary)
+    if as_json:
+        emit_json({"summary": summary, "items": [r.to_dict() for r in reports]})
+    else:
+        _print_reports(reports, verbose)
+        stdout.print(
+            f"validate: {summary['items']} items, {summary['valid']} valid, "
+            f"{summary['stale']} stale, {summary['unresolved']} unresolved"
+        )
+    fail = bool(load_params(root)["validate"]["fail_on_stale"])
+    if (summary["stale"] or summary["mentions_stale"]) and fail:
+        if not as_json:
+            click.echo("arkai: error: stale evidence found (see above)", err=True)
+        ctx.exit(EXIT_ERROR)
+
+
+def validate_one(ctx: click.Context, content_id: str, as_json: bool) -> None:
+    """Shared by ``arkai evidence validate``."""
+    root = repo_root(ctx)
+    item = get_item(root, content_id)
+    reports = validate_items(root, [item])
+    if as_json:
+        emit_json({"summary": summarize(reports), "items": [r.to_dict() for r in reports]})
+    else:
+        _print_reports(reports, True)
+    if not reports[0].ok:
+        ctx.exit(EXIT_ERROR)
+
+
+@click.command()
+@click.option("--limit", "-n", default=20, show_default=True, help="Show the newest N runs.")
+@json_option
+@click.pass_context
+def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
+    """List recent runs (from .arkai/runs)."""
+    root = repo_root(ctx)
+    rows = []
+    for run_id in events.list_runs(root)[-limit:][::-1]:
+        evs = events.read_events(root / events.RUNS_DIR / run_id / "events.jsonl")
+        start = next((e for e in evs if e.get("type") == "RunStarted"), {})
+        end = next((e for e in evs if e.get("type") == "RunCompleted"), {})
+        rows.append(
+            {
+                "run_id": run_id,
+                "pipeline": start.get("pipeline"),
+                "started": start.get("timestamp"),
+                "status": end.get("status", "running or interrupted"),
+                "duration_ms": end.get("duration_ms"),
+                "events": len(evs),
+            }
+        )
+    if as_json:
+        emit_json({"runs": rows})
+        return
+    for r in rows:
+        stdout.print(f"{r['run_id']}  {r['pipeline']:<10} {r['status']:<10} {r['started']}")
+
+
+@click.command()
+@click.argument("run_id")
+@json_option
+@click.pass_context
+def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """Show one run's events (RUN_ID or a prefix of ≥ 8 characters)."""
+    root = repo_root(ctx)
+    rid = events.get_run(root, run_id)
+    evs = events.read_events(root / events.RUNS_DIR / rid / "events.jsonl")
+    end = next((e for e in evs if e.get("type") == "RunCompleted"), None)
+    counts: dict[str, int] = {}
+    for e in evs:
+        counts[str(e.get("type"))] = counts.get(str(e.get("type")), 0) + 1
+    info = {
+        "run_id": rid,
+        "status": end.get("status") if end else "running or interrupted",
+        "event_counts": counts,
+        "events": evs,
+    }
+    if as_json:
+        emit_json(info)
+        return
+    stdout.print(f"run {rid}: {info['status']}")
+    for e in evs:
+        detail = {k: v for k, v in e.items() if k not in ("type", "timestamp", "run_id")}
+        stdout.print(f"  {e.get('timestamp')}  {e.get('type'):<18} {detail}")

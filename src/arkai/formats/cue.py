@@ -1,0 +1,98 @@
+"""The parsed form of a source (cues) and the text clean-up every parser shares."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+#: Source formats that :func:`arkai.formats.parse_source` understands.
+FORMATS = ("vtt", "srt", "ytjson", "txt", "md")
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    """One piece of text, with the moment it is spoken when the source is timed."""
+
+    start: float | None
+    """Seconds from the start of the media (``>= 0``), or ``None`` for untimed text."""
+    text: str
+    """One line of text: never empty, no newlines, whitespace collapsed to single spaces, NFC."""
+    speaker: str | None = None
+    """The speaker where the source labels this cue (``<v Name>``, ``Name: ...``), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSource:
+    """A source file reduced to cues, ready for :func:`arkai.formats.render_transcript`."""
+
+    format: str
+    """One of :data:`FORMATS`."""
+    cues: tuple[Cue, ...]
+    """Cues in spoken order; for timed sources ``start`` never decreases."""
+    timed: bool
+    """True when every cue has a ``start``; False when none has."""
+    title: str | None
+    """A title found in the source itself (a Markdown file's first ``# heading``), else ``None``."""
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u200b\ufeff]")
+
+
+def clean_text(text: str) -> str:
+    """NFC, control and zero-width characters dropped, whitespace collapsed, ends stripped."""
+    text = _CONTROL_RE.sub("", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split())
+
+
+# A speaker label opening a caption line: a capitalised name of up to four words ("Dan",
+# "Dan Ott", "Speaker 2", "Neil deGrasse Tyson", "Ana de la Cruz") and a colon. Lower-case
+# words other than name particles keep "So here's the thing: ..." out.
+_LABEL_RE = re.compile(r"^([^\W\d_][\w'’.-]*(?: [\w'’.-]+){0,3}):(?:\s+|$)")
+_NAME_PARTICLES = frozenset(
+    {"al", "bin", "da", "de", "del", "der", "di", "du", "la", "le", "van", "von"}
+)
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """Split ``"Name: words"`` into ``("Name", "words")``; ``(None, text)`` when unlabelled."""
+    m = _LABEL_RE.match(text)
+    if m is None:
+        return None, text
+    label = m.group(1)
+    first, *rest = label.split(" ")
+    if not first[0].isupper() or label.endswith((".", "-")):
+        return None, text
+    if not all(w[0].isdigit() or w in _NAME_PARTICLES or not w.islower() for w in rest):
+        return None, text
+    return label, text[m.end() :]
+
+
+# [H]H:MM:SS[.mmm] or MM:SS.mmm (VTT may leave out the hours, but then not the fraction).
+_CLOCK_RE = re.compile(
+    r"^(?:(\d+):(\d{2}):(\d{2})(?:[.,](\d{1,3}))?|(\d{1,2}):(\d{2})[.,](\d{1,3}))$"
+)
+
+
+def parse_clock(value: str) -> float | None:
+    """``[H]H:MM:SS.mmm`` or ``MM:SS.mmm`` (``,`` for ``.`` too) in seconds; None if malformed."""
+    m = _CLOCK_RE.match(value)
+    if m is None:
+        return None
+    hours, minutes, seconds, frac, short_minutes, short_seconds, short_frac = m.groups()
+    if hours is None:
+        hours, minutes, seconds, frac = "0", short_minutes, short_seconds, short_frac
+    if int(seconds) >= 60 or int(minutes) >= 60:
+        return None
+    total = int(hours) * 3600 + int(minutes) * 60 + int(seconds)
+    if frac:
+        total += int(frac) / 10 ** len(frac)
+    return float(total)
+
+
+def shorten(line: str, limit: int = 60) -> str:
+    """``line`` cut to ``limit`` characters for an error message."""
+    line = line.strip()
+    return line if len(line) <= limit else line[: limit - 4] + " ..."

@@ -1,0 +1,76 @@
+"""``arkai init``: scaffold a knowledge repo that ``dvc repro`` builds at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.fs import atomic_write_bytes
+from arkai.errors import ArkaiError
+
+#: Scaffold files whose stored name differs from the name in the repo.
+_RENAMES = {"gitignore": ".gitignore", "dvcignore": ".dvcignore"}
+_KEEP_DIRS = ("library", "extracted", "reports")
+
+
+def scaffold_files() -> dict[str, bytes]:
+    """Relative path → bytes of every file ``arkai init`` writes."""
+    base = resources.files("arkai") / "scaffold"
+    out: dict[str, bytes] = {}
+
+    def walk(node: Traversable, prefix: str) -> None:
+        for child in sorted(node.iterdir(), key=lambda c: c.name):
+            if child.name == "__pycache__":
+                continue
+            rel = f"{prefix}{child.name}"
+            if child.is_dir():
+                walk(child, rel + "/")
+            else:
+                out[_RENAMES.get(rel, rel)] = child.read_bytes()
+
+    walk(base, "")
+    return out
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise ArkaiError(f"`{' '.join(cmd)}` failed in {cwd}: {proc.stderr.strip()[:500]}")
+
+
+def init_repo(directory: Path, *, git: bool = True) -> dict[str, Any]:
+    """Write the scaffold into ``directory`` without overwriting anything already there,
+    then ``git init`` and ``dvc init`` where they are missing."""
+    directory = directory.resolve()
+    if directory.exists() and not directory.is_dir():
+        raise ArkaiError(f"{directory}: exists and is not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    created: list[str] = []
+    kept: list[str] = []
+    for rel, data in scaffold_files().items():
+        target = directory / rel
+        if target.exists():
+            kept.append(rel)
+            continue
+        atomic_write_bytes(target, data)
+        created.append(rel)
+    for name in _KEEP_DIRS:
+        keep = directory / name / ".gitkeep"
+        if not (directory / name).exists():
+            atomic_write_bytes(keep, b"")
+            created.append(f"{name}/.gitkeep")
+    if git:
+        if not (directory / ".git").exists():
+            _run(["git", "init", "-q"], directory)
+            created.append(".git/")
+        if not (directory / ".dvc").exists():
+            _run([sys.executable, "-m", "dvc", "init", "-q"], directory)
+            _run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], directory)
+            created.append(".dvc/")
+    return {"path": str(directory), "created": created, "kept": kept}
