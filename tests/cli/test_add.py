@@ -147,7 +147,7 @@ def test_bad_input_errors_and_changes_nothing(
     before = tree(kr)
     data, expected = BAD_INPUTS[name]
     bad = _write(tmp_path / name, data)
-    code, out, err = arkai("--repo", kr, "add", bad)
+    code, _, err = arkai("--repo", kr, "add", bad)
     assert code == expected
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1, err

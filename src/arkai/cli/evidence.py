@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import click
 
+from arkai.adapters.fs import read_input_file
 from arkai.adapters.layout import get_item, iter_items
 from arkai.adapters.params import load_params
 from arkai.cli.common import json_option, repo_root
 from arkai.cli.output import emit_json, stdout
-from arkai.errors import ArkaiError
+from arkai.core.document import Document
+from arkai.core.fuzzy import DEFAULT_THRESHOLD
+from arkai.core.resolve import resolve_quote
+from arkai.errors import EXIT_NO_RESULTS, ArkaiError
+from arkai.model.status import MODES
 from arkai.ops.evidence import describe, editor_command, find_evidence, reanchor_item
 
 
@@ -127,3 +133,61 @@ def reanchor(
         )
         for c in r["changes"]:
             stdout.print(f"  {c['old_id']} → {c['new_id']} ({c['status']})", markup=False)
+
+
+@evidence.command()
+@click.argument("target")
+@click.argument("quote")
+@click.option(
+    "--match-mode",
+    type=click.Choice(MODES),
+    default="exact",
+    show_default=True,
+    help="exact is V1; insensitive and fuzzy are labelled in resolution.method.",
+)
+@click.option("--threshold", type=float, help="Fuzzy threshold 0-100 (default: params).")
+@json_option
+@click.pass_context
+def resolve(
+    ctx: click.Context,
+    target: str,
+    quote: str,
+    match_mode: str,
+    threshold: float | None,
+    as_json: bool,
+) -> None:
+    """Resolve QUOTE against an item's transcript (TARGET = content ID) or a file path.
+
+    Read-only: prints the resolution and span; exits 5 when the quote is unresolved.
+    """
+    path = Path(target)
+    if path.is_file():
+        data = read_input_file(path, max_bytes=2_000_000_000)
+        thr = threshold if threshold is not None else DEFAULT_THRESHOLD
+    else:
+        root = repo_root(ctx)
+        item = get_item(root, target)
+        data = item.transcript.read_bytes()
+        default = float(load_params(root)["extract"]["fuzzy_threshold"])
+        thr = threshold if threshold is not None else default
+    match = resolve_quote(Document(data), quote, mode=match_mode, fuzzy_threshold=thr)
+    info = {
+        "status": match.resolution.status,
+        "resolution": match.resolution.to_dict(),
+        "span": match.span.to_dict() if match.span else None,
+    }
+    if as_json:
+        emit_json(info)
+    else:
+        res = match.resolution
+        stdout.print(f"{res.status} (method {res.method}, reason {res.reason})", markup=False)
+        if match.span is not None:
+            sp = match.span
+            stdout.print(
+                f"bytes [{sp.start}, {sp.end}) line {sp.line} column {sp.column}"
+                + (f" at {sp.video_timestamp}" if sp.video_timestamp else ""),
+                markup=False,
+            )
+            stdout.print(data[sp.start : sp.end].decode("utf-8", errors="replace"), markup=False)
+    if match.span is None:
+        ctx.exit(EXIT_NO_RESULTS)

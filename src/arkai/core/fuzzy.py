@@ -63,28 +63,35 @@ class FuzzyIndex:
         spans = [m.span() for m in _WORD_RE.finditer(folded)]
         self._starts = [s for s, _ in spans]
         self._ends = [e for _, e in spans]
+        words = _WORD_RE.findall(folded)
+        # Single words and adjacent pairs ("a b"; no word contains a space) share one table.
+        # Pairs are far rarer than words, so they still anchor a quote made of common words.
         postings: dict[str, list[int]] = {}
         get = postings.get
-        for i, word in enumerate(_WORD_RE.findall(folded)):
-            found = get(word)
-            if found is None:
-                postings[word] = [i]
-            else:
-                found.append(i)
+        for keys in (words, [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]):
+            for i, key in enumerate(keys):
+                found = get(key)
+                if found is None:
+                    postings[key] = [i]
+                else:
+                    found.append(i)
         self._postings = postings
 
     def _candidates(self, words: list[str]) -> list[int]:
         """Word positions where the quote may start, most promising first."""
+        keys = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
         anchors: list[tuple[int, int, list[int]]] = []
-        for i, word in enumerate(words):
-            found = self._postings.get(word)
+        for k, key in enumerate(keys):
+            found = self._postings.get(key)
             if found:
+                i = k if k < len(words) else k - len(words)
                 anchors.append((len(found), i, found))
         if not anchors:
             return []
+        anchors.sort(key=lambda a: a[0])
         voting = [a for a in anchors if a[0] <= MAX_POSTINGS]
-        if len(voting) < min(3, len(anchors)):
-            voting = sorted(anchors, key=lambda a: a[0])[:3]
+        if len(voting) < 3:
+            voting = anchors[:3]
         votes: dict[int, int] = {}
         get = votes.get
         for _, i, found in voting:
@@ -94,10 +101,8 @@ class FuzzyIndex:
         # A changed word can split one quote word into two (or merge two): count votes for
         # nearby starts together.
         scored = sorted(
-            (
-                (-(n + get(d - 1, 0) + get(d + 1, 0) + get(d - 2, 0) + get(d + 2, 0)), d)
-                for d, n in votes.items()
-            ),
+            (-(n + get(d - 1, 0) + get(d + 1, 0) + get(d - 2, 0) + get(d + 2, 0)), d)
+            for d, n in votes.items()
         )
         need = 2 if len(words) >= 4 and len(voting) >= 2 else 1
         gap = max(len(words), 4)

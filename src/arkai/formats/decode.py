@@ -15,8 +15,9 @@ from arkai.formats.text import parse_md, parse_txt
 from arkai.formats.vtt import parse_vtt
 from arkai.formats.ytjson import looks_like_ytjson, parse_ytjson
 
-#: Sources larger than this are refused before decoding (a 10-hour SRT is about 2 MB).
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
+# A ceiling for the pure parsers (memory safety); `add.max_file_mb` in params is the limit
+# users set, checked before a file is even read.
+MAX_SOURCE_BYTES = 1024 * 1024 * 1024
 
 _EXTENSIONS = {
     ".vtt": "vtt",

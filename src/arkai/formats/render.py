@@ -1,11 +1,13 @@
 """The canonical ``transcript.md`` text of a parsed source.
 
 Timed sources become lines ``[HH:MM:SS] text`` or ``[HH:MM:SS] Speaker: text``. Cues are merged
-into whole sentences, and sentences into lines: a line ends after a sentence once it holds
-:data:`MIN_LINE_CHARS` characters, and before a speaker change or a sentence that would take it
-past :data:`MAX_LINE_CHARS` characters or :data:`MAX_LINE_SECONDS` seconds. Only a sentence too
-long for a line of its own is broken, between cues (between words when one cue is too long), so
-unpunctuated auto-captions get lines of at most about 30 s. A line's time is its first cue's
+into whole sentences, and sentences into lines. A line ends after a sentence once it holds
+:data:`MIN_LINE_CHARS` characters, and before a speaker change or before a sentence that would
+take it past :data:`MAX_LINE_CHARS` characters or that starts :data:`MAX_LINE_SECONDS` or more
+after the line. Only a sentence longer than :data:`MAX_LINE_CHARS` is broken: between cues,
+under the same two limits (between words when one cue alone is too long). So unpunctuated
+auto-captions, one endless sentence, get lines of at most about 30 s, and a sentence that fits
+on a line is never split, which keeps quotes within one line. A line's time is its first cue's
 start, floored to the second. An unlabelled cue keeps the speaker last named before it.
 
 Untimed sources give one cue per line with a blank line between (Markdown list items, table
@@ -62,10 +64,10 @@ def _timed_lines(cues: tuple[Cue, ...]) -> Iterator[str]:
     length = 0
     for sentence in _sentences(cues):
         size = sum(len(p.text) for p in sentence) + len(sentence) - 1
-        if line and not _fits(line[0], length, sentence[0].speaker, sentence[-1].start, size):
+        if line and not _fits(line[0], length, sentence[0].speaker, sentence[0].start, size):
             yield _format_line(line)
             line, length = [], 0
-        if line or _fits(sentence[0], -1, sentence[0].speaker, sentence[-1].start, size):
+        if line or size <= MAX_LINE_CHARS:
             line.extend(sentence)
             length += size + (1 if length else 0)
         else:
@@ -83,14 +85,14 @@ def _timed_lines(cues: tuple[Cue, ...]) -> Iterator[str]:
         yield _format_line(line)
 
 
-def _fits(first: _Piece, length: int, speaker: str | None, last: float, size: int) -> bool:
-    """Whether ``size`` more characters of ``speaker``, the last spoken at ``last``, may join
-    a line that opens with ``first`` and holds ``length`` characters (-1 for an empty line).
+def _fits(first: _Piece, length: int, speaker: str | None, start: float, size: int) -> bool:
+    """Whether ``size`` more characters of ``speaker``, starting at time ``start``, may join a
+    line that opens with ``first`` and holds ``length`` characters.
     """
     return (
         speaker == first.speaker
         and length + 1 + size <= MAX_LINE_CHARS
-        and last - first.start < MAX_LINE_SECONDS
+        and start - first.start < MAX_LINE_SECONDS
     )
 
 

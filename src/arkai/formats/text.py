@@ -40,12 +40,12 @@ def parse_md(name: str, text: str) -> ParsedSource:
     """Parse Markdown: paragraphs joined, block lines kept; the first ``# heading`` is the title."""
     lines = text.split("\n")
     front_title, lines = _front_matter(lines)
+    timed = _parse_timed([line for line in lines if not _HEADING_RE.match(line.strip())])
+    if timed is not None:
+        title = front_title or _first_title([clean_text(line) for line in lines])
+        return ParsedSource(format="md", cues=timed, timed=True, title=title)
     texts = [line for line in _markdown_lines(lines) if line]
     title = front_title or _first_title(texts)
-    body = [line for line in lines if not _HEADING_RE.match(line.strip())]
-    timed = _parse_timed(body)
-    if timed is not None:
-        return ParsedSource(format="md", cues=timed, timed=True, title=title)
     cues = tuple(Cue(None, line) for line in texts)
     if not cues:
         raise SourceFormatError(f"{name}: file is empty")
@@ -95,7 +95,7 @@ def _paragraphs(lines: list[str]) -> list[str]:
 
 
 def _markdown_lines(lines: list[str]) -> list[str]:
-    out: list[str] = []
+    out: list[list[str]] = []  # the pieces of each output line, joined and cleaned at the end
     # What out[-1] is: "para" (plain text a next plain line continues), "lazy" (a list item or
     # quote, which also takes continuation lines) or None (nothing may continue it).
     open_kind: str | None = None
@@ -107,20 +107,20 @@ def _markdown_lines(lines: list[str]) -> list[str]:
             continue
         if in_fence or _FENCE_RE.match(line):
             in_fence = in_fence != bool(_FENCE_RE.match(line))
-            out.append(clean_text(line))
+            out.append([line])
             open_kind = None
             continue
         underline = _SETEXT_RE.match(line)
         if open_kind == "para" and underline is not None:
             # "Title\n=====" is a heading; written as "# Title" it survives being re-spaced.
             level = "#" if underline.group(1) == "=" else "##"
-            out[-1] = f"{level} {out[-1]}"
+            out[-1].insert(0, level)
             open_kind = None
             continue
         if open_kind is not None and not _BLOCK_START_RE.match(line):
-            out[-1] = clean_text(f"{out[-1]} {line}")
+            out[-1].append(line)
         else:
-            out.append(clean_text(line))
+            out.append([line])
             if _LAZY_START_RE.match(line):
                 open_kind = "lazy"
             elif _BLOCK_START_RE.match(line):
@@ -129,7 +129,7 @@ def _markdown_lines(lines: list[str]) -> list[str]:
                 open_kind = "para"
         if raw.endswith(("  ", "\\")):
             open_kind = None  # a hard line break: the next line stays a line of its own
-    return out
+    return [clean_text(" ".join(parts)) for parts in out]
 
 
 def _front_matter(lines: list[str]) -> tuple[str | None, list[str]]:

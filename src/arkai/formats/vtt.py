@@ -15,9 +15,9 @@ _VOICE_RE = re.compile(r"<v(?:\.[^\s>]*)?[ \t]+([^>]*)>")
 _RUBY_TEXT_RE = re.compile(r"<rt>.*?(?:</rt>|$)")
 _TAG_RE = re.compile(r"<[^>]*>")
 
-# Rolling captions are assumed when at least this share of cues open with the previous cue's
-# last line (YouTube auto-captions: nearly all of them; edited captions: almost none).
-_ROLLING_SHARE = 0.3
+# Rolling captions are assumed when at least this share of cues (and two) open with the previous
+# cue's last line (YouTube auto-captions: nearly all of them; edited captions: almost none).
+_ROLLING_SHARE = 0.5
 # How many emitted lines a rolling cue may repeat.
 _ROLLING_DEPTH = 3
 
@@ -133,7 +133,7 @@ def _is_rolling(captions: list[list[tuple[str | None, str]]]) -> bool:
             if first == previous or first.startswith(previous + " "):
                 repeats += 1
         previous = lines[-1][1]
-    return pairs > 0 and repeats >= _ROLLING_SHARE * pairs
+    return repeats >= 2 and repeats >= _ROLLING_SHARE * pairs
 
 
 def _drop_rolling_repeats(

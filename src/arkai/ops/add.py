@@ -73,8 +73,10 @@ def check_type(content_type: str) -> str:
 
 
 def title_from_filename(name: str) -> str:
+    """``beekeeping-talk.en.vtt`` → ``Beekeeping talk``."""
     stem = name.split(".")[0] if not name.startswith(".") else name
-    return re.sub(r"[_\-]+", " ", stem).strip() or "Untitled"
+    title = re.sub(r"[_\-]+", " ", stem).strip()
+    return title[:1].upper() + title[1:] if title else "Untitled"
 
 
 def build_metadata(

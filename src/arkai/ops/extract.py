@@ -30,6 +30,7 @@ from arkai.adapters.params import load_params
 from arkai.adapters.store import read_evidence, read_json, write_evidence, write_json
 from arkai.core import canonjson
 from arkai.core.document import Document
+from arkai.core.entities import entities_document
 from arkai.core.evidence import build_evidence
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.sentences import is_claim_like, iter_sentences
@@ -202,10 +203,11 @@ def extract_item(item: Item, params: dict[str, Any], now: str, log: events.RunLo
     out = item.extracted
     out.mkdir(parents=True, exist_ok=True)
     write_evidence(out / EVIDENCE, lines)
-    write_json(
-        out / ENTITIES,
-        {"schema_version": 1, "extracted_by": "extract_entities", "entities": []},
-    )
+    entities = entities_document([], extracted_by="extract_entities", extracted_at=now)
+    old_entities = read_json(out / ENTITIES)
+    if old_entities is not None and old_entities.get("entities") == entities["entities"]:
+        entities["extracted_at"] = old_entities.get("extracted_at", now)
+    write_json(out / ENTITIES, entities)
     write_if_changed(out / "claims.md", render_claims_md(item, lines).encode("utf-8"))
     counts = Counter(line.status for line in lines)
     write_json(

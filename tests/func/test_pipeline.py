@@ -1,0 +1,113 @@
+"""The whole path in a real git + DVC repo: init, add, ``dvc repro``, drift, repair."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SAMPLES, TRANSCRIPTS
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+
+
+def sh(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "GIT_AUTHOR_NAME": "arkai test",
+        "GIT_AUTHOR_EMAIL": "test@example.invalid",
+        "GIT_COMMITTER_NAME": "arkai test",
+        "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    }
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def test_init_add_repro_drift_reanchor(tmp_path: Path) -> None:
+    repo = tmp_path / "knowledge"
+    sh(tmp_path, "arkai", "init", str(repo))
+    assert (repo / ".git").is_dir() and (repo / ".dvc").is_dir()
+    # A fresh scaffold builds at once, with an empty library.
+    sh(repo, "dvc", "repro")
+    assert json.loads((repo / "reports/validation.json").read_text())["items"] == 0
+
+    sources = [
+        SAMPLES / "beekeeping-talk.vtt",
+        SAMPLES / "compilers-podcast.srt",
+        SAMPLES / "field-notes-on-reproducibility.txt",
+        SAMPLES / "note-2026-11-20.md",
+        TRANSCRIPTS / "virtual_coffee_srt" / "episode_2_6.srt",
+        TRANSCRIPTS / "youtube_auto_vtt" / "kalanick_techcocktail_VMvdvP02f-Y.en.vtt",
+        TRANSCRIPTS / "youtube_transcript_api_json" / "9OeznAkyQz4_transcript.json",
+    ]
+    sh(repo, "arkai", "add", *map(str, sources), "--tags", "test")
+    sh(repo, "dvc", "repro")
+    report = json.loads((repo / "reports/validation.json").read_text())
+    assert report["items"] == 7 and report["stale"] == 0 and report["valid"] > 40
+
+    # dvc metrics show reads the validation report.
+    metrics = sh(repo, "dvc", "metrics", "show", "--json").stdout
+    assert '"stale": 0' in metrics.replace(" ", "").replace('"stale":0', '"stale": 0')
+
+    sh(repo, "git", "add", "-A")
+    sh(repo, "git", "commit", "-qm", "library")
+    # Nothing changed: the pipeline is up to date and the tree stays clean.
+    out = sh(repo, "dvc", "repro").stdout
+    assert "didn't change" in out or "up to date" in out
+    assert sh(repo, "git", "status", "--porcelain").stdout == ""
+
+    # Drift: someone edits a transcript without re-running the pipeline.
+    item = next(p.parent for p in (repo / "library").rglob("source.srt"))
+    assert "podcast" in item.name or "episode" in item.name
+    if "episode" in item.name:
+        item = next(p.parent for p in (repo / "library").rglob("source.srt") if "podcast" in str(p))
+    transcript = item / "transcript.md"
+    transcript.write_bytes(b"[00:00:00] (Intro music.)\n" + transcript.read_bytes())
+    proc = sh(repo, "arkai", "validate", check=False)
+    assert proc.returncode == 1
+    assert "STALE" in proc.stdout and "stale evidence" in proc.stderr
+    cid = json.loads((item / "metadata.json").read_text())["id"]
+    sh(repo, "arkai", "evidence", "reanchor", cid)
+    sh(repo, "arkai", "validate")
+
+    # `dvc repro` re-extracts only the edited item and the pipeline passes again.
+    before = {p: p.stat().st_mtime_ns for p in (repo / "extracted").rglob("evidence.jsonl")}
+    sh(repo, "dvc", "repro")
+    after = {p: p.stat().st_mtime_ns for p in (repo / "extracted").rglob("evidence.jsonl")}
+    changed = [p for p in after if before.get(p) != after[p]]
+    assert all(item.name in str(p) for p in changed)
+    assert json.loads((repo / "reports/validation.json").read_text())["stale"] == 0
+
+    # Validation runs as a DVC stage: committed stale evidence fails `dvc repro`.
+    sh(repo, "git", "add", "-A")
+    sh(repo, "git", "commit", "-qm", "edit")
+    ev = next((repo / "extracted").rglob("evidence.jsonl"))
+    first = json.loads(ev.read_text().splitlines()[0])
+    first["span"]["slice_sha256"] = "sha256:" + "0" * 64
+    lines = ev.read_text().splitlines()
+    lines[0] = json.dumps(first, sort_keys=True)
+    ev.write_text("\n".join(lines) + "\n")
+    proc = sh(repo, "dvc", "repro", check=False)
+    assert proc.returncode != 0
+
+
+def test_this_repo_scaffold_matches_init() -> None:
+    """The project's own pipeline files are exactly what `arkai init` writes."""
+    from arkai.ops.init import scaffold_files
+
+    files = scaffold_files()
+    for rel in ("dvc.yaml", "params.yaml", "stages/extract.py", "stages/validate.py"):
+        assert (ROOT / rel).read_bytes() == files[rel], rel
+    for rel, data in files.items():
+        if rel.startswith("patterns/"):
+            assert (ROOT / rel).read_bytes() == data, rel
