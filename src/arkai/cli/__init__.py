@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import click
 
 from arkai.cli.evidence import evidence
-from arkai.cli.items import add, init
+from arkai.cli.items import add, ingest, init, remember
 from arkai.cli.pipeline import extract, runs, status, validate
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
@@ -32,7 +32,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
     ctx.obj["repo"] = repo
 
 
-for command in (init, add, extract, validate, evidence, runs, status):
+for command in (init, add, ingest, remember, extract, validate, evidence, runs, status):
     cli.add_command(command)
 
 

@@ -1,16 +1,30 @@
-"""``arkai init`` and ``arkai add``."""
+"""``arkai init``, ``arkai add``, ``arkai remember``, ``arkai ingest``."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 
-from arkai.adapters.events import utc_now
+from arkai.adapters import events
+from arkai.adapters.params import load_params
 from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.ops.add import add_paths, check_type, parse_tags
+from arkai.errors import EXIT_PIPELINE, EXIT_USAGE, InvalidInputError
+from arkai.ops.add import (
+    AddResult,
+    add_inputs,
+    check_type,
+    expand_inputs,
+    parse_tags,
+    read_source_list,
+    store,
+)
 from arkai.ops.init import init_repo
+from arkai.sources.base import AddOptions
+from arkai.sources.local import remember_text
 
 
 @click.command()
@@ -23,63 +37,189 @@ def init(directory: Path, no_git: bool, as_json: bool) -> None:
     if as_json:
         emit_json(result)
         return
-    stdout.print(f"Knowledge repo ready in [bold]{result['path']}[/]")
+    stdout.print(f"Knowledge repo ready in {result['path']}", markup=False)
     for name in result["created"]:
-        stdout.print(f"  created  {name}")
+        stdout.print(f"  created  {name}", markup=False)
     for name in result["kept"]:
-        stdout.print(f"  kept     {name} (already there, not overwritten)")
-    stdout.print("Next: `arkai add FILE…` then `dvc repro`.")
+        stdout.print(f"  kept     {name} (already there, not overwritten)", markup=False)
+    stdout.print("Next: `arkai add FILE…` then `dvc repro`.", markup=False)
+
+
+def add_options(f: click.decorators.FC) -> click.decorators.FC:
+    """Options shared by ``add`` and ``ingest``."""
+    for opt in reversed(
+        [
+            click.argument("inputs", nargs=-1, type=str),
+            click.option("--from", "from_file", type=click.Path(dir_okay=False, path_type=Path),
+                         help="Read inputs from FILE: a URL/path per line, then tags."),
+            click.option("--tags", "-t", multiple=True, help="Comma-separated tags (repeatable)."),
+            click.option("--title", help="Title for the item (one input only)."),
+            click.option("--type", "content_type",
+                         help="Source kind (youtube, podcast, article, pdf, chat, "
+                              "transcript, note) or library folder."),
+            click.option("--transcript", type=click.Path(path_type=Path),
+                         help="Attach a local VTT/SRT/JSON to a URL's identity (offline)."),
+            click.option("--episode", "episodes", multiple=True,
+                         help="Feeds: episode number, GUID, 'latest' or 'all' (repeatable)."),
+            click.option("--all-branches", is_flag=True,
+                         help="Chat exports: keep every branch, not only the active one."),
+            click.option("--redact/--no-redact", default=None,
+                         help="Redact secrets and personal data (default: on for chat exports)."),
+            click.option("--explain", is_flag=True, help="Show how each input was routed."),
+            json_option,
+            quiet_option,
+        ]
+    ):  # fmt: skip
+        f = opt(f)
+    return f
+
+
+def _run_add(ctx: click.Context, **kw: object) -> list[AddResult]:
+    root = repo_root(ctx)
+    inputs_arg = tuple(str(i) for i in kw["inputs"])  # type: ignore[attr-defined]
+    from_file = kw["from_file"]
+    if not inputs_arg and from_file is None:
+        raise click.UsageError("give at least one URL or path, or --from FILE")
+    content_type = kw["content_type"]
+    if isinstance(content_type, str):
+        check_type(content_type)
+    entries: list[tuple[str, list[str]]] = [(ref, []) for ref in expand_inputs(inputs_arg)]
+    if isinstance(from_file, Path):
+        entries += read_source_list(from_file)
+    if kw["title"] is not None and len(entries) > 1:
+        raise click.UsageError("--title applies to one input; give one with it")
+    transcript = kw["transcript"]
+    opts = AddOptions(
+        params=load_params(root),
+        now=events.utc_now(),
+        tags=parse_tags(list(kw["tags"])),  # type: ignore[call-overload]
+        title=kw["title"] if isinstance(kw["title"], str) else None,
+        content_type=content_type if isinstance(content_type, str) else None,
+        transcript=Path(transcript).resolve() if isinstance(transcript, Path) else None,
+        all_branches=bool(kw["all_branches"]),
+        redact=kw["redact"] if isinstance(kw["redact"], bool) else None,
+        select=[str(e) for e in kw["episodes"]],  # type: ignore[attr-defined]
+    )
+    quiet = bool(kw["quiet"])
+    with progress_bar("add", quiet=quiet) as bar:
+        results = add_inputs(root, entries, opts, progress=bar, explain=bool(kw["explain"]))
+    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=bool(kw["explain"]))
+    return results
+
+
+_LABEL = {
+    "added": "added   ",
+    "updated": "updated ",
+    "exists": "exists  ",
+    "kept": "kept    ",
+    "skipped": "skipped ",
+}
+
+
+def report(results: list[AddResult], *, as_json: bool, quiet: bool, explain: bool) -> None:
+    if as_json:
+        emit_json({"results": [r.to_dict() for r in results]})
+        return
+    for r in results:
+        if explain and "route" in r.details:
+            rt = r.details["route"]
+            stdout.print(f"route    {r.source} → {rt['source']} ({rt['layer']}: {rt['reason']})",
+                         markup=False)  # fmt: skip
+        if r.status == "failed":
+            click.echo(f"arkai: error: {r.error}", err=True)
+        elif r.status == "skipped":
+            stdout.print(f"skipped  {r.error}", markup=False)
+        else:
+            note = {
+                "exists": " (already in the library; nothing written)",
+                "kept": f" ({r.details.get('reason', '')}; nothing written)",
+            }.get(r.status, "")
+            stdout.print(f"{_LABEL[r.status]} {r.id}  {r.path}{note}", markup=False)
+    if len(results) > 1 and not quiet:
+        counts = {s: sum(r.status == s for r in results) for s in _LABEL} | {
+            "failed": sum(r.status == "failed" for r in results)
+        }
+        stdout.print(
+            f"{counts['added']} added, {counts['updated']} updated, "
+            f"{counts['exists']} already present, {counts['kept']} kept (edited here), "
+            f"{counts['skipped']} skipped, {counts['failed']} failed",
+            markup=False,
+        )
+        for r in results:
+            if r.status == "failed":
+                stdout.print(f"  failed: {r.error}", markup=False)
+
+
+def _exit_code(results: list[AddResult]) -> int:
+    failed = [r for r in results if r.status == "failed"]
+    return failed[0].exit_code if failed else 0
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--tags", "-t", multiple=True, help="Comma-separated tags (repeatable).")
-@click.option("--title", help="Title for the item (default: from the file).")
-@click.option("--type", "content_type", help="Library folder / content type, e.g. youtube.")
-@json_option
-@quiet_option
+@add_options
 @click.pass_context
-def add(
-    ctx: click.Context,
-    paths: tuple[Path, ...],
-    tags: tuple[str, ...],
-    title: str | None,
-    content_type: str | None,
-    as_json: bool,
-    quiet: bool,
-) -> None:
-    """Add local transcripts (.vtt, .srt, youtube-transcript-api .json, .txt, .md)."""
+def add(ctx: click.Context, /, **kw: object) -> None:
+    """Add sources: local files (.vtt .srt .json .txt .md .html .pdf, chat exports .json/.zip,
+    feeds .rss/.xml), folders of them, or URLs (YouTube, podcast feeds, web articles, PDFs).
+
+    Each input is routed to its kind automatically (--explain shows how); the same input twice
+    is the same item. One failing input never stops or undoes the others.
+    """
+    ctx.exit(_exit_code(_run_add(ctx, **kw)))
+
+
+@click.command()
+@add_options
+@click.pass_context
+def ingest(ctx: click.Context, /, **kw: object) -> None:
+    """`arkai add` then `dvc repro`: add sources and build everything from them."""
+    results = _run_add(ctx, **kw)
+    code = _exit_code(results)
+    if code and not any(r.status in ("added", "updated") for r in results):
+        ctx.exit(code)
     root = repo_root(ctx)
-    if content_type is not None:
-        check_type(content_type)
-    if title is not None and len(paths) > 1:
-        raise click.UsageError("--title applies to one file; give one path with it")
-    with progress_bar("add", quiet=quiet) as bar:
-        results = add_paths(
-            root,
-            paths,
-            now=utc_now(),
-            tags=parse_tags(list(tags)),
-            title=title,
-            content_type=content_type,
-            progress=bar,
+    proc = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=root, check=False)
+    if proc.returncode != 0:
+        click.echo(
+            "arkai: error: dvc repro failed; fix the cause and re-run it to resume", err=True
         )
-    failed = [r for r in results if r.status == "failed"]
-    if as_json:
-        emit_json({"results": [r.to_dict() for r in results]})
-    else:
-        for r in results:
-            if r.status == "added":
-                stdout.print(f"added    {r.id}  {r.path}")
-            elif r.status == "exists":
-                stdout.print(f"exists   {r.id}  {r.path} (already in the library; nothing written)")
-            else:
-                click.echo(f"arkai: error: {r.error}", err=True)
-        if len(results) > 1 and not quiet:
-            counts = {s: sum(r.status == s for r in results) for s in ("added", "exists", "failed")}
-            stdout.print(
-                f"{counts['added']} added, {counts['exists']} already present, "
-                f"{counts['failed']} failed"
-            )
-    if failed:
-        ctx.exit(failed[0].exit_code)
+        ctx.exit(EXIT_PIPELINE)
+    ctx.exit(code)
+
+
+@click.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option("--title", help="Title (default: the first line).")
+@click.option("--tags", "-t", multiple=True, help="Comma-separated tags (repeatable).")
+@click.option("--redact/--no-redact", default=False, help="Redact secrets and personal data.")
+@json_option
+@click.pass_context
+def remember(
+    ctx: click.Context,
+    text: tuple[str, ...],
+    title: str | None,
+    tags: tuple[str, ...],
+    redact: bool,
+    as_json: bool,
+) -> None:
+    """Write a note (an episode) into library/notes: `arkai remember "what I learned"`.
+
+    Use `-` to read the note from standard input.
+    """
+    root = repo_root(ctx)
+    body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    opts = AddOptions(
+        params=load_params(root), now=events.utc_now(), tags=parse_tags(list(tags)),
+        title=title, redact=redact,
+    )  # fmt: skip
+    try:
+        acq = remember_text(body, opts)
+    except InvalidInputError as exc:
+        raise click.UsageError(str(exc)) from None
+    from arkai.adapters.layout import iter_items
+
+    with events.run(root, "remember"):
+        result = store(root, acq, opts, "remember", {i.id: i for i in iter_items(root)})
+    report([result], as_json=as_json, quiet=True, explain=False)
+    if result.status == "failed":
+        ctx.exit(EXIT_USAGE)

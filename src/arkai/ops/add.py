@@ -1,8 +1,15 @@
-"""``arkai add``: turn local transcript files into library items (DESIGN §2–3)."""
+"""``arkai add``: route each input to its source kind, acquire it, and write library items.
+
+Writes are all-or-nothing per item (built beside the final folder, then renamed), one bad
+input never stops or undoes the others, and nothing a person wrote is overwritten: an item
+whose source changed is refreshed only when its ``transcript.md`` is still exactly what arkai
+wrote, and ``review.yaml`` always carries over.
+"""
 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -11,29 +18,38 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
-from arkai.adapters.fs import atomic_write_bytes, read_input_file
-from arkai.adapters.layout import LIBRARY, METADATA, TRANSCRIPT, iter_items
-from arkai.adapters.params import load_params
+from arkai.adapters.fs import atomic_write_bytes
+from arkai.adapters.layout import LIBRARY, METADATA, REVIEW, TRANSCRIPT, Item, iter_items
 from arkai.adapters.store import write_json
-from arkai.core.hashing import content_id, digest, sha256_hex
+from arkai.core.hashing import content_id, digest
 from arkai.core.titles import folder_name, sanitize_title
-from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import ParsedSource, detect_format, parse_source, render_transcript
+from arkai.errors import ArkaiError, InvalidInputError
+from arkai.ops.route import Route, is_url, learn_route, route
+from arkai.sources.base import Acquired, AddOptions
 
 METADATA_SCHEMA_VERSION = 2
-_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-_EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
-_DEFAULT_TYPE = {"md": "notes"}
+_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}(?:/[a-z0-9][a-z0-9_-]{0,39}){0,3}$")
+_RESERVED = {
+    "schema_version", "id", "canonical_ref", "ref", "url", "source_id", "title",
+    "content_type", "tags", "created_at", "updated_at", "source", "timed", "artifacts",
+    "artifact_digests", "content_hash",
+}  # fmt: skip
+#: Extensions ``arkai add DIR`` picks up (everything else in the folder is ignored).
+DIR_EXTENSIONS = (
+    ".vtt", ".srt", ".json", ".txt", ".md", ".markdown", ".html", ".htm", ".pdf",
+    ".zip", ".rss", ".atom", ".xml",
+)  # fmt: skip
 
 
 @dataclass
 class AddResult:
-    """What happened to one input."""
+    """What happened to one input (or one item of a multi-item input)."""
 
     source: str
-    """The path as the user gave it."""
+    """The input as given (URL or path)."""
     status: str
-    """``added`` | ``exists`` | ``failed``."""
+    """``added`` | ``updated`` | ``exists`` | ``kept`` (changed upstream, but edited here —
+    nothing written) | ``failed`` | ``skipped`` (a part of the input that had nothing to add)."""
     id: str | None = None
     title: str | None = None
     path: str | None = None
@@ -72,58 +88,69 @@ def check_type(content_type: str) -> str:
     return content_type
 
 
-def title_from_filename(name: str) -> str:
-    """``beekeeping-talk.en.vtt`` → ``Beekeeping talk``."""
-    stem = name.split(".")[0] if not name.startswith(".") else name
-    title = re.sub(r"[_\-]+", " ", stem).strip()
-    return title[:1].upper() + title[1:] if title else "Untitled"
+def canonical_ref(canonical: str) -> str:
+    return f"url:{canonical}" if is_url(canonical) else canonical
 
 
-def build_metadata(
-    *,
-    data: bytes,
-    parsed: ParsedSource,
-    transcript: bytes,
-    filename: str,
-    title: str,
-    content_type: str,
-    tags: list[str],
-    created_at: str,
-) -> dict[str, Any]:
-    """``metadata.json`` (schema v2 of the seed) for a local file."""
-    ref = f"file:sha256:{sha256_hex(data)}"
-    ext = _EXT[parsed.format]
-    source_name = f"source.{ext}"
-    return {
-        "schema_version": METADATA_SCHEMA_VERSION,
-        "id": content_id(ref),
-        "canonical_ref": ref,
-        "ref": ref,
-        "url": None,
-        "source_id": sha256_hex(data)[:8],
-        "title": title,
-        "content_type": content_type,
-        "tags": tags,
-        "created_at": created_at,
-        "source": {"filename": filename, "format": parsed.format, "bytes": len(data)},
-        "timed": parsed.timed,
-        "artifacts": {"source": f"./{source_name}", "transcript": f"./{TRANSCRIPT}"},
-        "artifact_digests": {source_name: digest(data), TRANSCRIPT: digest(transcript)},
-    }
+def build_metadata(acq: Acquired, *, tags: list[str], now: str, ref: str) -> dict[str, Any]:
+    """``metadata.json`` (schema v2 of the seed) for an acquired item."""
+    source_name = next(n for n in sorted(acq.files) if n.startswith("source."))
+    meta: dict[str, Any] = {k: v for k, v in acq.meta.items() if k not in _RESERVED}
+    meta.update(
+        {
+            "schema_version": METADATA_SCHEMA_VERSION,
+            "id": content_id(acq.canonical),
+            "canonical_ref": canonical_ref(acq.canonical),
+            "ref": acq.url or canonical_ref(acq.canonical),
+            "url": acq.url,
+            "source_id": acq.source_id,
+            "title": sanitize_title(acq.title),
+            "content_type": acq.content_type,
+            "tags": tags,
+            "created_at": now,
+            "source": {
+                "input": Path(ref).name if not is_url(ref) else ref,
+                "format": acq.source_format,
+                "bytes": len(acq.files[source_name]),
+            },
+            "timed": acq.timed,
+            "content_hash": acq.content_hash or digest(acq.files[TRANSCRIPT]),
+            "artifacts": {
+                "source": f"./{source_name}",
+                "transcript": f"./{TRANSCRIPT}",
+                **(
+                    {"conversation": "./conversation.yaml"}
+                    if "conversation.yaml" in acq.files
+                    else {}
+                ),
+            },
+            "artifact_digests": {name: digest(blob) for name, blob in sorted(acq.files.items())},
+        }
+    )
+    return meta
 
 
-def write_item(root: Path, meta: dict[str, Any], files: dict[str, bytes]) -> Path:
-    """Create the item folder atomically: build it beside its final place, then rename."""
-    type_dir = root / LIBRARY / str(meta["content_type"])
-    final: Path = type_dir / folder_name(str(meta["title"]), str(meta["source_id"]))
-    if final.exists():
-        raise ArkaiError(f"{final}: already exists and belongs to another item; nothing written")
-    type_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=type_dir))
+def _build_folder(parent: Path, meta: dict[str, Any], files: dict[str, bytes]) -> Path:
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=parent))
     try:
         for name, blob in files.items():
             atomic_write_bytes(tmp / name, blob)
         write_json(tmp / METADATA, meta)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+def write_new(root: Path, meta: dict[str, Any], files: dict[str, bytes]) -> Path:
+    """Create the item folder atomically: build it beside its final place, then rename."""
+    parent = root / LIBRARY / str(meta["content_type"])
+    final: Path = parent / folder_name(str(meta["title"]), str(meta["source_id"]))
+    if final.exists():
+        raise ArkaiError(f"{final}: already exists and belongs to another item; nothing written")
+    tmp = _build_folder(parent, meta, files)
+    try:
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -131,97 +158,192 @@ def write_item(root: Path, meta: dict[str, Any], files: dict[str, bytes]) -> Pat
     return final
 
 
-def add_file(
-    root: Path,
-    path: Path,
-    *,
-    now: str,
-    tags: list[str] | None = None,
-    title: str | None = None,
-    content_type: str | None = None,
-    known_ids: dict[str, Path] | None = None,
+def transcript_untouched(item: Item) -> bool:
+    """True when ``transcript.md`` is byte-for-byte what arkai wrote (no human edits)."""
+    recorded = (item.metadata.get("artifact_digests") or {}).get(TRANSCRIPT)
+    return bool(recorded) and digest(item.transcript.read_bytes()) == recorded
+
+
+def replace_item(item: Item, meta: dict[str, Any], files: dict[str, bytes]) -> Path:
+    """Swap in a refreshed item in the same folder, carrying ``review.yaml`` over."""
+    carry = {REVIEW: (item.path / REVIEW).read_bytes()} if (item.path / REVIEW).exists() else {}
+    meta = {**meta, "created_at": item.metadata.get("created_at", meta["created_at"])}
+    tmp = _build_folder(item.path.parent, meta, {**files, **carry})
+    old = item.path.with_name(f".replaced-{item.path.name[-40:]}")
+    try:
+        item.path.rename(old)
+        tmp.rename(item.path)
+    except BaseException:
+        if old.exists() and not item.path.exists():
+            old.rename(item.path)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return item.path
+
+
+def apply_redaction(acq: Acquired) -> None:
+    """Redact secrets and personal data from a text source's files (``--redact``)."""
+    from arkai.core.redact import redact
+
+    counts: dict[str, int] = {}
+    for name, blob in list(acq.files.items()):
+        if name.endswith((".pdf", ".zip")):
+            continue
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        clean, found = redact(text)
+        for kind, n in found.items():
+            counts[kind] = counts.get(kind, 0) + n
+        acq.files[name] = clean.encode("utf-8")
+    if counts:
+        prior = acq.meta.get("redactions") or {}
+        acq.meta["redactions"] = {k: prior.get(k, 0) + counts.get(k, 0) for k in {*prior, *counts}}
+    acq.content_hash = digest(acq.files[TRANSCRIPT])
+
+
+def store(
+    root: Path, acq: Acquired, opts: AddOptions, ref: str, known: dict[str, Item]
 ) -> AddResult:
-    """Add one local transcript file. Raises ArkaiError on bad input; writes nothing then."""
-    params = load_params(root)
-    max_bytes = int(float(params["add"]["max_file_mb"]) * 1_000_000)
-    data = read_input_file(path, max_bytes=max_bytes)
-    fmt = detect_format(path.name, data)
-    parsed = parse_source(path.name, data, fmt)
-    transcript = render_transcript(parsed).encode("utf-8")
-    if not transcript.strip():
-        raise SourceFormatError(f"{path}: no text found")
-    ctype = check_type(content_type or _DEFAULT_TYPE.get(fmt, params["add"]["default_type"]))
-    clean_title = sanitize_title(title or parsed.title or title_from_filename(path.name))
-    meta = build_metadata(
-        data=data,
-        parsed=parsed,
-        transcript=transcript,
-        filename=path.name,
-        title=clean_title,
-        content_type=ctype,
-        tags=tags or [],
-        created_at=now,
-    )
-    ids = known_ids if known_ids is not None else item_paths(root)
-    if meta["id"] in ids:
-        existing = ids[meta["id"]]
+    """Write one acquired item (new, refreshed, or left alone) and say which."""
+    if opts.content_type and not acq.content_type.startswith("chats/"):
+        acq.content_type = check_type(opts.content_type)
+    if opts.title:
+        acq.title = opts.title
+    if opts.redact and acq.source_format not in ("chatgpt", "claude", "gemini"):
+        apply_redaction(acq)
+    meta = build_metadata(acq, tags=opts.tags, now=opts.now, ref=ref)
+    cid = meta["id"]
+    existing = known.get(cid)
+    if existing is None:
+        final = write_new(root, meta, acq.files)
+        known[cid] = Item(root=root, path=final, metadata=meta)
+        return AddResult(ref, "added", cid, meta["title"], str(final.relative_to(root)),
+                         details={"kind": acq.source_format})  # fmt: skip
+    rel = str(existing.path.relative_to(root))
+    if existing.metadata.get("content_hash") == meta["content_hash"]:
+        return AddResult(ref, "exists", cid, existing.title, rel)
+    if not transcript_untouched(existing):
         return AddResult(
-            source=str(path),
-            status="exists",
-            id=meta["id"],
-            title=clean_title,
-            path=str(existing.relative_to(root)),
-        )
-    files = {f"source.{_EXT[fmt]}": data, TRANSCRIPT: transcript}
-    final = write_item(root, meta, files)
-    ids[meta["id"]] = final
-    return AddResult(
-        source=str(path),
-        status="added",
-        id=meta["id"],
-        title=clean_title,
-        path=str(final.relative_to(root)),
-        details={"format": fmt, "timed": parsed.timed},
-    )
+            ref, "kept", cid, existing.title, rel,
+            details={"reason": "changed at the source, but transcript.md was edited here"},
+        )  # fmt: skip
+    meta["tags"] = sorted({*existing.metadata.get("tags", []), *opts.tags})
+    meta["updated_at"] = opts.now
+    replace_item(existing, meta, acq.files)
+    known[cid] = Item(root=root, path=existing.path, metadata=meta)
+    return AddResult(ref, "updated", cid, meta["title"], rel)
 
 
-def item_paths(root: Path) -> dict[str, Path]:
-    return {item.id: item.path for item in iter_items(root)}
+def expand_inputs(refs: Iterable[str]) -> list[str]:
+    """Directories become the source files inside them (sorted, hidden files skipped)."""
+    out: list[str] = []
+    for ref in refs:
+        path = Path(ref)
+        if not is_url(ref) and path.is_dir() and not path.is_symlink():
+            found = [
+                str(child)
+                for child in sorted(path.rglob("*"))
+                if not any(p.startswith(".") for p in child.relative_to(path).parts)
+                and child.is_file()
+                and not child.is_symlink()
+                and child.suffix.lower() in DIR_EXTENSIONS
+            ]
+            # An empty folder stays as itself, so it is reported rather than silently dropped.
+            out.extend(found or [ref])
+        else:
+            out.append(ref)
+    return out
 
 
-def add_paths(
+def read_source_list(path: Path) -> list[tuple[str, list[str]]]:
+    """``--from FILE``: one input per line, then optional tags (``a,b`` or ``tag:a``);
+    ``#`` starts a comment; relative paths are relative to the list file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{path}: cannot read the source list ({exc})") from None
+    entries: list[tuple[str, list[str]]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise InvalidInputError(f"{path}:{n}: {exc}") from None
+        if not tokens:
+            continue
+        ref, rest = tokens[0], tokens[1:]
+        if not is_url(ref) and not Path(ref).is_absolute():
+            ref = str(path.parent / ref)
+        tags = parse_tags([t.removeprefix("tag:").removeprefix("tags:") for t in rest])
+        entries.append((ref, tags))
+    return entries
+
+
+def add_inputs(
     root: Path,
-    paths: Iterable[Path],
+    inputs: Sequence[tuple[str, list[str]]],
+    opts: AddOptions,
     *,
-    now: str,
-    tags: list[str] | None = None,
-    title: str | None = None,
-    content_type: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    explain: bool = False,
 ) -> list[AddResult]:
-    """Add each path; one bad input is reported and never stops or undoes the others."""
-    todo = list(paths)
-    known = item_paths(root)
+    """Add each (input, extra tags); failures are reported per input and never stop the rest."""
+    known = {item.id: item for item in iter_items(root)}
     results: list[AddResult] = []
-    with events.run(root, "add", inputs=len(todo)) as log:
-        for n, path in enumerate(todo):
+    with events.run(root, "add", inputs=len(inputs)) as log:
+        for n, (ref, tags) in enumerate(inputs):
             if progress:
-                progress(n, len(todo), str(path))
-            with log.step("add", source=str(path)) as info:
-                try:
-                    res = add_file(
-                        root,
-                        path,
-                        now=now,
-                        tags=tags,
-                        title=title,
-                        content_type=content_type,
-                        known_ids=known,
-                    )
-                except ArkaiError as exc:
-                    res = AddResult(str(path), "failed", error=str(exc), exit_code=exc.exit_code)
-                info.update(status=res.status, content_id=res.id, error=res.error)
-            results.append(res)
+                progress(n, len(inputs), ref)
+            with log.step("add", source=ref) as info:
+                results.extend(_add_one(root, ref, tags, opts, known, explain, info))
         if progress:
-            progress(len(todo), len(todo), "")
+            progress(len(inputs), len(inputs), "")
     return results
+
+
+def _add_one(
+    root: Path,
+    ref: str,
+    tags: list[str],
+    opts: AddOptions,
+    known: dict[str, Item],
+    explain: bool,
+    info: dict[str, Any],
+) -> list[AddResult]:
+    chosen: Route | None = None
+    try:
+        chosen = route(root, ref, forced=opts.content_type)
+        # --type either picked the source kind (override) or names the library folder.
+        folder = None if chosen.layer == "override" else opts.content_type
+        one = AddOptions(
+            **{**opts.__dict__, "tags": sorted({*opts.tags, *tags}), "content_type": folder}
+        )
+        acquired, warnings = acquire(chosen, ref, one)
+        results = [store(root, acq, one, ref, known) for acq in acquired]
+        results += [AddResult(ref, "skipped", error=w) for w in warnings]
+        if not acquired and not warnings:
+            raise InvalidInputError(f"{ref}: nothing to add")
+        learn_route(root, ref, chosen.source.name)
+    except ArkaiError as exc:
+        results = [AddResult(ref, "failed", error=str(exc), exit_code=exc.exit_code)]
+    info.update(
+        route=chosen.to_dict() if chosen else None,
+        statuses=[r.status for r in results],
+        content_ids=[r.id for r in results if r.id],
+    )
+    if explain and chosen is not None:
+        for r in results:
+            r.details["route"] = chosen.to_dict()
+    return results
+
+
+def acquire(chosen: Route, ref: str, opts: AddOptions) -> tuple[list[Acquired], list[str]]:
+    """Call the source kind, using its warnings channel when it has one."""
+    path = None if is_url(ref) else Path(ref)
+    with_warnings = getattr(chosen.source, "acquire_with_warnings", None)
+    if callable(with_warnings):
+        items, warnings = with_warnings(ref, path, opts)
+        return list(items), [str(w) for w in warnings]
+    return list(chosen.source.acquire(ref, path, opts)), []
