@@ -17,7 +17,7 @@ def test_add_directory_with_a_bad_file(kr: Path, arkai: Runner, tmp_path: Path) 
     (src / "broken.srt").write_bytes(b"1\n00:00:01,000 --> garbage\nhello\n")
     (src / "ignored.bin").write_bytes(b"\x00" * 10)
     (src / ".hidden.vtt").write_text("WEBVTT\n")
-    code, out, err = arkai("--repo", kr, "add", src, "--json", "--quiet")
+    code, out, _err = arkai("--repo", kr, "add", src, "--json", "--quiet")
     assert code == 2
     results = json.loads(out)["results"]
     by_name = {Path(r["source"]).name: r["status"] for r in results}
@@ -86,7 +86,9 @@ def test_explain_shows_the_route(kr: Path, arkai: Runner) -> None:
 def test_events_record_each_input(kr: Path, arkai: Runner) -> None:
     arkai("--repo", kr, "add", SAMPLES / "beekeeping-talk.vtt", kr / "nope.srt", "--quiet")
     code, out, _ = arkai("--repo", kr, "runs", "--json")
+    assert code == 0
     run = json.loads(out)["runs"][0]
     code, out, _ = arkai("--repo", kr, "status", run["run_id"], "--json")
+    assert code == 0
     steps = [e for e in json.loads(out)["events"] if e["type"] == "StepCompleted"]
     assert [s["statuses"] for s in steps] == [["added"], ["failed"]]

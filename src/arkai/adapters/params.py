@@ -11,7 +11,14 @@ import yaml
 from arkai.errors import LibraryError
 
 DEFAULTS: dict[str, Any] = {
-    "add": {"max_file_mb": 100, "default_type": "transcripts"},
+    "add": {
+        "max_file_mb": 100,
+        "default_type": "transcripts",
+        "timeout_s": 20,
+        "redact_chats": True,
+    },
+    "youtube": {"languages": ["en"], "timeout_s": 10},
+    "podcast": {"timeout_s": 20},
     "extract": {
         "provider": "builtin",
         "match_mode": "exact",
