@@ -223,7 +223,11 @@ def store(
         return AddResult(ref, "added", cid, meta["title"], str(final.relative_to(root)),
                          details={"kind": acq.source_format})  # fmt: skip
     rel = str(existing.path.relative_to(root))
-    if existing.metadata.get("content_hash") == meta["content_hash"]:
+    recorded = existing.metadata.get("artifact_digests") or {}
+    if (
+        existing.metadata.get("content_hash") == meta["content_hash"]
+        and recorded.get(TRANSCRIPT) == meta["artifact_digests"][TRANSCRIPT]
+    ):
         return AddResult(ref, "exists", cid, existing.title, rel)
     if not transcript_untouched(existing):
         return AddResult(
