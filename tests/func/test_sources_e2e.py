@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -76,18 +77,14 @@ def test_every_kind_round_trips(
     assert sum(r["status"] == "added" for r in results) == 2
     assert any(r["status"] == "skipped" and "transcript" in str(r["error"]) for r in results)
 
-    code, out, err = arkai("--repo", kr, "add", "https://youtu.be/VMvdvP02f-Y?t=42", "--transcript",
-                           TRANSCRIPTS / "youtube_auto_vtt" / "kalanick_techcocktail_VMvdvP02f-Y.en.vtt",
-                           "--json")  # fmt: skip
+    captions = TRANSCRIPTS / "youtube_auto_vtt" / "kalanick_techcocktail_VMvdvP02f-Y.en.vtt"
+    url = "https://youtu.be/VMvdvP02f-Y?t=42"
+    code, out, err = arkai("--repo", kr, "add", url, "--transcript", captions, "--json")
     assert code == 0, err
     video = added(out)[0]
     assert str(video["path"]).startswith("library/youtube/")
-    assert (
-        video["id"]
-        == __import__("hashlib")
-        .sha256(b"https://www.youtube.com/watch?v=VMvdvP02f-Y")
-        .hexdigest()[:16]
-    )
+    canonical = b"https://www.youtube.com/watch?v=VMvdvP02f-Y"
+    assert video["id"] == hashlib.sha256(canonical).hexdigest()[:16]
     # Unpunctuated auto-captions give the minimal extractor no sentences; a quote from the
     # transcript still grounds to exact bytes.
     line = (kr / str(video["path"]) / "transcript.md").read_text().splitlines()[3]

@@ -21,6 +21,39 @@ _TS_AFTER_NL = re.compile(rb"\n\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]")
 
 ANCHOR_CHARS = 80
 
+#: Window length and spacing of the byte index (``Document.build_byte_index``); needles of at
+#: least ``MIN_INDEXED`` bytes are looked up in it, shorter ones are searched for directly.
+GRAM = 12
+GRAM_STRIDE = 16
+MIN_INDEXED = GRAM + GRAM_STRIDE - 1
+
+#: The ASCII characters ``str.isspace`` accepts, each mapped to a space.
+_ASCII_SPACES = bytes.maketrans(b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 9)
+#: Every other character ``str.isspace`` accepts.
+_WIDE_SPACE_RE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+_E2_SPACES = frozenset(
+    [bytes([0x80, b]) for b in (*range(0x80, 0x8B), 0xA8, 0xA9, 0xAF)] + [b"\x81\x9f"]
+)
+
+
+def _maybe_wide_space(data: bytes) -> bool:
+    """False when UTF-8 ``data`` surely holds no ``_WIDE_SPACE_RE`` character.
+
+    Their encodings start with byte C2, E1, E2 or E3; single-byte searches are fast, and E2
+    (also the lead byte of dashes and curly quotes) is followed up precisely.
+    """
+    if b"\xc2" in data or b"\xe1" in data or b"\xe3" in data:
+        return True
+    find = data.find
+    i = find(b"\xe2")
+    while i >= 0:
+        if data[i + 1 : i + 3] in _E2_SPACES:
+            return True
+        i = find(b"\xe2", i + 1)
+    return False
+
 
 def normalize_text(text: str) -> str:
     """Whitespace collapsed to single spaces and Unicode NFC — the V1 hint normalisation.
@@ -39,8 +72,10 @@ class Document:
         "_ascii",
         "_folded",
         "_fuzzy",
+        "_grams",
         "_line_starts",
         "_norm",
+        "_norm_bytes",
         "_offset_text",
         "_text",
         "_ts_lines",
@@ -53,10 +88,12 @@ class Document:
         self._ts_lines: list[int] | None = None
         self._text: str | None = None
         self._norm: str | None = None
+        self._norm_bytes: bytes | None = None
         self._ascii: bool | None = None
         self._offset_text: str | None = None
         self._folded: str | None = None
         self._fuzzy: FuzzyIndex | None = None
+        self._grams: dict[bytes, int | list[int]] | None = None
 
     @property
     def is_ascii(self) -> bool:
@@ -74,9 +111,36 @@ class Document:
 
     @property
     def normalized(self) -> str:
+        """``normalize_text(self.text)``, computed once."""
         if self._norm is None:
-            self._norm = normalize_text(self.text)
+            self._norm = self.normalized_bytes.decode("utf-8")
         return self._norm
+
+    @property
+    def normalized_bytes(self) -> bytes:
+        """``normalized`` as UTF-8, computed once: what the ``normalized_hint`` search scans.
+
+        A valid UTF-8 needle occurs in valid UTF-8 bytes exactly when its text occurs in their
+        text, and a bytes search is faster than one in a string with wide characters.
+        """
+        if self._norm_bytes is None:
+            text = self.text
+            if self.is_ascii:
+                data = self.data
+            else:
+                text = unicodedata.normalize("NFC", text)
+                # NFC neither makes nor removes spaces, so the raw bytes can rule them out.
+                if _maybe_wide_space(self.data) and _WIDE_SPACE_RE.search(text):
+                    self._norm_bytes = " ".join(text.split()).encode("utf-8")
+                    return self._norm_bytes
+                data = text.encode("utf-8")
+            # Same result as ``normalize_text`` without one string per word: the only spaces
+            # left are ASCII ones, which in UTF-8 are single bytes inside no other character.
+            flat = data.translate(_ASCII_SPACES)
+            while b"  " in flat:
+                flat = flat.replace(b"  ", b" ")
+            self._norm_bytes = flat.strip(b" ")
+        return self._norm_bytes
 
     @property
     def offset_text(self) -> str:
@@ -111,6 +175,59 @@ class Document:
             self._fuzzy = FuzzyIndex(self.offset_text)
         return self._fuzzy
 
+    def build_byte_index(self) -> None:
+        """Index every ``GRAM_STRIDE``-th ``GRAM``-byte window, for :meth:`occurrences`.
+
+        One pass over the bytes; worth it when many quotes are searched in one document (each
+        search then costs a few dictionary lookups instead of a scan of the whole document).
+        """
+        if self._grams is not None:
+            return
+        data, k = self.data, GRAM
+        grams: dict[bytes, int | list[int]] = {}
+        get = grams.get
+        for i, key in enumerate(
+            [data[p : p + k] for p in range(0, len(data) - k + 1, GRAM_STRIDE)]
+        ):
+            seen = get(key)
+            if seen is None:
+                grams[key] = i
+            elif isinstance(seen, int):
+                grams[key] = [seen, i]
+            else:
+                seen.append(i)
+        self._grams = grams
+
+    @property
+    def has_byte_index(self) -> bool:
+        return self._grams is not None
+
+    def occurrences(self, needle: bytes) -> list[int] | None:
+        """Every start offset of ``needle`` (overlapping ones too), ascending, from the byte index.
+
+        ``None`` when the index is not built or ``needle`` is shorter than ``MIN_INDEXED`` bytes.
+        Any occurrence at ``x`` covers exactly one indexed window start ``p`` in
+        ``[x, x + GRAM_STRIDE)``, and that window lies inside the needle, at ``p - x``: looking up
+        the needle's window at each of those ``GRAM_STRIDE`` offsets finds every occurrence once.
+        """
+        grams = self._grams
+        if grams is None or len(needle) < MIN_INDEXED:
+            return None
+        data, k, stride = self.data, GRAM, GRAM_STRIDE
+        get = grams.get
+        startswith = data.startswith
+        found: list[int] = []
+        for j in range(stride):
+            seen = get(needle[j : j + k])
+            if seen is None:
+                continue
+            for i in (seen,) if isinstance(seen, int) else seen:
+                x = i * stride - j
+                if x >= 0 and startswith(needle, x):
+                    found.append(x)
+        found.sort()
+        return found
+
     def line_starts(self) -> list[int]:
         if self._line_starts is None:
             starts = [0]
@@ -134,8 +251,10 @@ class Document:
         start = starts[line - 1]
         if self.is_ascii:
             return line, offset - start + 1
-        col = len(self.data[start:offset].decode("utf-8", errors="replace")) + 1
-        return line, col
+        head = self.data[start:offset]
+        if head.isascii():
+            return line, len(head) + 1
+        return line, len(head.decode("utf-8", errors="replace")) + 1
 
     def line_span(self, line: int) -> tuple[int, int]:
         """Byte range of 1-based ``line`` without its newline."""
@@ -161,8 +280,9 @@ class Document:
             return None
         m = _TS_AT.match(self.data, lines[i - 1])
         assert m is not None
-        h, mi, s = (int(g) for g in m.groups())
-        return f"{h:02d}:{mi:02d}:{s:02d}"
+        h, mi, s = m.groups()
+        # Minutes and seconds are exactly two digits; hours one or two.
+        return f"{int(h):02d}:{mi.decode()}:{s.decode()}"
 
     def anchor(self, start: int, end: int, width: int = ANCHOR_CHARS) -> str:
         """About ``width`` characters centred on the span (its first ``width`` if longer)."""

@@ -3,31 +3,41 @@
 A quote that is not in the text verbatim is usually the text with a word or two changed. To find
 where, without aligning the quote against every offset of a long transcript:
 
-1. The text is split once into words (``\\w+``, lower-cased) and each word's positions are
-   indexed (:class:`FuzzyIndex`, built on first use and cached on the ``Document``).
-2. Each word of the quote that occurs in the text votes for the word position where the quote
-   would then start; words too common to be informative are skipped. A few well-separated
-   positions with the most votes are the candidates.
+1. The text is split once into words (``\\w+``, case-folded); the positions of each word and
+   of each pair of adjacent words are indexed (:class:`FuzzyIndex`, built on first use and
+   cached on the ``Document``). Pairs are much rarer than words, so they anchor even a quote
+   made only of common words.
+2. Each word and word pair of the quote that occurs in the text votes for the word position
+   where the quote would then start; entries with more than ``MAX_POSTINGS`` occurrences do not
+   vote unless nothing rarer does. The ``MAX_CANDIDATES`` best separated positions are kept.
 3. Each candidate is refined word by word (moving its first and last word) to the window whose
-   ``rapidfuzz`` ``ratio`` with the quote, case-folded, is highest; the quote's leading and
-   trailing punctuation is taken along when the text has it too.
-4. The best window is returned when its score reaches the threshold. A quote's score can only
-   be compared with a threshold fairly if length does not skew it, so short quotes — where one
-   changed word costs many points, and where chance resemblance is higher — must also have most
-   of their words in place (see :func:`_accept`).
+   ``rapidfuzz`` ``ratio`` with the case-folded quote is highest; the quote's leading and
+   trailing punctuation is taken along when the text has it there too.
+4. The best window is the answer when it passes :func:`_accept`: its score reaches the
+   threshold, or it has the quote's words in order but for one changed, added or dropped word
+   and scores at least ``100 - ONE_WORD_FACTOR * (100 - threshold)`` (65 at the default 90).
+   One changed word costs a short quote many points — a 30-character quote with a six-letter
+   word swapped scores about 80 — while unrelated text of any length rarely has all but one of a
+   quote's words in order, so the word check carries short quotes that the score alone would
+   lose, without grounding chance resemblances.
 
-Short texts (at most ``SMALL_TEXT`` code points) are additionally aligned in full with
-``partial_ratio_alignment``, which also catches quotes whose words are all misspelt.
+Texts of at most ``SMALL_TEXT`` code points are also aligned in full with
+``partial_ratio_alignment``, which also finds quotes none of whose words survive intact.
+Costs: building the index is one regex pass over the text; a search touches only the positions of
+the quote's rarer words plus a few dozen short ``ratio`` calls, whatever the text's length.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import accumulate, pairwise
 
 from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel
 
 DEFAULT_THRESHOLD = 90.0
-"""Minimum ``ratio`` (0–100, case-folded) between a quote and the text it is grounded on."""
+"""Minimum ``ratio`` (0–100, case-folded) between a quote and the text it is grounded on, for
+quotes that differ from the text by more than one word (see ``_accept``)."""
 
 SMALL_TEXT = 4096
 """Texts up to this many code points are also aligned against the quote in full."""
@@ -38,7 +48,14 @@ MAX_POSTINGS = 64
 MAX_CANDIDATES = 4
 """Start positions scored in full for each quote."""
 
+ONE_WORD_MIN_WORDS = 4
+"""Quotes with at least this many words may differ from the text by one word (see ``_accept``)."""
+
+ONE_WORD_FACTOR = 3.5
+"""A quote one word away from the text may score this many times further below 100."""
+
 _WORD_RE = re.compile(r"\w+")
+_SPLIT_RE = re.compile(r"(\w+)")
 _LEAD_RE = re.compile(r"^\W+")
 _TRAIL_RE = re.compile(r"\W+$")
 
@@ -54,37 +71,49 @@ def _fold(text: str) -> str:
 class FuzzyIndex:
     """Word positions of one text, for repeated fuzzy searches in it."""
 
-    __slots__ = ("_ends", "_folded", "_postings", "_starts", "text")
+    __slots__ = ("_ends", "_folded", "_postings", "_starts", "_words", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         folded = _fold(text)
         self._folded = folded
-        spans = [m.span() for m in _WORD_RE.finditer(folded)]
-        self._starts = [s for s, _ in spans]
-        self._ends = [e for _, e in spans]
-        words = _WORD_RE.findall(folded)
-        # Single words and adjacent pairs ("a b"; no word contains a space) share one table.
-        # Pairs are far rarer than words, so they still anchor a quote made of common words.
+        # [gap, word, gap, word, ..., gap]: every offset follows from the running length sum,
+        # without a match object per word.
+        parts = _SPLIT_RE.split(folded)
+        offsets = list(accumulate(map(len, parts), initial=0))
+        self._starts = offsets[1:-1:2]
+        self._ends = offsets[2::2]
+        words = self._words = parts[1::2]
         postings: dict[str, list[int]] = {}
-        get = postings.get
-        for keys in (words, [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]):
-            for i, key in enumerate(keys):
-                found = get(key)
-                if found is None:
-                    postings[key] = [i]
-                else:
-                    found.append(i)
+        setdefault = postings.setdefault
+        for i, word in enumerate(words):
+            setdefault(word, []).append(i)
         self._postings = postings
+
+    def _pair_positions(self, a: str, b: str) -> list[int]:
+        """Positions of word ``a`` directly followed by word ``b``."""
+        pa, pb = self._postings.get(a), self._postings.get(b)
+        if not pa or not pb:
+            return []
+        words = self._words
+        if len(pa) <= len(pb):
+            last = len(words) - 1
+            return [p for p in pa if p < last and words[p + 1] == b]
+        return [p - 1 for p in pb if p and words[p - 1] == a]
 
     def _candidates(self, words: list[str]) -> list[int]:
         """Word positions where the quote may start, most promising first."""
-        keys = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        # Adjacent pairs are far rarer than single words, so they anchor even a quote made of
+        # common words; their positions come from the single-word table on demand.
         anchors: list[tuple[int, int, list[int]]] = []
-        for k, key in enumerate(keys):
-            found = self._postings.get(key)
+        get_word = self._postings.get
+        for i, word in enumerate(words):
+            found = get_word(word)
             if found:
-                i = k if k < len(words) else k - len(words)
+                anchors.append((len(found), i, found))
+        for i, (a, b) in enumerate(pairwise(words)):
+            found = self._pair_positions(a, b)
+            if found:
                 anchors.append((len(found), i, found))
         if not anchors:
             return []
@@ -178,16 +207,24 @@ class FuzzyIndex:
             al = fuzz.partial_ratio_alignment(q, self._folded)
             if al is not None and (best is None or al.score > best[0]):
                 best = (float(al.score), al.dest_start, al.dest_end)
-        if best is None or not _accept(
-            q, words, self._folded[best[1] : best[2]], best[0], threshold
-        ):
+        if best is None or not _accept(words, self._folded[best[1] : best[2]], best[0], threshold):
             return None
         return best[1], best[2], best[0]
 
 
-def _accept(q: str, words: list[str], window: str, score: float, threshold: float) -> bool:
-    """Whether a window scoring ``score`` grounds the (folded) quote ``q``."""
-    return score >= threshold
+def _accept(words: list[str], window: str, score: float, threshold: float) -> bool:
+    """Whether ``window`` (folded), whose ratio with the quote is ``score``, grounds the quote.
+
+    ``words`` are the quote's folded words. See step 4 of the module docstring.
+    """
+    if score >= threshold:
+        return True
+    if len(words) < ONE_WORD_MIN_WORDS or score < 100.0 - ONE_WORD_FACTOR * (100.0 - threshold):
+        return False
+    found = _WORD_RE.findall(window)
+    common = (len(words) + len(found) - Indel.distance(words, found)) // 2
+    # At most one quote word missing and at most one window word extra.
+    return len(words) - common <= 1 and len(found) - common <= 1
 
 
 _LAST: list[FuzzyIndex] = []
