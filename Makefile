@@ -51,6 +51,7 @@ test: lint typecheck pytest
 
 bench: setup
 	python bench/resolve.py
+	python bench/articles.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -111,3 +111,13 @@ def test_this_repo_scaffold_matches_init() -> None:
     for rel, data in files.items():
         if rel.startswith("patterns/"):
             assert (ROOT / rel).read_bytes() == data, rel
+
+
+def test_ingest_adds_then_builds(tmp_path: Path) -> None:
+    repo = tmp_path / "kb"
+    sh(tmp_path, "arkai", "init", str(repo))
+    proc = sh(repo, "arkai", "ingest", str(SAMPLES / "note-2026-11-20.md"), "--tags", "notes")
+    assert "added" in proc.stdout
+    report = json.loads((repo / "reports/validation.json").read_text())
+    assert report["items"] == 1 and report["valid"] >= 1 and report["stale"] == 0
+    assert (repo / "dvc.lock").is_file()
