@@ -6,6 +6,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from arkai.errors import SourceFormatError
+
 #: Source formats that :func:`arkai.formats.parse_source` understands.
 FORMATS = ("vtt", "srt", "ytjson", "txt", "md")
 
@@ -96,3 +98,17 @@ def shorten(line: str, limit: int = 60) -> str:
     """``line`` cut to ``limit`` characters for an error message."""
     line = line.strip()
     return line if len(line) <= limit else line[: limit - 4] + " ..."
+
+
+_TIMING_RE = re.compile(r"^\s*(\S+?)\s*-->\s*(\S+)(?:\s.*)?$")
+
+
+def parse_timing(name: str, number: int, line: str, what: str) -> float:
+    """Start time of a ``start --> end [settings]`` line; ``what`` names it in the error."""
+    m = _TIMING_RE.match(line)
+    start = end = None
+    if m is not None:
+        start, end = parse_clock(m.group(1)), parse_clock(m.group(2))
+    if start is None or end is None:
+        raise SourceFormatError(f"{name}: line {number}: bad {what} timing {shorten(line)!r}")
+    return start

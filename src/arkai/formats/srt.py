@@ -6,9 +6,8 @@ import html
 import re
 
 from arkai.errors import SourceFormatError
-from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_clock, shorten, split_speaker
+from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_timing, split_speaker
 
-_TIMING_RE = re.compile(r"^\s*(\S+?)\s*-->\s*(\S+)(?:\s.*)?$")
 # Formatting SubRip players understand: <i>, <b>, <u>, <s>, <font ...> and {\an8}-style codes.
 _FORMAT_RE = re.compile(r"</?(?:i|b|u|s|font)(?:\s[^>]*)?>|\{\\[^}]*\}", re.IGNORECASE)
 
@@ -23,7 +22,7 @@ def parse_srt(name: str, text: str) -> ParsedSource:
     lines = text.split("\n")
     for number, line in enumerate(lines, start=1):
         if "-->" in line and line.lstrip()[:1].isdigit():
-            start = _parse_timing(name, number, line)
+            start = parse_timing(name, number, line, "subtitle")
             if raw and raw[-1][1] and number >= 2 and lines[number - 2].strip().isdigit():
                 raw[-1][1].pop()  # the index line of this cue, read as the last cue's text
             raw.append((start, []))
@@ -36,16 +35,6 @@ def parse_srt(name: str, text: str) -> ParsedSource:
         raise SourceFormatError(f"{name}: no subtitle cues found")
     cues.sort(key=lambda c: c.start or 0.0)
     return ParsedSource(format="srt", cues=tuple(cues), timed=True, title=None)
-
-
-def _parse_timing(name: str, number: int, line: str) -> float:
-    m = _TIMING_RE.match(line)
-    start = end = None
-    if m is not None:
-        start, end = parse_clock(m.group(1)), parse_clock(m.group(2))
-    if start is None or end is None:
-        raise SourceFormatError(f"{name}: line {number}: bad subtitle timing {shorten(line)!r}")
-    return start
 
 
 def _cue_texts(start: float, lines: list[str]) -> list[Cue]:

@@ -7,9 +7,8 @@ import re
 from dataclasses import dataclass, field
 
 from arkai.errors import SourceFormatError
-from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_clock, shorten, split_speaker
+from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_timing, split_speaker
 
-_TIMING_RE = re.compile(r"^\s*(\S+?)\s*-->\s*(\S+)(?:\s.*)?$")
 _SKIPPED_BLOCKS = ("NOTE", "STYLE", "REGION")
 _VOICE_RE = re.compile(r"<v(?:\.[^\s>]*)?[ \t]+([^>]*)>")
 _RUBY_TEXT_RE = re.compile(r"<rt>.*?(?:</rt>|$)")
@@ -70,7 +69,7 @@ def _read_cues(name: str, text: str) -> list[_RawCue]:
         if skipping:
             continue
         if "-->" in line and line.lstrip()[:1].isdigit():
-            start = _parse_timing(name, number, line)
+            start = parse_timing(name, number, line, "cue")
             current = _RawCue(start)
             cues.append(current)
             pending = []
@@ -90,16 +89,6 @@ def _read_cues(name: str, text: str) -> list[_RawCue]:
 
 def _is_header(line: str) -> bool:
     return line == "WEBVTT" or (line.startswith("WEBVTT") and line[6].isspace())
-
-
-def _parse_timing(name: str, number: int, line: str) -> float:
-    m = _TIMING_RE.match(line)
-    start = end = None
-    if m is not None:
-        start, end = parse_clock(m.group(1)), parse_clock(m.group(2))
-    if start is None or end is None:
-        raise SourceFormatError(f"{name}: line {number}: bad cue timing {shorten(line)!r}")
-    return start
 
 
 def _caption_lines(lines: list[str]) -> list[tuple[str | None, str]]:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from arkai.core.redact import redact
 from arkai.sources.chats.common import (
     Conversation,
     Message,
@@ -49,6 +48,7 @@ from arkai.sources.chats.common import (
     iso_from_epoch,
     iso_from_string,
     join_parts,
+    title_label,
 )
 
 SKIPPED_TYPES = frozenset(
@@ -76,7 +76,7 @@ def parse_chatgpt(
     out: list[Conversation] = []
     warnings: list[str] = []
     for index, record in enumerate(records, start=1):
-        label = f"{name}: conversation {index}{_title_label(record)}"
+        label = f"{name}: conversation {index}{title_label(record, 'title')}"
         if not isinstance(record, dict):
             warnings.append(f"{label}: not a JSON object; skipped")
             continue
@@ -94,14 +94,6 @@ def parse_chatgpt(
             continue
         out.extend(convs)
     return out, warnings
-
-
-def _title_label(record: Any) -> str:
-    title = record.get("title") if isinstance(record, dict) else None
-    if not isinstance(title, str) or not title.strip():
-        return ""
-    short = redact(" ".join(title.split())[:60])[0]
-    return f" ({short!r})"
 
 
 def _conversations(

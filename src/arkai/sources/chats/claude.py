@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from arkai.core.redact import redact
 from arkai.sources.chats.common import (
     Conversation,
     Message,
@@ -42,6 +41,7 @@ from arkai.sources.chats.common import (
     extra_branches,
     iso_from_string,
     join_parts,
+    title_label,
 )
 
 ROLES = {"human": "human", "assistant": "assistant"}
@@ -59,7 +59,7 @@ def parse_claude(
     out: list[Conversation] = []
     warnings: list[str] = []
     for index, record in enumerate(records, start=1):
-        label = f"{name}: conversation {index}{_title_label(record)}"
+        label = f"{name}: conversation {index}{title_label(record, 'name')}"
         if not isinstance(record, dict):
             warnings.append(f"{label}: not a JSON object; skipped")
             continue
@@ -77,14 +77,6 @@ def parse_claude(
             continue
         out.extend(convs)
     return out, warnings
-
-
-def _title_label(record: Any) -> str:
-    title = record.get("name") if isinstance(record, dict) else None
-    if not isinstance(title, str) or not title.strip():
-        return ""
-    short = redact(" ".join(title.split())[:60])[0]
-    return f" ({short!r})"
 
 
 def _conversations(

@@ -382,3 +382,12 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
         source_format=conv.platform,
         content_hash=messages_hash(messages),
     )
+
+
+def title_label(record: Any, key: str) -> str:
+    """`` ('Short title')`` for warnings about a record (redacted, 60 characters), or ``""``."""
+    title = record.get(key) if isinstance(record, dict) else None
+    if not isinstance(title, str) or not title.strip():
+        return ""
+    short = redact(" ".join(title.split())[:60])[0]
+    return f" ({short!r})"
