@@ -12,7 +12,8 @@ import click
 
 from arkai.cli.evidence import evidence
 from arkai.cli.items import add, ingest, init, remember
-from arkai.cli.pipeline import extract, runs, status, validate
+from arkai.cli.patterns import patterns
+from arkai.cli.pipeline import extract, reprocess, runs, status, validate
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
 
@@ -32,7 +33,9 @@ def cli(ctx: click.Context, repo: str | None) -> None:
     ctx.obj["repo"] = repo
 
 
-for command in (init, add, ingest, remember, extract, validate, evidence, runs, status):
+for command in (
+    init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
+):  # fmt: skip
     cli.add_command(command)
 
 

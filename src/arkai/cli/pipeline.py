@@ -14,30 +14,64 @@ from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_ERROR
 from arkai.ops.extract import run_extract
+from arkai.ops.runner import Stats
 from arkai.ops.validate import ItemReport, summarize, validate_items, validate_library
+
+
+def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: bool,
+             as_json: bool, quiet: bool) -> None:  # fmt: skip
+    root = repo_root(ctx)
+    with progress_bar("extract", quiet=quiet) as bar:
+
+        def progress(done: int, total: int, what: str, stats: Stats) -> None:
+            bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached, "
+                             f"{stats.failures} failed {what}")  # fmt: skip
+
+        summary = run_extract(
+            root, now=events.utc_now(), only=ids, force=force, refresh=refresh, progress=progress
+        )
+    if as_json:
+        emit_json(summary.to_dict())
+    elif not quiet:
+        st = summary.stats
+        stdout.print(
+            f"extract: {summary.extracted} extracted, {summary.skipped} unchanged, "
+            f"{summary.removed} removed, {summary.claims} claims; provider calls {st.calls}, "
+            f"cache hits {st.cache_hits}, retries {st.retries}, failures {st.failures}",
+            markup=False,
+        )
 
 
 @click.command()
 @click.option("--force", is_flag=True, help="Re-extract even when nothing changed.")
+@click.option("--refresh", is_flag=True, help="Ignore cached provider responses.")
 @click.option("--only", "only", multiple=True, help="Content ID (or prefix) to extract.")
 @json_option
 @quiet_option
 @click.pass_context
 def extract(
-    ctx: click.Context, force: bool, only: tuple[str, ...], as_json: bool, quiet: bool
-) -> None:
-    """Run the extract stage: claims with byte-exact spans for every item (incremental)."""
+    ctx: click.Context, force: bool, refresh: bool, only: tuple[str, ...], as_json: bool,
+    quiet: bool,
+) -> None:  # fmt: skip
+    """Run the extract stage: patterns through the provider for every changed item —
+    claims, entities, wisdom, summary — every quote resolved to transcript bytes."""
     root = repo_root(ctx)
     ids = {get_item(root, i).id for i in only} if only else None
-    with progress_bar("extract", quiet=quiet) as bar:
-        summary = run_extract(root, now=events.utc_now(), only=ids, force=force, progress=bar)
-    if as_json:
-        emit_json(summary.to_dict())
-    elif not quiet:
-        stdout.print(
-            f"extract: {summary.extracted} extracted, {summary.skipped} unchanged, "
-            f"{summary.removed} removed, {summary.claims} claims"
-        )
+    _extract(ctx, ids, force, refresh, as_json, quiet)
+
+
+@click.command()
+@click.argument("content_id")
+@click.option("--keep-cache", is_flag=True, help="Reuse cached provider responses.")
+@json_option
+@quiet_option
+@click.pass_context
+def reprocess(
+    ctx: click.Context, content_id: str, keep_cache: bool, as_json: bool, quiet: bool
+) -> None:
+    """Force one item through extraction again (fresh provider calls unless --keep-cache)."""
+    root = repo_root(ctx)
+    _extract(ctx, {get_item(root, content_id).id}, True, not keep_cache, as_json, quiet)
 
 
 def _print_reports(reports: list[ItemReport], verbose: bool) -> None:

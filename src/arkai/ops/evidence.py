@@ -10,13 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
-from arkai.adapters.layout import EVIDENCE, EXTRACTION, MIN_PREFIX, Item, iter_items
-from arkai.adapters.store import read_evidence, read_json, write_evidence, write_json
+from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, MIN_PREFIX, Item, iter_items
+from arkai.adapters.store import (
+    read_entities,
+    read_evidence,
+    read_json,
+    write_evidence,
+    write_json,
+)
 from arkai.core.document import Document
 from arkai.core.evidence import evidence_from_match
 from arkai.core.hashing import digest
 from arkai.core.reanchor import reanchor_quote
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
+from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.validate import span_is_valid
 
@@ -142,8 +149,9 @@ def reanchor_item(
                 method=new.resolution.method,
             )
     write_evidence(item.extracted / EVIDENCE, out)
+    mentions = reanchor_mentions(item, doc, threshold) if only is None else 0
     meta = read_json(item.extracted / EXTRACTION)
-    if meta is not None and changed:
+    if meta is not None and (changed or mentions):
         meta["transcript_digest"] = digest(data)
         meta["reanchored"] = True
         write_json(item.extracted / EXTRACTION, meta)
@@ -152,5 +160,27 @@ def reanchor_item(
         "unchanged": kept,
         "reanchored": sum(c["status"] != "unresolved" for c in changed),
         "unresolved": sum(c["status"] == "unresolved" for c in changed),
+        "mentions_reanchored": mentions,
         "changes": changed,
     }
+
+
+def reanchor_mentions(item: Item, doc: Document, threshold: float) -> int:
+    """Repair stale entity-mention spans in ``entities.json`` the same way; returns how many
+    mentions were re-anchored (or became unresolved)."""
+    path = item.extracted / ENTITIES
+    document = read_entities(path)
+    fixed = 0
+    for entity in document["entities"]:
+        for n, raw in enumerate(entity.get("mentions", [])):
+            mention = Mention.from_dict(raw)
+            if mention.span is None or span_is_valid(doc.data, mention.span):
+                continue
+            match = reanchor_quote(doc, mention.quote, mention.span, threshold=threshold)
+            entity["mentions"][n] = Mention(
+                mention.quote, mention.quote_sha256, match.resolution, match.span
+            ).to_dict()
+            fixed += 1
+    if fixed:
+        write_json(path, document)
+    return fixed

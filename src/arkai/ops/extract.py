@@ -1,17 +1,22 @@
-"""The ``extract`` stage: claims with resolved spans for every item, incrementally.
+"""The ``extract`` stage: patterns → provider (through the runner) → claims, entities, wisdom and
+summary, every quote resolved to bytes of ``transcript.md`` (DESIGN §4–5).
 
-This is the foundation's minimal built-in extractor — salient verbatim sentences become claims —
-so the whole path (library → evidence → validation) runs offline. Each item's work is keyed by
-its transcript digest, the extractor version and the extract params; an unchanged key is skipped.
+One stage over the whole library, incremental inside: an item's key is the digest of its
+transcript, its ``review.yaml``, the provider, model, pattern digests and extract params; an
+unchanged key is skipped. ``extraction.json`` is written last, so an interrupted run redoes only
+unfinished items; a failed item is recorded (``status: failed``), the others go on, and the
+stage ends with a PipelineError (exit 3) so ``dvc repro`` can simply be re-run.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import shutil
+import signal
+import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,75 +28,30 @@ from arkai.adapters.layout import (
     EVIDENCE,
     EXTRACTED,
     EXTRACTION,
+    REVIEW,
     Item,
     iter_items,
 )
 from arkai.adapters.params import load_params
+from arkai.adapters.review import apply_review, load_review
 from arkai.adapters.store import read_evidence, read_json, write_evidence, write_json
 from arkai.core import canonjson
 from arkai.core.document import Document
-from arkai.core.entities import entities_document
-from arkai.core.evidence import build_evidence
+from arkai.core.entities import entities_document, resolve_entities
+from arkai.core.evidence import evidence_from_match
 from arkai.core.hashing import digest, sha256_hex
-from arkai.core.sentences import is_claim_like, iter_sentences
+from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
 from arkai.model.evidence import EvidenceLine
+from arkai.ops.render_item import render_claims_md, render_wisdom_md
+from arkai.ops.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, Stats
+from arkai.patterns import Pattern, claims_input, get_pattern
+from arkai.providers.registry import get_provider
 
-EXTRACTOR = "extract_claims"
-PROVIDER = "builtin"
-PROVIDER_VERSION = "minimal-1"
-_WORD = re.compile(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]{3,}")
-_STOP = frozenset(
-    [
-        "that",
-        "this",
-        "with",
-        "have",
-        "from",
-        "they",
-        "there",
-        "their",
-        "what",
-        "which",
-        "would",
-        "could",
-        "should",
-        "about",
-        "these",
-        "those",
-        "were",
-        "been",
-        "being",
-        "into",
-        "than",
-        "then",
-        "them",
-        "when",
-        "where",
-        "while",
-        "also",
-        "just",
-        "like",
-        "really",
-        "very",
-        "much",
-        "some",
-        "more",
-        "most",
-        "other",
-        "such",
-        "only",
-        "over",
-        "your",
-        "yours",
-        "ours",
-        "here",
-        "because",
-        "going",
-        "think",
-        "know",
-    ]
-)
+STAGE_VERSION = "2"
+CLAIMS = "extract_claims"
+ENTITY_PATTERN = "extract_entities"
+VERIFY = "validate_claims"
 
 
 @dataclass
@@ -104,6 +64,7 @@ class ExtractSummary:
     failed: dict[str, str] = field(default_factory=dict)
     removed: int = 0
     claims: int = 0
+    stats: Stats = field(default_factory=Stats)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,135 +74,194 @@ class ExtractSummary:
             "failed": self.failed,
             "removed": self.removed,
             "claims": self.claims,
+            **self.stats.to_dict(),
         }
 
 
-def select_claims(text: str, *, max_claims: int, min_words: int, max_words: int) -> list[str]:
-    """Up to ``max_claims`` salient declarative sentences, verbatim, in document order.
-
-    Salience: how many of the transcript's frequent content words a sentence carries,
-    normalised for length, so central sentences win over incidental ones.
-    """
-    sentences = [s.text for s in iter_sentences(text)]
-    freq = Counter(w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP)
-    seen: set[str] = set()
-    scored: list[tuple[float, int, str]] = []
-    for pos, sent in enumerate(sentences):
-        key = sent.lower()
-        if key in seen or not is_claim_like(sent, min_words=min_words, max_words=max_words):
-            continue
-        seen.add(key)
-        words = {w.lower() for w in _WORD.findall(sent)} - _STOP
-        if not words:
-            continue
-        score = sum(math.log1p(freq[w]) for w in words) / math.sqrt(len(sent.split()))
-        scored.append((score, pos, sent))
-    best = sorted(scored, key=lambda t: (-t[0], t[1]))[:max_claims]
-    return [s for _, _, s in sorted(best, key=lambda t: t[1])]
+def patterns_for(item: Item, xp: dict[str, Any]) -> list[str]:
+    """Pattern names for an item's content type (``extract.patterns`` in params)."""
+    table = xp.get("patterns") or {}
+    top = item.rel.parts[0] if item.rel.parts else ""
+    names = table.get(top) or table.get("default") or [CLAIMS, ENTITY_PATTERN]
+    return [str(n) for n in names]
 
 
-def item_key(transcript_digest: str, extract_params: dict[str, Any]) -> str:
-    """The incremental key of one item's extraction."""
-    blob = canonjson.dumps(
-        {
-            "transcript": transcript_digest,
-            "provider": PROVIDER,
-            "version": PROVIDER_VERSION,
-            "params": extract_params,
-        }
-    )
-    return "sha256:" + sha256_hex(blob.encode("utf-8"))
+@dataclass
+class Plan:
+    """What one item's extraction depends on."""
+
+    item: Item
+    transcript: bytes
+    patterns: list[Pattern]
+    key: str
 
 
-def render_claims_md(item: Item, lines: list[EvidenceLine]) -> str:
-    """A readable list: claim, status badge, quote, link to the transcript line."""
-    out = [f"# Claims — {item.title}", ""]
-    if not lines:
-        out.append("_No claims extracted._")
-    for line in lines:
-        where = ""
-        if line.span is not None and line.span.line is not None:
-            rel = f"../../../library/{item.rel.as_posix()}/transcript.md"
-            where = f" — [transcript.md#L{line.span.line}](<{rel}#L{line.span.line}>)"
-        stamp = f" `{line.span.video_timestamp}`" if line.span and line.span.video_timestamp else ""
-        out.append(f"- **{line.claim}** `[{line.status}]` `{line.id}`{stamp}{where}")
-        out.append(f"  > {line.quote}")
-    return "\n".join(out) + "\n"
-
-
-def extract_item(item: Item, params: dict[str, Any], now: str, log: events.RunLog) -> int:
-    """(Re)extract one item; returns its claim count."""
+def plan_item(
+    item: Item, root: Path, params: dict[str, Any], provider: str, model: str | None
+) -> Plan:
     xp = params["extract"]
     data = item.transcript.read_bytes()
-    doc = Document(data)
-    text = data.decode("utf-8", errors="replace")
-    previous = {line.id: line for line in read_evidence(item.extracted / EVIDENCE)}
-    quotes = select_claims(
-        text,
-        max_claims=int(xp["max_claims"]),
-        min_words=int(xp["min_words"]),
-        max_words=int(xp["max_words"]),
+    patterns = [get_pattern(n, root) for n in patterns_for(item, xp)]
+    if xp.get("verify") and CLAIMS in {p.name for p in patterns}:
+        patterns.append(get_pattern(VERIFY, root))
+    review = item.path / REVIEW
+    blob = canonjson.dumps(
+        {
+            "stage": STAGE_VERSION,
+            "transcript": digest(data),
+            "review": digest(review.read_bytes()) if review.is_file() else None,
+            "provider": provider,
+            "model": model,
+            "patterns": {p.name: p.digest for p in patterns},
+            "params": {k: v for k, v in xp.items() if k not in ("concurrency", "progress")},
+        }
     )
-    lines: list[EvidenceLine] = []
-    for quote in quotes:
-        line = build_evidence(
-            doc,
-            content_id=item.id,
-            claim=quote,
+    return Plan(item, data, patterns, "sha256:" + sha256_hex(blob.encode("utf-8")))
+
+
+def is_current(plan: Plan) -> bool:
+    meta = read_json(plan.item.extracted / EXTRACTION)
+    return bool(
+        meta is not None
+        and meta.get("key") == plan.key
+        and meta.get("status") == "ok"
+        and (plan.item.extracted / EVIDENCE).exists()
+    )
+
+
+def _claims(
+    plan: Plan, doc: Document, value: Any, xp: dict[str, Any], now: str
+) -> list[EvidenceLine]:
+    previous = {ln.id: ln for ln in read_evidence(plan.item.extracted / EVIDENCE)}
+    lines: dict[str, EvidenceLine] = {}
+    for claim in value if isinstance(value, list) else []:
+        quote = str(claim.get("quote", ""))
+        match = resolve_quote(
+            doc, quote, mode=str(xp["match_mode"]), fuzzy_threshold=float(xp["fuzzy_threshold"])
+        )
+        line = evidence_from_match(
+            content_id=plan.item.id,
+            claim=str(claim.get("claim") or quote),
             quote=quote,
-            confidence=0.5,
-            extractor=EXTRACTOR,
+            confidence=float(claim.get("confidence", 0.5)),
+            extractor=CLAIMS,
             ts=now,
-            mode=str(xp["match_mode"]),
-            fuzzy_threshold=float(xp["fuzzy_threshold"]),
+            match=match,
         )
         old = previous.get(line.id)
         if old is not None and old.quote == line.quote:
-            # Same claim at the same span: keep its original timestamp so re-runs are stable.
             line = EvidenceLine.from_dict({**line.to_dict(), "ts": old.ts})
-        lines.append(line)
+        lines.setdefault(line.id, line)
+    return list(lines.values())
+
+
+def _with_verdicts(lines: list[EvidenceLine], value: Any) -> list[EvidenceLine]:
+    verdicts = {
+        str(v.get("id")): {"verdict": v.get("verdict"), "note": v.get("note", "")}
+        for v in (value if isinstance(value, list) else [])
+        if isinstance(v, dict)
+    }
+    out = []
+    for line in lines:
+        if line.id in verdicts:
+            line = EvidenceLine.from_dict({**line.to_dict(), "verdict": verdicts[line.id]})
+        out.append(line)
+    return out
+
+
+def extract_item(
+    plan: Plan, runner: Runner, params: dict[str, Any], now: str, log: events.RunLog
+) -> int:
+    """Run every pattern for one item and write its files; returns the claim count."""
+    item, xp = plan.item, params["extract"]
+    text = plan.transcript.decode("utf-8", errors="replace")
+    doc = Document(plan.transcript)
+    variables = {k: str(v) for k, v in (xp.get("variables") or {}).items()}
+    options = {"variables": variables, "content_type": item.metadata.get("content_type")}
+    results: dict[str, Any] = {}
+    calls: dict[str, dict[str, Any]] = {}
+    for pattern in plan.patterns:
+        if pattern.name == VERIFY:
+            continue
+        res = runner.run(pattern, text, options)
+        results[pattern.name] = res.value
+        calls[pattern.name] = {"version": pattern.version, "digest": pattern.digest,
+                               "chunks": res.chunks, "keys": res.keys}  # fmt: skip
+    lines = _claims(plan, doc, results.get(CLAIMS, []), xp, now)
+    verify = next((p for p in plan.patterns if p.name == VERIFY), None)
+    if verify is not None and lines:
+        payload = claims_input(
+            [{"id": ln.id, "claim": ln.claim, "quote": ln.quote} for ln in lines], text
+        )
+        res = runner.run(verify, payload, options)
+        lines = _with_verdicts(lines, res.value)
+        calls[VERIFY] = {"version": verify.version, "digest": verify.digest,
+                         "chunks": res.chunks, "keys": res.keys}  # fmt: skip
+    lines = apply_review(lines, load_review(item.path / REVIEW))
     out = item.extracted
     out.mkdir(parents=True, exist_ok=True)
     write_evidence(out / EVIDENCE, lines)
-    entities = entities_document([], extracted_by="extract_entities", extracted_at=now)
-    old_entities = read_json(out / ENTITIES)
-    if old_entities is not None and old_entities.get("entities") == entities["entities"]:
-        entities["extracted_at"] = old_entities.get("extracted_at", now)
+    raw_entities = (results.get(ENTITY_PATTERN) or {}).get("entities", [])
+    entities = entities_document(
+        resolve_entities(doc, raw_entities, mode=str(xp["match_mode"])),
+        extracted_by=ENTITY_PATTERN,
+        extracted_at=now,
+    )
+    old = read_json(out / ENTITIES)
+    if old is not None and old.get("entities") == entities["entities"]:
+        entities["extracted_at"] = old.get("extracted_at", now)
     write_json(out / ENTITIES, entities)
+    wisdom = {k: v for k, v in results.items() if k not in (CLAIMS, ENTITY_PATTERN)}
+    write_json(out / "wisdom.json", resolve_sections(doc, wisdom))
+    write_if_changed(out / "wisdom.md", render_wisdom_md(item, doc, wisdom).encode("utf-8"))
     write_if_changed(out / "claims.md", render_claims_md(item, lines).encode("utf-8"))
     counts = Counter(line.status for line in lines)
     write_json(
         out / EXTRACTION,
         {
-            "schema_version": 1,
+            "schema_version": 2,
             "content_id": item.id,
-            "key": item_key(digest(data), xp),
-            "transcript_digest": digest(data),
-            "provider": PROVIDER,
-            "provider_version": PROVIDER_VERSION,
-            "model": None,
-            "patterns": {EXTRACTOR: PROVIDER_VERSION},
-            "counts": {s: counts.get(s, 0) for s in ("resolved", "ambiguous", "unresolved")},
+            "key": plan.key,
+            "transcript_digest": digest(plan.transcript),
+            "provider": runner.provider.name,
+            "model": runner.model,
+            "patterns": calls,
+            "counts": {
+                **{s: counts.get(s, 0) for s in ("resolved", "ambiguous", "unresolved")},
+                "claims": len(lines),
+                "entities": len(entities["entities"]),
+                "rejected": sum(
+                    1 for ln in lines if (ln.extra.get("review") or {}).get("status") == "rejected"
+                ),
+            },
             "status": "ok",
         },
     )
     for line in lines:
-        log.emit(
-            "EvidenceAppended",
-            content_id=item.id,
-            evidence_id=line.id,
-            status=line.status,
-            extractor=line.extractor,
-        )
+        log.emit("EvidenceAppended", content_id=item.id, evidence_id=line.id,
+                 status=line.status, extractor=line.extractor)  # fmt: skip
     return len(lines)
 
 
-def is_current(item: Item, params: dict[str, Any]) -> bool:
-    meta = read_json(item.extracted / EXTRACTION)
-    if meta is None or not (item.extracted / EVIDENCE).exists():
-        return False
-    key = item_key(digest(item.transcript.read_bytes()), params["extract"])
-    return bool(meta.get("key") == key and meta.get("status") == "ok")
+def resolve_sections(doc: Document, sections: dict[str, Any]) -> dict[str, Any]:
+    """Pattern outputs with every ``quote`` (and every string in a ``quotes`` list) resolved:
+    each becomes ``{quote, status, span}`` so pages can link and validation can re-check."""
+
+    def walk(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            out = {k: walk(v, k) for k, v in value.items()}
+            if isinstance(value.get("quote"), str):
+                m = resolve_quote(doc, value["quote"])
+                out["status"] = m.resolution.status
+                out["span"] = m.span.to_dict() if m.span else None
+            return out
+        if isinstance(value, list):
+            if key == "quotes":
+                return [walk({"quote": v}) if isinstance(v, str) else walk(v) for v in value]
+            return [walk(v, key) for v in value]
+        return value
+
+    return {k: walk(v, k) for k, v in sorted(sections.items())}
 
 
 def remove_orphans(root: Path, keep: set[Path]) -> int:
@@ -251,11 +271,68 @@ def remove_orphans(root: Path, keep: set[Path]) -> int:
     if not base.is_dir():
         return 0
     for marker in sorted(base.rglob(EXTRACTION)):
-        folder = marker.parent
-        if folder not in keep:
-            shutil.rmtree(folder)
+        if marker.parent not in keep:
+            shutil.rmtree(marker.parent)
             removed += 1
     return removed
+
+
+def record_failure(plan: Plan, runner: Runner, error: str) -> None:
+    """Mark the item failed (previous outputs, if any, are left as they were)."""
+    write_json(
+        plan.item.extracted / EXTRACTION,
+        {
+            "schema_version": 2,
+            "content_id": plan.item.id,
+            "key": plan.key,
+            "provider": runner.provider.name,
+            "model": runner.model,
+            "status": "failed",
+            "error": error,
+        },
+    )
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``) ends the run like Ctrl-C: finished items stay finished."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def make_runner(root: Path, params: dict[str, Any], *, refresh: bool, now: str) -> Runner:
+    xp = params["extract"]
+    name = str(xp["provider"])
+    config = dict((params.get("providers") or {}).get(name) or {})
+    model = xp.get("model") or config.get("model")
+    provider = get_provider(name, config)
+    cfg = RunnerConfig(
+        timeout_s=float(xp.get("timeout_s", 120)),
+        retries=int(xp.get("retries", 3)),
+        backoff_base_s=float(xp.get("backoff_s", 1.0)),
+        breaker_threshold=int(xp.get("circuit_breaker", 5)),
+    )
+    return Runner(
+        provider=provider,
+        store=ResponseStore(root / "responses"),
+        config=cfg,
+        model=str(model) if model else None,
+        refresh=refresh,
+        now=lambda: now,
+    )
+
+
+ProgressFn = Callable[[int, int, str, Stats], None]
 
 
 def run_extract(
@@ -264,27 +341,60 @@ def run_extract(
     now: str,
     only: set[str] | None = None,
     force: bool = False,
-    progress: Callable[[int, int, str], None] | None = None,
+    refresh: bool = False,
+    progress: ProgressFn | None = None,
 ) -> ExtractSummary:
-    """Extract every item whose key changed (or those in ``only`` when ``force``)."""
+    """Extract every item whose key changed (or, with ``force``, those in ``only``)."""
     params = load_params(root)
+    xp = params["extract"]
+    runner = make_runner(root, params, refresh=refresh, now=now)
     items = list(iter_items(root))
-    summary = ExtractSummary(items=len(items))
-    with events.run(root, "extract", items=len(items)) as log:
-        for n, item in enumerate(items, 1):
-            if progress:
-                progress(n, len(items), item.title)
-            wanted = only is None or item.id in only
-            if not wanted or (not force and is_current(item, params)):
-                summary.skipped += 1
-                continue
+    summary = ExtractSummary(items=len(items), stats=runner.stats)
+    plans: list[Plan] = []
+    for item in items:
+        plan = plan_item(item, root, params, runner.provider.name, runner.model)
+        if (only is not None and item.id not in only) or (not force and is_current(plan)):
+            summary.skipped += 1
+        else:
+            plans.append(plan)
+    workers = 1 if runner.provider.name == "builtin" else max(1, int(xp.get("concurrency", 4)))
+    done = summary.skipped
+    with (
+        events.run(root, "extract", items=len(items), todo=len(plans)) as log,
+        sigterm_as_interrupt(),
+    ):
+        if progress:
+            progress(done, len(items), "", runner.stats)
+
+        def work(plan: Plan) -> int:
+            with log.step("extract", content_id=plan.item.id) as info:
+                info["claims"] = extract_item(plan, runner, params, now, log)
+                return int(info["claims"])
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(work, p): p for p in plans}
             try:
-                with log.step("extract", content_id=item.id) as info:
-                    info["claims"] = extract_item(item, params, now, log)
-                summary.extracted += 1
-                summary.claims += info["claims"]
-            except (ArkaiError, OSError, UnicodeError) as exc:
-                summary.failed[item.id] = str(exc)
+                for fut in as_completed(futures):
+                    plan = futures[fut]
+                    done += 1
+                    try:
+                        summary.claims += fut.result()
+                        summary.extracted += 1
+                    except CircuitOpen as exc:
+                        summary.failed[plan.item.id] = str(exc)
+                        record_failure(plan, runner, str(exc))
+                        for other in futures:
+                            other.cancel()
+                        raise
+                    except (ArkaiError, OSError, UnicodeError, ValueError) as exc:
+                        summary.failed[plan.item.id] = str(exc)
+                        record_failure(plan, runner, str(exc))
+                    if progress:
+                        progress(done, len(items), plan.item.title, runner.stats)
+            except BaseException:
+                for other in futures:
+                    other.cancel()
+                raise
         if only is None:
             summary.removed = remove_orphans(root, {item.extracted for item in items})
     if summary.failed:

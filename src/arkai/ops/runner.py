@@ -1,0 +1,271 @@
+"""One runner for every provider call (DESIGN §5): a content-addressed response store, chunking
+of long inputs, bounded retries with exponential backoff, a circuit breaker, and output repair
+plus schema validation.
+
+Keys are ``sha256`` of (provider, model, pattern digest, input digest, options), so re-running
+with nothing changed makes zero provider calls, and each raw response is kept with the request
+metadata that produced it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.store import read_json, write_json
+from arkai.core import canonjson
+from arkai.core.hashing import sha256_hex, text_digest
+from arkai.errors import PipelineError
+from arkai.patterns import OutputError, Pattern, parse_output, render_system
+from arkai.providers.base import Provider, ProviderError, Request, Response
+
+STORE_DIR = "responses"
+
+
+@dataclass
+class RunnerConfig:
+    """Knobs from ``params.yaml`` (``extract`` section)."""
+
+    timeout_s: float = 120.0
+    retries: int = 3
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    breaker_threshold: int = 5
+    """Consecutive failed calls (after retries) that stop the run."""
+    chunk_overlap_lines: int = 3
+
+
+@dataclass
+class Stats:
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+            "failures": self.failures,
+        }
+
+
+class CircuitOpen(PipelineError):
+    """Too many consecutive failures: the run stops cleanly and can be resumed."""
+
+
+@dataclass
+class CallResult:
+    """A pattern's parsed output for one input (chunks merged), and where it came from."""
+
+    value: Any
+    keys: list[str]
+    cached: bool
+    model: str | None = None
+    chunks: int = 1
+
+
+class ResponseStore:
+    """Raw responses on disk, one canonical JSON file per key (``responses/ab/<key>.json``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)  # DVC expects the output to exist
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            return read_json(self.path(key))
+        except Exception:  # a torn or foreign file is a cache miss, never a failure
+            return None
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        write_json(self.path(key), record)
+
+
+def chunk_lines(text: str, max_chars: int, overlap_lines: int) -> list[str]:
+    """Split at line boundaries into pieces of at most ``max_chars`` (a single longer line is
+    split at sentence ends, then hard), consecutive pieces sharing ``overlap_lines`` lines."""
+    if len(text) <= max_chars:
+        return [text]
+    lines: list[str] = []
+    for line in text.split("\n"):
+        while len(line) > max_chars:
+            cut = max(line.rfind(". ", 0, max_chars), line.rfind(" ", 0, max_chars))
+            cut = cut + 1 if cut > max_chars // 2 else max_chars
+            lines.append(line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    chunks: list[str] = []
+    start = 0
+    while start < len(lines):
+        size, end = 0, start
+        while end < len(lines) and size + len(lines[end]) + 1 <= max_chars:
+            size += len(lines[end]) + 1
+            end += 1
+        end = max(end, start + 1)
+        chunks.append("\n".join(lines[start:end]))
+        if end >= len(lines):
+            break
+        start = max(end - overlap_lines, start + 1)
+    return chunks
+
+
+def merge_outputs(values: list[Any]) -> Any:
+    """Combine per-chunk outputs: arrays concatenate; objects merge key by key (arrays
+    concatenated, strings joined with a space, first non-empty scalar kept)."""
+    if len(values) == 1:
+        return values[0]
+    if all(isinstance(v, list) for v in values):
+        return [x for v in values for x in v]
+    if all(isinstance(v, dict) for v in values):
+        out: dict[str, Any] = {}
+        for v in values:
+            for k, x in v.items():
+                if k not in out:
+                    out[k] = x
+                elif isinstance(out[k], list) and isinstance(x, list):
+                    out[k] = out[k] + x
+                elif isinstance(out[k], str) and isinstance(x, str) and x and x not in out[k]:
+                    out[k] = f"{out[k]} {x}".strip()
+        return out
+    return values[0]
+
+
+@dataclass
+class Runner:
+    """Calls patterns through one provider with caching, retries and a circuit breaker."""
+
+    provider: Provider
+    store: ResponseStore
+    config: RunnerConfig = field(default_factory=RunnerConfig)
+    model: str | None = None
+    refresh: bool = False
+    """Ignore cached responses (they are still written), for ``arkai reprocess``."""
+    sleep: Callable[[float], None] = time.sleep
+    now: Callable[[], str] = lambda: ""
+    stats: Stats = field(default_factory=Stats)
+    _consecutive: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def key(self, pattern: Pattern, input_text: str, options: dict[str, Any]) -> str:
+        blob = canonjson.dumps(
+            {
+                "provider": self.provider.name,
+                "model": self.model,
+                "pattern": pattern.name,
+                "pattern_digest": pattern.digest,
+                "input": text_digest(input_text),
+                "options": options,
+            }
+        )
+        return "sha256:" + sha256_hex(blob.encode("utf-8"))
+
+    def run(self, pattern: Pattern, input_text: str, options: dict[str, Any]) -> CallResult:
+        """Apply ``pattern`` to ``input_text`` (chunked when too long), parsed and validated.
+
+        Raises ProviderError / OutputError when a chunk fails after retries, CircuitOpen when
+        the breaker trips.
+        """
+        limit = max(1000, int(self.provider.context_chars(self.model)))
+        chunks = chunk_lines(input_text, limit, self.config.chunk_overlap_lines)
+        values, keys, cached_all, model = [], [], True, None
+        for chunk in chunks:
+            value, key, cached, used_model = self._one(pattern, chunk, options)
+            values.append(value)
+            keys.append(key)
+            cached_all = cached_all and cached
+            model = model or used_model
+        return CallResult(merge_outputs(values), keys, cached_all, model, len(chunks))
+
+    def _one(
+        self, pattern: Pattern, text: str, options: dict[str, Any]
+    ) -> tuple[Any, str, bool, str | None]:
+        key = self.key(pattern, text, options)
+        record = None if self.refresh else self.store.get(key)
+        if record is not None:
+            with self._lock:
+                self.stats.cache_hits += 1
+            return (
+                parse_output(pattern, str(record["response"]["text"])),
+                key,
+                True,
+                record["response"].get("model"),
+            )
+        # The input goes in the user message (as fabric sends it), not into the system prompt.
+        system, _ = render_system(pattern, dict(options.get("variables", {})), None)
+        request = Request(
+            pattern=pattern.name,
+            system=system,
+            input=text,
+            model=self.model,
+            schema=pattern.schema,
+            options=options,
+        )
+        try:
+            response = self._call_with_retries(request)
+            value = parse_output(pattern, response.text)
+        except (ProviderError, OutputError):
+            self._failed()
+            raise
+        self.store.put(
+            key,
+            {
+                "key": key,
+                "created_at": self.now(),
+                "request": {
+                    "provider": self.provider.name,
+                    "model": self.model,
+                    "pattern": pattern.name,
+                    "pattern_version": pattern.version,
+                    "pattern_digest": pattern.digest,
+                    "input_digest": text_digest(text),
+                    "options": options,
+                },
+                "response": {
+                    "text": response.text,
+                    "model": response.model,
+                    "usage": response.usage,
+                    "meta": response.meta,
+                },
+            },
+        )
+        with self._lock:
+            self._consecutive = 0
+        return value, key, False, response.model
+
+    def _failed(self) -> None:
+        with self._lock:
+            self.stats.failures += 1
+            self._consecutive += 1
+            tripped = self._consecutive >= self.config.breaker_threshold
+        if tripped:
+            raise CircuitOpen(
+                f"{self._consecutive} provider calls failed in a row; stopping the run",
+                hint="check the provider (extract.provider, its URL and key), then re-run",
+            )
+
+    def _call_with_retries(self, request: Request) -> Response:
+        attempt = 0
+        while True:
+            with self._lock:
+                self.stats.calls += 1
+            try:
+                return self.provider.complete(request, timeout=self.config.timeout_s)
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= self.config.retries:
+                    raise
+                delay = getattr(exc, "retry_after", None)
+                if delay is None:
+                    delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt)
+                with self._lock:
+                    self.stats.retries += 1
+                self.sleep(float(delay))
+                attempt += 1

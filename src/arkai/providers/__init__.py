@@ -1,0 +1,1 @@
+"""LLM providers: registered plugins (entry-point group ``arkai.providers``) behind one runner."""

@@ -1,0 +1,69 @@
+"""The contract every provider implements. Providers do one call; the runner
+(``arkai.ops.runner``) owns caching, chunking, concurrency, retries and output repair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from arkai.errors import ArkaiError
+
+
+@dataclass(frozen=True)
+class Request:
+    """One pattern applied to one input."""
+
+    pattern: str
+    """Pattern name, e.g. ``extract_claims``."""
+    system: str
+    """The rendered system prompt (``{{var}}`` substituted)."""
+    input: str
+    """The text the pattern runs on (a transcript or one chunk of it)."""
+    model: str | None = None
+    """Model name for remote providers; ``None`` means the provider's default."""
+    schema: dict[str, Any] | None = None
+    """JSON schema of the expected output (from ``pattern.yaml``), for structured output."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """temperature, max_tokens, variables (``max_claims`` …), ``content_type``, and whatever a
+    provider reads; part of the cache key."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a provider returned, before any repair or validation."""
+
+    text: str
+    """The raw output text (JSON, possibly fenced or wrapped in chatter)."""
+    model: str | None = None
+    """The model that actually answered, when the provider says."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Token counts when known (prompt_tokens, completion_tokens)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Anything else worth keeping with the raw response (finish reason, status, …)."""
+
+
+class ProviderError(ArkaiError):
+    """A call failed. ``retryable`` marks 429 / 5xx / timeouts / connection resets."""
+
+    def __init__(
+        self, message: str, *, retryable: bool = False, status: int | None = None,
+        hint: str | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(message, hint=hint)
+        self.retryable = retryable
+        self.status = status
+
+
+class Provider(Protocol):
+    """A provider: ``name`` is what ``params.yaml`` selects (``extract.provider``)."""
+
+    name: str
+
+    def complete(self, request: Request, *, timeout: float) -> Response:
+        """Make one call. Raise :class:`ProviderError` on failure (never hang past
+        ``timeout`` seconds)."""
+        ...
+
+    def context_chars(self, model: str | None) -> int:
+        """How many input characters fit in one call; the runner chunks longer inputs."""
+        ...

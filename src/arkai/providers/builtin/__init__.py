@@ -1,0 +1,142 @@
+"""The ``builtin`` provider: offline, deterministic, extractive (DESIGN §5).
+
+Each pattern has its own module:
+
+- ``extract_claims`` (:mod:`.claims`): salient declarative sentences by TF-IDF centrality.
+- ``extract_entities`` (:mod:`.entities`): spaCy NER (``ner`` only) plus TF-IDF concepts.
+- ``extract_wisdom`` and ``summarize`` (:mod:`.wisdom`): extractive sections.
+- ``condense_chat`` (:mod:`.condense`): decisions, discoveries and procedures of a chat.
+- ``validate_claims`` (:mod:`.verdicts`): lexical support of each claim by its quote.
+
+Every quote is a verbatim slice of one line of ``Request.input`` — never its ``[HH:MM:SS]``
+timestamp or ``Speaker:`` label — so it resolves exactly. The same input gives byte-identical
+output. The provider ignores ``Request.system`` (the prompt) and ``model``; it reads
+``options["variables"]`` (``max_claims``, ``min_words``, ``max_words``). Work is CPU-bound and
+not interruptible, so ``timeout`` is not enforced (a ten-minute talk takes well under a second).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from arkai.providers.base import ProviderError, Request, Response
+
+VERSION = "1"
+"""Bumped whenever an output for the same input may change."""
+
+PATTERNS = (
+    "extract_claims",
+    "extract_entities",
+    "extract_wisdom",
+    "summarize",
+    "condense_chat",
+    "validate_claims",
+)
+
+NO_TEXT = "The input has no text."
+"""The summary (and takeaway) of an empty input: the patterns' schemas require non-empty ones."""
+
+_EMPTY: dict[str, Any] = {
+    "extract_claims": [],
+    "extract_entities": {"entities": []},
+    "extract_wisdom": {
+        "summary": NO_TEXT,
+        "ideas": [],
+        "insights": [],
+        "quotes": [],
+        "facts": [],
+        "references": [],
+        "one_sentence_takeaway": NO_TEXT,
+    },
+    "summarize": {"summary": NO_TEXT, "points": []},
+    "condense_chat": {"summary": NO_TEXT, "decisions": [], "discoveries": [], "procedures": []},
+    "validate_claims": [],
+}
+
+
+def _variables(options: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = options.get("variables")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _claims(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.claims import extract_claims
+
+    return extract_claims(text, variables), []
+
+
+def _entities(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.entities import extract_entities
+
+    return extract_entities(text, variables), []
+
+
+def _wisdom(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.wisdom import extract_wisdom
+
+    return extract_wisdom(text, variables)
+
+
+def _summary(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.wisdom import summarize
+
+    return summarize(text, variables), []
+
+
+def _condense(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.condense import condense_chat
+
+    return condense_chat(text, variables), []
+
+
+def _verdicts(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.verdicts import validate_claims
+
+    return validate_claims(text), []
+
+
+_HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] = {
+    "extract_claims": _claims,
+    "extract_entities": _entities,
+    "extract_wisdom": _wisdom,
+    "summarize": _summary,
+    "condense_chat": _condense,
+    "validate_claims": _verdicts,
+}
+
+
+class BuiltinProvider:
+    """Offline extractive provider; see the module doc."""
+
+    name = "builtin"
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        """``config`` is ``params["providers"]["builtin"]``; nothing in it is read yet."""
+        self.config: Mapping[str, Any] = dict(config or {})
+
+    def complete(self, request: Request, *, timeout: float) -> Response:
+        handler = _HANDLERS.get(request.pattern)
+        if handler is None:
+            raise ProviderError(
+                f"builtin provider has no implementation of pattern {request.pattern}; "
+                "use a remote provider"
+            )
+        text = request.input
+        if not text.strip():
+            value: Any = _EMPTY[request.pattern]
+            warnings = ["empty input"]
+        else:
+            value, warnings = handler(text, _variables(request.options))
+        meta: dict[str, Any] = {"provider_version": VERSION}
+        if warnings:
+            meta["warnings"] = warnings
+        return Response(text=json.dumps(value, ensure_ascii=False), meta=meta)
+
+    def context_chars(self, model: str | None) -> int:
+        """Whole transcripts in one call: quotes are chosen against the full text."""
+        return 50_000_000
+
+
+__all__ = ["PATTERNS", "VERSION", "BuiltinProvider"]

