@@ -52,6 +52,7 @@ test: lint typecheck pytest
 bench: setup
 	python bench/resolve.py
 	python bench/articles.py
+	python bench/extract.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -31,6 +31,7 @@ from arkai.patterns import (
     split_claims_input,
     strip_annotations,
 )
+from arkai.patterns.load import PACKAGED
 
 ROOT = Path(__file__).resolve().parents[2]
 SCAFFOLD = ROOT / "src" / "arkai" / "scaffold" / "patterns"
@@ -78,8 +79,9 @@ def test_pattern_dirs_order(
     a, b = tmp_path / "a", tmp_path / "b"
     monkeypatch.setenv(ENV_VAR, f"{a}{os.pathsep}{b}")
     fabric = isolated / ".config" / "fabric" / "patterns"
-    assert pattern_dirs(tmp_path / "kr") == [tmp_path / "kr" / "patterns", a, b, fabric]
-    assert pattern_dirs(None) == [a, b, fabric]
+    packaged = PACKAGED
+    assert pattern_dirs(tmp_path / "kr") == [tmp_path / "kr" / "patterns", a, b, fabric, packaged]
+    assert pattern_dirs(None) == [a, b, fabric, packaged]
 
 
 def test_precedence_repo_then_env_then_fabric(
@@ -98,7 +100,9 @@ def test_precedence_repo_then_env_then_fabric(
     monkeypatch.setenv(ENV_VAR, os.pathsep.join([str(env1), "", str(env2)]))
 
     found = get_patterns(repo)
-    assert list(found) == ["env2_only", "env_and_fabric", "fabric_only", "shared"]
+    mine = [name for name, p in found.items() if p.source != "packaged"]
+    assert mine == ["env2_only", "env_and_fabric", "fabric_only", "shared"]
+    assert found["extract_claims"].source == "packaged"
     assert found["shared"].system == f"from {repo / 'patterns'}\n"
     assert found["shared"].source == "repo"
     assert found["env_and_fabric"].system == "env1\n"
@@ -205,10 +209,10 @@ def test_not_found_lists_close_names(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError) as info:
         get_pattern("extract_claim", tmp_path)
     assert "did you mean: extract_claims" in str(info.value)
-    with pytest.raises(NotFoundError, match="available: extract_claims, extract_entities, summ"):
+    with pytest.raises(NotFoundError, match="available: condense_chat, extract_claims, extr"):
         get_pattern("zzz", tmp_path)
-    with pytest.raises(NotFoundError, match="no patterns found"):
-        get_pattern("x", tmp_path / "empty")
+    # Outside any repo the packaged patterns are still found.
+    assert get_pattern("extract_claims", tmp_path / "empty").source == "packaged"
 
 
 def test_digest_is_stable_and_tracks_both_files(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -85,7 +86,9 @@ def run(
         params["extract"]["model"] = model
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     pattern = get_pattern(name, root)
-    runner = make_runner(root or Path.cwd() / ".arkai", params, refresh=False, now=utc_now())
+    # Outside a knowledge repo responses are cached under ~/.cache/arkai, never in the cwd.
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "arkai"
+    runner = make_runner(root or cache, params, refresh=False, now=utc_now())
     values = dict(v.split("=", 1) for v in variables if "=" in v)
     result = runner.run(pattern, text, {"variables": values})
     sys.stdout.write(canonjson.dumps(result.value))

@@ -49,6 +49,9 @@ from arkai.patterns import Pattern, claims_input, get_pattern
 from arkai.providers.registry import get_provider
 
 STAGE_VERSION = "2"
+#: The response store: a local, content-addressed cache (not in git, not a DVC output, so a
+#: fresh clone's `dvc repro` is a no-op; extraction results themselves are in git).
+RESPONSES = Path(".arkai") / "responses"
 CLAIMS = "extract_claims"
 ENTITY_PATTERN = "extract_entities"
 VERIFY = "validate_claims"
@@ -97,13 +100,26 @@ class Plan:
 
 
 def plan_item(
-    item: Item, root: Path, params: dict[str, Any], provider: str, model: str | None
+    item: Item,
+    root: Path,
+    params: dict[str, Any],
+    provider: str,
+    model: str | None,
+    patterns: dict[str, Pattern] | None = None,
 ) -> Plan:
+    """The item's patterns and incremental key; ``patterns`` caches loaded patterns by name."""
+    cache = patterns if patterns is not None else {}
+
+    def load(name: str) -> Pattern:
+        if name not in cache:
+            cache[name] = get_pattern(name, root)
+        return cache[name]
+
     xp = params["extract"]
     data = item.transcript.read_bytes()
-    patterns = [get_pattern(n, root) for n in patterns_for(item, xp)]
-    if xp.get("verify") and CLAIMS in {p.name for p in patterns}:
-        patterns.append(get_pattern(VERIFY, root))
+    chosen = [load(n) for n in patterns_for(item, xp)]
+    if xp.get("verify") and CLAIMS in {p.name for p in chosen}:
+        chosen.append(load(VERIFY))
     review = item.path / REVIEW
     blob = canonjson.dumps(
         {
@@ -112,11 +128,11 @@ def plan_item(
             "review": digest(review.read_bytes()) if review.is_file() else None,
             "provider": provider,
             "model": model,
-            "patterns": {p.name: p.digest for p in patterns},
+            "patterns": {p.name: p.digest for p in chosen},
             "params": {k: v for k, v in xp.items() if k not in ("concurrency", "progress")},
         }
     )
-    return Plan(item, data, patterns, "sha256:" + sha256_hex(blob.encode("utf-8")))
+    return Plan(item, data, chosen, "sha256:" + sha256_hex(blob.encode("utf-8")))
 
 
 def is_current(plan: Plan) -> bool:
@@ -324,7 +340,7 @@ def make_runner(root: Path, params: dict[str, Any], *, refresh: bool, now: str) 
     )
     return Runner(
         provider=provider,
-        store=ResponseStore(root / "responses"),
+        store=ResponseStore(root / RESPONSES),
         config=cfg,
         model=str(model) if model else None,
         refresh=refresh,
@@ -351,8 +367,9 @@ def run_extract(
     items = list(iter_items(root))
     summary = ExtractSummary(items=len(items), stats=runner.stats)
     plans: list[Plan] = []
+    loaded: dict[str, Pattern] = {}
     for item in items:
-        plan = plan_item(item, root, params, runner.provider.name, runner.model)
+        plan = plan_item(item, root, params, runner.provider.name, runner.model, loaded)
         if (only is not None and item.id not in only) or (not force and is_current(plan)):
             summary.skipped += 1
         else:

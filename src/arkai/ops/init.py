@@ -14,7 +14,9 @@ from arkai.adapters.fs import atomic_write_bytes
 from arkai.errors import ArkaiError
 
 #: Scaffold files whose stored name differs from the name in the repo.
-_RENAMES = {"gitignore": ".gitignore", "dvcignore": ".dvcignore"}
+#: ``dvc.yaml`` is stored as ``dvc.yaml.in`` so DVC never mistakes the scaffold inside this
+#: package for a pipeline of the repo it is installed in.
+_RENAMES = {"gitignore": ".gitignore", "dvcignore": ".dvcignore", "dvc.yaml.in": "dvc.yaml"}
 _KEEP_DIRS = ("library", "extracted", "reports")
 
 

@@ -23,8 +23,6 @@ from arkai.errors import PipelineError
 from arkai.patterns import OutputError, Pattern, parse_output, render_system
 from arkai.providers.base import Provider, ProviderError, Request, Response
 
-STORE_DIR = "responses"
-
 
 @dataclass
 class RunnerConfig:
@@ -71,7 +69,7 @@ class CallResult:
 
 
 class ResponseStore:
-    """Raw responses on disk, one canonical JSON file per key (``responses/ab/<key>.json``)."""
+    """Raw responses on disk, one canonical JSON file per key (``<root>/ab/<key>.json``)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -39,6 +39,7 @@ __all__ = ["ENV_VAR", "Pattern", "get_pattern", "get_patterns", "load_pattern", 
 
 ENV_VAR = "ARKAI_PATTERNS_PATH"
 REPO_DIR = "patterns"
+PACKAGED = Path(__file__).resolve().parent.parent / "scaffold" / "patterns"
 SYSTEM_FILE = "system.md"
 META_FILE = "pattern.yaml"
 _META_KEYS = frozenset(["name", "version", "description", "output", "variables"])
@@ -46,7 +47,8 @@ _META_KEYS = frozenset(["name", "version", "description", "output", "variables"]
 
 def pattern_dirs(root: Path | None) -> list[Path]:
     """Directories searched for patterns, highest precedence first: ``root/patterns`` (when
-    ``root`` is given), each entry of ``$ARKAI_PATTERNS_PATH``, ``~/.config/fabric/patterns``.
+    ``root`` is given), each entry of ``$ARKAI_PATTERNS_PATH``, ``~/.config/fabric/patterns``,
+    then the patterns packaged with arkai.
 
     Directories that do not exist are listed too (they are skipped when searching); a
     directory named twice is listed once, at its first place.
@@ -58,6 +60,8 @@ def pattern_dirs(root: Path | None) -> list[Path]:
         if entry.strip():
             dirs.append(Path(entry.strip()).expanduser())
     dirs.append(Path.home() / ".config" / "fabric" / "patterns")
+    # Last: the patterns arkai ships (what `arkai init` copies), so they work outside a repo.
+    dirs.append(PACKAGED)
     seen: set[Path] = set()
     out: list[Path] = []
     for d in dirs:
@@ -72,7 +76,9 @@ def _scan(root: Path | None) -> dict[str, tuple[Path, Source]]:
     """Pattern name → (folder, source) for every visible pattern, precedence applied."""
     found: dict[str, tuple[Path, Source]] = {}
     for i, base in enumerate(pattern_dirs(root)):
-        source: Source = "repo" if root is not None and i == 0 else "user"
+        source: Source = (
+            "repo" if root is not None and i == 0 else "packaged" if base == PACKAGED else "user"
+        )
         try:
             children = sorted(base.iterdir(), key=lambda p: p.name)
         except (FileNotFoundError, NotADirectoryError):

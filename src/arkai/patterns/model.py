@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Source = Literal["repo", "user"]
+Source = Literal["repo", "user", "packaged"]
 PathSeg = str | int
 
 TYPE_NAMES = ("object", "array", "string", "number", "integer", "boolean", "null")

@@ -1,0 +1,5 @@
+"""``python -m arkai.cli.main …`` — the CLI as a module (used by tests and stages)."""
+
+from arkai.cli import main
+
+raise SystemExit(main())
