@@ -12,6 +12,7 @@ from arkai.adapters.layout import get_item, iter_items
 from arkai.adapters.params import load_params
 from arkai.cli.common import json_option, repo_root
 from arkai.cli.output import emit_json, stdout
+from arkai.cli.pipeline import validate_one
 from arkai.core.document import Document
 from arkai.core.fuzzy import DEFAULT_THRESHOLD
 from arkai.core.resolve import resolve_quote
@@ -85,8 +86,6 @@ def open_(ctx: click.Context, evidence_id: str, print_only: bool) -> None:
 @click.pass_context
 def validate_cmd(ctx: click.Context, content_id: str, as_json: bool) -> None:
     """Check one item: transcript digest and every slice hash (valid / stale / unresolved)."""
-    from arkai.cli.pipeline import validate_one
-
     validate_one(ctx, content_id, as_json)
 
 

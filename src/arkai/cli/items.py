@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from arkai.adapters import events
+from arkai.adapters.layout import iter_items
 from arkai.adapters.params import load_params
 from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
@@ -216,8 +217,6 @@ def remember(
         acq = remember_text(body, opts)
     except InvalidInputError as exc:
         raise click.UsageError(str(exc)) from None
-    from arkai.adapters.layout import iter_items
-
     with events.run(root, "remember"):
         result = store(root, acq, opts, "remember", {i.id: i for i in iter_items(root)})
     report([result], as_json=as_json, quiet=True, explain=False)

@@ -22,6 +22,7 @@ from arkai.adapters.fs import atomic_write_bytes
 from arkai.adapters.layout import LIBRARY, METADATA, REVIEW, TRANSCRIPT, Item, iter_items
 from arkai.adapters.store import write_json
 from arkai.core.hashing import content_id, digest
+from arkai.core.redact import redact
 from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.ops.route import Route, is_url, learn_route, route
@@ -184,8 +185,6 @@ def replace_item(item: Item, meta: dict[str, Any], files: dict[str, bytes]) -> P
 
 def apply_redaction(acq: Acquired) -> None:
     """Redact secrets and personal data from a text source's files (``--redact``)."""
-    from arkai.core.redact import redact
-
     counts: dict[str, int] = {}
     for name, blob in list(acq.files.items()):
         if name.endswith((".pdf", ".zip")):
