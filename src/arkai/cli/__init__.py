@@ -10,10 +10,15 @@ from collections.abc import Sequence
 
 import click
 
+from arkai.cli.eval import eval_
 from arkai.cli.evidence import evidence
+from arkai.cli.index import reindex
 from arkai.cli.items import add, ingest, init, remember
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
+from arkai.cli.review import diff, log, review
+from arkai.cli.search import context, library, search, show, topics
+from arkai.cli.site import site
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
 
@@ -35,6 +40,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
+    reindex, search, context, library, show, topics, eval_, site, diff, log, review,
 ):  # fmt: skip
     cli.add_command(command)
 

@@ -1,0 +1,145 @@
+"""``arkai eval retrieval``: nDCG@10 / recall@100 / MRR@10 per search mode on BEIR data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from arkai.cli.common import json_option, quiet_option
+from arkai.cli.output import emit_json, stderr, stdout
+from arkai.errors import InvalidInputError
+
+
+@click.group(name="eval")
+def eval_() -> None:
+    """Measure search quality on labelled data."""
+
+
+def _modes(value: str) -> list[str]:
+    from arkai.search.eval import MODES
+
+    modes = [m.strip() for m in value.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise InvalidInputError(
+            f"unknown mode(s) in --modes: {', '.join(bad) or '(none)'}",
+            hint=f"choose from {', '.join(MODES)}",
+        )
+    return list(dict.fromkeys(modes))
+
+
+@eval_.command()
+@click.option(
+    "--corpus",
+    "corpus",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+)
+@click.option("--split", default="train", show_default=True, help="Which qrels file to use.")
+@click.option(
+    "--modes",
+    default="lexical,vector,rrf,hybrid",
+    show_default=True,
+    help="Comma-separated: lexical, vector, rrf (plain RRF k=60), hybrid (the product's).",
+)
+@click.option("--limit-queries", type=int, default=None, help="Evaluate the first N queries.")
+@click.option(
+    "--half",
+    type=click.Choice(["a", "b"]),
+    default=None,
+    help="Evaluate one half of a fixed 50/50 split of the queries (tune on a, report b).",
+)
+@click.option(
+    "--embedder",
+    default=None,
+    help="Embedder for the vector lane (default: the one the hybrid was tuned with, minilm).",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write cached corpus embeddings.")
+@json_option
+@quiet_option
+def retrieval(
+    corpus: Path,
+    split: str,
+    modes: str,
+    limit_queries: int | None,
+    half: str | None,
+    embedder: str | None,
+    no_cache: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Score each search mode on CORPUS's SPLIT: nDCG@10, recall@100, MRR@10, queries/s."""
+    from arkai.search.eval import load_beir, run_eval, split_queries
+
+    chosen = _modes(modes)
+    if limit_queries is not None and limit_queries <= 0:
+        raise InvalidInputError("--limit-queries must be a positive number")
+    query_ids = None
+    if half is not None:
+        a, b = split_queries(load_beir(corpus, split).judged_queries)
+        query_ids = a if half == "a" else b
+
+    def say(msg: str) -> None:
+        if not quiet:
+            stderr.print(f"[dim]{msg}…[/dim]")
+
+    out = run_eval(
+        corpus,
+        split,
+        chosen,
+        limit_queries=limit_queries,
+        query_ids=query_ids,
+        embedder=embedder,
+        cache_dir=None if no_cache else "default",
+        progress=say,
+    )
+    out["half"] = half
+    if not quiet:
+        for p in out["problems"][:10]:
+            stderr.print(f"skipped {p}", markup=False)
+        if len(out["problems"]) > 10:
+            stderr.print(f"… and {len(out['problems']) - 10} more skipped lines", markup=False)
+    if as_json:
+        emit_json(out)
+        return
+    _print_table(out)
+
+
+def _print_table(out: dict[str, Any]) -> None:
+    half = f", half {out['half']}" if out.get("half") else ""
+    table = Table(
+        title=f"{out['dataset']} — split {out['split']}{half}: "
+        f"{out['queries']} queries, {out['documents']} documents",
+        title_justify="left",
+    )
+    for col in ("mode", "nDCG@10", "recall@100", "MRR@10", "queries/s", "q/s w/o embed"):
+        table.add_column(col, justify="left" if col == "mode" else "right")
+    for mode, m in out["modes"].items():
+        table.add_row(
+            mode,
+            f"{m['ndcg@10']:.4f}",
+            f"{m['recall@100']:.4f}",
+            f"{m['mrr@10']:.4f}",
+            f"{m['qps']:.1f}",
+            f"{m['search_qps']:.1f}",
+        )
+    stdout.print(table)
+    build = out["build"]
+    parts = []
+    if "lexical_seconds" in build:
+        parts.append(f"BM25 build {build['lexical_seconds']:.2f}s")
+    if "vector_seconds" in build:
+        how = "cached" if build.get("vector_cached") else "computed"
+        parts.append(f"embeddings ({build['embedder']}, {how}) {build['vector_seconds']:.2f}s")
+    if parts:
+        stdout.print("index: " + "; ".join(parts), markup=False)
+    if out.get("query_embedding_seconds") is not None:
+        stdout.print(
+            f"query embedding: {out['query_embedding_seconds']:.2f}s for {out['queries']} "
+            "queries (counted in queries/s of vector, rrf and hybrid)",
+            markup=False,
+        )

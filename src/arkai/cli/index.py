@@ -1,0 +1,39 @@
+"""``arkai reindex``: the ``index`` stage (catalog, chunks, lexical and vector lanes, topics,
+graph) — what ``stages/index.py`` runs under ``dvc repro``."""
+
+from __future__ import annotations
+
+import click
+
+from arkai.adapters import events
+from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.ops.index import run_index
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Re-embed every chunk and rebuild every index file.")
+@json_option
+@quiet_option
+@click.pass_context
+def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
+    """Bring index/ up to date with the library: catalog, search chunks, the BM25 and vector
+    indexes (only new chunks are embedded), the topic index and the knowledge graph."""
+    root = repo_root(ctx)
+    with progress_bar("index", quiet=quiet or as_json) as bar:
+        summary = run_index(root, now=events.utc_now(), full=full, progress=bar)
+    if as_json:
+        emit_json(summary.to_dict())
+    elif not quiet:
+        vectors = (
+            f"{summary.embedded} embedded, {summary.reused} reused, {summary.pruned} pruned "
+            f"({summary.embedder}, dim {summary.dim})"
+            if summary.embedder
+            else "vectors off"
+        )
+        stdout.print(
+            f"index: {summary.items} items, {summary.chunks} chunks "
+            f"({summary.transcript_chunks} transcript, {summary.claim_chunks} claim); {vectors}; "
+            f"{summary.topics} topics; graph {summary.nodes} nodes, {summary.edges} edges",
+            markup=False,
+        )

@@ -1,0 +1,236 @@
+"""``arkai search``, ``arkai context``, ``arkai library``, ``arkai show``, ``arkai topics``.
+
+The operations are imported inside the commands so that ``arkai --help`` and the other
+commands do not pay for numpy, scipy or scikit-learn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from arkai.cli.common import json_option, repo_root
+from arkai.cli.output import emit_json, stdout
+from arkai.errors import NotFoundError
+
+MODES = ("hybrid", "lexical", "vector")
+
+
+def _say(text: str = "") -> None:
+    stdout.print(text, markup=False, highlight=False)
+
+
+def _lanes(explain: list[dict[str, Any]]) -> str:
+    parts = []
+    for e in explain:
+        lanes = ", ".join(
+            f"{lane} #{v['rank']} (score {v['score']:.4g}, +{v['contribution']:.4g})"
+            for lane, v in e["lanes"].items()
+        )
+        parts.append(f"{e['kind']} chunk {e['chunk']}: {lanes} = {e['score']:.4g}")
+    return "; ".join(parts)
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="How many items to return.")  # fmt: skip
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="Ranking lanes: both fused, BM25 only, or embeddings only.")  # fmt: skip
+@click.option("--explain", is_flag=True, help="Show each lane's rank and contribution.")
+@json_option
+@click.pass_context
+def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explain: bool,
+           as_json: bool) -> None:  # fmt: skip
+    """Search the library: words, "phrases", -exclusions and filters (in:TYPE, tag:T,
+    after:DATE, before:DATE, asof:DATE). Each result is an item with its best passages,
+    line links, snippets and the claims found there. Exits 5 when nothing matches."""
+    from arkai.ops.search import search as run_search
+
+    result = run_search(repo_root(ctx), " ".join(query), k=k, mode=mode, explain=explain)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for w in result.warnings:
+        click.echo(f"arkai: warning: {w}", err=True)
+    if result.asof:
+        a = result.asof
+        _say(f"as of {a['date']}: commit {str(a['commit'])[:12]} ({a['committed_at']}), "
+             f"{a['items']} items")  # fmt: skip
+    for item in result.results:
+        _say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
+             f"score {item.score:.4g}")  # fmt: skip
+        for hit in item.hits:
+            when = f" {hit.timestamp}" if hit.timestamp else ""
+            _say(f"   L{hit.start_line}-{hit.end_line}{when}  {hit.link}")
+            _say(f"     {hit.marked_snippet}")
+            for c in hit.claims:
+                mark = "*" if c.matched else "-"
+                _say(f"     {mark} claim {c.evidence_id} (L{c.line}): {c.claim}")
+            if explain:
+                _say(f"     explain: {_lanes(hit.explain)}")
+        _say()
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--budget", "budget", type=click.IntRange(1), default=2000, show_default=True,
+              help="Token budget of the pack (tokens ≈ characters / 4).")  # fmt: skip
+@click.option("-k", "k", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="How many items the underlying search may draw from.")  # fmt: skip
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="Ranking lanes of the underlying search.")  # fmt: skip
+@json_option
+@click.pass_context
+def context(ctx: click.Context, query: tuple[str, ...], budget: int, k: int, mode: str,
+            as_json: bool) -> None:  # fmt: skip
+    """Print a prompt-ready context pack for QUERY: the best evidence (quoted claims, then
+    passages), deduplicated, within the token budget, each with its citation. Same query
+    markup as `arkai search`; exits 5 when nothing matches."""
+    from arkai.ops.context import context as run_context
+
+    pack = run_context(repo_root(ctx), " ".join(query), budget_tokens=budget, k=k, mode=mode)
+    if as_json:
+        emit_json(pack.to_dict())
+    else:
+        click.echo(pack.markdown, nl=False)
+
+
+@click.command()
+@click.option("--type", "content_type", metavar="TYPE",
+              help="Only this folder: youtube, podcasts, articles, pdfs, chats, notes, "
+                   "transcripts (or a sub-folder such as chats/chatgpt).")  # fmt: skip
+@click.option("--tag", metavar="TAG", help="Only items with this tag.")
+@json_option
+@click.pass_context
+def library(ctx: click.Context, content_type: str | None, tag: str | None, as_json: bool) -> None:
+    """List the items in the library (from index/catalog.json, else by scanning library/)."""
+    from arkai.ops.library import list_items
+
+    rows = list_items(repo_root(ctx), content_type=content_type, tag=tag)
+    if as_json:
+        emit_json({"count": len(rows), "items": rows})
+        return
+    for r in rows:
+        tags = f"  [{', '.join(r['tags'])}]" if r["tags"] else ""
+        claims = r["claims"] if r["claims"] is not None else "?"
+        _say(f"{r['id']}  {r['content_type']!s:<12} {claims:>4} claims  {r['title']}{tags}")
+    _say(f"{len(rows)} items")
+
+
+@click.command()
+@click.argument("ident", metavar="ID")
+@click.option("--full", is_flag=True, help="Also list every claim and the transcript's path.")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
+    """Show one item (content ID, ≥ 8-character prefix, or source ID): metadata, claim counts,
+    top entities and summary."""
+    from arkai.ops.library import show_item
+
+    info = show_item(repo_root(ctx), ident, full=full)
+    if as_json:
+        emit_json(info)
+        return
+    meta = info["metadata"]
+    _say(f"{info['title']}  ({info['id']})")
+    _say(f"  {'path':<10} {info['path']}")
+    _say(f"  {'type':<10} {meta.get('content_type')}")
+    for key in ("url", "published", "created_at"):
+        if meta.get(key):
+            _say(f"  {key:<10} {meta[key]}")
+    if meta.get("tags"):
+        _say(f"  {'tags':<10} {', '.join(meta['tags'])}")
+    claims = info["claims"]
+    statuses = ", ".join(f"{v} {k}" for k, v in claims["by_status"].items()) or "none"
+    reviews = ", ".join(f"{v} {k}" for k, v in claims["by_review"].items())
+    _say(f"  {'claims':<10} {claims['total']} ({statuses}{'; ' + reviews if reviews else ''})")
+    top = ", ".join(f"{e['name']} ({e['type']}, {e['mentions']})" for e in info["entities"]["top"])
+    _say(f"  {'entities':<10} {info['entities']['total']}{': ' + top if top else ''}")
+    if info["summary"]:
+        _say()
+        _say(info["summary"])
+    if full:
+        _say()
+        _say(f"transcript: {info['transcript']}")
+        for c in claims["list"]:
+            where = f"L{c['line']}" if c["line"] else "unresolved"
+            review = f" [{c['review']}]" if c["review"] else ""
+            _say(f"  {c['evidence_id']}  {c['status']:<10} {where:<6}{review} {c['claim']}")
+
+
+def _chunk_links(ctx: click.Context, hits: list[dict[str, Any]]) -> None:
+    """Add ``links`` (``transcript.md#L…`` of the first chunks) to topic hits, when the
+    index can be read."""
+    from arkai.ops.search import load_index
+
+    try:
+        index = load_index(repo_root(ctx))
+    except Exception:  # the topic index can outlive a broken chunk index: links are optional
+        return
+    for hit in hits:
+        links = []
+        for pos in hit.get("chunks", [])[:5]:
+            if 0 <= pos < len(index.chunks) and hit.get("path"):
+                links.append(f"{hit['path']}/transcript.md#L{index.chunks[pos].start_line}")
+        hit["links"] = links
+
+
+def _grep_links(root: Path, lines: list[dict[str, Any]]) -> None:
+    """Add each grep line's item ``title`` and ``link`` (``…/transcript.md#L<line>``)."""
+    from arkai.ops.library import list_items
+
+    items = {r["id"]: r for r in list_items(root)} if lines else {}
+    for ln in lines:
+        item = items.get(ln["content_id"])
+        if item and item.get("path"):
+            ln["title"] = item.get("title")
+            ln["link"] = f"{item['path']}/transcript.md#L{ln['line']}"
+
+
+@click.command()
+@click.argument("term", nargs=-1, required=True)
+@click.option("-n", "limit", type=click.IntRange(1), default=20, show_default=True,
+              help="At most this many grep lines.")  # fmt: skip
+@json_option
+@click.pass_context
+def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Look TERM up in the topic index (index/topics.json), with synonyms from synonyms.yaml
+    and stemming; for terms not in the index, grep the transcripts instead. Says which it
+    used; exits 5 when neither finds anything."""
+    from arkai.adapters.layout import INDEX
+    from arkai.ops.topics import grep_library, lookup_topic
+
+    root = repo_root(ctx)
+    text = " ".join(term)
+    reason = None
+    try:
+        hits = lookup_topic(root / INDEX, text)
+    except NotFoundError:
+        hits, reason = [], "no topic index (run `dvc repro` or `arkai reindex`)"
+    if hits:
+        _chunk_links(ctx, hits)
+        if as_json:
+            emit_json({"term": text, "source": "topics", "results": hits})
+            return
+        _say(f"topic index: {len(hits)} items for {text!r}")
+        for h in hits:
+            terms = ", ".join(h["terms"])
+            _say(f"  {h['content_id']}  {h['relevance']:<6} via {h['via']:<7} {h['title']}"
+                 f"  (terms: {terms}; {len(h['chunks'])} chunks)")  # fmt: skip
+            for link in h.get("links", []):
+                _say(f"      {link}")
+        return
+    reason = reason or "not in the topic index"
+    lines = grep_library(root, text, limit=limit)
+    _grep_links(root, lines)
+    if not lines:
+        raise NotFoundError(f"no results for {text!r}: {reason}, and no transcript line has it")
+    if as_json:
+        emit_json({"term": text, "source": "grep", "reason": reason, "results": lines})
+        return
+    _say(f"{text!r}: {reason}; grep found {len(lines)} lines")
+    for ln in lines:
+        _say(f"  {ln.get('link') or ln['content_id']}: {ln['text'].strip()}")

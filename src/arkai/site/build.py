@@ -1,0 +1,530 @@
+"""``arkai site build``: Markdown pages for the library in ``.site-build/docs/``, a generated
+MkDocs config that inherits the user's ``mkdocs.yml``, then ``mkdocs build`` into ``site/``.
+
+Incremental at two levels:
+
+- Pages. Each item's pages are regenerated only when one of its files changed (a digest
+  of them is kept in ``.site-build/cache.json`` with the item's summary) or what its item
+  page shows from elsewhere (related items, topics, entity pages) changed; every page is
+  written only when its bytes differ, so unchanged pages keep their mtime.
+- HTML. MkDocs renders every page on a normal build. When the configuration, theme and
+  arkai's version are unchanged since the last successful build, ``mkdocs build --dirty``
+  is used instead: it renders just the pages whose Markdown is newer than their HTML. That
+  is correct here because the navigation is short, explicit and fixed (no page's HTML
+  depends on another page's content) and the site hook completes the search index and
+  removes deleted pages afterwards (:mod:`arkai.site.hooks`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import metadata as importlib_metadata
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.fs import atomic_write_text
+from arkai.adapters.layout import INDEX, Item, iter_items
+from arkai.adapters.params import load_params
+from arkai.adapters.store import read_json
+from arkai.errors import ArkaiError, LibraryError
+from arkai.site import indexes, links
+from arkai.site.collect import (
+    ItemData,
+    input_digest,
+    input_stats,
+    load_item,
+    read_inputs,
+    summarize_item,
+)
+from arkai.site.config import (
+    BUILD_DIR,
+    CSS,
+    DOCS_DIR,
+    HOOKS,
+    JS,
+    UserConfig,
+    generated_config,
+    load_user_config,
+)
+from arkai.site.hooks import PAGES, SEARCH_DIR
+from arkai.site.indexes import Library, Topic
+from arkai.site.links import Urls
+from arkai.site.pages import (
+    ItemContext,
+    entry_text,
+    render_item_page,
+    render_transcript_page,
+    wisdom_sections,
+)
+from arkai.site.search import Section, encode, item_sections, transcript_sections
+
+#: Bump when the generated pages change shape: every page is regenerated.
+GENERATOR_VERSION = "1"
+CACHE = "cache.json"
+STATE = "state.json"
+CONFIG = "mkdocs.yml"
+MAX_RELATED = 10
+MAX_TOPICS = 20
+_RELEVANCE = {"high": 0, "medium": 1, "low": 2}
+
+log = logging.getLogger(__name__)
+
+
+class SiteBuildError(ArkaiError):
+    """``mkdocs build`` failed (bad configuration, a plugin error, strict-mode warnings)."""
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    """``params.yaml`` → ``site:``."""
+
+    entity_min_items: int = 1
+    """An entity gets its own page when it occurs in at least this many items."""
+    topic_min_items: int = 1
+    """A topic gets its own page when at least this many items have it."""
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> SiteOptions:
+        site = params.get("site") if isinstance(params.get("site"), dict) else {}
+        assert isinstance(site, dict)
+
+        def positive(key: str) -> int:
+            value = site.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LibraryError(f"params.yaml site.{key}: expected an integer ≥ 1")
+            return value
+
+        return cls(positive("entity_min_items"), positive("topic_min_items"))
+
+
+@dataclass
+class SiteReport:
+    items: int = 0
+    items_regenerated: int = 0
+    pages: int = 0
+    pages_written: int = 0
+    pages_removed: int = 0
+    generate_s: float = 0.0
+    mkdocs: str | None = None
+    """``full``, ``dirty`` or None (not run)."""
+    mkdocs_s: float = 0.0
+    build_dir: str = ""
+    site_dir: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- index files
+
+
+def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
+    """topics.json → topics by term, and per item ``[term, relevance]`` best first."""
+    obj = read_json(index / "topics.json") or {}
+    raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
+    synonyms = obj.get("synonyms") if isinstance(obj.get("synonyms"), dict) else {}
+    assert isinstance(raw, dict) and isinstance(synonyms, dict)
+    topics: dict[str, Topic] = {}
+    per_item: dict[str, list[list[str]]] = {}
+    for term, entry in raw.items():
+        items = []
+        for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
+            if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
+                continue
+            rel = str(it.get("relevance") or "low")
+            rel = rel if rel in _RELEVANCE else "low"
+            chunks = [int(c) for c in it.get("chunks") or [] if isinstance(c, int)]
+            items.append({"content_id": it["content_id"], "relevance": rel, "chunks": chunks})
+            per_item.setdefault(it["content_id"], []).append([str(term), rel])
+        if items:
+            syn = synonyms.get(term)
+            topics[str(term)] = Topic(str(term), items, [str(s) for s in syn or []])
+    for terms in per_item.values():
+        terms.sort(key=lambda t: (_RELEVANCE[t[1]], t[0]))
+    return topics, per_item
+
+
+def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    path = index / "chunks.jsonl"
+    if not wanted or not path.is_file():
+        return out
+    with path.open(encoding="utf-8") as fh:
+        for pos, line in enumerate(fh):
+            if pos in wanted:
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(obj, dict):
+                    out[pos] = {k: obj.get(k) for k in ("content_id", "start_line", "end_line")}
+    return out
+
+
+def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[str]]]:
+    """graph.json → per item ``[content_id, title, relation]`` (RELATED_TO, CITES)."""
+    obj = read_json(index / "graph.json") or {}
+    scored: dict[str, list[tuple[float, str, str]]] = {}
+    for e in obj.get("edges") or []:
+        if not isinstance(e, dict) or e.get("type") not in ("RELATED_TO", "CITES"):
+            continue
+        s, t = str(e.get("source", "")), str(e.get("target", ""))
+        if not (s.startswith("content:") and t.startswith("content:")):
+            continue
+        a, b = s[len("content:") :], t[len("content:") :]
+        if a not in titles or b not in titles or a == b:
+            continue
+        w = float(e.get("weight") or 0)
+        if e["type"] == "CITES":
+            scored.setdefault(a, []).append((w, b, "cites"))
+            scored.setdefault(b, []).append((w, a, "cited by"))
+        else:
+            scored.setdefault(a, []).append((w, b, "related"))
+            scored.setdefault(b, []).append((w, a, "related"))
+    out = {}
+    for cid, rows in scored.items():
+        rows.sort(key=lambda r: (-r[0], titles[r[1]], r[2]))
+        seen: set[str] = set()
+        picked = []
+        for _, other, rel in rows:
+            if other not in seen:
+                seen.add(other)
+                picked.append([other, titles[other], rel])
+        out[cid] = picked[:MAX_RELATED]
+    return out
+
+
+def _load_beliefs(index: Path) -> list[dict[str, Any]] | None:
+    try:
+        obj = read_json(index / "beliefs.json")
+    except LibraryError:
+        return None
+    if obj is None:
+        return None
+    beliefs = obj.get("beliefs")
+    if isinstance(beliefs, dict):
+        beliefs = list(beliefs.values())
+    return [b for b in beliefs if isinstance(b, dict)] if isinstance(beliefs, list) else None
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def write_page(path: Path, data: bytes) -> bool:
+    """Write ``data`` unless ``path`` holds it already (its mtime then stays, which is what
+    ``mkdocs build --dirty`` goes by). Atomic, but not fsynced: pages are derived data."""
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return True
+
+
+def _write(
+    build: Path, src: str, text: str, sections: list[Section] | None, report: SiteReport
+) -> None:
+    """The page, and its search entries beside it (``search/<page>.json``)."""
+    if write_page(build / DOCS_DIR / src, text.encode("utf-8")):
+        report.pages_written += 1
+    if sections is not None:
+        write_page(build / SEARCH_DIR / f"{src}.json", encode(sections))
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("arkai.site").joinpath("assets").joinpath(name).read_bytes()
+
+
+def _remove_others(folder: Path, keep: set[str], suffix: str = "") -> int:
+    """Delete the files under ``folder`` not named in ``keep`` (+ ``suffix``), and empty
+    folders; return how many files went."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for path in sorted(folder.rglob("*"), reverse=True):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_file() and (rel[: -len(suffix)] if suffix else rel) not in keep:
+            path.unlink()
+            removed += 1
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+    return removed
+
+
+def generate_pages(
+    root: Path,
+    user: UserConfig,
+    options: SiteOptions,
+    report: SiteReport,
+    progress: Callable[[int, int], None] | None = None,
+) -> Library:
+    """Write every page into ``.site-build/docs`` (unchanged pages are left alone)."""
+    build = root / BUILD_DIR
+    docs = build / DOCS_DIR
+    urls = Urls(user.directory_urls)
+    setting = {"version": GENERATOR_VERSION, "directory_urls": urls.directory_urls}
+    cache = read_json(build / CACHE) if (build / CACHE).is_file() else None
+    cached: dict[str, Any] = {}
+    if cache and cache.get("setting") == setting and isinstance(cache.get("items"), dict):
+        cached = cache["items"]
+    items: list[Item] = []
+    seen: set[str] = set()
+    for item in iter_items(root):
+        if item.id in seen:
+            report.warnings.append(f"{item.path}: duplicate content ID {item.id}, skipped")
+            continue
+        seen.add(item.id)
+        items.append(item)
+    loaded: dict[str, ItemData] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    for n, item in enumerate(items, 1):
+        stats = input_stats(item)
+        entry = cached.get(item.id)
+        if not isinstance(entry, dict) or entry.get("stats") != stats:
+            blobs = read_inputs(item, stats)
+            dg = input_digest(blobs)
+            if not isinstance(entry, dict) or entry.get("digest") != dg:
+                data = loaded[item.id] = load_item(item, blobs)
+                entry = {"digest": dg, "summary": summarize_item(data)}
+            entry["stats"] = stats
+        entries[item.id] = entry
+        if progress is not None:
+            progress(n, len(items) * 2)
+    summaries = [entries[i.id]["summary"] for i in items]
+    index = root / INDEX
+    topics, item_topics = _load_topics(index)
+    lib = Library(
+        summaries,
+        user.site_name,
+        urls,
+        topics=topics,
+        beliefs=_load_beliefs(index),
+        entity_min_items=options.entity_min_items,
+        topic_min_items=options.topic_min_items,
+    )
+    wanted = {
+        c
+        for t in topics.values()
+        if lib.topic_has_page(t.term)
+        for i in t.items
+        for c in i["chunks"][: indexes.CHUNK_LINKS]
+    }
+    lib.chunks = _load_chunks(index, wanted)
+    related = _load_related(index, {s["id"]: s["title"] for s in summaries})
+    keep: set[str] = set()
+    for n, item in enumerate(items, 1):
+        entry, summary = entries[item.id], entries[item.id]["summary"]
+        ctx = ItemContext(
+            entity_pages=sorted(
+                {e["key"] for e in summary["entities"] if lib.entity_has_page(e["key"])}
+            ),
+            topics=[
+                [t, r, "1" if lib.topic_has_page(t) else ""]
+                for t, r in item_topics.get(item.id, [])[:MAX_TOPICS]
+            ],
+            related=related.get(item.id, []),
+        )
+        item_key = hashlib.sha256(
+            (entry["digest"] + json.dumps(ctx.to_dict(), sort_keys=True)).encode()
+        ).hexdigest()
+        targets = (
+            (links.item_page(item.id), "item_key", item_key),
+            (links.transcript_page(item.id), "transcript_key", entry["digest"]),
+        )
+        regenerated = False
+        for src, slot, key in targets:
+            keep.add(src)
+            if (
+                entry.get(slot) == key
+                and (docs / src).is_file()
+                and (build / SEARCH_DIR / f"{src}.json").is_file()
+            ):
+                continue
+            data = loaded.get(item.id) or loaded.setdefault(item.id, load_item(item))
+            regenerated = True
+            if slot == "item_key":
+                text = render_item_page(data, summary, ctx, urls)
+                wisdom = [
+                    (
+                        anchor,
+                        heading,
+                        [value] if isinstance(value, str) else [entry_text(v) for v in value],
+                    )
+                    for anchor, heading, value in wisdom_sections(data)
+                ]
+                sections = item_sections(data, summary, wisdom)
+            else:
+                text = render_transcript_page(data, summary, urls)
+                sections = transcript_sections(data, summary["title"])
+            _write(build, src, text, sections, report)
+            entry[slot] = key
+        report.items_regenerated += regenerated
+        loaded.pop(item.id, None)
+        if progress is not None:
+            progress(len(items) + n, len(items) * 2)
+    pages = {
+        links.HOME: indexes.home(lib),
+        links.LIBRARY: indexes.library_by_type(lib),
+        links.LIBRARY_DATES: indexes.library_by_date(lib),
+        links.VALIDATION: indexes.validation(lib),
+        **indexes.tag_pages(lib),
+        **indexes.entity_pages(lib),
+        **indexes.topic_pages(lib),
+    }
+    if lib.beliefs is not None:
+        owners = {eid: s["id"] for s in summaries for eid in s["evidence"]}
+        pages[links.BELIEFS] = indexes.beliefs(lib, owners)
+    for src, text in pages.items():
+        keep.add(src)
+        _write(build, src, text, lib.sections.get(src), report)
+    for name, src in (("arkai.css", CSS), ("arkai.js", JS)):
+        keep.add(src)
+        write_page(docs / src, _asset(name))
+    report.pages_removed = _remove_others(docs, keep)
+    _remove_others(build / SEARCH_DIR, keep, ".json")
+    report.items = len(items)
+    report.pages = len([k for k in keep if k.endswith(".md")])
+    cache_text = json.dumps({"setting": setting, "items": entries}, separators=(",", ":"))
+    write_page(build / CACHE, cache_text.encode("utf-8"))
+    return lib
+
+
+# --------------------------------------------------------------------------- mkdocs
+
+
+def _fingerprint(user: UserConfig, config_text: str) -> str:
+    h = hashlib.sha256()
+    h.update(config_text.encode("utf-8"))
+    if user.path is not None:
+        h.update(user.path.read_bytes())
+    for dist in ("mkdocs", "mkdocs-material", "arkai"):
+        try:
+            h.update(f"{dist}={importlib_metadata.version(dist)};".encode())
+        except importlib_metadata.PackageNotFoundError:
+            h.update(f"{dist}=-;".encode())
+    h.update(GENERATOR_VERSION.encode())
+    h.update(HOOKS.read_bytes())
+    custom = user.custom_dir
+    if custom is not None and custom.is_dir():
+        for path in sorted(custom.rglob("*")):
+            if path.is_file():
+                st = path.stat()
+                h.update(f"{path.relative_to(custom)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+class _DropDirtyWarning(logging.Filter):
+    """MkDocs warns on every ``--dirty`` build; arkai makes such builds complete (see the
+    module doc), so the warning would only mislead (and abort builds in strict mode)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "'dirty' build" not in record.getMessage()
+
+
+def run_mkdocs(config_file: Path, *, dirty: bool, verbose: bool = False) -> None:
+    """``mkdocs build`` in this process (``--dirty`` when asked)."""
+    from mkdocs import exceptions as mk_exceptions
+    from mkdocs.commands import build as mk_build
+    from mkdocs.config import load_config
+
+    logger = logging.getLogger("mkdocs")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.INFO if verbose else logging.WARNING)
+    handler.setFormatter(logging.Formatter("mkdocs: %(levelname)s: %(message)s"))
+    drop = _DropDirtyWarning()
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    logger.propagate = False
+    logging.getLogger("mkdocs.commands.build").addFilter(drop)
+    try:
+        cfg = load_config(config_file=str(config_file))
+        cfg.plugins.on_startup(command="build", dirty=dirty)
+        try:
+            mk_build.build(cfg, dirty=dirty)
+        finally:
+            cfg.plugins.on_shutdown()
+    except (mk_exceptions.MkDocsException, SystemExit) as exc:
+        raise SiteBuildError(f"mkdocs build failed: {exc}", hint=f"config {config_file}") from None
+    finally:
+        logging.getLogger("mkdocs.commands.build").removeFilter(drop)
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
+def prepare(
+    root: Path,
+    *,
+    options: SiteOptions | None = None,
+    report: SiteReport | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Path, str, SiteReport]:
+    """Generate the pages and the config; return (config path, config text, report)."""
+    report = report or SiteReport()
+    user = load_user_config(root)
+    opts = options or SiteOptions.from_params(load_params(root))
+    build = root / BUILD_DIR
+    started = time.perf_counter()
+    lib = generate_pages(root, user, opts, report, progress)
+    text = generated_config(user, build, topics=True, beliefs=lib.beliefs is not None)
+    write_page(build / CONFIG, text.encode("utf-8"))
+    report.generate_s = round(time.perf_counter() - started, 3)
+    report.build_dir = str(build)
+    report.site_dir = str(user.site_dir)
+    return build / CONFIG, text, report
+
+
+def build_site(
+    root: Path,
+    *,
+    options: SiteOptions | None = None,
+    mkdocs: bool = True,
+    full: bool = False,
+    verbose: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> SiteReport:
+    """Generate the pages, then ``mkdocs build`` (dirty when that is safe, see module doc)."""
+    config_file, text, report = prepare(root, options=options, progress=progress)
+    if not mkdocs:
+        return report
+    user = load_user_config(root)
+    build = config_file.parent
+    site = user.site_dir
+    fp = _fingerprint(user, text)
+    state = read_json(build / STATE) or {}
+    dirty = (
+        not full
+        and state.get("fingerprint") == fp
+        and state.get("complete") is True
+        and (site / "index.html").is_file()
+        and (build / PAGES).is_file()
+    )
+    if not dirty:
+        (build / PAGES).unlink(missing_ok=True)
+    atomic_write_text(build / STATE, json.dumps({"fingerprint": fp, "complete": False}))
+    started = time.perf_counter()
+    run_mkdocs(config_file, dirty=dirty, verbose=verbose)
+    report.mkdocs_s = round(time.perf_counter() - started, 3)
+    report.mkdocs = "dirty" if dirty else "full"
+    atomic_write_text(build / STATE, json.dumps({"fingerprint": fp, "complete": True}))
+    return report
+
+
+def clean(root: Path) -> None:
+    """Remove the build folder (the next build regenerates everything)."""
+    shutil.rmtree(root / BUILD_DIR, ignore_errors=True)

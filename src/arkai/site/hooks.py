@@ -1,0 +1,137 @@
+"""MkDocs hooks, loaded by the generated ``.site-build/mkdocs.yml`` (``hooks:``).
+
+1. Pages arkai generated (they start with :data:`arkai.site.html.MARKER`) are raw HTML
+   already: their Markdown conversion is skipped and the HTML is used as is — faster, and no
+   Markdown extension ever sees transcript text. A right-hand table of contents is rebuilt
+   from the page's ``<h2 id>`` headings, and the theme's indentation is dropped.
+2. Search: arkai's pages are excluded from Material's search plugin, which would parse all
+   their HTML; after the build their entries, written by the generator next to each page
+   (:mod:`arkai.site.search`), are added to ``search/search_index.json``. The index is
+   therefore complete after ``mkdocs build --dirty`` too, which renders only changed pages.
+3. After a dirty build the HTML of pages that no longer exist is removed, so the site is
+   what a full build would leave.
+
+MkDocs imports this file by path, so it keeps no state beyond one build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.toc import get_toc
+
+from arkai.site.html import MARKER
+
+SEARCH_INDEX = "search/search_index.json"
+#: Folder of the search entries of each page (``<page>.md.json``), in the build folder.
+SEARCH_DIR = "search"
+PAGES = "pages.json"
+_H2 = re.compile(r'<h2 id="([^"<>]+)">([^<]*)</h2>')
+# Whitespace-sensitive elements, left exactly as they are by ``_squeeze``.
+_VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2\s*>)", re.S | re.I)
+_INDENT = re.compile(r"\n\s+")
+
+_state: dict[str, Any] = {"command": None, "dirty": False, "stash": {}, "ours": set(), "files": []}
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    _state.update(command=command, dirty=dirty, stash={}, ours=set(), files=[])
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if markdown.startswith(MARKER):
+        _state["stash"][page.file.src_uri] = markdown
+        _state["ours"].add(page.file.src_uri)
+        return ""
+    return markdown
+
+
+def on_page_content(html_text: str, page: Any, config: Any, files: Any) -> str:
+    body = _state["stash"].pop(page.file.src_uri, None)
+    if body is None:
+        return html_text
+    # Heading text is escaped already, as the theme expects of TOC titles.
+    page.toc = get_toc(
+        [{"level": 2, "id": m[1], "name": m[2], "children": []} for m in _H2.finditer(body)]
+    )
+    return str(body)
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    """Drop the theme's indentation from arkai's pages (a third of a small page's bytes).
+
+    Only runs of whitespace that start with a line break are touched, and never inside
+    ``pre``/``script``/``style``/``textarea``: in normal flow such a run renders as one
+    space, as a single line break does; arkai's own text never holds a raw line break.
+    """
+    if page.file.src_uri not in _state["ours"]:
+        return output
+    return _squeeze(output)
+
+
+def _squeeze(text: str) -> str:
+    parts = _VERBATIM.split(text)
+    # split() yields text, whole element, tag name, text, …
+    out = []
+    for i, part in enumerate(parts):
+        kind = i % 3
+        if kind == 0:
+            out.append(_INDENT.sub("\n", part))
+        elif kind == 1:
+            out.append(part)
+    return "".join(out)
+
+
+def on_post_build(config: Any) -> None:
+    build_dir = Path(config.config_file_path).parent
+    site = Path(config.site_dir)
+    _add_search_entries(site, build_dir)
+    if _state["command"] == "build":
+        _remove_deleted_pages(site, build_dir, sorted(f.dest_uri for f in _state["files"]))
+
+
+def on_files(files: Any, config: Any) -> Any:
+    _state["files"] = [f for f in files if f.is_documentation_page()]
+    return files
+
+
+def _add_search_entries(site: Path, build_dir: Path) -> None:
+    index = site / SEARCH_INDEX
+    if not index.is_file():
+        return  # the search plugin is off
+    data = json.loads(index.read_text(encoding="utf-8"))
+    ours: list[dict[str, str]] = []
+    pages: set[str] = set()
+    for f in _state["files"]:
+        try:
+            rows = json.loads((build_dir / SEARCH_DIR / f"{f.src_uri}.json").read_bytes())
+        except FileNotFoundError:
+            continue
+        pages.add(f.url)
+        for anchor, title, text in rows:
+            location = f"{f.url}#{anchor}" if anchor else f.url
+            ours.append({"location": location, "title": title, "text": text})
+    docs = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
+    data["docs"] = docs + ours
+    tmp = index.with_name(f".{index.name}.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    os.replace(tmp, index)
+
+
+def _remove_deleted_pages(site: Path, build_dir: Path, pages: list[str]) -> None:
+    record = build_dir / PAGES
+    if _state["dirty"] and record.is_file():
+        previous = set(json.loads(record.read_text(encoding="utf-8")))
+        for dest in sorted(previous - set(pages)):
+            path = site / dest
+            if path.is_file():
+                path.unlink()
+                parent = path.parent
+                while parent != site and parent.is_dir() and not any(parent.iterdir()):
+                    parent.rmdir()
+                    parent = parent.parent
+    record.write_text(json.dumps(pages), encoding="utf-8")

@@ -1,0 +1,450 @@
+"""The library-wide pages, built from the item summaries (:func:`arkai.site.collect.
+summarize_item`) and, when present, ``index/topics.json`` and ``index/beliefs.json``:
+home, library by type and by date, tags, entities, topics, beliefs and validation."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from arkai.site import links
+from arkai.site.escape import css_token, one_line
+from arkai.site.html import a, badge, day, esc, h2, page, table
+from arkai.site.links import Urls
+from arkai.site.search import Section
+
+LATEST = 12
+CHUNK_LINKS = 6
+
+
+@dataclass
+class Entity:
+    """One entity across the library."""
+
+    key: str
+    type: str
+    names: Counter[str] = field(default_factory=Counter)
+    items: dict[str, list[int | None]] = field(default_factory=dict)
+    """content id → the line of each mention (None: unresolved or stale)."""
+
+    @property
+    def name(self) -> str:
+        return min(self.names.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+    @property
+    def mentions(self) -> int:
+        return sum(len(m) for m in self.items.values())
+
+
+@dataclass
+class Topic:
+    term: str
+    items: list[dict[str, Any]]
+    """``{content_id, relevance, chunks}`` from topics.json."""
+    synonyms: list[str]
+
+
+@dataclass
+class Library:
+    """Everything the library-wide pages need."""
+
+    summaries: list[dict[str, Any]]
+    site_name: str
+    urls: Urls
+    entities: dict[str, Entity] = field(default_factory=dict)
+    topics: dict[str, Topic] = field(default_factory=dict)
+    chunks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Position in chunks.jsonl → ``{content_id, start_line, end_line}`` (topic links)."""
+    beliefs: list[dict[str, Any]] | None = None
+    entity_min_items: int = 1
+    topic_min_items: int = 1
+    sections: dict[str, list[Section]] = field(default_factory=dict)
+    """Search entries of the entity and topic pages, by page."""
+
+    def __post_init__(self) -> None:
+        self.by_id = {s["id"]: s for s in self.summaries}
+        for s in self.summaries:
+            for e in s["entities"]:
+                ent = self.entities.setdefault(e["key"], Entity(e["key"], e["type"]))
+                ent.names[e["name"]] += 1
+                ent.items.setdefault(s["id"], []).extend(e["mentions"])
+
+    def entity_has_page(self, key: str) -> bool:
+        ent = self.entities.get(key)
+        return ent is not None and len(ent.items) >= self.entity_min_items
+
+    def topic_has_page(self, term: str) -> bool:
+        t = self.topics.get(term)
+        return t is not None and len({i["content_id"] for i in t.items}) >= self.topic_min_items
+
+    def title(self, cid: str) -> str:
+        s = self.by_id.get(cid)
+        return str(s["title"]) if s else cid
+
+
+def _item_link(lib: Library, src: str, cid: str) -> str:
+    return a(lib.urls.href(src, links.item_page(cid)), lib.title(cid))
+
+
+def _item_rows(lib: Library, src: str, items: Iterable[dict[str, Any]]) -> list[str]:
+    rows = []
+    for s in items:
+        tags = ", ".join(a(lib.urls.href(src, links.tag_page(t)), t) for t in s["tags"])
+        rows.append(
+            [
+                _item_link(lib, src, s["id"]),
+                esc(s["type"]),
+                esc(day(s["created_at"])),
+                esc(day(s["published"])),
+                tags,
+                str(s["counts"]["claims"]),
+                str(len(s["entities"])),
+            ]
+        )
+    return table(("Title", "Type", "Added", "Published", "Tags", "Claims", "Entities"), rows)
+
+
+def totals(summaries: list[dict[str, Any]]) -> dict[str, int]:
+    t: Counter[str] = Counter()
+    for s in summaries:
+        t.update({k: v for k, v in s["counts"].items()})
+        t["items"] += 1
+        t["extracted"] += int(s["extracted"])
+        t["digest_changed"] += int(s["extracted"] and not s["digest_ok"])
+        t["mentions_stale"] += s["mentions_stale"]
+    return dict(t)
+
+
+def _status_line(t: dict[str, int]) -> str:
+    ok = not t.get("stale") and not t.get("mentions_stale")
+    parts = [badge("resolved", "all spans valid") if ok else badge("stale", "stale evidence")]
+    for key in ("resolved", "ambiguous", "unresolved", "stale", "rejected"):
+        if t.get(key):
+            parts.append(badge(key, f"{t[key]} {key}"))
+    if t.get("digest_changed"):
+        parts.append(badge("stale", f"{t['digest_changed']} transcripts changed since extraction"))
+    return " ".join(parts)
+
+
+def home(lib: Library) -> str:
+    src = links.HOME
+    t = totals(lib.summaries)
+    out = [f"<h1>{esc(lib.site_name)}</h1>"]
+    cards = [
+        ("items", t.get("items", 0)),
+        ("claims", t.get("claims", 0)),
+        ("entities", len(lib.entities)),
+        ("tags", len({x for s in lib.summaries for x in s["tags"]})),
+    ]
+    out.append(
+        '<div class="ak-cards">'
+        + "".join(
+            f'<div class="ak-card"><span class="ak-num">{n}</span><span>{esc(label)}</span></div>'
+            for label, n in cards
+        )
+        + "</div>"
+    )
+    out.append(h2("validation", "Validation"))
+    out.append(f"<p>{_status_line(t)} {a(lib.urls.href(src, links.VALIDATION), 'Details')}</p>")
+    out.append(h2("types", "By type"))
+    types: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in lib.summaries:
+        types[s["type"]].append(s)
+    rows = [
+        [
+            a(lib.urls.href(src, links.LIBRARY, links.type_anchor(k)), k),
+            str(len(v)),
+            str(sum(s["counts"]["claims"] for s in v)),
+        ]
+        for k, v in sorted(types.items())
+    ]
+    out += table(("Type", "Items", "Claims"), rows)
+    out.append(h2("latest", "Latest additions"))
+    latest = sorted(lib.summaries, key=lambda s: (s["created_at"], s["id"]), reverse=True)[:LATEST]
+    out += table(
+        ("Added", "Title", "Type", "Claims"),
+        [
+            [
+                esc(day(s["created_at"])),
+                _item_link(lib, src, s["id"]),
+                esc(s["type"]),
+                str(s["counts"]["claims"]),
+            ]
+            for s in latest
+        ],
+    )
+    if not lib.summaries:
+        out.append("<p><em>The library is empty: add items with <code>arkai add</code>.</em></p>")
+    return page("Home", out, kind="home", hide_toc=True)
+
+
+def library_by_type(lib: Library) -> str:
+    src = links.LIBRARY
+    out = [
+        "<h1>Library</h1>",
+        f"<p>{len(lib.summaries)} items · "
+        f"{a(lib.urls.href(src, links.LIBRARY_DATES), 'by date')} · "
+        f"{a(lib.urls.href(src, links.TAGS), 'by tag')}</p>",
+    ]
+    types: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in lib.summaries:
+        types[s["type"]].append(s)
+    for k in sorted(types):
+        out.append(h2(links.type_anchor(k), f"{k} ({len(types[k])})"))
+        out += _item_rows(lib, src, sorted(types[k], key=lambda s: s["title"].casefold()))
+    return page("Library", out, kind="library")
+
+
+def library_by_date(lib: Library) -> str:
+    src = links.LIBRARY_DATES
+    out = [
+        "<h1>Library by date</h1>",
+        "<p>Grouped by month published (or added, when the source has no date).</p>",
+    ]
+    months: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in lib.summaries:
+        months[(s["published"] or s["created_at"])[:7] or "undated"].append(s)
+    for m in sorted(months, reverse=True):
+        out.append(h2("m-" + css_token(m), f"{m} ({len(months[m])})"))
+        out += _item_rows(
+            lib,
+            src,
+            sorted(months[m], key=lambda s: s["published"] or s["created_at"], reverse=True),
+        )
+    return page("Library by date", out, kind="library")
+
+
+def tag_pages(lib: Library) -> dict[str, str]:
+    tags: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in lib.summaries:
+        for t in s["tags"]:
+            tags[t].append(s)
+    pages = {}
+    rows = []
+    for t in sorted(tags, key=str.casefold):
+        src = links.tag_page(t)
+        out = [f"<h1>Tag: {esc(t)}</h1>", f"<p>{len(tags[t])} items</p>"]
+        out += _item_rows(lib, src, sorted(tags[t], key=lambda s: s["title"].casefold()))
+        pages[src] = page(f"Tag: {t}", out, kind="tag", hide_toc=True)
+        rows.append([a(lib.urls.href(links.TAGS, src), t), str(len(tags[t]))])
+    out = ["<h1>Tags</h1>"]
+    out += table(("Tag", "Items"), rows) if rows else ["<p><em>No tags yet.</em></p>"]
+    pages[links.TAGS] = page("Tags", out, kind="tags", hide_toc=True)
+    return pages
+
+
+def entity_pages(lib: Library) -> dict[str, str]:
+    pages = {}
+    by_type: dict[str, list[Entity]] = defaultdict(list)
+    for ent in lib.entities.values():
+        by_type[ent.type].append(ent)
+    index = [
+        "<h1>Entities</h1>",
+        f"<p>{len(lib.entities)} entities in {len(lib.summaries)} items "
+        "(number of items · mentions).</p>",
+    ]
+    for etype in sorted(by_type):
+        ents = sorted(by_type[etype], key=lambda e: (-len(e.items), -e.mentions, e.name.casefold()))
+        index.append(h2("e-" + css_token(etype), f"{etype} ({len(ents)})"))
+        chips = []
+        for ent in ents:
+            label = ent.name
+            count = f'&#160;<span class="ak-count">{len(ent.items)} · {ent.mentions}</span>'
+            if lib.entity_has_page(ent.key):
+                src = links.entity_page(ent.key)
+                chips.append(a(lib.urls.href(links.ENTITIES, src), label) + count)
+                pages[src] = _entity_page(lib, ent, src)
+                titles = ", ".join(lib.title(cid) for cid in ent.items)
+                lib.sections[src] = [Section("", ent.name, f"{ent.type} · {titles}")]
+            else:
+                only = next(iter(ent.items))
+                chips.append(
+                    a(lib.urls.href(links.ENTITIES, links.item_page(only), "entities"), label)
+                    + count
+                )
+        index.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
+    pages[links.ENTITIES] = page("Entities", index, kind="entities")
+    return pages
+
+
+def _entity_page(lib: Library, ent: Entity, src: str) -> str:
+    out = [
+        f"<h1>{esc(ent.name)}</h1>",
+        f"<p>{badge('type', ent.type)} mentioned {ent.mentions} times in "
+        f"{len(ent.items)} items.</p>",
+    ]
+    others = sorted(n for n in ent.names if n != ent.name)
+    if others:
+        out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
+    out.append('<ul class="ak-mentions">')
+    for cid, mentions in sorted(ent.items.items(), key=lambda kv: (-len(kv[1]), lib.title(kv[0]))):
+        target = links.transcript_page(cid)
+        lines = sorted({m for m in mentions if m})
+        spots = " ".join(a(lib.urls.href(src, target, f"L{line}"), f"L{line}") for line in lines)
+        missing = len(mentions) - sum(1 for m in mentions if m)
+        if missing:
+            spots += f" <small>(+{missing} without a valid span)</small>"
+        out.append(
+            f'<li>{_item_link(lib, src, cid)} <span class="ak-count">{len(mentions)}</span> '
+            f"<span>{spots}</span></li>"
+        )
+    out.append("</ul>")
+    return page(ent.name, out, kind="entity", hide_toc=True)
+
+
+def topic_pages(lib: Library) -> dict[str, str]:
+    pages = {}
+    out = ["<h1>Topics</h1>"]
+    if not lib.topics:
+        out.append(
+            "<p><em>No topic index yet: it is built by the <code>index</code> stage "
+            "(<code>dvc repro index</code>).</em></p>"
+        )
+        return {links.TOPICS: page("Topics", out, kind="topics", hide_toc=True)}
+    ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
+    out.append(f"<p>{len(ranked)} topics (number of items).</p>")
+    chips = []
+    for t in ranked:
+        count = f'&#160;<span class="ak-count">{len(t.items)}</span>'
+        if lib.topic_has_page(t.term):
+            src = links.topic_page(t.term)
+            pages[src] = _topic_page(lib, t, src)
+            titles = ", ".join(lib.title(i["content_id"]) for i in t.items)
+            lib.sections[src] = [Section("", t.term, f"topic · {titles}")]
+            chips.append(a(lib.urls.href(links.TOPICS, src), t.term) + count)
+        else:
+            chips.append(esc(t.term) + count)
+    out.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
+    pages[links.TOPICS] = page("Topics", out, kind="topics", hide_toc=True)
+    return pages
+
+
+def _topic_page(lib: Library, t: Topic, src: str) -> str:
+    out = [f"<h1>{esc(t.term)}</h1>"]
+    if t.synonyms:
+        out.append(f"<p>Synonyms: {esc(', '.join(t.synonyms))}</p>")
+    rank = {"high": 0, "medium": 1, "low": 2}
+    out.append("<ul>")
+    for entry in sorted(
+        t.items, key=lambda e: (rank.get(e["relevance"], 3), lib.title(e["content_id"]))
+    ):
+        cid = entry["content_id"]
+        spots = []
+        for pos in entry["chunks"][:CHUNK_LINKS]:
+            chunk = lib.chunks.get(pos)
+            if chunk and chunk.get("content_id") == cid and chunk.get("start_line"):
+                line = int(chunk["start_line"])
+                spots.append(
+                    a(
+                        lib.urls.href(src, links.transcript_page(cid), f"L{line}"),
+                        f"L{line}",
+                        cls="ak-go",
+                    )
+                )
+        rel = badge("rel-" + entry["relevance"], entry["relevance"])
+        out.append(f"<li>{_item_link(lib, src, cid)} {rel} {' '.join(spots)}</li>")
+    out.append("</ul>")
+    return page(t.term, out, kind="topic", hide_toc=True)
+
+
+def validation(lib: Library) -> str:
+    src = links.VALIDATION
+    t = totals(lib.summaries)
+    out = [
+        "<h1>Validation</h1>",
+        "<p>Every span is re-checked against the current transcript bytes at build time "
+        "(the same check as <code>arkai validate</code>).</p>",
+        f"<p>{_status_line(t)}</p>",
+    ]
+    rows = []
+    for s in lib.summaries:
+        c = s["counts"]
+        if not (c["stale"] or c["unresolved"] or s["mentions_stale"] or not s["digest_ok"]):
+            continue
+        fix = (
+            f"<code>arkai evidence reanchor {esc(s['id'])}</code>"
+            if c["stale"] or s["mentions_stale"]
+            else "<code>arkai extract</code>"
+            if not s["digest_ok"]
+            else ""
+        )
+        state = badge("resolved", "matches") if s["digest_ok"] else badge("stale", "changed")
+        rows.append(
+            [
+                _item_link(lib, src, s["id"]),
+                state,
+                str(c["stale"]),
+                str(c["unresolved"]),
+                str(s["mentions_stale"]),
+                fix,
+            ]
+        )
+    out.append(h2("items", f"Items needing attention ({len(rows)})"))
+    head = ("Item", "Transcript", "Stale", "Unresolved", "Stale mentions", "Repair")
+    out += table(head, rows) if rows else ["<p>None: every span matches its transcript.</p>"]
+    for status, heading in (("stale", "Stale evidence"), ("unresolved", "Unresolved evidence")):
+        issues = [(s, i) for s in lib.summaries for i in s["issues"] if i["status"] == status]
+        out.append(h2(status, f"{heading} ({len(issues)})"))
+        if not issues:
+            out.append("<p>None.</p>")
+            continue
+        rows = []
+        for s, i in issues:
+            line = i.get("line")
+            where = (
+                a(lib.urls.href(src, links.transcript_page(s["id"]), f"L{line}"), f"L{line}")
+                if line
+                else "—"
+            )
+            rows.append(
+                [
+                    _item_link(lib, src, s["id"]),
+                    esc(i["claim"]),
+                    f'<q class="ak-q">{esc(i["quote"])}</q>',
+                    where,
+                    f"<code>{esc(i['id'])}</code>",
+                ]
+            )
+        out += table(("Item", "Claim", "Quote", "Recorded line", "Evidence"), rows)
+    return page("Validation", out, kind="validation")
+
+
+def beliefs(lib: Library, evidence_items: dict[str, str]) -> str:
+    """``index/beliefs.json``: each belief with its confidence and supporting claims."""
+    src = links.BELIEFS
+    out = [
+        "<h1>Beliefs</h1>",
+        "<p>Claims clustered across items by the <code>index</code> stage.</p>",
+    ]
+    rows = []
+    for b in lib.beliefs or []:
+        text = next((str(b[k]) for k in ("statement", "text", "belief", "claim") if b.get(k)), "")
+        conf = b.get("effective_confidence", b.get("confidence"))
+        support = []
+        for ev in b.get("evidence") or b.get("evidence_ids") or b.get("support") or []:
+            eid = (
+                ev
+                if isinstance(ev, str)
+                else str((ev or {}).get("evidence_id") or (ev or {}).get("id") or "")
+            )
+            cid = evidence_items.get(eid)
+            if cid:
+                href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
+                support.append(a(href, lib.title(cid), cls="ak-go"))
+        status = one_line(str(b.get("status") or ""))
+        rows.append(
+            [
+                esc(text),
+                f"{float(conf):.2f}" if isinstance(conf, int | float) else "",
+                badge(css_token(status), status) if status else "",
+                " · ".join(support),
+            ]
+        )
+    out += (
+        table(("Belief", "Confidence", "Status", "Support"), rows)
+        if rows
+        else ["<p><em>No beliefs.</em></p>"]
+    )
+    return page("Beliefs", out, kind="beliefs", hide_toc=True)

@@ -1,0 +1,106 @@
+"""What the site's search finds: the entries arkai adds to Material's search index.
+
+Material's search plugin would parse every page's HTML to index it — for thousands of
+transcript pages that parse was most of the build time. arkai's pages are excluded from
+the plugin (``search: {exclude: true}``) and their entries are written here instead, from
+the text itself, next to each page in ``.site-build/search/<page>.json``; the site hook
+adds them to ``search/search_index.json`` after every build.
+
+Entries follow the plugin's format: the first entry of a page has the page's URL; the
+others are its sections (``<url>#<anchor>``), which the search shows under the page. Text
+is HTML-escaped (``& < >``), as the plugin's is. A transcript is indexed in sections of
+about :data:`SECTION_CHARS` characters anchored at their first line (``#L120``), so a
+result opens the transcript at the matching passage. Text that is already indexed on the
+transcript (quotes found in it verbatim) is left out of the item page's entries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arkai.site.collect import ItemData
+
+SECTION_CHARS = 1500
+_TS = re.compile(rb"^\[(\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?\] ?")
+_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    anchor: str
+    """Element id on the page ("" for the page itself)."""
+    title: str
+    """Plain text."""
+    text: str
+    """Plain text."""
+
+
+def _clean(text: str) -> str:
+    if _BAD.search(text):
+        text = _BAD.sub(" ", text)
+    text = " ".join(text.split())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def encode(sections: Sequence[Section]) -> bytes:
+    """The sidecar file: ``[[anchor, title (escaped), text (escaped)], …]``."""
+    rows = [[s.anchor, _clean(s.title), _clean(s.text)] for s in sections]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def transcript_sections(d: ItemData, title: str) -> list[Section]:
+    out = [Section("", f"{title} — transcript", "")]
+    if not d.data:
+        return out
+    lines = d.data.split(b"\n")
+    if d.data.endswith(b"\n"):
+        lines.pop()
+    buf: list[str] = []
+    size = 0
+    first, stamp = 1, ""
+    for n, raw in enumerate(lines, 1):
+        m = _TS.match(raw)
+        if not buf:
+            first, stamp = n, m.group(1).decode() if m else ""
+        text = raw[m.end() :] if m else raw
+        if text.strip():
+            buf.append(text.decode("utf-8", "replace"))
+            size += len(text) + 1
+        if size >= SECTION_CHARS or n == len(lines):
+            if buf:
+                where = f"L{first}–L{n}" if n > first else f"L{first}"
+                out.append(Section(f"L{first}", f"{stamp} · {where}" if stamp else where,
+                                   " ".join(buf)))  # fmt: skip
+            buf, size = [], 0
+    return out
+
+
+def _verbatim(d: ItemData, text: str) -> bool:
+    return len(text) >= 20 and text.encode() in d.data
+
+
+def item_sections(
+    d: ItemData, summary: dict[str, Any], wisdom: Iterable[tuple[str, str, list[str]]]
+) -> list[Section]:
+    """``wisdom``: (anchor, heading, entry texts) of the wisdom sections on the page."""
+    head = [str(summary["type"]), *(f"#{t}" for t in summary["tags"])]
+    out = [Section("", str(summary["title"]), " ".join(head))]
+    for anchor, heading, texts in wisdom:
+        kept = [t for t in texts if t.strip() and not _verbatim(d, t)]
+        if kept:
+            out.append(Section(anchor, heading, " ".join(kept)))
+    claims = [c for c in d.claims if not c.rejected]
+    if claims:
+        text = " ".join(c.claim + ("" if c.start is not None else f" “{c.quote}”") for c in claims)
+        out.append(Section("claims", "Claims", text))
+    if d.entities:
+        out.append(Section("entities", "Entities", ", ".join(e.name for e in d.entities)))
+    return out
+
+
+def simple_sections(title: str, text: str) -> list[Section]:
+    return [Section("", title, text)]

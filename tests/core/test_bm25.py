@@ -1,0 +1,114 @@
+"""BM25 index: scores against the formula by hand, ties, filters, save/load, tokenizer."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arkai.errors import InvalidInputError
+from arkai.search.bm25 import BM25Index, top_k
+from arkai.search.text import STOPWORDS, stem, tokenize, words
+
+DOCS = [
+    "The cat sat on the mat.",
+    "Dogs and cats are friends; the dog barks.",
+    "A quantum computer computes.",
+    "",
+]
+
+
+def test_tokenize() -> None:
+    assert tokenize("The Cats are RUNNING to 3 dogs!") == ["cat", "run", "3", "dog"]
+    assert tokenize("IL-6 and TNF-α levels") == ["il", "6", "tnf", "α", "level"]
+    assert tokenize("Ångström’s café") == ["ångström", "café"]
+    assert tokenize("") == []
+    assert words("The cat") == ["the", "cat"]
+    assert "the" in STOPWORDS and "not" not in STOPWORDS
+    assert stem("running") == "run"
+
+
+def _bm25(tf: int, df: int, n: int, dl: int, avgdl: float, k1: float, b: float) -> float:
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+
+
+def test_scores_match_the_formula() -> None:
+    idx = BM25Index.build(DOCS, k1=1.2, b=0.75)
+    # Token counts after stopwords: [cat sat mat]=3, [dog cat friend dog bark]=5, [quantum
+    # comput comput]=3, []=0 → avgdl 11/4.
+    assert idx.doc_len.tolist() == [3, 5, 3, 0]
+    avgdl = 11 / 4
+    got = dict(idx.search("cat dog", k=10))
+    want0 = _bm25(1, 2, 4, 3, avgdl, 1.2, 0.75)
+    want1 = _bm25(1, 2, 4, 5, avgdl, 1.2, 0.75) + _bm25(2, 1, 4, 5, avgdl, 1.2, 0.75)
+    assert got[0] == pytest.approx(want0, rel=1e-6)
+    assert got[1] == pytest.approx(want1, rel=1e-6)
+    assert list(got) == [1, 0]
+    # A repeated query token counts again.
+    twice = dict(idx.search("cat cat", k=2))
+    assert twice[1] == pytest.approx(2 * _bm25(1, 2, 4, 5, avgdl, 1.2, 0.75), rel=1e-6)
+
+
+def test_search_edges() -> None:
+    idx = BM25Index.build(DOCS)
+    assert idx.search("zebra", k=5) == []
+    assert idx.search("the of and", k=5) == []
+    assert idx.search("cat", k=0) == []
+    assert [d for d, _ in idx.search("cat", k=1)] == [0]  # shorter document wins
+    mask = np.array([False, True, True, True])
+    assert [d for d, _ in idx.search("cat", k=5, allowed=mask)] == [1]
+    with pytest.raises(InvalidInputError):
+        idx.search("cat", k=5, allowed=np.array([True]))
+    with pytest.raises(InvalidInputError):
+        BM25Index.build(DOCS, b=2.0)
+
+
+def test_ties_break_by_index() -> None:
+    idx = BM25Index.build(["alpha beta", "beta alpha", "alpha beta", "gamma"])
+    assert [d for d, _ in idx.search("alpha", k=2)] == [0, 1]
+    assert top_k(np.array([0.5, 1.0, 1.0, 0.0, 1.0], dtype=np.float32), 2) == [(1, 1.0), (2, 1.0)]
+    assert top_k(np.array([0.0, 0.0], dtype=np.float32), 3) == []
+
+
+def test_empty_corpus() -> None:
+    idx = BM25Index.build([])
+    assert idx.n_docs == 0
+    assert idx.search("anything", k=3) == []
+
+
+def test_save_load_roundtrip(tmp_path: Path) -> None:
+    idx = BM25Index.build(DOCS, k1=0.9, b=0.4)
+    idx.save(tmp_path / "lex")
+    back = BM25Index.load(tmp_path / "lex")
+    assert (back.k1, back.b, back.n_docs) == (0.9, 0.4, 4)
+    assert back.vocab == idx.vocab
+    for q in ("cat", "dog cat", "quantum computers", "nothing"):
+        assert back.search(q, k=4) == idx.search(q, k=4)
+
+
+def test_load_errors(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="cannot read BM25 index"):
+        BM25Index.load(tmp_path)
+    idx = BM25Index.build(DOCS)
+    idx.save(tmp_path)
+    meta = tmp_path / "bm25.json"
+    meta.write_text(meta.read_text().replace('"format": 1', '"format": 99'))
+    with pytest.raises(InvalidInputError, match="format 99"):
+        BM25Index.load(tmp_path)
+
+
+def test_load_does_not_import_model_libraries(tmp_path: Path) -> None:
+    BM25Index.build(DOCS).save(tmp_path)
+    code = (
+        "import sys\n"
+        "from arkai.search.bm25 import BM25Index\n"
+        f"BM25Index.load({str(tmp_path)!r}).search('cat', k=3)\n"
+        "bad = [m for m in ('torch', 'sentence_transformers', 'onnxruntime') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

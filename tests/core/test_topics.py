@@ -1,0 +1,160 @@
+"""The topic index: TF-IDF keyphrases with relevance, entity terms, synonyms, lookup, grep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arkai.core import canonjson
+from arkai.errors import NotFoundError
+from arkai.ops.topics import (
+    TopicInput,
+    TopicSettings,
+    build_topics,
+    grep_library,
+    load_synonyms,
+    lookup_topic,
+    merge_synonyms,
+    phrases,
+)
+
+BEES = (
+    "[00:00:01] Ana: Varroa mites are the main threat to the colony.\n"
+    "[00:00:05] Ana: We count varroa mites every week, and varroa mites spread fast.\n"
+    "[00:00:09] Ana: The varroa load decides whether a colony survives the winter.\n"
+    "[00:00:12] Ana: Varroa, varroa, varroa: treat in August.\n"
+    "[00:00:15] Ana: A beekeeper once mentioned a compiler in passing.\n"
+)
+BUILDS = (
+    "Incremental builds hash every input. A build cache stores outputs by input hash.\n"
+    "The build cache is shared; remote build cache hits make builds fast.\n"
+    "Hermetic toolchains keep the build cache honest.\n"
+)
+OTHER = "Gardening notes: tomatoes need sun, basil needs water, and compost helps the soil.\n"
+
+
+def inputs() -> list[TopicInput]:
+    def chunks(base: int, text: str) -> list[tuple[int, str]]:
+        return [(base + n, line) for n, line in enumerate(text.splitlines())]
+
+    return [
+        TopicInput("b" * 16, BEES, chunks(0, BEES), ["Ana", "Varroa", "August"]),
+        TopicInput("c" * 16, BUILDS, chunks(10, BUILDS), ["Build Cache"]),
+        TopicInput("d" * 16, OTHER, chunks(20, OTHER), []),
+    ]
+
+
+def test_phrases_stay_inside_clauses() -> None:
+    got = phrases("The build cache, shared remote storage. Of the Bees")
+    assert "build cache" in got and "shared remote storage" in got
+    assert "cache shared" not in got  # a comma ends the run
+    assert "the" not in got and "bees" in got
+
+
+def test_relevance_and_chunks() -> None:
+    idx = build_topics(inputs())
+    bees = {t.term: t for t in idx.terms["b" * 16]}
+    assert bees["varroa"].relevance == "high"
+    assert bees["varroa"].source == "keyphrase"
+    # Chunks are positions of the item's chunks that contain the term (stemmed).
+    assert bees["varroa"].chunks == (0, 1, 2, 3)
+    assert bees["varroa mites"].chunks == (0, 1)
+    # A word said once ranks lower than the repeated one.
+    assert bees["varroa"].score > max(t.score for t in bees.values() if t.term != "varroa")
+    assert {t.relevance for t in bees.values()} <= {"high", "medium", "low"}
+    assert sum(1 for t in bees.values() if t.relevance == "high") <= 5
+    builds = {t.term: t for t in idx.terms["c" * 16]}
+    assert builds["build cache"].relevance in ("high", "medium")
+    assert "build" in builds
+    # "builds" is an inflection of "build": only one of them is kept.
+    assert not ("builds" in builds and builds["builds"].source == "keyphrase")
+    # Entities are terms too, with their own relevance (speaker labels are not keyphrases).
+    assert bees["ana"].source == "entity" and bees["ana"].chunks == (0, 1, 2, 3, 4)
+    assert bees["august"].chunks == (3,)
+    doc = idx.doc
+    assert doc["version"] == 1
+    entry = doc["topics"]["varroa"]["items"][0]
+    assert entry == {"content_id": "b" * 16, "relevance": "high", "chunks": [0, 1, 2, 3]}
+
+
+def test_thresholds_from_settings() -> None:
+    strict = build_topics(inputs(), settings=TopicSettings(high_rank=1, medium_rank=2))
+    rel = [t.relevance for t in strict.terms["b" * 16] if t.source == "keyphrase"]
+    assert rel.count("high") == 1 and rel.count("medium") <= 1
+    few = build_topics(inputs(), settings=TopicSettings(top_terms=3))
+    assert sum(1 for t in few.terms["b" * 16] if t.source == "keyphrase") == 3
+
+
+def test_deterministic_and_order_independent() -> None:
+    a = canonjson.dumps(build_topics(inputs(), {"varroa": ["mite"]}).doc)
+    b = canonjson.dumps(build_topics(inputs()[::-1], {"varroa": ["mite"]}).doc)
+    assert a == b
+
+
+def test_empty_library() -> None:
+    doc = build_topics([]).doc
+    assert doc == {"version": 1, "topics": {}, "synonyms": {}}
+    assert build_topics([TopicInput("a" * 16, "", [])]).doc["topics"] == {}
+
+
+def test_synonyms_merge_symmetric(tmp_path: Path) -> None:
+    path = tmp_path / "synonyms.yaml"
+    path.write_text("Varroa: [mite, Varroa destructor]\nmite: [parasite]\ncache: caching\n")
+    raw = load_synonyms(path)
+    merged = merge_synonyms(raw)
+    assert merged["varroa"] == ["mite", "parasite", "varroa destructor"]
+    assert merged["parasite"] == ["mite", "varroa", "varroa destructor"]
+    assert merged["caching"] == ["cache"]
+    assert load_synonyms(tmp_path / "missing.yaml") == {}
+    (tmp_path / "bad.yaml").write_text("- a\n- b\n")
+    with pytest.raises(Exception, match="mapping"):
+        load_synonyms(tmp_path / "bad.yaml")
+
+
+def write_index(tmp_path: Path) -> Path:
+    folder = tmp_path / "index"
+    folder.mkdir()
+    doc = build_topics(inputs(), {"varroa": ["parasite"], "compost": ["humus"]}).doc
+    (folder / "topics.json").write_text(json.dumps(doc))
+    catalog = {"version": 1, "items": [{"id": "b" * 16, "title": "Bees", "path": "library/x"}]}
+    (folder / "catalog.json").write_text(json.dumps(catalog))
+    return folder
+
+
+def test_lookup_exact_stem_and_synonym(tmp_path: Path) -> None:
+    folder = write_index(tmp_path)
+    hits = lookup_topic(folder, "Varroa")
+    assert [h["content_id"] for h in hits] == ["b" * 16]
+    assert hits[0]["via"] == "exact" and hits[0]["relevance"] == "high"
+    assert hits[0]["title"] == "Bees" and hits[0]["path"] == "library/x"
+    assert 0 in hits[0]["chunks"]
+    # Stemming-insensitive: "mite" finds "mites"-bearing terms.
+    stem = lookup_topic(folder, "Varroa Mite")
+    assert stem and stem[0]["via"] == "stem" and "varroa mites" in stem[0]["terms"]
+    # Synonyms (and their reverse) expand the query.
+    syn = lookup_topic(folder, "parasites")
+    assert syn and syn[0]["content_id"] == "b" * 16 and syn[0]["via"] == "synonym"
+    assert lookup_topic(folder, "humus")[0]["content_id"] == "d" * 16
+    assert lookup_topic(folder, "quantum chromodynamics") == []
+    assert lookup_topic(folder, "  ") == []
+
+
+def test_lookup_without_index(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError):
+        lookup_topic(tmp_path, "x")
+
+
+def test_grep_library(kr: Path) -> None:
+    item = kr / "library" / "notes" / "Note (aaaa)"
+    item.mkdir(parents=True)
+    (item / "metadata.json").write_text(json.dumps({"id": "a" * 16, "title": "Note"}))
+    (item / "transcript.md").write_text("# Note\nThe VARROA count.\nnothing\nvarroa again\n")
+    hits = grep_library(kr, "Varroa", limit=10)
+    assert hits == [
+        {"content_id": "a" * 16, "line": 2, "text": "The VARROA count."},
+        {"content_id": "a" * 16, "line": 4, "text": "varroa again"},
+    ]
+    assert len(grep_library(kr, "varroa", limit=1)) == 1
+    assert grep_library(kr, "", limit=5) == []

@@ -1,0 +1,332 @@
+"""The ``index`` stage: every file under ``index/``, byte-identical re-runs, incremental
+embedding (a fake embedder counts what is encoded), and the real thing under ``dvc repro``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from arkai.adapters import events
+from arkai.cli import main
+from arkai.ops.init import init_repo
+from arkai.search import embed
+from tests.conftest import SAMPLES
+
+NOW = "2026-11-22T12:00:00Z"
+FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml")
+
+
+class FakeEmbedder:
+    """Deterministic 8-dimensional vectors from a hash; records every encoded text."""
+
+    name = "fake"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.loads = 0  # get_embedder("fake") calls
+
+    def encode(
+        self, texts: Any, *, batch_size: int = 64, kind: str = "passage"
+    ) -> np.ndarray[Any, np.dtype[np.float32]]:
+        texts = list(texts)
+        self.calls.append(texts)
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            rng = np.random.default_rng(abs(hash(t)) % (2**32))
+            v = rng.standard_normal(self.dim).astype(np.float32)
+            rows[i] = v / np.linalg.norm(v)
+        return rows
+
+    @property
+    def encoded(self) -> list[str]:
+        return [t for call in self.calls for t in call]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
+    """Route ``get_embedder("fake")`` to a :class:`FakeEmbedder`."""
+    emb = FakeEmbedder()
+    real = embed.get_embedder
+
+    def get(name: str = "default") -> Any:
+        if name != "fake":
+            return real(name)
+        emb.loads += 1
+        return emb
+
+    monkeypatch.setattr(embed, "get_embedder", get)
+    return emb
+
+
+def set_params(root: Path, **index: Any) -> None:
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params.setdefault("index", {}).update(index)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Two sample items, added and extracted once for the module (extraction is slow)."""
+    root = tmp_path_factory.mktemp("base") / "kr"
+    init_repo(root, git=False)
+    assert (
+        main(
+            [
+                "--repo",
+                str(root),
+                "add",
+                "--quiet",
+                "--tags",
+                "sample",
+                str(SAMPLES / "beekeeping-talk.vtt"),
+                str(SAMPLES / "note-2026-11-20.md"),
+            ]
+        )
+        == 0
+    )
+    assert main(["--repo", str(root), "extract", "--quiet"]) == 0
+    yield root
+
+
+@pytest.fixture
+def repo(base_repo: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "kr"
+    shutil.copytree(base_repo, root)
+    set_params(root, embedder="fake", batch_size=4)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {name: (root / "index" / name).read_bytes() for name in (*FILES, "manifest.json")}
+
+
+def item_keys(root: Path, content_id: str) -> set[str]:
+    lines = (root / "index" / "chunks.jsonl").read_text().splitlines()
+    return {json.loads(x)["key"] for x in lines if json.loads(x)["content_id"] == content_id}
+
+
+def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder) -> None:
+    from arkai.ops.index import run_index
+
+    seen: list[tuple[int, int, str]] = []
+    summary = run_index(repo, now=NOW, progress=lambda d, t, w: seen.append((d, t, w)))
+    out = repo / "index"
+    for name in (*FILES, "manifest.json"):
+        assert (out / name).is_file(), name
+    assert (out / "lexical").is_dir() and any((out / "lexical").iterdir())
+    assert (out / "vectors").is_dir() and any((out / "vectors").iterdir())
+    assert summary.items == 2 and summary.claim_chunks > 0 and summary.transcript_chunks > 0
+    keys = {json.loads(x)["key"] for x in (out / "chunks.jsonl").read_text().splitlines()}
+    assert summary.embedded == len(keys) == len(fake.encoded)
+    assert all(len(call) <= 4 for call in fake.calls)  # batch_size from params
+    assert ("embedding" in {w for _, _, w in seen}) and seen[-1][2] == "graph"
+
+    catalog = json.loads((out / "catalog.json").read_text())
+    assert catalog["version"] == 1
+    entries = catalog["items"]
+    assert [e["path"] for e in entries] == sorted(e["path"] for e in entries)
+    for e in entries:
+        assert set(e) >= {
+            "id",
+            "content_type",
+            "url",
+            "title",
+            "tags",
+            "created_at",
+            "path",
+            "published",
+            "source_id",
+            "claims",
+            "entities",
+            "chunks",
+        }
+        assert e["tags"] == ["sample"] and e["chunks"] > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["embedder"] == {"name": "fake", "dim": 8, "requested": "fake"}
+    assert manifest["counts"]["chunks"] == summary.chunks
+    assert manifest["lexical"]["k1"] == 1.2 and "catalog.json" in manifest["files"]
+    topics = json.loads((out / "topics.json").read_text())
+    assert topics["topics"] and topics["version"] == 1
+    graph = json.loads((out / "graph.json").read_text())
+    assert {n["type"] for n in graph["nodes"]} == {"Content", "Entity", "Tag", "Topic"}
+
+    # Lexical index and chunks agree (the search side relies on it).
+    from arkai.search.bm25 import BM25Index
+
+    assert BM25Index.load(out / "lexical").n_docs == summary.chunks
+
+    before = snapshot(repo)
+    fake.calls.clear()
+    fake.loads = 0
+    again = run_index(repo, now="2030-01-01T00:00:00Z")
+    assert fake.loads == 0  # nothing new: the model is not even loaded
+    assert snapshot(repo) == before  # the manifest keeps its build time too
+    assert fake.calls == [] and again.embedded == 0 and again.reused == len(keys)
+    assert again.written == [] and not again.lexical_rebuilt
+
+    # Events: one run, one step per sub-step.
+    runs = events.list_runs(repo)
+    evs = events.read_events(repo / events.RUNS_DIR / runs[-1] / "events.jsonl")
+    steps = [e["step"] for e in evs if e["type"] == "StepStarted"]
+    assert steps == ["chunks", "catalog", "lexical", "vectors", "topics", "graph", "manifest"]
+    assert evs[0]["type"] == "RunStarted" and evs[0]["pipeline"] == "index"
+    assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "success"
+
+
+def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -> None:
+    from arkai.ops.index import run_index
+
+    run_index(repo, now=NOW)
+    lines = (repo / "index/chunks.jsonl").read_text().splitlines()
+    old_keys = {json.loads(x)["key"] for x in lines}
+    fake.calls.clear()
+    assert (
+        main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
+    )
+    summary = run_index(repo, now=NOW)
+    catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
+    new = next(e for e in catalog if e["title"] == "Compilers podcast")
+    new_keys = item_keys(repo, new["id"])
+    assert new_keys and not (new_keys & old_keys)
+    assert summary.embedded == len(new_keys) == len(fake.encoded)
+    from arkai.ops.chunks import chunk_key
+
+    assert {chunk_key(new["id"], t) for t in fake.encoded} == new_keys
+    assert summary.pruned == 0
+
+    # Removing it prunes exactly its vectors; --full re-embeds everything.
+    shutil.rmtree(repo / new["path"])
+    fake.calls.clear()
+    gone = run_index(repo, now=NOW)
+    assert gone.pruned == len(new_keys) and gone.embedded == 0
+    full = run_index(repo, now=NOW, full=True)
+    assert full.embedded == full.reused + full.embedded and full.reused == 0
+    assert full.embedded == len(set(fake.encoded))
+
+
+def test_rejected_claims_leave_the_index(repo: Path, fake: FakeEmbedder) -> None:
+    from arkai.ops.index import run_index
+
+    run_index(repo, now=NOW)
+    chunks = [json.loads(x) for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    claim = next(c for c in chunks if c["kind"] == "claim")
+    catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
+    entry = next(e for e in catalog if e["id"] == claim["content_id"])
+    (repo / entry["path"] / "review.yaml").write_text(
+        f"claims:\n  {claim['evidence_id']}: {{status: rejected}}\n"
+    )
+    run_index(repo, now=NOW)
+    after = [json.loads(x) for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    assert claim["evidence_id"] not in {c.get("evidence_id") for c in after}
+    catalog2 = json.loads((repo / "index/catalog.json").read_text())["items"]
+    entry2 = next(e for e in catalog2 if e["id"] == claim["content_id"])
+    assert entry2["claims"] == entry["claims"] - 1
+
+
+def test_vectors_off(repo: Path) -> None:
+    from arkai.ops.index import run_index
+
+    set_params(repo, embedder="none")
+    summary = run_index(repo, now=NOW)
+    assert summary.embedder is None and not (repo / "index" / "vectors").exists()
+    assert json.loads((repo / "index/manifest.json").read_text())["embedder"] is None
+
+
+def test_reindex_command(repo: Path, fake: FakeEmbedder) -> None:
+    from click.testing import CliRunner
+
+    from arkai.cli.index import reindex
+
+    result = CliRunner().invoke(reindex, ["--json"], obj={"repo": str(repo)})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["items"] == 2 and data["embedder"] == "fake" and data["embedded"] > 0
+    result = CliRunner().invoke(reindex, ["--quiet"], obj={"repo": str(repo)})
+    assert result.exit_code == 0 and result.output == ""
+    result = CliRunner().invoke(reindex, [], obj={"repo": str(repo)})
+    assert "index: 2 items" in result.output and "0 embedded" in result.output
+
+
+# -- the real pipeline ---------------------------------------------------------------------
+
+BIN = Path(sys.executable).parent
+
+
+def sh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "GIT_AUTHOR_NAME": "arkai test",
+        "GIT_AUTHOR_EMAIL": "test@example.invalid",
+        "GIT_COMMITTER_NAME": "arkai test",
+        "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    }
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def encoded_runs(repo: Path) -> list[int]:
+    """How many chunks each index run embedded (from its events)."""
+    out = []
+    for run_id in events.list_runs(repo):
+        evs = events.read_events(repo / events.RUNS_DIR / run_id / "events.jsonl")
+        if evs and evs[0].get("pipeline") == "index":
+            done = [e for e in evs if e["type"] == "StepCompleted" and e["step"] == "vectors"]
+            out.append(int(done[0].get("embedded", 0)) if done else -1)
+    return out
+
+
+@pytest.mark.slow
+def test_dvc_repro_builds_the_index(tmp_path: Path) -> None:
+    repo = tmp_path / "knowledge"
+    sh(tmp_path, "arkai", "init", str(repo))
+    samples = [str(p) for p in sorted(SAMPLES.iterdir()) if p.name != "README.md"]
+    sh(repo, "arkai", "add", "--tags", "sample", *samples)
+    sh(repo, "dvc", "repro")
+    out = repo / "index"
+    for name in (*FILES, "manifest.json", "lexical/bm25.json"):
+        assert (out / name).is_file(), name
+    assert any((out / "vectors").iterdir())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["embedder"]["dim"] > 0
+    assert json.loads((out / "catalog.json").read_text())["items"]
+    keys = {json.loads(x)["key"] for x in (out / "chunks.jsonl").read_text().splitlines()}
+    assert encoded_runs(repo) == [len(keys)]
+
+    # Only the catalog is tracked by git; the rest of index/ is ignored.
+    sh(repo, "git", "add", "-A")
+    tracked = sh(repo, "git", "ls-files", "index").stdout.split()
+    assert tracked == ["index/catalog.json"]
+    sh(repo, "git", "commit", "-qm", "library")
+
+    before = snapshot(repo)
+    proc = sh(repo, "dvc", "repro")
+    assert "didn't change" in proc.stdout or "up to date" in proc.stdout
+    assert snapshot(repo) == before and len(encoded_runs(repo)) == 1
+    assert sh(repo, "git", "status", "--porcelain").stdout == ""
+
+    # One more item: the stage re-runs and embeds only that item's chunks.
+    extra = tmp_path / "extra.md"
+    extra.write_text("# Queen rearing\n\nRearing queens from local stock keeps colonies calm.\n")
+    sh(repo, "arkai", "add", str(extra))
+    sh(repo, "dvc", "repro")
+    runs = encoded_runs(repo)
+    assert len(runs) == 2
+    catalog = json.loads((out / "catalog.json").read_text())["items"]
+    new = next(e for e in catalog if e["title"] == "Queen rearing")
+    assert runs[1] == len(item_keys(repo, new["id"])) > 0
