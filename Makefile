@@ -14,7 +14,7 @@ export OPENBLAS_NUM_THREADS := 1
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup run test lint typecheck pytest bench clean
+.PHONY: setup browser run test lint typecheck pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Headless Chromium for the site's browser tests (Debian's package; the tests fail, never skip,
+# when it is missing).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (apt)"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium >/dev/null; }
 
 run: setup
 	dvc repro
@@ -44,7 +52,7 @@ lint: setup
 typecheck: setup
 	mypy
 
-pytest: setup
+pytest: setup browser
 	pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest

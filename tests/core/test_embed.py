@@ -81,6 +81,7 @@ def test_missing_model_package_names_the_install(monkeypatch: pytest.MonkeyPatch
         return None if name == embed.MODEL_PACKAGE else real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.delenv("ARKAI_EMBEDDER", raising=False)
     for call in (
         embed.model_dir,
         lambda: MiniLMEmbedder().encode(["x"]),

@@ -32,15 +32,14 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -81,6 +80,7 @@ ONNX_FILE = "model-int8.onnx"
 META_FILE = "meta.json"
 
 F32 = npt.NDArray[np.float32]
+log = logging.getLogger(__name__)
 
 # Fixed sentences for the export-time quality check: short and long, questions and prose.
 _QUALITY_SENTENCES = (
@@ -232,7 +232,6 @@ def _offline_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 
 def _check_kind(kind: str) -> None:
@@ -319,12 +318,16 @@ class OnnxMiniLMEmbedder:
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
         self._meta: dict[str, Any] | None = None
+        self._export_dir: Path | None = None
 
     # where the export lives
 
     def export_dir(self) -> Path:
-        sha = model_sha256(cache=self.cache)
-        return self.cache / "models" / sha[:16] / f"onnx-int8-v{EXPORT_VERSION}"
+        """``<cache>/models/<model sha256[:16]>/onnx-int8-v<recipe>``."""
+        if self._export_dir is None:
+            sha = model_sha256(cache=self.cache)
+            self._export_dir = self.cache / "models" / sha[:16] / f"onnx-int8-v{EXPORT_VERSION}"
+        return self._export_dir
 
     def meta(self) -> dict[str, Any]:
         """The export's ``meta.json`` (building the export first if there is none)."""
@@ -538,7 +541,7 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
             source = fused
         except Exception as exc:  # the fusion is an optimisation; the plain graph works too
             fusion = {"error": 0}
-            print(f"arkai: ONNX fusion skipped ({exc})", file=sys.stderr)
+            log.warning("ONNX fusion skipped (%s); quantising the plain graph", exc)
         # int8 for the matrix products only (the embedding tables stay float: quantising
         # them saves no time and costs accuracy), and not for the first layer's FFN output,
         # the one product whose activations quantise badly (it alone halves the error).
@@ -692,6 +695,8 @@ _BUILTINS: dict[str, EmbedderFactory] = {
 def get_embedders() -> dict[str, EmbedderFactory]:
     """Every registered embedder's factory by name (``arkai.embedders`` entry points, plus
     the built-ins when the installed metadata predates them), sorted by name."""
+    from importlib.metadata import entry_points  # ~60 ms: only when a registry is needed
+
     found: dict[str, EmbedderFactory] = {}
     for ep in entry_points(group=GROUP):
         try:
@@ -731,17 +736,11 @@ def resolve_default() -> str:
     try:
         emb = get_embedder("minilm-onnx")
         if isinstance(emb, OnnxMiniLMEmbedder) and not emb.quality_ok:
-            print(
-                "arkai: the ONNX embedder failed its quality check; using sentence-transformers",
-                file=sys.stderr,
-            )
+            log.warning("the ONNX embedder failed its quality check; using sentence-transformers")
             return "minilm"
         emb.encode(["ok"], kind="query")  # onnxruntime loads and runs this model
     except Exception as exc:
-        print(
-            f"arkai: the ONNX embedder is unusable ({exc}); using sentence-transformers",
-            file=sys.stderr,
-        )
+        log.warning("the ONNX embedder is unusable (%s); using sentence-transformers", exc)
         return "minilm"
     return "minilm-onnx"
 
