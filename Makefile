@@ -41,6 +41,8 @@ run: setup
 	@echo
 	@echo "Done. Results:"
 	@echo "  extracted/<type>/<Title (id)>/   claims (evidence.jsonl, claims.md), entities, extraction.json"
+	@echo "  index/                           catalog, chunks, BM25, embeddings, topics, graph (arkai search)"
+	@echo "  site/index.html                  the static site (arkai site serve to browse it)"
 	@echo "  reports/validation.json          validation metric (dvc metrics show)"
 	@echo "  .arkai/runs/                     event logs (arkai runs)"
 	@dvc metrics show
@@ -61,6 +63,8 @@ bench: setup
 	python bench/resolve.py
 	python bench/articles.py
 	python bench/extract.py
+	python bench/search.py
+	python bench/site.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

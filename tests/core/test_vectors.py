@@ -195,6 +195,8 @@ def test_search_ties_and_edges() -> None:
     with pytest.raises(InvalidInputError):
         s.search(np.ones(3), 2)
     with pytest.raises(InvalidInputError):
+        s.search(np.full(4, np.nan), 2)
+    with pytest.raises(InvalidInputError):
         s.search(q, 2, np.ones(5, dtype=bool))
     # The query's own row comes first.
     r = unit_rows(50, dim=4)

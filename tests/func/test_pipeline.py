@@ -106,8 +106,8 @@ def test_this_repo_scaffold_matches_init() -> None:
     from arkai.ops.init import scaffold_files
 
     files = scaffold_files()
-    for rel in ("dvc.yaml", "params.yaml", "synonyms.yaml", "stages/extract.py",
-                "stages/index.py", "stages/validate.py"):  # fmt: skip
+    for rel in ("dvc.yaml", "params.yaml", "synonyms.yaml", "mkdocs.yml", "stages/extract.py",
+                "stages/index.py", "stages/validate.py", "stages/site.py"):  # fmt: skip
         assert (ROOT / rel).read_bytes() == files[rel], rel
     for rel, data in files.items():
         if rel.startswith("patterns/"):

@@ -12,7 +12,8 @@ folder whose files disagree (a crash between two renames) or that was built by a
 loads as an empty store, so everything is embedded again rather than mixed.
 
 :meth:`VectorStore.search` is an exact dot-product scan (the rows are unit length, so it ranks
-by cosine) with ``np.argpartition`` for the top ``k``: about 5 ms for 100,000 × 384 on one core.
+by cosine) with ``np.argpartition`` for the top ``k``: 6–9 ms for 100,000 × 384 on one core,
+bound by reading the 150 MB of rows from memory.
 """
 
 from __future__ import annotations
@@ -167,6 +168,8 @@ class VectorStore:
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise InvalidInputError(f"query vector has width {q.shape[0]}, expected {self.dim}")
+        if not np.isfinite(q).all():
+            raise InvalidInputError("query vector must be finite")
         n = len(self._keys)
         if k <= 0 or n == 0:
             return []

@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from importlib import metadata as importlib_metadata
 from importlib import resources
 from pathlib import Path
@@ -49,7 +50,6 @@ from arkai.site.config import (
     BUILD_DIR,
     CSS,
     DOCS_DIR,
-    HOOKS,
     JS,
     UserConfig,
     generated_config,
@@ -67,7 +67,8 @@ from arkai.site.pages import (
 )
 from arkai.site.search import Section, encode, item_sections, transcript_sections
 
-#: Bump when the generated pages change shape: every page is regenerated.
+#: Bump when the cached item summaries change shape (any change to this package's code
+#: already regenerates every page: see :func:`code_digest`).
 GENERATOR_VERSION = "1"
 CACHE = "cache.json"
 STATE = "state.json"
@@ -235,6 +236,18 @@ def write_page(path: Path, data: bytes) -> bool:
     return True
 
 
+@cache
+def code_digest() -> str:
+    """Digest of this package's code and assets: pages made by other code are regenerated,
+    and the next MkDocs build is a full one."""
+    h = hashlib.sha256()
+    base = Path(__file__).parent
+    for path in sorted([*base.glob("*.py"), *(base / "assets").glob("*")]):
+        h.update(f"{path.name}:".encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def _write(
     build: Path, src: str, text: str, sections: list[Section] | None, report: SiteReport
 ) -> None:
@@ -276,7 +289,11 @@ def generate_pages(
     build = root / BUILD_DIR
     docs = build / DOCS_DIR
     urls = Urls(user.directory_urls)
-    setting = {"version": GENERATOR_VERSION, "directory_urls": urls.directory_urls}
+    setting = {
+        "version": GENERATOR_VERSION,
+        "code": code_digest(),
+        "directory_urls": urls.directory_urls,
+    }
     cache = read_json(build / CACHE) if (build / CACHE).is_file() else None
     cached: dict[str, Any] = {}
     if cache and cache.get("setting") == setting and isinstance(cache.get("items"), dict):
@@ -386,8 +403,7 @@ def generate_pages(
         **indexes.topic_pages(lib),
     }
     if lib.beliefs is not None:
-        owners = {eid: s["id"] for s in summaries for eid in s["evidence"]}
-        pages[links.BELIEFS] = indexes.beliefs(lib, owners)
+        pages[links.BELIEFS] = indexes.beliefs(lib)
     for src, text in pages.items():
         keep.add(src)
         _write(build, src, text, lib.sections.get(src), report)
@@ -417,7 +433,7 @@ def _fingerprint(user: UserConfig, config_text: str) -> str:
         except importlib_metadata.PackageNotFoundError:
             h.update(f"{dist}=-;".encode())
     h.update(GENERATOR_VERSION.encode())
-    h.update(HOOKS.read_bytes())
+    h.update(code_digest().encode())
     custom = user.custom_dir
     if custom is not None and custom.is_dir():
         for path in sorted(custom.rglob("*")):
@@ -425,14 +441,6 @@ def _fingerprint(user: UserConfig, config_text: str) -> str:
                 st = path.stat()
                 h.update(f"{path.relative_to(custom)}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()
-
-
-class _DropDirtyWarning(logging.Filter):
-    """MkDocs warns on every ``--dirty`` build; arkai makes such builds complete (see the
-    module doc), so the warning would only mislead (and abort builds in strict mode)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "'dirty' build" not in record.getMessage()
 
 
 def run_mkdocs(config_file: Path, *, dirty: bool, verbose: bool = False) -> None:
@@ -445,12 +453,10 @@ def run_mkdocs(config_file: Path, *, dirty: bool, verbose: bool = False) -> None
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.INFO if verbose else logging.WARNING)
     handler.setFormatter(logging.Formatter("mkdocs: %(levelname)s: %(message)s"))
-    drop = _DropDirtyWarning()
     old_level, old_propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO if verbose else logging.WARNING)
     logger.propagate = False
-    logging.getLogger("mkdocs.commands.build").addFilter(drop)
     try:
         cfg = load_config(config_file=str(config_file))
         cfg.plugins.on_startup(command="build", dirty=dirty)
@@ -461,7 +467,6 @@ def run_mkdocs(config_file: Path, *, dirty: bool, verbose: bool = False) -> None
     except (mk_exceptions.MkDocsException, SystemExit) as exc:
         raise SiteBuildError(f"mkdocs build failed: {exc}", hint=f"config {config_file}") from None
     finally:
-        logging.getLogger("mkdocs.commands.build").removeFilter(drop)
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate

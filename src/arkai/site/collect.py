@@ -25,6 +25,7 @@ from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.validate import span_is_valid
 from arkai.site.escape import one_line, safe_url
+from arkai.site.transcript import speaker_labels
 
 WISDOM = "wisdom.json"
 #: The files an item's pages are made from (a change to any of them regenerates the pages).
@@ -88,6 +89,7 @@ class ItemData:
     extracted: bool
     digest_ok: bool
     edited: bool
+    _speakers: set[str] | None = None
 
     @property
     def lines(self) -> int:
@@ -95,8 +97,13 @@ class ItemData:
             return 0
         return len(self.line_starts) - (1 if self.data.endswith(b"\n") else 0)
 
-    def line_of(self, offset: int) -> int:
-        return bisect_right(self.line_starts, offset)
+    @property
+    def speakers(self) -> set[str]:
+        """Speaker labels of the transcript (computed once)."""
+        if self._speakers is None:
+            lines = self.data.split(b"\n")
+            self._speakers = speaker_labels(lines[:-1] if self.data.endswith(b"\n") else lines)
+        return self._speakers
 
     def span_line(self, span: object) -> int | None:
         """The line of a stored span (wisdom items, entity mentions) whose bytes still match.
@@ -336,4 +343,5 @@ def summarize_item(d: ItemData) -> dict[str, Any]:
         ],
         "issues": issues,
         "evidence": [c.id for c in d.claims],
+        "marked": [c.id for c in d.claims if c.start is not None],
     }

@@ -17,6 +17,7 @@ MkDocs imports this file by path, so it keeps no state beyond one build.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -38,8 +39,20 @@ _INDENT = re.compile(r"\n\s+")
 _state: dict[str, Any] = {"command": None, "dirty": False, "stash": {}, "ours": set(), "files": []}
 
 
+class _DropDirtyWarning(logging.Filter):
+    """MkDocs warns on every ``--dirty`` build that navigation may be off; with arkai's fixed
+    navigation and these hooks a dirty build is complete, so the warning would only mislead
+    (and abort a build in strict mode)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "'dirty' build" not in record.getMessage()
+
+
 def on_startup(command: str, dirty: bool) -> None:
     _state.update(command=command, dirty=dirty, stash={}, ours=set(), files=[])
+    build_log = logging.getLogger("mkdocs.commands.build")
+    if not any(isinstance(f, _DropDirtyWarning) for f in build_log.filters):
+        build_log.addFilter(_DropDirtyWarning())
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -70,6 +83,10 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
     """
     if page.file.src_uri not in _state["ours"]:
         return output
+    # MkDocs keeps every page's HTML until the build ends; arkai's pages need it no longer
+    # (they carry no Markdown links to validate), and on a big library it is most of the
+    # build's memory.
+    page.content = ""
     return _squeeze(output)
 
 

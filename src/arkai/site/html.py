@@ -39,15 +39,16 @@ def h2(anchor: str, text: str) -> str:
     return f'<h2 id="{esc(anchor)}">{esc(text)}</h2>'
 
 
-def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, attrs: str = "") -> list[str]:
-    """Cells are HTML already; the header labels are escaped here."""
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "") -> list[str]:
+    """Cells are HTML already; the header labels are escaped here. The table itself has no
+    class (Material styles only those); ``cls`` goes on a wrapping ``div``."""
     out = [
-        f"<table{attrs}>",
+        f'<div class="{cls}"><table>' if cls else "<table>",
         "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>",
         "<tbody>",
     ]
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>" if cls else "</tbody></table>")
     return out
 
 
@@ -67,17 +68,18 @@ def page(
     lines: Sequence[str],
     *,
     kind: str,
-    hide_toc: bool = False,
+    hide: Sequence[str] = (),
 ) -> str:
     """A page: front matter, marker, HTML.
 
-    The title is pre-escaped (themes print ``page.meta.title`` unescaped). Material's search
+    The title is pre-escaped (themes print ``page.meta.title`` unescaped). ``hide`` lists
+    Material's sidebars to leave out (``navigation``, ``toc``). Material's search
     plugin is told to skip the page: arkai writes the page's search entries itself
     (:mod:`arkai.site.search`).
     """
     front = ["---", f"title: {yaml_string(escape_text(one_line(title)))}"]
-    if hide_toc:
-        front.append("hide: [toc]")
+    if hide:
+        front.append(f"hide: [{', '.join(hide)}]")
     front += ["search: {exclude: true}", "---"]
     body = [MARKER, f'<div class="ak-page ak-{css_token(kind)} {IGNORE_MATH}">', *lines, "</div>"]
     for line in body:

@@ -65,6 +65,12 @@ class Library:
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
+        # An index built before items were removed may name items that are gone.
+        for term in list(self.topics):
+            topic = self.topics[term]
+            topic.items = [i for i in topic.items if i["content_id"] in self.by_id]
+            if not topic.items:
+                del self.topics[term]
         for s in self.summaries:
             for e in s["entities"]:
                 ent = self.entities.setdefault(e["key"], Entity(e["key"], e["type"]))
@@ -177,7 +183,7 @@ def home(lib: Library) -> str:
     )
     if not lib.summaries:
         out.append("<p><em>The library is empty: add items with <code>arkai add</code>.</em></p>")
-    return page("Home", out, kind="home", hide_toc=True)
+    return page("Home", out, kind="home", hide=("toc",))
 
 
 def library_by_type(lib: Library) -> str:
@@ -227,11 +233,11 @@ def tag_pages(lib: Library) -> dict[str, str]:
         src = links.tag_page(t)
         out = [f"<h1>Tag: {esc(t)}</h1>", f"<p>{len(tags[t])} items</p>"]
         out += _item_rows(lib, src, sorted(tags[t], key=lambda s: s["title"].casefold()))
-        pages[src] = page(f"Tag: {t}", out, kind="tag", hide_toc=True)
+        pages[src] = page(f"Tag: {t}", out, kind="tag", hide=("toc",))
         rows.append([a(lib.urls.href(links.TAGS, src), t), str(len(tags[t]))])
     out = ["<h1>Tags</h1>"]
     out += table(("Tag", "Items"), rows) if rows else ["<p><em>No tags yet.</em></p>"]
-    pages[links.TAGS] = page("Tags", out, kind="tags", hide_toc=True)
+    pages[links.TAGS] = page("Tags", out, kind="tags", hide=("toc",))
     return pages
 
 
@@ -291,7 +297,7 @@ def _entity_page(lib: Library, ent: Entity, src: str) -> str:
             f"<span>{spots}</span></li>"
         )
     out.append("</ul>")
-    return page(ent.name, out, kind="entity", hide_toc=True)
+    return page(ent.name, out, kind="entity", hide=("toc",))
 
 
 def topic_pages(lib: Library) -> dict[str, str]:
@@ -302,7 +308,7 @@ def topic_pages(lib: Library) -> dict[str, str]:
             "<p><em>No topic index yet: it is built by the <code>index</code> stage "
             "(<code>dvc repro index</code>).</em></p>"
         )
-        return {links.TOPICS: page("Topics", out, kind="topics", hide_toc=True)}
+        return {links.TOPICS: page("Topics", out, kind="topics", hide=("toc",))}
     ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
     out.append(f"<p>{len(ranked)} topics (number of items).</p>")
     chips = []
@@ -317,7 +323,7 @@ def topic_pages(lib: Library) -> dict[str, str]:
         else:
             chips.append(esc(t.term) + count)
     out.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
-    pages[links.TOPICS] = page("Topics", out, kind="topics", hide_toc=True)
+    pages[links.TOPICS] = page("Topics", out, kind="topics", hide=("toc",))
     return pages
 
 
@@ -334,8 +340,8 @@ def _topic_page(lib: Library, t: Topic, src: str) -> str:
         spots = []
         for pos in entry["chunks"][:CHUNK_LINKS]:
             chunk = lib.chunks.get(pos)
-            if chunk and chunk.get("content_id") == cid and chunk.get("start_line"):
-                line = int(chunk["start_line"])
+            line = chunk.get("start_line") if chunk and chunk.get("content_id") == cid else None
+            if isinstance(line, int) and 1 <= line <= lib.by_id[cid]["lines"]:
                 spots.append(
                     a(
                         lib.urls.href(src, links.transcript_page(cid), f"L{line}"),
@@ -346,7 +352,7 @@ def _topic_page(lib: Library, t: Topic, src: str) -> str:
         rel = badge("rel-" + entry["relevance"], entry["relevance"])
         out.append(f"<li>{_item_link(lib, src, cid)} {rel} {' '.join(spots)}</li>")
     out.append("</ul>")
-    return page(t.term, out, kind="topic", hide_toc=True)
+    return page(t.term, out, kind="topic", hide=("toc",))
 
 
 def validation(lib: Library) -> str:
@@ -395,6 +401,8 @@ def validation(lib: Library) -> str:
             line = i.get("line")
             where = (
                 a(lib.urls.href(src, links.transcript_page(s["id"]), f"L{line}"), f"L{line}")
+                if isinstance(line, int) and 1 <= line <= s["lines"]
+                else esc(f"L{line}")
                 if line
                 else "—"
             )
@@ -411,8 +419,11 @@ def validation(lib: Library) -> str:
     return page("Validation", out, kind="validation")
 
 
-def beliefs(lib: Library, evidence_items: dict[str, str]) -> str:
-    """``index/beliefs.json``: each belief with its confidence and supporting claims."""
+def beliefs(lib: Library) -> str:
+    """``index/beliefs.json``: each belief with its confidence and supporting claims (linked
+    to the marked quote, or to the item's claims when the quote has no valid span)."""
+    marked = {eid: s["id"] for s in lib.summaries for eid in s["marked"]}
+    owners = {eid: s["id"] for s in lib.summaries for eid in s["evidence"]}
     src = links.BELIEFS
     out = [
         "<h1>Beliefs</h1>",
@@ -429,10 +440,13 @@ def beliefs(lib: Library, evidence_items: dict[str, str]) -> str:
                 if isinstance(ev, str)
                 else str((ev or {}).get("evidence_id") or (ev or {}).get("id") or "")
             )
-            cid = evidence_items.get(eid)
-            if cid:
+            if eid in marked:
+                cid = marked[eid]
                 href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
                 support.append(a(href, lib.title(cid), cls="ak-go"))
+            elif eid in owners:
+                href = lib.urls.href(src, links.item_page(owners[eid]), "claims")
+                support.append(a(href, lib.title(owners[eid]), cls="ak-go"))
         status = one_line(str(b.get("status") or ""))
         rows.append(
             [
@@ -447,4 +461,4 @@ def beliefs(lib: Library, evidence_items: dict[str, str]) -> str:
         if rows
         else ["<p><em>No beliefs.</em></p>"]
     )
-    return page("Beliefs", out, kind="beliefs", hide_toc=True)
+    return page("Beliefs", out, kind="beliefs", hide=("toc",))

@@ -107,15 +107,6 @@ class Urls:
         return (target or "./") + (f"#{fragment}" if fragment else "")
 
 
-def seconds_of(stamp: str) -> int | None:
-    """``HH:MM:SS`` (or ``H:MM:SS``) → seconds."""
-    parts = stamp.split(":")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        return None
-    h, m, s = (int(p) for p in parts)
-    return h * 3600 + m * 60 + s
-
-
 def _fragment_linker(url: str) -> Callable[[int], str]:
     return lambda s: f"{url}#t={s}"
 

@@ -61,12 +61,13 @@ def is_chat(metadata: dict[str, Any]) -> bool:
     return ctype == "chats" or ctype.startswith("chats/") or bool(metadata.get("platform"))
 
 
-def claim_href(urls: Urls, src: str, cid: str, claim: ClaimView) -> str | None:
-    """Link to the claim's quoted words (or, when stale, to its recorded line)."""
-    target = links.transcript_page(cid)
+def claim_href(urls: Urls, src: str, d: ItemData, claim: ClaimView) -> str | None:
+    """Link to the claim's quoted words (or, when stale, to its recorded line if the
+    transcript still has that line)."""
+    target = links.transcript_page(d.item.id)
     if claim.start is not None:
         return urls.href(src, target, "E" + links.anchor_id(claim.id))
-    if claim.line is not None:
+    if isinstance(claim.line, int) and 1 <= claim.line <= d.lines:
         return urls.href(src, target, f"L{claim.line}")
     return None
 
@@ -77,21 +78,26 @@ def _where(claim: ClaimView) -> str:
     return f"L{claim.line}" + (f" · {claim.timestamp}" if claim.timestamp else "")
 
 
-def _claim_rows(urls: Urls, src: str, cid: str, claims: list[ClaimView]) -> list[list[str]]:
+def _claim_rows(urls: Urls, src: str, d: ItemData, claims: list[ClaimView]) -> list[list[str]]:
     rows = []
     for c in claims:
-        href = claim_href(urls, src, cid, c)
+        href = claim_href(urls, src, d, c)
         status = badge("rejected") if c.rejected else badge(c.status)
         if c.verdict:
             status += " " + badge("verdict-" + c.verdict, c.verdict)
         note = f'<br><small class="ak-note">{esc(c.review_note)}</small>' if c.review_note else ""
         where = a(href, _where(c), cls="ak-go") if href else esc(_where(c))
+        quote = (
+            '<span class="ak-same">verbatim</span>'
+            if c.quote == c.claim
+            else f'<q class="ak-q">{esc(c.quote)}</q>'
+        )
         rows.append(
             [
                 esc(c.claim) + note,
                 status,
                 f"{c.confidence:.2f}",
-                f'<q class="ak-q">{esc(c.quote)}</q>',
+                quote,
                 where,
             ]
         )
@@ -121,15 +127,31 @@ def _wisdom_entry(value: Any, d: ItemData, urls: Urls, src: str) -> str:
 
 
 def wisdom_sections(d: ItemData) -> list[tuple[str, str, Any]]:
-    """(anchor, heading, value) of each wisdom section the item page shows, in order."""
+    """(anchor, heading, value) of each wisdom section the item page shows, in order.
+
+    An entry whose text an earlier section already showed is left out (extractive providers
+    give the same sentence as a key point, an idea and a fact), and so is a section left empty.
+    """
     out: list[tuple[str, str, Any]] = []
     seen: set[str] = set()
+    shown: set[str] = set()
     for pattern, key, heading in WISDOM_SECTIONS:
         section = d.wisdom.get(pattern)
         value = section.get(key) if isinstance(section, dict) else None
         if not value or heading in seen or not isinstance(value, str | list):
             continue
         seen.add(heading)
+        if isinstance(value, list):
+            fresh = []
+            for entry in value:
+                norm = " ".join(entry_text(entry).split()).casefold()
+                if norm and norm in shown:
+                    continue
+                shown.add(norm)
+                fresh.append(entry)
+            if not fresh:
+                continue
+            value = fresh
         out.append((css_token(heading), heading, value))
     return out
 
@@ -227,15 +249,15 @@ def render_item_page(d: ItemData, summary: dict[str, Any], ctx: ItemContext, url
         )
         out.append(f'<p class="ak-legend">{legend}</p>')
         head = ("Claim", "Status", "Confidence", "Quote", "Where")
-        out += table(head, _claim_rows(urls, src, cid, kept), attrs=' class="ak-claims"')
+        out += table(head, _claim_rows(urls, src, d, kept), cls="ak-claims")
     else:
         out.append("<p><em>No claims extracted.</em></p>")
     if rejected:
         out.append(f"<details><summary>Rejected in review ({len(rejected)})</summary>")
         out += table(
             ("Claim", "Status", "Confidence", "Quote", "Where"),
-            _claim_rows(urls, src, cid, rejected),
-            attrs=' class="ak-claims"',
+            _claim_rows(urls, src, d, rejected),
+            cls="ak-claims",
         )
         out.append("</details>")
     out += _entities(d, ctx, urls, src)
@@ -284,7 +306,7 @@ def render_transcript_page(d: ItemData, summary: dict[str, Any], urls: Urls) -> 
     cid = d.item.id
     src = links.transcript_page(cid)
     marks = [
-        Mark(c.start, c.end, "E" + links.anchor_id(c.id), "ak-e ak-rej" if c.rejected else "ak-e")
+        Mark(c.start, c.end, "E" + links.anchor_id(c.id), "ak-rej" if c.rejected else "")
         for c in d.claims
         if c.start is not None and c.end is not None
     ]
@@ -299,7 +321,10 @@ def render_transcript_page(d: ItemData, summary: dict[str, Any], urls: Urls) -> 
         sub.append(esc("timestamps open the media at that second"))
     out = [f"<h1>{esc(title)}</h1>", f'<p class="ak-sub">{" · ".join(sub)}</p>']
     if d.data:
-        out += render_transcript(d.data, marks, linker=linker, chat=chat).split("\n")
+        html = render_transcript(
+            d.data, marks, linker=linker, chat=chat, speakers=None if chat else d.speakers
+        )
+        out += html.split("\n")
     else:
         out.append("<p><em>No transcript.</em></p>")
-    return page(f"{title} — transcript", out, kind="transcript", hide_toc=True)
+    return page(f"{title} — transcript", out, kind="transcript", hide=("navigation", "toc"))

@@ -24,7 +24,7 @@ from typing import Any
 
 from arkai.site.collect import ItemData
 
-SECTION_CHARS = 1500
+SECTION_CHARS = 1000
 _TS = re.compile(rb"^\[(\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?\] ?")
 _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -59,6 +59,8 @@ def transcript_sections(d: ItemData, title: str) -> list[Section]:
     lines = d.data.split(b"\n")
     if d.data.endswith(b"\n"):
         lines.pop()
+    # Speaker labels are left out: repeated on every line they would only bloat the index.
+    labels = tuple(f"{label}: ".encode() for label in d.speakers)
     buf: list[str] = []
     size = 0
     first, stamp = 1, ""
@@ -67,6 +69,8 @@ def transcript_sections(d: ItemData, title: str) -> list[Section]:
         if not buf:
             first, stamp = n, m.group(1).decode() if m else ""
         text = raw[m.end() :] if m else raw
+        if labels and text.startswith(labels):
+            text = text.split(b": ", 1)[1]
         if text.strip():
             buf.append(text.decode("utf-8", "replace"))
             size += len(text) + 1
@@ -100,7 +104,3 @@ def item_sections(
     if d.entities:
         out.append(Section("entities", "Entities", ", ".join(e.name for e in d.entities)))
     return out
-
-
-def simple_sections(title: str, text: str) -> list[Section]:
-    return [Section("", title, text)]

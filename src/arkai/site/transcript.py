@@ -37,8 +37,8 @@ class Mark:
     end: int
     anchor: str
     """The element id (``E<evidence id>``), already a safe token."""
-    css: str = "ak-e"
-    """Class names (safe tokens)."""
+    css: str = ""
+    """A class name (a safe token) or ""."""
 
 
 @dataclass(slots=True)
@@ -66,7 +66,7 @@ def _line_starts(data: bytes) -> list[int]:
     return starts
 
 
-def _speakers(lines: list[bytes]) -> set[str]:
+def speaker_labels(lines: list[bytes]) -> set[str]:
     """Labels that open at least two lines (a one-off ``Note:`` is not a speaker)."""
     counts: Counter[str] = Counter()
     for raw in lines:
@@ -103,20 +103,37 @@ def _render_line(raw: bytes, ivs: list[_Iv], opened: set[str]) -> str:
     return "".join(out)
 
 
+def _mark_iv(m: Mark, rank: int, ls: int, le: int) -> _Iv:
+    """The part of ``m`` on the line ``[ls, le)``, as an interval relative to the line."""
+    anchor = escape_attr(m.anchor)
+    cls = css_token(m.css) if m.css else ""
+    first = f'<mark id="{anchor}" class="{cls}">' if cls else f'<mark id="{anchor}">'
+    cont = f'<mark class="ak-cont{" " + cls if cls else ""}" data-e="{anchor}">'
+    start, end = max(m.start, ls) - ls, min(m.end, le) - ls
+    return _Iv(start, end, (2, m.start, -m.end, rank), first, cont, "</mark>", m.anchor)
+
+
 def render_transcript(
     data: bytes,
     marks: Sequence[Mark] = (),
     *,
     linker: Callable[[int], str] | None = None,
     chat: bool = False,
+    speakers: set[str] | None = None,
 ) -> str:
-    """The transcript as lines of HTML (every line starts with ``<``; no blank lines)."""
+    """The transcript as lines of HTML (every line starts with ``<``; no blank lines).
+
+    ``speakers``: the labels to style (default: :func:`speaker_labels` of the lines).
+    """
     starts = _line_starts(data)
     if data.endswith(b"\n"):
         starts.pop()  # no line after the final newline
     ends = [s - 1 for s in starts[1:]] + [len(data) - (1 if data.endswith(b"\n") else 0)]
     lines = [data[s:e] for s, e in zip(starts, ends, strict=True)]
-    speakers = _speakers(lines) if not chat else set()
+    if chat:
+        speakers = set()
+    elif speakers is None:
+        speakers = speaker_labels(lines)
     pending = sorted((m for m in marks if m.end > m.start), key=lambda m: (m.start, -m.end))
     active: list[tuple[Mark, int]] = []
     nxt = 0
@@ -130,14 +147,7 @@ def render_transcript(
             nxt += 1
         if active:
             active = [(m, i) for m, i in active if m.end > ls]
-        ivs = [
-            _Iv(max(m.start, ls) - ls, min(m.end, le) - ls, (2, m.start, -m.end, i),
-                f'<mark id="{escape_attr(m.anchor)}" class="{m.css}">',
-                f'<mark class="{m.css} ak-cont" data-e="{escape_attr(m.anchor)}">', "</mark>",
-                m.anchor)
-            for m, i in active
-            if m.start < le or m.start == ls == le
-        ]  # fmt: skip
+        ivs = [_mark_iv(m, i, ls, le) for m, i in active if m.start < le or m.start == ls == le]
         css = ""
         if chat:
             header = None
@@ -152,21 +162,21 @@ def render_transcript(
                     when = header.group(2)
                     time = f' <span class="ak-when">{escape_text(when)}</span>' if when else ""
                     out.append(
-                        f'<div id="L{n}" class="ak-mh"><span class="ak-role">'
+                        f'<div id=L{n} class="ak-mh"><span class="ak-role">'
                         f"{escape_text(header.group(1))}</span>{time}</div>"
                     )
                     continue
                 css = ' class="ak-mh"'
             elif n == 1 and raw.startswith(b"# "):
                 css = ' class="ak-ctitle"'
-            out.append(f'<div id="L{n}"{css}>{_render_line(raw, ivs, opened)}</div>')
+            out.append(f"<div id=L{n}{css}>{_render_line(raw, ivs, opened)}</div>")
             continue
         ts = _TS.match(raw) if raw[:1] == b"[" else None
         pos = ts.end() if ts is not None else 0
         stamp_open = stamp_tag = ""
         if ts is not None:
             h, mi, s = (int(g) for g in ts.groups())
-            stamp_tag, stamp_open = "span", "<span>"
+            stamp_tag, stamp_open = "i", "<i>"
             if linker is not None:
                 href = escape_url(linker(h * 3600 + mi * 60 + s))
                 stamp_tag, stamp_open = "a", f'<a href="{href}">'
@@ -181,7 +191,7 @@ def render_transcript(
             if sm and sm.group(1) in speakers:
                 label = sm.group(1)
                 end = off + len(head[: len(label) + 1].encode("utf-8"))
-                tag = f'<b class="s{crc32(label.encode("utf-8")) % SPEAKER_COLORS}">'
+                tag = f"<b class=s{crc32(label.encode('utf-8')) % SPEAKER_COLORS}>"
                 speaker = (off, end, tag, label)
         if not ivs:
             # The common case, no claim on the line: no interval bookkeeping.
@@ -192,7 +202,7 @@ def render_transcript(
                           escape_text(label), ":</b>"]  # fmt: skip
                 pos = end
             parts.append(escape_text(raw[pos:].decode("utf-8", "replace")))
-            out.append(f'<div id="L{n}">{"".join(parts)}</div>')
+            out.append(f"<div id=L{n}>{''.join(parts)}</div>")
             continue
         if ts is not None:
             if any(iv.start < ts.end() for iv in ivs):
@@ -205,7 +215,7 @@ def render_transcript(
         if speaker is not None:
             off, end, tag, _ = speaker
             ivs.append(_Iv(off, end, (1, 0, 0, 0), tag, tag, "</b>", "s"))
-        out.append(f'<div id="L{n}">{_render_line(raw, ivs, opened)}</div>')
+        out.append(f"<div id=L{n}>{_render_line(raw, ivs, opened)}</div>")
     if in_message:
         out.append("</div>")
     out.append("</div>")

@@ -1,0 +1,213 @@
+"""Site benchmark: ``arkai site build`` (page generation + ``mkdocs build``) for N synthetic
+items, the site's size, peak memory, and the rebuild after one item changes. Prints JSON.
+
+    python bench/site.py [--items 100 1000] [--keep DIR]
+
+Base items are the real transcripts in ../shared/data (five SubRip podcast episodes, the
+auto-captioned YouTube VTT and two youtube-transcript-api JSON files with their YouTube
+URLs, the 3Blue1Brown captions), added and extracted (builtin provider) once in a fresh
+knowledge repo. Synthetic items are copies of them with their own ID, title, tags, date and
+one extra transcript line (so every transcript differs); the extraction files are copied
+with the content ID rewritten — the spans stay valid because the extra line is appended.
+Each build runs in a child process (``python -m arkai.site``-like snippet), so its peak RSS
+is measured alone. Targets: 1,000 items ≤ 30 s and ≤ 150 MB; one-item rebuild ≤ 25 % of
+the full build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parent.parent / "shared" / "data" / "transcripts"
+TAGS = ("talk", "podcast", "ml", "python", "startups", "career", "community", "video")
+
+BUILD = """
+import json, sys
+from pathlib import Path
+from arkai.site.build import build_site
+r = build_site(Path(sys.argv[1]), full=sys.argv[2] == "full")
+print(json.dumps(r.to_dict()))
+"""
+
+
+def arkai(*args: str) -> None:
+    cmd = [sys.executable, "-m", "arkai.cli.main", *args]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def bases(repo: Path) -> None:
+    """Add and extract the real transcripts once."""
+    arkai("init", "--no-git", str(repo))
+    srts = sorted((SHARED / "virtual_coffee_srt").glob("*.srt"))
+    arkai("-C", str(repo), "add", "-q", "-t", "podcast", *map(str, srts))
+    vtt = SHARED / "youtube_auto_vtt" / "kalanick_techcocktail_VMvdvP02f-Y.en.vtt"
+    url = "https://www.youtube.com/watch?v=VMvdvP02f-Y"
+    arkai("-C", str(repo), "add", "-q", "-t", "video", url, "--transcript", str(vtt))
+    for js in sorted((SHARED / "youtube_transcript_api_json").glob("*.json")):
+        vid = js.name.split("_")[0]
+        arkai("-C", str(repo), "add", "-q", "-t", "video",
+              f"https://www.youtube.com/watch?v={vid}", "--transcript", str(js))  # fmt: skip
+    captions = SHARED / "3b1b_human_captions" / "2017_neural-networks" / "captions.srt"
+    arkai("-C", str(repo), "add", "-q", "-t", "ml", "--title", "Neural networks", str(captions))
+    arkai("-C", str(repo), "extract", "-q")
+
+
+def synthesize(repo: Path, n: int) -> None:
+    """Replace the library with ``n`` copies of the base items (kept in ``.bench-bases``)."""
+    lib, ext, stash = repo / "library", repo / "extracted", repo / ".bench-bases"
+    if not stash.exists():
+        shutil.copytree(lib, stash / "library")
+        shutil.copytree(ext, stash / "extracted")
+    templates = []
+    for meta in sorted((stash / "library").rglob("metadata.json")):
+        rel = meta.parent.relative_to(stash / "library")
+        files = {p.name: p.read_bytes() for p in (stash / "extracted" / rel).iterdir()}
+        templates.append((meta.parent, rel, files))
+    shutil.rmtree(lib)
+    shutil.rmtree(ext)
+    lib.mkdir()
+    ext.mkdir()
+    for i in range(n):
+        src, rel, files = templates[i % len(templates)]
+        make_item(repo, src, rel, files, i)
+
+
+def make_item(repo: Path, src: Path, rel: Path, files: dict[str, bytes], i: int) -> None:
+    meta = json.loads((src / "metadata.json").read_text(encoding="utf-8"))
+    cid = hashlib.sha256(f"bench:{i}".encode()).hexdigest()[:16]
+    old = meta["id"]
+    name = f"{meta['title']} #{i} ({cid[:8]})"
+    folder = repo / "library" / rel.parts[0] / name
+    folder.mkdir(parents=True)
+    transcript = (src / "transcript.md").read_bytes()
+    stamp = b"[09:59:59] " if transcript.startswith(b"[") else b""
+    transcript += stamp + f"Synthetic item {i} for the site benchmark, token zq{i}x.\n".encode()
+    (folder / "transcript.md").write_bytes(transcript)
+    digest = "sha256:" + hashlib.sha256(transcript).hexdigest()
+    meta.update(
+        id=cid, title=f"{meta['title']} #{i}", source_id=cid[:8],
+        tags=[TAGS[i % len(TAGS)], TAGS[(i * 7 + 3) % len(TAGS)]],
+        created_at=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00Z",
+    )  # fmt: skip
+    meta.setdefault("artifact_digests", {})["transcript.md"] = digest
+    (folder / "metadata.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    out = repo / "extracted" / rel.parts[0] / name
+    out.mkdir(parents=True)
+    for fname, data in files.items():
+        text = data.decode("utf-8").replace(old, cid)
+        if fname == "extraction.json":
+            obj = json.loads(text)
+            obj["transcript_digest"] = digest
+            text = json.dumps(obj, indent=2)
+        (out / fname).write_text(text, encoding="utf-8")
+
+
+def build(repo: Path, mode: str) -> dict[str, Any]:
+    report, _ = peak_rss_mb(repo, mode)
+    return report
+
+
+def peak_rss_mb(repo: Path, mode: str) -> tuple[dict[str, Any], float]:
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # child: exec the build with stdout to a file
+        with open(repo / ".bench-out.json", "wb") as fh:
+            os.dup2(fh.fileno(), 1)
+        os.execv(sys.executable, [sys.executable, "-c", BUILD, str(repo), mode])
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - started
+    if status:
+        raise SystemExit(f"site build failed (status {status})")
+    report = json.loads((repo / ".bench-out.json").read_text().strip().splitlines()[-1])
+    report["wall_s"] = round(wall, 2)
+    # CPU time too: on a shared machine the wall clock also measures the neighbours.
+    report["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)
+    return report, round(usage.ru_maxrss / 1024, 1)
+
+
+def size_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6, 1)
+
+
+def change_one(repo: Path) -> None:
+    """Edit one item the way a person would: retitle it and add a tag."""
+    meta_path = sorted((repo / "library").rglob("metadata.json"))[0]
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["title"] += " (edited)"
+    meta["tags"] = [*meta.get("tags", []), "edited"]
+    meta_path.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+
+def run(repo: Path, n: int) -> dict[str, Any]:
+    synthesize(repo, n)
+    for d in (".site-build", "site"):
+        shutil.rmtree(repo / d, ignore_errors=True)
+    full, rss = peak_rss_mb(repo, "auto")
+    noop = build(repo, "auto")
+    change_one(repo)
+    one = build(repo, "auto")
+    forced = build(repo, "full")
+    return {
+        "items": n,
+        "pages": full["pages"],
+        "full_build_s": full["wall_s"],
+        "full_build_cpu_s": full["cpu_s"],
+        "full_generate_s": full["generate_s"],
+        "full_mkdocs_s": full["mkdocs_s"],
+        "peak_rss_mb": rss,
+        "site_mb": size_mb(repo / "site"),
+        "search_index_mb": size_mb(repo / "site" / "search"),
+        "build_folder_mb": size_mb(repo / ".site-build"),
+        "noop_rebuild_s": noop["wall_s"],
+        "noop_rebuild_cpu_s": noop["cpu_s"],
+        "one_item_rebuild_s": one["wall_s"],
+        "one_item_rebuild_cpu_s": one["cpu_s"],
+        "one_item_rebuild": {
+            k: one[k]
+            for k in ("mkdocs", "generate_s", "mkdocs_s", "items_regenerated", "pages_written")
+        },
+        "one_item_ratio": round(one["wall_s"] / full["wall_s"], 3),
+        "one_item_cpu_ratio": round(one["cpu_s"] / full["cpu_s"], 3),
+        "forced_full_rebuild_s": forced["wall_s"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--items", type=int, nargs="+", default=[100, 1000])
+    ap.add_argument("--keep", type=Path, help="Keep the knowledge repo here.")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="arkai-site-bench-"))
+    repo = args.keep or tmp / "kr"
+    try:
+        started = time.perf_counter()
+        if not (repo / ".bench-bases").exists():
+            bases(repo)
+        setup_s = round(time.perf_counter() - started, 1)
+        results = [run(repo, n) for n in args.items]
+        print(json.dumps({
+            "bench": "site", "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 1),
+            "base_setup_s": setup_s, "targets": {"1000_items_s": 30, "1000_items_mb": 150,
+                                                 "one_item_ratio": 0.25},
+            "results": results,
+        }, indent=2))  # fmt: skip
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,345 @@
+"""``arkai site build`` on a real repo: real MkDocs-Material builds, every internal link and
+fragment checked, claims' marks equal their quotes, incremental and dirty rebuilds leave the
+site as a full build would, and hostile text stays text."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from arkai.cli.site import site as site_group
+from arkai.errors import LibraryError
+from arkai.ops.init import init_repo
+from arkai.site.build import SiteBuildError, build_site
+from tests.conftest import ROOT, Runner
+
+HOSTILE_TITLE = "<img src=x onerror=window.__pwned=1> & <script>window.__pwned=1</script>"
+HOSTILE_LINES = [
+    "[00:00:01] Mallory: <script>window.__pwned=1</script> is a script tag.",
+    "[00:00:05] Mallory: <img src=x onerror=window.__pwned=1> and [a link](javascript:alert(1)).",
+    "[00:00:09] Mallory: {{ config.site_name }} **bold** --8<-- /etc/passwd",
+]
+
+
+class Page(HTMLParser):
+    """Links, ids, element texts by id, and every tag's attributes of one HTML file."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+        self.text: dict[str, str] = {}
+        self.attrs: list[tuple[str, dict[str, str | None]]] = []
+        self._stack: list[str | None] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.attrs.append((tag, a))
+        if tag == "a" and a.get("href"):
+            self.links.append(str(a["href"]))
+        ident = a.get("id")
+        if ident:
+            self.ids.add(ident)
+            self.text[ident] = ""
+        if tag not in ("br", "img", "input", "meta", "link", "hr"):
+            self._stack.append(ident)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._stack:
+            self._stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        for ident in self._stack:
+            if ident:
+                self.text[ident] += data
+
+
+def make_repo(tmp_path: Path, arkai: Runner) -> Path:
+    """A knowledge repo holding the sample library (already extracted) and a hostile item."""
+    repo = tmp_path / "kr"
+    init_repo(repo, git=False)
+    for tree in ("library", "extracted"):
+        shutil.rmtree(repo / tree)
+        shutil.copytree(ROOT / tree, repo / tree)
+    hostile = tmp_path / "hostile.txt"
+    hostile.write_text("\n".join(HOSTILE_LINES) + "\n", encoding="utf-8")
+    code, _, err = arkai("--repo", repo, "add", "--quiet", "--title", HOSTILE_TITLE, hostile)
+    assert code == 0, err
+    # `arkai add` strips markup from titles; a hand-edited metadata.json may hold anything.
+    meta_path = next(p for p in (repo / "library").rglob("metadata.json") if "hostile" in
+                     p.read_text())  # fmt: skip
+    meta = json.loads(meta_path.read_text())
+    meta.update(title=HOSTILE_TITLE, url="javascript:alert(1)", tags=["<b>x</b>", "ok"])
+    meta_path.write_text(json.dumps(meta))
+    return repo
+
+
+def html_files(site: Path) -> Iterator[Path]:
+    for path in sorted(site.rglob("*.html")):
+        # 404.html is served from any folder, so the theme links it from the root ("/").
+        if "assets" not in path.relative_to(site).parts and path.name != "404.html":
+            yield path
+
+
+def check_links(site: Path) -> int:
+    """Every relative link resolves to a file, and its fragment to an id there."""
+    pages: dict[Path, Page] = {}
+
+    def load(path: Path) -> Page:
+        if path not in pages:
+            pages[path] = Page(path.read_text(encoding="utf-8"))
+        return pages[path]
+
+    checked = 0
+    for path in html_files(site):
+        for href in load(path).links:
+            parts = urlsplit(href)
+            if parts.scheme or href.startswith("//"):
+                assert parts.scheme in ("http", "https"), f"{path}: unsafe link {href}"
+                continue
+            target = path if not parts.path else (path.parent / unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            assert target.is_file(), f"{path.relative_to(site)}: broken link {href}"
+            if parts.fragment and target.suffix == ".html":
+                assert parts.fragment in load(target).ids, f"{path}: no #{parts.fragment}"
+            checked += 1
+    return checked
+
+
+def item_dirs(repo: Path) -> dict[str, Path]:
+    out = {}
+    for meta in (repo / "library").rglob("metadata.json"):
+        out[json.loads(meta.read_text())["id"]] = meta.parent
+    return out
+
+
+def test_build_links_marks_search_and_escaping(tmp_path: Path, arkai: Runner) -> None:
+    repo = make_repo(tmp_path, arkai)
+    user_config = (repo / "mkdocs.yml").read_bytes()
+    report = build_site(repo)
+    assert report.mkdocs == "full" and report.items == 5
+    site = repo / "site"
+    assert (repo / "mkdocs.yml").read_bytes() == user_config
+    assert check_links(site) > 500
+
+    home = Page((site / "index.html").read_text())
+    nav = [href for href in home.links]
+    for section in ("library/", "tags/", "entities/", "topics/", "validation/"):
+        assert section in nav, section
+
+    # Every resolved claim is a mark around exactly its quote, linked from the item page.
+    marks = 0
+    for cid, folder in item_dirs(repo).items():
+        rel = folder.relative_to(repo / "library")
+        evidence = repo / "extracted" / rel / "evidence.jsonl"
+        transcript = Page((site / "transcripts" / cid / "index.html").read_text())
+        item = Page((site / "items" / cid / "index.html").read_text())
+        assert "L1" in transcript.ids
+        for line in map(json.loads, evidence.read_text().splitlines() if evidence.exists() else []):
+            if line["status"] in ("resolved", "ambiguous"):
+                assert transcript.text[f"E{line['id']}"] == line["quote"]
+                assert f"../../transcripts/{cid}/#E{line['id']}" in item.links
+                marks += 1
+    assert marks >= 40
+
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    locations = {d["location"] for d in index["docs"]}
+    some = next(iter(item_dirs(repo)))
+    assert {f"items/{some}/", f"transcripts/{some}/", f"transcripts/{some}/#L1"} <= locations
+    assert any(d["location"].endswith("#claims") for d in index["docs"])
+    assert any("Stockpile" in d["text"] for d in index["docs"] if "transcripts/" in d["location"])
+
+    # The hostile item: title and transcript are text, nowhere markup.
+    hostile = next(c for c, f in item_dirs(repo).items() if "hostile" in str(
+        json.loads((f / "metadata.json").read_text())["source"]))  # fmt: skip
+    for path in html_files(site):
+        text = path.read_text(encoding="utf-8")
+        assert "window.__pwned=1</script>" not in text, path
+        for tag, attrs in Page(text).attrs:
+            assert not any(k.startswith("on") for k in attrs), (path, tag, attrs)
+            for value in attrs.values():
+                assert not (value or "").strip().lower().startswith("javascript:"), path
+    item_html = (site / "items" / hostile / "index.html").read_text()
+    title = re.search(r"<title>(.*?)</title>", item_html, re.S)
+    assert title and html.unescape(title.group(1)) == f"{HOSTILE_TITLE} - arkai library"
+    assert HOSTILE_TITLE in html_text(item_html)
+    assert "javascript:" not in item_html.lower().replace("<code>javascript:alert(1)</code>", "")
+    shown = html_text((site / "transcripts" / hostile / "index.html").read_text())
+    for fragment in ("<script>window.__pwned=1</script> is a script tag.",
+                     "<img src=x onerror=window.__pwned=1> and [a link](javascript:alert(1)).",
+                     "{{ config.site_name }} **bold** --8<-- /etc/passwd"):  # fmt: skip
+        assert fragment in shown
+
+
+def html_text(text: str) -> str:
+    class T(HTMLParser):
+        out = ""
+
+        def handle_data(self, data: str) -> None:
+            self.out += data
+
+    t = T(convert_charrefs=True)
+    t.feed(text)
+    return t.out
+
+
+def test_rebuilds_are_incremental_and_complete(tmp_path: Path, arkai: Runner) -> None:
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    docs = repo / ".site-build" / "docs"
+    before = {p: p.stat().st_mtime_ns for p in docs.rglob("*.md")}
+
+    again = build_site(repo)
+    assert again.mkdocs == "dirty" and again.pages_written == 0
+    assert again.items_regenerated == 0
+    assert {p: p.stat().st_mtime_ns for p in docs.rglob("*.md")} == before
+
+    items = item_dirs(repo)
+    changed, gone = sorted(items)[:2]
+    meta_path = items[changed] / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta["title"] = "Retitled in review"
+    meta_path.write_text(json.dumps(meta, indent=2))
+    report = build_site(repo)
+    assert report.mkdocs == "dirty" and report.items_regenerated == 1
+    for cid in items:
+        if cid == changed:
+            continue
+        for kind in ("items", "transcripts"):
+            page = docs / kind / f"{cid}.md"
+            assert page.stat().st_mtime_ns == before[page], page
+    site = repo / "site"
+    assert "Retitled in review" in (site / "items" / changed / "index.html").read_text()
+    assert "Retitled in review" in (site / "index.html").read_text()
+
+    # Remove an item: its pages leave the docs, the site and the search index.
+    rel = items[gone].relative_to(repo / "library")
+    shutil.rmtree(items[gone])
+    shutil.rmtree(repo / "extracted" / rel, ignore_errors=True)
+    report = build_site(repo)
+    assert report.mkdocs == "dirty" and report.pages_removed >= 2
+    assert not (docs / "items" / f"{gone}.md").exists()
+    assert not (site / "items" / gone).exists() and not (site / "transcripts" / gone).exists()
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    locations = {d["location"].split("#")[0] for d in index["docs"]}
+    assert f"items/{gone}/" not in locations
+    assert {f"items/{c}/" for c in items if c != gone} <= locations
+    check_links(site)
+
+    # The same site as a full build: same files, same search entries.
+    dirty_index = sorted(json.dumps(d, sort_keys=True) for d in index["docs"])
+    dirty_files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    full = build_site(repo, full=True)
+    assert full.mkdocs == "full"
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    assert sorted(json.dumps(d, sort_keys=True) for d in index["docs"]) == dirty_index
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == (
+        dirty_files
+    )
+
+
+def test_user_config_is_inherited(tmp_path: Path, arkai: Runner) -> None:
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    text = (repo / "mkdocs.yml").read_text()
+    text = text.replace("site_name: arkai library", "site_name: Bee & compiler notes")
+    text += "use_directory_urls: false\n"
+    (repo / "mkdocs.yml").write_text(text)
+    report = build_site(repo)
+    assert report.mkdocs == "full"  # the configuration changed: no dirty build
+    site = repo / "site"
+    home = (site / "index.html").read_text()
+    assert "Bee &amp; compiler notes" in home
+    some = next(iter(item_dirs(repo)))
+    assert (site / "items" / f"{some}.html").is_file()
+    assert check_links(site) > 500
+    assert (repo / "mkdocs.yml").read_text() == text
+
+
+def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runner) -> None:
+    repo = make_repo(tmp_path, arkai)
+    ids = sorted(item_dirs(repo))
+    a, b = ids[0], ids[1]
+    evidence = next((repo / "extracted").rglob("evidence.jsonl"))
+    first = json.loads(evidence.read_text().splitlines()[0])
+    index = repo / "index"
+    index.mkdir(exist_ok=True)
+    (index / "chunks.jsonl").write_text(
+        json.dumps({"content_id": a, "start_line": 3, "end_line": 5}) + "\n"
+        + json.dumps({"content_id": b, "start_line": 1, "end_line": 2}) + "\n"
+    )  # fmt: skip
+    (index / "topics.json").write_text(json.dumps({
+        "version": 1,
+        "topics": {"remote cache": {"items": [
+            {"content_id": a, "relevance": "high", "chunks": [0]},
+            {"content_id": b, "relevance": "low", "chunks": [1]}]}},
+        "synonyms": {"remote cache": ["build cache"]},
+    }))  # fmt: skip
+    (index / "graph.json").write_text(json.dumps({
+        "nodes": [], "edges": [
+            {"source": f"content:{a}", "target": f"content:{b}", "type": "RELATED_TO",
+             "weight": 0.5, "evidence": []}]}))  # fmt: skip
+    (index / "beliefs.json").write_text(json.dumps({"beliefs": [
+        {"statement": "Caches <need> validation", "confidence": 0.8, "status": "active",
+         "evidence": [first["id"]]}]}))  # fmt: skip
+    build_site(repo)
+    site = repo / "site"
+    topic = next((site / "topics").glob("remote-cache-*/index.html"))
+    assert "build cache" in topic.read_text()
+    assert f"../../transcripts/{a}/#L3" in Page(topic.read_text()).links
+    related = Page((site / "items" / a / "index.html").read_text())
+    assert f"../../items/{b}/" in related.links and "related" in related.ids
+    beliefs = (site / "beliefs" / "index.html").read_text()
+    assert "Caches &lt;need&gt; validation" in beliefs
+    assert f"#E{first['id']}" in beliefs
+    assert "beliefs/" in Page((site / "index.html").read_text()).links
+    check_links(site)
+
+
+def test_cli_build_json_and_missing_user_config(tmp_path: Path, arkai: Runner) -> None:
+    repo = make_repo(tmp_path, arkai)
+    (repo / "mkdocs.yml").unlink()
+
+    @click.group()
+    @click.option("--repo")
+    @click.pass_context
+    def root(ctx: click.Context, repo: str | None) -> None:
+        ctx.obj = {"repo": repo}
+
+    root.add_command(site_group)
+    result = CliRunner().invoke(root, ["--repo", str(repo), "site", "build", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["mkdocs"] == "full" and report["items"] == 5
+    assert (repo / "site" / "index.html").is_file()
+    assert not (repo / "mkdocs.yml").exists()
+    result = CliRunner().invoke(root, ["--repo", str(repo), "site", "build", "--no-mkdocs"])
+    assert result.exit_code == 0 and re.search(r"5 items \(0 regenerated\)", result.stdout)
+
+
+def test_params_and_mkdocs_errors(tmp_path: Path, arkai: Runner) -> None:
+    repo = make_repo(tmp_path, arkai)
+    every = build_site(repo, mkdocs=False).pages
+    with (repo / "params.yaml").open("a") as fh:
+        fh.write("site:\n  entity_min_items: 2\n")
+    shared = build_site(repo, mkdocs=False)
+    assert shared.pages < every
+    (repo / "mkdocs.yml").write_text("site_name: x\ntheme:\n  name: no-such-theme\n")
+    with pytest.raises(SiteBuildError, match="mkdocs build failed"):
+        build_site(repo)
+    (repo / "params.yaml").write_text("site:\n  topic_min_items: 0\n")
+    with pytest.raises(LibraryError, match=r"site\.topic_min_items"):
+        build_site(repo)
