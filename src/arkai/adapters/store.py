@@ -25,17 +25,25 @@ def evidence_sort_key(line: EvidenceLine) -> tuple[int, int, str]:
 def read_evidence(path: Path) -> list[EvidenceLine]:
     """Parse ``evidence.jsonl``; a missing file is an empty list, a bad line is an error."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return []
+    return parse_evidence(raw, path)
+
+
+def parse_evidence(raw: bytes, path: Path) -> list[EvidenceLine]:
+    """The lines of an ``evidence.jsonl`` already read into ``raw`` (``path`` names it in
+    errors)."""
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LibraryError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     lines: list[EvidenceLine] = []
-    for n, text in enumerate(raw.splitlines(), 1):
-        if not text.strip():
+    for n, row in enumerate(text.splitlines(), 1):
+        if not row.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = json.loads(row)
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
             lines.append(EvidenceLine.from_dict(obj))

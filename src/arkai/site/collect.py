@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arkai.core.document import Document
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVIEW, TRANSCRIPT, Item
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.core.hashing import digest
+from arkai.adapters.store import parse_evidence
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.validate import span_is_valid
@@ -192,35 +194,9 @@ def _json_object(data: bytes | None, path: Path) -> dict[str, Any] | None:
 
 
 def _evidence(data: bytes | None, path: Path) -> list[EvidenceLine]:
-    """``evidence.jsonl`` as :func:`arkai.adapters.store.read_evidence` parses it."""
-    if data is None:
-        return []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LibraryError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    lines = []
-    for n, row in enumerate(text.splitlines(), 1):
-        if not row.strip():
-            continue
-        try:
-            obj = json.loads(row)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-            lines.append(EvidenceLine.from_dict(obj))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise LibraryError(f"{path}:{n}: bad evidence line ({exc})") from None
-    return lines
+    """``evidence.jsonl`` from bytes already read (they are hashed too)."""
+    return [] if data is None else parse_evidence(data, path)
 
-
-def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    find = data.find
-    i = find(b"\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find(b"\n", i + 1)
-    return starts
 
 
 def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemData:
@@ -228,7 +204,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     files as :func:`read_inputs` returns them, read here when not given)."""
     blobs = blobs if blobs is not None else read_inputs(item)
     data = blobs[TRANSCRIPT] or b""
-    starts = _line_starts(data)
+    starts = Document(data).line_starts()
     extraction = _json_object(blobs[EXTRACTION], item.extracted / EXTRACTION) or {}
     current = digest(data)
     recorded = (item.metadata.get("artifact_digests") or {}).get(TRANSCRIPT)

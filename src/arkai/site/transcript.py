@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from zlib import crc32
 
+from arkai.core.document import Document
 from arkai.site.escape import css_token, escape_attr, escape_text, escape_url
 
 _TS = re.compile(rb"\[(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\]")
@@ -55,15 +56,6 @@ class _Iv:
     replace: bool = False
     """The opening tag is the whole element: the bytes it covers are not written."""
 
-
-def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    find = data.find
-    i = find(b"\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find(b"\n", i + 1)
-    return starts
 
 
 def speaker_labels(lines: list[bytes]) -> set[str]:
@@ -125,7 +117,7 @@ def render_transcript(
 
     ``speakers``: the labels to style (default: :func:`speaker_labels` of the lines).
     """
-    starts = _line_starts(data)
+    starts = Document(data).line_starts()
     if data.endswith(b"\n"):
         starts.pop()  # no line after the final newline
     ends = [s - 1 for s in starts[1:]] + [len(data) - (1 if data.endswith(b"\n") else 0)]
