@@ -389,8 +389,7 @@ def run_index(
                 "lexical": lexical,
                 "files": _file_digests(out),
             }
-            # Keep the old build time when nothing else changed, so the file stays identical.
-            same = {k: v for k, v in old_manifest.items() if k != "built_at"} == manifest
-            manifest["built_at"] = old_manifest.get("built_at", now) if same else now
+            # No build time: the manifest is a function of the files, so a fresh clone's
+            # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
     return summary
