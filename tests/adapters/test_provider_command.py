@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from arkai.adapters import plugins
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.providers import registry
 from arkai.providers.base import ProviderError, Request, Response
@@ -168,7 +169,7 @@ def fake_entry_points(monkeypatch: pytest.MonkeyPatch, *eps: tuple[str, str]) ->
         assert group == registry.GROUP
         return found
 
-    monkeypatch.setattr(registry, "entry_points", entry_points)
+    monkeypatch.setattr(plugins, "entry_points", entry_points)
     registry.get_providers.cache_clear()
 
 

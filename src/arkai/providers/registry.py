@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from importlib.metadata import entry_points
 from typing import Any
 
-from arkai.errors import ArkaiError, InvalidInputError
+from arkai.adapters.plugins import load_plugins
+from arkai.errors import InvalidInputError
 from arkai.providers.base import Provider
 
 GROUP = "arkai.providers"
@@ -25,18 +25,7 @@ ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 @cache
 def get_providers() -> dict[str, ProviderFactory]:
     """Every registered provider's factory by name, sorted by name."""
-    found: dict[str, ProviderFactory] = {}
-    for ep in entry_points(group=GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            raise ArkaiError(
-                f"provider plugin {ep.name!r} ({ep.value}) failed to load: {exc}"
-            ) from exc
-        name = str(getattr(obj, "name", None) or ep.name)
-        if name in found:
-            raise ArkaiError(f"two provider plugins claim the name {name!r} ({ep.value})")
-        found[name] = _factory(obj)
+    found = {name: _factory(obj) for name, obj in load_plugins(GROUP, "provider").items()}
     return dict(sorted(found.items()))
 
 

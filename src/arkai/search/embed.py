@@ -46,6 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters.plugins import load_plugins
 from arkai.errors import ArkaiError, InvalidInputError
 
 __all__ = [
@@ -695,20 +696,11 @@ _BUILTINS: dict[str, EmbedderFactory] = {
 def get_embedders() -> dict[str, EmbedderFactory]:
     """Every registered embedder's factory by name (``arkai.embedders`` entry points, plus
     the built-ins when the installed metadata predates them), sorted by name."""
-    from importlib.metadata import entry_points  # ~60 ms: only when a registry is needed
 
-    found: dict[str, EmbedderFactory] = {}
-    for ep in entry_points(group=GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            raise ArkaiError(
-                f"embedder plugin {ep.name!r} ({ep.value}) failed to load: {exc}"
-            ) from exc
-        name = str(getattr(obj, "name", None) or ep.name)
-        if name in found:
-            raise ArkaiError(f"two embedder plugins claim the name {name!r} ({ep.value})")
-        found[name] = obj if callable(obj) else _ready(obj)
+    found: dict[str, EmbedderFactory] = {
+        name: obj if callable(obj) else _ready(obj)
+        for name, obj in load_plugins(GROUP, "embedder").items()
+    }
     for name, factory in _BUILTINS.items():
         found.setdefault(name, factory)
     return dict(sorted(found.items()))

@@ -5,9 +5,9 @@ exactly as a third-party package would. Two plugins claiming one name is an erro
 from __future__ import annotations
 
 from functools import cache
-from importlib.metadata import entry_points
 
-from arkai.errors import ArkaiError, InvalidInputError
+from arkai.adapters.plugins import load_plugins
+from arkai.errors import InvalidInputError
 from arkai.sources.base import Source
 
 GROUP = "arkai.sources"
@@ -36,13 +36,9 @@ ALIASES = {
 def get_sources() -> dict[str, Source]:
     """Every registered source kind by name, in routing order (unknown plugins last)."""
     found: dict[str, Source] = {}
-    for ep in entry_points(group=GROUP):
-        obj = ep.load()
+    for name, obj in load_plugins(GROUP, "source").items():
         source = obj() if isinstance(obj, type) else obj
-        name = getattr(source, "name", ep.name)
-        if name in found:
-            raise ArkaiError(f"two source plugins claim the name {name!r} ({ep.value})")
-        found[name] = source
+        found[str(getattr(source, "name", name))] = source
     rank = {n: i for i, n in enumerate(ORDER)}
     return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(ORDER)), kv[0])))
 
