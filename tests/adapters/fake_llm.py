@@ -84,11 +84,13 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.adapters.httpserver import LoopbackServer
 
 Answerer = Callable[[str, "FakeRequest"], Any]
 MODES = (
@@ -196,7 +198,7 @@ class FakeRequest:
         return self.headers.get("authorization")
 
 
-class FakeLLM:
+class FakeLLM(LoopbackServer):
     """A ``ThreadingHTTPServer`` on ``127.0.0.1`` and a free port; see the module docstring."""
 
     def __init__(self, *, mode: str = "ok") -> None:
@@ -211,9 +213,7 @@ class FakeLLM:
         self.hang_seconds = 60.0
         self._calls: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- configuration -------------------------------------------------------------------
 
@@ -246,12 +246,6 @@ class FakeLLM:
     # -- lifecycle -----------------------------------------------------------------------
 
     @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("server not started")
-        return int(self._server.server_address[1])
-
-    @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` — what ``providers.openai.base_url`` takes."""
         return f"http://127.0.0.1:{self.port}/v1"
@@ -260,37 +254,13 @@ class FakeLLM:
         """A base URL whose requests are all answered in ``mode``."""
         return f"http://127.0.0.1:{self.port}/mode/{_check_mode(mode)}/v1"
 
-    def start(self) -> FakeLLM:
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
         class Handler(_Handler):
             fake = owner
 
-        self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Wake hanging handlers, stop serving, close the socket, join the thread."""
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeLLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return Handler
 
     # -- used by the handler -------------------------------------------------------------
 

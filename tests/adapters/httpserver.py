@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import pytest
@@ -54,16 +54,61 @@ class Route:
     """Seconds to wait before answering (cut short when the server stops)."""
 
 
-class LocalHTTPServer:
+class LoopbackServer:
+    """The lifecycle shared by the test servers: a ``ThreadingHTTPServer`` on ``127.0.0.1`` and a
+    free port, served from a daemon thread; ``stop`` wakes handlers waiting on ``_stopping``."""
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler, bound to this server object."""
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("server not started")
+        return int(self._server.server_address[1])
+
+    def start(self) -> Self:
+        self._stopping.clear()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Wake waiting handlers, stop serving, close the socket, join the thread."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LocalHTTPServer(LoopbackServer):
     """A ``ThreadingHTTPServer`` on ``127.0.0.1`` and a free port, serving :attr:`routes`."""
 
     def __init__(self, routes: Mapping[str, RouteSpec | Route] | None = None) -> None:
         self.routes: dict[str, Route] = {}
         self.requests: list[Request] = []
-        self._stopping = threading.Event()
+        super().__init__()
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         for path, spec in (routes or {}).items():
             self.add(path, spec)
 
@@ -103,47 +148,17 @@ class LocalHTTPServer:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("server not started")
-        return int(self._server.server_address[1])
-
     def url(self, path: str = "/") -> str:
         """Absolute URL of ``path`` on this server."""
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def start(self) -> LocalHTTPServer:
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
         class Handler(_Handler):
             server_owner = owner
 
-        self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Wake slow handlers, stop serving, close the socket, join the thread."""
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> LocalHTTPServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return Handler
 
     # -- used by the handler -------------------------------------------------------------
 
