@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,32 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_run_id() -> str:
-    """Sortable and unique: ``YYYYmmddTHHMMSSZ-<6 hex>``."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+_RUN_ID = re.compile(r"^(\d{8}T\d{6}\.\d{6})Z-([0-9a-f]{8})$")
+
+
+def short_run_id(run_id: str) -> str:
+    """The distinct short form of a run ID: its random suffix (8 hex characters)."""
+    m = _RUN_ID.match(run_id)
+    return m.group(2) if m else run_id
+
+
+def new_run_id(root: Path | None = None, *, now: datetime | None = None) -> str:
+    """``YYYYmmddTHHMMSS.ffffffZ-<8 hex>``: sorts by start time and is monotonic.
+
+    Runs started within the same microsecond as (or, with a clock stepped back, before) the
+    newest run already under ``root`` are placed one microsecond after it, so "the latest run"
+    is always the last in sorted order. The hex suffix is the short form, unique per run.
+    """
+    t = now or datetime.now(UTC)
+    if root is not None:
+        latest = next(
+            (m for r in reversed(list_runs(root)) if (m := _RUN_ID.match(r)) is not None), None
+        )
+        if latest is not None:
+            prev = datetime.strptime(latest.group(1), "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC)
+            if t <= prev:
+                t = prev + timedelta(microseconds=1)
+    return t.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + secrets.token_hex(4)
 
 
 @dataclass
@@ -34,7 +58,11 @@ class RunLog:
 
     root: Path
     pipeline: str
-    run_id: str = field(default_factory=new_run_id)
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            self.run_id = new_run_id(self.root)
 
     @property
     def path(self) -> Path:
@@ -107,13 +135,19 @@ def list_runs(root: Path) -> list[str]:
 
 
 def get_run(root: Path, run_id: str) -> str:
-    """The run ID that ``run_id`` (full, or a prefix of ≥ 8 characters) names."""
+    """The run ID that ``run_id`` names: the full ID, its short form (the 8-hex suffix that
+    `arkai runs` shows), or a prefix of the full ID that matches one run only."""
     runs = list_runs(root)
     if run_id in runs:
         return run_id
-    found = [r for r in runs if len(run_id) >= 8 and r.startswith(run_id)]
+    found = [r for r in runs if short_run_id(r) == run_id.lower()]
+    if not found and len(run_id) >= 8:
+        found = [r for r in runs if r.startswith(run_id)]
     if len(found) == 1:
         return found[0]
     if found:
-        raise AmbiguousIdError(f"run ID prefix {run_id!r} matches {len(found)} runs")
+        raise AmbiguousIdError(
+            f"run ID prefix {run_id!r} matches {len(found)} runs",
+            hint="give the short ID `arkai runs` shows, or more of the full ID",
+        )
     raise NotFoundError(f"no run {run_id!r}", hint="`arkai runs` lists them")

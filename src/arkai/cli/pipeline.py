@@ -146,6 +146,7 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
         rows.append(
             {
                 "run_id": run_id,
+                "short_id": events.short_run_id(run_id),
                 "pipeline": start.get("pipeline"),
                 "started": start.get("timestamp"),
                 "status": end.get("status", "running or interrupted"),
@@ -157,7 +158,7 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
         emit_json({"runs": rows})
         return
     for r in rows:
-        stdout.print(f"{r['run_id']}  {r['pipeline']:<10} {r['status']:<10} {r['started']}")
+        stdout.print(f"{r['short_id']}  {r['pipeline']:<10} {r['status']:<10} {r['started']}")
 
 
 @click.command()
@@ -165,7 +166,7 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
-    """Show one run's events (RUN_ID or a prefix of ≥ 8 characters)."""
+    """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID)."""
     root = repo_root(ctx)
     rid = events.get_run(root, run_id)
     evs = events.read_events(root / events.RUNS_DIR / rid / "events.jsonl")

@@ -1,0 +1,52 @@
+"""Run IDs: monotonic even within one microsecond or with the clock stepped back, and a short
+form that names exactly one run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from arkai.adapters import events
+from arkai.errors import AmbiguousIdError, NotFoundError
+
+
+def start(root: Path, now: datetime | None = None) -> str:
+    log = events.RunLog(root=root, pipeline="test", run_id=events.new_run_id(root, now=now))
+    log.emit("RunStarted", pipeline="test")
+    return log.run_id
+
+
+def test_runs_started_in_one_instant_sort_in_start_order(tmp_path: Path) -> None:
+    instant = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
+    started = [start(tmp_path, now=instant) for _ in range(50)]
+    assert events.list_runs(tmp_path) == started  # sorted order == start order
+    assert len(set(started)) == 50
+
+
+def test_a_clock_stepped_back_still_sorts_after_the_latest(tmp_path: Path) -> None:
+    first = start(tmp_path, now=datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC))
+    later = start(tmp_path, now=datetime(2026, 11, 23, 11, 0, 0, tzinfo=UTC) - timedelta(days=1))
+    assert events.list_runs(tmp_path) == [first, later]
+
+
+def test_default_ids_come_from_the_clock_and_are_monotonic(tmp_path: Path) -> None:
+    ids = [events.RunLog(root=tmp_path, pipeline="p") for _ in range(3)]
+    for log in ids:
+        log.emit("RunStarted")
+    assert events.list_runs(tmp_path) == [log.run_id for log in ids]
+
+
+def test_the_short_id_names_one_run_and_a_date_prefix_is_ambiguous(tmp_path: Path) -> None:
+    instant = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
+    started = [start(tmp_path, now=instant) for _ in range(20)]
+    shorts = [events.short_run_id(r) for r in started]
+    assert len(set(shorts)) == 20 and all(len(s) == 8 for s in shorts)
+    for full, short in zip(started, shorts, strict=True):
+        assert events.get_run(tmp_path, short) == full
+        assert events.get_run(tmp_path, full) == full
+    with pytest.raises(AmbiguousIdError):
+        events.get_run(tmp_path, started[0][:8])  # "20261123" is every run of the day
+    with pytest.raises(NotFoundError):
+        events.get_run(tmp_path, "00000000")
