@@ -556,6 +556,24 @@ def test_library_without_index_scans(kr: Path, arkai: Runner) -> None:
     assert row["listed_from"] == "library" and row["claims"] == 1
 
 
+def test_library_never_hides_items_behind_a_stale_catalog(
+    lib: dict[str, Any], arkai: Runner
+) -> None:
+    root = Path(lib["root"])
+    extra = {**ITEMS[1], "title": "Added after indexing", "source_id": "ffff0009"}
+    _write_item(root, extra)
+    code, out, err = arkai("--repo", root, "library", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["count"] == 5
+    new = next(r for r in res["items"] if r["title"] == "Added after indexing")
+    assert new["listed_from"] == "library" and new["claims"] == 1
+    assert any("stale" in w and "1 item(s) not indexed" in w for w in res["warnings"])
+    code, out, err = arkai("--repo", root, "library")
+    assert code == 0 and "5 items" in out and "Added after indexing" in out
+    assert "stale" in err and "dvc repro" in err
+
+
 def test_show_item(lib: dict[str, Any], arkai: Runner) -> None:
     talk = lib["Beekeeping talk"]
     code, out, err = arkai("--repo", lib["root"], "show", talk["id"][:8], "--json")

@@ -95,13 +95,14 @@ def test_normalise() -> None:
         normalise([1.0], "rank")
 
 
-# -- the product's hybrid (arkai.search.hybrid) -----------------------------------------
+# -- the one pipeline (arkai.search.pipeline) ---------------------------------------------
 
 
-def _toy() -> tuple[Any, Any, list[str]]:
+def _toy() -> Any:
     import numpy as np
 
-    from arkai.search import hybrid
+    from arkai.search import pipeline
+    from arkai.search.vectors import VectorStore
 
     docs = [
         ("Aspirin", "aspirin prevents heart attacks"),
@@ -109,48 +110,73 @@ def _toy() -> tuple[Any, Any, list[str]]:
         ("Sleep", "sleep and blood pressure"),
         ("Heart", "cardiac arrest and the heart"),
     ]
-    index = hybrid.build_lexical(docs)
-    vecs = np.array([[0, 1, 0], [0, 1, 0], [0, 0, 1], [0.8, 0, 0.6]], dtype=np.float32)
-    return index, vecs, ["d1", "d2", "d3", "d4"]
+    store = VectorStore(3, "toy")
+    rows = np.array([[0, 1, 0], [0, 1, 0], [0, 0, 1], [0.8, 0, 0.6]], dtype=np.float32)
+    store.add(["d1", "d2", "d3", "d4"], rows)
+    return pipeline.Corpus(pipeline.build_lexical(docs), store)
 
 
-def test_hybrid_search_fills_both_lanes() -> None:
+def test_pipeline_fills_both_lanes() -> None:
     import numpy as np
 
-    from arkai.search import hybrid
+    from arkai.search import pipeline
 
-    index, vecs, ids = _toy()
+    corpus = _toy()
     q = np.array([0.6, 0.0, 0.8], dtype=np.float32)  # d4 .96, d3 .8, d1 = d2 = 0
-    got = hybrid.search("heart attack", q, index=index, doc_vecs=vecs, ids=ids, k=4)
-    assert {f.id for f in got} == {"d1", "d2", "d3", "d4"}
+    got = pipeline.rank(corpus, "heart attack", query_vec=q, min_similarity=0.0).ranked
+    assert {r.doc for r in got} == {0, 1, 2, 3}
     # d4: second in BM25 (heart, twice) and first in vectors; d1: first in BM25 (heart,
     # attack) and last in vectors.
-    assert [f.id for f in got][:2] == ["d4", "d1"]
-    for f in got:
-        assert set(f.lanes) == {"lexical", "vector"}  # every candidate scored by both lanes
-        assert f.score == pytest.approx(sum(c for _, c in f.lanes.values()))
-    d2 = next(f for f in got if f.id == "d2")
-    assert d2.lanes["lexical"][0] == 0  # not retrieved lexically: scored on request
+    assert [r.doc for r in got][:2] == [3, 0]
+    for r in got:
+        assert set(r.lanes) == {"lexical", "vector"}  # every candidate scored by both lanes
+        assert r.score == pytest.approx(sum(float(v["contribution"]) for v in r.lanes.values()))
+    d2 = next(r for r in got if r.doc == 1)
+    assert d2.lanes["lexical"]["rank"] == 0  # not retrieved lexically: scored on request
     # Filters apply to both lanes.
     allowed = np.array([True, True, True, False])
-    assert "d4" not in {
-        f.id
-        for f in hybrid.search(
-            "heart attack", q, index=index, doc_vecs=vecs, ids=ids, k=4, allowed=allowed
-        )
-    }
+    masked = pipeline.rank(corpus, "heart attack", query_vec=q, mask=allowed, min_similarity=0.0)
+    assert 3 not in {r.doc for r in masked.ranked}
 
 
-def test_hybrid_search_lexical_only() -> None:
-    from arkai.search import hybrid
+def test_pipeline_lexical_only_never_embeds_the_query() -> None:
+    from arkai.search import pipeline
 
-    index, _, ids = _toy()
-    got = hybrid.search("heart", None, index=index, doc_vecs=None, ids=ids, k=1)
-    assert [(f.id, f.lanes["lexical"][0]) for f in got] == [("d4", 1)]
+    def boom() -> Any:
+        raise AssertionError("the lexical mode must not embed the query")
+
+    got = pipeline.rank(_toy(), "heart", mode="lexical", query_vec=boom).ranked
+    assert [(r.doc, r.lanes["lexical"]["rank"]) for r in got][:1] == [(3, 1)]
+
+
+def test_the_similarity_floor_turns_an_unrelated_query_into_no_results() -> None:
+    import numpy as np
+
+    from arkai.search import pipeline
+
+    corpus = _toy()
+    q = np.array([0.19, -0.98, 0.0], dtype=np.float32)  # best cosine 0.152 (d4), under 0.2
+    q /= np.linalg.norm(q)
+    got = pipeline.rank(corpus, "zzzqqq", query_vec=q, min_similarity=0.2)
+    assert got.ranked == [] and got.found == {"lexical": 0, "vector": 0}
+    assert got.best_similarity == pytest.approx(0.8 * q[0], abs=1e-6)
+    # Below the floor in the vector lane, a lexical match still counts.
+    assert [r.doc for r in pipeline.rank(corpus, "sleep", query_vec=q).ranked] == [2]
+
+
+def test_rrf_is_the_baseline_fusion() -> None:
+    import numpy as np
+
+    from arkai.search import pipeline
+
+    q = np.array([0.6, 0.0, 0.8], dtype=np.float32)
+    got = pipeline.rank(_toy(), "heart attack", query_vec=q, fusion="rrf").ranked
+    assert [r.doc for r in got][:2] == [3, 0]  # both lanes rank d4 and d1 in their top two
+    assert got[0].score == pytest.approx(1 / 62 + 1 / 61)
 
 
 def test_hybrid_fuse_matches_convex_with_the_documented_defaults() -> None:
-    from arkai.search import hybrid
+    from arkai.search import pipeline
 
     lex = [("a", 5.0), ("b", 3.0), ("c", 1.0)]
     vec = [("b", 0.9), ("d", 0.5), ("a", 0.4)]
@@ -162,25 +188,17 @@ def test_hybrid_fuse_matches_convex_with_the_documented_defaults() -> None:
         fill=fill,
         top_bonus=(1.0,),
     )
-    got = hybrid.fuse(lex, vec, lexical_scores=fill["lexical"], vector_scores=fill["vector"])
+    got = pipeline.fuse(lex, vec, lexical_scores=fill["lexical"], vector_scores=fill["vector"])
     assert got == want
-    assert (hybrid.WEIGHTS, hybrid.NORMALISATION, hybrid.TOP_BONUS, hybrid.LANE_DEPTH) == (
+    assert (pipeline.WEIGHTS, pipeline.NORMALISATION, pipeline.TOP_BONUS, pipeline.LANE_DEPTH) == (
         {"lexical": 0.5, "vector": 0.5},
         "zscore",
         (1.0,),
         100,
     )
     # Without fills, a missing candidate gets the lane's lowest normalised score.
-    bare = {f.id: f for f in hybrid.fuse(lex, vec)}
+    bare = {f.id: f for f in pipeline.fuse(lex, vec)}
     assert set(bare["d"].lanes) == {"vector"}
     assert bare["d"].score == pytest.approx(
         bare["d"].lanes["vector"][1] + 0.5 * min(normalise([5.0, 3.0, 1.0], "zscore"))
     )
-
-
-def test_plain_rrf_baseline() -> None:
-    from arkai.search import hybrid
-
-    got = hybrid.plain_rrf([("a", 9.0), ("b", 1.0)], [("b", 0.5)])
-    assert [f.id for f in got] == ["b", "a"]
-    assert got[0].score == pytest.approx(1 / 62 + 1 / 61)

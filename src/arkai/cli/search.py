@@ -59,6 +59,9 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
         a = result.asof
         _say(f"as of {a['date']}: commit {str(a['commit'])[:12]} ({a['committed_at']}), "
              f"{a['items']} items")  # fmt: skip
+    if explain and result.min_similarity is not None:
+        best = "-" if result.best_similarity is None else f"{result.best_similarity:.3f}"
+        _say(f"vector floor: similarity >= {result.min_similarity:g} (best passage {best})")
     for item in result.results:
         _say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
              f"score {item.score:.4g}")  # fmt: skip
@@ -106,18 +109,22 @@ def context(ctx: click.Context, query: tuple[str, ...], budget: int, k: int, mod
 @json_option
 @click.pass_context
 def library(ctx: click.Context, content_type: str | None, tag: str | None, as_json: bool) -> None:
-    """List the items in the library (from index/catalog.json, else by scanning library/)."""
+    """List the items in library/ (with the index's figures where the catalog has the item);
+    says when the search index is stale."""
     from arkai.ops.library import list_items
 
-    rows = list_items(repo_root(ctx), content_type=content_type, tag=tag)
+    warnings: list[str] = []
+    rows = list_items(repo_root(ctx), content_type=content_type, tag=tag, warnings=warnings)
     if as_json:
-        emit_json({"count": len(rows), "items": rows})
+        emit_json({"count": len(rows), "items": rows, "warnings": warnings})
         return
+    for w in warnings:
+        click.echo(f"arkai: warning: {w}", err=True)
     for r in rows:
         tags = f"  [{', '.join(r['tags'])}]" if r["tags"] else ""
         claims = r["claims"] if r["claims"] is not None else "?"
         _say(f"{r['id']}  {r['content_type']!s:<12} {claims:>4} claims  {r['title']}{tags}")
-    _say(f"{len(rows)} items")
+    _say(f"{len(rows)} item{'' if len(rows) == 1 else 's'}")
 
 
 @click.command()

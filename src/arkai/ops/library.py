@@ -1,7 +1,11 @@
 """``arkai library`` and ``arkai show``: what is in the library, and one item in detail.
 
-Listing reads ``index/catalog.json`` when it exists (fast, and what search sees) and otherwise
-scans ``library/``. Showing always reads the item's own files: ``metadata.json``, its
+Listing always reflects ``library/`` (the source of truth): an item's row comes from
+``index/catalog.json`` when the catalog lists it (with the index's chunk count), otherwise from
+the item's own files; items the catalog lacks, or lists but the library no longer has, make the
+index *stale*, which the listing says (with how to rebuild it) instead of hiding.
+
+Showing always reads the item's own files: ``metadata.json``, its
 ``evidence.jsonl`` with current reviews, ``entities.json`` and ``wisdom.json``.
 """
 
@@ -43,39 +47,52 @@ def _row(entry: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _scan(root: Path) -> list[dict[str, Any]]:
-    rows = []
-    for item in iter_items(root):
-        meta = item.metadata
-        evidence = read_evidence(item.extracted / EVIDENCE)
-        entities = read_entities(item.extracted / ENTITIES).get("entities") or []
-        rows.append(
-            _row(
-                {
-                    **meta,
-                    "title": item.title,
-                    "path": f"{LIBRARY}/{item.rel.as_posix()}",
-                    "claims": len(evidence),
-                    "entities": len(entities),
-                    "chunks": None,
-                }
-            )
-        )
-    return rows
+def _scan_row(item: Item) -> dict[str, Any]:
+    evidence = read_evidence(item.extracted / EVIDENCE)
+    entities = read_entities(item.extracted / ENTITIES).get("entities") or []
+    return _row(
+        {
+            **item.metadata,
+            "title": item.title,
+            "path": f"{LIBRARY}/{item.rel.as_posix()}",
+            "claims": len(evidence),
+            "entities": len(entities),
+            "chunks": None,
+        }
+    )
 
 
 def list_items(
-    root: Path, *, content_type: str | None = None, tag: str | None = None
+    root: Path,
+    *,
+    content_type: str | None = None,
+    tag: str | None = None,
+    warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Every item (sorted by path), optionally only one folder (``chats`` also matches
-    ``chats/chatgpt/…``) or one tag (case-insensitive)."""
+    ``chats/chatgpt/…``) or one tag (case-insensitive). ``warnings`` receives a note when the
+    index's catalog is stale (items added or removed since the last ``dvc repro``)."""
     catalog = read_json(root / INDEX / "catalog.json")
-    if catalog is not None and isinstance(catalog.get("items"), list):
-        rows = [_row(e) for e in catalog["items"] if isinstance(e, dict)]
-        source = "catalog"
-    else:
-        rows = _scan(root)
-        source = "library"
+    listed = (
+        {str(e.get("id")): e for e in catalog["items"] if isinstance(e, dict)}
+        if catalog is not None and isinstance(catalog.get("items"), list)
+        else None
+    )
+    rows = []
+    for item in iter_items(root):
+        entry = listed.get(item.id) if listed is not None else None
+        row = _row(entry) if entry is not None else _scan_row(item)
+        row["listed_from"] = "catalog" if entry is not None else "library"
+        rows.append(row)
+    if listed is not None and warnings is not None:
+        present = {str(r["id"]) for r in rows}
+        added = sum(r["listed_from"] == "library" for r in rows)
+        removed = sum(cid not in present for cid in listed)
+        if added or removed:
+            warnings.append(
+                f"the search index is stale: {added} item(s) not indexed yet, {removed} "
+                "indexed item(s) no longer in library/ — run `dvc repro` (or `arkai reindex`)"
+            )
     if content_type:
         want = normalize_type(content_type)
         rows = [
@@ -86,8 +103,6 @@ def list_items(
     if tag:
         t = " ".join(tag.lower().split())
         rows = [r for r in rows if t in {" ".join(str(x).lower().split()) for x in r["tags"]}]
-    for r in rows:
-        r["listed_from"] = source
     return sorted(rows, key=lambda r: str(r.get("path") or ""))
 
 

@@ -9,10 +9,11 @@ The plan for one query:
 3. rank the allowed chunks in the lexical lane (BM25, ``index/lexical``) and/or the vector lane
    (the query embedded by the index's embedder, cosine against ``index/vectors``) — the model
    libraries are imported only when the vector lane runs;
-4. fuse the lanes with the project's tuned hybrid fusion (:func:`arkai.search.hybrid.fuse`:
-   both lanes score every candidate, z-normalised, equal weights, a bonus for each lane's top
-   hit; RRF with k = 60 if that module is absent), keeping each lane's rank and contribution
-   for ``--explain``;
+4. fuse the lanes — steps 3 and 4 are :func:`arkai.search.pipeline.rank`, the one pipeline
+   that ``arkai eval retrieval`` and ``bench/search.py`` measure too (both lanes score every
+   candidate, z-normalised, equal weights, a bonus for each lane's top hit; a vector hit must
+   reach the calibrated similarity floor), keeping each lane's rank and contribution for
+   ``--explain``;
 5. group by item (best chunk first, up to three chunks per item), attach the item's claims that
    lie in each chunk (rejected ones left out) and a snippet around the query terms.
 
@@ -37,8 +38,11 @@ from arkai.adapters.store import read_evidence, read_json
 from arkai.errors import InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.chunks import CLAIM_KIND, Chunk
-from arkai.search.bm25 import BM25Index, top_k
+from arkai.search import pipeline
+from arkai.search.bm25 import BM25Index
 from arkai.search.markup import Query, parse_query
+from arkai.search.pipeline import LEXICAL, MIN_SIMILARITY, MODES, Corpus, Ranked
+from arkai.search.pipeline import VECTOR as VECTOR_LANE
 from arkai.search.snippet import make_snippet, mark
 from arkai.search.text import tokenize
 
@@ -53,14 +57,8 @@ __all__ = [
     "search",
 ]
 
-MODES = ("hybrid", "lexical", "vector")
-LEXICAL, VECTOR = "lexical", "vector"
 CHUNKS_PER_ITEM = 3
 SNIPPET_WIDTH = 240
-#: Vector hits below this cosine similarity are dropped, so a query about nothing in the
-#: library finds nothing instead of the least unrelated chunks.
-MIN_SIMILARITY = 0.2
-RRF_K = 60
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -317,13 +315,23 @@ class SearchResult:
     """``{"commit", "committed_at", "items"}`` when ``asof:`` was used."""
     warnings: list[str] = field(default_factory=list)
     explain: bool = False
+    min_similarity: float | None = None
+    """The vector lane's similarity floor (None: the vector lane did not run)."""
+    best_similarity: float | None = None
+    """The best cosine any allowed passage had, above the floor or not."""
 
     def to_dict(self) -> dict[str, Any]:
+        floor = (
+            {"floor": {"min_similarity": self.min_similarity, "best": self.best_similarity}}
+            if self.explain and self.min_similarity is not None
+            else {}
+        )
         return {
             "query": self.query.to_dict(),
             "mode": self.mode,
             "k": self.k,
             "lanes": self.lanes,
+            **floor,
             "allowed_chunks": self.allowed_chunks,
             "asof": self.asof,
             "warnings": self.warnings,
@@ -489,99 +497,19 @@ def _query_vector(index: SearchIndex, text: str) -> npt.NDArray[np.float32]:
     return np.asarray(embedder.encode([text], kind="query"), dtype=np.float32).reshape(-1)
 
 
-@dataclass
-class _Lanes:
-    """What the lanes found, plus the raw scores of every chunk (for fusion and explain)."""
-
-    found: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    """Lane → (chunk, raw score), best first."""
-    lexical_scores: npt.NDArray[np.float32] | None = None
-    query_vec: npt.NDArray[np.float32] | None = None
-    store: Any = None
-    rows: npt.NDArray[np.int64] | None = None
-
-    def raw(self, lane: str, chunk: int) -> float:
-        """A chunk's raw score in a lane, whether or not the lane returned it."""
-        if lane == LEXICAL and self.lexical_scores is not None:
-            return float(self.lexical_scores[chunk])
-        if lane == VECTOR and self.rows is not None and self.query_vec is not None:
-            row = int(self.rows[chunk])
-            return float(self.store.rows[row] @ self.query_vec) if row >= 0 else 0.0
-        return 0.0
-
-
-def _lexical(index: SearchIndex, text: str, mask: BoolArray, n: int, lanes: _Lanes) -> None:
-    scores = index.bm25().scores(text, mask)
-    lanes.lexical_scores = scores
-    lanes.found[LEXICAL] = top_k(scores, n)
-
-
-def _vector(
-    index: SearchIndex, text: str, mask: BoolArray, n: int, min_similarity: float, lanes: _Lanes
-) -> None:
+def _corpus(index: SearchIndex, mode: str, warnings: list[str]) -> Corpus:
+    """The chunks as the pipeline's corpus, with the lanes ``mode`` needs."""
+    lexical = index.bm25() if mode in ("hybrid", LEXICAL) else None
+    if mode == "hybrid" and not (index.folder / "vectors" / "meta.json").is_file():
+        warnings.append("index/vectors is missing: lexical lane only")
+        return Corpus(lexical)
+    if mode == LEXICAL:
+        return Corpus(lexical)
     store, rows = _vector_store(index)
-    lanes.store, lanes.rows = store, rows
-    allowed = np.flatnonzero(mask & (rows >= 0))
-    lanes.found[VECTOR] = []
-    if allowed.size == 0:
-        return
-    qvec = lanes.query_vec = _query_vector(index, text)
-    # Chunks with identical text share a row: each row answers for its first allowed chunk.
-    uniq, first = np.unique(rows[allowed], return_index=True)
-    chunk_of = dict(zip(uniq.tolist(), allowed[first].tolist(), strict=True))
-    row_mask = np.zeros(len(store), dtype=bool)
-    row_mask[uniq] = True
-    lanes.found[VECTOR] = [
-        (chunk_of[row], score)
-        for row, score in store.search(qvec, n, row_mask)
-        if score >= min_similarity
-    ]
+    return Corpus(lexical, store, rows)
 
 
 # -- ranking and grouping ------------------------------------------------------------------
-
-
-@dataclass
-class _Ranked:
-    chunk: int
-    score: float
-    lanes: dict[str, dict[str, float | int]]
-
-
-def _fuse(lanes: _Lanes) -> list[_Ranked]:
-    """One ranking from the lanes: a lone lane as is; two with the project's tuned hybrid
-    fusion (:func:`arkai.search.hybrid.fuse`), or RRF (k = 60) where that is absent."""
-    found = lanes.found
-    if len(found) == 1:
-        lane, pairs = next(iter(found.items()))
-        return [
-            _Ranked(i, s, {lane: {"rank": r, "score": s, "contribution": s}})
-            for r, (i, s) in enumerate(pairs, 1)
-        ]
-    try:
-        from arkai.search import hybrid
-    except ImportError:  # pragma: no cover - the hybrid module ships with arkai
-        hybrid = None  # type: ignore[assignment]
-    if hybrid is not None:
-        fused = hybrid.fuse(
-            [(str(i), s) for i, s in found.get(LEXICAL, [])],
-            [(str(i), s) for i, s in found.get(VECTOR, [])],
-            lexical_scores=lambda ids: [lanes.raw(LEXICAL, int(i)) for i in ids],
-            vector_scores=lambda ids: [lanes.raw(VECTOR, int(i)) for i in ids],
-        )
-    else:  # pragma: no cover
-        from arkai.search.fusion import rrf
-
-        fused = rrf({lane: [str(i) for i, _ in pairs] for lane, pairs in found.items()}, k=RRF_K)
-    out = []
-    for f in fused:
-        i = int(f.id)
-        detail = {
-            lane: {"rank": rank, "score": lanes.raw(lane, i), "contribution": contrib}
-            for lane, (rank, contrib) in sorted(f.lanes.items())
-        }
-        out.append(_Ranked(i, f.score, detail))
-    return out
 
 
 def _item_claims(root: Path, item_path: str) -> list[EvidenceLine]:
@@ -622,10 +550,10 @@ class _Grouper:
             self.claims[cid] = {ev.id: ev for ev in _item_claims(self.index.root, path)}
         return self.claims[cid]
 
-    def _hit(self, r: _Ranked, chunk: Chunk, transcript: str) -> Hit:
+    def _hit(self, r: Ranked, chunk: Chunk, transcript: str) -> Hit:
         snip = make_snippet(chunk.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
         return Hit(
-            chunk=r.chunk,
+            chunk=r.doc,
             kind=chunk.kind,
             start_line=chunk.start_line,
             end_line=chunk.end_line,
@@ -636,11 +564,11 @@ class _Grouper:
             highlights=list(snip.highlights),
             score=r.score,
             evidence_id=chunk.evidence_id,
-            explain=[{"chunk": r.chunk, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}],
+            explain=[{"chunk": r.doc, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}],
         )
 
-    def add(self, r: _Ranked) -> None:
-        chunk = self.index.chunks[r.chunk]
+    def add(self, r: Ranked) -> None:
+        chunk = self.index.chunks[r.doc]
         cid = chunk.content_id
         if cid not in self.items and len(self.items) >= self.k:
             return
@@ -740,25 +668,32 @@ def search(
         )
     index = load_index(root)
     mask, asof = build_mask(index, q)
-    n = candidates or max(100, 10 * k * per_item)
-    lanes = _Lanes()
     warnings = list(q.warnings)
-    if mask.any():
-        if mode in ("hybrid", "lexical"):
-            _lexical(index, q.text, mask, n, lanes)
-        if mode in ("hybrid", "vector"):
-            if mode == "hybrid" and not (index.folder / "vectors" / "meta.json").is_file():
-                warnings.append("index/vectors is missing: lexical lane only")
-            else:
-                _vector(index, q.text, mask, n, min_similarity, lanes)
+    corpus = _corpus(index, mode, warnings)
+    mode_run = mode if corpus.store is not None or mode == LEXICAL else LEXICAL
+    ranking = pipeline.rank(
+        corpus,
+        q.text,
+        mode=mode_run,
+        query_vec=lambda: _query_vector(index, q.text),
+        mask=mask,
+        depth=candidates or max(100, 10 * k * per_item),
+        min_similarity=min_similarity,
+    )
     grouper = _Grouper(index, q, k, per_item)
-    for r in _fuse(lanes) if lanes.found else []:
+    for r in ranking.ranked:
         grouper.add(r)
     results = grouper.results()
     if not results:
         why = " (after filters)" if q.has_filters or q.phrases or q.exclude_terms else ""
+        floor = (
+            f"; no passage reached the similarity floor {ranking.min_similarity:g}"
+            f" (best {ranking.best_similarity:.3f})"
+            if ranking.best_similarity is not None
+            else ""
+        )
         raise NotFoundError(
-            f"no results for {q.raw!r}{why}",
+            f"no results for {q.raw!r}{why}{floor}",
             hint="try other words or fewer filters"
             + ("" if mode == "hybrid" else ", or the hybrid mode"),
         )
@@ -767,9 +702,11 @@ def search(
         mode=mode,
         k=k,
         results=results,
-        lanes={lane: len(pairs) for lane, pairs in lanes.found.items()},
+        lanes=ranking.found,
         allowed_chunks=int(mask.sum()),
         asof=asof,
         warnings=warnings,
         explain=explain,
+        min_similarity=ranking.min_similarity if VECTOR_LANE in ranking.found else None,
+        best_similarity=ranking.best_similarity,
     )

@@ -14,9 +14,10 @@ the queries that have at least one relevant document.
 
 :func:`run_eval` builds the lanes once and reports those metrics, queries per second and
 index build time for each requested mode (``lexical``, ``vector``, ``rrf``, ``hybrid``);
-``hybrid`` is exactly the product's scoring in :mod:`arkai.search.hybrid`. Corpus embeddings
-are cached under ``$ARKAI_CACHE_DIR/eval`` (default ``~/.cache/arkai/eval``), keyed by the
-corpus content and the embedder name.
+every mode runs through :func:`arkai.search.pipeline.rank`, the pipeline ``arkai search``
+runs (``rrf`` is its plain-RRF baseline fusion; the vector floor applies as in the product).
+Corpus embeddings are cached under ``$ARKAI_CACHE_DIR/eval`` (default
+``~/.cache/arkai/eval``), keyed by the corpus content and the embedder name.
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ ProgressFn = Callable[[str], None]
 
 def corpus_digest(docs: Sequence[Document], model: str) -> str:
     """A key for cached corpus embeddings: the model name and the exact text embedded."""
-    from arkai.search.hybrid import passage_text
+    from arkai.search.pipeline import passage_text
 
     h = hashlib.sha256()
     h.update(f"arkai-eval-v1\0{model}\0{len(docs)}\0".encode())
@@ -274,7 +275,7 @@ def _embed_corpus(
     cache_dir: Path | None,
     progress: ProgressFn,
 ) -> tuple[npt.NDArray[np.float32], bool]:
-    from arkai.search.hybrid import passage_text
+    from arkai.search.pipeline import passage_text
 
     path: Path | None = None
     if cache_dir is not None:
@@ -319,7 +320,8 @@ def run_eval(
     ``get_embedder`` (default: the hybrid's, ``minilm``); ``cache_dir=None`` disables the
     embedding cache.
     """
-    from arkai.search import hybrid
+    from arkai.search import pipeline
+    from arkai.search.vectors import VectorStore
 
     say: ProgressFn = progress or (lambda _msg: None)
     unknown = [m for m in modes if m not in MODES]
@@ -349,12 +351,12 @@ def run_eval(
     if need_lex:
         say(f"building BM25 over {len(doc_ids)} documents")
         t0 = time.perf_counter()
-        index = hybrid.build_lexical([(d.title, d.text) for d in data.corpus])
+        index = pipeline.build_lexical([(d.title, d.text) for d in data.corpus])
         build["lexical_seconds"] = time.perf_counter() - t0
     doc_vecs: npt.NDArray[np.float32] | None = None
     if need_vec:
         if embedder is None:
-            embedder = hybrid.default_embedder()
+            embedder = pipeline.default_embedder()
         elif isinstance(embedder, str):
             from arkai.search.embed import get_embedder
 
@@ -368,60 +370,45 @@ def run_eval(
         build["vector_cached"] = cached
         build["embedder"] = str(embedder.name)
 
-    # Query embedding is timed once and charged to every mode that needs it; each lane is
-    # timed on its own; ``hybrid`` is timed end to end through the product's own function.
-    secs: dict[str, float] = {}
-    lex_runs: list[hybrid.Lane] = []
-    vec_runs: list[hybrid.Lane] = []
-    q_vecs: npt.NDArray[np.float32] | None = None
-    if index is not None:
-        say("lexical lane")
-        t0 = time.perf_counter()
-        lex_runs = [hybrid.lexical_lane(index, q, doc_ids) for q in texts]
-        secs["lexical"] = time.perf_counter() - t0
+    store: VectorStore | None = None
     if doc_vecs is not None:
+        store = VectorStore(int(doc_vecs.shape[1]), str(embedder.name))
+        store.add(doc_ids, doc_vecs)
+    corpus = pipeline.Corpus(index, store)
+
+    # The query embedding is timed once and charged to every mode that needs it; each mode is
+    # timed end to end through the product's own pipeline.
+    q_vecs: npt.NDArray[np.float32] | None = None
+    encode_s = 0.0
+    if store is not None:
         say("embedding queries")
         t0 = time.perf_counter()
         q_vecs = np.asarray(embedder.encode(texts, kind="query"), dtype=np.float32)
-        secs["encode"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        vec_runs = [hybrid.vector_lane(doc_vecs, v, doc_ids) for v in q_vecs]
-        secs["vector"] = time.perf_counter() - t0
+        encode_s = time.perf_counter() - t0
 
     results: dict[str, Any] = {}
     for mode in modes:
         say(f"scoring {mode}")
+        lane_mode, fusion = ("hybrid", "rrf") if mode == "rrf" else (mode, "hybrid")
         t0 = time.perf_counter()
-        if mode == "lexical":
-            ranked = [[d for d, _ in lane] for lane in lex_runs]
-            extra = secs["lexical"]
-        elif mode == "vector":
-            ranked = [[d for d, _ in lane] for lane in vec_runs]
-            extra = secs["encode"] + secs["vector"]
-        elif mode == "rrf":
-            ranked = [
-                [f.id for f in hybrid.plain_rrf(lx, vx)]
-                for lx, vx in zip(lex_runs, vec_runs, strict=True)
+        ranked = [
+            [
+                doc_ids[r.doc]
+                for r in pipeline.rank(
+                    corpus,
+                    q,
+                    mode=lane_mode,
+                    query_vec=None if q_vecs is None else q_vecs[n],
+                    depth=RUN_DEPTH,
+                    fusion=fusion,
+                ).ranked[:RUN_DEPTH]
             ]
-            extra = secs["encode"] + secs["lexical"] + secs["vector"]
-        else:
-            assert index is not None and q_vecs is not None
-            ranked = [
-                [
-                    f.id
-                    for f in hybrid.search(
-                        q, v, index=index, doc_vecs=doc_vecs, ids=doc_ids, k=RUN_DEPTH
-                    )
-                ]
-                for q, v in zip(texts, q_vecs, strict=True)
-            ]
-            extra = secs["encode"]
-        own = time.perf_counter() - t0
-        seconds = own + extra
+            for n, q in enumerate(texts)
+        ]
+        search_s = time.perf_counter() - t0
+        seconds = search_s + (encode_s if lane_mode != "lexical" else 0.0)
         metrics: dict[str, Any] = dict(aggregate(dict(zip(qids, ranked, strict=True)), data.qrels))
         metrics["seconds"] = seconds
-        # Without the query embedding (the same for every mode that uses vectors).
-        search_s = seconds - secs.get("encode", 0.0) if mode != "lexical" else seconds
         metrics["search_qps"] = len(qids) / search_s if search_s > 0 else float("inf")
         metrics["qps"] = len(qids) / seconds if seconds > 0 else float("inf")
         results[mode] = metrics
@@ -432,6 +419,6 @@ def run_eval(
         "documents": len(doc_ids),
         "problems": data.problems,
         "build": build,
-        "query_embedding_seconds": secs.get("encode"),
+        "query_embedding_seconds": encode_s if q_vecs is not None else None,
         "modes": results,
     }
