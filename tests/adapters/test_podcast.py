@@ -147,7 +147,7 @@ def test_vtt_episode_keeps_voices_and_prefers_vtt(pod: LocalHTTPServer) -> None:
     assert "] Ana Ruiz: So the workers shiver to keep the cluster warm?" in text
     assert item.files["source.vtt"] == (FIXTURES / "0001.vtt").read_bytes()
     assert "/t/0001.json" not in _fetched(pod)  # VTT beats JSON, though JSON is listed first
-    assert item.canonical == f"{feed_url}#orchard-0001"
+    assert item.canonical == "podcast-guid:orchard-0001"  # the GUID, not a made-up URL
     assert item.source_id == sha256_hex(item.canonical.encode())[:8]
     assert item.content_type == "podcasts"
     assert item.title == "Bees in Winter"
@@ -236,6 +236,33 @@ def test_broken_preferred_transcript_falls_back_to_next_type(pod: LocalHTTPServe
     assert item.files["transcript.md"] == b"[00:00:01] Ana Ruiz: JSON copy of the bees episode.\n"
 
 
+def test_an_episode_reached_through_a_second_feed_url_is_the_same_item(
+    pod: LocalHTTPServer,
+) -> None:
+    from arkai.sources.podcast import Episode, Feed, episode_canonical
+
+    [a] = PodcastSource().acquire(pod.url("/feed.rss"), None, _opts("3"))
+    mirror = pod.url("/feed.rss") + "?utm_source=mirror"  # another address, same feed
+    [b] = PodcastSource().acquire(mirror, None, _opts("3"))
+    assert a.canonical == b.canonical and a.source_id == b.source_id
+
+    def ep(guid: str | None, audio: str | None = None) -> Episode:
+        return Episode(1, guid, "Ep", None, audio, None, None)
+
+    one = Feed("a", "https://feeds.one.example/show.rss", "Show")
+    two = Feed("b", "https://mirror.two.example/feed/show", "Show")
+    for e in (ep("3f0e8c1a-uuid-like"), ep(None, "https://cdn.example/ep1.mp3")):
+        assert episode_canonical(one, e) == episode_canonical(two, e)
+    # A short GUID alone is scoped by its feed: "12" repeats across podcasts.
+    assert episode_canonical(one, ep("12")) != episode_canonical(two, ep("12"))
+    # ... but the enclosure names the episode when there is one.
+    assert (
+        episode_canonical(one, ep("12", "https://cdn.example/e12.mp3"))
+        == "https://cdn.example/e12.mp3"
+    )
+    assert not episode_canonical(one, ep("orchard-0001")).startswith("https://")
+
+
 def test_local_feed_file(pod: LocalHTTPServer, tmp_path: Path) -> None:
     path = tmp_path / "orchard.rss"
     path.write_bytes(_fixture("feed.rss", pod.url("")))
@@ -270,7 +297,7 @@ def test_atom_feed_with_json_and_html_transcripts(pod: LocalHTTPServer) -> None:
     assert "[00:00:07] Leo Park: Why are east and west swapped on it?" in text
     assert "not down at the ground & that flips one axis." in text
     assert "console.log" not in text
-    assert chart.canonical == f"{url}#urn:uuid:5f1c8a2e-0000-4000-8000-000000000002"
+    assert chart.canonical == "podcast-guid:urn:uuid:5f1c8a2e-0000-4000-8000-000000000002"
 
 
 def test_untimed_html_keeps_speakers() -> None:

@@ -19,9 +19,18 @@ cannot be fetched or read, the next is tried. Speaker labels (``<v Name>``, ``Na
 Episodes without a transcript are skipped with a reason (see :meth:`acquire_with_warnings`);
 ``--transcript FILE`` attaches a local caption file to one chosen episode instead.
 
-Identity: the episode's GUID when it is an http(s) URL, else ``<feed URL>#<guid>`` (the feed
-URL is the feed's ``atom:link rel="self"`` when it has one, else the URL given, else, for a
-local file, the channel link), else the episode link or enclosure URL.
+Identity follows the episode, never the address the feed was reached by (the same episode
+added through a second feed URL, a redirect or a local copy is the same item):
+
+1. a GUID that is an http(s) URL → that URL (canonicalised);
+2. another GUID that is distinctive (≥ 8 characters, not only digits — UUIDs, ``Buzzsprout-…``)
+   → ``podcast-guid:<guid>``;
+3. the enclosure (audio) URL, else the episode's link → that URL (canonicalised);
+4. a short GUID (``"12"``) → ``podcast-guid:<feed URL>#<guid>`` (scoped, since short GUIDs
+   repeat across podcasts); nothing at all → ``<feed URL>#<number>:<title>``.
+
+The feed URL is the feed's ``atom:link rel="self"`` when it has one, else the URL given, else,
+for a local file, the channel link.
 """
 
 from __future__ import annotations
@@ -547,13 +556,16 @@ def canonical_episode_url(url: str) -> str:
 
 def episode_canonical(feed: Feed, ep: Episode) -> str:
     """The identity of an episode (see the module doc)."""
-    if ep.guid and _is_http(ep.guid):
-        return canonical_episode_url(ep.guid)
-    if ep.guid:
-        return f"{feed.url}#{ep.guid}"
-    for url in (ep.link, ep.audio_url):
+    guid = ep.guid
+    if guid and _is_http(guid):
+        return canonical_episode_url(guid)
+    if guid and len(guid) >= 8 and not guid.isdigit():
+        return f"podcast-guid:{guid}"
+    for url in (ep.audio_url, ep.link):
         if url and _is_http(url):
             return canonical_episode_url(url)
+    if guid:
+        return f"podcast-guid:{feed.url}#{guid}"
     return f"{feed.url}#{ep.number}:{ep.title}"
 
 
