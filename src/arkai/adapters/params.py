@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +79,59 @@ def load_params(root: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise LibraryError(f"{path}: expected a mapping at the top level")
     return _merge(DEFAULTS, raw)
+
+
+#: Environment variables that override a parameter: name → (dotted key, applies only when the
+#: parameter has this value, or None for always). The modules that read these keys honour them.
+ENV_OVERRIDES: dict[str, tuple[str, str | None]] = {
+    "ARKAI_EMBEDDER": ("index.embedder", "default"),
+    "ARKAI_OPENAI_BASE_URL": ("providers.openai.base_url", None),
+    "ARKAI_OPENAI_MODEL": ("providers.openai.model", None),
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One effective parameter and where its value came from."""
+
+    key: str
+    """Dotted path, e.g. ``extract.provider``."""
+    value: Any
+    source: str
+    """``default`` (arkai's built-in), ``params.yaml``, or ``env:NAME``."""
+
+
+def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_leaves(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def effective_params(root: Path, environ: Mapping[str, str] | None = None) -> list[Setting]:
+    """Every parameter the pipeline sees, sorted by key, with its source: the repo's
+    ``params.yaml`` over arkai's defaults, and the environment overrides of
+    :data:`ENV_OVERRIDES` (``environ`` defaults to the process environment)."""
+    env = os.environ if environ is None else environ
+    merged = _leaves(load_params(root))
+    path = root / "params.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raw = {}
+    from_file = _leaves(raw) if isinstance(raw, dict) else {}
+    settings = {
+        key: Setting(key, value, "params.yaml" if key in from_file else "default")
+        for key, value in merged.items()
+    }
+    for name, (key, only_when) in ENV_OVERRIDES.items():
+        value = env.get(name)
+        current = settings.get(key)
+        if not value or (only_when is not None and (current is None or current.value != only_when)):
+            continue
+        settings[key] = Setting(key, value, f"env:{name}")
+    return [settings[k] for k in sorted(settings)]
