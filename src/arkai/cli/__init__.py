@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import click
 
 from arkai.cli.config import config
+from arkai.cli.doctor import doctor
 from arkai.cli.eval import eval_
 from arkai.cli.evidence import evidence
 from arkai.cli.index import reindex
@@ -42,6 +43,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
+    doctor,
 ):  # fmt: skip
     cli.add_command(command)
 

@@ -1,0 +1,190 @@
+"""``arkai doctor``: one report of the library's health, item by item.
+
+For every item of ``library/``: was it acquired (a readable ``transcript.md``), extracted (and
+with what outcome), is its extraction current (the key the next ``dvc repro`` would compute
+equals the one recorded), do its spans still verify, is it in the search index's catalog, and
+does the built site have its page. An item whose state needs a person (a failure, a stale span,
+work the pipeline has not done yet) is flagged with what to do; the totals count each state.
+Reads only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.layout import EXTRACTION, INDEX, Item, iter_items
+from arkai.adapters.params import load_params
+from arkai.adapters.store import read_json
+from arkai.errors import ArkaiError
+from arkai.ops.extract import plan_item
+from arkai.ops.validate import validate_item
+from arkai.patterns.model import Pattern
+
+__all__ = ["DoctorReport", "ItemHealth", "diagnose"]
+
+# Extraction states.
+OK, FAILED, MISSING, OUTDATED, SKIPPED = "ok", "failed", "not extracted", "outdated", "skipped"
+
+
+@dataclass
+class ItemHealth:
+    """The state of one item along the pipeline."""
+
+    content_id: str
+    title: str
+    path: str
+    acquired: bool
+    """``transcript.md`` is a readable regular file."""
+    extraction: str
+    """``ok`` | ``failed`` | ``not extracted`` | ``outdated`` | ``skipped``."""
+    error: str | None = None
+    """The recorded error of a failed extraction, or why the item is skipped."""
+    stale_spans: int = 0
+    """Spans whose bytes no longer match the transcript."""
+    indexed: bool | None = None
+    """In ``index/catalog.json`` (None: no index built yet)."""
+    on_site: bool | None = None
+    """The built site has the item's page (None: no site built yet)."""
+    actions: list[str] = field(default_factory=list)
+    """What a person should do, if anything."""
+
+    @property
+    def healthy(self) -> bool:
+        return not self.actions
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content_id": self.content_id,
+            "title": self.title,
+            "path": self.path,
+            "acquired": self.acquired,
+            "extraction": self.extraction,
+            "error": self.error,
+            "stale_spans": self.stale_spans,
+            "indexed": self.indexed,
+            "on_site": self.on_site,
+            "healthy": self.healthy,
+            "actions": self.actions,
+        }
+
+
+@dataclass
+class DoctorReport:
+    items: list[ItemHealth]
+    index_built: bool
+    site_built: bool
+
+    @property
+    def healthy(self) -> bool:
+        return all(i.healthy for i in self.items)
+
+    def totals(self) -> dict[str, int]:
+        out = {
+            "items": len(self.items),
+            "healthy": sum(i.healthy for i in self.items),
+            "needs_attention": sum(not i.healthy for i in self.items),
+            "not_acquired": sum(not i.acquired for i in self.items),
+            "stale_spans": sum(i.stale_spans for i in self.items),
+            "not_indexed": sum(i.indexed is False for i in self.items),
+            "not_on_site": sum(i.on_site is False for i in self.items),
+        }
+        for state in (OK, FAILED, MISSING, OUTDATED, SKIPPED):
+            out[f"extraction_{state.replace(' ', '_')}"] = sum(
+                i.extraction == state for i in self.items
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "healthy": self.healthy,
+            "index_built": self.index_built,
+            "site_built": self.site_built,
+            "totals": self.totals(),
+            "items": [i.to_dict() for i in self.items],
+        }
+
+
+def _site_pages(root: Path) -> set[str] | None:
+    """Content IDs with an item page in the built site (None when no site is built)."""
+    from arkai.site.config import load_user_config
+    from arkai.site.links import page_id
+
+    site = load_user_config(root).site_dir
+    if not (site / "index.html").is_file():
+        return None
+    items = site / "items"
+    found = {p.stem for p in items.glob("*.html")} | {p.name for p in items.glob("*/")}
+    return {pid for pid in found if pid == page_id(pid)}
+
+
+def _extraction_state(
+    item: Item, root: Path, params: dict[str, Any], loaded: dict[str, Pattern]
+) -> tuple[str, str | None]:
+    record = read_json(item.extracted / EXTRACTION)
+    if not record:
+        return MISSING, None
+    if record.get("status") == "failed":
+        return FAILED, str(record.get("error") or "unknown error")
+    xp = params["extract"]
+    name = str(xp["provider"])
+    model = xp.get("model") or ((params.get("providers") or {}).get(name) or {}).get("model")
+    plan = plan_item(item, root, params, name, str(model) if model else None, loaded)
+    if not plan.patterns:
+        return SKIPPED, "no patterns for this content type"
+    if record.get("key") != plan.key:
+        return OUTDATED, None
+    return OK, None
+
+
+def diagnose(root: Path) -> DoctorReport:
+    """The health of every item (see the module doc)."""
+    from arkai.site.links import page_id
+
+    params = load_params(root)
+    catalog = read_json(root / INDEX / "catalog.json")
+    indexed = (
+        {str(e.get("id")) for e in catalog.get("items") or [] if isinstance(e, dict)}
+        if catalog is not None
+        else None
+    )
+    pages = _site_pages(root)
+    loaded: dict[str, Pattern] = {}
+    out: list[ItemHealth] = []
+    for item in iter_items(root):
+        health = ItemHealth(
+            content_id=item.id,
+            title=item.title,
+            path=item.path.relative_to(root).as_posix(),
+            acquired=item.transcript.is_file() and not item.transcript.is_symlink(),
+            extraction=MISSING,
+            indexed=None if indexed is None else item.id in indexed,
+            on_site=None if pages is None else page_id(item.id) in pages,
+        )
+        if not health.acquired:
+            health.actions.append("transcript.md is missing: re-add the source (`arkai add`)")
+        else:
+            try:
+                health.extraction, health.error = _extraction_state(item, root, params, loaded)
+                health.stale_spans = validate_item(item).stale
+            except ArkaiError as exc:
+                health.extraction, health.error = FAILED, exc.message
+        if health.extraction == FAILED:
+            health.actions.append(
+                f"extraction failed ({health.error}): fix the cause, then `dvc repro` "
+                f"(or `arkai extract --only {item.id[:8]}`)"
+            )
+        elif health.extraction in (MISSING, OUTDATED):
+            health.actions.append(f"{health.extraction}: run `dvc repro`")
+        if health.stale_spans:
+            health.actions.append(
+                f"{health.stale_spans} span(s) no longer match the transcript: "
+                f"`arkai evidence reanchor {item.id[:8]}` or re-extract"
+            )
+        if health.indexed is False and health.extraction == OK:
+            health.actions.append("not in the search index: run `dvc repro` (or `arkai reindex`)")
+        if health.on_site is False and health.extraction == OK:
+            health.actions.append("not on the site: run `dvc repro` (or `arkai site build`)")
+        out.append(health)
+    return DoctorReport(items=out, index_built=indexed is not None, site_built=pages is not None)

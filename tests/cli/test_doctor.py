@@ -1,0 +1,70 @@
+"""``arkai doctor``: every state an item can be in, and the exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arkai.adapters.layout import iter_items
+from arkai.core import canonjson
+from tests.conftest import SAMPLES, Runner
+
+pytestmark = pytest.mark.slow  # runs the builtin extraction (spaCy)
+
+
+def _doctor(arkai: Runner, kr: Path) -> tuple[int, dict[str, Any]]:
+    code, out, err = arkai("--repo", kr, "doctor", "--json")
+    assert out, err
+    return code, json.loads(out)
+
+
+def test_doctor_reports_each_state(kr: Path, arkai: Runner) -> None:
+    talk, note = SAMPLES / "beekeeping-talk.vtt", SAMPLES / "note-2026-11-20.md"
+    assert arkai("--repo", kr, "add", "-q", talk, note)[0] == 0
+    code, rep = _doctor(arkai, kr)
+    assert code == 1 and rep["totals"]["extraction_not_extracted"] == 2
+    assert not rep["index_built"] and not rep["site_built"]
+    assert all("run `dvc repro`" in i["actions"][0] for i in rep["items"])
+
+    assert arkai("--repo", kr, "extract", "-q")[0] == 0
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and rep["healthy"] and rep["totals"]["extraction_ok"] == 2
+    code, out, _ = arkai("--repo", kr, "doctor")
+    assert code == 0 and "2 items: 2 healthy, 0 need attention" in out
+
+    a, b = sorted(iter_items(kr), key=lambda i: i.title)
+    # A catalog without item b, a site with a page for a only.
+    (kr / "index").mkdir(exist_ok=True)
+    (kr / "index" / "catalog.json").write_text(
+        canonjson.dumps({"version": 1, "items": [{"id": a.id}]})
+    )
+    (kr / "site" / "items" / a.id).mkdir(parents=True)
+    (kr / "site" / "index.html").write_text("<html></html>")
+    (kr / "site" / "items" / a.id / "index.html").write_text("<html></html>")
+    code, rep = _doctor(arkai, kr)
+    by_id = {i["content_id"]: i for i in rep["items"]}
+    assert code == 1 and by_id[a.id]["healthy"]
+    assert by_id[b.id]["indexed"] is False and by_id[b.id]["on_site"] is False
+    assert rep["totals"]["not_indexed"] == 1 and rep["totals"]["not_on_site"] == 1
+
+    # A transcript edited under a claim: outdated and stale spans.
+    ev = (a.extracted / "evidence.jsonl").read_text().splitlines()
+    quote = json.loads(ev[0])["quote"]
+    text = a.transcript.read_text()
+    a.transcript.write_text(text.replace(quote, quote.upper(), 1))
+    # A recorded failure keeps its error.
+    record = json.loads((b.extracted / "extraction.json").read_text())
+    record.update(status="failed", error="provider timed out after 120 s")
+    (b.extracted / "extraction.json").write_text(canonjson.dumps(record))
+    code, rep = _doctor(arkai, kr)
+    by_id = {i["content_id"]: i for i in rep["items"]}
+    assert code == 1
+    assert by_id[a.id]["extraction"] == "outdated" and by_id[a.id]["stale_spans"] >= 1
+    assert any("reanchor" in x for x in by_id[a.id]["actions"])
+    assert by_id[b.id]["extraction"] == "failed"
+    assert by_id[b.id]["error"] == "provider timed out after 120 s"
+    code, out, _ = arkai("--repo", kr, "doctor")
+    assert "provider timed out after 120 s" in out and "1 need attention" not in out
