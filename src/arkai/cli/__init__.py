@@ -19,6 +19,7 @@ from arkai.cli.items import add, ingest, init, remember
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
 from arkai.cli.review import diff, log, review
+from arkai.cli.run import resume, run_
 from arkai.cli.search import context, library, search, show, topics
 from arkai.cli.site import site
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
@@ -43,7 +44,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor,
+    doctor, run_, resume,
 ):  # fmt: skip
     cli.add_command(command)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from arkai.adapters.layout import iter_items
 from arkai.adapters.params import load_params
 from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.errors import EXIT_PIPELINE, EXIT_USAGE, InvalidInputError
+from arkai.errors import EXIT_USAGE, InvalidInputError
 from arkai.ops.add import (
     AddResult,
     add_inputs,
@@ -178,13 +177,9 @@ def ingest(ctx: click.Context, /, **kw: object) -> None:
     code = _exit_code(results)
     if code and not any(r.status in ("added", "updated") for r in results):
         ctx.exit(code)
-    root = repo_root(ctx)
-    proc = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=root, check=False)
-    if proc.returncode != 0:
-        click.echo(
-            "arkai: error: dvc repro failed; fix the cause and re-run it to resume", err=True
-        )
-        ctx.exit(EXIT_PIPELINE)
+    from arkai.ops.run import run_pipeline
+
+    run_pipeline(repo_root(ctx))  # PipelineError → exit 3 (resumable)
     ctx.exit(code)
 
 
