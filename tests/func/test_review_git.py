@@ -578,14 +578,7 @@ def test_site_script_builds_and_marks_no_jekyll(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "index.html was not built" in proc.stderr
 
 
-def _site_registered() -> bool:
-    from arkai.cli import cli
-
-    return "site" in cli.commands
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _site_registered(), reason="`arkai site` is not registered")
 def test_site_script_with_the_real_site_build(base_repo: Path, tmp_path: Path) -> None:
     repo = copy_repo(base_repo, tmp_path / "kb")
     proc = sh(repo, "bash", "scripts/ci/site.sh", check=False)

@@ -8,8 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from importlib import resources
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +20,6 @@ pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 FIRST = "2024-01-10T12:00:00Z"
 SECOND = "2024-03-10T12:00:00Z"
-
-
-def _missing_index_stage() -> str | None:
-    """Why the index stage cannot run yet (None when it can)."""
-    if not (resources.files("arkai") / "scaffold" / "stages" / "index.py").is_file():
-        return "the `index` stage (scaffold stages/index.py) is not there yet"
-    from arkai.cli import cli
-
-    for name in ("reindex", "search", "context"):
-        if name not in cli.commands:
-            return f"`arkai {name}` is not registered in arkai.cli yet"
-    for module in ("arkai.search.embed", "arkai.search.vectors"):
-        if find_spec(module) is None:
-            return f"the vector lane is not there yet (no {module})"
-    return None
 
 
 def sh(cwd: Path, *args: str, when: str | None = None) -> str:
@@ -68,9 +51,6 @@ def claims_of(result: dict[str, Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    why = _missing_index_stage()
-    if why:
-        pytest.skip(why)
     tmp = tmp_path_factory.mktemp("search-e2e")
     repo = tmp / "knowledge"
     sh(tmp, "arkai", "init", str(repo))
