@@ -12,7 +12,7 @@ from arkai.adapters.params import load_params
 from arkai.adapters.store import write_json
 from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.errors import EXIT_ERROR
+from arkai.errors import EXIT_ERROR, NotFoundError
 from arkai.ops.extract import run_extract
 from arkai.ops.runner import Stats
 from arkai.ops.validate import ItemReport, summarize, validate_items, validate_library
@@ -162,13 +162,20 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", required=False)
 @json_option
 @click.pass_context
-def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
-    """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID)."""
+def status(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
+    """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID;
+    default the latest run)."""
     root = repo_root(ctx)
-    rid = events.get_run(root, run_id)
+    if run_id is None:
+        latest = events.list_runs(root)[-1:]
+        if not latest:
+            raise NotFoundError("no runs yet", hint="runs are logged by add, extract, dvc repro…")
+        rid = latest[0]
+    else:
+        rid = events.get_run(root, run_id)
     evs = events.read_events(root / events.RUNS_DIR / rid / "events.jsonl")
     end = next((e for e in evs if e.get("type") == "RunCompleted"), None)
     counts: dict[str, int] = {}
