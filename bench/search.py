@@ -437,7 +437,7 @@ def bench_floor(
     rng: random.Random,
 ) -> dict[str, Any]:
     """Where the vector lane's floor sits between nonsense and relevance (see the docstring)."""
-    from arkai.search.pipeline import MIN_SIMILARITY
+    from arkai.search.pipeline import ANSWER_FLOOR, MIN_SIMILARITY
 
     letters = "abcdefghijklmnopqrstuvwxyz"
     nonsense = [
@@ -458,6 +458,7 @@ def bench_floor(
         return [float(x) for x in (qv @ doc_vecs.T).max(axis=1)]
 
     junk, off = best(nonsense), best(OFF_TOPIC)
+    real = [float(x) for x in (query_vecs @ doc_vecs.T).max(axis=1)]
     rel = np.asarray(relevant)
 
     def dist(xs: Sequence[float]) -> dict[str, float]:
@@ -467,6 +468,12 @@ def bench_floor(
 
     return {
         "min_similarity": MIN_SIMILARITY,
+        "answer_floor": ANSWER_FLOOR,
+        "real_query_best_cosine": dist(real),
+        "real_queries_under_answer_floor": sum(x < ANSWER_FLOOR for x in real),
+        "real_queries": len(real),
+        "nonsense_over_answer_floor": sum(x >= ANSWER_FLOOR for x in junk),
+        "off_topic_over_answer_floor": sum(x >= ANSWER_FLOOR for x in off),
         "nonsense_best_cosine": dist(junk),
         "off_topic_best_cosine": dist(off),
         "relevant_pair_cosine": dist(relevant),

@@ -160,6 +160,12 @@ def test_the_similarity_floor_turns_an_unrelated_query_into_no_results() -> None
     got = pipeline.rank(corpus, "zzzqqq", query_vec=q, min_similarity=0.2)
     assert got.ranked == [] and got.found == {"lexical": 0, "vector": 0}
     assert got.best_similarity == pytest.approx(0.8 * q[0], abs=1e-6)
+    # Above the hit floor but under the answer floor, with no word matched: nothing either.
+    q2 = np.array([0.4, 0.0, 0.0], dtype=np.float32) + np.array([0, -0.9165, 0], np.float32)
+    weak = pipeline.rank(corpus, "zzzqqq", query_vec=q2, min_similarity=0.2, answer_floor=0.4)
+    assert weak.best_similarity == pytest.approx(0.32, abs=1e-3) and weak.ranked == []
+    strong = pipeline.rank(corpus, "zzzqqq", query_vec=q2, answer_floor=0.3)
+    assert [r.doc for r in strong.ranked] == [3]
     # Below the floor in the vector lane, a lexical match still counts.
     assert [r.doc for r in pipeline.rank(corpus, "sleep", query_vec=q).ranked] == [2]
 

@@ -102,3 +102,21 @@ def test_asof_reads_the_git_history(repo: Path) -> None:
     assert "Hive sensors are build inputs too" not in titles and titles
     later = search(repo, f"{query} asof:2024-03-10", "--mode", "lexical", "-k", "5")
     assert "Hive sensors are build inputs too" in {r["title"] for r in later["results"]}
+
+
+@pytest.mark.parametrize("query", ["zzzqqq", "xkq vbnm", "how to bake sourdough bread"])
+def test_a_query_about_nothing_in_the_library_finds_nothing(repo: Path, query: str) -> None:
+    """The real embedder always returns *some* nearest passage; the answer floor turns an
+    unrelated query with no matching word into "no results" (exit 5), naming the floor."""
+    proc = subprocess.run(
+        [str(BIN / "arkai"), "search", query, "--explain"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 5, proc.stdout
+    assert "no results" in proc.stderr and "similarity floor 0.4" in proc.stderr
+    # A real question still finds its passage through the vector lane alone.
+    hit = search(repo, "what keeps bees warm in winter", "--mode", "vector", "--explain")
+    assert hit["results"] and hit["floor"]["best"] >= hit["floor"]["answer_floor"]

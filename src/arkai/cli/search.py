@@ -61,7 +61,8 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
              f"{a['items']} items")  # fmt: skip
     if explain and result.min_similarity is not None:
         best = "-" if result.best_similarity is None else f"{result.best_similarity:.3f}"
-        _say(f"vector floor: similarity >= {result.min_similarity:g} (best passage {best})")
+        _say(f"vector floor: hits >= {result.min_similarity:g}; with no word matched, the best "
+             f"passage must reach {result.answer_floor:g} (best passage {best})")  # fmt: skip
     for item in result.results:
         _say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
              f"score {item.score:.4g}")  # fmt: skip

@@ -316,13 +316,21 @@ class SearchResult:
     warnings: list[str] = field(default_factory=list)
     explain: bool = False
     min_similarity: float | None = None
-    """The vector lane's similarity floor (None: the vector lane did not run)."""
+    """The similarity a vector hit needs (None: the vector lane did not run)."""
+    answer_floor: float | None = None
+    """The similarity the best passage needs when no word matched."""
     best_similarity: float | None = None
     """The best cosine any allowed passage had, above the floor or not."""
 
     def to_dict(self) -> dict[str, Any]:
         floor = (
-            {"floor": {"min_similarity": self.min_similarity, "best": self.best_similarity}}
+            {
+                "floor": {
+                    "min_similarity": self.min_similarity,
+                    "answer_floor": self.answer_floor,
+                    "best": self.best_similarity,
+                }
+            }
             if self.explain and self.min_similarity is not None
             else {}
         )
@@ -687,8 +695,8 @@ def search(
     if not results:
         why = " (after filters)" if q.has_filters or q.phrases or q.exclude_terms else ""
         floor = (
-            f"; no passage reached the similarity floor {ranking.min_similarity:g}"
-            f" (best {ranking.best_similarity:.3f})"
+            f"; no word matched and no passage reached the similarity floor "
+            f"{ranking.answer_floor:g} (best {ranking.best_similarity:.3f})"
             if ranking.best_similarity is not None
             else ""
         )
@@ -708,5 +716,6 @@ def search(
         warnings=warnings,
         explain=explain,
         min_similarity=ranking.min_similarity if VECTOR_LANE in ranking.found else None,
+        answer_floor=ranking.answer_floor,
         best_similarity=ranking.best_similarity,
     )

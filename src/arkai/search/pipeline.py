@@ -58,6 +58,7 @@ from arkai.search.fusion import DEFAULT_K, Fused, ScoreFn, convex, normalise, rr
 from arkai.search.vectors import VectorStore
 
 __all__ = [
+    "ANSWER_FLOOR",
     "EMBEDDER",
     "FUSIONS",
     "K1",
@@ -91,11 +92,14 @@ EMBEDDER = "minilm"
 LEXICAL, VECTOR = "lexical", "vector"
 MODES = ("hybrid", "lexical", "vector")
 FUSIONS = ("hybrid", "rrf")
-#: The vector lane's floor: a passage less similar than this to the query is not a hit, so a
-#: query about nothing in the library finds nothing. Calibrated with ``bench/search.py
-#: --calibrate`` (see the README): nonsense and off-topic queries against SciFact stay below it,
-#: while the relevant abstracts of the train queries stay above it.
+#: A passage less similar than this to the query is never a vector hit.
 MIN_SIMILARITY = 0.2
+#: When the lexical lane finds nothing, the vector lane answers only if its best passage
+#: reaches this similarity, so a query about nothing in the library finds nothing. Calibrated
+#: with ``bench/search.py`` (section ``floor``; figures in the README): nonsense strings and
+#: off-topic questions against 2,000+ SciFact abstracts stay below it, while real questions'
+#: best passages lie above it.
+ANSWER_FLOOR = 0.4
 
 BoolArray = npt.NDArray[np.bool_]
 F32 = npt.NDArray[np.float32]
@@ -171,7 +175,9 @@ class Ranking:
     found: dict[str, int] = field(default_factory=dict)
     """Lane → how many documents it returned."""
     min_similarity: float = MIN_SIMILARITY
-    """The vector lane's floor this ranking used."""
+    """The similarity a passage needs to be a vector hit."""
+    answer_floor: float = ANSWER_FLOOR
+    """The similarity the best passage needs when the lexical lane found nothing."""
     best_similarity: float | None = None
     """The best cosine among the allowed documents, above the floor or not (``None``: the vector
     lane did not run)."""
@@ -296,11 +302,13 @@ def rank(
     mask: BoolArray | None = None,
     depth: int = LANE_DEPTH,
     min_similarity: float = MIN_SIMILARITY,
+    answer_floor: float = ANSWER_FLOOR,
     fusion: str = "hybrid",
 ) -> Ranking:
     """Rank the corpus's documents for ``text``: the lanes ``mode`` asks for, each returning
     its best ``depth`` allowed documents (lexical: BM25 > 0; vector: cosine ≥
-    ``min_similarity``), fused into one list.
+    ``min_similarity``), fused into one list. With no lexical match, vector hits count only when
+    the best of them reaches ``answer_floor`` (else the ranking is empty: nothing relevant).
 
     ``query_vec`` is the query's embedding, or a function computing it (called only when the
     vector lane runs, so a lexical search never loads a model). A mode whose lane has no
@@ -326,10 +334,13 @@ def rank(
             qvec = query_vec() if callable(query_vec) else query_vec
             qvec = np.asarray(qvec, dtype=np.float32).reshape(-1)
             best = _vector_lane(corpus, qvec, allowed, depth, min_similarity, lanes)
+            if not lanes.found.get(LEXICAL) and (best is None or best < answer_floor):
+                lanes.found[VECTOR] = []
     ranked = _fuse(lanes, fusion) if any(lanes.found.values()) else []
     return Ranking(
         ranked=ranked,
         found={lane: len(pairs) for lane, pairs in lanes.found.items()},
         min_similarity=min_similarity,
+        answer_floor=answer_floor,
         best_similarity=best,
     )
