@@ -265,6 +265,17 @@ def test_reanchor_never_resolves_onto_contradicting_text(repo: Path, arkai: Runn
     assert "arkai evidence reanchor --accept" in claims_md
     assert "Henrik never led the storage team" in claims_md  # the new text, beside the old
 
+    # The site counts them as unverified and shows no verdict for them.
+    from arkai.adapters.layout import iter_items
+    from arkai.site.collect import load_item, summarize_item
+
+    (item,) = iter_items(repo)
+    data = load_item(item)
+    unverified = [c for c in data.claims if c.status == "unverified"]
+    assert len(unverified) == 3 and all(c.verdict is None for c in unverified)
+    counts = summarize_item(data)["counts"]
+    assert counts["unverified"] == 3 and counts["resolved"] + counts["ambiguous"] == len(before) - 3
+
 
 def test_accepting_a_suggestion_records_it_and_makes_an_exact_receipt(
     repo: Path, arkai: Runner
