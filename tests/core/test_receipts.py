@@ -215,3 +215,15 @@ def test_shipped_patterns_declare_delimiters_with_a_nonce(name: str) -> None:
     pattern = get_pattern(name, None)
     assert pattern.input_delimiters is not None
     assert all("{nonce}" in d for d in pattern.input_delimiters)
+
+
+@pytest.mark.parametrize("rel", ["transcripts/Talk (1)", "chats/chatgpt/2026/Chat (2)"])
+def test_transcript_links_follow_the_layout_at_any_depth(tmp_path: Path, rel: str) -> None:
+    from arkai.adapters.layout import Item
+    from arkai.ops.render_item import transcript_href
+
+    item = Item(root=tmp_path, path=tmp_path / "library" / rel, metadata={"id": "x"})
+    item.path.mkdir(parents=True)
+    item.transcript.write_text("hi\n")
+    item.extracted.mkdir(parents=True)
+    assert (item.extracted / transcript_href(item)).resolve() == item.transcript.resolve()
