@@ -171,6 +171,9 @@ def test_validate_fails_on_every_forged_field(repo: Path, arkai: Runner, field: 
     assert named, problems
     assert all(p["file"].endswith("evidence.jsonl") and p["kind"] == "invalid" for p in named)
     assert any(message in p["problem"] for p in named), named
+    if field in ("quote", "match_count", "match_rank", "line", "column", "video_timestamp"):
+        code, out, _ = arkai("--repo", repo, "evidence", "show", target["id"], "--json")
+        assert code == 0 and any(message in p for p in json.loads(out)["problems"])
     # The text report names the claim and the file too.
     code, out, err = arkai("--repo", repo, "validate")
     assert code == 1 and target["id"] in out and "evidence.jsonl" in out
@@ -284,6 +287,8 @@ def test_accepting_a_suggestion_records_it_and_makes_an_exact_receipt(
     code, out, _ = arkai("--repo", repo, "evidence", "reanchor", "--all")
     assert code == 0 and "Henrik{+ never+} led" in out, out
     suggestion = next(x for x in read_lines(repo) if x["status"] == "reanchored_fuzzy")
+    code, out, _ = arkai("--repo", repo, "evidence", "show", suggestion["id"])
+    assert code == 0 and "UNVERIFIED (reanchored_fuzzy" in out
     code, out, _ = arkai(
         "--repo", repo, "evidence", "reanchor", "--accept", suggestion["id"][:10], "--json"
     )

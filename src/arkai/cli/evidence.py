@@ -52,6 +52,10 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
         if info["video_timestamp"]:
             stdout.print(f"timestamp  {info['video_timestamp']}", markup=False)
         state = "valid" if info["valid"] else "STALE (transcript changed under this span)"
+        if info["valid"] and not info["verified"]:
+            state = f"UNVERIFIED ({info['status']}: not an exact match of the quote)"
+        if info["problems"]:
+            state = "INVALID: " + "; ".join(info["problems"])
         stdout.print(f"span       bytes {info['utf8_byte_offset']} — {state}", markup=False)
         stdout.print(f"slice      {info['slice']}", markup=False)
     else:

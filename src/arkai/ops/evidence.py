@@ -14,6 +14,7 @@ from arkai.adapters.store import (
     read_evidence,
 )
 from arkai.core.document import Document
+from arkai.core.receipts import Receipt, check_receipt
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.validate import span_is_valid
@@ -66,11 +67,16 @@ def describe(loc: Located) -> dict[str, Any]:
         "slice": None,
         "video_timestamp": None,
         "valid": None,
+        "verified": line.verified,
+        "problems": [],
     }
     if line.span is not None:
         data = path.read_bytes() if path.is_file() else b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
+        receipt = Receipt(line.quote, line.status, line.resolution, line.span, line.quote_sha256,
+                          line.id, item.id, line.extractor)  # fmt: skip
+        info["problems"] = check_receipt(doc, receipt) if valid else []
         start = min(line.span.start, len(data))
         ln, col = doc.line_col(start)
         info.update(
