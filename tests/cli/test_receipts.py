@@ -277,6 +277,11 @@ def test_reanchor_never_resolves_onto_contradicting_text(repo: Path, arkai: Runn
     unverified = [c for c in data.claims if c.status == "unverified"]
     assert len(unverified) == 3 and all(c.verdict is None for c in unverified)
     counts = summarize_item(data)["counts"]
+    # Search cites only exact receipts beside a hit.
+    from arkai.ops.search import _item_claims
+
+    cited = _item_claims(repo, str(item.path.relative_to(repo)))
+    assert len(cited) == len(before) - 3 and all(c.status == "resolved" for c in cited)
     assert counts["unverified"] == 3 and counts["resolved"] + counts["ambiguous"] == len(before) - 3
 
 
