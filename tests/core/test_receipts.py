@@ -227,3 +227,16 @@ def test_transcript_links_follow_the_layout_at_any_depth(tmp_path: Path, rel: st
     item.transcript.write_text("hi\n")
     item.extracted.mkdir(parents=True)
     assert (item.extracted / transcript_href(item)).resolve() == item.transcript.resolve()
+
+
+def test_legacy_wisdom_records_without_resolution_are_still_checked() -> None:
+    from arkai.core.receipts import receipt_from_dict
+
+    m = resolve_quote(DOC, "Storage costs fell by one percent")
+    assert m.span is not None
+    legacy = {"quote": "Storage costs fell by one percent", "status": "resolved",
+              "span": m.span.to_dict()}  # fmt: skip
+    assert check_receipt(DOC, receipt_from_dict(legacy)) == []
+    forged = {**legacy, "quote": "Storage costs fell by ten percent"}
+    assert any("not the quote" in p for p in check_receipt(DOC, receipt_from_dict(forged)))
+    assert check_receipt(DOC, receipt_from_dict({**legacy, "status": "ambiguous"}))

@@ -57,6 +57,9 @@ class Receipt:
     span: Span | None
     quote_sha256: str | None = None
     """``None`` when the record does not store one (older ``wisdom.json`` files)."""
+    counted: bool = True
+    """False for records written without a ``resolution`` (``wisdom.json`` before stage 3):
+    they have no match count, rank or reason to recompute; everything else is checked."""
     evidence_id: str | None = None
     """The stored ID, for records whose ID derives from the span (evidence lines)."""
     content_id: str | None = None
@@ -76,6 +79,7 @@ def receipt_from_dict(d: dict[str, Any]) -> Receipt:
         resolution=Resolution.from_dict(status, d.get("resolution") or {}),
         span=Span.from_dict(raw_span) if raw_span else None,
         quote_sha256=str(d["quote_sha256"]) if "quote_sha256" in d else None,
+        counted="resolution" in d,
     )
 
 
@@ -117,7 +121,7 @@ def check_receipt(doc: Document, r: Receipt) -> list[str]:
     if span.video_timestamp != stamp and (span.video_timestamp is not None or stamp is not None):
         problems.append(f"video_timestamp {span.video_timestamp} should be {stamp}")
     if r.status in VERIFIED:
-        problems += _check_exact(data, needle, piece, span, res, r.status)
+        problems += _check_exact(data, needle, piece, span, res, r.status, r.counted)
     elif r.status in (MATCHED_CASE_INSENSITIVE, MATCHED_FUZZY):
         problems += _check_mode(doc, r)
     elif r.status == REANCHORED_FUZZY and needle.strip() and data.find(needle) >= 0:
@@ -126,7 +130,13 @@ def check_receipt(doc: Document, r: Receipt) -> list[str]:
 
 
 def _check_exact(
-    data: bytes, needle: bytes, piece: bytes, span: Span, res: Resolution, status: str
+    data: bytes,
+    needle: bytes,
+    piece: bytes,
+    span: Span,
+    res: Resolution,
+    status: str,
+    counted: bool,
 ) -> list[str]:
     problems: list[str] = []
     if piece != needle:
@@ -134,6 +144,9 @@ def _check_exact(
         return problems
     hits = all_occurrences(data, needle)
     count = len(hits)
+    if not counted:
+        want = RESOLVED if count == 1 else AMBIGUOUS
+        return [] if status == want else [f"status {status} should be {want}"]
     rank = hits.index(span.start) + 1 if span.start in hits else None
     if res.match_count != count:
         problems.append(f"match_count {res.match_count} should be {count}")

@@ -74,8 +74,16 @@ def describe(loc: Located) -> dict[str, Any]:
         data = path.read_bytes() if path.is_file() else b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
-        receipt = Receipt(line.quote, line.status, line.resolution, line.span, line.quote_sha256,
-                          line.id, item.id, line.extractor)  # fmt: skip
+        receipt = Receipt(
+            quote=line.quote,
+            status=line.status,
+            resolution=line.resolution,
+            span=line.span,
+            quote_sha256=line.quote_sha256,
+            evidence_id=line.id,
+            content_id=item.id,
+            extractor=line.extractor,
+        )
         info["problems"] = check_receipt(doc, receipt) if valid else []
         start = min(line.span.start, len(data))
         ln, col = doc.line_col(start)
