@@ -482,3 +482,23 @@ def test_prompt_injection_is_not_obeyed_by_the_builtin(
     assert arkai("--repo", kr, "extract", "--quiet")[0] == 0
     lines = read_lines(kr)
     assert lines and all(not x["claim"].startswith("Acme is insolvent") for x in lines)
+
+
+def test_a_new_occurrence_is_drift_that_reanchor_repairs(repo: Path, arkai: Runner) -> None:
+    # Appending the same sentence again leaves every span intact but makes it ambiguous: the
+    # transcript changed, so that is stale (repairable), not a forged record.
+    lib, _ = item_dirs(repo)
+    path = lib / "transcript.md"
+    path.write_text(path.read_text() + "[00:01:00] " + SENTENCES[3] + "\n")
+    code, report = validate(arkai, repo)
+    assert code == 1 and report["summary"]["invalid"] == 0
+    problems = report["items"][0]["problems"]
+    target = henrik(read_lines(repo))["id"]
+    assert any(p["record"] == target and "match_count 1 should be 2" in p["problem"]
+               for p in problems)  # fmt: skip
+    assert {p["kind"] for p in problems} == {"stale"}
+    code, _, _ = arkai("--repo", repo, "evidence", "reanchor", "--all")
+    assert code == 0
+    code, report = validate(arkai, repo)
+    assert code == 0 and report["summary"]["ok"], report
+    assert henrik(read_lines(repo))["status"] == "ambiguous"

@@ -47,6 +47,21 @@ from arkai.model.status import (
 )
 
 
+class Finding(str):
+    """One way a receipt disagrees with the artifact: the message, plus ``drift`` — True when
+    an edit of the artifact explains it (an added occurrence changes ``match_count``, a new
+    line above changes ``line``), False when only a changed record can (a quote that is not
+    the bytes at its span, a wrong digest or ID)."""
+
+    drift: bool = False
+
+
+def drift(message: str) -> Finding:
+    found = Finding(message)
+    found.drift = True
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class Receipt:
     """The checkable fields of one span-bearing record."""
@@ -83,49 +98,49 @@ def receipt_from_dict(d: dict[str, Any]) -> Receipt:
     )
 
 
-def check_receipt(doc: Document, r: Receipt) -> list[str]:
+def check_receipt(doc: Document, r: Receipt) -> list[Finding]:
     """Every way ``r`` disagrees with ``doc`` (empty when the receipt holds)."""
-    problems: list[str] = []
+    problems: list[Finding] = []
     needle = r.quote.encode("utf-8")
     if r.quote_sha256 is not None and r.quote_sha256 != text_digest(r.quote):
-        problems.append("quote_sha256 is not the digest of the quote")
+        problems.append(Finding("quote_sha256 is not the digest of the quote"))
     if r.status not in STATUSES:
-        problems.append(f"unknown status {r.status!r}")
+        problems.append(Finding(f"unknown status {r.status!r}"))
         return problems
     span, res = r.span, r.resolution
     if r.evidence_id is not None and r.content_id is not None and r.extractor is not None:
         offsets = (span.start, span.end) if span is not None else None
         expected = evidence_id(r.content_id, r.extractor, text_digest(r.quote), offsets)
         if expected != r.evidence_id:
-            problems.append(f"ID does not recompute from its inputs (expected {expected})")
+            problems.append(Finding(f"ID does not recompute from its inputs (expected {expected})"))
     if r.status == UNRESOLVED:
         if span is not None:
-            problems.append("an unresolved quote has a span")
+            problems.append(Finding("an unresolved quote has a span"))
         return problems
     if span is None:
-        problems.append(f"status {r.status} without a span")
+        problems.append(Finding(f"status {r.status} without a span"))
         return problems
     data = doc.data
     if not 0 <= span.start <= span.end <= len(data):
-        problems.append(f"span [{span.start}, {span.end}) lies outside the artifact")
+        problems.append(drift(f"span [{span.start}, {span.end}) lies outside the artifact"))
         return problems
     piece = data[span.start : span.end]
     if digest(piece) != span.slice_sha256:
-        problems.append("slice_sha256 does not match the bytes at the span (stale span)")
+        problems.append(Finding("slice_sha256 does not match the bytes at the span (stale span)"))
     line, col = doc.line_col(span.start)
     if span.line is not None and span.line != line:
-        problems.append(f"line {span.line} should be {line}")
+        problems.append(drift(f"line {span.line} should be {line}"))
     if span.column is not None and span.column != col:
-        problems.append(f"column {span.column} should be {col}")
+        problems.append(drift(f"column {span.column} should be {col}"))
     stamp = doc.timestamp_at(span.start)
     if span.video_timestamp != stamp and (span.video_timestamp is not None or stamp is not None):
-        problems.append(f"video_timestamp {span.video_timestamp} should be {stamp}")
+        problems.append(drift(f"video_timestamp {span.video_timestamp} should be {stamp}"))
     if r.status in VERIFIED:
         problems += _check_exact(data, needle, piece, span, res, r.status, r.counted)
     elif r.status in (MATCHED_CASE_INSENSITIVE, MATCHED_FUZZY):
         problems += _check_mode(doc, r)
     elif r.status == REANCHORED_FUZZY and needle.strip() and data.find(needle) >= 0:
-        problems.append("marked reanchored_fuzzy but the quote occurs verbatim")
+        problems.append(drift("marked reanchored_fuzzy but the quote occurs verbatim"))
     return problems
 
 
@@ -137,51 +152,53 @@ def _check_exact(
     res: Resolution,
     status: str,
     counted: bool,
-) -> list[str]:
-    problems: list[str] = []
+) -> list[Finding]:
+    problems: list[Finding] = []
     if piece != needle:
-        problems.append(f"the bytes at the span are not the quote (status {status})")
+        problems.append(Finding(f"the bytes at the span are not the quote (status {status})"))
         return problems
     hits = all_occurrences(data, needle)
     count = len(hits)
     if not counted:
         want = RESOLVED if count == 1 else AMBIGUOUS
-        return [] if status == want else [f"status {status} should be {want}"]
+        return [] if status == want else [drift(f"status {status} should be {want}")]
     rank = hits.index(span.start) + 1 if span.start in hits else None
     if res.match_count != count:
-        problems.append(f"match_count {res.match_count} should be {count}")
+        problems.append(drift(f"match_count {res.match_count} should be {count}"))
     if res.match_rank != rank:
-        problems.append(f"match_rank {res.match_rank} should be {rank}")
+        problems.append(drift(f"match_rank {res.match_rank} should be {rank}"))
     want = RESOLVED if count == 1 else AMBIGUOUS
     if status != want:
-        problems.append(f"status {status} should be {want} ({count} occurrences)")
+        problems.append(drift(f"status {status} should be {want} ({count} occurrences)"))
     reason = None if count == 1 else REASON_MULTIPLE
     if res.reason != reason:
-        problems.append(f"reason {res.reason} should be {reason}")
+        problems.append(drift(f"reason {res.reason} should be {reason}"))
     return problems
 
 
-def _check_mode(doc: Document, r: Receipt) -> list[str]:
+def _check_mode(doc: Document, r: Receipt) -> list[Finding]:
     mode = MODE_INSENSITIVE if r.status == MATCHED_CASE_INSENSITIVE else MODE_FUZZY
     # Threshold 0: recompute where the match is, whatever threshold produced it.
     again = resolve_quote(doc, r.quote, mode=mode, fuzzy_threshold=0.0)
     span = r.span
     assert span is not None
     if again.resolution.status != r.status:
-        return [f"status {r.status} should be {again.resolution.status}"]
-    problems: list[str] = []
+        return [drift(f"status {r.status} should be {again.resolution.status}")]
+    problems: list[Finding] = []
     got = again.span
     if got is None or (got.start, got.end) != (span.start, span.end):
         where = f"[{got.start}, {got.end})" if got is not None else "none"
-        problems.append(f"span [{span.start}, {span.end}) should be {where}")
+        problems.append(drift(f"span [{span.start}, {span.end}) should be {where}"))
     res, want = r.resolution, again.resolution
     if (res.match_count, res.match_rank) != (want.match_count, want.match_rank):
         problems.append(
-            f"match {res.match_rank}/{res.match_count} should be {want.match_rank}/"
-            f"{want.match_count}"
+            drift(
+                f"match {res.match_rank}/{res.match_count} should be {want.match_rank}/"
+                f"{want.match_count}"
+            )
         )
     if res.score != want.score:
-        problems.append(f"score {res.score} should be {want.score}")
+        problems.append(drift(f"score {res.score} should be {want.score}"))
     return problems
 
 

@@ -26,7 +26,7 @@ from arkai.core.document import Document
 from arkai.core.evidence import evidence_from_match
 from arkai.core.hashing import digest, text_digest
 from arkai.core.reanchor import reanchor_quote, word_diff
-from arkai.core.receipts import iter_quote_records
+from arkai.core.receipts import Receipt, check_receipt, iter_quote_records, receipt_from_dict
 from arkai.core.resolve import Match, all_occurrences, make_span
 from arkai.errors import InvalidInputError
 from arkai.model.entity import Mention
@@ -89,7 +89,9 @@ def reanchor_item(
     kept = 0
     with events.run(root, "reanchor", content_id=item.id) as log:
         for line in lines:
-            stale = line.span is not None and not span_is_valid(data, line.span)
+            stale = line.span is not None and (
+                not span_is_valid(data, line.span) or _drifted(doc, line)
+            )
             if not stale or (only is not None and line.id != only):
                 out.append(line)
                 kept += 1
@@ -141,11 +143,24 @@ def reanchor_item(
     }
 
 
+def _drifted(doc: Document, line: EvidenceLine) -> bool:
+    """The span's bytes are intact but an edit changed what they resolve to (another
+    occurrence of the quote, lines added above)."""
+    receipt = Receipt(line.quote, line.status, line.resolution, line.span, line.quote_sha256)
+    found = check_receipt(doc, receipt)
+    return bool(found) and all(f.drift for f in found)
+
+
 def _reanchored_mention(doc: Document, raw: dict[str, Any], threshold: float) -> Mention | None:
     """The repaired mention for a stored record, or None when its span is still good."""
     mention = Mention.from_dict(raw)
-    if mention.span is None or span_is_valid(doc.data, mention.span):
+    if mention.span is None:
         return None
+    if span_is_valid(doc.data, mention.span):
+        receipt = receipt_from_dict(raw)
+        found = check_receipt(doc, receipt)
+        if not found or not all(f.drift for f in found):
+            return None
     match = reanchor_quote(doc, mention.quote, mention.span, threshold=threshold)
     return Mention(mention.quote, text_digest(mention.quote), match.resolution, match.span)
 

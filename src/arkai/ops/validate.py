@@ -6,7 +6,9 @@ on. Every record is re-derived from its quote and the current transcript
 (:func:`arkai.core.receipts.check_receipt`):
 
 - a span whose bytes no longer hash to ``slice_sha256`` is **stale** (the transcript was edited:
-  re-extract or ``arkai evidence reanchor``);
+  re-extract or ``arkai evidence reanchor``), and so is a record whose counts, rank, line or
+  timestamp no longer recompute when the transcript changed since extraction (a new occurrence
+  of the quote, a line added above);
 - any other disagreement — a quote that is not the bytes at its span, a wrong digest, ID, count,
   rank, line, column or timestamp, an unknown status — is **invalid**: the file was edited by
   hand or written by a bug, and the record is named (file, ID or path, problem);
@@ -220,7 +222,14 @@ def _tally(report: ItemReport, doc: Document, file: str, kind: str, label: str, 
         )
         return
     problems = check_receipt(doc, r)
-    if problems:
+    if problems and not report.digest_ok and all(p.drift for p in problems):
+        # The transcript changed since extraction and that explains the difference (an added
+        # occurrence, a shifted line): out of date, like a stale span, not a broken record.
+        counts.stale += 1
+        report.problems += [
+            Problem(file, label, f"transcript changed: {p}", "stale") for p in problems
+        ]
+    elif problems:
         counts.invalid += 1
         report.problems += [Problem(file, label, p, "invalid") for p in problems]
     elif r.status == UNRESOLVED:
