@@ -153,7 +153,8 @@ def test_reanchor_after_word_edit_is_fuzzy_and_labelled(extracted: Path, arkai: 
     change = json.loads(out)["items"][0]["changes"]
     assert [c["old_id"] for c in change] == [line["id"]]
     new = next(ln for ln in evidence_lines(extracted) if ln["id"] == change[0]["new_id"])
-    assert new["status"] == "resolved"
+    # Found only approximately: a suggestion, never "resolved" (issue 10).
+    assert new["status"] == "reanchored_fuzzy"
     assert new["resolution"]["method"] == "reanchor" and new["resolution"]["score"] >= 90
     assert new["reanchored_from"] == line["id"]
     start, end = new["span"]["utf8_byte_offset"]

@@ -180,6 +180,10 @@ def test_claim_chunks_skip_rejected_and_unresolved() -> None:
         line("b" * 16, TRANSCRIPT, "Bees forage within three kilometres.", review="rejected"),
         line("c" * 16, TRANSCRIPT, "nothing like this", status="unresolved"),
         line("d" * 16, TRANSCRIPT, "31 percent\nand it spread", status="ambiguous"),
+        # Spans that are not exact matches are never indexed as claims (issue 10).
+        line("e" * 16, TRANSCRIPT, "Bees forage", status="matched_case_insensitive"),
+        line("f" * 16, TRANSCRIPT, "Varroa mites", status="matched_fuzzy"),
+        line("0" * 16, TRANSCRIPT, "winter loss", status="reanchored_fuzzy"),
     ]
     chunks = claim_chunks(CID, TRANSCRIPT, lines)
     assert [c.evidence_id for c in chunks] == ["a" * 16, "d" * 16]

@@ -170,7 +170,7 @@ def test_resolve_quote_maps_fuzzy_span_to_bytes_after_non_ascii_text() -> None:
     quote = _swap(SENTENCES[70], 6, "saxophone")
     match = resolve_quote(Document(data), quote, mode="fuzzy")
     assert match.resolution.method == "fuzzy"
-    assert match.resolution.status == "resolved"
+    assert match.resolution.status == "matched_fuzzy"
     assert match.span is not None
     sliced = data[match.span.start : match.span.end].decode("utf-8")
     assert sliced == SENTENCES[70]

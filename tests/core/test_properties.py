@@ -225,7 +225,9 @@ def test_insensitive_mode_finds_first_caseless_occurrence(text: str, data: st.Da
         hits = naive_occurrences(raw.lower(), needle.lower())
         assert res.method == "case_insensitive"
         assert (span.start, res.match_count) == (hits[0], len(hits))
-        assert res.status == ("resolved" if len(hits) == 1 else "ambiguous")
+        # Never resolved/ambiguous: only an exact byte match may be.
+        assert res.status == "matched_case_insensitive"
+        assert res.reason == (None if len(hits) == 1 else "multiple_matches")
     assert raw[span.start : span.end].lower() == needle.lower()
     assert span.slice_sha256 == sha(raw[span.start : span.end])
 

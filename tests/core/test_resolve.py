@@ -146,7 +146,7 @@ def test_fuzzy_mode_labels_method_and_reports_score() -> None:
     match = resolve_quote(Document(text.encode()), "quick brown fax jumps over", mode="fuzzy")
     res, span = match.resolution, match.span
     assert res.method == "fuzzy"
-    assert res.status == "resolved"
+    assert res.status == "matched_fuzzy"
     assert res.score is not None
     assert 0 < res.score < 100
     assert span is not None

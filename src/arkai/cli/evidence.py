@@ -18,7 +18,8 @@ from arkai.core.fuzzy import DEFAULT_THRESHOLD
 from arkai.core.resolve import resolve_quote
 from arkai.errors import EXIT_NO_RESULTS, ArkaiError
 from arkai.model.status import MODES
-from arkai.ops.evidence import describe, editor_command, find_evidence, reanchor_item
+from arkai.ops.evidence import describe, editor_command, find_evidence
+from arkai.ops.reanchor import accept_reanchor, reanchor_item
 
 
 @click.group()
@@ -51,6 +52,10 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
         if info["video_timestamp"]:
             stdout.print(f"timestamp  {info['video_timestamp']}", markup=False)
         state = "valid" if info["valid"] else "STALE (transcript changed under this span)"
+        if info["valid"] and not info["verified"]:
+            state = f"UNVERIFIED ({info['status']}: not an exact match of the quote)"
+        if info["problems"]:
+            state = "INVALID: " + "; ".join(info["problems"])
         stdout.print(f"span       bytes {info['utf8_byte_offset']} — {state}", markup=False)
         stdout.print(f"slice      {info['slice']}", markup=False)
     else:
@@ -93,17 +98,48 @@ def validate_cmd(ctx: click.Context, content_id: str, as_json: bool) -> None:
 @click.argument("ident", required=False)
 @click.option("--all", "all_items", is_flag=True, help="Repair every item in the library.")
 @click.option("--threshold", type=float, help="Fuzzy threshold 0-100 (default: params).")
+@click.option(
+    "--accept",
+    "accept",
+    metavar="EVIDENCE_ID",
+    help="Accept a re-anchor suggestion (reanchored_fuzzy) after checking its diff.",
+)
+@click.option("--note", help="With --accept: why (stored in review.yaml).")
 @json_option
 @click.pass_context
 def reanchor(
-    ctx: click.Context, ident: str | None, all_items: bool, threshold: float | None, as_json: bool
+    ctx: click.Context,
+    ident: str | None,
+    all_items: bool,
+    threshold: float | None,
+    accept: str | None,
+    note: str | None,
+    as_json: bool,
 ) -> None:
     """Repair stale spans from their quote and anchor text after a transcript edit.
 
-    IDENT is a content ID or an evidence ID (or a prefix of ≥ 8 characters). Re-found spans
-    are labelled `reanchor`; spans that cannot be re-found become `unresolved` (never dropped).
+    IDENT is a content ID or an evidence ID (or a prefix of ≥ 8 characters). Every output of
+    the item is repaired (evidence, entity mentions, wisdom quotes, claims.md, wisdom.md). A
+    quote found verbatim again is resolved/ambiguous; one found only approximately becomes a
+    suggestion (reanchored_fuzzy, unverified) shown with a word diff ([-old-]{+new+}); one not
+    found becomes unresolved (never dropped). --accept ID turns a checked suggestion into an
+    exact receipt of the new text and records the acceptance in the item's review.yaml.
     """
     root = repo_root(ctx)
+    if accept is not None:
+        if ident or all_items:
+            raise click.UsageError("--accept takes the evidence ID alone")
+        done = accept_reanchor(root, accept, note=note)
+        if as_json:
+            emit_json(done)
+            return
+        stdout.print(
+            f"{done['old_id']} → {done['new_id']} ({done['status']}), accepted in "
+            f"{done['review_file']}",
+            markup=False,
+        )
+        stdout.print(f"  {done['diff']}", markup=False)
+        return
     thr = (
         threshold
         if threshold is not None
@@ -126,12 +162,19 @@ def reanchor(
         return
     for r in results:
         stdout.print(
-            f"{r['content_id']}: {r['reanchored']} re-anchored, {r['unresolved']} now unresolved, "
-            f"{r['unchanged']} unchanged",
+            f"{r['content_id']}: {r['reanchored']} re-anchored exactly, {r['suggested']} "
+            f"suggested (unverified), {r['unresolved']} now unresolved, {r['unchanged']} "
+            "unchanged",
             markup=False,
         )
         for c in r["changes"]:
             stdout.print(f"  {c['old_id']} → {c['new_id']} ({c['status']})", markup=False)
+            if "diff" in c:
+                stdout.print(f"    {c['diff']}", markup=False)
+                stdout.print(
+                    f"    check it, then: arkai evidence reanchor --accept {c['new_id']}",
+                    markup=False,
+                )
 
 
 @evidence.command()
@@ -142,7 +185,7 @@ def reanchor(
     type=click.Choice(MODES),
     default="exact",
     show_default=True,
-    help="exact is V1; insensitive and fuzzy are labelled in resolution.method.",
+    help="exact is V1; insensitive and fuzzy give their own (unverified) statuses.",
 )
 @click.option("--threshold", type=float, help="Fuzzy threshold 0-100 (default: params).")
 @json_option

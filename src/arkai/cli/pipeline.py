@@ -78,17 +78,17 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
     for r in reports:
         if r.ok and not verbose:
             continue
-        mark = "ok   " if r.ok else "STALE"
+        mark = "ok     " if r.ok else "INVALID" if r.invalid else "STALE  "
         stdout.print(
-            f"{mark} {r.content_id}  valid {r.valid}  stale {r.stale}  unresolved {r.unresolved}"
-            f"  {r.title}"
+            f"{mark} {r.content_id}  valid {r.valid}  stale {r.stale}  unverified {r.unverified}"
+            f"  unresolved {r.unresolved}  invalid {r.invalid}  {r.title}",
+            markup=False,
         )
         if not r.digest_ok:
             stdout.print("      transcript.md changed since extraction")
-        for eid in r.stale_ids:
-            stdout.print(
-                f"      stale evidence {eid} (repair: arkai evidence reanchor {r.content_id})"
-            )
+        for p in r.problems:
+            fix = f" (repair: arkai evidence reanchor {r.content_id})" if p.kind == "stale" else ""
+            stdout.print(f"      {p.kind} {p.record} in {p.file}: {p.problem}{fix}", markup=False)
 
 
 @click.command()
@@ -109,12 +109,18 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
         _print_reports(reports, verbose)
         stdout.print(
             f"validate: {summary['items']} items, {summary['valid']} valid, "
-            f"{summary['stale']} stale, {summary['unresolved']} unresolved"
+            f"{summary['stale']} stale, {summary['unverified']} unverified, "
+            f"{summary['unresolved']} unresolved, {summary['invalid']} invalid"
         )
     fail = bool(load_params(root)["validate"]["fail_on_stale"])
-    if (summary["stale"] or summary["mentions_stale"]) and fail:
+    if summary["invalid"]:
+        # A receipt that does not recompute is never acceptable, whatever fail_on_stale says.
         if not as_json:
-            click.echo("arkai: error: stale evidence found (see above)", err=True)
+            click.echo("arkai: error: invalid evidence found (see above)", err=True)
+        ctx.exit(EXIT_ERROR)
+    if (summary["outputs_stale"] or summary["pending"]) and fail:
+        if not as_json:
+            click.echo("arkai: error: stale or unaccepted evidence found (see above)", err=True)
         ctx.exit(EXIT_ERROR)
 
 

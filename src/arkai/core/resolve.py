@@ -3,7 +3,9 @@
 V1 is exact raw-byte search: one match is ``resolved``, several are ``ambiguous`` (first match
 kept, ``match_count`` and 1-indexed ``match_rank`` recorded), none is ``unresolved`` with the
 whitespace+NFC ``normalized_match_only`` hint. Case-insensitive and fuzzy matching run only when
-asked for (``mode``), only after exact search fails, and always say so in ``resolution.method``.
+asked for (``mode``), only after exact search fails, and get their own statuses
+(``matched_case_insensitive``, ``matched_fuzzy``): only an exact byte match is ever
+``resolved`` or ``ambiguous``.
 
 Cost: an exact quote costs one pass of ``bytes.find`` over the document (to its first match, then
 on to a second one or the end); everything else a span needs (lines, timestamps, the folded and
@@ -24,6 +26,8 @@ from arkai.core.hashing import digest
 from arkai.model.evidence import Resolution, Span
 from arkai.model.status import (
     AMBIGUOUS,
+    MATCHED_CASE_INSENSITIVE,
+    MATCHED_FUZZY,
     METHOD_CASE_INSENSITIVE,
     METHOD_EXACT,
     METHOD_FUZZY,
@@ -74,6 +78,16 @@ def count_occurrences(data: bytes, needle: bytes, first: int) -> int:
         count += 1
         i = find(needle, i + 1)
     return count
+
+
+def all_occurrences(data: bytes, needle: bytes) -> list[int]:
+    """Start offsets of every (possibly overlapping) occurrence of ``needle`` in ``data``."""
+    found: list[int] = []
+    i = data.find(needle) if needle else -1
+    while i >= 0:
+        found.append(i)
+        i = data.find(needle, i + 1)
+    return found
 
 
 def make_span(doc: Document, start: int, end: int, artifact: str, sha: str | None = None) -> Span:
@@ -141,9 +155,8 @@ def _insensitive(doc: Document, quote: str, artifact: str) -> Match | None:
             count += 1
             j = low.find(q, j + 1)
         start, end = _byte_range(doc, ci, ci + len(q))
-    status = RESOLVED if count == 1 else AMBIGUOUS
     reason = None if count == 1 else REASON_MULTIPLE
-    res = Resolution(status, METHOD_CASE_INSENSITIVE, count, 1, reason)
+    res = Resolution(MATCHED_CASE_INSENSITIVE, METHOD_CASE_INSENSITIVE, count, 1, reason)
     return Match(res, make_span(doc, start, end, artifact))
 
 
@@ -153,7 +166,7 @@ def _fuzzy(doc: Document, quote: str, artifact: str, threshold: float) -> Match 
         return None
     cs, ce, score = found
     start, end = _byte_range(doc, cs, ce)
-    res = Resolution(RESOLVED, METHOD_FUZZY, 1, 1, None, score=score)
+    res = Resolution(MATCHED_FUZZY, METHOD_FUZZY, 1, 1, None, score=score)
     return Match(res, make_span(doc, start, end, artifact))
 
 

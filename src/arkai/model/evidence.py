@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from arkai.model.status import RESOLVED, STATUSES
+from arkai.model.status import RESOLVED, STATUSES, UNRESOLVED, is_verified
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,8 @@ class Resolution:
     """How a quote was (or was not) matched."""
 
     status: str
-    """``resolved`` | ``ambiguous`` | ``unresolved``."""
+    """``resolved`` | ``ambiguous`` | ``unresolved`` (V1), or one of the labelled unverified
+    statuses ``matched_case_insensitive`` | ``matched_fuzzy`` | ``reanchored_fuzzy``."""
     method: str
     """``exact`` | ``none`` | ``normalized_hint`` (V1) or a labelled extension method."""
     match_count: int
@@ -165,7 +166,7 @@ class EvidenceLine:
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         span = Span.from_dict(d["span"]) if d.get("span") else None
-        if status != "unresolved" and span is None:
+        if status != UNRESOLVED and span is None:
             raise ValueError(f"status {status} requires a span")
         return cls(
             id=str(d["id"]),
@@ -187,3 +188,8 @@ class EvidenceLine:
     @property
     def grounded(self) -> bool:
         return self.resolution.status == RESOLVED
+
+    @property
+    def verified(self) -> bool:
+        """An exact byte match (``resolved`` or ``ambiguous``): the only valid receipts."""
+        return is_verified(self.resolution.status)

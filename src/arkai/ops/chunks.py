@@ -267,8 +267,9 @@ def claim_text(line: EvidenceLine) -> str:
 def claim_chunks(
     content_id: str, text: str, evidence: Iterable[EvidenceLine], *, artifact: str = "transcript.md"
 ) -> list[Chunk]:
-    """One chunk per claim that has a span in ``artifact`` and is neither rejected nor
-    unresolved, pointing at the lines of its span; sorted by start line, then evidence ID."""
+    """One chunk per claim with an exact-match span (``resolved`` / ``ambiguous``) in
+    ``artifact`` that is not rejected, pointing at the lines of its span; sorted by start
+    line, then evidence ID."""
     data = text.encode("utf-8")
     starts = [ln.start for ln in split_lines(text)] or [0]
     stamps = [ln.timestamp for ln in split_lines(text)]
@@ -277,7 +278,7 @@ def claim_chunks(
         span = ev.span
         if (
             span is None
-            or ev.status == "unresolved"
+            or not ev.verified
             or is_rejected(ev)
             or span.artifact != artifact
             or not 0 <= span.start <= span.end <= len(data)

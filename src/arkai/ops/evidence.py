@@ -9,21 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters import events
-from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, MIN_PREFIX, Item, iter_items
+from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, Item, iter_items
 from arkai.adapters.store import (
-    read_entities,
     read_evidence,
-    read_json,
-    write_evidence,
-    write_json,
 )
 from arkai.core.document import Document
-from arkai.core.evidence import evidence_from_match
-from arkai.core.hashing import digest
-from arkai.core.reanchor import reanchor_quote
+from arkai.core.receipts import Receipt, check_receipt
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
-from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.validate import span_is_valid
 
@@ -75,11 +67,24 @@ def describe(loc: Located) -> dict[str, Any]:
         "slice": None,
         "video_timestamp": None,
         "valid": None,
+        "verified": line.verified,
+        "problems": [],
     }
     if line.span is not None:
         data = path.read_bytes() if path.is_file() else b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
+        receipt = Receipt(
+            quote=line.quote,
+            status=line.status,
+            resolution=line.resolution,
+            span=line.span,
+            quote_sha256=line.quote_sha256,
+            evidence_id=line.id,
+            content_id=item.id,
+            extractor=line.extractor,
+        )
+        info["problems"] = check_receipt(doc, receipt) if valid else []
         start = min(line.span.start, len(data))
         ln, col = doc.line_col(start)
         info.update(
@@ -107,80 +112,3 @@ def editor_command(path: Path, line: int, col: int) -> list[str]:
             return [*argv, f"{path}:{line}:{col}"]
         return [*argv, str(path)]
     return [shutil.which("code") or "code", "-g", f"{path}:{line}:{col}"]
-
-
-def reanchor_item(
-    root: Path, item: Item, *, threshold: float, only: str | None = None
-) -> dict[str, Any]:
-    """Repair stale spans of one item in place; returns counts and the ID changes."""
-    data = item.transcript.read_bytes()
-    doc = Document(data)
-    lines = read_evidence(item.extracted / EVIDENCE)
-    out: list[EvidenceLine] = []
-    changed: list[dict[str, Any]] = []
-    kept = 0
-    with events.run(root, "reanchor", content_id=item.id) as log:
-        for line in lines:
-            stale = line.span is not None and not span_is_valid(data, line.span)
-            if not stale or (only is not None and line.id != only):
-                out.append(line)
-                kept += 1
-                continue
-            match = reanchor_quote(doc, line.quote, line.span, threshold=threshold)
-            new = evidence_from_match(
-                content_id=line.content_id,
-                claim=line.claim,
-                quote=line.quote,
-                confidence=line.confidence,
-                extractor=line.extractor,
-                ts=line.ts,
-                match=match,
-            )
-            extra = {**line.extra, "reanchored_from": line.id}
-            new = EvidenceLine.from_dict({**extra, **new.to_dict()})
-            out.append(new)
-            changed.append({"old_id": line.id, "new_id": new.id, "status": new.status})
-            log.emit(
-                "EvidenceResolved",
-                evidence_id=new.id,
-                previous_id=line.id,
-                old_status="stale",
-                new_status=new.status,
-                method=new.resolution.method,
-            )
-    write_evidence(item.extracted / EVIDENCE, out)
-    mentions = reanchor_mentions(item, doc, threshold) if only is None else 0
-    meta = read_json(item.extracted / EXTRACTION)
-    if meta is not None and (changed or mentions):
-        meta["transcript_digest"] = digest(data)
-        meta["reanchored"] = True
-        write_json(item.extracted / EXTRACTION, meta)
-    return {
-        "content_id": item.id,
-        "unchanged": kept,
-        "reanchored": sum(c["status"] != "unresolved" for c in changed),
-        "unresolved": sum(c["status"] == "unresolved" for c in changed),
-        "mentions_reanchored": mentions,
-        "changes": changed,
-    }
-
-
-def reanchor_mentions(item: Item, doc: Document, threshold: float) -> int:
-    """Repair stale entity-mention spans in ``entities.json`` the same way; returns how many
-    mentions were re-anchored (or became unresolved)."""
-    path = item.extracted / ENTITIES
-    document = read_entities(path)
-    fixed = 0
-    for entity in document["entities"]:
-        for n, raw in enumerate(entity.get("mentions", [])):
-            mention = Mention.from_dict(raw)
-            if mention.span is None or span_is_valid(doc.data, mention.span):
-                continue
-            match = reanchor_quote(doc, mention.quote, mention.span, threshold=threshold)
-            entity["mentions"][n] = Mention(
-                mention.quote, mention.quote_sha256, match.resolution, match.span
-            ).to_dict()
-            fixed += 1
-    if fixed:
-        write_json(path, document)
-    return fixed

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +39,19 @@ from arkai.core import canonjson
 from arkai.core.document import Document
 from arkai.core.entities import entities_document, resolve_entities
 from arkai.core.evidence import evidence_from_match
-from arkai.core.hashing import digest, sha256_hex
+from arkai.core.hashing import digest, sha256_hex, text_digest
 from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
+from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.render_item import render_claims_md, render_wisdom_md
 from arkai.ops.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, Stats
 from arkai.patterns import Pattern, claims_input, get_pattern
 from arkai.providers.registry import get_provider
 
-STAGE_VERSION = "2"
+#: 3: shared quotes merged visibly, verdicts only on exact matches, wisdom quotes as receipts,
+#: escaped Markdown.
+STAGE_VERSION = "3"
 #: The response store: a local, content-addressed cache (not in git, not a DVC output, so a
 #: fresh clone's `dvc repro` is a no-op; extraction results themselves are in git).
 RESPONSES = Path(".arkai") / "responses"
@@ -148,8 +151,12 @@ def is_current(plan: Plan) -> bool:
 def _claims(
     plan: Plan, doc: Document, value: Any, xp: dict[str, Any], now: str
 ) -> list[EvidenceLine]:
+    """One evidence line per distinct quote. Claims that share a quote share its ID (the seed's
+    ID is content + extractor + quote + span), so they are merged *visibly*: the first claim
+    is the line's ``claim``, the others are listed in its ``merged_claims`` (never dropped)."""
     previous = {ln.id: ln for ln in read_evidence(plan.item.extracted / EVIDENCE)}
     lines: dict[str, EvidenceLine] = {}
+    merged: dict[str, list[str]] = {}
     for claim in value if isinstance(value, list) else []:
         quote = str(claim.get("quote", ""))
         match = resolve_quote(
@@ -164,14 +171,29 @@ def _claims(
             ts=now,
             match=match,
         )
+        first = lines.get(line.id)
+        if first is not None:
+            others = merged.setdefault(line.id, [])
+            if line.claim != first.claim and line.claim not in others:
+                others.append(line.claim)
+            if line.confidence > first.confidence:
+                lines[line.id] = replace(first, confidence=line.confidence)
+            continue
         old = previous.get(line.id)
         if old is not None and old.quote == line.quote:
-            line = EvidenceLine.from_dict({**line.to_dict(), "ts": old.ts})
-        lines.setdefault(line.id, line)
-    return list(lines.values())
+            line = replace(line, ts=old.ts)
+        lines[line.id] = line
+    out = []
+    for eid, line in lines.items():
+        if merged.get(eid):
+            line = replace(line, extra={**line.extra, "merged_claims": merged[eid]})
+        out.append(line)
+    return out
 
 
 def _with_verdicts(lines: list[EvidenceLine], value: Any) -> list[EvidenceLine]:
+    """Attach the model's verdicts, only ever to claims whose quote matched exactly: a verdict
+    on an unverified quote would lend it a credibility its receipt does not have."""
     verdicts = {
         str(v.get("id")): {"verdict": v.get("verdict"), "note": v.get("note", "")}
         for v in (value if isinstance(value, list) else [])
@@ -179,8 +201,8 @@ def _with_verdicts(lines: list[EvidenceLine], value: Any) -> list[EvidenceLine]:
     }
     out = []
     for line in lines:
-        if line.id in verdicts:
-            line = EvidenceLine.from_dict({**line.to_dict(), "verdict": verdicts[line.id]})
+        if line.verified and line.id in verdicts:
+            line = replace(line, extra={**line.extra, "verdict": verdicts[line.id]})
         out.append(line)
     return out
 
@@ -205,9 +227,10 @@ def extract_item(
                                "chunks": res.chunks, "keys": res.keys}  # fmt: skip
     lines = _claims(plan, doc, results.get(CLAIMS, []), xp, now)
     verify = next((p for p in plan.patterns if p.name == VERIFY), None)
-    if verify is not None and lines:
+    checkable = [ln for ln in lines if ln.verified]
+    if verify is not None and checkable:
         payload = claims_input(
-            [{"id": ln.id, "claim": ln.claim, "quote": ln.quote} for ln in lines], text
+            [{"id": ln.id, "claim": ln.claim, "quote": ln.quote} for ln in checkable], text
         )
         res = runner.run(verify, payload, options)
         lines = _with_verdicts(lines, res.value)
@@ -228,9 +251,12 @@ def extract_item(
         entities["extracted_at"] = old.get("extracted_at", now)
     write_json(out / ENTITIES, entities)
     wisdom = {k: v for k, v in results.items() if k not in (CLAIMS, ENTITY_PATTERN)}
-    write_json(out / "wisdom.json", resolve_sections(doc, wisdom))
-    write_if_changed(out / "wisdom.md", render_wisdom_md(item, doc, wisdom).encode("utf-8"))
-    write_if_changed(out / "claims.md", render_claims_md(item, lines).encode("utf-8"))
+    sections = resolve_sections(doc, wisdom)
+    write_json(out / "wisdom.json", sections)
+    write_if_changed(out / "wisdom.md", render_wisdom_md(item, sections).encode("utf-8"))
+    write_if_changed(
+        out / "claims.md", render_claims_md(item, lines, plan.transcript).encode("utf-8")
+    )
     counts = Counter(line.status for line in lines)
     write_json(
         out / EXTRACTION,
@@ -261,15 +287,16 @@ def extract_item(
 
 def resolve_sections(doc: Document, sections: dict[str, Any]) -> dict[str, Any]:
     """Pattern outputs with every ``quote`` (and every string in a ``quotes`` list) resolved:
-    each becomes ``{quote, status, span}`` so pages can link and validation can re-check."""
+    each becomes a receipt ``{quote, quote_sha256, status, resolution, span}`` (the fields of an
+    entity mention) so pages can link and validation can re-check it."""
 
     def walk(value: Any, key: str = "") -> Any:
         if isinstance(value, dict):
-            out = {k: walk(v, k) for k, v in value.items()}
+            out = {k: walk(v, k) for k, v in value.items() if k != "span"}
             if isinstance(value.get("quote"), str):
-                m = resolve_quote(doc, value["quote"])
-                out["status"] = m.resolution.status
-                out["span"] = m.span.to_dict() if m.span else None
+                quote = value["quote"]
+                m = resolve_quote(doc, quote)
+                out.update(Mention(quote, text_digest(quote), m.resolution, m.span).to_dict())
             return out
         if isinstance(value, list):
             if key == "quotes":

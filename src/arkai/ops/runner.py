@@ -20,7 +20,14 @@ from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
 from arkai.errors import PipelineError
-from arkai.patterns import OutputError, Pattern, parse_output, render_system
+from arkai.patterns import (
+    OutputError,
+    Pattern,
+    data_notice,
+    input_frame,
+    parse_output,
+    render_system,
+)
 from arkai.providers.base import Provider, ProviderError, Request, Response
 
 
@@ -199,6 +206,11 @@ class Runner:
             )
         # The input goes in the user message (as fabric sends it), not into the system prompt.
         system, _ = render_system(pattern, dict(options.get("variables", {})), None)
+        # Transcript text is data: it goes between the pattern's delimiters, and the system
+        # prompt says so, so "ignore previous instructions…" inside it is not obeyed.
+        frame = input_frame(pattern, text)
+        if frame is not None:
+            system += data_notice(frame)
         request = Request(
             pattern=pattern.name,
             system=system,
@@ -206,6 +218,7 @@ class Runner:
             model=self.model,
             schema=pattern.schema,
             options=options,
+            input_delimiters=frame,
         )
         try:
             response = self._call_with_retries(request)

@@ -521,11 +521,16 @@ def _corpus(index: SearchIndex, mode: str, warnings: list[str]) -> Corpus:
 
 
 def _item_claims(root: Path, item_path: str) -> list[EvidenceLine]:
-    """The item's claims with a span, current reviews applied, rejected ones left out."""
+    """The item's claims with an exact-match span (``resolved`` / ``ambiguous``: inexact spans
+    are unverified and never cited), current reviews applied, rejected ones left out."""
     rel = Path(item_path).relative_to(LIBRARY)
     lines = read_evidence(root / EXTRACTED / rel / EVIDENCE)
     lines = apply_review(lines, load_review(root / item_path / REVIEW))
-    return [ln for ln in lines if ln.span is not None and ln.span.line and not is_rejected(ln)]
+    return [
+        ln
+        for ln in lines
+        if ln.verified and ln.span is not None and ln.span.line and not is_rejected(ln)
+    ]
 
 
 def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:

@@ -1,7 +1,25 @@
-"""``arkai validate`` / ``arkai evidence validate``: re-check every digest and slice hash."""
+"""``arkai validate`` / ``arkai evidence validate``: recompute every receipt of every output.
+
+Each span-bearing file of an item is listed in :data:`SPAN_FILES` (evidence, entity mentions,
+wisdom quotes); a new output that pins quotes to spans adds one entry and is checked from then
+on. Every record is re-derived from its quote and the current transcript
+(:func:`arkai.core.receipts.check_receipt`):
+
+- a span whose bytes no longer hash to ``slice_sha256`` is **stale** (the transcript was edited:
+  re-extract or ``arkai evidence reanchor``), and so is a record whose counts, rank, line or
+  timestamp no longer recompute when the transcript changed since extraction (a new occurrence
+  of the quote, a line added above);
+- any other disagreement — a quote that is not the bytes at its span, a wrong digest, ID, count,
+  rank, line, column or timestamp, an unknown status — is **invalid**: the file was edited by
+  hand or written by a bug, and the record is named (file, ID or path, problem);
+- spans that are not exact matches (``matched_case_insensitive``, ``matched_fuzzy``,
+  ``reanchored_fuzzy``) are counted as **unverified**, never as valid; an evidence line that is
+  a re-anchor suggestion is also **pending** until a person accepts it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,13 +27,103 @@ from typing import Any
 from arkai.adapters import events
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, TRANSCRIPT, Item, iter_items
 from arkai.adapters.store import read_entities, read_evidence, read_json
+from arkai.core.document import Document
 from arkai.core.hashing import digest
+from arkai.core.receipts import Receipt, check_receipt, iter_quote_records, receipt_from_dict
+from arkai.errors import LibraryError
 from arkai.model.evidence import Span
+from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, VERIFIED
+
+WISDOM = "wisdom.json"
+
+#: What a span-bearing file yields: ``(label, receipt)`` per record; ``label`` names the record
+#: (an evidence ID, an entity mention, a JSON path).
+Reader = Callable[[Item, Path], Iterator[tuple[str, Receipt]]]
+
+
+def _evidence_receipts(item: Item, path: Path) -> Iterator[tuple[str, Receipt]]:
+    for line in read_evidence(path):
+        yield (
+            line.id,
+            Receipt(
+                quote=line.quote,
+                status=line.status,
+                resolution=line.resolution,
+                span=line.span,
+                quote_sha256=line.quote_sha256,
+                evidence_id=line.id,
+                # The item's own ID: a line copied from another item does not recompute.
+                content_id=item.id,
+                extractor=line.extractor,
+            ),
+        )
+
+
+def _record(path: Path, label: str, raw: Any) -> Receipt:
+    if not isinstance(raw, dict):
+        raise LibraryError(f"{path}: {label}: expected an object")
+    try:
+        return receipt_from_dict(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LibraryError(f"{path}: {label}: malformed record ({exc})") from None
+
+
+def _mention_receipts(item: Item, path: Path) -> Iterator[tuple[str, Receipt]]:
+    for entity in read_entities(path)["entities"]:
+        name = str(entity.get("name", "?")) if isinstance(entity, dict) else "?"
+        mentions = entity.get("mentions", []) if isinstance(entity, dict) else []
+        for n, raw in enumerate(mentions if isinstance(mentions, list) else []):
+            label = f"entity {name!r} mention {n + 1}"
+            yield label, _record(path, label, raw)
+
+
+def _wisdom_receipts(item: Item, path: Path) -> Iterator[tuple[str, Receipt]]:
+    for label, raw in iter_quote_records(read_json(path) or {}):
+        yield label, _record(path, label, raw)
+
+
+#: Every span-bearing output of an item: (file name in ``extracted/<item>/``, kind, reader).
+SPAN_FILES: tuple[tuple[str, str, Reader], ...] = (
+    (EVIDENCE, "evidence", _evidence_receipts),
+    (ENTITIES, "mentions", _mention_receipts),
+    (WISDOM, "wisdom", _wisdom_receipts),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One record whose receipt does not hold."""
+
+    file: str
+    """Path of the output file, relative to the repo root."""
+    record: str
+    """The evidence ID, or the entity mention / JSON path."""
+    problem: str
+    kind: str
+    """``stale`` (transcript edited under the span), ``invalid`` (the record is wrong) or
+    ``pending`` (a re-anchor suggestion nobody has accepted yet)."""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"file": self.file, "record": self.record, "problem": self.problem,
+                "kind": self.kind}  # fmt: skip
+
+
+@dataclass
+class Counts:
+    valid: int = 0
+    stale: int = 0
+    invalid: int = 0
+    unverified: int = 0
+    unresolved: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"valid": self.valid, "stale": self.stale, "invalid": self.invalid,
+                "unverified": self.unverified, "unresolved": self.unresolved}  # fmt: skip
 
 
 @dataclass
 class ItemReport:
-    """Validation of one item's evidence and entity mentions against its current transcript."""
+    """Validation of one item's span-bearing outputs against its current transcript."""
 
     content_id: str
     title: str
@@ -25,16 +133,56 @@ class ItemReport:
     edited_since_add: bool
     """``transcript.md`` differs from the digest recorded in ``metadata.json`` at add time."""
     extracted: bool
-    valid: int = 0
-    stale: int = 0
-    unresolved: int = 0
-    mentions_valid: int = 0
-    mentions_stale: int = 0
-    stale_ids: list[str] = field(default_factory=list)
+    counts: dict[str, Counts] = field(default_factory=dict)
+    """Per kind of output (``evidence``, ``mentions``, ``wisdom``)."""
+    problems: list[Problem] = field(default_factory=list)
+
+    def _of(self, kind: str) -> Counts:
+        return self.counts.setdefault(kind, Counts())
+
+    @property
+    def valid(self) -> int:
+        return self._of("evidence").valid
+
+    @property
+    def stale(self) -> int:
+        return self._of("evidence").stale
+
+    @property
+    def unresolved(self) -> int:
+        return self._of("evidence").unresolved
+
+    @property
+    def unverified(self) -> int:
+        return self._of("evidence").unverified
+
+    @property
+    def invalid(self) -> int:
+        return sum(c.invalid for c in self.counts.values())
+
+    @property
+    def mentions_valid(self) -> int:
+        return self._of("mentions").valid
+
+    @property
+    def mentions_stale(self) -> int:
+        return self._of("mentions").stale
+
+    @property
+    def stale_ids(self) -> list[str]:
+        return [p.record for p in self.problems if p.kind == "stale" and p.file.endswith(EVIDENCE)]
+
+    @property
+    def pending(self) -> int:
+        return sum(p.kind == "pending" for p in self.problems)
+
+    @property
+    def any_stale(self) -> int:
+        return sum(c.stale for c in self.counts.values())
 
     @property
     def ok(self) -> bool:
-        return self.stale == 0 and self.mentions_stale == 0
+        return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,9 +195,14 @@ class ItemReport:
             "valid": self.valid,
             "stale": self.stale,
             "unresolved": self.unresolved,
+            "unverified": self.unverified,
+            "invalid": self.invalid,
             "mentions_valid": self.mentions_valid,
             "mentions_stale": self.mentions_stale,
             "stale_ids": self.stale_ids,
+            "pending": self.pending,
+            "files": {k: self._of(k).to_dict() for _, k, _ in SPAN_FILES},
+            "problems": [p.to_dict() for p in self.problems],
         }
 
 
@@ -60,9 +213,42 @@ def span_is_valid(data: bytes, span: Span) -> bool:
     return digest(data[span.start : span.end]) == span.slice_sha256
 
 
+def _tally(report: ItemReport, doc: Document, file: str, kind: str, label: str, r: Receipt) -> None:
+    counts = report._of(kind)
+    if r.span is not None and r.status != UNRESOLVED and not span_is_valid(doc.data, r.span):
+        counts.stale += 1
+        report.problems.append(
+            Problem(file, label, "the transcript changed under the span", "stale")
+        )
+        return
+    problems = check_receipt(doc, r)
+    if problems and not report.digest_ok and all(p.drift for p in problems):
+        # The transcript changed since extraction and that explains the difference (an added
+        # occurrence, a shifted line): out of date, like a stale span, not a broken record.
+        counts.stale += 1
+        report.problems += [
+            Problem(file, label, f"transcript changed: {p}", "stale") for p in problems
+        ]
+    elif problems:
+        counts.invalid += 1
+        report.problems += [Problem(file, label, p, "invalid") for p in problems]
+    elif r.status == UNRESOLVED:
+        counts.unresolved += 1
+    elif r.status in VERIFIED:
+        counts.valid += 1
+    else:
+        counts.unverified += 1
+        if r.status == REANCHORED_FUZZY and r.evidence_id is not None:
+            why = (
+                f"re-anchor suggestion awaiting a person: arkai evidence reanchor --accept {label}"
+            )
+            report.problems.append(Problem(file, label, why, "pending"))
+
+
 def validate_item(item: Item) -> ItemReport:
-    """Recompute the transcript digest and every span's slice hash for one item."""
+    """Recompute the transcript digest and every receipt of every span-bearing output."""
     data = item.transcript.read_bytes() if item.transcript.is_file() else b""
+    doc = Document(data)
     current = digest(data)
     extraction = read_json(item.extracted / EXTRACTION) or {}
     recorded_add = (item.metadata.get("artifact_digests") or {}).get(TRANSCRIPT)
@@ -75,21 +261,11 @@ def validate_item(item: Item) -> ItemReport:
         edited_since_add=recorded_add is not None and recorded_add != current,
         extracted=bool(extraction),
     )
-    for line in read_evidence(item.extracted / EVIDENCE):
-        if line.span is None:
-            report.unresolved += 1
-        elif span_is_valid(data, line.span):
-            report.valid += 1
-        else:
-            report.stale += 1
-            report.stale_ids.append(line.id)
-    for entity in read_entities(item.extracted / ENTITIES)["entities"]:
-        for mention in entity.get("mentions", []):
-            if mention.get("span"):
-                if span_is_valid(data, Span.from_dict(mention["span"])):
-                    report.mentions_valid += 1
-                else:
-                    report.mentions_stale += 1
+    for name, kind, reader in SPAN_FILES:
+        path = item.extracted / name
+        file = str(path.relative_to(item.root))
+        for label, receipt in reader(item, path):
+            _tally(report, doc, file, kind, label, receipt)
     return report
 
 
@@ -107,6 +283,8 @@ def validate_items(root: Path, items: list[Item]) -> list[ItemReport]:
                 valid_count=rep.valid,
                 stale_count=rep.stale,
                 unresolved_count=rep.unresolved,
+                unverified_count=rep.unverified,
+                invalid_count=rep.invalid,
             )
             reports.append(rep)
     return reports
@@ -122,8 +300,12 @@ def summarize(reports: list[ItemReport]) -> dict[str, Any]:
         "valid": sum(r.valid for r in reports),
         "stale": sum(r.stale for r in reports),
         "unresolved": sum(r.unresolved for r in reports),
+        "unverified": sum(r.unverified for r in reports),
+        "invalid": sum(r.invalid for r in reports),
         "mentions_valid": sum(r.mentions_valid for r in reports),
         "mentions_stale": sum(r.mentions_stale for r in reports),
+        "outputs_stale": sum(r.any_stale for r in reports),
+        "pending": sum(r.pending for r in reports),
         "ok": all(r.ok for r in reports),
     }
 

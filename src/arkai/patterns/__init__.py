@@ -20,7 +20,15 @@ from arkai.patterns.model import (
     strip_annotations,
 )
 from arkai.patterns.output import OutputError, iter_verbatim, parse_json, parse_output
-from arkai.patterns.render import claims_input, placeholders, render_system, split_claims_input
+from arkai.patterns.render import (
+    claims_input,
+    data_notice,
+    frame_input,
+    input_frame,
+    placeholders,
+    render_system,
+    split_claims_input,
+)
 
 __all__ = [
     "ENV_VAR",
@@ -29,10 +37,13 @@ __all__ = [
     "SchemaDefinitionError",
     "check_schema",
     "claims_input",
+    "data_notice",
     "first_violation",
     "format_path",
+    "frame_input",
     "get_pattern",
     "get_patterns",
+    "input_frame",
     "iter_verbatim",
     "load_pattern",
     "parse_json",

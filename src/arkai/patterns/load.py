@@ -8,6 +8,9 @@ work unchanged — and optionally ``pattern.yaml``::
     description: One line.
     output: {type: array, ...}  # JSON schema of the output (subset: arkai.patterns.model)
     variables: {max_claims: 12} # defaults for {{name}} placeholders (scalars)
+    input_delimiters:           # optional: the input is sent between these, marked as data
+      open: "<<<INPUT {nonce}>>>"
+      close: "<<<END INPUT {nonce}>>>"
 
 Keys starting with ``x-`` are allowed for extensions; any other key is an error, so a typo such
 as ``ouput`` cannot silently drop the schema. Without ``pattern.yaml`` a pattern has version
@@ -42,7 +45,9 @@ REPO_DIR = "patterns"
 PACKAGED = Path(__file__).resolve().parent.parent / "scaffold" / "patterns"
 SYSTEM_FILE = "system.md"
 META_FILE = "pattern.yaml"
-_META_KEYS = frozenset(["name", "version", "description", "output", "variables"])
+_META_KEYS = frozenset(
+    ["name", "version", "description", "output", "variables", "input_delimiters"]
+)
 
 
 def pattern_dirs(root: Path | None) -> list[Path]:
@@ -144,6 +149,7 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
         variables=meta.get("variables", {}),
         digest=digest(system_bytes + b"\0" + (meta_bytes or b"")),
         source=source,
+        input_delimiters=meta.get("input_delimiters"),
     )
 
 
@@ -203,7 +209,23 @@ def _parse_meta(file: Path, data: bytes, folder: str) -> dict[str, Any]:
                     "quote it if YAML read it as a boolean or number)"
                 )
         out["variables"] = {k: _scalar(bad, k, v) for k, v in variables.items()}
+    delimiters = raw.get("input_delimiters")
+    if delimiters is not None:
+        out["input_delimiters"] = _delimiters(bad, delimiters)
     return out
+
+
+def _delimiters(bad: Callable[[str], LibraryError], value: Any) -> tuple[str, str]:
+    """``input_delimiters``: ``{open: str, close: str}``, two distinct one-line strings."""
+    if not isinstance(value, dict) or set(value) != {"open", "close"}:
+        raise bad("input_delimiters must be a mapping with exactly the keys open and close")
+    opening, closing = value["open"], value["close"]
+    for name, text in (("open", opening), ("close", closing)):
+        if not isinstance(text, str) or not text.strip() or "\n" in text or "\r" in text:
+            raise bad(f"input_delimiters.{name} must be a non-empty one-line string")
+    if opening == closing:
+        raise bad("input_delimiters.open and .close must differ")
+    return opening, closing
 
 
 def _scalar(bad: Callable[[str], LibraryError], name: str, value: Any) -> str:

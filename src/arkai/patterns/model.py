@@ -76,6 +76,11 @@ class Pattern:
     absent): changes whenever either file changes; part of the response-cache key."""
     source: Source
     """``repo`` for the knowledge repo's ``patterns/``, ``user`` for the other directories."""
+    input_delimiters: tuple[str, str] | None = None
+    """``pattern.yaml``'s ``input_delimiters`` (open, close): the input is sent between them,
+    marked as data the model must not take instructions from (``{nonce}`` in either becomes a
+    digest of the input, so the input cannot contain the closing delimiter). ``None``: sent
+    as is."""
 
 
 class SchemaDefinitionError(ValueError):

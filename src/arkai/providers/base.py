@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from arkai.errors import ArkaiError
+from arkai.patterns.render import frame_input
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,15 @@ class Request:
     options: dict[str, Any] = field(default_factory=dict)
     """temperature, max_tokens, variables (``max_claims`` …), ``content_type``, and whatever a
     provider reads; part of the cache key."""
+    input_delimiters: tuple[str, str] | None = None
+    """The pattern's data delimiters for this input (``arkai.patterns.input_frame``); the system
+    prompt already says that text between them is data, not instructions."""
+
+    @property
+    def framed_input(self) -> str:
+        """``input`` between its delimiters: what a model is sent (a model must be able to tell
+        the data from the instructions; the builtin provider reads ``input`` itself)."""
+        return frame_input(self.input, self.input_delimiters)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ The command gets one JSON object on stdin::
     {"version": 1, "pattern": "extract_claims", "system": "...", "input": "...",
      "model": null, "schema": {...}, "options": {...}}
 
+When the pattern declares ``input_delimiters``, ``input`` is framed by them (first and last
+line) and the message carries ``"input_delimiters": [open, close]``; the system prompt says
+that the text between them is data, not instructions.
+
 and answers with one JSON object on stdout, either::
 
     {"ok": true, "output": "<text>" or <any JSON value>, "model": "...", "usage": {...}}
@@ -159,11 +163,14 @@ class CommandProvider:
             "version": PROTOCOL_VERSION,
             "pattern": request.pattern,
             "system": request.system,
-            "input": request.input,
+            "input": request.framed_input,
             "model": model,
             "schema": request.schema,
             "options": request.options,
         }
+        if request.input_delimiters is not None:
+            # "input" is framed: the text between these two lines is data, not instructions.
+            message["input_delimiters"] = list(request.input_delimiters)
         stdin = json.dumps(message, ensure_ascii=False, default=str).encode("utf-8")
         code, out, err = run_process(self.argv, stdin, timeout=timeout, label="command")
         envelope = _envelope(out)

@@ -79,7 +79,7 @@ class FabricProvider:
         argv += self.extra_args
         # The runner embeds the input in the system prompt when the pattern has ``{{input}}``
         # (and sends an empty input); fabric ignores our system prompt, so send that instead.
-        text_in = request.input if request.input else request.system
+        text_in = request.framed_input if request.input else request.system
         code, out, err = run_process(argv, text_in.encode("utf-8"), timeout=timeout, label="fabric")
         if code != 0:
             why = last_line(err) or last_line(out) or "no message on stderr"

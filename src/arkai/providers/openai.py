@@ -144,7 +144,7 @@ class OpenAIProvider:
         messages = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.input})
+        messages.append({"role": "user", "content": request.framed_input})
         payload: dict[str, Any] = {
             "model": model,
             "messages": messages,

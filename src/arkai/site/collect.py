@@ -2,7 +2,8 @@
 that the library-wide pages (home, lists, entities, validation) are built from.
 
 Claim statuses on the site: ``resolved`` / ``ambiguous`` / ``unresolved`` as extracted,
-``stale`` when the span's bytes no longer hash to its ``slice_sha256`` (the transcript
+``unverified`` for a span that is not an exact match (``matched_case_insensitive``,
+``matched_fuzzy``, ``reanchored_fuzzy``: never counted as valid), ``stale`` when the span's bytes no longer hash to its ``slice_sha256`` (the transcript
 changed), and ``rejected`` when ``review.yaml`` rejects it (shown apart, never highlighted
 as a finding).
 """
@@ -21,6 +22,7 @@ from typing import Any
 from arkai.core.document import Document
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVIEW, TRANSCRIPT, Item
 from arkai.adapters.review import apply_review, is_rejected, load_review
+from arkai.model.status import UNRESOLVED
 from arkai.core.hashing import digest
 from arkai.adapters.store import parse_evidence
 from arkai.errors import LibraryError
@@ -40,7 +42,7 @@ INPUTS = (
     ("extracted", WISDOM),
     ("extracted", EXTRACTION),
 )
-STATUSES = ("resolved", "ambiguous", "unresolved", "stale", "rejected")
+STATUSES = ("resolved", "ambiguous", "unresolved", "unverified", "stale", "rejected")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,8 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     for ev in lines:
         span = ev.span
         status, start, end, line = ev.status, None, None, None
+        if not ev.verified and ev.status != UNRESOLVED:
+            status = "unverified"
         if span is not None:
             if span_is_valid(data, span):
                 start, end = span.start, span.end
@@ -223,7 +227,8 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
             else:
                 status, line = "stale", span.line
         review = ev.extra.get("review") or {}
-        verdict = (ev.extra.get("verdict") or {}).get("verdict")
+        # A model's verdict is shown only beside a quote that matched exactly.
+        verdict = (ev.extra.get("verdict") or {}).get("verdict") if ev.verified else None
         claims.append(
             ClaimView(
                 id=ev.id,
@@ -285,7 +290,7 @@ def summarize_item(d: ItemData) -> dict[str, Any]:
             counts["rejected"] += 1
             continue
         counts[c.status] += 1
-        if c.status in ("stale", "unresolved"):
+        if c.status in ("stale", "unresolved", "unverified"):
             issues.append(
                 {"id": c.id, "claim": c.claim, "quote": c.quote, "status": c.status, "line": c.line}
             )
