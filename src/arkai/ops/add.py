@@ -22,11 +22,12 @@ from arkai.adapters.fs import atomic_write_bytes
 from arkai.adapters.layout import LIBRARY, METADATA, REVIEW, TRANSCRIPT, Item, iter_items
 from arkai.adapters.store import write_json
 from arkai.core.hashing import content_id, digest
-from arkai.core.redact import redact
+from arkai.core.redact import redact, redact_json, scrub
 from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.ops.route import Route, is_url, learn_route, route
 from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.chats.common import PLATFORMS, redaction_enabled
 
 METADATA_SCHEMA_VERSION = 2
 _TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}(?:/[a-z0-9][a-z0-9_-]{0,39}){0,3}$")
@@ -211,9 +212,12 @@ def store(
         acq.content_type = check_type(opts.content_type)
     if opts.title:
         acq.title = opts.title
-    if opts.redact and acq.source_format not in ("chatgpt", "claude", "gemini"):
+    chat = acq.source_format in PLATFORMS
+    if opts.redact and not chat:
         apply_redaction(acq)
     meta = build_metadata(acq, tags=opts.tags, now=opts.now, ref=ref)
+    if opts.redact or (chat and redaction_enabled(opts)):  # the title (folder name), all fields
+        meta = redact_json(meta)
     cid = meta["id"]
     existing = known.get(cid)
     if existing is None:
@@ -330,7 +334,7 @@ def _add_one(
             raise InvalidInputError(f"{ref}: nothing to add")
         learn_route(root, ref, chosen.source.name)
     except ArkaiError as exc:
-        results = [AddResult(ref, "failed", error=str(exc), exit_code=exc.exit_code)]
+        results = [AddResult(ref, "failed", error=scrub(str(exc)), exit_code=exc.exit_code)]
     info.update(
         route=chosen.to_dict() if chosen else None,
         statuses=[r.status for r in results],
