@@ -31,10 +31,11 @@ from functools import lru_cache
 from typing import Any
 
 from arkai.core.redact_plugins import plugin_rules
-from arkai.core.redact_rules import RULES, Rule, Span
+from arkai.core.redact_rules import DIGIT_RUN, GENERIC_RULES, RULES, Rule, Span
 from arkai.errors import InvalidInputError
 
 _MAX_PASSES = 6
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 _MIN_SECRET = 6  # no kind matches fewer characters ("a@b.io")
 
 
@@ -45,14 +46,17 @@ def placeholder(kind: str) -> str:
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[Rule, ...]:
-    """Every detector in priority order: arkai's rules, then detect-secrets' plugins."""
-    return RULES + plugin_rules()
+    """Every detector in priority order: arkai's rules for named formats, detect-secrets'
+    plugins, then arkai's generic rules (``name = value``, bearer tokens, URL parameters)."""
+    return RULES + plugin_rules() + GENERIC_RULES
 
 
 def _kinds_in_order() -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for rule in all_rules():
         seen.setdefault(rule.kind, None)
+        for extra in rule.also_kinds:
+            seen.setdefault(extra, None)
     return tuple(seen)
 
 
@@ -62,8 +66,8 @@ ALL_KINDS: tuple[str, ...] = _kinds_in_order()
 # --------------------------------------------------------------------------- the detection view
 
 _VIEW_TOKEN = re.compile(
-    r"&(?:#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"
-    r"|&lt;br\s*/?&gt;|<br\s*/?>",
+    r"&lt;br\s*/?&gt;|<br\s*/?>"
+    r"|&(?:#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)",
     re.IGNORECASE,
 )
 
@@ -84,9 +88,8 @@ class _View:
         vpos = 0
         for m in _VIEW_TOKEN.finditer(original):
             token = m.group(0)
-            decoded = (
-                "\n" if token[-1] == ">" or token.lower().endswith(";gt;") else html.unescape(token)
-            )
+            is_break = token.lower().startswith(("<br", "&lt;br"))
+            decoded = "\n" if is_break else html.unescape(token)
             if decoded == token:
                 continue
             parts.append(original[last : m.start()])
@@ -127,14 +130,45 @@ def _check_kinds(kinds: Iterable[str]) -> frozenset[str]:
 def _detect(text: str, wanted: frozenset[str]) -> list[tuple[int, int, int, str]]:
     """(start, end, rule priority, kind) of every value found in ``text``."""
     found: list[tuple[int, int, int, str]] = []
+    lowered: str | None = None
+    runs: list[tuple[int, int]] | None = None
     for priority, rule in enumerate(all_rules()):
-        if rule.kind not in wanted or (rule.hint is not None and not rule.hint.search(text)):
+        if not (rule.kind in wanted or wanted.intersection(rule.also_kinds)):
             continue
-        for m in rule.pattern.finditer(text):
+        subject = text
+        if rule.lowered:
+            if lowered is None:
+                lowered = _lower_same_length(text)
+            subject = lowered
+        if rule.hint is not None and not rule.hint.search(subject):
+            continue
+        matches: Iterable[re.Match[str]]
+        if rule.in_digit_runs:
+            if runs is None:
+                runs = [m.span() for m in DIGIT_RUN.finditer(text)]
+            matches = (
+                m
+                for start, end in runs
+                for m in rule.pattern.finditer(text, max(0, start - 1), end + 1)
+            )
+        else:
+            matches = rule.pattern.finditer(subject)
+        for m in matches:
             span: Span | None = rule.accept(m) if rule.accept else m.span(rule.group)
-            if span is not None and span[1] > span[0]:
-                found.append((span[0], span[1], priority, rule.kind))
+            if span is None or span[1] <= span[0] or _PLACEHOLDER.fullmatch(text, *span):
+                continue
+            kind = rule.kind_of(m) if rule.kind_of else rule.kind
+            if kind in wanted:
+                found.append((span[0], span[1], priority, kind))
     return found
+
+
+def _lower_same_length(text: str) -> str:
+    """``text`` lower-cased with every offset kept (``str.lower`` can lengthen a few letters)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
 
 
 def _merge(spans: list[tuple[int, int, int, str]]) -> list[tuple[int, int, str]]:

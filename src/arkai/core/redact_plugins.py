@@ -4,6 +4,10 @@ Each plugin class's ``denylist`` patterns are run over the whole text (the libra
 line by line and reports values, not positions). High-entropy and keyword plugins are left out:
 they flag git hashes, UUIDs and ordinary code. The JWT and private-key plugins are left out too:
 arkai's own rules find the whole token / the whole key block, where the plugins find a prefix.
+So are the Artifactory plugin (its ``AP…`` password prefix is too short to tell from words)
+and the IBM Cloud, IBM COS, SoftLayer and Cloudant plugins: their ``name = value`` patterns
+cost more than all the others together, and arkai's ``password``/``secret`` assignment rule
+finds those values (``ibm_api_key = …``).
 """
 
 from __future__ import annotations
@@ -11,23 +15,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
 from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.pypi_token import PypiTokenDetector
 from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.softlayer import SoftlayerDetector
 from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
@@ -35,29 +34,30 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from arkai.core.redact_rules import Rule, Span
 
-# plugin class → (kind of each denylist pattern (the last repeats), replace the capture group?)
-_PLUGINS: tuple[tuple[type, tuple[str, ...], bool], ...] = (
-    (AWSKeyDetector, ("aws_access_key", "aws_secret"), True),
-    (ArtifactoryDetector, ("artifactory_token",), False),
-    (AzureStorageKeyDetector, ("azure_storage_key",), False),
-    (BasicAuthDetector, ("url_password",), True),
-    (CloudantDetector, ("cloudant_credential",), True),
-    (DiscordBotTokenDetector, ("discord_token",), False),
-    (GitHubTokenDetector, ("github_token",), False),
-    (GitLabTokenDetector, ("gitlab_token",), False),
-    (IbmCloudIamDetector, ("ibm_cloud_key",), True),
-    (IbmCosHmacDetector, ("ibm_cos_hmac",), True),
-    (MailchimpDetector, ("mailchimp_key",), False),
-    (NpmDetector, ("npm_token",), True),
-    (OpenAIDetector, ("openai_key",), False),
-    (PypiTokenDetector, ("pypi_token",), False),
-    (SendGridDetector, ("sendgrid_key",), False),
-    (SlackDetector, ("slack_token", "slack_webhook"), False),
-    (SoftlayerDetector, ("softlayer_key",), True),
-    (SquareOAuthDetector, ("square_secret",), False),
-    (StripeDetector, ("stripe_key",), False),
-    (TelegramBotTokenDetector, ("telegram_token",), False),
-    (TwilioKeyDetector, ("twilio_key",), False),
+# plugin class → (kind of each denylist pattern (the last repeats), replace the capture group?,
+# a hint that any match contains)
+_PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str], ...] = (
+    (
+        AWSKeyDetector,
+        ("aws_access_key", "aws_secret"),
+        True,
+        r"A3T|ABIA|ACCA|AKIA|ASIA|[Aa][Ww][Ss]",
+    ),
+    (AzureStorageKeyDetector, ("azure_storage_key",), False, r"AccountKey="),
+    (BasicAuthDetector, ("url_password",), True, r"://"),
+    (DiscordBotTokenDetector, ("discord_token",), False, r"[MNO][A-Za-z\d_-]{23}"),
+    (GitHubTokenDetector, ("github_token",), False, r"gh[pousr]_"),
+    (GitLabTokenDetector, ("gitlab_token",), False, r"gl|GR1348941"),
+    (MailchimpDetector, ("mailchimp_key",), False, r"-us\d"),
+    (NpmDetector, ("npm_token",), True, r"_authToken"),
+    (OpenAIDetector, ("openai_key",), False, r"T3BlbkFJ"),
+    (PypiTokenDetector, ("pypi_token",), False, r"pypi-"),
+    (SendGridDetector, ("sendgrid_key",), False, r"SG\."),
+    (SlackDetector, ("slack_token", "slack_webhook"), False, r"xox|hooks"),
+    (SquareOAuthDetector, ("square_secret",), False, r"sq0csp-"),
+    (StripeDetector, ("stripe_key",), False, r"k_live_"),
+    (TelegramBotTokenDetector, ("telegram_token",), False, r"\d:[0-9A-Za-z_-]"),
+    (TwilioKeyDetector, ("twilio_key",), False, r"AC|SK"),
 )
 _EDGE = " \t\r\n\"'=:"
 
@@ -86,12 +86,13 @@ def _span_of(use_group: bool) -> Callable[[re.Match[str]], Span | None]:
 def plugin_rules() -> tuple[Rule, ...]:
     """One rule per denylist pattern of each plugin used."""
     rules: list[Rule] = []
-    for cls, kinds, use_group in _PLUGINS:
+    for cls, kinds, use_group, hint in _PLUGINS:
+        found_first = re.compile(hint)
         patterns: list[re.Pattern[str]] = list(getattr(cls, "denylist"))  # noqa: B009
         for i, pattern in enumerate(patterns):
             kind = kinds[min(i, len(kinds) - 1)]
-            rules.append(Rule(kind, pattern, None, _span_of(use_group)))
+            rules.append(Rule(kind, pattern, found_first, _span_of(use_group)))
     return tuple(rules)
 
 
-PLUGIN_NAMES: tuple[str, ...] = tuple(cls.__name__ for cls, _, _ in _PLUGINS)
+PLUGIN_NAMES: tuple[str, ...] = tuple(entry[0].__name__ for entry in _PLUGINS)
