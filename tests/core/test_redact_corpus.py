@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arkai.adapters.events import RunLog, read_events
 from arkai.core.redact import ALL_KINDS, redact, redact_json, scrub
@@ -123,3 +125,15 @@ def test_events_are_redacted_before_they_are_written(tmp_path: Path) -> None:
     (event,) = read_events(log.path)
     assert event["source"] == "mysql://root:[REDACTED:url_password]@db/x"
     assert json.loads(text)["error"] == "call [REDACTED:phone]"
+
+
+SEPARATORS = [" ", "\n", "<br>", "&amp;", "_", ".", ",", "&#64;", "x", "7", "-", '"', "="]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PLANTED), st.sampled_from(SEPARATORS)), max_size=8))
+def test_mixed_text_is_redacted_idempotently(parts: list[object]) -> None:
+    text = "".join(p[1] if isinstance(p, tuple) else str(p) for p in parts)
+    once, counts = redact(text)
+    assert redact(text) == (once, counts)
+    assert redact(once) == (once, {})
