@@ -195,7 +195,7 @@ def apply_redaction(acq: Acquired) -> None:
         except UnicodeDecodeError:
             continue
         clean, found = redact(text)
-        for kind, n in found.items():
+        for kind, n in found.items() if name == TRANSCRIPT else ():  # once, as for chats
             counts[kind] = counts.get(kind, 0) + n
         acq.files[name] = clean.encode("utf-8")
     if counts:
@@ -334,7 +334,7 @@ def _add_one(
             raise InvalidInputError(f"{ref}: nothing to add")
         learn_route(root, ref, chosen.source.name)
     except ArkaiError as exc:
-        results = [AddResult(ref, "failed", error=scrub(str(exc)), exit_code=exc.exit_code)]
+        results = [AddResult(ref, "failed", error=str(exc), exit_code=exc.exit_code)]
     info.update(
         route=chosen.to_dict() if chosen else None,
         statuses=[r.status for r in results],
@@ -343,6 +343,8 @@ def _add_one(
     if explain and chosen is not None:
         for r in results:
             r.details["route"] = chosen.to_dict()
+    for r in results:  # what is printed never echoes a secret (a URL's password)
+        r.source, r.error = scrub(r.source), scrub(r.error) if r.error else r.error
     return results
 
 
