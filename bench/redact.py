@@ -13,6 +13,8 @@ Prints one JSON object on stdout and writes nothing.
   positive, with its kind and the redacted text's first characters (to judge it: a real address
   in an article would be a true find). Lines and whitespace-separated tokens scanned are given.
 * ``throughput`` — MB of that text redacted per second (best of ``--repeat`` runs).
+* ``chat_add`` — the shared chat exports parsed into items as ``arkai add`` does, with redaction
+  on and off (MB of export per second; each message, title and ``source.json`` string).
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+import copy  # noqa: E402
+
+from arkai.adapters.params import DEFAULTS  # noqa: E402
 from arkai.core.redact import ALL_KINDS, _detect, _View, redact  # noqa: E402
+from arkai.sources.base import AddOptions  # noqa: E402
+from arkai.sources.chats import parse_chat_export  # noqa: E402
 from tests.redact_corpus import KINDS, PLANTED, needles  # noqa: E402
 
 
@@ -71,6 +78,22 @@ def throughput(files: list[Path], repeat: int) -> dict[str, float]:
             "mb_per_s": round(size / 1e6 / best, 2)}  # fmt: skip
 
 
+def chat_add(exports: list[Path], repeat: int) -> dict[str, float]:
+    blobs = [(p.name, p.read_bytes()) for p in exports]
+    size = sum(len(b) for _, b in blobs)
+    out: dict[str, float] = {"mb": round(size / 1e6, 3)}
+    for label, on in (("redact_on", True), ("redact_off", False)):
+        opts = AddOptions(params=copy.deepcopy(DEFAULTS), now="2026-01-01T00:00:00Z", redact=on)
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for name, blob in blobs:
+                parse_chat_export(name, blob, opts)
+            best = min(best, time.perf_counter() - t0)
+        out[f"{label}_mb_per_s"] = round(size / 1e6 / best, 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -86,6 +109,16 @@ def main() -> None:
         "planted": planted(),
         "false_positives": false_positives(files),
         "throughput": throughput(files, args.repeat),
+        "chat_add": chat_add(
+            [
+                p
+                for p in files
+                if "chat_exports" in p.parts
+                and p.name.endswith(".json")
+                and not p.name.endswith(".expected.json")
+            ],
+            args.repeat,
+        ),
         "files": len(files),
         "detector_kinds": len(ALL_KINDS),
     }

@@ -117,9 +117,14 @@ class _View:
 # ------------------------------------------------------------------------------------- the engine
 
 
+_ALL = frozenset(ALL_KINDS)
+
+
 def _check_kinds(kinds: Iterable[str]) -> frozenset[str]:
+    if kinds is ALL_KINDS:
+        return _ALL
     wanted = frozenset(kinds)
-    unknown = sorted(wanted - set(ALL_KINDS))
+    unknown = sorted(wanted - _ALL)
     if unknown:
         raise InvalidInputError(
             f"redact: unknown kind(s) {', '.join(unknown)}; known: {', '.join(ALL_KINDS)}"
@@ -127,14 +132,41 @@ def _check_kinds(kinds: Iterable[str]) -> frozenset[str]:
     return wanted
 
 
+@lru_cache(maxsize=64)
+def _active(wanted: frozenset[str]) -> tuple[tuple[int, Rule], ...]:
+    """The rules (with their priority) that can find one of ``wanted``."""
+    return tuple(
+        (priority, rule)
+        for priority, rule in enumerate(all_rules())
+        if rule.kind in wanted or wanted.intersection(rule.also_kinds)
+    )
+
+
+@lru_cache(maxsize=1)
+def _any_hint() -> re.Pattern[str]:
+    """One pattern that finds where any rule's hint (or a digit run) is: text without a match
+    holds nothing to redact, which is most short strings (ids, roles, dates)."""
+    parts = [DIGIT_RUN.pattern]
+    for rule in all_rules():
+        if rule.hint is None:
+            if not rule.in_digit_runs:
+                return re.compile("")  # a rule without a hint: always look
+            continue
+        hint = rule.hint.pattern
+        if hint.startswith("(?i)"):
+            hint = f"(?i:{hint[4:]})"
+        parts.append(f"(?i:{hint})" if rule.lowered else f"(?:{hint})")
+    return re.compile("|".join(parts))
+
+
 def _detect(text: str, wanted: frozenset[str]) -> list[tuple[int, int, int, str]]:
     """(start, end, rule priority, kind) of every value found in ``text``."""
     found: list[tuple[int, int, int, str]] = []
     lowered: str | None = None
     runs: list[tuple[int, int]] | None = None
-    for priority, rule in enumerate(all_rules()):
-        if not (rule.kind in wanted or wanted.intersection(rule.also_kinds)):
-            continue
+    if _any_hint().search(text) is None:
+        return found
+    for priority, rule in _active(wanted):
         subject = text
         if rule.lowered:
             if lowered is None:

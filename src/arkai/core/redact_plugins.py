@@ -41,13 +41,18 @@ _PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str], ...] = (
         AWSKeyDetector,
         ("aws_access_key", "aws_secret"),
         True,
-        r"A3T|ABIA|ACCA|AKIA|ASIA|[Aa][Ww][Ss]",
+        r"A3T|ABIA|ACCA|AKIA|ASIA|[0-9a-zA-Z/+]{40}['\"]",
     ),
     (AzureStorageKeyDetector, ("azure_storage_key",), False, r"AccountKey="),
     (BasicAuthDetector, ("url_password",), True, r"://"),
-    (DiscordBotTokenDetector, ("discord_token",), False, r"[MNO][A-Za-z\d_-]{23}"),
+    (DiscordBotTokenDetector, ("discord_token",), False, r"\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27}"),
     (GitHubTokenDetector, ("github_token",), False, r"gh[pousr]_"),
-    (GitLabTokenDetector, ("gitlab_token",), False, r"gl|GR1348941"),
+    (
+        GitLabTokenDetector,
+        ("gitlab_token",),
+        False,
+        r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
+    ),
     (MailchimpDetector, ("mailchimp_key",), False, r"-us\d"),
     (NpmDetector, ("npm_token",), True, r"_authToken"),
     (OpenAIDetector, ("openai_key",), False, r"T3BlbkFJ"),
@@ -56,8 +61,8 @@ _PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str], ...] = (
     (SlackDetector, ("slack_token", "slack_webhook"), False, r"xox|hooks"),
     (SquareOAuthDetector, ("square_secret",), False, r"sq0csp-"),
     (StripeDetector, ("stripe_key",), False, r"k_live_"),
-    (TelegramBotTokenDetector, ("telegram_token",), False, r"\d:[0-9A-Za-z_-]"),
-    (TwilioKeyDetector, ("twilio_key",), False, r"AC|SK"),
+    (TelegramBotTokenDetector, ("telegram_token",), False, r"\d{8}:[0-9A-Za-z_-]{35}"),
+    (TwilioKeyDetector, ("twilio_key",), False, r"(?:AC|SK)[a-z0-9]{32}"),
 )
 _EDGE = " \t\r\n\"'=:"
 

@@ -257,8 +257,9 @@ def _hint(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-DIGIT_RUN = re.compile(r"[\d+(][\d().\- +]{8,}")
-"""Where ``in_digit_runs`` rules look (a run of 9+ such characters starting with a digit)."""
+DIGIT_RUN = re.compile(r"[\d+(](?:[().\- +]{0,2}\d){8,}")
+"""Where ``in_digit_runs`` rules look: 9+ digits, at most two of ``( ) . - +`` or spaces between
+two of them (so no date or time is one)."""
 
 RULES: tuple[Rule, ...] = (
     Rule("private_key", _PRIVATE_KEY, _hint("PRIVATE KEY")),
@@ -278,11 +279,16 @@ RULES: tuple[Rule, ...] = (
     Rule("url_password", _URL_PASSWORD, _hint("://"), group=1),
     Rule("email", _EMAIL, _hint("@"), _email_span),
     Rule("email", _EMAIL_SPELLED, _hint("(?i)[\\[({<]at[\\])}>]")),
-    Rule("iban", _IBAN, _hint("[A-Z]{2}\\d\\d"), _whole_if(iban_ok)),
+    Rule("iban", _IBAN, _hint("[A-Z]{2}\\d\\d ?[A-Z0-9]{4}"), _whole_if(iban_ok)),
     Rule("credit_card", _CARD, None, _whole_if(card_ok), in_digit_runs=True),
     Rule("us_ssn", _SSN, None, _whole_if(ssn_ok), in_digit_runs=True),
-    Rule("us_ssn", _SSN_LABELLED, _hint("SSN|ssn|Ssn|ocial [Ss]ecurity"), _whole_if(ssn_ok, 1)),
-    Rule("uk_nino", _NINO, _hint("[A-Z]{2} ?\\d\\d"), _whole_if(nino_ok)),
+    Rule(
+        "us_ssn",
+        _SSN_LABELLED,
+        _hint("(?<![A-Za-z])(?:SSN|ssn|Ssn)|ocial [Ss]ecurity"),
+        _whole_if(ssn_ok, 1),
+    ),
+    Rule("uk_nino", _NINO, _hint("[A-Z]{2} ?\\d\\d ?\\d\\d ?\\d\\d ?[A-D]"), _whole_if(nino_ok)),
     Rule("phone", _PHONE, None, _phone_ok, in_digit_runs=True),
     Rule("phone", _PHONE_00, None, _phone_00_ok, in_digit_runs=True),
     Rule("phone", _PHONE_UK, None, _phone_uk_ok, in_digit_runs=True),
@@ -294,7 +300,7 @@ GENERIC_RULES: tuple[Rule, ...] = (
     Rule(
         "password",
         _ASSIGNMENT,
-        _hint("pass|pwd|secret|key|token"),
+        _hint(_ASSIGN_KEY + "[\"']?[ \t]*[:=]"),
         _assignment_value,
         kind_of=_assignment_kind,
         also_kinds=("secret",),
