@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,14 @@ def test_mixed_text_is_redacted_idempotently(parts: list[object]) -> None:
     once, counts = redact(text)
     assert redact(text) == (once, counts)
     assert redact(once) == (once, {})
+
+
+def test_hostile_digit_runs_take_linear_time() -> None:
+    """A run of digits after "+" or "00" once cost one try per way to cut it (≈ 10 s for 8 KB).
+    The timeout is a hang guard only: the fixed code needs well under a second."""
+    code = (
+        "from arkai.core.redact import redact\n"
+        "redact(('+' + '1' * 40 + ' ') * 3000)\n"
+        "redact((' 00' + '1' * 40 + ' ') * 3000)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -215,14 +215,16 @@ _SSN_LABELLED = _c(
     r"\W{0,3}(\d{9})(?![0-9])"
 )
 _NINO = _c(_NB + r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]" + _NA)
+# Digit groups are possessive (``\d{1,5}+``): a long digit run is never re-split, so a hostile
+# "+111…" costs linear time, not one try per way to cut it.
 _PHONE = _c(
     r"(?<![A-Za-z0-9+.\-/)\]])(?:"
-    r"\+\d{1,3}(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,5})){2,7}"
+    r"\+\d{1,3}+(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,5}+)){2,7}"
     r"|(?:1[ .\-]?)?\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}"
     r"|(?:1([ .\-]))?\d{3}([ .\-])\d{3}\2\d{4}"
     r")(?!\w)(?![.\-/]\d)"
 )
-_PHONE_00 = _c(_NUM_BEFORE + r"00[1-9]\d{0,2}(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,5})){2,7}" + _NUM_AFTER)
+_PHONE_00 = _c(_NUM_BEFORE + r"00[1-9]\d{0,2}+(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,5}+)){2,7}" + _NUM_AFTER)
 _PHONE_UK = _c(
     _NUM_BEFORE
     + r"(?:\(0[1-9]\d{1,3}\)[ \-]?\d{3,4}[ \-]?\d{3,4}|0[1-9]\d{1,3}[ \-]\d{3,4}[ \-]?\d{3,4}"
