@@ -13,6 +13,9 @@ Prints one JSON object on stdout and writes nothing.
   positive, with its kind and the redacted text's first characters (to judge it: a real address
   in an article would be a true find). Lines and whitespace-separated tokens scanned are given.
 * ``throughput`` — MB of that text redacted per second (best of ``--repeat`` runs).
+* ``hostile`` — MB/s on inputs built to make regular expressions backtrack (long digit runs
+  after ``+``/``00``, dotted names before ``@``, endless key bodies, ``scheme://a…:`` runs);
+  the slowest is what matters: linear-time rules keep it near the others.
 * ``chat_add`` — the shared chat exports parsed into items as ``arkai add`` does, with redaction
   on and off (MB of export per second; each message, title and ``source.json`` string).
 """
@@ -78,6 +81,26 @@ def throughput(files: list[Path], repeat: int) -> dict[str, float]:
             "mb_per_s": round(size / 1e6 / best, 2)}  # fmt: skip
 
 
+HOSTILE = {
+    "plus_digits": ("+" + "1" * 40 + " ") * 5000,
+    "zero_zero_digits": (" 00" + "1" * 40 + " ") * 5000,
+    "dotted_before_at": "a." * 100_000 + "@",
+    "key_body": "-----BEGIN RSA " + "PRIVATE KEY-----" + " a" * 100_000,
+    "url_userinfo": ("s://" + "a" * 200 + ":") * 1000,
+    "assignments": ("password=" + "x" * 300 + " ") * 1000,
+    "digit_groups": "1 " * 100_000,
+}
+
+
+def hostile() -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, text in HOSTILE.items():
+        t0 = time.perf_counter()
+        redact(text)
+        out[f"{name}_mb_per_s"] = round(len(text) / 1e6 / (time.perf_counter() - t0), 2)
+    return out
+
+
 def chat_add(exports: list[Path], repeat: int) -> dict[str, float]:
     blobs = [(p.name, p.read_bytes()) for p in exports]
     size = sum(len(b) for _, b in blobs)
@@ -119,6 +142,7 @@ def main() -> None:
             ],
             args.repeat,
         ),
+        "hostile": hostile(),
         "files": len(files),
         "detector_kinds": len(ALL_KINDS),
     }
