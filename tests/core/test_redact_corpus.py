@@ -75,6 +75,8 @@ def test_checksums() -> None:
         "hexdump: 00 11 22 33 44 55 66 77 88",
         "path a.b.content@filterEmpty.62.related@filterEmpty.0.headline",
         "icon@2x.png, user@localhost, @decorator",
+        "git clone git@github.com:org/repo.git",
+        '# "https://username:password@host" and socks5h://<username>:<password>@proxy',
         "a &amp; b &lt;tag&gt; &#x27;quoted&#x27; <br> line",
         "ISBN 978-3-16-148410-0, price $1,234,567.89, 12:30:45",
     ],

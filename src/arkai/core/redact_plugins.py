@@ -32,7 +32,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from arkai.core.redact_rules import Rule, Span
+from arkai.core.redact_rules import Rule, Span, is_dummy
 
 # plugin class → (kind of each denylist pattern (the last repeats), replace the capture group?,
 # a hint that any match contains)
@@ -81,7 +81,7 @@ def _span_of(use_group: bool) -> Callable[[re.Match[str]], Span | None]:
             start += 1
         while end > start and text[end - 1] in _EDGE:
             end -= 1
-        if end - start < 6 or text.startswith("[REDACTED", start):
+        if end - start < 6 or text.startswith("[REDACTED", start) or is_dummy(text[start:end]):
             return None
         return start, end
 

@@ -119,8 +119,18 @@ _URL_SECRET = _c(
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*(?:\(\))?")
 _DUMMY = re.compile(
-    r"(?i)^(?:x+|\*+|\.+|none|null|nil|true|false|undefined|changeme|your[_\-]?\w*)$"
+    r"(?i)^[<{\[(]*(?:x+|\*+|\.+|none|null|nil|true|false|undefined|changeme|pass(?:word|wd)?"
+    r"|pwd|pw|secret|token|key|your[_\-]?\w*|my[_\-]?\w*)[>}\])]*$"
 )
+
+
+def is_dummy(value: str) -> bool:
+    """A stand-in, not a value: ``password``, ``<password>``, ``xxx``, ``***``, ``your_key``."""
+    return _DUMMY.match(value) is not None
+
+
+def _real_value(m: re.Match[str]) -> Span | None:
+    return None if is_dummy(m.group(1)) else m.span(1)
 
 
 def _assignment_value(m: re.Match[str]) -> Span | None:
@@ -186,8 +196,9 @@ _NOT_TLDS = frozenset(_NOT_TLD_WORDS.split())
 
 def _email_span(m: re.Match[str]) -> Span | None:
     """The address; a file extension glued after it (``a@b.com.pdf``) is not part of it."""
-    if m.string.startswith("@", m.end()):
-        return None  # "a@b.c@d": an object path, not an address
+    after = m.string[m.end() : m.end() + 2]
+    if after.startswith("@") or (after.startswith(":") and after[1:].strip()):
+        return None  # "a@b.c@d": an object path; "git@host:org/repo": an SSH remote
     before = m.string[max(0, m.start() - 300) : m.start()].rsplit(None, 1)[-1:]
     if before and "://" in before[0] and not re.search(r"://.*[/?#]", before[0]):
         return None  # "scheme://user:pass@host": the password rule's, not an address
@@ -280,7 +291,7 @@ RULES: tuple[Rule, ...] = (
     Rule("huggingface_token", _HUGGINGFACE, _hint("hf_|api_org_")),
     Rule("aws_access_key", _AWS_ACCESS, _hint("AKIA|ASIA|ABIA|ACCA")),
     Rule("aws_secret", _AWS_SECRET, _hint("secret"), group=2, lowered=True),
-    Rule("url_password", _URL_PASSWORD, _hint("://"), group=1),
+    Rule("url_password", _URL_PASSWORD, _hint("://"), _real_value),
     Rule("email", _EMAIL, _hint("@"), _email_span),
     Rule("email", _EMAIL_SPELLED, _hint("(?i)[\\[({<]at[\\])}>]")),
     Rule("iban", _IBAN, _hint("[A-Z]{2}\\d\\d ?[A-Z0-9]{4}"), _whole_if(iban_ok)),
