@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.core import canonjson
+from arkai.core.redact import redact_json
 from arkai.errors import AmbiguousIdError, NotFoundError
 
 RUNS_DIR = Path(".arkai") / "runs"
@@ -69,7 +70,10 @@ class RunLog:
         return self.root / RUNS_DIR / self.run_id / "events.jsonl"
 
     def emit(self, type_: str, **fields: Any) -> None:
-        event = {"type": type_, "timestamp": utc_now(), "run_id": self.run_id, **fields}
+        # Logs name inputs and errors, which may hold a secret (a URL's password): redact all.
+        event = redact_json(
+            {"type": type_, "timestamp": utc_now(), "run_id": self.run_id, **fields}
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(canonjson.dumps_line(event))

@@ -22,6 +22,7 @@ from arkai.cli.review import diff, log, review
 from arkai.cli.run import resume, run_
 from arkai.cli.search import context, library, search, show, topics
 from arkai.cli.site import site
+from arkai.core.redact import scrub
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
 
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
     except ArkaiError as exc:
-        click.echo(f"arkai: error: {exc}", err=True)
+        click.echo(f"arkai: error: {scrub(str(exc))}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -74,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         else:
             click.echo(
-                f"arkai: unexpected error: {type(exc).__name__}: {exc} (ARKAI_DEBUG=1 for details)",
+                f"arkai: unexpected error: {type(exc).__name__}: {scrub(str(exc))} "
+                "(ARKAI_DEBUG=1 for details)",
                 err=True,
             )
         return EXIT_ERROR

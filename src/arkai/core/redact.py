@@ -1,61 +1,41 @@
 """Redaction of secrets and personal data (DESIGN §6: chats are redacted at ``add`` time).
 
-``redact(text)`` replaces every match with a typed placeholder such as ``[REDACTED:email]`` and
-returns how many of each kind it replaced — never the values. It is pure and deterministic, and
-idempotent: placeholders never match any pattern, and the passes repeat until nothing changes, so
-``redact(redact(t)[0])[0] == redact(t)[0]``.
+``redact(text)`` replaces every value found with a typed placeholder such as
+``[REDACTED:email]`` and returns how many of each kind it replaced — never the values. It is
+pure, deterministic and idempotent: placeholders never match a rule, and the passes repeat
+until nothing changes, so ``redact(redact(t)[0])[0] == redact(t)[0]``.
 
-Kinds, applied in this order (earlier kinds win where matches overlap):
+Detection runs on a *view* of the text in which HTML character references (``&#64;``,
+``&lt;``, ``&#10;``) are decoded and ``<br>`` line breaks (also escaped, ``&lt;br&gt;``) read as
+new lines; each value found is mapped back to the characters it was written with, and only
+those are replaced, so the rest of the text keeps its bytes. The view costs one pass and is
+only built when the text holds ``&`` or ``<br``; every rule is one regular-expression scan
+with a cheap hint first, so the whole is linear in the text.
 
-``private_key``
-    A PEM ``-----BEGIN … PRIVATE KEY-----`` block through its ``-----END … PRIVATE KEY-----``
-    line; a block cut off before its END line is redacted through its last base64 line.
-``jwt``
-    ``eyJ<header>.eyJ<payload>.<signature>`` (base64url segments).
-``anthropic_key``
-    ``sk-ant-…`` (20+ key characters).
-``openai_key``
-    ``sk-…``, ``sk-proj-…``, ``sk-svcacct-…`` (20+ key characters, at least one digit).
-``github_token``
-    ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 30+ alphanumerics, ``github_pat_…``.
-``slack_token``
-    ``xoxa-``/``xoxb-``/``xoxp-``/``xoxr-``/``xoxs-`` + 10+ characters.
-``aws_access_key``
-    ``AKIA``/``ASIA`` + 16 upper-case letters or digits.
-``aws_secret``
-    40 base64 characters after ``aws_secret_access_key=`` / ``: `` (also ``SecretAccessKey``);
-    the key name is kept, only the value is replaced.
-``email``
-    ``local@domain.tld``; names ending in a file extension (``icon@2x.png``) are not e-mails.
-``phone``
-    ``+`` and 9–16 digits in groups (``+44 20 7946 0958``, ``+1 (555) 123-4567``), or the US
-    forms ``(555) 123-4567``, ``555-123-4567``, ``555.123.4567``, ``555 123 4567`` (optionally
-    ``1-`` first). Unseparated digit runs, dates, times, versions, IP addresses, UUIDs and hashes
-    are never phones: a candidate must stand alone (no letter, digit, ``.``, ``-`` or ``/``
-    glued to either end) and, without ``+``, have exactly the 3-3-4 shape.
+Detectors: arkai's own rules (:mod:`arkai.core.redact_rules`: keys and tokens of OpenAI,
+Anthropic, GitHub, Slack, Stripe, Google, Hugging Face and AWS, private keys, JWTs, bearer
+tokens, passwords in URLs and assignments, e-mail addresses (also ``[at]``), payment cards
+(issuer + Luhn), IBANs (mod 97), US SSNs (issued ranges), UK NI numbers, phone numbers) and
+detect-secrets' regex plugins (:mod:`arkai.core.redact_plugins`). Where two detections
+overlap, the union is replaced once, under the kind of the one that starts first (the longer,
+then the earlier rule, on a tie).
 """
 
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Callable, Iterable
+from bisect import bisect_right
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
 
+from arkai.core.redact_plugins import plugin_rules
+from arkai.core.redact_rules import DIGIT_RUN, GENERIC_RULES, RULES, Rule, Span
 from arkai.errors import InvalidInputError
 
-ALL_KINDS: tuple[str, ...] = (
-    "private_key",
-    "jwt",
-    "anthropic_key",
-    "openai_key",
-    "github_token",
-    "slack_token",
-    "aws_access_key",
-    "aws_secret",
-    "email",
-    "phone",
-)
-
 _MAX_PASSES = 6
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 _MIN_SECRET = 6  # no kind matches fewer characters ("a@b.io")
 
 
@@ -64,130 +44,228 @@ def placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[A-Za-z0-9+/=\s:,.\-\\]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    r"|(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/=]{8,})*)"
-)
-_JWT = re.compile(
-    r"eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{6,}\.eyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]*"
-    r"(?![A-Za-z0-9_\-])"
-)
-_ANTHROPIC = re.compile(r"sk-ant-(?<![A-Za-z0-9_\-]sk-ant-)[A-Za-z0-9_\-]{20,}")
-_OPENAI = re.compile(r"sk-(?<![A-Za-z0-9_\-]sk-)(?!ant-)(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}")
-_GITHUB = re.compile(
-    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
-    r"(?![A-Za-z0-9_])"
-)
-_SLACK = re.compile(r"xox(?<![A-Za-z0-9]xox)[abprs]-[A-Za-z0-9\-]{10,}")
-_AWS_ACCESS = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
-_AWS_SECRET = re.compile(
-    r"((?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*[:=]\s*[\"']?)"
-    r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
-)
-_EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24})"
-    r"(?![A-Za-z0-9\-])"
-)
-_NOT_TLD_WORDS = (
-    "png jpg jpeg gif svg webp ico bmp tif tiff avif heic pdf js mjs cjs ts tsx jsx css scss "
-    "py rb go rs java kt c h cpp hpp cs php sh json yaml yml toml ini cfg lock md txt html htm "
-    "xml csv zip gz tar wasm map vue svelte"
-)
-_NOT_TLDS = frozenset(_NOT_TLD_WORDS.split())
-_DIGIT = re.compile(r"\d")
-_GITHUB_HINT = re.compile(r"gh[pousr]_|github_pat_")
-_EDGE_BEFORE = r"(?<![\w+.\-/])"
-_EDGE_AFTER = r"(?!\w)(?![.\-/]\d)"
-_PHONE = re.compile(
-    _EDGE_BEFORE
-    + r"(?:"
-    + r"\+\d{1,3}(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,5})){2,7}"
-    + r"|(?:1[ .\-]?)?\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}"
-    + r"|(?:1([ .\-]))?\d{3}([ .\-])\d{3}\2\d{4}"
-    + r")"
-    + _EDGE_AFTER
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[Rule, ...]:
+    """Every detector in priority order: arkai's rules for named formats, detect-secrets'
+    plugins, then arkai's generic rules (``name = value``, bearer tokens, URL parameters)."""
+    return RULES + plugin_rules() + GENERIC_RULES
+
+
+def _kinds_in_order() -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for rule in all_rules():
+        seen.setdefault(rule.kind, None)
+        for extra in rule.also_kinds:
+            seen.setdefault(extra, None)
+    return tuple(seen)
+
+
+ALL_KINDS: tuple[str, ...] = _kinds_in_order()
+
+
+# --------------------------------------------------------------------------- the detection view
+
+_VIEW_TOKEN = re.compile(
+    r"&lt;br\s*/?&gt;|<br\s*/?>"
+    r"|&(?:#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)",
+    re.IGNORECASE,
 )
 
 
-def _email_ok(match: re.Match[str]) -> bool:
-    return match.group(1).lower() not in _NOT_TLDS
+class _View:
+    """The text as detectors see it, and the way back to the original's offsets."""
+
+    __slots__ = ("_tokens", "_vstarts", "text")
+
+    def __init__(self, original: str) -> None:
+        self._vstarts: list[int] = []
+        self._tokens: list[tuple[int, int, int, int]] = []  # view start, view len, orig start, len
+        if "&" not in original and "<br" not in original and "<BR" not in original:
+            self.text = original
+            return
+        parts: list[str] = []
+        last = 0
+        vpos = 0
+        for m in _VIEW_TOKEN.finditer(original):
+            token = m.group(0)
+            is_break = token.lower().startswith(("<br", "&lt;br"))
+            decoded = "\n" if is_break else html.unescape(token)
+            if decoded == token:
+                continue
+            parts.append(original[last : m.start()])
+            vpos += m.start() - last
+            self._vstarts.append(vpos)
+            self._tokens.append((vpos, len(decoded), m.start(), len(token)))
+            parts.append(decoded)
+            vpos += len(decoded)
+            last = m.end()
+        parts.append(original[last:])
+        self.text = "".join(parts)
+
+    def to_original(self, i: int, *, end: bool) -> int:
+        k = bisect_right(self._vstarts, i) - 1
+        if k < 0:
+            return i
+        v, d, o, n = self._tokens[k]
+        if i >= v + d:
+            return o + n + (i - v - d)
+        if i == v:
+            return o
+        return o + n if end else o
 
 
-def _phone_ok(match: re.Match[str]) -> bool:
-    text = match.group(0)
-    digits = sum(ch.isdigit() for ch in text)
-    if text.startswith("+"):
-        return 9 <= digits <= 16
-    lead = match.group(1)
-    if lead is not None and lead != match.group(2):
-        return False  # "1-555 123 4567": mixed separators are not one number
-    return digits >= 10
+# ------------------------------------------------------------------------------------- the engine
 
 
-# kind → (cheap prefilter, pattern, accept(match) or None, group holding the secret (0 = all))
-_Rule = tuple[Callable[[str], bool], re.Pattern[str], Callable[[re.Match[str]], bool] | None, int]
-_RULES: dict[str, _Rule] = {
-    "private_key": (lambda t: "PRIVATE KEY" in t, _PRIVATE_KEY, None, 0),
-    "jwt": (lambda t: "eyJ" in t, _JWT, None, 0),
-    "anthropic_key": (lambda t: "sk-ant-" in t, _ANTHROPIC, None, 0),
-    "openai_key": (lambda t: "sk-" in t, _OPENAI, None, 0),
-    "github_token": (lambda t: _GITHUB_HINT.search(t) is not None, _GITHUB, None, 0),
-    "slack_token": (lambda t: "xox" in t, _SLACK, None, 0),
-    "aws_access_key": (lambda t: "AKIA" in t or "ASIA" in t, _AWS_ACCESS, None, 0),
-    "aws_secret": (lambda t: "ecret" in t or "ECRET" in t, _AWS_SECRET, None, 2),
-    "email": (lambda t: "@" in t, _EMAIL, _email_ok, 0),
-    "phone": (lambda t: _DIGIT.search(t) is not None, _PHONE, _phone_ok, 0),
-}
+_ALL = frozenset(ALL_KINDS)
 
 
-def _check_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
+def _check_kinds(kinds: Iterable[str]) -> frozenset[str]:
     if kinds is ALL_KINDS:
-        return ALL_KINDS
-    wanted = set(kinds)
-    unknown = sorted(wanted - set(ALL_KINDS))
+        return _ALL
+    wanted = frozenset(kinds)
+    unknown = sorted(wanted - _ALL)
     if unknown:
         raise InvalidInputError(
             f"redact: unknown kind(s) {', '.join(unknown)}; known: {', '.join(ALL_KINDS)}"
         )
-    return tuple(k for k in ALL_KINDS if k in wanted)
+    return wanted
 
 
-def _apply(kind: str, rule: _Rule, text: str, counts: dict[str, int]) -> str:
-    prefilter, pattern, accept, group = rule
-    if not prefilter(text):
+@lru_cache(maxsize=64)
+def _active(wanted: frozenset[str]) -> tuple[tuple[int, Rule], ...]:
+    """The rules (with their priority) that can find one of ``wanted``."""
+    return tuple(
+        (priority, rule)
+        for priority, rule in enumerate(all_rules())
+        if rule.kind in wanted or wanted.intersection(rule.also_kinds)
+    )
+
+
+@lru_cache(maxsize=1)
+def _any_hint() -> re.Pattern[str]:
+    """One pattern that finds where any rule's hint (or a digit run) is: text without a match
+    holds nothing to redact, which is most short strings (ids, roles, dates)."""
+    parts = [DIGIT_RUN.pattern]
+    for rule in all_rules():
+        if rule.hint is None:
+            if not rule.in_digit_runs:
+                return re.compile("")  # a rule without a hint: always look
+            continue
+        hint = rule.hint.pattern
+        if hint.startswith("(?i)"):
+            hint = f"(?i:{hint[4:]})"
+        parts.append(f"(?i:{hint})" if rule.lowered else f"(?:{hint})")
+    return re.compile("|".join(parts))
+
+
+def _detect(text: str, wanted: frozenset[str]) -> list[tuple[int, int, int, str]]:
+    """(start, end, rule priority, kind) of every value found in ``text``."""
+    found: list[tuple[int, int, int, str]] = []
+    lowered: str | None = None
+    runs: list[tuple[int, int]] | None = None
+    if _any_hint().search(text) is None:
+        return found
+    for priority, rule in _active(wanted):
+        subject = text
+        if rule.lowered:
+            if lowered is None:
+                lowered = _lower_same_length(text)
+            subject = lowered
+        if rule.hint is not None and not rule.hint.search(subject):
+            continue
+        matches: Iterable[re.Match[str]]
+        if rule.in_digit_runs:
+            if runs is None:
+                runs = [m.span() for m in DIGIT_RUN.finditer(text)]
+            matches = (
+                m
+                for start, end in runs
+                for m in rule.pattern.finditer(text, max(0, start - 1), end + 1)
+            )
+        else:
+            matches = rule.pattern.finditer(subject)
+        for m in matches:
+            span: Span | None = rule.accept(m) if rule.accept else m.span(rule.group)
+            if span is None or span[1] <= span[0] or _PLACEHOLDER.fullmatch(text, *span):
+                continue
+            kind = rule.kind_of(m) if rule.kind_of else rule.kind
+            if kind in wanted:
+                found.append((span[0], span[1], priority, kind))
+    return found
+
+
+def _lower_same_length(text: str) -> str:
+    """``text`` lower-cased with every offset kept (``str.lower`` can lengthen a few letters)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
+
+
+def _merge(spans: list[tuple[int, int, int, str]]) -> list[tuple[int, int, str]]:
+    """Overlapping spans → their union, labelled by the first (longest, then earliest rule)."""
+    spans.sort(key=lambda s: (s[0], -s[1], s[2]))
+    merged: list[tuple[int, int, str]] = []
+    for start, end, _, kind in spans:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def _one_pass(text: str, wanted: frozenset[str], counts: dict[str, int]) -> str:
+    view = _View(text)
+    found = _detect(view.text, wanted)
+    if not found:
         return text
-    mark = placeholder(kind)
-
-    def replace(match: re.Match[str]) -> str:
-        if accept is not None and not accept(match):
-            return match.group(0)
+    if view.text is not text:
+        found = [
+            (view.to_original(s, end=False), view.to_original(e, end=True), p, k)
+            for s, e, p, k in found
+        ]
+    out: list[str] = []
+    last = 0
+    for start, end, kind in _merge(found):
+        out.append(text[last:start])
+        out.append(placeholder(kind))
         counts[kind] = counts.get(kind, 0) + 1
-        if group == 0:
-            return mark
-        whole = match.group(0)
-        start = match.start(group) - match.start(0)
-        end = match.end(group) - match.start(0)
-        return whole[:start] + mark + whole[end:]
-
-    return pattern.sub(replace, text)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def redact(text: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, dict[str, int]]:
     """``text`` with every secret of ``kinds`` replaced by ``[REDACTED:<kind>]``, and the number
     replaced per kind (only kinds found; keys sorted). Unknown kinds raise InvalidInputError."""
-    order = _check_kinds(kinds)
+    wanted = _check_kinds(kinds)
     counts: dict[str, int] = {}
-    if len(text) < _MIN_SECRET:
+    if len(text) < _MIN_SECRET or not wanted:
         return text, counts
     for _ in range(_MAX_PASSES):
         before = sum(counts.values())
-        for kind in order:
-            text = _apply(kind, _RULES[kind], text, counts)
+        text = _one_pass(text, wanted, counts)
         if sum(counts.values()) == before:
             break
     return text, dict(sorted(counts.items()))
+
+
+def scrub(text: str) -> str:
+    """``text`` with every kind redacted (for messages, logs and names; counts dropped)."""
+    return redact(text)[0]
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of parsed JSON with every string redacted, object keys included."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+    return value
 
 
 def merge_counts(*many: dict[str, int]) -> dict[str, int]:

@@ -22,11 +22,12 @@ from arkai.adapters.fs import atomic_write_bytes
 from arkai.adapters.layout import LIBRARY, METADATA, REVIEW, TRANSCRIPT, Item, iter_items
 from arkai.adapters.store import write_json
 from arkai.core.hashing import content_id, digest
-from arkai.core.redact import redact
+from arkai.core.redact import redact, redact_json, scrub
 from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.ops.route import Route, is_url, learn_route, route
 from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.chats.common import PLATFORMS, redaction_enabled
 
 METADATA_SCHEMA_VERSION = 2
 _TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}(?:/[a-z0-9][a-z0-9_-]{0,39}){0,3}$")
@@ -194,7 +195,7 @@ def apply_redaction(acq: Acquired) -> None:
         except UnicodeDecodeError:
             continue
         clean, found = redact(text)
-        for kind, n in found.items():
+        for kind, n in found.items() if name == TRANSCRIPT else ():  # once, as for chats
             counts[kind] = counts.get(kind, 0) + n
         acq.files[name] = clean.encode("utf-8")
     if counts:
@@ -211,9 +212,12 @@ def store(
         acq.content_type = check_type(opts.content_type)
     if opts.title:
         acq.title = opts.title
-    if opts.redact and acq.source_format not in ("chatgpt", "claude", "gemini"):
+    chat = acq.source_format in PLATFORMS
+    if opts.redact and not chat:
         apply_redaction(acq)
     meta = build_metadata(acq, tags=opts.tags, now=opts.now, ref=ref)
+    if opts.redact or (chat and redaction_enabled(opts)):  # the title (folder name), all fields
+        meta = redact_json(meta)
     cid = meta["id"]
     existing = known.get(cid)
     if existing is None:
@@ -339,6 +343,8 @@ def _add_one(
     if explain and chosen is not None:
         for r in results:
             r.details["route"] = chosen.to_dict()
+    for r in results:  # what is printed never echoes a secret (a URL's password)
+        r.source, r.error = scrub(r.source), scrub(r.error) if r.error else r.error
     return results
 
 

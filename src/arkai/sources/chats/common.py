@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from arkai.core import canonjson
 from arkai.core.hashing import digest, sha256_hex
-from arkai.core.redact import ALL_KINDS, merge_counts, redact
+from arkai.core.redact import ALL_KINDS, merge_counts, redact, redact_json, scrub
 from arkai.sources.base import Acquired, AddOptions
 
 PLATFORMS = ("chatgpt", "claude", "gemini")
@@ -198,17 +198,6 @@ def redaction_enabled(opts: AddOptions) -> bool:
     return bool(add.get("redact_chats", True)) if isinstance(add, dict) else True
 
 
-def redact_json(value: Any) -> Any:
-    """A copy of ``value`` with every string value (not key) redacted."""
-    if isinstance(value, str):
-        return redact(value)[0]
-    if isinstance(value, list):
-        return [redact_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: redact_json(v) for k, v in value.items()}
-    return value
-
-
 def _sanitize_json(value: Any) -> Any:
     if isinstance(value, str):
         return fix_surrogates(value)
@@ -297,12 +286,16 @@ def render_transcript(title: str, messages: list[Message]) -> str:
     return "\n".join(blocks)
 
 
-def source_id_for(conversation_id: str, leaf: str | None = None) -> str:
+def source_id_for(
+    conversation_id: str, leaf: str | None = None, *, shown: str | None = None
+) -> str:
     """Folder-name suffix: the conversation id (first 36 characters); ids with unsafe
-    characters, and extra branches, get a readable prefix plus 8 hex of a digest."""
-    if leaf is None and _SAFE_ID.match(conversation_id):
+    characters, and extra branches, get a readable prefix (from ``shown``, the redacted id,
+    when given) plus 8 hex of a digest of the id."""
+    shown = conversation_id if shown is None else shown
+    if leaf is None and shown == conversation_id and _SAFE_ID.match(conversation_id):
         return conversation_id[:MAX_SOURCE_ID]
-    safe = re.sub(r"[^A-Za-z0-9_\-]+", "_", conversation_id).strip("_-") or "chat"
+    safe = re.sub(r"[^A-Za-z0-9_\-]+", "_", shown).strip("_-") or "chat"
     key = conversation_id if leaf is None else f"{conversation_id}#{leaf}"
     return f"{safe[: MAX_SOURCE_ID - 9]}-{sha256_hex(key.encode('utf-8'))[:8]}"
 
@@ -318,7 +311,9 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     title = one_line(fix_surrogates(conv.title))
     raw = _sanitize_json(conv.raw)
     counts: dict[str, int] = {}
+    cid = shown_cid = conv.conversation_id
     if redact_on:
+        shown_cid = scrub(cid)
         found: list[dict[str, int]] = []
         for m in messages:
             m.content, n = redact(m.content, ALL_KINDS)
@@ -333,7 +328,6 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     if conv.leaf is not None:
         title = f"{title} (branch {conv.leaf[:8]})"
 
-    cid = conv.conversation_id
     canonical = f"{conv.platform}:{cid}"
     if conv.leaf is not None:
         canonical += f"#branch-{conv.leaf}"
@@ -346,7 +340,7 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     folder = f"chats/{conv.platform}/{created[:4]}/{created[5:7]}" if created else None
 
     metadata = {
-        "chat_id": cid,
+        "chat_id": shown_cid,
         "platform": conv.platform,
         "title": title,
         "created": created,
@@ -362,21 +356,21 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     url_form = _URLS.get(conv.platform)
     meta: dict[str, Any] = {
         "platform": conv.platform,
-        "conversation_id": cid,
+        "conversation_id": shown_cid,
         "created": created,
         "updated": updated,
         "message_count": len(messages),
         "branch": conv.branch,
         "redactions": counts,
-        **conv.extra_meta,
+        **(redact_json(conv.extra_meta) if redact_on else conv.extra_meta),
     }
     return Acquired(
         canonical=canonical,
-        source_id=source_id_for(cid, conv.leaf),
+        source_id=source_id_for(cid, conv.leaf, shown=shown_cid),
         title=title,
         content_type=folder or f"chats/{conv.platform}/undated",
         files=files,
-        url=url_form.format(id=quote(cid, safe="-_.")) if url_form else None,
+        url=url_form.format(id=quote(shown_cid, safe="-_.")) if url_form else None,
         meta=meta,
         timed=False,
         source_format=conv.platform,
