@@ -132,22 +132,31 @@ def wisdom_sections(d: ItemData) -> list[tuple[str, str, Any]]:
     """(anchor, heading, value) of each wisdom section the item page shows, in order.
 
     An entry whose text an earlier section already showed is left out (extractive providers
-    give the same sentence as a key point, an idea and a fact), and so is a section left empty.
+    give the same sentence as a key point, an idea and a fact, and build the summary and the
+    one-sentence takeaway from those sentences too — on auto-captions every section repeated
+    the summary), and so is a section left empty.
     """
     out: list[tuple[str, str, Any]] = []
     seen: set[str] = set()
     shown: set[str] = set()
+    prose = ""
+    """The text sections shown so far, normalized: an entry they contain is not repeated."""
     for pattern, key, heading in WISDOM_SECTIONS:
         section = d.wisdom.get(pattern)
         value = section.get(key) if isinstance(section, dict) else None
         if not value or heading in seen or not isinstance(value, str | list):
             continue
         seen.add(heading)
-        if isinstance(value, list):
+        if isinstance(value, str):
+            norm = _norm(value)
+            if norm in prose:
+                continue
+            prose += norm + "\n"
+        else:
             fresh = []
             for entry in value:
-                norm = " ".join(entry_text(entry).split()).casefold()
-                if norm and norm in shown:
+                norm = _norm(entry_text(entry))
+                if norm and (norm in shown or (len(norm) >= MIN_REPEAT and norm in prose)):
                     continue
                 shown.add(norm)
                 fresh.append(entry)
@@ -156,6 +165,14 @@ def wisdom_sections(d: ItemData) -> list[tuple[str, str, Any]]:
             value = fresh
         out.append((css_token(heading), heading, value))
     return out
+
+
+#: Shorter entries ("VC", a name) are kept even when the summary happens to contain them.
+MIN_REPEAT = 20
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold().rstrip(".!?…")
 
 
 def entry_text(value: Any) -> str:
