@@ -66,6 +66,7 @@ from arkai.site.pages import (
     wisdom_sections,
 )
 from arkai.site.search import Section, encode, item_sections, transcript_sections
+from arkai.site.siteurl import derive_site_url
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
@@ -168,7 +169,9 @@ def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
                 except json.JSONDecodeError:
                     continue
                 if isinstance(obj, dict):
-                    out[pos] = {k: obj.get(k) for k in ("content_id", "start_line", "end_line")}
+                    out[pos] = {
+                        k: obj.get(k) for k in ("content_id", "start_line", "end_line", "text")
+                    }
     return out
 
 
@@ -482,11 +485,15 @@ def prepare(
     """Generate the pages and the config; return (config path, config text, report)."""
     report = report or SiteReport()
     user = load_user_config(root)
-    opts = options or SiteOptions.from_params(load_params(root))
+    params = load_params(root)
+    opts = options or SiteOptions.from_params(params)
     build = root / BUILD_DIR
     started = time.perf_counter()
     lib = generate_pages(root, user, opts, report, progress)
-    text = generated_config(user, build, topics=True, beliefs=lib.beliefs is not None)
+    site_url = None if user.data.get("site_url") else derive_site_url(root, params)
+    text = generated_config(
+        user, build, topics=True, beliefs=lib.beliefs is not None, site_url=site_url
+    )
     write_page(build / CONFIG, text.encode("utf-8"))
     report.generate_s = round(time.perf_counter() - started, 3)
     report.build_dir = str(build)

@@ -13,20 +13,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.core.document import Document
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVIEW, TRANSCRIPT, Item
 from arkai.adapters.review import apply_review, is_rejected, load_review
-from arkai.model.status import UNRESOLVED
-from arkai.core.hashing import digest
 from arkai.adapters.store import parse_evidence
+from arkai.core.document import Document
+from arkai.core.hashing import digest
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
+from arkai.model.status import UNRESOLVED
 from arkai.ops.validate import span_is_valid
 from arkai.site.escape import one_line, safe_url
 from arkai.site.transcript import speaker_labels
@@ -43,6 +44,12 @@ INPUTS = (
     ("extracted", EXTRACTION),
 )
 STATUSES = ("resolved", "ambiguous", "unresolved", "unverified", "stale", "rejected")
+#: Mentions per entity and item shown with their sentence (the others as line links).
+MAX_SAID = 3
+#: Characters of context kept on each side of a mention.
+SAID_CHARS = 160
+_STAMP = re.compile(r"^\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*")
+_STOP = re.compile(r"[.!?…][\"”’)\]]*\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,9 @@ class EntityView:
     mentions: tuple[int | None, ...]
     """The line of each mention (None when unresolved or stale), in file order."""
     stale: int
+    said: tuple[tuple[int, str, str, str], ...] = ()
+    """``(line, before, mention, after)``: the sentence around each of the first
+    :data:`MAX_SAID` mentions with a valid span, the mention as written in the middle."""
 
 
 @dataclass(slots=True)
@@ -200,7 +210,6 @@ def _evidence(data: bytes | None, path: Path) -> list[EvidenceLine]:
     return [] if data is None else parse_evidence(data, path)
 
 
-
 def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemData:
     """Parse and check one item's transcript, evidence, entities and wisdom (``blobs``: the
     files as :func:`read_inputs` returns them, read here when not given)."""
@@ -264,6 +273,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
             continue
         name, etype = one_line(str(ent["name"])), one_line(str(ent.get("type") or "other"))
         mentions: list[int | None] = []
+        said: list[tuple[int, str, str, str]] = []
         stale = 0
         for m in ent.get("mentions") or []:
             if not isinstance(m, dict):
@@ -272,12 +282,41 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
             if m.get("span") and line is None:
                 stale += 1
             mentions.append(line)
+            if line is not None and len(said) < MAX_SAID:
+                said.append((line, *sentence_around(data_view, m["span"]["utf8_byte_offset"])))
         entities.append(
-            EntityView(entity_key(name, etype), name, etype.lower(), tuple(mentions), stale)
+            EntityView(
+                entity_key(name, etype), name, etype.lower(), tuple(mentions), stale, tuple(said)
+            )
         )
     data_view.entities = entities
     data_view.wisdom = _json_object(blobs[WISDOM], item.extracted / WISDOM) or {}
     return data_view
+
+
+def sentence_around(d: ItemData, span: list[int]) -> tuple[str, str, str]:
+    """``(before, words, after)``: the sentence holding the bytes ``span`` on their line
+    (without the line's timestamp), cut to :data:`SAID_CHARS` on each side."""
+    start, end = span
+    n = bisect_right(d.line_starts, start)
+    ls = d.line_starts[n - 1]
+    le = d.line_starts[n] - 1 if n < len(d.line_starts) else len(d.data)
+    end = min(end, le)
+    before = d.data[ls:start].decode("utf-8", "replace")
+    words = d.data[start:end].decode("utf-8", "replace")
+    after = d.data[end:le].decode("utf-8", "replace")
+    before = _STAMP.sub("", before)
+    stops = list(_STOP.finditer(before))
+    if stops:
+        before = before[stops[-1].end() :]
+    stop = _STOP.search(after + " ")
+    if stop:
+        after = after[: stop.start() + 1]
+    if len(before) > SAID_CHARS:
+        before = "…" + before[-SAID_CHARS:].split(" ", 1)[-1]
+    if len(after) > SAID_CHARS:
+        after = after[:SAID_CHARS].rsplit(" ", 1)[0] + "…"
+    return before.lstrip(), words, after.rstrip()
 
 
 def summarize_item(d: ItemData) -> dict[str, Any]:
@@ -319,6 +358,7 @@ def summarize_item(d: ItemData) -> dict[str, Any]:
                 "name": e.name,
                 "type": e.type,
                 "mentions": list(e.mentions),
+                "said": [list(x) for x in e.said],
             }
             for e in d.entities
         ],

@@ -131,8 +131,11 @@ def nav(*, topics: bool, beliefs: bool) -> list[Any]:
     return out
 
 
-def generated_config(user: UserConfig, build: Path, *, topics: bool, beliefs: bool) -> str:
-    """The text of ``.site-build/mkdocs.yml``."""
+def generated_config(
+    user: UserConfig, build: Path, *, topics: bool, beliefs: bool, site_url: str | None = None
+) -> str:
+    """The text of ``.site-build/mkdocs.yml`` (``site_url``: used when the user's config sets
+    none, see :mod:`arkai.site.siteurl`)."""
     root = user.root
     cfg: dict[str, Any] = {}
     if user.path is not None:
@@ -140,6 +143,8 @@ def generated_config(user: UserConfig, build: Path, *, topics: bool, beliefs: bo
     else:
         cfg["site_name"] = DEFAULT_SITE_NAME
         cfg["theme"] = {"name": "material"}
+    if site_url and not user.data.get("site_url"):
+        cfg["site_url"] = site_url
     cfg["docs_dir"] = DOCS_DIR
     cfg["site_dir"] = os.path.relpath(user.site_dir, build)
     theme = user.data.get("theme")

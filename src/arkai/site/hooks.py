@@ -35,6 +35,7 @@ _H2 = re.compile(r'<h2 id="([^"<>]+)">([^<]*)</h2>')
 # Whitespace-sensitive elements, left exactly as they are by ``_squeeze``.
 _VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2\s*>)", re.S | re.I)
 _INDENT = re.compile(r"\n\s+")
+_ENTITY_SEPARATOR = "&(?:lt|gt|amp|quot);"
 
 _state: dict[str, Any] = {"command": None, "dirty": False, "stash": {}, "ours": set(), "files": []}
 
@@ -129,14 +130,34 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
         except FileNotFoundError:
             continue
         pages.add(f.url)
-        for anchor, title, text in rows:
+        for anchor, title, text, *boost in rows:
             location = f"{f.url}#{anchor}" if anchor else f.url
-            ours.append({"location": location, "title": title, "text": text})
+            entry: dict[str, Any] = {"location": location, "title": title, "text": text}
+            if boost:
+                entry["boost"] = boost[0]
+            ours.append(entry)
     docs = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
     data["docs"] = docs + ours
+    config = data.get("config")
+    if isinstance(config, dict) and isinstance(config.get("separator"), str):
+        config["separator"] = with_entity_separator(config["separator"])
     tmp = index.with_name(f".{index.name}.tmp")
     tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     os.replace(tmp, index)
+
+
+def with_entity_separator(separator: str) -> str:
+    """The search separator, extended so that character references split words.
+
+    Index text is HTML-escaped (``&lt;`` ``&gt;`` ``&amp;``, as Material's own indexer writes
+    it), and Material's default separator (``[\\s\\-]+``) would keep ``&gt;`` inside tokens
+    ("script&gt;window"): the search suggestion then offers, and fills the box with, the
+    literal ``&gt;``. Material's documentation suggests splitting on ``&[lg]t;``; ``&amp;``
+    and ``&quot;`` are added too.
+    """
+    if _ENTITY_SEPARATOR in separator:
+        return separator
+    return f"{separator}|{_ENTITY_SEPARATOR}" if separator else _ENTITY_SEPARATOR
 
 
 def _remove_deleted_pages(site: Path, build_dir: Path, pages: list[str]) -> None:

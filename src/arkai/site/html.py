@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from arkai.site.escape import css_token, escape_text, escape_url, one_line, yaml_string
+from arkai.site.escape import (
+    css_token,
+    escape_attr,
+    escape_text,
+    escape_url,
+    one_line,
+    yaml_string,
+)
 
 #: First line of a page body; the site hook serves such pages without Markdown conversion.
 MARKER = "<!-- arkai:html -->"
@@ -40,16 +47,35 @@ def h2(anchor: str, text: str) -> str:
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "") -> list[str]:
-    """Cells are HTML already; the header labels are escaped here. The table itself has no
-    class (Material styles only those); ``cls`` goes on a wrapping ``div``."""
+    """A responsive table: cells are HTML already; the header labels are escaped here.
+
+    The table itself has no class (Material styles only those); it sits in a
+    ``div.ak-rt`` (plus ``cls``). Each cell carries its column's label (``data-label``), so
+    on a narrow screen the stylesheet shows every row as a card of labelled lines instead
+    of a table that scrolls sideways; the first column (the title) heads the card.
+    """
+    labels = [escape_attr(one_line(h)) for h in head]
     out = [
-        f'<div class="{cls}"><table>' if cls else "<table>",
+        f'<div class="ak-rt{" " + cls if cls else ""}"><table>',
         "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>",
         "<tbody>",
     ]
-    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    out.append("</tbody></table></div>" if cls else "</tbody></table>")
+    out += [
+        "<tr>"
+        + "".join(
+            f'<td data-label="{labels[i]}">{c}</td>' if i < len(labels) else f"<td>{c}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    ]
+    out.append("</tbody></table></div>")
     return out
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 item``, ``2 items`` (``many``: an irregular plural)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def paragraphs(text: str, cls: str = "") -> list[str]:
@@ -69,18 +95,21 @@ def page(
     *,
     kind: str,
     hide: Sequence[str] = (),
+    boost: float | None = None,
 ) -> str:
     """A page: front matter, marker, HTML.
 
     The title is pre-escaped (themes print ``page.meta.title`` unescaped). ``hide`` lists
     Material's sidebars to leave out (``navigation``, ``toc``). Material's search
     plugin is told to skip the page: arkai writes the page's search entries itself
-    (:mod:`arkai.site.search`).
+    (:mod:`arkai.site.search`); ``boost`` is recorded for readers of the front matter (the
+    entries carry their own).
     """
     front = ["---", f"title: {yaml_string(escape_text(one_line(title)))}"]
     if hide:
         front.append(f"hide: [{', '.join(hide)}]")
-    front += ["search: {exclude: true}", "---"]
+    search = "exclude: true" + (f", boost: {boost:g}" if boost is not None else "")
+    front += [f"search: {{{search}}}", "---"]
     body = [MARKER, f'<div class="ak-page ak-{css_token(kind)} {IGNORE_MATH}">', *lines, "</div>"]
     for line in body:
         # The raw-HTML invariant: nothing Markdown could read as its own syntax.

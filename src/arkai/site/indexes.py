@@ -11,12 +11,15 @@ from typing import Any
 
 from arkai.site import links
 from arkai.site.escape import css_token, one_line
-from arkai.site.html import a, badge, day, esc, h2, page, table
+from arkai.site.html import a, badge, day, esc, h2, page, plural, table
 from arkai.site.links import Urls
-from arkai.site.search import Section
+from arkai.site.search import INDEX_PAGE_BOOST, Section
 
 LATEST = 12
 CHUNK_LINKS = 6
+#: Passages of a topic shown with their sentence per item (the rest as line links).
+SNIPPETS = 3
+SNIPPET_CHARS = 160
 
 
 @dataclass
@@ -28,6 +31,8 @@ class Entity:
     names: Counter[str] = field(default_factory=Counter)
     items: dict[str, list[int | None]] = field(default_factory=dict)
     """content id → the line of each mention (None: unresolved or stale)."""
+    said: dict[str, list[list[Any]]] = field(default_factory=dict)
+    """content id → ``[line, before, mention, after]`` of its first mentions."""
 
     @property
     def name(self) -> str:
@@ -76,6 +81,7 @@ class Library:
                 ent = self.entities.setdefault(e["key"], Entity(e["key"], e["type"]))
                 ent.names[e["name"]] += 1
                 ent.items.setdefault(s["id"], []).extend(e["mentions"])
+                ent.said.setdefault(s["id"], []).extend(e.get("said") or [])
 
     def entity_has_page(self, key: str) -> bool:
         ent = self.entities.get(key)
@@ -94,22 +100,26 @@ def _item_link(lib: Library, src: str, cid: str) -> str:
     return a(lib.urls.href(src, links.item_page(cid)), lib.title(cid))
 
 
-def _item_rows(lib: Library, src: str, items: Iterable[dict[str, Any]]) -> list[str]:
+def _item_rows(
+    lib: Library, src: str, items: Iterable[dict[str, Any]], *, with_type: bool = True
+) -> list[str]:
+    """The item list (a responsive table); ``with_type``: a Type column (left out where
+    the items are grouped by type)."""
     rows = []
     for s in items:
         tags = ", ".join(a(lib.urls.href(src, links.tag_page(t)), t) for t in s["tags"])
-        rows.append(
-            [
-                _item_link(lib, src, s["id"]),
-                esc(s["type"]),
-                esc(day(s["created_at"])),
-                esc(day(s["published"])),
-                tags,
-                str(s["counts"]["claims"]),
-                str(len(s["entities"])),
-            ]
-        )
-    return table(("Title", "Type", "Added", "Published", "Tags", "Claims", "Entities"), rows)
+        row = [
+            _item_link(lib, src, s["id"]),
+            esc(s["type"]),
+            esc(day(s["created_at"])),
+            esc(day(s["published"])),
+            tags,
+            str(s["counts"]["claims"]),
+            str(len(s["entities"])),
+        ]
+        rows.append(row if with_type else row[:1] + row[2:])
+    head = ["Title", "Type", "Added", "Published", "Tags", "Claims", "Entities"]
+    return table(head if with_type else head[:1] + head[2:], rows, cls="ak-items")
 
 
 def totals(summaries: list[dict[str, Any]]) -> dict[str, int]:
@@ -130,7 +140,8 @@ def _status_line(t: dict[str, int]) -> str:
         if t.get(key):
             parts.append(badge(key, f"{t[key]} {key}"))
     if t.get("digest_changed"):
-        parts.append(badge("stale", f"{t['digest_changed']} transcripts changed since extraction"))
+        changed = plural(t["digest_changed"], "transcript")
+        parts.append(badge("stale", f"{changed} changed since extraction"))
     return " ".join(parts)
 
 
@@ -190,7 +201,7 @@ def library_by_type(lib: Library) -> str:
     src = links.LIBRARY
     out = [
         "<h1>Library</h1>",
-        f"<p>{len(lib.summaries)} items · "
+        f"<p>{plural(len(lib.summaries), 'item')} · "
         f"{a(lib.urls.href(src, links.LIBRARY_DATES), 'by date')} · "
         f"{a(lib.urls.href(src, links.TAGS), 'by tag')}</p>",
     ]
@@ -199,7 +210,9 @@ def library_by_type(lib: Library) -> str:
         types[s["type"]].append(s)
     for k in sorted(types):
         out.append(h2(links.type_anchor(k), f"{k} ({len(types[k])})"))
-        out += _item_rows(lib, src, sorted(types[k], key=lambda s: s["title"].casefold()))
+        out += _item_rows(
+            lib, src, sorted(types[k], key=lambda s: s["title"].casefold()), with_type=False
+        )
     return page("Library", out, kind="library")
 
 
@@ -219,7 +232,7 @@ def library_by_date(lib: Library) -> str:
             src,
             sorted(months[m], key=lambda s: s["published"] or s["created_at"], reverse=True),
         )
-    return page("Library by date", out, kind="library")
+    return page("Library by date", out, kind="library", hide=("toc",))
 
 
 def tag_pages(lib: Library) -> dict[str, str]:
@@ -231,7 +244,7 @@ def tag_pages(lib: Library) -> dict[str, str]:
     rows = []
     for t in sorted(tags, key=str.casefold):
         src = links.tag_page(t)
-        out = [f"<h1>Tag: {esc(t)}</h1>", f"<p>{len(tags[t])} items</p>"]
+        out = [f"<h1>Tag: {esc(t)}</h1>", f"<p>{plural(len(tags[t]), 'item')}</p>"]
         out += _item_rows(lib, src, sorted(tags[t], key=lambda s: s["title"].casefold()))
         pages[src] = page(f"Tag: {t}", out, kind="tag", hide=("toc",))
         rows.append([a(lib.urls.href(links.TAGS, src), t), str(len(tags[t]))])
@@ -248,7 +261,8 @@ def entity_pages(lib: Library) -> dict[str, str]:
         by_type[ent.type].append(ent)
     index = [
         "<h1>Entities</h1>",
-        f"<p>{len(lib.entities)} entities in {len(lib.summaries)} items "
+        f"<p>{plural(len(lib.entities), 'entity', 'entities')} in "
+        f"{plural(len(lib.summaries), 'item')} "
         "(number of items · mentions).</p>",
     ]
     for etype in sorted(by_type):
@@ -263,7 +277,9 @@ def entity_pages(lib: Library) -> dict[str, str]:
                 chips.append(a(lib.urls.href(links.ENTITIES, src), label) + count)
                 pages[src] = _entity_page(lib, ent, src)
                 titles = ", ".join(lib.title(cid) for cid in ent.items)
-                lib.sections[src] = [Section("", ent.name, f"{ent.type} · {titles}")]
+                lib.sections[src] = [
+                    Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)
+                ]
             else:
                 only = next(iter(ent.items))
                 chips.append(
@@ -278,26 +294,48 @@ def entity_pages(lib: Library) -> dict[str, str]:
 def _entity_page(lib: Library, ent: Entity, src: str) -> str:
     out = [
         f"<h1>{esc(ent.name)}</h1>",
-        f"<p>{badge('type', ent.type)} mentioned {ent.mentions} times in "
-        f"{len(ent.items)} items.</p>",
+        f"<p>{badge('type', ent.type)} mentioned {plural(ent.mentions, 'time')} in "
+        f"{plural(len(ent.items), 'item')}.</p>",
     ]
     others = sorted(n for n in ent.names if n != ent.name)
     if others:
         out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
-    out.append('<ul class="ak-mentions">')
     for cid, mentions in sorted(ent.items.items(), key=lambda kv: (-len(kv[1]), lib.title(kv[0]))):
         target = links.transcript_page(cid)
-        lines = sorted({m for m in mentions if m})
-        spots = " ".join(a(lib.urls.href(src, target, f"L{line}"), f"L{line}") for line in lines)
+        said = ent.said.get(cid) or []
+        out.append(_group_head(lib, src, cid, plural(len(mentions), "mention")))
+        out.append('<ul class="ak-said">')
+        for line, before, words, after in said:
+            out.append(_said(lib.urls.href(src, target, f"L{line}"), line, before, words, after))
+        out.append("</ul>")
+        shown = {x[0] for x in said}
+        rest = sorted({m for m in mentions if m and m not in shown})
         missing = len(mentions) - sum(1 for m in mentions if m)
-        if missing:
-            spots += f" <small>(+{missing} without a valid span)</small>"
-        out.append(
-            f'<li>{_item_link(lib, src, cid)} <span class="ak-count">{len(mentions)}</span> '
-            f"<span>{spots}</span></li>"
-        )
-    out.append("</ul>")
+        more = [a(lib.urls.href(src, target, f"L{n}"), f"L{n}", cls="ak-go") for n in rest]
+        if more or missing:
+            tail = f"also {' '.join(more)}" if more else ""
+            if missing:
+                tail += f" (+{missing} without a valid span)"
+            out.append(f'<p class="ak-also">{tail.strip()}</p>')
+        out.append("</div>")
     return page(ent.name, out, kind="entity", hide=("toc",))
+
+
+def _group_head(lib: Library, src: str, cid: str, count: str) -> str:
+    """Opens an item's group on an entity or topic page (closed by the caller)."""
+    return (
+        f'<div class="ak-group"><p class="ak-gt">{_item_link(lib, src, cid)} '
+        f'<span class="ak-count">{esc(count)}</span></p>'
+    )
+
+
+def _said(href: str, line: int, before: str, words: str, after: str) -> str:
+    """One mention in its sentence, the mentioned words marked, linked to its line."""
+    return (
+        f'<li><span class="ak-s">{esc(before)}'
+        + (f'<mark class="ak-m">{esc(words)}</mark>' if words else "")
+        + f"{esc(after)}</span> {a(href, f'L{line}', cls='ak-go')}</li>"
+    )
 
 
 def topic_pages(lib: Library) -> dict[str, str]:
@@ -310,7 +348,7 @@ def topic_pages(lib: Library) -> dict[str, str]:
         )
         return {links.TOPICS: page("Topics", out, kind="topics", hide=("toc",))}
     ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
-    out.append(f"<p>{len(ranked)} topics (number of items).</p>")
+    out.append(f"<p>{plural(len(ranked), 'topic')} (number of items).</p>")
     chips = []
     for t in ranked:
         count = f'&#160;<span class="ak-count">{len(t.items)}</span>'
@@ -318,7 +356,7 @@ def topic_pages(lib: Library) -> dict[str, str]:
             src = links.topic_page(t.term)
             pages[src] = _topic_page(lib, t, src)
             titles = ", ".join(lib.title(i["content_id"]) for i in t.items)
-            lib.sections[src] = [Section("", t.term, f"topic · {titles}")]
+            lib.sections[src] = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
             chips.append(a(lib.urls.href(links.TOPICS, src), t.term) + count)
         else:
             chips.append(esc(t.term) + count)
@@ -327,31 +365,71 @@ def topic_pages(lib: Library) -> dict[str, str]:
     return pages
 
 
+def topic_passage(term: str, chunk: dict[str, Any]) -> tuple[int, str, str, str] | None:
+    """``(line, before, term as written, after)``: the sentence of the chunk's text where the
+    term first appears (its first sentence when the term is not there verbatim), or None
+    when the chunk has no usable line."""
+    line = chunk.get("start_line")
+    end_line = chunk.get("end_line")
+    text = chunk.get("text")
+    if not isinstance(line, int):
+        return None
+    if not isinstance(text, str):
+        return line, "", "", ""
+    at = text.casefold().find(term.casefold()) if term else -1
+    if at < 0:
+        first = " ".join(text[:SNIPPET_CHARS].split())
+        return line, "", "", first + ("…" if len(text) > SNIPPET_CHARS else "")
+    lines_before = text[:at].count("\n")
+    if isinstance(end_line, int) and line + lines_before <= end_line:
+        line += lines_before
+    head = text[:at].rsplit("\n", 1)[-1]
+    tail = text[at + len(term) :].split("\n", 1)[0]
+    for stop in (". ", "? ", "! "):
+        if stop in head:
+            head = head.rsplit(stop, 1)[1]
+        if stop in tail:
+            tail = tail.split(stop, 1)[0] + stop.strip()
+    if len(head) > SNIPPET_CHARS:
+        head = "…" + head[-SNIPPET_CHARS:]
+    if len(tail) > SNIPPET_CHARS:
+        tail = tail[:SNIPPET_CHARS] + "…"
+    return line, head.lstrip(), text[at : at + len(term)], tail.rstrip()
+
+
 def _topic_page(lib: Library, t: Topic, src: str) -> str:
     out = [f"<h1>{esc(t.term)}</h1>"]
     if t.synonyms:
         out.append(f"<p>Synonyms: {esc(', '.join(t.synonyms))}</p>")
     rank = {"high": 0, "medium": 1, "low": 2}
-    out.append("<ul>")
     for entry in sorted(
         t.items, key=lambda e: (rank.get(e["relevance"], 3), lib.title(e["content_id"]))
     ):
         cid = entry["content_id"]
-        spots = []
+        target = links.transcript_page(cid)
+        passages: list[tuple[int, str, str, str]] = []
         for pos in entry["chunks"][:CHUNK_LINKS]:
             chunk = lib.chunks.get(pos)
-            line = chunk.get("start_line") if chunk and chunk.get("content_id") == cid else None
-            if isinstance(line, int) and 1 <= line <= lib.by_id[cid]["lines"]:
-                spots.append(
-                    a(
-                        lib.urls.href(src, links.transcript_page(cid), f"L{line}"),
-                        f"L{line}",
-                        cls="ak-go",
-                    )
-                )
+            if not chunk or chunk.get("content_id") != cid:
+                continue
+            found = topic_passage(t.term, chunk)
+            if found is not None and 1 <= found[0] <= lib.by_id[cid]["lines"]:
+                passages.append(found)
         rel = badge("rel-" + entry["relevance"], entry["relevance"])
-        out.append(f"<li>{_item_link(lib, src, cid)} {rel} {' '.join(spots)}</li>")
-    out.append("</ul>")
+        out.append(_group_head(lib, src, cid, plural(len(entry["chunks"]), "passage")))
+        out[-1] = out[-1].replace("</p>", f" {rel}</p>", 1)
+        out.append('<ul class="ak-said">')
+        for line, before, words, after in passages[:SNIPPETS]:
+            href = lib.urls.href(src, target, f"L{line}")
+            out.append(_said(href, line, before, words, after))
+        out.append("</ul>")
+        more = [
+            a(lib.urls.href(src, target, f"L{p[0]}"), f"L{p[0]}", cls="ak-go")
+            for p in passages[SNIPPETS:]
+        ]
+        if more:
+            out.append(f'<p class="ak-also">also {" ".join(more)}</p>')
+        out.append("</div>")
     return page(t.term, out, kind="topic", hide=("toc",))
 
 
@@ -399,13 +477,12 @@ def validation(lib: Library) -> str:
         rows = []
         for s, i in issues:
             line = i.get("line")
-            where = (
-                a(lib.urls.href(src, links.transcript_page(s["id"]), f"L{line}"), f"L{line}")
-                if isinstance(line, int) and 1 <= line <= s["lines"]
-                else esc(f"L{line}")
-                if line
-                else "—"
-            )
+            where = esc(f"L{line}") if line else "—"
+            if status == "stale":
+                # The recorded line now holds other text: link to the claim's notice.
+                notice = links.transcript_page(s["id"])
+                where = a(lib.urls.href(src, notice, "E" + links.anchor_id(i["id"])), "notice")
+                where = f"{esc(f'L{line}') if line else '—'} · {where}"
             rows.append(
                 [
                     _item_link(lib, src, s["id"]),
@@ -423,6 +500,7 @@ def beliefs(lib: Library) -> str:
     """``index/beliefs.json``: each belief with its confidence and supporting claims (linked
     to the marked quote, or to the item's claims when the quote has no valid span)."""
     marked = {eid: s["id"] for s in lib.summaries for eid in s["marked"]}
+    stale = {i["id"]: s["id"] for s in lib.summaries for i in s["issues"] if i["status"] == "stale"}
     owners = {eid: s["id"] for s in lib.summaries for eid in s["evidence"]}
     src = links.BELIEFS
     out = [
@@ -440,7 +518,11 @@ def beliefs(lib: Library) -> str:
                 if isinstance(ev, str)
                 else str((ev or {}).get("evidence_id") or (ev or {}).get("id") or "")
             )
-            if eid in marked:
+            if eid in stale:
+                cid = stale[eid]
+                href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
+                support.append(a(href, lib.title(cid), cls="ak-go") + " " + badge("stale"))
+            elif eid in marked:
                 cid = marked[eid]
                 href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
                 support.append(a(href, lib.title(cid), cls="ak-go"))

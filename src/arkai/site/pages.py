@@ -8,9 +8,10 @@ from typing import Any
 
 from arkai.site import links
 from arkai.site.collect import ClaimView, ItemData
-from arkai.site.escape import css_token, one_line, safe_url
-from arkai.site.html import a, badge, day, esc, h2, page, paragraphs, table
+from arkai.site.escape import css_token, escape_url, one_line, safe_url
+from arkai.site.html import a, badge, day, esc, h2, page, paragraphs, plural
 from arkai.site.links import Urls
+from arkai.site.search import ITEM_BOOST
 from arkai.site.transcript import Mark, render_transcript
 
 #: (pattern, key, heading) of ``wisdom.json`` in page order; the first of equal headings wins.
@@ -62,46 +63,47 @@ def is_chat(metadata: dict[str, Any]) -> bool:
 
 
 def claim_href(urls: Urls, src: str, d: ItemData, claim: ClaimView) -> str | None:
-    """Link to the claim's quoted words (or, when stale, to its recorded line if the
-    transcript still has that line)."""
-    target = links.transcript_page(d.item.id)
-    if claim.start is not None:
-        return urls.href(src, target, "E" + links.anchor_id(claim.id))
-    if isinstance(claim.line, int) and 1 <= claim.line <= d.lines:
-        return urls.href(src, target, f"L{claim.line}")
-    return None
+    """Link to the claim's quoted words on the transcript page. A stale claim's link goes to
+    its notice at the top of that page (same fragment, ``#E<evidence id>``): the recorded
+    line now holds other text. An unresolved claim has no link."""
+    if claim.start is None and claim.status != "stale":
+        return None
+    return urls.href(src, links.transcript_page(d.item.id), "E" + links.anchor_id(claim.id))
 
 
 def _where(claim: ClaimView) -> str:
+    if claim.status == "stale":
+        return "stale: see notice"
     if claim.line is None:
-        return "—"
+        return "no span"
     return f"L{claim.line}" + (f" · {claim.timestamp}" if claim.timestamp else "")
 
 
-def _claim_rows(urls: Urls, src: str, d: ItemData, claims: list[ClaimView]) -> list[list[str]]:
-    rows = []
+def claim_cards(urls: Urls, src: str, d: ItemData, claims: list[ClaimView]) -> list[str]:
+    """Each claim as a card: the claim, its quote (a link to the highlighted words) and a
+    line of status, confidence and where it is."""
+    out = ['<ol class="ak-clist">']
     for c in claims:
         href = claim_href(urls, src, d, c)
         status = badge("rejected") if c.rejected else badge(c.status)
         if c.verdict:
             status += " " + badge("verdict-" + c.verdict, c.verdict)
-        note = f'<br><small class="ak-note">{esc(c.review_note)}</small>' if c.review_note else ""
+        note = f'<p class="ak-note">{esc(c.review_note)}</p>' if c.review_note else ""
+        quote = f'<q class="ak-q">{esc(c.quote)}</q>'
+        if c.quote == c.claim:
+            quote = '<span class="ak-same">quoted verbatim</span>'
+        if href and c.status != "stale":
+            quote = f'<a class="ak-qa" href="{escape_url(href)}">{quote}</a>'
         where = a(href, _where(c), cls="ak-go") if href else esc(_where(c))
-        quote = (
-            '<span class="ak-same">verbatim</span>'
-            if c.quote == c.claim
-            else f'<q class="ak-q">{esc(c.quote)}</q>'
+        css = f"ak-claim ak-st-{css_token(c.status)}"
+        out.append(
+            f'<li class="{css}"><p class="ak-ct">{esc(c.claim)}</p>'
+            f'<p class="ak-cq">{quote}</p>{note}'
+            f'<p class="ak-cm">{status} <span class="ak-conf">{c.confidence:.2f}</span> '
+            f"{where}</p></li>"
         )
-        rows.append(
-            [
-                esc(c.claim) + note,
-                status,
-                f"{c.confidence:.2f}",
-                quote,
-                where,
-            ]
-        )
-    return rows
+    out.append("</ol>")
+    return out
 
 
 def _wisdom_entry(value: Any, d: ItemData, urls: Urls, src: str) -> str:
@@ -130,22 +132,31 @@ def wisdom_sections(d: ItemData) -> list[tuple[str, str, Any]]:
     """(anchor, heading, value) of each wisdom section the item page shows, in order.
 
     An entry whose text an earlier section already showed is left out (extractive providers
-    give the same sentence as a key point, an idea and a fact), and so is a section left empty.
+    give the same sentence as a key point, an idea and a fact, and build the summary and the
+    one-sentence takeaway from those sentences too — on auto-captions every section repeated
+    the summary), and so is a section left empty.
     """
     out: list[tuple[str, str, Any]] = []
     seen: set[str] = set()
     shown: set[str] = set()
+    prose = ""
+    """The text sections shown so far, normalized: an entry they contain is not repeated."""
     for pattern, key, heading in WISDOM_SECTIONS:
         section = d.wisdom.get(pattern)
         value = section.get(key) if isinstance(section, dict) else None
         if not value or heading in seen or not isinstance(value, str | list):
             continue
         seen.add(heading)
-        if isinstance(value, list):
+        if isinstance(value, str):
+            norm = _norm(value)
+            if norm in prose:
+                continue
+            prose += norm + "\n"
+        else:
             fresh = []
             for entry in value:
-                norm = " ".join(entry_text(entry).split()).casefold()
-                if norm and norm in shown:
+                norm = _norm(entry_text(entry))
+                if norm and (norm in shown or (len(norm) >= MIN_REPEAT and norm in prose)):
                     continue
                 shown.add(norm)
                 fresh.append(entry)
@@ -154,6 +165,14 @@ def wisdom_sections(d: ItemData) -> list[tuple[str, str, Any]]:
             value = fresh
         out.append((css_token(heading), heading, value))
     return out
+
+
+#: Shorter entries ("VC", a name) are kept even when the summary happens to contain them.
+MIN_REPEAT = 20
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold().rstrip(".!?…")
 
 
 def entry_text(value: Any) -> str:
@@ -165,17 +184,63 @@ def entry_text(value: Any) -> str:
     return str(value)
 
 
-def _wisdom(d: ItemData, urls: Urls, src: str) -> list[str]:
+#: Characters of the summary shown above the claims (the rest is under "More").
+LEAD_CHARS = 600
+
+
+def _lead(d: ItemData) -> tuple[str, bool]:
+    """The short summary that opens the item page, and whether it is the whole summary."""
+    for anchor, _, value in wisdom_sections(d):
+        if anchor == "summary" and isinstance(value, str):
+            text = " ".join(value.split())
+            if len(text) <= LEAD_CHARS:
+                return text, True
+            cut = text[:LEAD_CHARS]
+            stop = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
+            return (cut[: stop + 1] if stop > LEAD_CHARS // 3 else cut.rstrip() + " …"), False
+    return "", False
+
+
+def _wisdom(d: ItemData, urls: Urls, src: str, *, skip: str = "") -> list[str]:
+    """The wisdom sections, each collapsed (``details`` with the section's anchor)."""
     out: list[str] = []
     for anchor, heading, value in wisdom_sections(d):
-        out.append(h2(anchor, heading))
+        if anchor == skip:
+            continue
+        count = "" if isinstance(value, str) else f" ({len(value)})"
+        out.append(
+            f'<details id="{esc(anchor)}" class="ak-more"><summary>{esc(heading)}{count}</summary>'
+        )
         if isinstance(value, str):
             out += paragraphs(value)
         else:
             out.append("<ul>")
             out += [_wisdom_entry(v, d, urls, src) for v in value]
             out.append("</ul>")
+        out.append("</details>")
     return out
+
+
+def _facts(d: ItemData, summary: dict[str, Any], urls: Urls, src: str) -> str:
+    """One line under the title: type, date, tags, source, the transcript, validation."""
+    parts = [a(urls.href(src, links.LIBRARY, links.type_anchor(summary["type"])), summary["type"])]
+    when = summary["published"] or summary["created_at"]
+    if when:
+        parts.append(esc(day(when)))
+    if summary["tags"]:
+        parts.append(", ".join(a(urls.href(src, links.tag_page(t)), t) for t in summary["tags"]))
+    url = safe_url(d.item.metadata.get("url"))
+    if url:
+        parts.append(a(url, "source", external=True))
+    parts.append(
+        a(
+            urls.href(src, links.transcript_page(d.item.id)),
+            f"transcript ({plural(summary['lines'], 'line')})",
+        )
+    )
+    if d.extracted and not d.digest_ok:
+        parts.append(badge("stale", "transcript changed since extraction"))
+    return f'<p class="ak-sub">{" · ".join(parts)}</p>'
 
 
 def _metadata(d: ItemData, summary: dict[str, Any], urls: Urls, src: str) -> list[str]:
@@ -224,19 +289,26 @@ def _metadata(d: ItemData, summary: dict[str, Any], urls: Urls, src: str) -> lis
     if summary["mentions_stale"]:
         state.append(badge("stale", f"{summary['mentions_stale']} stale mentions"))
     rows.append(["Validation", " ".join(state)])
-    out = ["<table>", "<tbody>"]
+    out = [
+        '<details id="details" class="ak-more"><summary>Details</summary>',
+        '<div class="ak-rt ak-meta"><table>',
+        "<tbody>",
+    ]
     out += [f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows]
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div></details>")
     return out
 
 
 def render_item_page(d: ItemData, summary: dict[str, Any], ctx: ItemContext, urls: Urls) -> str:
+    """Title and one line of facts, a short summary, the claims, the entities; then topics,
+    related items, and the rest (wisdom sections, metadata) collapsed."""
     cid = d.item.id
     src = links.item_page(cid)
     title = summary["title"]
-    out = [f"<h1>{esc(title)}</h1>"]
-    out += _metadata(d, summary, urls, src)
-    out += _wisdom(d, urls, src)
+    out = [f"<h1>{esc(title)}</h1>", _facts(d, summary, urls, src)]
+    lead, whole = _lead(d)
+    if lead:
+        out.append(f'<p class="ak-lead">{esc(lead)}</p>')
     kept = [c for c in d.claims if not c.rejected]
     rejected = [c for c in d.claims if c.rejected]
     counts = summary["counts"]
@@ -248,18 +320,18 @@ def render_item_page(d: ItemData, summary: dict[str, Any], ctx: ItemContext, url
             if counts[s]
         )
         out.append(f'<p class="ak-legend">{legend}</p>')
-        head = ("Claim", "Status", "Confidence", "Quote", "Where")
-        out += table(head, _claim_rows(urls, src, d, kept), cls="ak-claims")
+        out.append('<div class="ak-claims">')
+        out += claim_cards(urls, src, d, kept)
+        out.append("</div>")
     else:
         out.append("<p><em>No claims extracted.</em></p>")
     if rejected:
-        out.append(f"<details><summary>Rejected in review ({len(rejected)})</summary>")
-        out += table(
-            ("Claim", "Status", "Confidence", "Quote", "Where"),
-            _claim_rows(urls, src, d, rejected),
-            cls="ak-claims",
+        out.append(
+            f'<details class="ak-more"><summary>Rejected in review ({len(rejected)})</summary>'
         )
-        out.append("</details>")
+        out.append('<div class="ak-claims ak-rejected">')
+        out += claim_cards(urls, src, d, rejected)
+        out.append("</div></details>")
     out += _entities(d, ctx, urls, src)
     if ctx.topics:
         out.append(h2("topics", "Topics"))
@@ -278,7 +350,10 @@ def render_item_page(d: ItemData, summary: dict[str, Any], ctx: ItemContext, url
             for rid, rtitle, rel in ctx.related
         ]
         out.append("</ul>")
-    return page(title, out, kind="item")
+    out.append(h2("more", "More"))
+    out += _wisdom(d, urls, src, skip="summary" if whole else "")
+    out += _metadata(d, summary, urls, src)
+    return page(title, out, kind="item", boost=ITEM_BOOST)
 
 
 def _entities(d: ItemData, ctx: ItemContext, urls: Urls, src: str) -> list[str]:
@@ -302,6 +377,31 @@ def _entities(d: ItemData, ctx: ItemContext, urls: Urls, src: str) -> list[str]:
     return out
 
 
+def stale_notices(d: ItemData) -> list[str]:
+    """A notice for each stale claim, carrying the claim's anchor (``E<evidence id>``): every
+    link to a stale claim lands here instead of on a line that now says something else."""
+    stale = [c for c in d.claims if c.status == "stale"]
+    if not stale:
+        return []
+    out = [
+        '<div class="admonition warning ak-stale">',
+        f'<p class="admonition-title">{esc(plural(len(stale), "stale claim"))}: '
+        "the transcript changed after extraction</p>",
+        "<p>These quotes are no longer where they were recorded; the lines now hold other "
+        "text, so they are not highlighted. Repair with "
+        f"<code>arkai evidence reanchor {esc(d.item.id)}</code>.</p>",
+        "<ul>",
+    ]
+    for c in stale:
+        was = f" (was line {c.line})" if c.line else ""
+        out.append(
+            f'<li id="E{links.anchor_id(c.id)}" class="ak-stale-claim">{badge("stale")} '
+            f'{esc(c.claim)} <q class="ak-q">{esc(c.quote)}</q>{esc(was)}</li>'
+        )
+    out += ["</ul>", "</div>"]
+    return out
+
+
 def render_transcript_page(d: ItemData, summary: dict[str, Any], urls: Urls) -> str:
     cid = d.item.id
     src = links.transcript_page(cid)
@@ -320,6 +420,7 @@ def render_transcript_page(d: ItemData, summary: dict[str, Any], urls: Urls) -> 
     if linker is not None:
         sub.append(esc("timestamps open the media at that second"))
     out = [f"<h1>{esc(title)}</h1>", f'<p class="ak-sub">{" · ".join(sub)}</p>']
+    out += stale_notices(d)
     if d.data:
         html = render_transcript(
             d.data, marks, linker=linker, chat=chat, speakers=None if chat else d.speakers

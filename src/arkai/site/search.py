@@ -25,6 +25,12 @@ from typing import Any
 from arkai.site.collect import ItemData
 
 SECTION_CHARS = 1000
+#: Search ranking (Material's per-entry ``boost``; 1 is neutral): item pages and their claims
+#: come first, entity and topic pages (which name many items) last. Material weighs a match
+#: in a title 1,000 times a match in text, and an entity or topic page is titled with the very
+#: name people search for, so its boost has to undo that factor to rank below the items.
+ITEM_BOOST = 4.0
+INDEX_PAGE_BOOST = 0.001
 _TS = re.compile(rb"^\[(\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?\] ?")
 _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -37,6 +43,7 @@ class Section:
     """Plain text."""
     text: str
     """Plain text."""
+    boost: float = 1.0
 
 
 def _clean(text: str) -> str:
@@ -47,8 +54,14 @@ def _clean(text: str) -> str:
 
 
 def encode(sections: Sequence[Section]) -> bytes:
-    """The sidecar file: ``[[anchor, title (escaped), text (escaped)], …]``."""
-    rows = [[s.anchor, _clean(s.title), _clean(s.text)] for s in sections]
+    """The sidecar file: ``[[anchor, title (escaped), text (escaped)(, boost)], …]`` (boost
+    only when it is not 1)."""
+    rows: list[list[Any]] = []
+    for s in sections:
+        row: list[Any] = [s.anchor, _clean(s.title), _clean(s.text)]
+        if s.boost != 1.0:
+            row.append(s.boost)
+        rows.append(row)
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -92,15 +105,16 @@ def item_sections(
 ) -> list[Section]:
     """``wisdom``: (anchor, heading, entry texts) of the wisdom sections on the page."""
     head = [str(summary["type"]), *(f"#{t}" for t in summary["tags"])]
-    out = [Section("", str(summary["title"]), " ".join(head))]
+    out = [Section("", str(summary["title"]), " ".join(head), ITEM_BOOST)]
     for anchor, heading, texts in wisdom:
         kept = [t for t in texts if t.strip() and not _verbatim(d, t)]
         if kept:
-            out.append(Section(anchor, heading, " ".join(kept)))
+            out.append(Section(anchor, heading, " ".join(kept), ITEM_BOOST))
     claims = [c for c in d.claims if not c.rejected]
     if claims:
         text = " ".join(c.claim + ("" if c.start is not None else f" “{c.quote}”") for c in claims)
-        out.append(Section("claims", "Claims", text))
+        out.append(Section("claims", "Claims", text, ITEM_BOOST))
     if d.entities:
-        out.append(Section("entities", "Entities", ", ".join(e.name for e in d.entities)))
+        names = ", ".join(e.name for e in d.entities)
+        out.append(Section("entities", "Entities", names, ITEM_BOOST))
     return out

@@ -22,6 +22,7 @@ from itertools import pairwise
 from zlib import crc32
 
 from arkai.core.document import Document
+from arkai.site.chatmd import ChatMarkdown, MarkTag
 from arkai.site.escape import css_token, escape_attr, escape_text, escape_url
 
 _TS = re.compile(rb"\[(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\]")
@@ -55,7 +56,6 @@ class _Iv:
     key: str
     replace: bool = False
     """The opening tag is the whole element: the bytes it covers are not written."""
-
 
 
 def speaker_labels(lines: list[bytes]) -> set[str]:
@@ -105,6 +105,25 @@ def _mark_iv(m: Mark, rank: int, ls: int, le: int) -> _Iv:
     return _Iv(start, end, (2, m.start, -m.end, rank), first, cont, "</mark>", m.anchor)
 
 
+def _chat_line(n: int, raw: bytes, ivs: list[_Iv], opened: set[str], md: ChatMarkdown) -> str:
+    """A line of a chat message as Markdown (:mod:`arkai.site.chatmd`), its claim marks kept;
+    plain text when Markdown would break a mark."""
+    text = raw.decode("utf-8", "replace")
+    marks = []
+    keys = []
+    for iv in sorted(ivs, key=lambda i: i.rank):
+        start = len(raw[: iv.start].decode("utf-8", "replace"))
+        end = len(raw[: iv.end].decode("utf-8", "replace"))
+        marks.append(MarkTag(start, end, iv.cont if iv.key in opened else iv.first, iv.close))
+        keys.append(iv.key)
+    cls, html = md.line(text, marks)
+    if html is None:
+        html = _render_line(raw, ivs, opened)
+    else:
+        opened.update(keys)
+    return f'<div id=L{n} class="{cls}">{html}</div>' if cls else f"<div id=L{n}>{html}</div>"
+
+
 def render_transcript(
     data: bytes,
     marks: Sequence[Mark] = (),
@@ -130,6 +149,7 @@ def render_transcript(
     active: list[tuple[Mark, int]] = []
     nxt = 0
     opened: set[str] = set()
+    chat_md = ChatMarkdown()
     out = [f'<div class="ak-t{" ak-chat" if chat else ""}">']
     in_message = False
     for n, (ls, le) in enumerate(zip(starts, ends, strict=True), 1):
@@ -146,6 +166,7 @@ def render_transcript(
             if raw.startswith(b"### "):
                 header = _CHAT_HEADER.fullmatch(raw.decode("utf-8", "replace"))
             if header is not None:
+                chat_md.new_message()
                 if in_message:
                     out.append("</div>")
                 out.append(f'<div class="ak-msg ak-r-{css_token(header.group(1))}">')
@@ -161,6 +182,9 @@ def render_transcript(
                 css = ' class="ak-mh"'
             elif n == 1 and raw.startswith(b"# "):
                 css = ' class="ak-ctitle"'
+            else:
+                out.append(_chat_line(n, raw, ivs, opened, chat_md))
+                continue
             out.append(f"<div id=L{n}{css}>{_render_line(raw, ivs, opened)}</div>")
             continue
         ts = _TS.match(raw) if raw[:1] == b"[" else None

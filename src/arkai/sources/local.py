@@ -21,9 +21,14 @@ def max_bytes(opts: AddOptions) -> int:
     return int(float(opts.params["add"]["max_file_mb"]) * 1_000_000)
 
 
+_NUMBERED = re.compile(r"(?i)(?<![a-z])(season|episode|ep|part|chapter|vol)[ _-]*(\d+)_(\d+)(?!\d)")
+
+
 def title_from_filename(name: str) -> str:
-    """``beekeeping-talk.en.vtt`` → ``Beekeeping talk``."""
+    """``beekeeping-talk.en.vtt`` → ``Beekeeping talk``; ``episode_1_1.srt`` →
+    ``Episode 1.1`` (not ``Episode 1 1``)."""
     stem = name.split(".")[0] if not name.startswith(".") else name
+    stem = _NUMBERED.sub(lambda m: f"{m[1]} {m[2]}.{m[3]}", stem)
     title = re.sub(r"[_\-]+", " ", stem).strip()
     return title[:1].upper() + title[1:] if title else "Untitled"
 

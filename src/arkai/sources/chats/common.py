@@ -114,7 +114,7 @@ def human_time(iso: str | None) -> str | None:
 def clean_text(value: str) -> str:
     """Message text as kept: valid UTF-8 (lone surrogates → U+FFFD), ``\\n`` line ends, no
     trailing blanks on any line, no leading/trailing blank lines; otherwise untouched."""
-    text = fix_surrogates(value)
+    text = drop_private_use(fix_surrogates(value))
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [line.rstrip() for line in text.split("\n")]
     while lines and not lines[0].strip():
@@ -122,6 +122,21 @@ def clean_text(value: str) -> str:
     while lines and not lines[-1].strip():
         lines.pop()
     return "\n".join(lines).rstrip()
+
+
+# ChatGPT wraps its citation markers in private-use characters: U+E200 "cite" U+E202
+# "turn0search3" U+E201 (and similar entities); they mean nothing outside ChatGPT's app.
+_PUA_ENTITY = re.compile("[ \t]?\ue200[^\ue200\ue201\n]{0,200}\ue201")
+_PUA = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+
+
+def drop_private_use(text: str) -> str:
+    """Text without private-use code points (shown as boxes everywhere but the app that
+    made them): ChatGPT's bracketed citation markers go whole, any other such character
+    goes alone."""
+    if not _PUA.search(text):
+        return text
+    return _PUA.sub("", _PUA_ENTITY.sub("", text))
 
 
 def fix_surrogates(text: str) -> str:
@@ -308,7 +323,7 @@ def messages_hash(messages: list[Message]) -> str:
 def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     """Redact (when on), render and package one conversation."""
     messages = [Message(m.role, fix_surrogates(m.content), m.timestamp) for m in conv.messages]
-    title = one_line(fix_surrogates(conv.title))
+    title = one_line(drop_private_use(fix_surrogates(conv.title)))
     raw = _sanitize_json(conv.raw)
     counts: dict[str, int] = {}
     cid = shown_cid = conv.conversation_id
