@@ -3,9 +3,9 @@ that the library-wide pages (home, lists, entities, validation) are built from.
 
 Claim statuses on the site: ``resolved`` / ``ambiguous`` / ``unresolved`` as extracted,
 ``unverified`` for a span that is not an exact match (``matched_case_insensitive``,
-``matched_fuzzy``, ``reanchored_fuzzy``: never counted as valid), ``stale`` when the span's bytes no longer hash to its ``slice_sha256`` (the transcript
-changed), and ``rejected`` when ``review.yaml`` rejects it (shown apart, never highlighted
-as a finding).
+``matched_fuzzy``, ``reanchored_fuzzy``: never counted as valid), ``stale`` when the span's
+bytes no longer hash to its ``slice_sha256`` (the transcript changed), and ``rejected`` when
+``review.yaml`` rejects it (shown apart, never highlighted as a finding).
 """
 
 from __future__ import annotations
