@@ -50,6 +50,7 @@ run: setup
 lint: setup
 	ruff check .
 	ruff format --check .
+	lint-imports
 
 typecheck: setup
 	mypy

@@ -21,10 +21,11 @@ import pytest
 from arkai.adapters.http import FetchError
 from arkai.adapters.params import DEFAULTS
 from arkai.core.hashing import content_id, digest
+from arkai.core.youtube import video_id
 from arkai.errors import InvalidInputError
 from arkai.sources import youtube
 from arkai.sources.base import AddOptions
-from arkai.sources.youtube import Track, YouTubeSource, canonical_url, choose_track, video_id
+from arkai.sources.youtube import Track, YouTubeSource, canonical_url, choose_track
 from tests.adapters.httpserver import LocalHTTPServer, http_server_fixture  # noqa: F401
 from tests.conftest import TRANSCRIPTS
 

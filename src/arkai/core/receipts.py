@@ -214,3 +214,10 @@ def iter_quote_records(value: Any, path: str = "$") -> Iterator[tuple[str, dict[
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from iter_quote_records(v, f"{path}[{i}]")
+
+
+def span_is_valid(data: bytes, span: Span) -> bool:
+    """True when the bytes at the span still hash to ``slice_sha256``."""
+    if span.start < 0 or span.end < span.start or span.end > len(data):
+        return False
+    return digest(data[span.start : span.end]) == span.slice_sha256

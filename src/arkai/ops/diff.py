@@ -44,8 +44,8 @@ from arkai.adapters.layout import (
     TRANSCRIPT,
 )
 from arkai.core.hashing import digest
+from arkai.core.receipts import span_is_valid
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.validate import span_is_valid
 
 VALIDATION_REPORT = "reports/validation.json"
 FORMATS = ("text", "json", "markdown")

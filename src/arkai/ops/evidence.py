@@ -14,10 +14,9 @@ from arkai.adapters.store import (
     read_evidence,
 )
 from arkai.core.document import Document
-from arkai.core.receipts import Receipt, check_receipt
+from arkai.core.receipts import Receipt, check_receipt, span_is_valid
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.validate import span_is_valid
 
 
 @dataclass(frozen=True, slots=True)

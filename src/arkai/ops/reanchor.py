@@ -26,7 +26,13 @@ from arkai.core.document import Document
 from arkai.core.evidence import evidence_from_match
 from arkai.core.hashing import digest, text_digest
 from arkai.core.reanchor import reanchor_quote, word_diff
-from arkai.core.receipts import Receipt, check_receipt, iter_quote_records, receipt_from_dict
+from arkai.core.receipts import (
+    Receipt,
+    check_receipt,
+    iter_quote_records,
+    receipt_from_dict,
+    span_is_valid,
+)
 from arkai.core.resolve import Match, all_occurrences, make_span
 from arkai.errors import InvalidInputError
 from arkai.model.entity import Mention
@@ -42,7 +48,7 @@ from arkai.model.status import (
 from arkai.ops.evidence import find_evidence
 from arkai.ops.render_item import render_claims_md, render_wisdom_md
 from arkai.ops.review import review_claim
-from arkai.ops.validate import WISDOM, span_is_valid
+from arkai.ops.validate import WISDOM
 
 
 def _text_at(data: bytes, span: Span | None) -> str | None:

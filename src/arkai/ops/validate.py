@@ -29,9 +29,14 @@ from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, TRANSCRIPT, It
 from arkai.adapters.store import read_entities, read_evidence, read_json
 from arkai.core.document import Document
 from arkai.core.hashing import digest
-from arkai.core.receipts import Receipt, check_receipt, iter_quote_records, receipt_from_dict
+from arkai.core.receipts import (
+    Receipt,
+    check_receipt,
+    iter_quote_records,
+    receipt_from_dict,
+    span_is_valid,
+)
 from arkai.errors import LibraryError
-from arkai.model.evidence import Span
 from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, VERIFIED
 
 WISDOM = "wisdom.json"
@@ -204,13 +209,6 @@ class ItemReport:
             "files": {k: self._of(k).to_dict() for _, k, _ in SPAN_FILES},
             "problems": [p.to_dict() for p in self.problems],
         }
-
-
-def span_is_valid(data: bytes, span: Span) -> bool:
-    """True when the bytes at the span still hash to ``slice_sha256``."""
-    if span.start < 0 or span.end < span.start or span.end > len(data):
-        return False
-    return digest(data[span.start : span.end]) == span.slice_sha256
 
 
 def _tally(report: ItemReport, doc: Document, file: str, kind: str, label: str, r: Receipt) -> None:

@@ -25,10 +25,10 @@ from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import parse_evidence
 from arkai.core.document import Document
 from arkai.core.hashing import digest
+from arkai.core.receipts import span_is_valid
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
 from arkai.model.status import UNRESOLVED
-from arkai.ops.validate import span_is_valid
 from arkai.site.escape import one_line, safe_url
 from arkai.site.transcript import speaker_labels
 

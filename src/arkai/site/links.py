@@ -13,8 +13,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from arkai.core.youtube import video_id
 from arkai.site.escape import safe_url, slugify
-from arkai.sources.youtube import video_id
 
 HOME = "index.md"
 LIBRARY = "library/index.md"

@@ -40,11 +40,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, urlsplit
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
 from arkai.core.hashing import digest
+from arkai.core.youtube import video_id
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
 from arkai.formats import detect_format, parse_source, render_transcript
 from arkai.sources.base import Acquired, AddOptions
@@ -55,53 +55,8 @@ CANONICAL_PREFIX = "https://www.youtube.com/watch?v="
 DEFAULT_LANGUAGES = ("en",)
 DEFAULT_TIMEOUT_S = 10.0
 
-_ID_RE = re.compile(r"[A-Za-z0-9_-]{11}")
-_WATCH_HOSTS = frozenset(
-    {
-        "youtube.com",
-        "www.youtube.com",
-        "m.youtube.com",
-        "music.youtube.com",
-        "youtube-nocookie.com",
-        "www.youtube-nocookie.com",
-    }
-)
-_SHORT_HOSTS = frozenset({"youtu.be", "www.youtu.be"})
-# Path forms /<kind>/<id>.
-_PATH_KINDS = frozenset({"shorts", "embed", "live", "v", "e"})
-# Eleven-character path words that are not video IDs (/embed/videoseries?list=…).
-_NOT_IDS = frozenset({"videoseries", "live_stream"})
 _EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
 _LANG_SUFFIX_RE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
-
-
-def video_id(url: str) -> str | None:
-    """The 11-character video ID in any YouTube video URL form, or None for anything else."""
-    text = url.strip()
-    if not text or any(ch.isspace() for ch in text):
-        return None
-    if "://" not in text:
-        text = "https:" + text if text.startswith("//") else "https://" + text
-    try:
-        parts = urlsplit(text)
-        host = (parts.hostname or "").lower().rstrip(".")
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https"):
-        return None
-    segments = [s for s in parts.path.split("/") if s]
-    candidate: str | None = None
-    if host in _SHORT_HOSTS:
-        candidate = segments[0] if len(segments) == 1 else None
-    elif host in _WATCH_HOSTS:
-        if len(segments) == 1 and segments[0].lower() == "watch":
-            values = parse_qs(parts.query).get("v")
-            candidate = values[0].strip() if values else None
-        elif len(segments) == 2 and segments[0].lower() in _PATH_KINDS:
-            candidate = segments[1]
-    if candidate is None or candidate in _NOT_IDS or not _ID_RE.fullmatch(candidate):
-        return None
-    return candidate
 
 
 def canonical_url(url: str) -> str:
