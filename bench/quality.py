@@ -1,6 +1,6 @@
 """Extraction quality on the labelled development sets in ``bench/data``. Prints one JSON object.
 
-    python bench/quality.py [--provider builtin] [--json] [--data ../shared/data]
+    python bench/quality.py [--provider builtin] [--json] [--skip-entities] [--data ../shared/data]
 
 Claims: every talk of ``claims_devset_talks.json`` is rebuilt from the shared source with arkai's
 own parser (its ``transcript.md`` bytes must hash as recorded), the labelled stretch (its whole
@@ -45,6 +45,7 @@ ROOT = HERE.parent
 DATA = HERE / "data"
 SHARED = ROOT.parent / "shared" / "data"
 LABELS = ("claim", "filler")
+ENTITY_TYPES = ("person", "org", "product", "location", "event", "concept", "none")
 _STAMP = re.compile(rb"^\[(\d\d):(\d\d):(\d\d)\] ", re.M)
 
 
@@ -220,6 +221,143 @@ def minutes(text: bytes, start: int, end: int) -> float:
     return max(stop - inside[0], 1) / 60
 
 
+# --- entities -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mention:
+    doc: str
+    start: int
+    end: int
+    type: str
+    also: tuple[str, ...] = ()
+
+    def accepts(self, etype: str | None) -> bool:
+        wanted = {self.type, *self.also}
+        return (etype or "none") in wanted
+
+
+def render_documents(specs: Mapping[str, tuple[str, str | None]], shared: Path) -> dict[str, bytes]:
+    """``transcript.md`` of each document (``source`` under ``shared`` and, for an export holding
+    several conversations, its ``title``), made by ``arkai add`` into a scratch knowledge repo."""
+    from arkai.adapters.params import load_params
+    from arkai.ops.add import add_inputs
+    from arkai.ops.init import init_repo
+    from arkai.sources.base import AddOptions
+
+    out: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "kr"
+        init_repo(root, git=False)
+        opts = AddOptions(params=load_params(root), now="2026-01-01T00:00:00Z")
+        sources = sorted({source for source, _ in specs.values()})
+        results = add_inputs(root, [(str(shared / s), []) for s in sources], opts)
+        items: dict[tuple[str, str | None], Path] = {}
+        for res in results:
+            if res.path is None:
+                continue
+            source = str(Path(res.source).resolve().relative_to(shared.resolve()))
+            items[(source, res.title)] = items[(source, None)] = root / res.path
+        for doc, (source, title) in specs.items():
+            folder = items.get((source, title))
+            if folder is None:
+                raise DevsetError(f"entities dev set: document {doc}: {source} {title!r} not added")
+            out[doc] = (folder / "transcript.md").read_bytes()
+    return out
+
+
+def load_entities(
+    data: Path = DATA, shared: Path = SHARED
+) -> tuple[dict[str, bytes], list[Mention]]:
+    """The entity development set: each document's text and the labelled mentions in it."""
+    docs_path, rows_path = data / "entities_devset_docs.json", data / "entities_devset.jsonl"
+    meta = json.loads(docs_path.read_text(encoding="utf-8"))
+    specs = {doc: (info["source"], info.get("title")) for doc, info in meta.items()}
+    texts = render_documents(specs, shared)
+    for doc, info in meta.items():
+        if sha256(texts[doc]) != info["transcript_sha256"]:
+            raise DevsetError(f"{docs_path}: document {doc}: transcript.md has changed")
+    mentions = []
+    for n, row in enumerate(_jsonl(rows_path), 1):
+        doc = row.get("doc")
+        if doc not in texts:
+            raise DevsetError(f"{rows_path}:{n}: unknown document {doc!r}")
+        types = [row.get("type"), *row.get("also", [])]
+        if any(t not in ENTITY_TYPES for t in types):
+            raise DevsetError(f"{rows_path}:{n}: type {types!r} not among {ENTITY_TYPES}")
+        start, end = _checked_span(rows_path, n, row, texts[doc])
+        mentions.append(Mention(doc, start, end, row["type"], tuple(row.get("also", []))))
+    return texts, mentions
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in re.findall(r"[\w'’.-]+", text)}
+
+
+def predicted_types(
+    text: bytes, entities: Sequence[Mapping[str, Any]], mentions: Sequence[Mention]
+) -> list[str | None]:
+    """Each gold mention's predicted type: the entity whose resolved mention overlaps it and
+    shares a word with it, else the entity named (or aliased) exactly as it, else None."""
+    from arkai.core.document import Document
+    from arkai.core.resolve import resolve_quote
+
+    doc = Document(text)
+    spans: list[tuple[int, int, str, set[str]]] = []
+    by_name: dict[str, str] = {}
+    for ent in entities:
+        etype = str(ent.get("type"))
+        names = [str(ent.get("name", "")), *(str(a) for a in ent.get("aliases") or [])]
+        for name in names:
+            by_name.setdefault(name.casefold(), etype)
+        words = set().union(*(_words(n) for n in names))
+        for m in ent.get("mentions") or []:
+            match = resolve_quote(doc, str(m.get("quote", "")))
+            if match.span is not None:
+                spans.append((match.span.start, match.span.end, etype, words))
+    out: list[str | None] = []
+    for m in mentions:
+        surface = text[m.start : m.end].decode("utf-8")
+        hit = next(
+            (t for s, e, t, w in spans if _overlap(s, e, m.start, m.end) and w & _words(surface)),
+            None,
+        )
+        out.append(hit or by_name.get(surface.casefold()))
+    return out
+
+
+def entities_report(
+    runner: Any, params: Mapping[str, Any], data: Path = DATA, shared: Path = SHARED
+) -> dict[str, Any]:
+    texts, mentions = load_entities(data, shared)
+    per: dict[str, Any] = {}
+    right = typed = named = named_right = 0
+    confusion: dict[str, int] = {}
+    for doc, text in texts.items():
+        gold = [m for m in mentions if m.doc == doc]
+        value = run_pattern(runner, params, "extract_entities", text.decode("utf-8"))
+        got = predicted_types(text, (value or {}).get("entities", []), gold)
+        ok = sum(1 for m, t in zip(gold, got, strict=True) if m.accepts(t))
+        per[doc] = {"mentions": len(gold), "type_accuracy": round(ok / len(gold), 4)}
+        right += ok
+        for m, t in zip(gold, got, strict=True):
+            typed += t is not None
+            if m.type != "none":
+                named += 1
+                named_right += m.accepts(t)
+            if not m.accepts(t):
+                key = f"{m.type}->{t or 'none'}"
+                confusion[key] = confusion.get(key, 0) + 1
+    return {
+        "mentions": len(mentions),
+        "type_accuracy": round(right / len(mentions), 4) if mentions else None,
+        "type_accuracy_entities_only": round(named_right / named, 4) if named else None,
+        "typed": typed,
+        "errors": dict(sorted(confusion.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "documents": per,
+    }
+
+
 # --- running a provider ---------------------------------------------------------------------
 
 
@@ -299,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--provider", default="builtin", help="provider name (default: builtin)")
     ap.add_argument("--json", action="store_true", help="compact one-line JSON")
+    ap.add_argument("--skip-entities", action="store_true", help="claims only (no spaCy)")
     ap.add_argument("--data", type=Path, default=SHARED, help="the shared data folder")
     args = ap.parse_args(argv)
     import arkai
@@ -311,6 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "arkai": str(Path(arkai.__file__).resolve().parent),
             "claims": claims_report(runner, params, talks),
         }
+        if not args.skip_entities:
+            report["entities"] = entities_report(runner, params, DATA, args.data)
     print(json.dumps(report, indent=None if args.json else 2, sort_keys=False))
     return 0
 

@@ -107,3 +107,39 @@ def test_minutes_of_a_stretch() -> None:
     text = b"[00:00:10] a\n[00:01:10] b\n[00:02:40] c\n"
     assert Q.minutes(text, 0, 26) == 2.5  # to the next line's time
     assert Q.minutes(text, 0, len(text)) == 2.75  # last line counts 15 s
+
+
+def test_entities_devset_matches_shared_documents() -> None:
+    texts, mentions = Q.load_entities()  # raises when a hash, a range or a type is wrong
+    assert len(mentions) >= 200
+    assert {m.doc for m in mentions} == set(texts)
+    kinds = {m.type for m in mentions}
+    assert {"person", "org", "product", "location", "event", "concept", "none"} <= kinds
+    articles = [d for d in texts if texts[d].startswith(b"# ") and b"### " not in texts[d]]
+    assert articles, "the set must include articles as well as transcripts and chats"
+
+
+def test_predicted_type_is_the_overlapping_entity_sharing_a_word() -> None:
+    text = b"[00:00:01] Nick Taylor works at Forem with Dan.\n[00:00:05] Forem makes DEV.\n"
+    entities = [
+        {"name": "Nick Taylor", "type": "person", "mentions": [{"quote": "Nick Taylor works"}]},
+        {"name": "works", "type": "concept", "mentions": [{"quote": "works at Forem"}]},
+        {"name": "Forem", "type": "org", "mentions": [{"quote": "Forem makes"}]},
+    ]
+
+    def at(surface: bytes, nth: int = 0) -> tuple[int, int]:
+        start = -1
+        for _ in range(nth + 1):
+            start = text.index(surface, start + 1)
+        return start, start + len(surface)
+
+    gold = [
+        Q.Mention("d", *at(b"Nick Taylor"), "person"),
+        Q.Mention("d", *at(b"Forem"), "org"),  # no quote on it: found by name
+        Q.Mention("d", *at(b"Forem", 1), "org"),  # the quote "Forem makes"
+        Q.Mention("d", *at(b"Dan"), "person"),  # nothing: None
+        Q.Mention("d", *at(b"DEV"), "none"),
+    ]
+    got = Q.predicted_types(text, entities, gold)
+    assert got == ["person", "org", "org", None, None]
+    assert [m.accepts(t) for m, t in zip(gold, got, strict=True)] == [True, True, True, False, True]
