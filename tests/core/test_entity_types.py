@@ -147,3 +147,20 @@ def test_podcast_entities_on_a_real_episode() -> None:
     assert "Virtual Coffee" in top
     generic = [n for n in top if " " not in n and n.islower()]
     assert not generic, top  # "project", "code", "fun": frequent, not salient
+
+
+def test_one_word_keyphrases_take_at_most_half_the_concept_slots() -> None:
+    from arkai.providers.builtin.text import split_lines
+
+    words = ["garden", "hive", "queen", "honey", "flower", "pollen", "nectar", "wax", "comb"]
+    rows = []
+    for i in range(30):
+        a, b, c = words[i % 9], words[(i + 3) % 9], words[(i + 5) % 9]
+        extra = " The smoker calms bees before a hive inspection." if i % 4 == 0 else ""
+        rows.append(f"[00:00:{i:02d}] Every {a} near the {b} shapes the {c} somehow.{extra}")
+    text = "\n".join(rows) + "\n"
+    lines = [ln for ln in split_lines(text) if ln.kind == "text"]
+    chosen = entities_mod.concept_groups(text, lines, set())
+    single = [k for k in chosen if " " not in k]
+    assert len(single) <= entities_mod.MAX_CONCEPTS // 2, sorted(chosen)
+    assert any(" " in k for k in chosen), sorted(chosen)

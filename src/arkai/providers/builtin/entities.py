@@ -22,7 +22,7 @@ mention per occurrence, longest match first.
 
 Concepts are the top TF-IDF keyphrases of 1–3 words (scikit-learn, the transcript's sentences as
 documents) that occur at least twice, have no stop word at either edge and do not end in a
-verb-like word, up to :data:`MAX_CONCEPTS`.
+verb-like word, up to :data:`MAX_CONCEPTS` (at most half of them single words).
 
 Entities are ranked by :func:`salience` (lines mentioning them; named entities over keyphrases,
 one-word keyphrases lowest) and listed most salient first; their number follows the text's
@@ -542,11 +542,17 @@ def concept_groups(text: str, lines: list[Line], taken: set[str]) -> dict[str, _
                 scores.pop(key, None)
                 break
     chosen: list[str] = []
+    single = 0
     for key in sorted(scores, key=lambda k: (-scores[k], k)):
         if len(chosen) >= MAX_CONCEPTS:
             break
         if any(_contains(key, c) or _contains(c, key) for c in chosen):
             continue
+        if " " not in key:
+            # One word is often a generic one ("project", "friends"): half the slots at most.
+            if single >= MAX_CONCEPTS // 2:
+                continue
+            single += 1
         chosen.append(key)
     out: dict[str, _Group] = {}
     for key in chosen:
