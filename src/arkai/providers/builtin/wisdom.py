@@ -1,7 +1,11 @@
 """``extract_wisdom`` and ``summarize``: extractive, from the same centrality ranking as claims.
 
-- ``summary``: the 2–4 most central sentences (2 under 500 words, 4 from 5,000), joined in
-  document order; ``one_sentence_takeaway``: the most central sentence.
+- ``one_sentence_takeaway``: the most central claim — of the best-ranked candidates, the one
+  whose claim score (TextRank centrality, see :mod:`.claims`) times its TF-IDF cosine to the
+  whole transcript's centroid is highest (see :func:`central_order`).
+- ``summary``: 2–4 more of the best-ranked sentences (2 under 500 words, 4 from 5,000), never the
+  takeaway: it leads with the one closest to the centroid — what the talk is about, not its
+  greeting — and goes on in document order.
 - ``ideas``: the most central remaining sentences.
 - ``insights``: sentences with a contrast or causal marker (because, the reason, turns out,
   however, instead, which means …).
@@ -10,11 +14,12 @@
 - ``references``: the organisations and products (spaCy NER, see :mod:`.entities`) mentioned,
   most mentioned first; empty, with a warning, when the spaCy model is not installed.
 
-Section sizes grow with the transcript's length (see :func:`_sizes`). No sentence appears in two
-of ideas / insights / facts / quotes, nor in one of them and the summary, and no two chosen
-sentences are near-duplicates (cosine > 0.8). Items are listed in document order.
+Section sizes grow with the transcript's length (see :func:`_sizes`). No sentence appears twice
+in an item: not in two of takeaway / summary / ideas / insights / facts / quotes, and no two
+chosen sentences are near-duplicates (cosine > 0.8). List items are in document order.
 
-``summarize`` gives ``summary`` (as above) and ``points``: the 5–10 most central sentences.
+``summarize`` gives ``summary`` (as above, its lead first) and ``points``: the 5–10 most central
+sentences that are not in the summary.
 Variables ``max_items`` (wisdom lists) and ``max_points`` (summary points), when given, lower
 the sizes.
 """
@@ -24,6 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import numpy as np
 
 from arkai.providers.base import ProviderError
 from arkai.providers.builtin.claims import Candidate, Ranking, rank_units, word_limits
@@ -93,9 +100,43 @@ def sentence(text: str) -> str:
     return text if text[-1:] in '.!?…"”’)' else text + "."
 
 
-def _joined(cands: list[Candidate]) -> str:
+def _joined(cands: list[Candidate], ranking: Ranking | None = None) -> str:
+    """The sentences in document order; with ``ranking``, the most central one leads."""
     ordered = sorted(cands, key=lambda c: c.unit.index)
+    if ranking is not None and ordered:
+        lead = central_order(ranking, ordered)[0]
+        ordered = [lead, *(c for c in ordered if c is not lead)]
     return " ".join(sentence(c.claim) for c in ordered)
+
+
+def central_order(
+    ranking: Ranking, cands: list[Candidate], *, weigh_score: bool = False
+) -> list[Candidate]:
+    """``cands`` by cosine similarity to the centroid of all the transcript's units (the
+    sentence that best stands for the whole) — times the claim score with ``weigh_score`` —
+    ties by score; by score alone without vocabulary."""
+    if not cands:
+        return []
+    if ranking.matrix is None:
+        return sorted(cands, key=lambda c: (-c.score, c.unit.index))
+    centroid = np.asarray(ranking.matrix.mean(axis=0), dtype=np.float64).ravel()
+    norm = float(np.linalg.norm(centroid))
+    rows = ranking.matrix[[c.unit.index for c in cands]]
+    sims = np.asarray(rows @ centroid, dtype=np.float64).ravel() / (norm or 1.0)
+    if weigh_score:
+        sims = sims * np.array([c.score for c in cands], dtype=np.float64)
+    order = sorted(range(len(cands)), key=lambda i: (-round(float(sims[i]), 9), -cands[i].score))
+    return [cands[i] for i in order]
+
+
+def takeaway_and_summary(ranking: Ranking, size: int) -> tuple[Candidate | None, list[Candidate]]:
+    """The takeaway — of the best-ranked candidates, the one whose claim score times closeness
+    to the centroid is highest — and ``size`` others for the summary."""
+    pool = ranking.select(max(3 * size, 8))
+    if not pool:
+        return None, []
+    takeaway = central_order(ranking, pool, weigh_score=True)[0]
+    return takeaway, ranking.select(size, taken=[takeaway])
 
 
 def _items(cands: list[Candidate]) -> list[dict[str, str]]:
@@ -127,8 +168,8 @@ def extract_wisdom(text: str, variables: Mapping[str, Any]) -> tuple[dict[str, A
     lo, hi = word_limits(variables)
     ranking = rank_units(text, min_words=lo, max_words=hi)
     sizes = _sizes(ranking.words, variables)
-    summary = ranking.select(sizes["summary"])
-    taken: list[Candidate] = list(summary)
+    takeaway, summary = takeaway_and_summary(ranking, sizes["summary"])
+    taken: list[Candidate] = [*summary, *([takeaway] if takeaway else [])]
     ideas = _pick(ranking, sizes["ideas"], taken, lambda c: True)
     insights = _pick(ranking, sizes["insights"], taken, lambda c: bool(INSIGHT.search(c.claim)))
     facts = _pick(ranking, sizes["facts"], taken, _is_fact)
@@ -142,7 +183,7 @@ def extract_wisdom(text: str, variables: Mapping[str, Any]) -> tuple[dict[str, A
             references = named_references(text)[:MAX_REFERENCES]
         except ProviderError as exc:
             warnings.append(f"references left empty: {exc}")
-    summary_text = _joined(summary) or fallback_summary(text, ranking)
+    summary_text = _joined(summary, ranking) or fallback_summary(text, ranking)
     value = {
         "summary": summary_text,
         "ideas": _items(ideas),
@@ -150,7 +191,7 @@ def extract_wisdom(text: str, variables: Mapping[str, Any]) -> tuple[dict[str, A
         "quotes": [c.unit.text for c in sorted(quotes, key=lambda c: c.unit.index)],
         "facts": _items(facts),
         "references": references,
-        "one_sentence_takeaway": sentence(summary[0].claim) if summary else summary_text,
+        "one_sentence_takeaway": sentence(takeaway.claim) if takeaway else summary_text,
     }
     return value, warnings
 
@@ -160,9 +201,9 @@ def summarize(text: str, variables: Mapping[str, Any]) -> dict[str, Any]:
     lo, hi = word_limits(variables)
     ranking = rank_units(text, min_words=lo, max_words=hi)
     sizes = _sizes(ranking.words, variables)
-    points = ranking.select(sizes["points"])
     summary = ranking.select(sizes["summary"])
+    points = ranking.select(sizes["points"], taken=summary)
     return {
-        "summary": _joined(summary) or fallback_summary(text, ranking),
+        "summary": _joined(summary, ranking) or fallback_summary(text, ranking),
         "points": _items(points),
     }
