@@ -14,16 +14,38 @@ export OPENBLAS_NUM_THREADS := 1
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup browser run test lint typecheck pytest bench clean
+.PHONY: setup browser shellcheck run test lint typecheck pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, pinned to the CPU build: an unpinned torch pulled in by a dependency would
-# fetch a multi-GB CUDA build.
+# torch first, pinned, and the CPU build wherever PyTorch publishes one: an unpinned torch
+# pulled in by a dependency would fetch a multi-GB CUDA build on Linux.
+#   TORCH_INDEX    PyTorch's CPU wheel index (empty: take torch from pip's default index)
+#   TORCH_TIMEOUT  seconds to wait for that index before falling back to the default index
+# The torch wheel is fetched from TORCH_INDEX alone (pip's configured indexes and find-links
+# ignored, so a fallback is never mistaken for success), then installed with its dependencies
+# from the default index.
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_TIMEOUT ?= 5
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@rm -rf $(VENV)/torch-wheel
+	@if [ -n "$(TORCH_INDEX)" ] && env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS \
+	      PIP_CONFIG_FILE=/dev/null $(PIP) download -q --no-deps --timeout $(TORCH_TIMEOUT) \
+	      --retries 0 --index-url "$(TORCH_INDEX)" --dest $(VENV)/torch-wheel \
+	      torch==$(TORCH_VERSION) >/dev/null 2>&1; then \
+	  echo "torch $(TORCH_VERSION): CPU build from $(TORCH_INDEX)"; \
+	  $(PIP) install -q $(VENV)/torch-wheel/torch-*.whl; \
+	else \
+	  echo "torch $(TORCH_VERSION): no CPU build from '$(TORCH_INDEX)' (unreachable within" \
+	       "$(TORCH_TIMEOUT)s, or none for this platform); falling back to pip's default index"; \
+	  $(PIP) install -q torch==$(TORCH_VERSION); \
+	fi
+	@rm -rf $(VENV)/torch-wheel
+	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -36,6 +58,14 @@ browser:
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium >/dev/null; }
 
+# shellcheck for `make lint` (Debian's package, like chromium above; actionlint comes with the
+# dev extras and runs shellcheck over the workflows' `run:` blocks too).
+shellcheck:
+	@command -v shellcheck >/dev/null 2>&1 || { \
+	  echo "installing shellcheck (apt)"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq shellcheck >/dev/null; }
+
 run: setup
 	dvc repro
 	@echo
@@ -47,9 +77,14 @@ run: setup
 	@echo "  .arkai/runs/                     event logs (arkai runs)"
 	@dvc metrics show
 
-lint: setup
+WORKFLOWS := $(wildcard .github/workflows/*.yml src/arkai/scaffold/.github/workflows/*.yml)
+SHELL_SCRIPTS := .ci/run $(wildcard scripts/ci/*.sh src/arkai/scaffold/scripts/ci/*.sh)
+
+lint: setup shellcheck
 	ruff check .
 	ruff format --check .
+	actionlint $(WORKFLOWS)
+	shellcheck $(SHELL_SCRIPTS)
 
 typecheck: setup
 	mypy
