@@ -19,33 +19,18 @@ PYTEST_ARGS ?= -n 2
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, pinned, and the CPU build wherever PyTorch publishes one: an unpinned torch
-# pulled in by a dependency would fetch a multi-GB CUDA build on Linux.
-#   TORCH_INDEX    PyTorch's CPU wheel index (empty: take torch from pip's default index)
-#   TORCH_TIMEOUT  seconds to wait for that index before falling back to the default index
-# The torch wheel is fetched from TORCH_INDEX alone (pip's configured indexes and find-links
-# ignored, so a fallback is never mistaken for success), then installed with its dependencies
-# from the default index.
-TORCH_VERSION ?= 2.13.0
-TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-TORCH_TIMEOUT ?= 5
-PIP := $(BIN)/python -m pip --disable-pip-version-check
+# torch first, pinned, and the CPU build wherever PyTorch publishes one (an unpinned torch
+# pulled in by a dependency would fetch a multi-GB CUDA build on Linux), then arkai with its dev
+# extras. scripts/ci/install.sh does both, exactly as the CI jobs do; it reads
+#   TORCH_INDEX    PyTorch's CPU wheel index (default https://download.pytorch.org/whl/cpu;
+#                  empty: take torch from pip's default index)
+#   TORCH_TIMEOUT  seconds to wait for that index before falling back to pip's default index (5)
+#   TORCH_VERSION  (2.13.0)
+# given on make's command line or in the environment, e.g.
+# `make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128` for a CUDA build.
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	@rm -rf $(VENV)/torch-wheel
-	@if [ -n "$(TORCH_INDEX)" ] && env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS \
-	      PIP_CONFIG_FILE=/dev/null $(PIP) download -q --no-deps --timeout $(TORCH_TIMEOUT) \
-	      --retries 0 --index-url "$(TORCH_INDEX)" --dest $(VENV)/torch-wheel \
-	      torch==$(TORCH_VERSION) >/dev/null 2>&1; then \
-	  echo "torch $(TORCH_VERSION): CPU build from $(TORCH_INDEX)"; \
-	  $(PIP) install -q $(VENV)/torch-wheel/torch-*.whl; \
-	else \
-	  echo "torch $(TORCH_VERSION): no CPU build from '$(TORCH_INDEX)' (unreachable within" \
-	       "$(TORCH_TIMEOUT)s, or none for this platform); falling back to pip's default index"; \
-	  $(PIP) install -q torch==$(TORCH_VERSION); \
-	fi
-	@rm -rf $(VENV)/torch-wheel
-	$(PIP) install -q -e '.[dev]'
+$(STAMP): pyproject.toml scripts/ci/install.sh | $(BIN)/python
+	ARKAI_EXTRAS=dev bash scripts/ci/install.sh
 	touch $(STAMP)
 
 setup: $(STAMP)

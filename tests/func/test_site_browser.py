@@ -29,7 +29,7 @@ from arkai.ops.init import init_repo
 from arkai.site.build import build_site
 from tests.conftest import ROOT, SAMPLES, SHARED_DATA, TRANSCRIPTS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 
 CHROMIUM = os.environ.get("ARKAI_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
