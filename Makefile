@@ -37,8 +37,9 @@ setup: $(STAMP)
 
 # Headless Chromium for the site's browser tests (Debian's package; the tests fail, never skip,
 # when it is missing).
+# $ARKAI_CHROMIUM names another Chromium-based browser (CI: the runner's Google Chrome).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@[ -x "$${ARKAI_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (apt)"; \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium >/dev/null; }
