@@ -14,14 +14,18 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 out="${ARKAI_SITE_DIR:-site}"
-if [[ -n "$(dvc remote list 2>/dev/null)" ]]; then
+if [[ -d .dvc && -n "$(dvc remote list 2>/dev/null)" ]]; then
   echo "::group::dvc pull"
   dvc pull || echo "site.sh: dvc pull failed; the index is rebuilt from the files instead" >&2
   echo "::endgroup::"
 fi
-echo "::group::dvc repro --single-item index"
-dvc repro --single-item index
-echo "::endgroup::"
+if [[ -f dvc.yaml ]] && grep -Eq '^  index:' dvc.yaml; then
+  echo "::group::dvc repro --single-item index"
+  dvc repro --single-item index
+  echo "::endgroup::"
+else
+  echo "::warning::site.sh: dvc.yaml has no index stage; the site gets no topics or related items"
+fi
 
 arkai site build --clean
 if [[ ! -f "$out/index.html" ]]; then

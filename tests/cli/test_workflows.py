@@ -469,3 +469,42 @@ def test_gitattributes(tmp_path: Path) -> None:
         got.setdefault(path, {})[attr] = value
     for path, (merge, text) in paths.items():
         assert got[path] == {"merge": merge, "text": text}, path
+
+
+# --------------------------------------------------------------------------- arkai's own CI
+
+
+def test_github_ci_deselects_exactly_the_shared_data_marker_and_says_so() -> None:
+    wf = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
+    job = wf["jobs"]["test"]
+    assert job["env"]["PYTEST_ARGS"] == '-n 2 -m "not shared_data"'
+    runs = [str(s.get("run", "")) for s in job["steps"]]
+    assert "make setup" in runs and "make test" in runs  # setup = install.sh: the CPU torch
+    summary = next(r for r in runs if "GITHUB_STEP_SUMMARY" in r)
+    assert "-m shared_data" in summary and "marker \\`shared_data\\`" in summary
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '  "shared_data: ' in pyproject
+    assert "bash scripts/ci/install.sh" in (ROOT / "Makefile").read_text(encoding="utf-8")
+
+
+def test_a_shared_data_test_fails_when_the_data_is_missing(tmp_path: Path) -> None:
+    """Never a silent skip: the conftest hook turns missing data into a failure."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import pytest\n\n\n@pytest.mark.shared_data\ndef test_needs_data() -> None:\n    pass\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "ARKAI_SHARED_DATA": str(tmp_path / "missing")}
+    # The probe outside tests/, with the project's conftest loaded as a plugin.
+    args = ["-p", "tests.conftest", "-p", "no:cacheprovider", "-n", "0", "-q", str(probe)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout
+    assert "1 error" in proc.stdout and "skipped" not in proc.stdout
+    assert f"needs the shared test data at {tmp_path / 'missing'}, which is missing" in proc.stdout
