@@ -14,27 +14,43 @@ export OPENBLAS_NUM_THREADS := 1
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup browser run test lint typecheck pytest bench clean
+.PHONY: setup browser shellcheck run test lint typecheck pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, pinned to the CPU build: an unpinned torch pulled in by a dependency would
-# fetch a multi-GB CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+# torch first, pinned, and the CPU build wherever PyTorch publishes one (an unpinned torch
+# pulled in by a dependency would fetch a multi-GB CUDA build on Linux), then arkai with its dev
+# extras. scripts/ci/install.sh does both, exactly as the CI jobs do; it reads
+#   TORCH_INDEX    PyTorch's CPU wheel index (default https://download.pytorch.org/whl/cpu;
+#                  empty: take torch from pip's default index)
+#   TORCH_TIMEOUT  seconds to wait for that index before falling back to pip's default index (5)
+#   TORCH_VERSION  (2.13.0)
+# given on make's command line or in the environment, e.g.
+# `make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128` for a CUDA build.
+
+$(STAMP): pyproject.toml scripts/ci/install.sh | $(BIN)/python
+	ARKAI_EXTRAS=dev bash scripts/ci/install.sh
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 # Headless Chromium for the site's browser tests (Debian's package; the tests fail, never skip,
 # when it is missing).
+# $ARKAI_CHROMIUM names another Chromium-based browser (CI: the runner's Google Chrome).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@[ -x "$${ARKAI_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (apt)"; \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
 	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium >/dev/null; }
+
+# shellcheck for `make lint` (Debian's package, like chromium above; actionlint comes with the
+# dev extras and runs shellcheck over the workflows' `run:` blocks too).
+shellcheck:
+	@command -v shellcheck >/dev/null 2>&1 || { \
+	  echo "installing shellcheck (apt)"; \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq shellcheck >/dev/null; }
 
 run: setup
 	dvc repro
@@ -47,10 +63,15 @@ run: setup
 	@echo "  .arkai/runs/                     event logs (arkai runs)"
 	@dvc metrics show
 
-lint: setup
+WORKFLOWS := $(wildcard .github/workflows/*.yml src/arkai/scaffold/.github/workflows/*.yml)
+SHELL_SCRIPTS := .ci/run $(wildcard scripts/ci/*.sh src/arkai/scaffold/scripts/ci/*.sh)
+
+lint: setup shellcheck
 	ruff check .
 	ruff format --check .
 	lint-imports
+	actionlint $(WORKFLOWS)
+	shellcheck $(SHELL_SCRIPTS)
 
 typecheck: setup
 	mypy

@@ -1,23 +1,66 @@
 #!/usr/bin/env bash
-# Install arkai for a CI job (.github/workflows/*.yml run this after actions/setup-python).
+# Install arkai with the CPU build of PyTorch: the CI jobs (.github/workflows/*.yml, after
+# actions/setup-python) and `make setup` both run this, with whichever `python` is first on PATH.
 #
-# In arkai's own repository the checkout itself is installed; in a knowledge repo made by
-# `arkai init`, the package named by $ARKAI_PACKAGE (a pip requirement: a version, a git URL,
-# a wheel), by default `arkai`. PyTorch, if anything pulls it in, comes as the CPU build.
-# ARKAI_CI_DRY_RUN=1 prints the pip command instead of running it.
+# What is installed:
+#   - in arkai's own repository, the checkout (`pip install -e .[$ARKAI_EXTRAS]`);
+#   - in a knowledge repo, $ARKAI_PACKAGE when it is set (a pip requirement: `arkai==0.2.0`, a
+#     git URL, a wheel; on GitHub the repository variable of that name), otherwise the pin that
+#     `arkai init` wrote to requirements.txt (the arkai version that scaffolded the repo).
+#
+# PyTorch comes first, as the CPU build from $TORCH_INDEX (PyTorch's CPU wheel index) when that
+# index answers within $TORCH_TIMEOUT seconds and has a build for this platform; otherwise from
+# pip's default index, saying so. Without this a dependency's plain `torch` requirement would
+# download the multi-GB CUDA build on Linux.
+#
+#   TORCH_VERSION   default 2.13.0
+#   TORCH_INDEX     default https://download.pytorch.org/whl/cpu; empty: the default index
+#   TORCH_TIMEOUT   default 5
+#   ARKAI_CI_DRY_RUN=1 asks the torch index, then prints the installs instead of running them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
+torch_version="${TORCH_VERSION:-2.13.0}"
+torch_index="${TORCH_INDEX-https://download.pytorch.org/whl/cpu}"
+torch_timeout="${TORCH_TIMEOUT:-5}"
+pip=(python -m pip --disable-pip-version-check)
+
 if [[ -f pyproject.toml ]] && grep -Eq '^name *= *"arkai"' pyproject.toml; then
-  spec=(-e .)
+  spec=(-e ".${ARKAI_EXTRAS:+[$ARKAI_EXTRAS]}")
+elif [[ -n "${ARKAI_PACKAGE:-}" ]]; then
+  spec=("$ARKAI_PACKAGE")
+elif [[ -f requirements.txt ]]; then
+  spec=(-r requirements.txt)
 else
-  spec=("${ARKAI_PACKAGE:-arkai}")
+  echo "install.sh: no arkai to install: set ARKAI_PACKAGE (e.g. arkai==0.1.0) or add" \
+    "requirements.txt (arkai init writes one)" >&2
+  exit 2
 fi
-cmd=(python -m pip install --disable-pip-version-check
-     --extra-index-url https://download.pytorch.org/whl/cpu "${spec[@]}")
-if [[ "${ARKAI_CI_DRY_RUN:-}" == 1 ]]; then
-  echo "${cmd[*]}"
-  exit 0
+
+# The torch wheel comes from the CPU index alone: pip's configured indexes and find-links are
+# ignored so that a wheel found elsewhere is never reported as the CPU index's.
+wheels="$(mktemp -d)"
+trap 'rm -rf "$wheels"' EXIT
+if [[ -n "$torch_index" ]] &&
+  env -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null \
+    "${pip[@]}" download -q --no-deps --timeout "$torch_timeout" --retries 0 \
+    --index-url "$torch_index" --dest "$wheels" "torch==$torch_version" >/dev/null 2>&1; then
+  echo "torch $torch_version: the CPU build from $torch_index"
+  torch=("$wheels"/torch-*.whl)
+else
+  echo "torch $torch_version: no build from '${torch_index}' (unreachable within" \
+    "${torch_timeout}s, or none for this platform); falling back to pip's default index"
+  torch=("torch==$torch_version")
 fi
-"${cmd[@]}"
-arkai --version
+
+# ARKAI_CI_DRY_RUN=1: the index was asked for real; print the installs instead of running them.
+run() {
+  if [[ "${ARKAI_CI_DRY_RUN:-}" == 1 ]]; then
+    echo "$*"
+  else
+    "$@"
+  fi
+}
+run "${pip[@]}" install -q "${torch[@]}"
+run "${pip[@]}" install -q "${spec[@]}"
+run arkai --version

@@ -45,7 +45,7 @@ MEASURED = (
 )
 MEASURED_MEAN_F1 = 0.9933  # python bench/articles.py, on MEASURED
 
-needs_shared = pytest.mark.skipif(not AEB.is_dir(), reason="shared article data not present")
+needs_shared = pytest.mark.shared_data
 
 
 def _opts(timeout_s: float | None = None, **kw: object) -> AddOptions:

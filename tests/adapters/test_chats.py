@@ -30,15 +30,16 @@ from arkai.sources.chats import (
 )
 from arkai.sources.chats.archive import read_chat_members
 from arkai.sources.chats.common import Message, render_yaml
+from tests.conftest import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "chat_exports"
+DATA = SHARED_DATA / "chat_exports"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chats"
 REAL = sorted(DATA.glob("*/*.json"))
 CHATGPT = DATA / "chatgpt" / "chatlore_conversations.json"
 CLAUDE = DATA / "claude" / "chatlore_conversations.json"
 GEMINI = DATA / "gemini" / "chatlore_MyActivity.json"
 
-needs_data = pytest.mark.skipif(not REAL, reason="shared chat export samples not present")
+needs_data = pytest.mark.shared_data
 
 SECRET_KEY = "sk-" + "proj-" + "Q1w2E3r4T5y6U7i8O9p0" + "AsDfGhJkLzXcVbNm"
 SECRET_MAIL = "alice.smith" + "@" + "example.org"

@@ -174,6 +174,7 @@ def _join_workers(limit: float = 15.0) -> None:
 # --- offline attach --------------------------------------------------------------------------
 
 
+@pytest.mark.shared_data
 def test_attach_local_vtt_offline(monkeypatch: pytest.MonkeyPatch, no_network: list[str]) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("no network call may happen with --transcript")

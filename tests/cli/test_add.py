@@ -81,6 +81,7 @@ def test_untimed_sources(kr: Path, arkai: Runner, name: str, ctype: str) -> None
     assert json.loads((item / "metadata.json").read_text())["timed"] is False
 
 
+@pytest.mark.shared_data
 def test_real_shared_transcripts(kr: Path, arkai: Runner) -> None:
     paths = [
         TRANSCRIPTS / "virtual_coffee_srt" / "episode_1_1.srt",

@@ -206,7 +206,7 @@ def test_markdown_escapes_and_links() -> None:
     assert "\\*hum\\*" in md and "\\[x\\]" in md and "\\|" in md
     assert "<summary><b>Talk &lt;b&gt;one</b>" in md
     assert md.count("<details>") == md.count("</details>") == 1
-    url = "https://github.com/o/r/blob/HEAD/library/transcripts/Talk%20%3Cb%3Eone%20%2801234567%29/transcript.md#L2"
+    url = "https://github.com/o/r/blob/HEAD/library/transcripts/Talk%20%3Cb%3Eone%20%2801234567%29/transcript.md?plain=1#L2"
     assert f"[L2]({url})" in md
     # Counts come first.
     assert md.index("**Items** 1 added") < md.index("<details>")
@@ -223,7 +223,7 @@ def test_markdown_limit() -> None:
 def test_links() -> None:
     links = Links("https://x/blob/{rev}/", "kb", "aaa", None)
     assert links("library/a b/transcript.md", 3, "left") == (
-        "https://x/blob/aaa/kb/library/a%20b/transcript.md#L3"
+        "https://x/blob/aaa/kb/library/a%20b/transcript.md?plain=1#L3"
     )
     assert links("library/t.md", None, "right") == "https://x/blob/HEAD/kb/library/t.md"
     assert Links("", "kb", None, None)("library/t.md", 1, "left") == "library/t.md#L1"

@@ -19,8 +19,9 @@ from arkai.formats import (
     render_transcript,
 )
 from arkai.formats import decode as decode_module
+from tests.conftest import SHARED_DATA
 
-DATA = Path(__file__).parents[2] / ".." / "shared" / "data" / "transcripts"
+DATA = SHARED_DATA / "transcripts"
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "formats"
 
 REAL = sorted(
@@ -74,10 +75,12 @@ def _words(text: str, speakers: set[str] | None = None) -> list[str]:
 # --- real files ------------------------------------------------------------------------------
 
 
+@pytest.mark.shared_data
 def test_real_data_is_present() -> None:
     assert len(REAL) >= 9 and AUTO_VTT and PODCASTS
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("path", REAL, ids=_ids(REAL))
 def test_real_file_renders_clean_monotonic_lines(path: Path) -> None:
     parsed = parse_source(path.name, path.read_bytes())
@@ -102,6 +105,7 @@ def test_real_file_renders_clean_monotonic_lines(path: Path) -> None:
     assert max(len(body) for _, _, body in timed) <= 300
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("path", REAL, ids=_ids(REAL))
 def test_real_file_rendering_is_stable_when_read_back(path: Path) -> None:
     text = _render(path)
@@ -109,6 +113,7 @@ def test_real_file_rendering_is_stable_when_read_back(path: Path) -> None:
     assert _render(path) == text
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("path", REAL, ids=_ids(REAL))
 def test_real_file_crlf_and_bom_give_the_same_text(path: Path) -> None:
     data = path.read_bytes().replace(b"\r\n", b"\n")
@@ -130,6 +135,7 @@ def _repeats_immediately(words: list[str], min_len: int = 8, max_len: int = 60) 
     return None
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("path", AUTO_VTT, ids=_ids(AUTO_VTT))
 def test_auto_vtt_says_each_word_once(path: Path) -> None:
     text = _render(path)
@@ -156,6 +162,7 @@ def test_auto_vtt_says_each_word_once(path: Path) -> None:
     assert _words(text) == spoken
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("path", AUTO_VTT, ids=_ids(AUTO_VTT))
 def test_auto_vtt_lines_stay_within_thirty_seconds_of_cues(path: Path) -> None:
     parsed = parse_source(path.name, path.read_bytes())
@@ -168,6 +175,7 @@ def test_auto_vtt_lines_stay_within_thirty_seconds_of_cues(path: Path) -> None:
     assert max(gaps) <= 31 + longest_silence
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("path", PODCASTS, ids=_ids(PODCASTS))
 def test_podcast_speaker_labels_are_preserved(path: Path) -> None:
     source = path.read_text(encoding="utf-8")

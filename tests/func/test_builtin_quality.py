@@ -23,7 +23,7 @@ from arkai.providers.builtin import BuiltinProvider
 from tests.conftest import SHARED_DATA, TRANSCRIPTS
 from tests.core.test_builtin_provider import assert_verbatim, needs_model, quotes_of
 
-pytestmark = [pytest.mark.slow, needs_model]
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data, needs_model]
 
 SCIFACT = SHARED_DATA / "claims" / "scifact"
 CHATS = SHARED_DATA / "chat_exports"
@@ -60,8 +60,6 @@ def hours(text: str) -> tuple[float, str]:
 
 @pytest.fixture(scope="module")
 def transcripts() -> list[tuple[str, str]]:
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"no shared data at {TRANSCRIPTS}")
     return real_transcripts()
 
 

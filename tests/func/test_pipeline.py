@@ -33,6 +33,7 @@ def sh(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess
     return proc
 
 
+@pytest.mark.shared_data
 def test_init_add_repro_drift_reanchor(tmp_path: Path) -> None:
     repo = tmp_path / "knowledge"
     sh(tmp_path, "arkai", "init", str(repo))

@@ -30,7 +30,7 @@ from arkai.site.build import build_site
 from tests.conftest import ROOT, SAMPLES, SHARED_DATA, TRANSCRIPTS
 from tests.func.test_site_chat import chatgpt_export
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 
 CHROMIUM = os.environ.get("ARKAI_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [

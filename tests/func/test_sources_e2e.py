@@ -44,6 +44,7 @@ def grounded(kr: Path, arkai: Runner) -> dict[str, int]:
     return per_type
 
 
+@pytest.mark.shared_data
 def test_every_kind_round_trips(
     kr: Path, arkai: Runner, http_server: LocalHTTPServer, tmp_path: Path
 ) -> None:
@@ -100,6 +101,7 @@ def test_every_kind_round_trips(
     assert routes["127.0.0.1"] in ("article", "podcast")
 
 
+@pytest.mark.shared_data
 def test_chat_reimport_adds_only_new_or_changed(kr: Path, arkai: Runner, tmp_path: Path) -> None:
     export = json.loads((CHATS / "chatgpt" / "echomine_sample_export.json").read_text())
     first = tmp_path / "conversations.json"
@@ -158,6 +160,7 @@ def test_chat_reimport_adds_only_new_or_changed(kr: Path, arkai: Runner, tmp_pat
     assert "0 added, 0 updated" in out
 
 
+@pytest.mark.shared_data
 def test_redaction_happens_before_writing(kr: Path, arkai: Runner, tmp_path: Path) -> None:
     export = json.loads((CHATS / "claude" / "echomine_sample_export.json").read_text())
     key = "sk-" + "proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"

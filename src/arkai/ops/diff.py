@@ -769,7 +769,9 @@ def _html_text(text: str) -> str:
 
 
 class Links:
-    """Turns a file and line into a link: ``<base><path>#L<line>``.
+    """Turns a file and line into a link: ``<base><path>?plain=1#L<line>`` with a base (a
+    GitHub blob URL: ``?plain=1`` shows Markdown as text, where line anchors work), else the
+    relative ``<path>#L<line>``.
 
     ``base`` may contain ``{rev}``, replaced by the side's commit ID (so links to removed
     claims point into the old revision); the working tree side has no commit and gets ``HEAD``.
@@ -784,7 +786,9 @@ class Links:
     def __call__(self, path: str, line: int | None, side: str) -> str:
         base = self.base.replace("{rev}", self.revs[side])
         url = base + url_quote(self.prefix + path)
-        return f"{url}#L{line}" if line is not None else url
+        if line is None:
+            return url
+        return f"{url}?plain=1#L{line}" if self.base else f"{url}#L{line}"
 
 
 def _md_claim(c: ClaimState, item_path: str, side: str, links: Links) -> str:

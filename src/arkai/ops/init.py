@@ -10,6 +10,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from arkai import __version__
 from arkai.adapters.fs import atomic_write_bytes
 from arkai.errors import ArkaiError
 
@@ -18,6 +19,19 @@ from arkai.errors import ArkaiError
 #: package for a pipeline of the repo it is installed in.
 _RENAMES = {"gitignore": ".gitignore", "dvcignore": ".dvcignore", "dvc.yaml.in": "dvc.yaml"}
 _KEEP_DIRS = ("library", "extracted", "reports")
+#: The branch ``git init`` creates when git's ``init.defaultBranch`` is not set.
+DEFAULT_BRANCH = "main"
+#: The pip requirement the CI workflows install (scripts/ci/install.sh) unless the repository
+#: variable ``ARKAI_PACKAGE`` overrides it: the arkai that scaffolded the repo.
+REQUIREMENTS = "requirements.txt"
+
+
+def requirements_text(version: str = __version__) -> bytes:
+    return (
+        "# The arkai that scaffolded this repository (`arkai init`). CI installs exactly this\n"
+        "# (scripts/ci/install.sh); the repository variable ARKAI_PACKAGE overrides it.\n"
+        f"arkai=={version}\n"
+    ).encode()
 
 
 def scaffold_files() -> dict[str, bytes]:
@@ -36,7 +50,20 @@ def scaffold_files() -> dict[str, bytes]:
                 out[_RENAMES.get(rel, rel)] = child.read_bytes()
 
     walk(base, "")
+    out[REQUIREMENTS] = requirements_text()
     return out
+
+
+def default_branch(cwd: Path) -> str:
+    """git's ``init.defaultBranch`` where the user set one, else ``main``."""
+    proc = subprocess.run(
+        ["git", "config", "--get", "init.defaultBranch"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.stdout.strip() or DEFAULT_BRANCH
 
 
 def _run(cmd: list[str], cwd: Path) -> None:
@@ -69,7 +96,7 @@ def init_repo(directory: Path, *, git: bool = True) -> dict[str, Any]:
             created.append(f"{name}/.gitkeep")
     if git:
         if not (directory / ".git").exists():
-            _run(["git", "init", "-q"], directory)
+            _run(["git", "init", "-q", "-b", default_branch(directory)], directory)
             created.append(".git/")
         if not (directory / ".dvc").exists():
             _run([sys.executable, "-m", "dvc", "init", "-q"], directory)

@@ -54,6 +54,7 @@ from arkai.site.config import (
     UserConfig,
     generated_config,
     load_user_config,
+    reproducible_build_date,
 )
 from arkai.site.hooks import PAGES, SEARCH_DIR
 from arkai.site.indexes import Library, Topic
@@ -464,7 +465,8 @@ def run_mkdocs(config_file: Path, *, dirty: bool, verbose: bool = False) -> None
         cfg = load_config(config_file=str(config_file))
         cfg.plugins.on_startup(command="build", dirty=dirty)
         try:
-            mk_build.build(cfg, dirty=dirty)
+            with reproducible_build_date():
+                mk_build.build(cfg, dirty=dirty)
         finally:
             cfg.plugins.on_shutdown()
     except (mk_exceptions.MkDocsException, SystemExit) as exc:

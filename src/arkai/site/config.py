@@ -12,6 +12,8 @@ arkai's entries appended, because inheritance replaces lists rather than merging
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,23 @@ CSS = "assets/arkai/arkai.css"
 JS = "assets/arkai/arkai.js"
 HOOKS = Path(__file__).with_name("hooks.py")
 NOT_IN_NAV = ("/items/", "/transcripts/", "/tags/", "/entities/", "/topics/")
+#: MkDocs stamps the build date into sitemap.xml (``lastmod``) and sitemap.xml.gz's header
+#: unless ``SOURCE_DATE_EPOCH`` is set. A fixed date (none: the epoch) keeps a build a function
+#: of its inputs, so ``dvc.lock``'s hash of site/ does not change with the clock or a commit.
+BUILD_EPOCH = "0"
+
+
+@contextmanager
+def reproducible_build_date() -> Iterator[None]:
+    """``SOURCE_DATE_EPOCH`` for an in-process MkDocs build; a value already set wins."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        yield
+        return
+    os.environ["SOURCE_DATE_EPOCH"] = BUILD_EPOCH
+    try:
+        yield
+    finally:
+        os.environ.pop("SOURCE_DATE_EPOCH", None)
 
 
 class _Dumper(yaml.SafeDumper):

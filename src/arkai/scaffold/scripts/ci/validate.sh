@@ -11,14 +11,25 @@
 # Every step runs even if an earlier one fails; the script exits 1 if any check failed.
 # Inputs (all optional): ARKAI_DIFF_BASE (a revision to diff from), GITHUB_BASE_REF (a PR's
 # target branch, diffed as origin/<ref>...HEAD), GITHUB_STEP_SUMMARY, GITHUB_SERVER_URL and
-# GITHUB_REPOSITORY (line links to github.com), ARKAI_SKIP_DVC=1 (skip step 2).
+# GITHUB_REPOSITORY (line links to github.com, `?plain=1#L12`), ARKAI_SKIP_DVC=1 (skip step 2),
+# ARKAI_REPORT (a file that also gets the report: the pull request comment, comment.sh).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 
 summary="${GITHUB_STEP_SUMMARY:-/dev/stdout}"
+report="${ARKAI_REPORT:-}"
+[[ -n "$report" ]] && : >"$report"
 failed=()
 
-note() { printf '%s\n' "$*" >>"$summary"; }
+# Append stdin to the job summary and to the report file.
+emit() {
+  if [[ -n "$report" ]]; then
+    tee -a "$report" >>"$summary"
+  else
+    cat >>"$summary"
+  fi
+}
+note() { printf '%s\n' "$*" | emit; }
 
 echo "::group::arkai validate"
 if arkai validate; then
@@ -77,7 +88,7 @@ note "$validate_line  "
 note ""
 if [[ -n "$range" ]]; then
   echo "::group::arkai diff $range"
-  if ! arkai diff "$range" --format markdown "${links[@]}" >>"$summary"; then
+  if ! arkai diff "$range" --format markdown "${links[@]}" | emit; then
     failed+=("arkai diff")
     note "❌ \`arkai diff $range\` failed"
   fi
