@@ -32,3 +32,16 @@ def test_command_has_help_and_docs(name: str, cmd: click.Command) -> None:
     assert (cmd.help or "").strip(), f"`arkai {name}` has no help text"
     docs = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert f"### `arkai {name}" in docs, f"`arkai {name}` is not documented in docs/cli.md"
+
+
+def test_architecture_map_is_generated_from_the_tree() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "architecture.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
