@@ -11,13 +11,12 @@ import unicodedata
 from bisect import bisect_right
 
 from arkai.core.fuzzy import FuzzyIndex
+from arkai.core.grammar import STAMP, TIMESTAMP_BYTES_RE
 
-#: A transcript line that starts with ``[HH:MM:SS]`` (optionally ``[H:MM:SS.mmm]``).
-TIMESTAMP_RE = re.compile(rb"^\[(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\]", re.MULTILINE)
-# The same stamp anchored at an explicit position, and preceded by a newline: scanning for
+# The grammar's timestamp at an explicit position, and preceded by a newline: scanning for
 # ``\n[`` lets the regex engine skip ahead on its literal prefix instead of trying every offset.
-_TS_AT = re.compile(rb"\[(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\]")
-_TS_AFTER_NL = re.compile(rb"\n\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]")
+_TS_AT = TIMESTAMP_BYTES_RE
+_TS_AFTER_NL = re.compile(b"\n" + STAMP.encode("ascii"))
 
 ANCHOR_CHARS = 80
 
@@ -264,7 +263,7 @@ class Document:
         return start, end
 
     def _timestamp_lines(self) -> list[int]:
-        """Byte offsets of the lines that start with a timestamp (what ``TIMESTAMP_RE`` finds)."""
+        """Byte offsets of the lines that start with a timestamp (:mod:`arkai.core.grammar`)."""
         if self._ts_lines is None:
             data = self.data
             lines = [0] if _TS_AT.match(data) else []
@@ -281,7 +280,7 @@ class Document:
         m = _TS_AT.match(self.data, lines[i - 1])
         assert m is not None
         h, mi, s = m.groups()
-        # Minutes and seconds are exactly two digits; hours one or two.
+        # Minutes and seconds are exactly two digits; hours one to three.
         return f"{int(h):02d}:{mi.decode()}:{s.decode()}"
 
     def anchor(self, start: int, end: int, width: int = ANCHOR_CHARS) -> str:

@@ -8,9 +8,10 @@ grounding text that evidence spans point into. Malformed input raises
 
 from __future__ import annotations
 
+from arkai.core.grammar import format_timestamp
 from arkai.formats.cue import FORMATS, Cue, ParsedSource
 from arkai.formats.decode import MAX_SOURCE_BYTES, decode_text, detect_format, parse_source
-from arkai.formats.render import format_timestamp, render_transcript
+from arkai.formats.render import render_transcript
 
 __all__ = [
     "FORMATS",

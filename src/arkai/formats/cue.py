@@ -52,26 +52,6 @@ def clean_text(text: str) -> str:
 # A speaker label opening a caption line: a capitalised name of up to four words ("Dan",
 # "Dan Ott", "Speaker 2", "Neil deGrasse Tyson", "Ana de la Cruz") and a colon. Lower-case
 # words other than name particles keep "So here's the thing: ..." out.
-_LABEL_RE = re.compile(r"^([^\W\d_][\w'’.-]*(?: [\w'’.-]+){0,3}):(?:\s+|$)")
-_NAME_PARTICLES = frozenset(
-    {"al", "bin", "da", "de", "del", "der", "di", "du", "la", "le", "van", "von"}
-)
-
-
-def split_speaker(text: str) -> tuple[str | None, str]:
-    """Split ``"Name: words"`` into ``("Name", "words")``; ``(None, text)`` when unlabelled."""
-    m = _LABEL_RE.match(text)
-    if m is None:
-        return None, text
-    label = m.group(1)
-    first, *rest = label.split(" ")
-    if not first[0].isupper() or label.endswith((".", "-")):
-        return None, text
-    if not all(w[0].isdigit() or w in _NAME_PARTICLES or not w.islower() for w in rest):
-        return None, text
-    return label, text[m.end() :]
-
-
 # [H]H:MM:SS[.mmm] or MM:SS.mmm (VTT may leave out the hours, but then not the fraction).
 _CLOCK_RE = re.compile(
     r"^(?:(\d+):(\d{2}):(\d{2})(?:[.,](\d{1,3}))?|(\d{1,2}):(\d{2})[.,](\d{1,3}))$"

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from arkai.core.grammar import format_timed
 from arkai.formats.cue import Cue, ParsedSource
 
 MIN_LINE_CHARS = 60
@@ -51,12 +52,6 @@ def render_transcript(parsed: ParsedSource) -> str:
         lines = list(_timed_lines(parsed.cues))
         return "\n".join(lines) + "\n" if lines else ""
     return _untimed_text(parsed)
-
-
-def format_timestamp(seconds: float) -> str:
-    """``HH:MM:SS`` for ``seconds`` (floored; negative counts as zero)."""
-    whole = max(0, int(seconds))
-    return f"{whole // 3600:02d}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
 def _timed_lines(cues: tuple[Cue, ...]) -> Iterator[str]:
@@ -146,10 +141,7 @@ def _split_long(sentence: list[_Piece]) -> Iterator[_Piece]:
 
 def _format_line(line: list[_Piece]) -> str:
     first = line[0]
-    text = " ".join(piece.text for piece in line)
-    if first.speaker:
-        return f"[{format_timestamp(first.start)}] {first.speaker}: {text}"
-    return f"[{format_timestamp(first.start)}] {text}"
+    return format_timed(first.start, first.speaker, " ".join(piece.text for piece in line))
 
 
 def _untimed_text(parsed: ParsedSource) -> str:

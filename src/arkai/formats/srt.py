@@ -5,8 +5,9 @@ from __future__ import annotations
 import html
 import re
 
+from arkai.core.grammar import speaker_of
 from arkai.errors import SourceFormatError
-from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_timing, split_speaker
+from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_timing
 
 # Formatting SubRip players understand: <i>, <b>, <u>, <s>, <font ...> and {\an8}-style codes.
 _FORMAT_RE = re.compile(r"</?(?:i|b|u|s|font)(?:\s[^>]*)?>|\{\\[^}]*\}", re.IGNORECASE)
@@ -41,7 +42,7 @@ def _cue_texts(start: float, lines: list[str]) -> list[Cue]:
     cues: list[Cue] = []
     for line in lines:
         text = clean_text(html.unescape(_FORMAT_RE.sub("", line)))
-        speaker, text = split_speaker(text)
+        speaker, text = speaker_of(text)
         if speaker is not None and not text:
             cues.append(Cue(start, "", speaker))  # a label alone on its line: text follows
         elif not text:

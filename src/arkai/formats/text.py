@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 
+from arkai.core.grammar import HEADING_RE, TIMESTAMP_RE, speaker_of
 from arkai.errors import SourceFormatError
-from arkai.formats.cue import Cue, ParsedSource, clean_text, split_speaker
+from arkai.formats.cue import Cue, ParsedSource, clean_text
 
-_TIMED_LINE_RE = re.compile(r"^\[(\d{1,3}):(\d{2}):(\d{2})(?:[.,]\d+)?\][ \t]*(.*)$")
-_HEADING_RE = re.compile(r"^#{1,6}(?:[ \t]|$)")
 _TITLE_RE = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 # Lines that open a Markdown block of their own rather than continue a paragraph.
 _BLOCK_START_RE = re.compile(
@@ -40,7 +39,7 @@ def parse_md(name: str, text: str) -> ParsedSource:
     """Parse Markdown: paragraphs joined, block lines kept; the first ``# heading`` is the title."""
     lines = text.split("\n")
     front_title, lines = _front_matter(lines)
-    timed = _parse_timed([line for line in lines if not _HEADING_RE.match(line.strip())])
+    timed = _parse_timed([line for line in lines if not HEADING_RE.match(line.strip())])
     if timed is not None:
         title = front_title or _first_title([clean_text(line) for line in lines])
         return ParsedSource(format="md", cues=timed, timed=True, title=title)
@@ -66,13 +65,14 @@ def _parse_timed(lines: list[str]) -> tuple[Cue, ...] | None:
     for line in lines:
         if not line.strip():
             continue
-        m = _TIMED_LINE_RE.match(line.strip())
+        m = TIMESTAMP_RE.match(line.strip())
         if m is None:
             return None
-        hours, minutes, seconds, rest = m.groups()
+        hours, minutes, seconds = m.groups()
+        rest = line.strip()[m.end() :]
         if int(minutes) >= 60 or int(seconds) >= 60:
             return None
-        speaker, body = split_speaker(clean_text(rest))
+        speaker, body = speaker_of(clean_text(rest))
         start = int(hours) * 3600 + int(minutes) * 60 + int(seconds)
         if body:
             cues.append(Cue(float(start), body, speaker))

@@ -6,8 +6,9 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from arkai.core.grammar import speaker_of
 from arkai.errors import SourceFormatError
-from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_timing, split_speaker
+from arkai.formats.cue import Cue, ParsedSource, clean_text, parse_timing
 
 _SKIPPED_BLOCKS = ("NOTE", "STYLE", "REGION")
 _VOICE_RE = re.compile(r"<v(?:\.[^\s>]*)?[ \t]+([^>]*)>")
@@ -102,7 +103,7 @@ def _caption_lines(lines: list[str]) -> list[tuple[str | None, str]]:
         text = clean_text(html.unescape(_TAG_RE.sub("", _RUBY_TEXT_RE.sub("", line))))
         speaker = voice
         if speaker is None:
-            speaker, text = split_speaker(text)
+            speaker, text = speaker_of(text)
         if text:
             out.append((speaker, text))
         if "</v>" in line:

@@ -17,13 +17,13 @@ vector store is keyed by it, so an unchanged chunk is never embedded twice.
 from __future__ import annotations
 
 import hashlib
-import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from arkai.adapters.review import is_rejected
+from arkai.core.grammar import TIMESTAMP_RE, is_chat_header
 from arkai.model.evidence import EvidenceLine
 
 TRANSCRIPT_KIND = "transcript"
@@ -34,10 +34,6 @@ TARGET_WORDS = 160
 MAX_WORDS = 200
 #: A last window shorter than this is folded into the one before when both fit ``MAX_WORDS``.
 MIN_WORDS = 120
-
-_TIMESTAMP = re.compile(r"^\[(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\]")
-_CHAT_HEADER = re.compile(r"^###\s+([A-Za-z][\w-]*)(\s+·.*)?\s*$")
-CHAT_ROLES = frozenset({"user", "assistant", "system", "tool", "model", "human", "ai"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +108,7 @@ class _Line:
 
 
 def _stamp(line: str) -> str | None:
-    m = _TIMESTAMP.match(line)
+    m = TIMESTAMP_RE.match(line)
     if m is None:
         return None
     h, mi, s = m.groups()
@@ -146,8 +142,7 @@ def is_chat(text: str) -> bool:
 
 
 def _is_header(line: str) -> bool:
-    m = _CHAT_HEADER.match(line)
-    return bool(m and (m.group(2) or m.group(1).lower() in CHAT_ROLES))
+    return is_chat_header(line)
 
 
 def _units(lines: list[_Line], chat: bool) -> list[list[_Line]]:

@@ -12,7 +12,6 @@ Markdown). A passage too long for what is left is trimmed around the query terms
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from arkai.adapters.layout import TRANSCRIPT
+from arkai.core.grammar import TIMESTAMP_RE
 from arkai.errors import InvalidInputError
 from arkai.ops.search import Hit, ItemResult, search
 from arkai.search.markup import Query, parse_query
@@ -199,9 +199,6 @@ class _Taken:
         self.texts.append(_norm(e.text))
 
 
-_STAMP = re.compile(r"^\[(\d{1,2}):(\d{2}):(\d{2})")
-
-
 def _passage_lines(root: Path, e: ContextEntry) -> list[str]:
     """The passage's lines as ``transcript.md`` numbers them ([] if the file is unreadable)."""
     try:
@@ -238,7 +235,7 @@ def _trim(root: Path, e: ContextEntry, q: Query, tokens_left: int) -> ContextEnt
     body = "\n".join(lines[lo : hi + 1]).strip()
     if len(body) > width:
         body = make_snippet(body, q.terms, q.phrases, width=width).text
-    stamp = _STAMP.match(lines[lo])
+    stamp = TIMESTAMP_RE.match(lines[lo])
     e.text, e.truncated = body, True
     e.start_line, e.end_line = e.start_line + lo, e.start_line + hi
     e.link = f"{e.path}/{TRANSCRIPT}#L{e.start_line}"

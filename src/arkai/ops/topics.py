@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from arkai.adapters.layout import iter_items
+from arkai.core.grammar import parse_line
 from arkai.errors import LibraryError, NotFoundError
 from arkai.search.text import STOPWORDS as TEXT_STOPWORDS
 from arkai.search.text import tokenize
@@ -58,10 +59,6 @@ def stopwords() -> frozenset[str]:
 
 _SEGMENT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\]+|\s[-–—]+\s|\n")
 _WORD = re.compile(r"[^\W\d_]+")
-_TIMESTAMP = re.compile(r"^\[[^\]\n]{1,20}\]\s*")
-_SPEAKER = re.compile(r"^(?:[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}): ")
-_CHAT_HEADER = re.compile(r"^###\s+[A-Za-z][\w-]*(?:\s+·.*)?\s*$")
-_HEADING = re.compile(r"^#{1,6}\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +132,9 @@ def clean_transcript(text: str) -> str:
     message headers and Markdown heading marks."""
     out = []
     for line in text.split("\n"):
-        if _CHAT_HEADER.match(line):
-            continue
-        line = _TIMESTAMP.sub("", line)
-        line = _SPEAKER.sub("", line)
-        out.append(_HEADING.sub("", line))
+        parsed = parse_line(line)
+        if parsed.kind != "chat_header":
+            out.append(parsed.text)
     return "\n".join(out)
 
 

@@ -24,6 +24,7 @@ from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVI
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import parse_evidence
 from arkai.core.document import Document
+from arkai.core.grammar import TIMESTAMP_RE
 from arkai.core.hashing import digest
 from arkai.core.receipts import span_is_valid
 from arkai.errors import LibraryError
@@ -48,7 +49,6 @@ STATUSES = ("resolved", "ambiguous", "unresolved", "unverified", "stale", "rejec
 MAX_SAID = 3
 #: Characters of context kept on each side of a mention.
 SAID_CHARS = 160
-_STAMP = re.compile(r"^\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*")
 _STOP = re.compile(r"[.!?…][\"”’)\]]*\s")
 
 
@@ -305,7 +305,7 @@ def sentence_around(d: ItemData, span: list[int]) -> tuple[str, str, str]:
     before = d.data[ls:start].decode("utf-8", "replace")
     words = d.data[start:end].decode("utf-8", "replace")
     after = d.data[end:le].decode("utf-8", "replace")
-    before = _STAMP.sub("", before)
+    before = TIMESTAMP_RE.sub("", before)
     stops = list(_STOP.finditer(before))
     if stops:
         before = before[stops[-1].end() :]

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arkai.core.grammar import TIMESTAMP_BYTES_RE
 from arkai.site.collect import ItemData
 
 SECTION_CHARS = 1000
@@ -31,7 +32,6 @@ SECTION_CHARS = 1000
 #: name people search for, so its boost has to undo that factor to rank below the items.
 ITEM_BOOST = 4.0
 INDEX_PAGE_BOOST = 0.001
-_TS = re.compile(rb"^\[(\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?\] ?")
 _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -78,10 +78,10 @@ def transcript_sections(d: ItemData, title: str) -> list[Section]:
     size = 0
     first, stamp = 1, ""
     for n, raw in enumerate(lines, 1):
-        m = _TS.match(raw)
+        m = TIMESTAMP_BYTES_RE.match(raw)
         if not buf:
-            first, stamp = n, m.group(1).decode() if m else ""
-        text = raw[m.end() :] if m else raw
+            first, stamp = n, "{:02d}:{:02d}:{:02d}".format(*map(int, m.groups())) if m else ""
+        text = raw[m.end() :].removeprefix(b" ") if m else raw
         if labels and text.startswith(labels):
             text = text.split(b": ", 1)[1]
         if text.strip():

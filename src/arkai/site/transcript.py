@@ -14,7 +14,6 @@ the quote.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,12 +21,10 @@ from itertools import pairwise
 from zlib import crc32
 
 from arkai.core.document import Document
+from arkai.core.grammar import TIMESTAMP_BYTES_RE, chat_header, speaker_of
 from arkai.site.chatmd import ChatMarkdown, MarkTag
 from arkai.site.escape import css_token, escape_attr, escape_text, escape_url
 
-_TS = re.compile(rb"\[(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?\]")
-_SPEAKER = re.compile(r"([^\W\d_][\w.'’-]*(?: [^\W\d_][\w.'’-]*){0,3}): ")
-_CHAT_HEADER = re.compile(r"### (human|assistant|system|tool|user|model)(?: · (.{1,80}))?")
 SPEAKER_COLORS = 8
 
 
@@ -62,13 +59,13 @@ def speaker_labels(lines: list[bytes]) -> set[str]:
     """Labels that open at least two lines (a one-off ``Note:`` is not a speaker)."""
     counts: Counter[str] = Counter()
     for raw in lines:
-        m = _TS.match(raw)
+        m = TIMESTAMP_BYTES_RE.match(raw)
         rest = raw[m.end() :].lstrip(b" ") if m else raw
         if b": " not in rest[:80]:
             continue
-        sm = _SPEAKER.match(rest[:80].decode("utf-8", "replace"))
-        if sm:
-            counts[sm.group(1)] += 1
+        label, _ = speaker_of(rest[:80].decode("utf-8", "replace"))
+        if label:
+            counts[label] += 1
     return {label for label, n in counts.items() if n >= 2}
 
 
@@ -164,19 +161,19 @@ def render_transcript(
         if chat:
             header = None
             if raw.startswith(b"### "):
-                header = _CHAT_HEADER.fullmatch(raw.decode("utf-8", "replace"))
+                header = chat_header(raw.decode("utf-8", "replace"))
             if header is not None:
                 chat_md.new_message()
                 if in_message:
                     out.append("</div>")
-                out.append(f'<div class="ak-msg ak-r-{css_token(header.group(1))}">')
+                out.append(f'<div class="ak-msg ak-r-{css_token(header[0])}">')
                 in_message = True
                 if not ivs:
-                    when = header.group(2)
+                    when = header[1]
                     time = f' <span class="ak-when">{escape_text(when)}</span>' if when else ""
                     out.append(
                         f'<div id=L{n} class="ak-mh"><span class="ak-role">'
-                        f"{escape_text(header.group(1))}</span>{time}</div>"
+                        f"{escape_text(header[0])}</span>{time}</div>"
                     )
                     continue
                 css = ' class="ak-mh"'
@@ -187,7 +184,7 @@ def render_transcript(
                 continue
             out.append(f"<div id=L{n}{css}>{_render_line(raw, ivs, opened)}</div>")
             continue
-        ts = _TS.match(raw) if raw[:1] == b"[" else None
+        ts = TIMESTAMP_BYTES_RE.match(raw) if raw[:1] == b"[" else None
         pos = ts.end() if ts is not None else 0
         stamp_open = stamp_tag = ""
         if ts is not None:
@@ -203,9 +200,8 @@ def render_transcript(
             while off < len(raw) and raw[off] == 0x20:
                 off += 1
             head = raw[off : off + 80].decode("utf-8", "replace")
-            sm = _SPEAKER.match(head)
-            if sm and sm.group(1) in speakers:
-                label = sm.group(1)
+            label, _ = speaker_of(head)
+            if label and label in speakers:
                 end = off + len(head[: len(label) + 1].encode("utf-8"))
                 tag = f"<b class=s{crc32(label.encode('utf-8')) % SPEAKER_COLORS}>"
                 speaker = (off, end, tag, label)

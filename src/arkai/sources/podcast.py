@@ -50,10 +50,11 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
+from arkai.core.grammar import speaker_of
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
 from arkai.formats import Cue, ParsedSource, detect_format, parse_source, render_transcript
-from arkai.formats.cue import clean_text, parse_clock, split_speaker
+from arkai.formats.cue import clean_text, parse_clock
 from arkai.sources.base import Acquired, AddOptions
 
 CONTENT_TYPE = "podcasts"
@@ -520,7 +521,7 @@ def parse_html_transcript(name: str, data: bytes) -> ParsedSource:
         return ParsedSource(format="txt", cues=tuple(cues), timed=True, title=None)
     untimed: list[Cue] = []
     for _, who, body in blocks:
-        if who is not None and split_speaker(body)[0] is None:
+        if who is not None and speaker_of(body)[0] is None:
             body = f"{who}: {body}"
         untimed.append(Cue(None, body))
     return ParsedSource(format="txt", cues=tuple(untimed), timed=False, title=None)

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from arkai.core import canonjson
+from arkai.core.grammar import format_chat_header
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.redact import ALL_KINDS, merge_counts, redact, redact_json, scrub
 from arkai.sources.base import Acquired, AddOptions
@@ -296,7 +297,7 @@ def render_transcript(title: str, messages: list[Message]) -> str:
     blocks = [f"# {one_line(title)}\n"]
     for m in messages:
         when = human_time(m.timestamp)
-        header = f"### {m.role} · {when}" if when else f"### {m.role}"
+        header = format_chat_header(m.role, when)
         blocks.append(f"{header}\n{m.content}\n")
     return "\n".join(blocks)
 
