@@ -78,12 +78,23 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
     for r in reports:
         if r.ok and not verbose:
             continue
-        mark = "ok   " if r.ok else "STALE"
+        mark = "ok   " if r.ok else "ERROR" if r.error else "STALE" if r.extracted else "NEW  "
         stdout.print(
             f"{mark} {r.content_id}  valid {r.valid}  stale {r.stale}  unresolved {r.unresolved}"
-            f"  {r.title}"
+            f"  {r.title}",
+            markup=False,
         )
-        if not r.digest_ok:
+        if r.error:
+            stdout.print(f"      {r.error}", markup=False)
+        elif not r.extracted:
+            stdout.print("      not extracted yet (run `dvc repro` or `arkai extract`)")
+        for key in r.orphaned_reviews:
+            stdout.print(
+                f"      review {key} in {r.path}/review.yaml matches no claim "
+                "(kept; re-file or delete it)",
+                markup=False,
+            )
+        if r.extracted and not r.digest_ok:
             stdout.print("      transcript.md changed since extraction")
         for eid in r.stale_ids:
             stdout.print(
@@ -100,21 +111,38 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
 def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
     """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
     root = repo_root(ctx)
-    summary, reports = validate_library(root)
+    summary, reports, problems = validate_library(root)
     if report is not None:
         write_json(root / report if not report.is_absolute() else report, summary)
     if as_json:
-        emit_json({"summary": summary, "items": [r.to_dict() for r in reports]})
+        emit_json(
+            {
+                "summary": summary,
+                "items": [r.to_dict() for r in reports],
+                "unreadable": [p.to_dict() for p in problems],
+            }
+        )
     else:
         _print_reports(reports, verbose)
+        for p in problems:
+            stdout.print(f"ERROR {p.error}", markup=False)
         stdout.print(
             f"validate: {summary['items']} items, {summary['valid']} valid, "
-            f"{summary['stale']} stale, {summary['unresolved']} unresolved"
+            f"{summary['stale']} stale, {summary['unresolved']} unresolved, "
+            f"{summary['not_extracted']} not extracted, {summary['errors']} unreadable or failed, "
+            f"{summary['orphaned_reviews']} orphaned reviews"
         )
     fail = bool(load_params(root)["validate"]["fail_on_stale"])
     if (summary["stale"] or summary["mentions_stale"]) and fail:
         if not as_json:
             click.echo("arkai: error: stale evidence found (see above)", err=True)
+        ctx.exit(EXIT_ERROR)
+    if summary["errors"] or summary["not_extracted"]:
+        if not as_json:
+            click.echo(
+                "arkai: error: some items are unreadable, failed or not extracted (see above)",
+                err=True,
+            )
         ctx.exit(EXIT_ERROR)
 
 

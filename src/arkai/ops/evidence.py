@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
+from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, MIN_PREFIX, Item, iter_items
 from arkai.adapters.store import (
     read_entities,
@@ -77,7 +78,7 @@ def describe(loc: Located) -> dict[str, Any]:
         "valid": None,
     }
     if line.span is not None:
-        data = path.read_bytes() if path.is_file() else b""
+        data = read_repo_file(path, item.root, missing_ok=True) or b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
         start = min(line.span.start, len(data))
@@ -113,7 +114,7 @@ def reanchor_item(
     root: Path, item: Item, *, threshold: float, only: str | None = None
 ) -> dict[str, Any]:
     """Repair stale spans of one item in place; returns counts and the ID changes."""
-    data = item.transcript.read_bytes()
+    data = item.transcript_bytes()
     doc = Document(data)
     lines = read_evidence(item.extracted / EVIDENCE)
     out: list[EvidenceLine] = []

@@ -98,9 +98,9 @@ def render_claims_md(item: Item, lines: list[EvidenceLine]) -> str:
             f" — {transcript_link(item, line.span.line)}" if line.span and line.span.line else ""
         )
         stamp = f" `{line.span.video_timestamp}`" if line.span and line.span.video_timestamp else ""
-        review = (line.extra.get("review") or {}).get("status")
+        review = line.review.status if line.review else None
         badge = f"`[{line.status}]`" + (f" `[{review}]`" if review else "")
-        verdict = (line.extra.get("verdict") or {}).get("verdict")
+        verdict = line.verdict.verdict if line.verdict else None
         badge += f" `[{verdict}]`" if verdict else ""
         out.append(f"- **{line.claim}** {badge} `{line.id}`{stamp}{where}")
         out.append(f"  > {line.quote}")

@@ -588,13 +588,12 @@ def _item_claims(root: Path, item_path: str) -> list[EvidenceLine]:
     """The item's claims with a span, current reviews applied, rejected ones left out."""
     rel = Path(item_path).relative_to(LIBRARY)
     lines = read_evidence(root / EXTRACTED / rel / EVIDENCE)
-    lines = apply_review(lines, load_review(root / item_path / REVIEW))
+    lines = apply_review(lines, load_review(root / item_path / REVIEW, root))
     return [ln for ln in lines if ln.span is not None and ln.span.line and not is_rejected(ln)]
 
 
 def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
     assert ev.span is not None and ev.span.line is not None
-    verdict = ev.extra.get("verdict")
     return ClaimRef(
         evidence_id=ev.id,
         claim=ev.claim,
@@ -604,7 +603,7 @@ def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
         timestamp=ev.span.video_timestamp,
         status=ev.status,
         matched=matched,
-        verdict=verdict.get("verdict") if isinstance(verdict, dict) else None,
+        verdict=ev.verdict.verdict if ev.verdict else None,
     )
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from arkai.adapters.fs import read_repo_file
 from arkai.core.hashing import digest
 from arkai.errors import LibraryError, NotFoundError
 from arkai.patterns.model import Pattern, SchemaDefinitionError, Source, check_schema, json_type
@@ -120,7 +121,8 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
     system_path = path / SYSTEM_FILE
     meta_path = path / META_FILE
     try:
-        system_bytes = system_path.read_bytes()
+        system_bytes = read_repo_file(system_path, path.parent)
+        assert system_bytes is not None
     except OSError as exc:
         raise LibraryError(f"{system_path}: cannot read: {exc}") from None
     try:
@@ -128,7 +130,7 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
     except UnicodeDecodeError as exc:
         raise LibraryError(f"{system_path}: not UTF-8 text ({exc.reason})") from None
     try:
-        meta_bytes = meta_path.read_bytes()
+        meta_bytes = read_repo_file(meta_path, path.parent)
     except FileNotFoundError:
         meta_bytes = None
     except OSError as exc:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from arkai.core.document import Document
+from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVIEW, TRANSCRIPT, Item
-from arkai.adapters.review import apply_review, is_rejected, load_review
+from arkai.adapters.review import apply_review, is_rejected, parse_review
 from arkai.core.hashing import digest
 from arkai.adapters.store import parse_evidence
 from arkai.errors import LibraryError
@@ -162,8 +163,8 @@ def read_inputs(item: Item, stats: list[list[int] | None] | None = None) -> dict
             out[name] = None
             continue
         try:
-            out[name] = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+            out[name] = read_repo_file(path, item.root, missing_ok=True)
+        except NotADirectoryError:
             out[name] = None
     return out
 
@@ -211,7 +212,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     expected = extraction.get("transcript_digest") or recorded
     lines = _evidence(blobs[EVIDENCE], item.extracted / EVIDENCE)
     if blobs[REVIEW] is not None:
-        lines = apply_review(lines, load_review(item.path / REVIEW))
+        lines = apply_review(lines, parse_review(blobs[REVIEW], item.path / REVIEW))
     claims = []
     for ev in lines:
         span = ev.span
@@ -222,8 +223,8 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 line = bisect_right(starts, span.start)
             else:
                 status, line = "stale", span.line
-        review = ev.extra.get("review") or {}
-        verdict = (ev.extra.get("verdict") or {}).get("verdict")
+        review = ev.review.to_dict() if ev.review else {}
+        verdict = ev.verdict.verdict if ev.verdict else None
         claims.append(
             ClaimView(
                 id=ev.id,

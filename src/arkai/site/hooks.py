@@ -25,6 +25,7 @@ from typing import Any
 
 from mkdocs.structure.toc import get_toc
 
+from arkai.adapters.fs import atomic_write_text
 from arkai.site.html import MARKER
 
 SEARCH_INDEX = "search/search_index.json"
@@ -134,9 +135,8 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
             ours.append({"location": location, "title": title, "text": text})
     docs = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
     data["docs"] = docs + ours
-    tmp = index.with_name(f".{index.name}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    os.replace(tmp, index)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    atomic_write_text(index, text, fsync=False)
 
 
 def _remove_deleted_pages(site: Path, build_dir: Path, pages: list[str]) -> None:
@@ -151,4 +151,4 @@ def _remove_deleted_pages(site: Path, build_dir: Path, pages: list[str]) -> None
                 while parent != site and parent.is_dir() and not any(parent.iterdir()):
                     parent.rmdir()
                     parent = parent.parent
-    record.write_text(json.dumps(pages), encoding="utf-8")
+    atomic_write_text(record, json.dumps(pages), fsync=False)
