@@ -116,44 +116,57 @@ def load_metadata(folder: Path, root: Path | None = None) -> dict[str, Any]:
     return obj
 
 
-def _item_folders(lib: Path) -> Iterator[Path]:
-    """Folders under ``lib`` holding a ``metadata.json`` entry, sorted, never following links.
+def _walk(lib: Path) -> tuple[list[Path], list[ItemProblem]]:
+    """Folders under ``lib`` holding a ``metadata.json`` entry (sorted), never following links;
+    a link met on the way is a problem (it is not followed, so its target is never read).
 
-    Hidden folders (``.adding-*`` left by an interrupted ``arkai add``, ``.replaced-*``, ``.git``)
-    are not items and are not entered; an item folder's subfolders are not searched.
+    Hidden folders (``.adding-*`` left by an interrupted ``arkai add``, ``.git``) are not items
+    and are not entered; an item folder's subfolders are not searched.
     """
     stack = [lib]
     found: list[Path] = []
+    problems: list[ItemProblem] = []
     while stack:
         folder = stack.pop()
         try:
             entries = list(os.scandir(folder))
-        except OSError:
+        except OSError as exc:
+            problems.append(ItemProblem(folder, f"{folder}: cannot be listed ({exc.strerror})"))
             continue
         names = {e.name for e in entries}
         if folder != lib and METADATA in names:
             found.append(folder)
             continue
         for entry in entries:
-            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            if entry.name.startswith("."):
                 continue
-            stack.append(Path(entry.path))
-    yield from sorted(found)
+            if entry.is_symlink():
+                path = Path(entry.path)
+                problems.append(
+                    ItemProblem(
+                        path,
+                        f"{path}: is a symbolic link; arkai reads only regular files and "
+                        "folders inside the repo (not followed)",
+                    )
+                )
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+    return sorted(found), sorted(problems, key=lambda p: p.path)
 
 
 def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
     """Every readable item under ``library/`` (sorted by path), and every folder that could not
-    be read as one — a malformed or linked ``metadata.json`` — so callers report those, skip
-    them and go on."""
+    be read as one — a malformed or linked ``metadata.json``, a linked folder — so callers
+    report those, skip them and go on."""
     lib = root / LIBRARY
     items: list[Item] = []
-    problems: list[ItemProblem] = []
     try:
         if not stat.S_ISDIR(os.lstat(lib).st_mode):
             return items, [ItemProblem(lib, f"{lib}: is not a folder")]
     except FileNotFoundError:
-        return items, problems
-    for folder in _item_folders(lib):
+        return items, []
+    folders, problems = _walk(lib)
+    for folder in folders:
         try:
             items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
         except (ArkaiError, OSError) as exc:

@@ -417,7 +417,7 @@ def _add_one(
             **{**opts.__dict__, "tags": sorted({*opts.tags, *tags}), "content_type": folder}
         )
         acquired, warnings = acquire(chosen, ref, one)
-        results = [store(root, acq, one, ref, known) for acq in acquired]
+        results = [_store_one(root, acq, one, ref, known) for acq in acquired]
         results += [AddResult(ref, "skipped", error=w) for w in warnings]
         if not acquired and not warnings:
             raise InvalidInputError(f"{ref}: nothing to add")
@@ -438,6 +438,21 @@ def _add_one(
         for r in results:
             r.details["route"] = chosen.to_dict()
     return results
+
+
+def _store_one(
+    root: Path, acq: Acquired, opts: AddOptions, ref: str, known: dict[str, Item]
+) -> AddResult:
+    """:func:`store`, with a failure reported for this item only (an input holding many
+    items, a chat export, goes on with the next)."""
+    try:
+        return store(root, acq, opts, ref, known)
+    except ArkaiError as exc:
+        return AddResult(ref, "failed", title=acq.title, error=str(exc), exit_code=exc.exit_code)
+    except OSError as exc:
+        where = exc.filename2 or exc.filename or ref
+        return AddResult(ref, "failed", title=acq.title,
+                         error=f"{where}: {exc.strerror or exc}", exit_code=1)  # fmt: skip
 
 
 def acquire(chosen: Route, ref: str, opts: AddOptions) -> tuple[list[Acquired], list[str]]:

@@ -28,6 +28,8 @@ from arkai.adapters.layout import (
     EVIDENCE,
     EXTRACTED,
     EXTRACTION,
+    LIBRARY,
+    METADATA,
     REVIEW,
     Item,
     ItemProblem,
@@ -317,7 +319,7 @@ def remove_orphans(root: Path, keep: set[Path]) -> int:
     if not base.is_dir():
         return 0
     for marker in sorted(base.rglob(EXTRACTION)):
-        if marker.parent not in keep:
+        if not any(folder in keep for folder in (marker.parent, *marker.parent.parents)):
             shutil.rmtree(marker.parent)
             removed += 1
     return removed
@@ -509,8 +511,11 @@ def run_extract(
         if only is None:
             items, problems = scan_items(root)
             keep = {item.extracted for item in items}
-            keep |= {root / EXTRACTED / p.path.parent.relative_to(root / "library")
-                     for p in problems if p.path.parent != root / "library"}  # fmt: skip
+            # Outputs of folders that could not be read this time are kept, not removed.
+            for p in problems:
+                folder = p.path.parent if p.path.name == METADATA else p.path
+                if folder != root / LIBRARY and folder.is_relative_to(root / LIBRARY):
+                    keep.add(root / EXTRACTED / folder.relative_to(root / LIBRARY))
             summary.removed = remove_orphans(root, keep)
     problems_text = [f"{p.path}: {p.error}" if not p.error.startswith(str(p.path)) else p.error
                      for p in summary.unreadable]  # fmt: skip

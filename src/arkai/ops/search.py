@@ -34,7 +34,7 @@ import numpy.typing as npt
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
-from arkai.errors import InvalidInputError, LibraryError, NotFoundError
+from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.chunks import CLAIM_KIND, Chunk
 from arkai.search.bm25 import BM25Index, top_k
@@ -317,9 +317,13 @@ class SearchResult:
     """``{"commit", "committed_at", "items"}`` when ``asof:`` was used."""
     warnings: list[str] = field(default_factory=list)
     explain: bool = False
+    unreadable: list[str] = field(default_factory=list)
+    """Items whose files could not be read (named with the problem): their claims are left
+    out of these results; the CLI exits non-zero after showing the rest."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "unreadable": self.unreadable,
             "query": self.query.to_dict(),
             "mode": self.mode,
             "k": self.k,
@@ -614,11 +618,17 @@ class _Grouper:
         self.index, self.q, self.k, self.per_item = index, q, k, per_item
         self.items: dict[str, list[Hit]] = {}
         self.claims: dict[str, dict[str, EvidenceLine]] = {}
+        self.unreadable: list[str] = []
 
     def _claims_of(self, cid: str) -> dict[str, EvidenceLine]:
         if cid not in self.claims:
             path = self.index.item_path(cid)
-            self.claims[cid] = {ev.id: ev for ev in _item_claims(self.index.root, path)}
+            try:
+                lines = _item_claims(self.index.root, path)
+            except (ArkaiError, OSError) as exc:
+                self.unreadable.append(str(exc))  # skip this item's claims, go on
+                lines = []
+            self.claims[cid] = {ev.id: ev for ev in lines}
         return self.claims[cid]
 
     def _hit(self, r: _Ranked, chunk: Chunk, transcript: str) -> Hit:
@@ -771,4 +781,5 @@ def search(
         asof=asof,
         warnings=warnings,
         explain=explain,
+        unreadable=grouper.unreadable,
     )
