@@ -120,9 +120,18 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
     """Load the pattern folder ``path``. :class:`LibraryError` names the file at fault."""
     system_path = path / SYSTEM_FILE
     meta_path = path / META_FILE
+
+    def read(file: Path) -> bytes:
+        # The repo's own patterns are library content: regular files only, never a link out of
+        # the repo. Pattern folders a person configured elsewhere (fabric's) are read as they are.
+        if source == "repo":
+            data = read_repo_file(file, path.parent)
+            assert data is not None
+            return data
+        return file.read_bytes()
+
     try:
-        system_bytes = read_repo_file(system_path, path.parent)
-        assert system_bytes is not None
+        system_bytes = read(system_path)
     except OSError as exc:
         raise LibraryError(f"{system_path}: cannot read: {exc}") from None
     try:
@@ -130,7 +139,7 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
     except UnicodeDecodeError as exc:
         raise LibraryError(f"{system_path}: not UTF-8 text ({exc.reason})") from None
     try:
-        meta_bytes = read_repo_file(meta_path, path.parent)
+        meta_bytes = read(meta_path)
     except FileNotFoundError:
         meta_bytes = None
     except OSError as exc:
