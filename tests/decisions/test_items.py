@@ -152,3 +152,18 @@ def test_a_file_system_error_fails_one_input_only(
     assert [r["status"] for r in results] == ["added", "failed", "added"]
     assert "File name too long" in results[1]["error"] and "x" * 300 in results[1]["error"]
     assert not [p for p in (kr / "library").rglob(".adding-*")]
+
+
+def test_an_update_refuses_a_fifo_in_the_folder_without_blocking(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    code, out, _ = arkai("--repo", kr, "add", export_with(tmp_path, None), "--json", "--quiet")
+    folder = kr / json.loads(out)["results"][0]["path"]
+    before = (folder / "transcript.md").read_bytes()
+    os.mkfifo(folder / "pipe")
+    code, out, _ = arkai("--repo", kr, "add", export_with(tmp_path, "Later."), "--json")
+    assert code != 0
+    result = json.loads(out)["results"][0]
+    assert result["status"] == "failed" and str(folder / "pipe") in result["error"]
+    assert (folder / "transcript.md").read_bytes() == before
+    assert (folder / "pipe").is_fifo()

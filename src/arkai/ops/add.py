@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -202,10 +203,17 @@ def _build_folder(
         if keep_from is not None:
             for src in people_files(keep_from):
                 dest = tmp / src.name
-                if src.is_dir() and not src.is_symlink():
+                mode = os.lstat(src).st_mode
+                if stat.S_ISDIR(mode):
                     shutil.copytree(src, dest, symlinks=True)
-                else:
-                    shutil.copy2(src, dest, follow_symlinks=False)
+                elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+                    shutil.copy2(src, dest, follow_symlinks=False)  # a link stays a link
+                else:  # a FIFO, socket or device: never opened (a FIFO would block)
+                    raise ArkaiError(
+                        f"{src}: is not a regular file, folder or link; the item was not "
+                        "updated",
+                        hint="move it out of the item folder and add the source again",
+                    )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

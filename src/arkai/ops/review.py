@@ -1,7 +1,7 @@
 """``arkai review``: accept or reject claims in ``library/<item>/review.yaml``; list pending ones.
 
 The file keeps the format :mod:`arkai.adapters.review` reads, one claim per line, sorted by
-evidence ID (so two branches reviewing different claims rarely touch the same lines)::
+stable claim ID (so two branches reviewing different claims rarely touch the same lines)::
 
     claims:
       75cb019d446cb067: {status: rejected, note: "misquotes the speaker", by: ana, at: 2026-11-22}
