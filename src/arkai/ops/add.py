@@ -210,8 +210,7 @@ def _build_folder(
                     shutil.copy2(src, dest, follow_symlinks=False)  # a link stays a link
                 else:  # a FIFO, socket or device: never opened (a FIFO would block)
                     raise ArkaiError(
-                        f"{src}: is not a regular file, folder or link; the item was not "
-                        "updated",
+                        f"{src}: is not a regular file, folder or link; the item was not updated",
                         hint="move it out of the item folder and add the source again",
                     )
     except BaseException:
