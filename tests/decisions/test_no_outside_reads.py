@@ -171,7 +171,13 @@ def test_a_fifo_is_refused_without_blocking(lib: Path) -> None:
     t = victim(lib) / "transcript.md"
     t.unlink()
     os.mkfifo(t)
-    for args, code in ((("extract", "--quiet"), 3), (("validate",), 1), (("reindex", "-q"), 1)):
+    runs = (
+        (("extract", "--quiet"), 3),
+        (("validate",), 1),
+        (("reindex", "-q"), 1),
+        (("site", "build", "--no-mkdocs", "--quiet"), 1),
+    )
+    for args, code in runs:
         proc = _cli(lib, *args)
         assert proc.returncode == code, proc.stderr
         assert str(t) in proc.stdout + proc.stderr and "FIFO" in proc.stdout + proc.stderr

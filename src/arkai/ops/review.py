@@ -230,20 +230,29 @@ def review_claim(
     previous_entry = (
         None if previous is None else {k: v for k, v in previous.to_dict().items() if k != "key"}
     )
-    idents = [i for ln in evidence for i in (ln.id, review_key(ln))]
     # The entry is written under the stable key; an older key (the span-tier ID, or a prefix)
     # that names this claim only is replaced by it.
     names_line = {line.id, key} | ({previous.key} if previous and previous.key else set())
+
+    def claims_named(prefix: str) -> set[str]:
+        return {
+            review_key(ln)
+            for ln in evidence
+            if ln.id.startswith(prefix) or review_key(ln).startswith(prefix)
+        }
+
     drop = {
         k
         for k in current
         if k != key
         and (
-            k in names_line
+            k == line.id
             or (
-                len(k) >= MIN_PREFIX
-                and (line.id.startswith(k) or key.startswith(k))
-                and sum(i.startswith(k) for i in set(idents)) <= 2
+                (
+                    k in names_line
+                    or (len(k) >= MIN_PREFIX and (line.id.startswith(k) or key.startswith(k)))
+                )
+                and claims_named(k) <= {key}
             )
         )
     }
