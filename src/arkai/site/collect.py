@@ -223,7 +223,6 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 line = bisect_right(starts, span.start)
             else:
                 status, line = "stale", span.line
-        review = ev.review.to_dict() if ev.review else {}
         verdict = ev.verdict.verdict if ev.verdict else None
         claims.append(
             ClaimView(
@@ -238,7 +237,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 line=line,
                 timestamp=span.video_timestamp if span else None,
                 verdict=str(verdict) if verdict else None,
-                review_note=str(review["note"]) if review.get("note") else None,
+                review_note=ev.review.note if ev.review and ev.review.note else None,
             )
         )
     claims.sort(key=lambda c: (c.start is None, c.start or 0, c.line or 0, c.id))
