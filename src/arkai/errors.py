@@ -72,3 +72,8 @@ class ValidationFailed(ArkaiError):
     """Validation found stale evidence (a transcript changed under its spans)."""
 
     exit_code = EXIT_ERROR
+
+
+class UnsafeFileError(LibraryError):
+    """A file in the knowledge repo is a symbolic link, a special file (FIFO, device, socket),
+    or lies outside the repo: arkai reads only regular files inside the repo root."""

@@ -204,7 +204,12 @@ def test_command_provider_and_review(library: Path, arkai: Runner, tmp_path: Pat
     code, out, _ = arkai("--repo", library, "extract", "--json")
     assert code == 0 and json.loads(out)["extracted"] == 1
     marked = next(ln for ln in evidence(library) if ln["id"] == target["id"])
-    assert marked["review"] == {"note": "not a claim", "status": "rejected"}
+    # The key that matched is recorded, so an old-style (span-tier) key follows the claim.
+    assert marked["review"] == {
+        "note": "not a claim",
+        "status": "rejected",
+        "key": target["id"][:10],
+    }
     claims_md = library / "extracted" / item.relative_to(library / "library") / "claims.md"
     assert "`[rejected]`" in claims_md.read_text()
 

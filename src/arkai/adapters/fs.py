@@ -1,29 +1,50 @@
-"""Filesystem primitives: atomic writes and careful reads of user-given files."""
+"""Filesystem primitives: the one atomic writer, and the one careful reader of repo files.
+
+Every file arkai writes goes through :func:`atomic_write` (temp file in the same folder, then
+``os.replace``), so a crash leaves the old file or the new one, never a torn one. Every file
+arkai reads from the knowledge repo (library items, extraction outputs, patterns, ``params.yaml``
+and the files it names, ``review.yaml``) goes through :func:`read_repo_file`, which opens only
+regular files whose every path component below the repo root is a real folder — no symbolic
+links, FIFOs, devices or sockets — and never blocks on a FIFO.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-from arkai.errors import InvalidInputError, ResourceLimitError, SourceFormatError
+from arkai.errors import (
+    InvalidInputError,
+    ResourceLimitError,
+    SourceFormatError,
+    UnsafeFileError,
+)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``.
+def atomic_write(
+    path: Path, write: Callable[[BinaryIO], object], *, fsync: bool = True, mode: int = 0o644
+) -> None:
+    """Create or replace ``path`` with what ``write`` writes to a binary file object.
 
-    A crash leaves either the old file or the new one, never a torn one.
+    The data goes to a temp file beside ``path`` (same filesystem), is flushed (and fsynced
+    unless ``fsync=False``, for derived data), then renamed over ``path``. On any error the temp
+    file is removed and ``path`` is left as it was.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+            if fsync:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -31,23 +52,135 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda fh: fh.write(data), fsync=fsync)
+
+
+def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """UTF-8 text with ``\\n`` line ends, written atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
-def write_if_changed(path: Path, data: bytes) -> bool:
+def write_if_changed(path: Path, data: bytes, *, fsync: bool = True) -> bool:
     """Atomically write ``data`` unless ``path`` already holds exactly it (keeps mtime stable).
 
     Returns True when the file was written.
     """
     try:
-        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data:
             return False
     except OSError:
         pass
-    atomic_write_bytes(path, data)
+    atomic_write_bytes(path, data, fsync=fsync)
     return True
+
+
+# -- reading files inside the knowledge repo ------------------------------------------------
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _refuse(path: Path, what: str) -> UnsafeFileError:
+    return UnsafeFileError(
+        f"{path}: is {what}; arkai reads only regular files inside the repo",
+        hint="replace it with a regular file (copy the content in) or remove it",
+    )
+
+
+def check_inside(path: Path, root: Path) -> None:
+    """Refuse ``path`` unless it lies under ``root`` through real folders only.
+
+    Each folder between ``root`` and ``path`` is checked with ``lstat``: a symbolic link or a
+    non-folder on the way raises :class:`UnsafeFileError`. Missing components are not an error
+    here (the caller's open reports them).
+    """
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        raise UnsafeFileError(f"{path}: lies outside the repo {root}; not read") from None
+    if ".." in rel.parts:
+        raise UnsafeFileError(f"{path}: leaves the repo through '..'; not read")
+    cur = root
+    for part in rel.parts[:-1]:
+        cur = cur / part
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise _refuse(path, f"inside {cur}, which is {_kind(st.st_mode)}")
+
+
+def read_repo_file(path: Path, root: Path, *, missing_ok: bool = False) -> bytes | None:
+    """The bytes of a regular file inside the repo ``root``; ``None`` for a missing file when
+    ``missing_ok`` (else :class:`FileNotFoundError`).
+
+    Refuses (with :class:`UnsafeFileError` naming the file) symbolic links — the file itself or
+    any folder on its way below ``root`` —, FIFOs, devices, sockets and folders. The file is
+    checked with ``lstat`` before it is opened, then opened with ``O_NOFOLLOW | O_NONBLOCK`` and
+    checked again, so a swapped-in link or FIFO is refused too and no read ever blocks.
+    """
+    check_inside(path, root)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, _kind(st.st_mode))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise _refuse(path, "a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        now = os.fstat(fh.fileno())
+        if not stat.S_ISREG(now.st_mode) or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            raise _refuse(path, _kind(now.st_mode))
+        return fh.read()
+
+
+def read_repo_text(path: Path, root: Path, *, missing_ok: bool = False) -> str | None:
+    """:func:`read_repo_file` decoded as UTF-8 (a leading BOM dropped); a decoding error is an
+    :class:`InvalidInputError` naming the file."""
+    data = read_repo_file(path, root, missing_ok=missing_ok)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+def is_regular_file(path: Path) -> bool:
+    """True for a regular file that is not a symbolic link (``lstat``, never follows)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def read_input_file(path: Path, *, max_bytes: int) -> bytes:

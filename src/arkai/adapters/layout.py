@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.errors import AmbiguousIdError, LibraryError, NotFoundError
+from arkai.adapters.fs import read_repo_file
+from arkai.errors import AmbiguousIdError, ArkaiError, LibraryError, NotFoundError
 
 LIBRARY = "library"
 EXTRACTED = "extracted"
@@ -56,6 +58,29 @@ class Item:
         """The mirrored folder under ``extracted/``."""
         return self.root / EXTRACTED / self.rel
 
+    def read(self, name: str, *, missing_ok: bool = False) -> bytes | None:
+        """A file of the item folder, read safely (regular files inside the repo only)."""
+        return read_repo_file(self.path / name, self.root, missing_ok=missing_ok)
+
+    def transcript_bytes(self) -> bytes:
+        """``transcript.md`` (refused when it is a link or a special file; missing → error)."""
+        data = self.read(TRANSCRIPT, missing_ok=True)
+        if data is None:
+            raise LibraryError(f"{self.transcript}: missing")
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class ItemProblem:
+    """An item folder that cannot be read (bad ``metadata.json``, a link, …): reported, skipped."""
+
+    path: Path
+    """The file at fault."""
+    error: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": str(self.path), "error": self.error}
+
 
 def find_root(start: Path | None = None) -> Path:
     """The knowledge repo containing ``start`` (or ``$ARKAI_REPO``, or the cwd).
@@ -76,26 +101,83 @@ def find_root(start: Path | None = None) -> Path:
     )
 
 
-def load_metadata(folder: Path) -> dict[str, Any]:
+def load_metadata(folder: Path, root: Path | None = None) -> dict[str, Any]:
+    """``metadata.json`` of an item folder, read safely; :class:`LibraryError` names the file."""
     path = folder / METADATA
+    data = read_repo_file(path, root or folder, missing_ok=True)
+    if data is None:
+        raise LibraryError(f"{path}: missing")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LibraryError(f"{path}: missing") from None
+        obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LibraryError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or "id" not in data:
+    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
         raise LibraryError(f"{path}: not an arkai metadata object (no 'id')")
-    return data
+    return obj
+
+
+def _walk(lib: Path) -> tuple[list[Path], list[ItemProblem]]:
+    """Folders under ``lib`` holding a ``metadata.json`` entry (sorted), never following links;
+    a link met on the way is a problem (it is not followed, so its target is never read).
+
+    Hidden folders (``.adding-*`` left by an interrupted ``arkai add``, ``.git``) are not items
+    and are not entered; an item folder's subfolders are not searched.
+    """
+    stack = [lib]
+    found: list[Path] = []
+    problems: list[ItemProblem] = []
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            problems.append(ItemProblem(folder, f"{folder}: cannot be listed ({exc.strerror})"))
+            continue
+        names = {e.name for e in entries}
+        if folder != lib and METADATA in names:
+            found.append(folder)
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                path = Path(entry.path)
+                problems.append(
+                    ItemProblem(
+                        path,
+                        f"{path}: is a symbolic link; arkai reads only regular files and "
+                        "folders inside the repo (not followed)",
+                    )
+                )
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+    return sorted(found), sorted(problems, key=lambda p: p.path)
+
+
+def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
+    """Every readable item under ``library/`` (sorted by path), and every folder that could not
+    be read as one — a malformed or linked ``metadata.json``, a linked folder — so callers
+    report those, skip them and go on."""
+    lib = root / LIBRARY
+    items: list[Item] = []
+    try:
+        if not stat.S_ISDIR(os.lstat(lib).st_mode):
+            return items, [ItemProblem(lib, f"{lib}: is not a folder")]
+    except FileNotFoundError:
+        return items, []
+    folders, problems = _walk(lib)
+    for folder in folders:
+        try:
+            items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
+        except (ArkaiError, OSError) as exc:
+            problems.append(ItemProblem(folder / METADATA, str(exc)))
+    return items, problems
 
 
 def iter_items(root: Path) -> Iterator[Item]:
-    """Every item folder (one holding ``metadata.json``) under ``library/``, sorted by path."""
-    lib = root / LIBRARY
-    if not lib.is_dir():
-        return
-    for meta in sorted(lib.rglob(METADATA)):
-        yield Item(root=root, path=meta.parent, metadata=load_metadata(meta.parent))
+    """Every readable item folder under ``library/``, sorted by path. Folders that cannot be
+    read are left out here; :func:`scan_items` reports them."""
+    yield from scan_items(root)[0]
 
 
 def get_item(root: Path, ident: str) -> Item:

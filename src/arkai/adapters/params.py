@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from arkai.adapters.fs import read_repo_file
 from arkai.errors import LibraryError
 
 DEFAULTS: dict[str, Any] = {
@@ -68,10 +69,11 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def load_params(root: Path) -> dict[str, Any]:
     """Defaults overlaid with the repo's ``params.yaml`` (missing file → defaults)."""
     path = root / "params.yaml"
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
         return copy.deepcopy(DEFAULTS)
+    try:
+        raw = yaml.safe_load(data.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise LibraryError(f"{path}: not valid YAML ({exc})") from None
     if raw is None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import write_if_changed
+from arkai.adapters.fs import read_repo_file, write_if_changed
 from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
@@ -23,10 +23,10 @@ def evidence_sort_key(line: EvidenceLine) -> tuple[int, int, str]:
 
 
 def read_evidence(path: Path) -> list[EvidenceLine]:
-    """Parse ``evidence.jsonl``; a missing file is an empty list, a bad line is an error."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    """Parse ``evidence.jsonl``; a missing file is an empty list, a bad line, a link or a special
+    file is an error naming the file."""
+    raw = read_repo_file(path, path.parent, missing_ok=True)
+    if raw is None:
         return []
     return parse_evidence(raw, path)
 
@@ -62,10 +62,11 @@ def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object file, or None when missing. Malformed files raise LibraryError."""
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    raw = read_repo_file(path, path.parent, missing_ok=True)
+    if raw is None:
         return None
+    try:
+        obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LibraryError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(obj, dict):

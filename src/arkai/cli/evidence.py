@@ -209,7 +209,7 @@ def resolve(
     else:
         root = repo_root(ctx)
         item = get_item(root, target)
-        data = item.transcript.read_bytes()
+        data = item.transcript_bytes()
         default = float(load_params(root)["extract"]["fuzzy_threshold"])
         thr = threshold if threshold is not None else default
     match = resolve_quote(Document(data), quote, mode=match_mode, fuzzy_threshold=thr)

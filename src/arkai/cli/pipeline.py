@@ -78,13 +78,26 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
     for r in reports:
         if r.ok and not verbose:
             continue
-        mark = "ok     " if r.ok else "INVALID" if r.invalid else "STALE  "
+        mark = (
+            "ok     " if r.ok else "INVALID" if r.invalid else "ERROR  " if r.error
+            else "STALE  " if r.extracted else "NEW    "
+        )  # fmt: skip
         stdout.print(
             f"{mark} {r.content_id}  valid {r.valid}  stale {r.stale}  unverified {r.unverified}"
             f"  unresolved {r.unresolved}  invalid {r.invalid}  {r.title}",
             markup=False,
         )
-        if not r.digest_ok:
+        if r.error:
+            stdout.print(f"      {r.error}", markup=False)
+        elif not r.extracted:
+            stdout.print("      not extracted yet (run `dvc repro` or `arkai extract`)")
+        for key in r.orphaned_reviews:
+            stdout.print(
+                f"      review {key} in {r.path}/review.yaml matches no claim "
+                "(kept; re-file or delete it)",
+                markup=False,
+            )
+        if r.extracted and not r.digest_ok:
             stdout.print("      transcript.md changed since extraction")
         for p in r.problems:
             fix = f" (repair: arkai evidence reanchor {r.content_id})" if p.kind == "stale" else ""
@@ -100,17 +113,27 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
 def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
     """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
     root = repo_root(ctx)
-    summary, reports = validate_library(root)
+    summary, reports, problems = validate_library(root)
     if report is not None:
         write_json(root / report if not report.is_absolute() else report, summary)
     if as_json:
-        emit_json({"summary": summary, "items": [r.to_dict() for r in reports]})
+        emit_json(
+            {
+                "summary": summary,
+                "items": [r.to_dict() for r in reports],
+                "unreadable": [p.to_dict() for p in problems],
+            }
+        )
     else:
         _print_reports(reports, verbose)
+        for p in problems:
+            stdout.print(f"ERROR {p.error}", markup=False)
         stdout.print(
             f"validate: {summary['items']} items, {summary['valid']} valid, "
             f"{summary['stale']} stale, {summary['unverified']} unverified, "
-            f"{summary['unresolved']} unresolved, {summary['invalid']} invalid"
+            f"{summary['unresolved']} unresolved, {summary['invalid']} invalid, "
+            f"{summary['not_extracted']} not extracted, {summary['errors']} unreadable or failed, "
+            f"{summary['orphaned_reviews']} orphaned reviews"
         )
     fail = bool(load_params(root)["validate"]["fail_on_stale"])
     if summary["invalid"]:
@@ -121,6 +144,13 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
     if (summary["outputs_stale"] or summary["pending"]) and fail:
         if not as_json:
             click.echo("arkai: error: stale or unaccepted evidence found (see above)", err=True)
+        ctx.exit(EXIT_ERROR)
+    if summary["errors"] or summary["not_extracted"]:
+        if not as_json:
+            click.echo(
+                "arkai: error: some items are unreadable, failed or not extracted (see above)",
+                err=True,
+            )
         ctx.exit(EXIT_ERROR)
 
 

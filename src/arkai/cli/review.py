@@ -11,7 +11,7 @@ from arkai.cli.output import emit_json
 from arkai.errors import EXIT_ERROR
 from arkai.ops.diff import FORMATS, clip, diff_revisions, render
 from arkai.ops.history import history, render_text
-from arkai.ops.review import pending, review_claim
+from arkai.ops.review import orphaned, pending, review_claim
 
 #: Claims listed per item and kind in Markdown unless --limit says otherwise (PR comments and
 #: step summaries have size limits).
@@ -145,8 +145,9 @@ def review(
         if evidence_id or decision or note or by:
             raise click.UsageError("--pending takes no ID, --accept/--reject, --note or --by")
         rows = pending(root, item_id)
+        lost = orphaned(root, item_id)
         if as_json:
-            emit_json({"count": len(rows), "pending": rows})
+            emit_json({"count": len(rows), "pending": rows, "orphaned": lost})
             return
         current = None
         for row in rows:
@@ -156,6 +157,11 @@ def review(
             where = f"L{row['line']}" if row["line"] is not None else "L–"
             click.echo(f"  {row['id']}  {where:<5} {row['status']:<10} {clip(row['claim'], 80)}")
         click.echo(f"{len(rows)} claim{'s' if len(rows) != 1 else ''} pending review")
+        for row in lost:
+            click.echo(
+                f"orphaned review {row['key']} ({row['review'].get('status')}) in {row['file']}: "
+                "matches no current claim; kept — re-file it under a claim ID or delete it"
+            )
         return
     if item_id:
         raise click.UsageError("--item goes with --pending")

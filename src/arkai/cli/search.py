@@ -13,7 +13,7 @@ import click
 
 from arkai.cli.common import json_option, repo_root
 from arkai.cli.output import emit_json, stdout
-from arkai.errors import NotFoundError
+from arkai.errors import EXIT_ERROR, NotFoundError
 
 MODES = ("hybrid", "lexical", "vector")
 
@@ -52,9 +52,13 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
     result = run_search(repo_root(ctx), " ".join(query), k=k, mode=mode, explain=explain)
     if as_json:
         emit_json(result.to_dict())
+        if result.unreadable:
+            ctx.exit(EXIT_ERROR)
         return
     for w in result.warnings:
         click.echo(f"arkai: warning: {w}", err=True)
+    for problem in result.unreadable:
+        click.echo(f"arkai: error: {problem} (that item's claims are left out)", err=True)
     if result.asof:
         a = result.asof
         _say(f"as of {a['date']}: commit {str(a['commit'])[:12]} ({a['committed_at']}), "
@@ -76,6 +80,8 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
             if explain:
                 _say(f"     explain: {_lanes(hit.explain)}")
         _say()
+    if result.unreadable:
+        ctx.exit(EXIT_ERROR)
 
 
 @click.command()

@@ -10,6 +10,10 @@ import re
 import unicodedata
 
 MAX_TITLE_CHARS = 120
+#: Folder names are capped in UTF-8 bytes: file systems limit a name to 255 bytes (not
+#: characters), and a 120-character CJK or emoji title is 360–480 bytes. The margin leaves room
+#: for encrypted home folders (eCryptfs allows 143) only partly; 200 covers the common ones.
+MAX_FOLDER_BYTES = 200
 _FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
 _WS = re.compile(r"\s+")
 _RESERVED = {
@@ -42,6 +46,24 @@ def sanitize_title(title: str, *, max_chars: int = MAX_TITLE_CHARS) -> str:
     return text
 
 
-def folder_name(title: str, source_id: str) -> str:
-    """``Title (source_id)`` with a sanitised title."""
-    return f"{sanitize_title(title)} ({source_id})"
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 encoding fits ``max_bytes``; never splits a
+    code point."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    return data[: max(0, max_bytes)].decode("utf-8", errors="ignore")
+
+
+def folder_name(title: str, source_id: str, *, max_bytes: int = MAX_FOLDER_BYTES) -> str:
+    """``Title (source_id)`` with a sanitised title, at most ``max_bytes`` UTF-8 bytes in all
+    (the title is shortened — at a word boundary when one is near — never the source ID)."""
+    suffix = f" ({source_id})"
+    budget = max_bytes - len(suffix.encode("utf-8"))
+    clean = sanitize_title(title)
+    if len(clean.encode("utf-8")) > budget:
+        cut = truncate_utf8(clean, budget)
+        space = cut.rfind(" ")
+        cut = (cut[:space] if space > len(cut) * 2 // 3 else cut).rstrip(" .")
+        clean = cut or "Untitled"
+    return f"{clean}{suffix}"

@@ -131,7 +131,11 @@ class EvidenceLine:
     ts: str
     """ISO-8601 UTC time the line was produced."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Fields beyond the V1 schema (e.g. ``review``), kept on round trips."""
+    """Fields beyond the V1 schema and the typed ones below, kept on round trips."""
+    review: Review | None = None
+    """A person's decision from ``review.yaml`` (``review`` in the file), if any."""
+    verdict: Verdict | None = None
+    """The model's verification verdict (``verdict`` in the file), if any."""
 
     @property
     def status(self) -> str:
@@ -139,6 +143,10 @@ class EvidenceLine:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = dict(self.extra)
+        if self.review is not None:
+            d["review"] = self.review.to_dict()
+        if self.verdict is not None:
+            d["verdict"] = self.verdict.to_dict()
         d.update(
             {
                 "id": self.id,
@@ -160,7 +168,7 @@ class EvidenceLine:
     def from_dict(cls, d: dict[str, Any]) -> EvidenceLine:
         known = {
             "id", "content_id", "claim", "quote", "quote_sha256", "status",
-            "resolution", "span", "confidence", "extractor", "ts",
+            "resolution", "span", "confidence", "extractor", "ts", "review", "verdict",
         }  # fmt: skip
         status = str(d["status"])
         if status not in STATUSES:
@@ -180,6 +188,8 @@ class EvidenceLine:
             extractor=str(d.get("extractor", "")),
             ts=str(d.get("ts", "")),
             extra={k: v for k, v in d.items() if k not in known},
+            review=Review.from_dict(d["review"]) if isinstance(d.get("review"), dict) else None,
+            verdict=Verdict.from_dict(d["verdict"]) if isinstance(d.get("verdict"), dict) else None,
         )
 
     def with_span(self, resolution: Resolution, span: Span | None, new_id: str) -> EvidenceLine:
@@ -193,3 +203,61 @@ class EvidenceLine:
     def verified(self) -> bool:
         """An exact byte match (``resolved`` or ``ambiguous``): the only valid receipts."""
         return is_verified(self.resolution.status)
+
+    @property
+    def rejected(self) -> bool:
+        return self.review is not None and self.review.status == "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A person's decision on a claim (one entry of ``review.yaml``)."""
+
+    status: str
+    """``accepted`` | ``rejected``."""
+    note: str | None = None
+    by: str | None = None
+    at: str | None = None
+    key: str | None = None
+    """The ``review.yaml`` key that matched (a stable ID, or an older span-tier ID / prefix)."""
+    other: tuple[tuple[str, str], ...] = ()
+    """Further keys of the entry, kept as written."""
+
+    def to_dict(self) -> dict[str, str]:
+        d = {"status": self.status}
+        for name in ("note", "by", "at", "key"):
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = value
+        d.update(self.other)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Review:
+        known = ("status", "note", "by", "at", "key")
+        return cls(
+            status=str(d["status"]),
+            note=None if d.get("note") is None else str(d["note"]),
+            by=None if d.get("by") is None else str(d["by"]),
+            at=None if d.get("at") is None else str(d["at"]),
+            key=None if d.get("key") is None else str(d["key"]),
+            other=tuple(sorted((str(k), str(v)) for k, v in d.items() if k not in known)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A model's check of a claim against its quote (``validate_claims``)."""
+
+    verdict: str | None
+    """``grounded`` | ``partially_grounded`` | ``unsupported`` (``None`` when the model gave
+    none)."""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        v = d.get("verdict")
+        return cls(verdict=None if v is None else str(v), note=str(d.get("note") or ""))

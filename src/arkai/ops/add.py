@@ -3,14 +3,22 @@
 Writes are all-or-nothing per item (built beside the final folder, then renamed), one bad
 input never stops or undoes the others, and nothing a person wrote is overwritten: an item
 whose source changed is refreshed only when its ``transcript.md`` is still exactly what arkai
-wrote, and ``review.yaml`` always carries over.
+wrote, and a refresh replaces only the files arkai wrote (``metadata.json`` and the artifacts
+it lists) — ``review.yaml``, notes and anything else a person put in the folder stay.
+
+Scratch folders are named ``.adding-<pid>-…`` beside the item; one left by a crashed ``add``
+(its process gone) is hidden from git, DVC and item listings, and the next ``add`` removes it —
+first putting back an item folder a crash left inside it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
-from arkai.adapters.fs import atomic_write_bytes
-from arkai.adapters.layout import LIBRARY, METADATA, REVIEW, TRANSCRIPT, Item, iter_items
+from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
+from arkai.adapters.layout import LIBRARY, METADATA, TRANSCRIPT, Item, iter_items, load_metadata
 from arkai.adapters.store import write_json
 from arkai.core.hashing import content_id, digest
 from arkai.core.redact import redact, redact_json, scrub
@@ -132,13 +140,80 @@ def build_metadata(acq: Acquired, *, tags: list[str], now: str, ref: str) -> dic
     return meta
 
 
-def _build_folder(parent: Path, meta: dict[str, Any], files: dict[str, bytes]) -> Path:
+SCRATCH_PREFIX = ".adding-"
+#: Inside a scratch folder during a swap: the old item folder, and the name to put it back as.
+_OLD, _TARGET = "old", "target"
+
+
+def _scratch(parent: Path) -> Path:
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=parent))
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_leftovers(root: Path) -> int:
+    """Remove scratch folders of ``add`` runs that are gone (crashed or killed), restoring an
+    item folder a crash left mid-swap. Scratch folders of running ``add``s are left alone.
+    Returns how many were removed."""
+    lib = root / LIBRARY
+    removed = 0
+    if not lib.is_dir():
+        return 0
+    for top, dirs, names in os.walk(lib):  # never follows links
+        parent = Path(top)
+        scratch = [d for d in dirs if d.startswith(SCRATCH_PREFIX)]
+        # Item folders and hidden folders are not searched further.
+        dirs[:] = [] if METADATA in names else sorted(d for d in dirs if not d.startswith("."))
+        with contextlib.suppress(OSError):
+            for name in scratch:
+                child = parent / name
+                if child.is_symlink():
+                    continue
+                pid_text = child.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+                if pid_text.isdigit() and _pid_alive(int(pid_text)):
+                    continue
+                old, target = child / _OLD, child / _TARGET
+                if old.is_dir() and target.is_file():
+                    dest = parent / target.read_text(encoding="utf-8")
+                    if dest.parent == parent and not dest.exists():
+                        old.rename(dest)
+                shutil.rmtree(child, ignore_errors=True)
+                removed += 1
+    return removed
+
+
+def _build_folder(
+    parent: Path, meta: dict[str, Any], files: dict[str, bytes], keep_from: Path | None = None
+) -> Path:
+    """A complete item folder under a scratch name; with ``keep_from``, every entry of that
+    folder arkai did not write is copied in too (links copied as links)."""
+    tmp = _scratch(parent)
     try:
         for name, blob in files.items():
             atomic_write_bytes(tmp / name, blob)
         write_json(tmp / METADATA, meta)
+        if keep_from is not None:
+            for src in people_files(keep_from):
+                dest = tmp / src.name
+                mode = os.lstat(src).st_mode
+                if stat.S_ISDIR(mode):
+                    shutil.copytree(src, dest, symlinks=True)
+                elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+                    shutil.copy2(src, dest, follow_symlinks=False)  # a link stays a link
+                else:  # a FIFO, socket or device: never opened (a FIFO would block)
+                    raise ArkaiError(
+                        f"{src}: is not a regular file, folder or link; the item was not updated",
+                        hint="move it out of the item folder and add the source again",
+                    )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -163,24 +238,48 @@ def write_new(root: Path, meta: dict[str, Any], files: dict[str, bytes]) -> Path
 def transcript_untouched(item: Item) -> bool:
     """True when ``transcript.md`` is byte-for-byte what arkai wrote (no human edits)."""
     recorded = (item.metadata.get("artifact_digests") or {}).get(TRANSCRIPT)
-    return bool(recorded) and digest(item.transcript.read_bytes()) == recorded
+    data = item.read(TRANSCRIPT, missing_ok=True)
+    return bool(recorded) and data is not None and digest(data) == recorded
+
+
+def arkai_files(metadata: dict[str, Any]) -> set[str]:
+    """Names of the files arkai wrote into an item folder (``metadata.json`` and the
+    artifacts whose digests it records)."""
+    return {METADATA, *(metadata.get("artifact_digests") or {})}
+
+
+def people_files(folder: Path) -> list[Path]:
+    """Entries of an item folder that arkai did not write (``review.yaml``, notes, …)."""
+    ours = arkai_files(load_metadata(folder))
+    return sorted(
+        p for p in folder.iterdir() if p.name not in ours and not p.name.startswith(SCRATCH_PREFIX)
+    )
 
 
 def replace_item(item: Item, meta: dict[str, Any], files: dict[str, bytes]) -> Path:
-    """Swap in a refreshed item in the same folder, carrying ``review.yaml`` over."""
-    carry = {REVIEW: (item.path / REVIEW).read_bytes()} if (item.path / REVIEW).exists() else {}
+    """Swap in a refreshed item in the same folder: arkai's files are replaced, every other
+    entry (``review.yaml``, a person's notes, subfolders) is carried over unchanged."""
+    clash = sorted({p.name for p in people_files(item.path)} & (set(files) | {METADATA}))
+    if clash:
+        raise ArkaiError(
+            f"{item.path}: {', '.join(clash)} would replace a file arkai did not write; "
+            "nothing changed",
+            hint="move that file aside and add the source again",
+        )
     meta = {**meta, "created_at": item.metadata.get("created_at", meta["created_at"])}
-    tmp = _build_folder(item.path.parent, meta, {**files, **carry})
-    old = item.path.with_name(f".replaced-{item.path.name[-40:]}")
+    tmp = _build_folder(item.path.parent, meta, files, keep_from=item.path)
+    swap = _scratch(item.path.parent)
     try:
-        item.path.rename(old)
+        atomic_write_text(swap / _TARGET, item.path.name)
+        item.path.rename(swap / _OLD)
         tmp.rename(item.path)
     except BaseException:
-        if old.exists() and not item.path.exists():
-            old.rename(item.path)
+        if (swap / _OLD).exists() and not item.path.exists():
+            (swap / _OLD).rename(item.path)
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(swap, ignore_errors=True)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(swap, ignore_errors=True)
     return item.path
 
 
@@ -297,6 +396,7 @@ def add_inputs(
     explain: bool = False,
 ) -> list[AddResult]:
     """Add each (input, extra tags); failures are reported per input and never stop the rest."""
+    clean_leftovers(root)
     known = {item.id: item for item in iter_items(root)}
     results: list[AddResult] = []
     with events.run(root, "add", inputs=len(inputs)) as log:
@@ -328,13 +428,18 @@ def _add_one(
             **{**opts.__dict__, "tags": sorted({*opts.tags, *tags}), "content_type": folder}
         )
         acquired, warnings = acquire(chosen, ref, one)
-        results = [store(root, acq, one, ref, known) for acq in acquired]
+        results = [_store_one(root, acq, one, ref, known) for acq in acquired]
         results += [AddResult(ref, "skipped", error=w) for w in warnings]
         if not acquired and not warnings:
             raise InvalidInputError(f"{ref}: nothing to add")
         learn_route(root, ref, chosen.source.name)
     except ArkaiError as exc:
         results = [AddResult(ref, "failed", error=str(exc), exit_code=exc.exit_code)]
+    except OSError as exc:
+        # A file-system refusal (a name too long, a full disk) fails this input only.
+        where = exc.filename or ref
+        results = [AddResult(ref, "failed", error=f"{where}: {exc.strerror or exc}",
+                             exit_code=1)]  # fmt: skip
     info.update(
         route=chosen.to_dict() if chosen else None,
         statuses=[r.status for r in results],
@@ -346,6 +451,21 @@ def _add_one(
     for r in results:  # what is printed never echoes a secret (a URL's password)
         r.source, r.error = scrub(r.source), scrub(r.error) if r.error else r.error
     return results
+
+
+def _store_one(
+    root: Path, acq: Acquired, opts: AddOptions, ref: str, known: dict[str, Item]
+) -> AddResult:
+    """:func:`store`, with a failure reported for this item only (an input holding many
+    items, a chat export, goes on with the next)."""
+    try:
+        return store(root, acq, opts, ref, known)
+    except ArkaiError as exc:
+        return AddResult(ref, "failed", title=acq.title, error=str(exc), exit_code=exc.exit_code)
+    except OSError as exc:
+        where = exc.filename2 or exc.filename or ref
+        return AddResult(ref, "failed", title=acq.title,
+                         error=f"{where}: {exc.strerror or exc}", exit_code=1)  # fmt: skip
 
 
 def acquire(chosen: Route, ref: str, opts: AddOptions) -> tuple[list[Acquired], list[str]]:

@@ -18,9 +18,10 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
 from arkai.core.grammar import TIMESTAMP_RE
-from arkai.errors import InvalidInputError
+from arkai.errors import ArkaiError, InvalidInputError
 from arkai.ops.search import Hit, ItemResult, search
 from arkai.search.markup import Query, parse_query
 from arkai.search.snippet import find_matches, make_snippet
@@ -202,8 +203,9 @@ class _Taken:
 def _passage_lines(root: Path, e: ContextEntry) -> list[str]:
     """The passage's lines as ``transcript.md`` numbers them ([] if the file is unreadable)."""
     try:
-        text = (root / e.path / TRANSCRIPT).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_repo_file(root / e.path / TRANSCRIPT, root)
+        text = data.decode("utf-8") if data is not None else ""
+    except (ArkaiError, OSError, UnicodeDecodeError):
         return []
     lines = text.split("\n")[e.start_line - 1 : e.end_line]
     return lines if len(lines) == e.end_line - e.start_line + 1 else []

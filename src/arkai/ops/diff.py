@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
-import yaml
-
+from arkai.adapters import review as review_file
 from arkai.adapters.gitrepo import (
     WORKTREE,
     EmptySnapshot,
@@ -43,6 +42,7 @@ from arkai.adapters.layout import (
     REVIEW,
     TRANSCRIPT,
 )
+from arkai.adapters.review import review_for, review_key
 from arkai.core.hashing import digest
 from arkai.core.receipts import span_is_valid
 from arkai.model.evidence import EvidenceLine
@@ -148,34 +148,8 @@ class ItemState:
 
 
 def parse_review(data: bytes | None) -> dict[str, dict[str, str]]:
-    """``review.yaml`` bytes → evidence ID (or prefix) → entry, leniently (bad entries are
-    skipped); the same reading as :func:`arkai.adapters.review.load_review`."""
-    if not data:
-        return {}
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        return {}
-    claims = raw.get("claims") if isinstance(raw, dict) else None
-    if not isinstance(claims, dict):
-        return {}
-    out: dict[str, dict[str, str]] = {}
-    for eid, entry in claims.items():
-        if isinstance(entry, str):
-            entry = {"status": entry}
-        if isinstance(entry, dict) and entry.get("status") in ("accepted", "rejected"):
-            out[str(eid)] = {str(k): str(v) for k, v in entry.items() if v is not None}
-    return out
-
-
-def review_for(reviews: dict[str, dict[str, str]], eid: str) -> dict[str, str] | None:
-    """The entry for ``eid``: its exact key, else a key of ≥ 8 characters it starts with."""
-    if eid in reviews:
-        return reviews[eid]
-    for key, entry in reviews.items():
-        if len(key) >= MIN_PREFIX and eid.startswith(key):
-            return entry
-    return None
+    """``review.yaml`` bytes from a revision → key → entry, leniently (bad entries skipped)."""
+    return review_file.parse_review(data, Path(REVIEW), strict=False)
 
 
 def line_of(data: bytes, offset: int) -> int:
@@ -216,7 +190,6 @@ def load_item(snap: Snapshot, ref: ItemRef) -> ItemState:
             data = artifact(name)
             valid = span_is_valid(data, span)
             lineno = span.line if span.line is not None else line_of(data, span.start)
-        verdict = line.extra.get("verdict")
         claims[line.id] = ClaimState(
             id=line.id,
             claim=line.claim,
@@ -227,8 +200,8 @@ def load_item(snap: Snapshot, ref: ItemRef) -> ItemState:
             line=lineno,
             artifact=name,
             valid=valid,
-            review=review_for(reviews, line.id),
-            verdict=str(verdict.get("verdict")) if isinstance(verdict, dict) else None,
+            review=review_for(reviews, line.id, review_key(line)),
+            verdict=line.verdict.verdict if line.verdict else None,
         )
     entities: dict[tuple[str, str], int] = {}
     doc = parse_json_object(snap.read(f"{ext}/{ENTITIES}"))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, Item, iter_items
 from arkai.adapters.store import (
     read_evidence,
@@ -70,7 +71,7 @@ def describe(loc: Located) -> dict[str, Any]:
         "problems": [],
     }
     if line.span is not None:
-        data = path.read_bytes() if path.is_file() else b""
+        data = read_repo_file(path, item.root, missing_ok=True) or b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
         receipt = Receipt(

@@ -28,12 +28,15 @@ from arkai.adapters.layout import (
     EVIDENCE,
     EXTRACTED,
     EXTRACTION,
+    LIBRARY,
+    METADATA,
     REVIEW,
     Item,
-    iter_items,
+    ItemProblem,
+    scan_items,
 )
 from arkai.adapters.params import load_params
-from arkai.adapters.review import apply_review, load_review
+from arkai.adapters.review import match_reviews, parse_review
 from arkai.adapters.store import read_evidence, read_json, write_evidence, write_json
 from arkai.core import canonjson
 from arkai.core.document import Document
@@ -43,7 +46,7 @@ from arkai.core.hashing import digest, sha256_hex, text_digest
 from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
 from arkai.model.entity import Mention
-from arkai.model.evidence import EvidenceLine
+from arkai.model.evidence import EvidenceLine, Verdict
 from arkai.ops.render_item import render_claims_md, render_wisdom_md
 from arkai.ops.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, Stats
 from arkai.patterns import Pattern, claims_input, get_pattern
@@ -71,6 +74,10 @@ class ExtractSummary:
     removed: int = 0
     claims: int = 0
     stats: Stats = field(default_factory=Stats)
+    unreadable: list[ItemProblem] = field(default_factory=list)
+    """Item folders that could not be read (bad or linked ``metadata.json``): skipped."""
+    orphaned_reviews: dict[str, list[str]] = field(default_factory=dict)
+    """Content ID → ``review.yaml`` keys that matched no claim of this extraction."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +85,8 @@ class ExtractSummary:
             "extracted": self.extracted,
             "skipped": self.skipped,
             "failed": self.failed,
+            "unreadable": [p.to_dict() for p in self.unreadable],
+            "orphaned_reviews": self.orphaned_reviews,
             "removed": self.removed,
             "claims": self.claims,
             **self.stats.to_dict(),
@@ -100,6 +109,8 @@ class Plan:
     transcript: bytes
     patterns: list[Pattern]
     key: str
+    review: bytes | None = None
+    """``review.yaml`` as read when planning (the key covers exactly these bytes)."""
 
 
 def plan_item(
@@ -119,27 +130,41 @@ def plan_item(
         return cache[name]
 
     xp = params["extract"]
-    data = item.transcript.read_bytes()
+    data = item.transcript_bytes()
     chosen = [load(n) for n in patterns_for(item, xp)]
     if xp.get("verify") and CLAIMS in {p.name for p in chosen}:
         chosen.append(load(VERIFY))
-    review = item.path / REVIEW
+    review = item.read(REVIEW, missing_ok=True)
+    parse_review(review, item.path / REVIEW)  # a malformed file fails this item, not the run
     blob = canonjson.dumps(
         {
             "stage": STAGE_VERSION,
             "transcript": digest(data),
-            "review": digest(review.read_bytes()) if review.is_file() else None,
+            "review": digest(review) if review is not None else None,
             "provider": provider,
             "model": model,
             "patterns": {p.name: p.digest for p in chosen},
             "params": {k: v for k, v in xp.items() if k not in ("concurrency", "progress")},
         }
     )
-    return Plan(item, data, chosen, "sha256:" + sha256_hex(blob.encode("utf-8")))
+    return Plan(item, data, chosen, "sha256:" + sha256_hex(blob.encode("utf-8")),
+                review=review)  # fmt: skip
+
+
+def previous_evidence(item: Item) -> list[EvidenceLine]:
+    """The item's current ``evidence.jsonl``; a torn or unreadable one counts as none (it is
+    rebuilt, which is what ``arkai extract --only ID --force`` is for)."""
+    try:
+        return read_evidence(item.extracted / EVIDENCE)
+    except (ArkaiError, OSError):
+        return []
 
 
 def is_current(plan: Plan) -> bool:
-    meta = read_json(plan.item.extracted / EXTRACTION)
+    try:
+        meta = read_json(plan.item.extracted / EXTRACTION)
+    except (ArkaiError, OSError):
+        return False  # a torn marker: redo the item
     return bool(
         meta is not None
         and meta.get("key") == plan.key
@@ -149,12 +174,17 @@ def is_current(plan: Plan) -> bool:
 
 
 def _claims(
-    plan: Plan, doc: Document, value: Any, xp: dict[str, Any], now: str
+    plan: Plan,
+    doc: Document,
+    value: Any,
+    xp: dict[str, Any],
+    now: str,
+    before: list[EvidenceLine],
 ) -> list[EvidenceLine]:
     """One evidence line per distinct quote. Claims that share a quote share its ID (the seed's
     ID is content + extractor + quote + span), so they are merged *visibly*: the first claim
     is the line's ``claim``, the others are listed in its ``merged_claims`` (never dropped)."""
-    previous = {ln.id: ln for ln in read_evidence(plan.item.extracted / EVIDENCE)}
+    previous = {ln.id: ln for ln in before}
     lines: dict[str, EvidenceLine] = {}
     merged: dict[str, list[str]] = {}
     for claim in value if isinstance(value, list) else []:
@@ -202,15 +232,16 @@ def _with_verdicts(lines: list[EvidenceLine], value: Any) -> list[EvidenceLine]:
     out = []
     for line in lines:
         if line.verified and line.id in verdicts:
-            line = replace(line, extra={**line.extra, "verdict": verdicts[line.id]})
+            line = replace(line, verdict=Verdict.from_dict(verdicts[line.id]))
         out.append(line)
     return out
 
 
 def extract_item(
     plan: Plan, runner: Runner, params: dict[str, Any], now: str, log: events.RunLog
-) -> int:
-    """Run every pattern for one item and write its files; returns the claim count."""
+) -> tuple[int, list[str]]:
+    """Run every pattern for one item and write its files; returns the claim count and the
+    ``review.yaml`` keys that matched no claim (kept in the file, reported)."""
     item, xp = plan.item, params["extract"]
     text = plan.transcript.decode("utf-8", errors="replace")
     doc = Document(plan.transcript)
@@ -225,7 +256,8 @@ def extract_item(
         results[pattern.name] = res.value
         calls[pattern.name] = {"version": pattern.version, "digest": pattern.digest,
                                "chunks": res.chunks, "keys": res.keys}  # fmt: skip
-    lines = _claims(plan, doc, results.get(CLAIMS, []), xp, now)
+    before = previous_evidence(item)
+    lines = _claims(plan, doc, results.get(CLAIMS, []), xp, now, before)
     verify = next((p for p in plan.patterns if p.name == VERIFY), None)
     checkable = [ln for ln in lines if ln.verified]
     if verify is not None and checkable:
@@ -236,7 +268,8 @@ def extract_item(
         lines = _with_verdicts(lines, res.value)
         calls[VERIFY] = {"version": verify.version, "digest": verify.digest,
                          "chunks": res.chunks, "keys": res.keys}  # fmt: skip
-    lines = apply_review(lines, load_review(item.path / REVIEW))
+    matched = match_reviews(lines, parse_review(plan.review, item.path / REVIEW), before)
+    lines = matched.lines
     out = item.extracted
     out.mkdir(parents=True, exist_ok=True)
     write_evidence(out / EVIDENCE, lines)
@@ -272,17 +305,16 @@ def extract_item(
                 **{s: counts.get(s, 0) for s in ("resolved", "ambiguous", "unresolved")},
                 "claims": len(lines),
                 "entities": len(entities["entities"]),
-                "rejected": sum(
-                    1 for ln in lines if (ln.extra.get("review") or {}).get("status") == "rejected"
-                ),
+                "rejected": sum(1 for ln in lines if ln.rejected),
             },
+            "orphaned_reviews": sorted(matched.orphans),
             "status": "ok",
         },
     )
     for line in lines:
         log.emit("EvidenceAppended", content_id=item.id, evidence_id=line.id,
                  status=line.status, extractor=line.extractor)  # fmt: skip
-    return len(lines)
+    return len(lines), sorted(matched.orphans)
 
 
 def resolve_sections(doc: Document, sections: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +346,7 @@ def remove_orphans(root: Path, keep: set[Path]) -> int:
     if not base.is_dir():
         return 0
     for marker in sorted(base.rglob(EXTRACTION)):
-        if marker.parent not in keep:
+        if not any(folder in keep for folder in (marker.parent, *marker.parent.parents)):
             shutil.rmtree(marker.parent)
             removed += 1
     return removed
@@ -322,12 +354,16 @@ def remove_orphans(root: Path, keep: set[Path]) -> int:
 
 def record_failure(plan: Plan, runner: Runner, error: str) -> None:
     """Mark the item failed (previous outputs, if any, are left as they were)."""
+    record_item_failure(plan.item, runner, error, key=plan.key)
+
+
+def record_item_failure(item: Item, runner: Runner, error: str, *, key: str | None = None) -> None:
     write_json(
-        plan.item.extracted / EXTRACTION,
+        item.extracted / EXTRACTION,
         {
             "schema_version": 2,
-            "content_id": plan.item.id,
-            "key": plan.key,
+            "content_id": item.id,
+            "key": key,
             "provider": runner.provider.name,
             "model": runner.model,
             "status": "failed",
@@ -378,6 +414,54 @@ def make_runner(root: Path, params: dict[str, Any], *, refresh: bool, now: str) 
 ProgressFn = Callable[[int, int, str, Stats], None]
 
 
+#: How many times one run lists the library again for items that arrived while it ran.
+MAX_ROUNDS = 5
+
+
+def _todo(
+    root: Path,
+    params: dict[str, Any],
+    runner: Runner,
+    loaded: dict[str, Pattern],
+    summary: ExtractSummary,
+    seen: dict[str, str],
+    only: set[str] | None,
+    force: bool,
+) -> list[Plan]:
+    """List the library and plan every item not yet handled in this run (``seen``: content ID
+    → key handled). Unreadable folders and items that cannot be planned are recorded."""
+    items, problems = scan_items(root)
+    known = {p.path for p in summary.unreadable}
+    summary.unreadable.extend(p for p in problems if p.path not in known)
+    plans: list[Plan] = []
+    for item in items:
+        if only is not None and item.id not in only:
+            if item.id not in seen:
+                seen[item.id] = ""
+                summary.skipped += 1
+            continue
+        try:
+            plan = plan_item(item, root, params, runner.provider.name, runner.model, loaded)
+        except (ArkaiError, OSError, UnicodeError, ValueError) as exc:
+            if item.id not in summary.failed:
+                summary.failed[item.id] = str(exc)
+                record_item_failure(item, runner, str(exc))
+            seen[item.id] = ""
+            continue
+        if seen.get(item.id) == plan.key:
+            continue
+        first = item.id not in seen
+        seen[item.id] = plan.key
+        if first and not force and is_current(plan):
+            summary.skipped += 1
+        elif not first and is_current(plan):
+            continue
+        else:
+            plans.append(plan)
+    summary.items = len(seen) + len(summary.unreadable)
+    return plans
+
+
 def run_extract(
     root: Path,
     *,
@@ -387,64 +471,87 @@ def run_extract(
     refresh: bool = False,
     progress: ProgressFn | None = None,
 ) -> ExtractSummary:
-    """Extract every item whose key changed (or, with ``force``, those in ``only``)."""
+    """Extract every item whose key changed (or, with ``force``, those in ``only``).
+
+    After the planned items are done the library is listed again, and items that arrived (or
+    changed) meanwhile — an ``arkai add`` while ``dvc repro`` runs — are extracted in the same
+    run, so the stage ends having seen every item present at its end. Folders that cannot be
+    read and items that fail are reported, skipped, and make the run end with a
+    :class:`PipelineError` after every other item is done.
+    """
     params = load_params(root)
     xp = params["extract"]
     runner = make_runner(root, params, refresh=refresh, now=now)
-    items = list(iter_items(root))
-    summary = ExtractSummary(items=len(items), stats=runner.stats)
-    plans: list[Plan] = []
+    summary = ExtractSummary(stats=runner.stats)
     loaded: dict[str, Pattern] = {}
-    for item in items:
-        plan = plan_item(item, root, params, runner.provider.name, runner.model, loaded)
-        if (only is not None and item.id not in only) or (not force and is_current(plan)):
-            summary.skipped += 1
-        else:
-            plans.append(plan)
+    seen: dict[str, str] = {}
+    plans = _todo(root, params, runner, loaded, summary, seen, only, force)
     workers = 1 if runner.provider.name == "builtin" else max(1, int(xp.get("concurrency", 4)))
     done = summary.skipped
     with (
-        events.run(root, "extract", items=len(items), todo=len(plans)) as log,
+        events.run(root, "extract", items=summary.items, todo=len(plans)) as log,
         sigterm_as_interrupt(),
     ):
         if progress:
-            progress(done, len(items), "", runner.stats)
+            progress(done, summary.items, "", runner.stats)
 
-        def work(plan: Plan) -> int:
+        def work(plan: Plan) -> tuple[int, list[str]]:
             with log.step("extract", content_id=plan.item.id) as info:
-                info["claims"] = extract_item(plan, runner, params, now, log)
-                return int(info["claims"])
+                claims, orphans = extract_item(plan, runner, params, now, log)
+                info["claims"] = claims
+                return claims, orphans
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(work, p): p for p in plans}
-            try:
-                for fut in as_completed(futures):
-                    plan = futures[fut]
-                    done += 1
-                    try:
-                        summary.claims += fut.result()
-                        summary.extracted += 1
-                    except CircuitOpen as exc:
-                        summary.failed[plan.item.id] = str(exc)
-                        record_failure(plan, runner, str(exc))
-                        for other in futures:
-                            other.cancel()
-                        raise
-                    except (ArkaiError, OSError, UnicodeError, ValueError) as exc:
-                        summary.failed[plan.item.id] = str(exc)
-                        record_failure(plan, runner, str(exc))
-                    if progress:
-                        progress(done, len(items), plan.item.title, runner.stats)
-            except BaseException:
-                for other in futures:
-                    other.cancel()
-                raise
+        rounds = 0
+        while plans:
+            rounds += 1
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(work, p): p for p in plans}
+                try:
+                    for fut in as_completed(futures):
+                        plan = futures[fut]
+                        done += 1
+                        try:
+                            claims, orphans = fut.result()
+                            summary.claims += claims
+                            summary.extracted += 1
+                            summary.failed.pop(plan.item.id, None)
+                            if orphans:
+                                summary.orphaned_reviews[plan.item.id] = orphans
+                        except CircuitOpen as exc:
+                            summary.failed[plan.item.id] = str(exc)
+                            record_failure(plan, runner, str(exc))
+                            for other in futures:
+                                other.cancel()
+                            raise
+                        except (ArkaiError, OSError, UnicodeError, ValueError) as exc:
+                            summary.failed[plan.item.id] = str(exc)
+                            record_failure(plan, runner, str(exc))
+                        if progress:
+                            progress(done, summary.items, plan.item.title, runner.stats)
+                except BaseException:
+                    for other in futures:
+                        other.cancel()
+                    raise
+            if only is not None or rounds >= MAX_ROUNDS:
+                break
+            plans = _todo(root, params, runner, loaded, summary, seen, only, force)
         if only is None:
-            summary.removed = remove_orphans(root, {item.extracted for item in items})
-        if summary.failed:  # inside the run: its RunCompleted says `failed`
+            items, problems = scan_items(root)
+            keep = {item.extracted for item in items}
+            # Outputs of folders that could not be read this time are kept, not removed.
+            for p in problems:
+                folder = p.path.parent if p.path.name == METADATA else p.path
+                if folder != root / LIBRARY and folder.is_relative_to(root / LIBRARY):
+                    keep.add(root / EXTRACTED / folder.relative_to(root / LIBRARY))
+            summary.removed = remove_orphans(root, keep)
+        # Inside the run: its RunCompleted says `failed`.
+        problems_text = [f"{p.path}: {p.error}" if not p.error.startswith(str(p.path)) else p.error
+                         for p in summary.unreadable]  # fmt: skip
+        if summary.failed or problems_text:
+            parts = [f"{k}: {v}" for k, v in sorted(summary.failed.items())] + problems_text
             raise PipelineError(
-                f"extract failed for {len(summary.failed)} of {len(items)} items: "
-                + "; ".join(f"{k}: {v}" for k, v in sorted(summary.failed.items())),
+                f"extract failed for {len(summary.failed) + len(problems_text)} of {summary.items} "
+                "items: " + "; ".join(parts),
                 hint="fix the cause and re-run `dvc repro`; finished items are not redone",
             )
     return summary

@@ -30,6 +30,7 @@ from arkai.adapters.gitrepo import (
     parse_json_object,
 )
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, LIBRARY, METADATA, MIN_PREFIX, REVIEW
+from arkai.adapters.review import review_for
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
 from arkai.ops.diff import (
     ClaimState,
@@ -39,7 +40,6 @@ from arkai.ops.diff import (
     diff_item,
     fmt_value,
     load_item,
-    review_for,
     short,
 )
 

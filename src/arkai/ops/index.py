@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
-from arkai.adapters.fs import write_if_changed
-from arkai.adapters.layout import ENTITIES, EVIDENCE, INDEX, LIBRARY, REVIEW, Item, iter_items
+from arkai.adapters.fs import read_repo_file, write_if_changed
+from arkai.adapters.layout import ENTITIES, EVIDENCE, INDEX, LIBRARY, Item, iter_items
 from arkai.adapters.params import load_params
-from arkai.adapters.review import apply_review, is_rejected, load_review
+from arkai.adapters.review import apply_review, is_rejected, load_item_review
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
 from arkai.core import canonjson
 from arkai.errors import LibraryError
@@ -125,10 +125,9 @@ class _ItemData:
     chunks: list[Chunk]
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+def _read_text(path: Path, root: Path) -> str:
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
         return ""
     try:
         return data.decode("utf-8")
@@ -137,8 +136,8 @@ def _read_text(path: Path) -> str:
 
 
 def _load_item(item: Item, cp: dict[str, Any]) -> _ItemData:
-    text = _read_text(item.transcript)
-    lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_review(item.path / REVIEW))
+    text = _read_text(item.transcript, item.root)
+    lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_item_review(item))
     entities = [
         e for e in read_entities(item.extracted / ENTITIES)["entities"] if isinstance(e, dict)
     ]

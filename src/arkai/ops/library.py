@@ -20,12 +20,11 @@ from arkai.adapters.layout import (
     EVIDENCE,
     INDEX,
     LIBRARY,
-    REVIEW,
     Item,
     get_item,
     iter_items,
 )
-from arkai.adapters.review import apply_review, load_review
+from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.store import read_entities, read_evidence, read_json
 from arkai.model.evidence import EvidenceLine
 from arkai.search.markup import normalize_type
@@ -120,14 +119,13 @@ def _summary(wisdom: dict[str, Any] | None) -> str | None:
 def _claim_row(item: Item, line: EvidenceLine) -> dict[str, Any]:
     span = line.span
     transcript = f"{LIBRARY}/{item.rel.as_posix()}/transcript.md"
-    verdict = line.extra.get("verdict")
     return {
         "evidence_id": line.id,
         "claim": line.claim,
         "quote": line.quote,
         "status": line.status,
-        "review": (line.extra.get("review") or {}).get("status"),
-        "verdict": verdict.get("verdict") if isinstance(verdict, dict) else None,
+        "review": line.review.status if line.review else None,
+        "verdict": line.verdict.verdict if line.verdict else None,
         "confidence": line.confidence,
         "line": span.line if span else None,
         "timestamp": span.video_timestamp if span else None,
@@ -139,12 +137,9 @@ def show_item(root: Path, ident: str, *, full: bool = False) -> dict[str, Any]:
     """One item: metadata, claim counts by status (and review), the top entities, the
     summary; with ``full`` every claim and the transcript's path."""
     item = get_item(root, ident)
-    lines = apply_review(read_evidence(item.extracted / EVIDENCE),
-                         load_review(item.path / REVIEW))  # fmt: skip
+    lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_item_review(item))
     by_status = Counter(line.status for line in lines)
-    by_review = Counter(
-        (line.extra.get("review") or {}).get("status") or "unreviewed" for line in lines
-    )
+    by_review = Counter(line.review.status if line.review else "unreviewed" for line in lines)
     entities = read_entities(item.extracted / ENTITIES).get("entities") or []
     ranked = sorted(
         (e for e in entities if isinstance(e, dict)),

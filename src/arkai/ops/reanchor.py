@@ -87,7 +87,7 @@ def reanchor_item(
     root: Path, item: Item, *, threshold: float, only: str | None = None
 ) -> dict[str, Any]:
     """Repair stale spans of one item's outputs in place; returns counts and the changes."""
-    data = item.transcript.read_bytes()
+    data = item.transcript_bytes()
     doc = Document(data)
     lines = read_evidence(item.extracted / EVIDENCE)
     out: list[EvidenceLine] = []
@@ -217,7 +217,7 @@ def accept_reanchor(
             f"evidence {line.id} is {line.status}, not a re-anchor suggestion "
             f"({REANCHORED_FUZZY}); nothing to accept"
         )
-    data = item.transcript.read_bytes()
+    data = item.transcript_bytes()
     span = line.span
     if not span_is_valid(data, span):
         raise InvalidInputError(

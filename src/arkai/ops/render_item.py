@@ -174,7 +174,7 @@ def render_claims_md(item: Item, lines: list[EvidenceLine], data: bytes | None =
         span = line.span
         where = f" — {transcript_link(item, span.line)}" if span and span.line else ""
         stamp = f" `{span.video_timestamp}`" if span and span.video_timestamp else ""
-        review = (line.extra.get("review") or {}).get("status")
+        review = line.review.status if line.review else None
         state = (
             line.status
             if line.verified or line.status == UNRESOLVED
@@ -182,7 +182,7 @@ def render_claims_md(item: Item, lines: list[EvidenceLine], data: bytes | None =
         )
         badge = _tag(state) + (f" {_tag(review)}" if review else "")
         # A model's verdict means nothing unless the quote is really in the transcript.
-        verdict = (line.extra.get("verdict") or {}).get("verdict") if line.verified else None
+        verdict = line.verdict.verdict if line.verdict and line.verified else None
         badge += f" {_tag(verdict)}" if verdict else ""
         out.append(f"- **{md_text(line.claim)}** {badge} `{line.id}`{stamp}{where}")
         for other in merged_claims(line):

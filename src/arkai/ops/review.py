@@ -1,7 +1,7 @@
 """``arkai review``: accept or reject claims in ``library/<item>/review.yaml``; list pending ones.
 
 The file keeps the format :mod:`arkai.adapters.review` reads, one claim per line, sorted by
-evidence ID (so two branches reviewing different claims rarely touch the same lines)::
+stable claim ID (so two branches reviewing different claims rarely touch the same lines)::
 
     claims:
       75cb019d446cb067: {status: rejected, note: "misquotes the speaker", by: ana, at: 2026-11-22}
@@ -27,13 +27,17 @@ from typing import Any
 import pygit2
 import yaml
 
-from arkai.adapters.fs import atomic_write_text
+from arkai.adapters.fs import atomic_write_text, read_repo_text
 from arkai.adapters.gitrepo import GitRepo
 from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, REVIEW, get_item, iter_items
-from arkai.adapters.review import REVIEW_STATUSES, load_review
+from arkai.adapters.review import (
+    REVIEW_STATUSES,
+    load_item_review,
+    match_reviews,
+    review_key,
+)
 from arkai.adapters.store import read_evidence
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError
-from arkai.ops.diff import review_for
 from arkai.ops.evidence import find_evidence
 
 #: Key order inside one entry; other keys follow, sorted.
@@ -187,10 +191,13 @@ class ReviewResult:
     file: str
     entry: dict[str, str]
     previous: dict[str, str] | None
+    key: str = ""
+    """The stable claim ID the entry is filed under in ``review.yaml``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.evidence_id,
+            "key": self.key,
             "content_id": self.content_id,
             "title": self.title,
             "claim": self.claim,
@@ -215,21 +222,39 @@ def review_claim(
     loc = find_evidence(root, ident)
     item, line = loc.item, loc.line
     path = item.path / REVIEW
-    try:
-        text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    except UnicodeDecodeError as exc:
-        raise LibraryError(f"{path}: not valid UTF-8 ({exc.reason})") from None
-    current = load_review(path)  # validates the file as the pipeline will read it
-    previous = review_for(current, line.id)
-    ids = [ln.id for ln in read_evidence(item.extracted / EVIDENCE)]
-    # Replace the exact key, and a prefix key that names this line only.
+    text = read_repo_text(path, root, missing_ok=True) or ""
+    current = load_item_review(item)  # validates the file as the pipeline will read it
+    key = review_key(line)
+    evidence = read_evidence(item.extracted / EVIDENCE)
+    previous = match_reviews([line], current, evidence).lines[0].review
+    previous_entry = (
+        None if previous is None else {k: v for k, v in previous.to_dict().items() if k != "key"}
+    )
+    # The entry is written under the stable key; an older key (the span-tier ID, or a prefix)
+    # that names this claim only is replaced by it.
+    names_line = {line.id, key} | ({previous.key} if previous and previous.key else set())
+
+    def claims_named(prefix: str) -> set[str]:
+        return {
+            review_key(ln)
+            for ln in evidence
+            if ln.id.startswith(prefix) or review_key(ln).startswith(prefix)
+        }
+
     drop = {
         k
         for k in current
-        if k != line.id
-        and len(k) >= MIN_PREFIX
-        and line.id.startswith(k)
-        and sum(i.startswith(k) for i in ids) <= 1
+        if k != key
+        and (
+            k == line.id
+            or (
+                (
+                    k in names_line
+                    or (len(k) >= MIN_PREFIX and (line.id.startswith(k) or key.startswith(k)))
+                )
+                and claims_named(k) <= {key}
+            )
+        )
     }
     entry: dict[str, str] = {"status": status}
     if note:
@@ -238,23 +263,22 @@ def review_claim(
     if who:
         entry["by"] = who
     entry["at"] = at or today_utc()
-    new = set_entry(text, line.id, entry, drop)
+    new = set_entry(text, key, entry, drop)
     try:
         check = _entries(yaml.safe_load(new))
     except yaml.YAMLError:
         check = {}
     got = {
-        k: (v.isoformat() if isinstance(v, date) else str(v))
-        for k, v in check.get(line.id, {}).items()
+        k: (v.isoformat() if isinstance(v, date) else str(v)) for k, v in check.get(key, {}).items()
     }
     if got != entry or any(k in check for k in drop):
         raw = yaml.safe_load(text) if text.strip() else {}
         entries = {k: v for k, v in _entries(raw).items() if k not in drop}
-        entries[line.id] = entry
+        entries[key] = entry
         other = {k: v for k, v in raw.items() if k != "claims"} if isinstance(raw, dict) else {}
         new = canonical_review(entries, other)
     atomic_write_text(path, new)
-    load_review(path)
+    load_item_review(item)
     return ReviewResult(
         evidence_id=line.id,
         content_id=item.id,
@@ -262,7 +286,8 @@ def review_claim(
         claim=line.claim,
         file=str(path.relative_to(root)),
         entry=entry,
-        previous=previous,
+        previous=previous_entry,
+        key=key,
     )
 
 
@@ -271,9 +296,10 @@ def pending(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
     items = [get_item(root, item_id)] if item_id else list(iter_items(root))
     out: list[dict[str, Any]] = []
     for item in items:
-        reviews = load_review(item.path / REVIEW)
-        for line in read_evidence(item.extracted / EVIDENCE):
-            if review_for(reviews, line.id) is not None:
+        reviews = load_item_review(item)
+        lines = read_evidence(item.extracted / EVIDENCE)
+        for line in match_reviews(lines, reviews, lines).lines:
+            if line.review is not None:
                 continue
             span = line.span
             out.append(
@@ -288,6 +314,29 @@ def pending(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
                     "file": str(
                         (item.path / (span.artifact if span else "transcript.md")).relative_to(root)
                     ),
+                }
+            )
+    return out
+
+
+def orphaned(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
+    """``review.yaml`` entries that name no claim of the item's current extraction: kept in
+    the file (never dropped), listed here so a person can re-file or delete them."""
+    items = [get_item(root, item_id)] if item_id else list(iter_items(root))
+    out: list[dict[str, Any]] = []
+    for item in items:
+        reviews = load_item_review(item)
+        if not reviews:
+            continue
+        lines = read_evidence(item.extracted / EVIDENCE)
+        for key, entry in sorted(match_reviews(lines, reviews, lines).orphans.items()):
+            out.append(
+                {
+                    "key": key,
+                    "content_id": item.id,
+                    "title": item.title,
+                    "review": entry,
+                    "file": str((item.path / REVIEW).relative_to(root)),
                 }
             )
     return out

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
-from arkai.errors import InvalidInputError, LibraryError, NotFoundError
+from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.chunks import CLAIM_KIND, Chunk
 from arkai.search import pipeline
@@ -321,6 +321,9 @@ class SearchResult:
     """The similarity the best passage needs when no word matched."""
     best_similarity: float | None = None
     """The best cosine any allowed passage had, above the floor or not."""
+    unreadable: list[str] = field(default_factory=list)
+    """Items whose files could not be read (named with the problem): their claims are left
+    out of these results; the CLI exits non-zero after showing the rest."""
 
     def to_dict(self) -> dict[str, Any]:
         floor = (
@@ -335,6 +338,7 @@ class SearchResult:
             else {}
         )
         return {
+            "unreadable": self.unreadable,
             "query": self.query.to_dict(),
             "mode": self.mode,
             "k": self.k,
@@ -525,7 +529,7 @@ def _item_claims(root: Path, item_path: str) -> list[EvidenceLine]:
     are unverified and never cited), current reviews applied, rejected ones left out."""
     rel = Path(item_path).relative_to(LIBRARY)
     lines = read_evidence(root / EXTRACTED / rel / EVIDENCE)
-    lines = apply_review(lines, load_review(root / item_path / REVIEW))
+    lines = apply_review(lines, load_review(root / item_path / REVIEW, root))
     return [
         ln
         for ln in lines
@@ -535,7 +539,6 @@ def _item_claims(root: Path, item_path: str) -> list[EvidenceLine]:
 
 def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
     assert ev.span is not None and ev.span.line is not None
-    verdict = ev.extra.get("verdict")
     return ClaimRef(
         evidence_id=ev.id,
         claim=ev.claim,
@@ -545,7 +548,7 @@ def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
         timestamp=ev.span.video_timestamp,
         status=ev.status,
         matched=matched,
-        verdict=verdict.get("verdict") if isinstance(verdict, dict) else None,
+        verdict=ev.verdict.verdict if ev.verdict else None,
     )
 
 
@@ -556,11 +559,17 @@ class _Grouper:
         self.index, self.q, self.k, self.per_item = index, q, k, per_item
         self.items: dict[str, list[Hit]] = {}
         self.claims: dict[str, dict[str, EvidenceLine]] = {}
+        self.unreadable: list[str] = []
 
     def _claims_of(self, cid: str) -> dict[str, EvidenceLine]:
         if cid not in self.claims:
             path = self.index.item_path(cid)
-            self.claims[cid] = {ev.id: ev for ev in _item_claims(self.index.root, path)}
+            try:
+                lines = _item_claims(self.index.root, path)
+            except (ArkaiError, OSError) as exc:
+                self.unreadable.append(str(exc))  # skip this item's claims, go on
+                lines = []
+            self.claims[cid] = {ev.id: ev for ev in lines}
         return self.claims[cid]
 
     def _hit(self, r: Ranked, chunk: Chunk, transcript: str) -> Hit:
@@ -723,4 +732,5 @@ def search(
         min_similarity=ranking.min_similarity if VECTOR_LANE in ranking.found else None,
         answer_floor=ranking.answer_floor,
         best_similarity=ranking.best_similarity,
+        unreadable=grouper.unreadable,
     )

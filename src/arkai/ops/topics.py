@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import iter_items
 from arkai.core.grammar import parse_line
 from arkai.errors import LibraryError, NotFoundError
@@ -275,10 +276,11 @@ def _contains(big: list[str], small: list[str]) -> bool:
 
 def load_synonyms(path: Path) -> dict[str, list[str]]:
     """``synonyms.yaml`` as ``{term: [synonym, …]}``; a missing or empty file is ``{}``."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    data = read_repo_file(path, path.parent, missing_ok=True)
+    if data is None:
         return {}
+    try:
+        raw = yaml.safe_load(data.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise LibraryError(f"{path}: not valid YAML ({exc})") from None
     if raw is None:
@@ -401,10 +403,10 @@ def grep_library(root: Path, term: str, limit: int = 20) -> list[dict[str, Any]]
     if not needle or limit <= 0:
         return out
     for item in iter_items(root):
-        try:
-            text = item.transcript.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+        data = item.read("transcript.md", missing_ok=True)
+        if data is None:
             continue
+        text = data.decode("utf-8", errors="replace")
         for n, line in enumerate(text.split("\n"), 1):
             if needle in line.casefold():
                 out.append({"content_id": item.id, "line": n, "text": line})

@@ -19,13 +19,22 @@ on. Every record is re-derived from its quote and the current transcript
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
-from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, TRANSCRIPT, Item, iter_items
+from arkai.adapters.layout import (
+    ENTITIES,
+    EVIDENCE,
+    EXTRACTION,
+    TRANSCRIPT,
+    Item,
+    ItemProblem,
+    scan_items,
+)
+from arkai.adapters.review import load_item_review, match_reviews
 from arkai.adapters.store import read_entities, read_evidence, read_json
 from arkai.core.document import Document
 from arkai.core.hashing import digest
@@ -36,7 +45,7 @@ from arkai.core.receipts import (
     receipt_from_dict,
     span_is_valid,
 )
-from arkai.errors import LibraryError
+from arkai.errors import ArkaiError, LibraryError
 from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, VERIFIED
 
 WISDOM = "wisdom.json"
@@ -141,6 +150,11 @@ class ItemReport:
     counts: dict[str, Counts] = field(default_factory=dict)
     """Per kind of output (``evidence``, ``mentions``, ``wisdom``)."""
     problems: list[Problem] = field(default_factory=list)
+    error: str | None = None
+    """Why the item could not be checked (an unreadable file, a failed extraction); the item is
+    skipped and validation fails."""
+    orphaned_reviews: list[str] = field(default_factory=list)
+    """``review.yaml`` keys that name no claim of the current extraction (kept, reported)."""
 
     def _of(self, kind: str) -> Counts:
         return self.counts.setdefault(kind, Counts())
@@ -187,7 +201,7 @@ class ItemReport:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and self.extracted and self.error is None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -208,6 +222,8 @@ class ItemReport:
             "pending": self.pending,
             "files": {k: self._of(k).to_dict() for _, k, _ in SPAN_FILES},
             "problems": [p.to_dict() for p in self.problems],
+            "error": self.error,
+            "orphaned_reviews": self.orphaned_reviews,
         }
 
 
@@ -244,8 +260,25 @@ def _tally(report: ItemReport, doc: Document, file: str, kind: str, label: str, 
 
 
 def validate_item(item: Item) -> ItemReport:
-    """Recompute the transcript digest and every receipt of every span-bearing output."""
-    data = item.transcript.read_bytes() if item.transcript.is_file() else b""
+    """Recompute the transcript digest and every receipt of every span-bearing output. An item
+    whose files cannot be read (a link, a FIFO, malformed JSON or YAML) is reported with
+    ``error``."""
+    try:
+        return _validate_item(item)
+    except (ArkaiError, OSError) as exc:
+        return ItemReport(
+            content_id=item.id,
+            title=item.title,
+            path=str(item.path.relative_to(item.root)),
+            digest_ok=False,
+            edited_since_add=False,
+            extracted=False,
+            error=str(exc),
+        )
+
+
+def _validate_item(item: Item) -> ItemReport:
+    data = item.read(TRANSCRIPT, missing_ok=True) or b""
     doc = Document(data)
     current = digest(data)
     extraction = read_json(item.extracted / EXTRACTION) or {}
@@ -257,8 +290,14 @@ def validate_item(item: Item) -> ItemReport:
         path=str(item.path.relative_to(item.root)),
         digest_ok=expected == current,
         edited_since_add=recorded_add is not None and recorded_add != current,
-        extracted=bool(extraction),
+        extracted=extraction.get("status") == "ok",
     )
+    if extraction.get("status") == "failed":
+        report.error = f"extraction failed: {extraction.get('error')}"
+    reviews = load_item_review(item)
+    if reviews:
+        evidence = read_evidence(item.extracted / EVIDENCE)
+        report.orphaned_reviews = sorted(match_reviews(evidence, reviews, evidence).orphans)
     for name, kind, reader in SPAN_FILES:
         path = item.extracted / name
         file = str(path.relative_to(item.root))
@@ -288,10 +327,13 @@ def validate_items(root: Path, items: list[Item]) -> list[ItemReport]:
     return reports
 
 
-def summarize(reports: list[ItemReport]) -> dict[str, Any]:
+def summarize(reports: list[ItemReport], problems: Sequence[ItemProblem] = ()) -> dict[str, Any]:
     """Library-wide counts; deterministic (no times) so the DVC metric diffs cleanly."""
     return {
-        "items": len(reports),
+        "items": len(reports) + len(problems),
+        "not_extracted": sum(not r.extracted and r.error is None for r in reports),
+        "errors": sum(r.error is not None for r in reports) + len(problems),
+        "orphaned_reviews": sum(len(r.orphaned_reviews) for r in reports),
         "extracted": sum(r.extracted for r in reports),
         "digest_mismatch": sum(not r.digest_ok for r in reports),
         "edited_since_add": sum(r.edited_since_add for r in reports),
@@ -304,10 +346,12 @@ def summarize(reports: list[ItemReport]) -> dict[str, Any]:
         "mentions_stale": sum(r.mentions_stale for r in reports),
         "outputs_stale": sum(r.any_stale for r in reports),
         "pending": sum(r.pending for r in reports),
-        "ok": all(r.ok for r in reports),
+        "ok": all(r.ok for r in reports) and not problems,
     }
 
 
-def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport]]:
-    reports = validate_items(root, list(iter_items(root)))
-    return summarize(reports), reports
+def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport], list[ItemProblem]]:
+    """Every item's report, and the folders that could not be read as items."""
+    items, problems = scan_items(root)
+    reports = validate_items(root, items)
+    return summarize(reports, problems), reports, problems

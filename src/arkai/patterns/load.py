@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from arkai.adapters.fs import read_repo_file
 from arkai.core.hashing import digest
 from arkai.errors import LibraryError, NotFoundError
 from arkai.patterns.model import Pattern, SchemaDefinitionError, Source, check_schema, json_type
@@ -124,8 +125,18 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
     """Load the pattern folder ``path``. :class:`LibraryError` names the file at fault."""
     system_path = path / SYSTEM_FILE
     meta_path = path / META_FILE
+
+    def read(file: Path) -> bytes:
+        # The repo's own patterns are library content: regular files only, never a link out of
+        # the repo. Pattern folders a person configured elsewhere (fabric's) are read as they are.
+        if source == "repo":
+            data = read_repo_file(file, path.parent)
+            assert data is not None
+            return data
+        return file.read_bytes()
+
     try:
-        system_bytes = system_path.read_bytes()
+        system_bytes = read(system_path)
     except OSError as exc:
         raise LibraryError(f"{system_path}: cannot read: {exc}") from None
     try:
@@ -133,7 +144,7 @@ def load_pattern(path: Path, source: Source = "user") -> Pattern:
     except UnicodeDecodeError as exc:
         raise LibraryError(f"{system_path}: not UTF-8 text ({exc.reason})") from None
     try:
-        meta_bytes = meta_path.read_bytes()
+        meta_bytes = read(meta_path)
     except FileNotFoundError:
         meta_bytes = None
     except OSError as exc:

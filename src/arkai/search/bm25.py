@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.errors import InvalidInputError
 from arkai.search.text import tokenize
 
@@ -169,15 +170,17 @@ class BM25Index:
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         m = self.matrix
-        tmp = folder / (_MATRIX_FILE + ".tmp.npz")
-        np.savez(
-            tmp,
-            indptr=m.indptr.astype(np.int64),
-            indices=m.indices.astype(np.int32),
-            data=m.data.astype(np.float32),
-            doc_len=self.doc_len,
+        atomic_write(
+            folder / _MATRIX_FILE,
+            lambda fh: np.savez(
+                fh,
+                indptr=m.indptr.astype(np.int64),
+                indices=m.indices.astype(np.int32),
+                data=m.data.astype(np.float32),
+                doc_len=self.doc_len,
+            ),
+            fsync=False,
         )
-        os.replace(tmp, folder / _MATRIX_FILE)
         terms = [""] * len(self.vocab)
         for t, i in self.vocab.items():
             terms[i] = t
@@ -188,9 +191,7 @@ class BM25Index:
             "n_docs": self.n_docs,
             "terms": terms,
         }
-        tmp_meta = folder / (_META_FILE + ".tmp")
-        tmp_meta.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp_meta, folder / _META_FILE)
+        atomic_write_text(folder / _META_FILE, json.dumps(meta, ensure_ascii=False), fsync=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, tokenizer: Tokenizer = tokenize) -> BM25Index:

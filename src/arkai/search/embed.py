@@ -46,6 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters.fs import atomic_write_text
 from arkai.adapters.plugins import load_plugins
 from arkai.errors import ArkaiError, InvalidInputError
 
@@ -187,21 +188,8 @@ def model_sha256(mdir: Path | None = None, *, cache: Path | None = None) -> str:
     digest = _sha256_file(weights)
     memo[key] = {"stamp": stamp, "sha256": digest}
     with contextlib.suppress(OSError):
-        _atomic_write_text(memo_path, json.dumps(memo, indent=1, sort_keys=True))
+        atomic_write_text(memo_path, json.dumps(memo, indent=1, sort_keys=True))
     return digest
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager
@@ -592,7 +580,7 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
         },
         "export_seconds": round(time.perf_counter() - t0, 2),
     }
-    _atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters.fs import atomic_write
 from arkai.errors import InvalidInputError
 
 __all__ = [
@@ -290,10 +291,7 @@ def _embed_corpus(
         dtype=np.float32,
     )
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, vecs)
-        os.replace(tmp, path)
+        atomic_write(path, lambda fh: np.save(fh, vecs), fsync=False)
     return vecs, False
 
 

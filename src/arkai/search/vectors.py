@@ -18,11 +18,9 @@ bound by reading the 150 MB of rows from memory.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters.fs import atomic_write
 from arkai.errors import InvalidInputError, NotFoundError
 
 __all__ = ["FORMAT", "VectorStore"]
@@ -208,9 +207,9 @@ class VectorStore:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         rows = np.ascontiguousarray(self.rows, dtype=np.float32)
-        _atomic_write(d / VECTORS_FILE, lambda f: np.save(f, rows, allow_pickle=False))
+        atomic_write(d / VECTORS_FILE, lambda f: np.save(f, rows, allow_pickle=False))
         keys_text = json.dumps(self._keys, ensure_ascii=False)
-        _atomic_write(d / KEYS_FILE, lambda f: f.write(keys_text.encode("utf-8")))
+        atomic_write(d / KEYS_FILE, lambda f: f.write(keys_text.encode("utf-8")))
         meta = {
             "format": FORMAT,
             "model": self.model_name,
@@ -219,7 +218,7 @@ class VectorStore:
             "keys_sha256": _keys_digest(self._keys),
         }
         meta_text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-        _atomic_write(d / META_FILE, lambda f: f.write(meta_text.encode("utf-8")))
+        atomic_write(d / META_FILE, lambda f: f.write(meta_text.encode("utf-8")))
 
     @classmethod
     def load(
@@ -269,17 +268,3 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def _atomic_write(path: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 import sys
 import time
@@ -32,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import atomic_write_text
+from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
 from arkai.adapters.layout import INDEX, Item, iter_items
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
@@ -233,10 +232,7 @@ def write_page(path: Path, data: bytes) -> bool:
             return False
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data, fsync=False)
     return True
 
 

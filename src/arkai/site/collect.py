@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVIEW, TRANSCRIPT, Item
-from arkai.adapters.review import apply_review, is_rejected, load_review
+from arkai.adapters.review import apply_review, is_rejected, parse_review
 from arkai.adapters.store import parse_evidence
 from arkai.core.document import Document
 from arkai.core.grammar import TIMESTAMP_RE
@@ -174,8 +175,8 @@ def read_inputs(item: Item, stats: list[list[int] | None] | None = None) -> dict
             out[name] = None
             continue
         try:
-            out[name] = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+            out[name] = read_repo_file(path, item.root, missing_ok=True)
+        except NotADirectoryError:
             out[name] = None
     return out
 
@@ -222,7 +223,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     expected = extraction.get("transcript_digest") or recorded
     lines = _evidence(blobs[EVIDENCE], item.extracted / EVIDENCE)
     if blobs[REVIEW] is not None:
-        lines = apply_review(lines, load_review(item.path / REVIEW))
+        lines = apply_review(lines, parse_review(blobs[REVIEW], item.path / REVIEW))
     claims = []
     for ev in lines:
         span = ev.span
@@ -235,9 +236,8 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 line = bisect_right(starts, span.start)
             else:
                 status, line = "stale", span.line
-        review = ev.extra.get("review") or {}
         # A model's verdict is shown only beside a quote that matched exactly.
-        verdict = (ev.extra.get("verdict") or {}).get("verdict") if ev.verified else None
+        verdict = ev.verdict.verdict if ev.verdict and ev.verified else None
         claims.append(
             ClaimView(
                 id=ev.id,
@@ -251,7 +251,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 line=line,
                 timestamp=span.video_timestamp if span else None,
                 verdict=str(verdict) if verdict else None,
-                review_note=str(review["note"]) if review.get("note") else None,
+                review_note=ev.review.note if ev.review and ev.review.note else None,
             )
         )
     claims.sort(key=lambda c: (c.start is None, c.start or 0, c.line or 0, c.id))

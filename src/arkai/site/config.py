@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from arkai.adapters.fs import read_repo_file
 from arkai.errors import LibraryError
 from arkai.site import links
 
@@ -112,7 +113,9 @@ class UserConfig:
 def load_user_config(root: Path) -> UserConfig:
     path = root / USER_CONFIG
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        data = read_repo_file(path, root)
+        assert data is not None
+        raw = yaml.load(data.decode("utf-8"), Loader=_Loader)
     except FileNotFoundError:
         return UserConfig(root, None, {})
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from mkdocs.structure.toc import get_toc
 
+from arkai.adapters.fs import atomic_write_text
 from arkai.site.html import MARKER
 
 SEARCH_INDEX = "search/search_index.json"
@@ -141,9 +141,8 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     config = data.get("config")
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
         config["separator"] = with_entity_separator(config["separator"])
-    tmp = index.with_name(f".{index.name}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    os.replace(tmp, index)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    atomic_write_text(index, text, fsync=False)
 
 
 def with_entity_separator(separator: str) -> str:
@@ -172,4 +171,4 @@ def _remove_deleted_pages(site: Path, build_dir: Path, pages: list[str]) -> None
                 while parent != site and parent.is_dir() and not any(parent.iterdir()):
                     parent.rmdir()
                     parent = parent.parent
-    record.write_text(json.dumps(pages), encoding="utf-8")
+    atomic_write_text(record, json.dumps(pages), fsync=False)

@@ -1,0 +1,148 @@
+"""The one atomic writer and the one careful reader of repo files (``adapters/fs.py``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from arkai.adapters.fs import atomic_write, atomic_write_bytes, read_repo_file, write_if_changed
+from arkai.core.titles import folder_name, truncate_utf8
+from arkai.errors import UnsafeFileError
+from tests.conftest import ROOT
+
+
+def test_atomic_write_replaces_and_leaves_no_temp_on_error(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "f.json"
+    atomic_write_bytes(path, b"one")
+    assert path.read_bytes() == b"one"
+
+    def boom(fh: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(path, boom)
+    assert path.read_bytes() == b"one"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["f.json"]
+    assert write_if_changed(path, b"one") is False
+    assert write_if_changed(path, b"two", fsync=False) is True and path.read_bytes() == b"two"
+
+
+def test_write_if_changed_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep")
+    link = tmp_path / "f.txt"
+    link.symlink_to(outside)
+    assert write_if_changed(link, b"keep") is True
+    assert outside.read_bytes() == b"keep" and not link.is_symlink()
+
+
+def test_one_atomic_writer_in_the_source() -> None:
+    """Every file write in src/ goes through fs.atomic_write: nothing else makes a temp file,
+    opens a descriptor for writing, or writes a whole file in place."""
+    offenders = []
+    for path in sorted((ROOT / "src" / "arkai").rglob("*.py")):
+        if path.name == "fs.py" and path.parent.name == "adapters":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"tempfile\.mkstemp|\.write_(bytes|text)\(|os\.fdopen", line):
+                offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert offenders == []
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "library" / "notes").mkdir(parents=True)
+    return root
+
+
+def test_reads_regular_files_only(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    good = root / "library" / "notes" / "a.md"
+    good.write_bytes(b"hello")
+    assert read_repo_file(good, root) == b"hello"
+    assert read_repo_file(root / "library" / "missing", root, missing_ok=True) is None
+    with pytest.raises(FileNotFoundError):
+        read_repo_file(root / "library" / "missing", root)
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "/proc/self/environ", "relative"])
+def test_refuses_symlinks(tmp_path: Path, target: str) -> None:
+    root = _repo(tmp_path)
+    (root / "library" / "notes" / "real.md").write_text("x")
+    link = root / "library" / "notes" / "t.md"
+    link.symlink_to("real.md" if target == "relative" else target)
+    with pytest.raises(UnsafeFileError, match=re.escape(str(link)) + ".*symbolic link"):
+        read_repo_file(link, root)
+
+
+def test_refuses_a_symlinked_folder_on_the_way(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "transcript.md").write_text("secret")
+    (root / "library" / "notes" / "item").symlink_to(outside)
+    path = root / "library" / "notes" / "item" / "transcript.md"
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        read_repo_file(path, root)
+    with pytest.raises(UnsafeFileError, match="outside the repo"):
+        read_repo_file(outside / "transcript.md", root)
+
+
+def test_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    fifo = root / "library" / "notes" / "pipe.md"
+    os.mkfifo(fifo)
+    # No writer ever opens the FIFO: a blocking open or read would hang this test.
+    with pytest.raises(UnsafeFileError, match="FIFO"):
+        read_repo_file(fifo, root)
+    with pytest.raises(UnsafeFileError, match="directory"):
+        read_repo_file(root / "library" / "notes", root)
+
+
+def test_refuses_a_device(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    link = root / "library" / "notes" / "null.md"
+    link.symlink_to("/dev/null")
+    with pytest.raises(UnsafeFileError):
+        read_repo_file(link, root)
+    # /dev itself as a "repo": a device file is refused by kind, not only as a link.
+    with pytest.raises(UnsafeFileError, match="device"):
+        read_repo_file(Path("/dev/null"), Path("/dev"))
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["日本語のとても長いタイトル" * 20, "🐝" * 130, "Ünïcödé " * 40, "é" * 300, "a" * 400],
+)
+def test_folder_names_are_capped_in_bytes(title: str) -> None:
+    name = folder_name(title, "abcd1234")
+    assert len(name.encode("utf-8")) <= 200
+    assert name.endswith(" (abcd1234)")
+    name.encode("utf-8").decode("utf-8")  # whole code points only
+    assert name.startswith(title.strip()[:3])
+
+
+def test_truncate_never_splits_a_code_point() -> None:
+    text = "aé日🐝"
+    for n in range(12):
+        cut = truncate_utf8(text, n)
+        assert len(cut.encode()) <= n and text.startswith(cut)
+
+
+def test_scaffold_gitignore_hides_add_scratch_folders(tmp_path: Path) -> None:
+    from arkai.ops.init import init_repo
+
+    repo = tmp_path / "kr"
+    init_repo(repo, git=True)
+    scratch = repo / "library" / "notes" / ".adding-999999-abc"
+    scratch.mkdir(parents=True)
+    (scratch / "transcript.md").write_text("half written")
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert ".adding-" not in out
