@@ -86,9 +86,13 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
         )
         if not r.digest_ok:
             stdout.print("      transcript.md changed since extraction")
+        grouped: dict[tuple[str, str, str], list[str]] = {}
         for p in r.problems:
-            fix = f" (repair: arkai evidence reanchor {r.content_id})" if p.kind == "stale" else ""
-            stdout.print(f"      {p.kind} {p.record} in {p.file}: {p.problem}{fix}", markup=False)
+            grouped.setdefault((p.kind, p.record, p.file), []).append(p.problem)
+        for (kind, record, file), found in grouped.items():
+            fix = f" (repair: arkai evidence reanchor {r.content_id})" if kind == "stale" else ""
+            why = "; ".join(found)
+            stdout.print(f"      {kind} {record} in {file}: {why}{fix}", markup=False)
 
 
 @click.command()
