@@ -124,7 +124,11 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
         ctx.exit(EXIT_ERROR)
     if (summary["outputs_stale"] or summary["pending"]) and fail:
         if not as_json:
-            click.echo("arkai: error: stale or unaccepted evidence found (see above)", err=True)
+            found = [
+                *(["stale evidence found"] if summary["outputs_stale"] else []),
+                *(["re-anchor suggestions await acceptance"] if summary["pending"] else []),
+            ]
+            click.echo(f"arkai: error: {' and '.join(found)} (see above)", err=True)
         ctx.exit(EXIT_ERROR)
 
 
