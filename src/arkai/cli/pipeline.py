@@ -99,9 +99,13 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
             )
         if r.extracted and not r.digest_ok:
             stdout.print("      transcript.md changed since extraction")
+        grouped: dict[tuple[str, str, str], list[str]] = {}
         for p in r.problems:
-            fix = f" (repair: arkai evidence reanchor {r.content_id})" if p.kind == "stale" else ""
-            stdout.print(f"      {p.kind} {p.record} in {p.file}: {p.problem}{fix}", markup=False)
+            grouped.setdefault((p.kind, p.record, p.file), []).append(p.problem)
+        for (kind, record, file), found in grouped.items():
+            fix = f" (repair: arkai evidence reanchor {r.content_id})" if kind == "stale" else ""
+            why = "; ".join(found)
+            stdout.print(f"      {kind} {record} in {file}: {why}{fix}", markup=False)
 
 
 @click.command()
@@ -143,7 +147,11 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
         ctx.exit(EXIT_ERROR)
     if (summary["outputs_stale"] or summary["pending"]) and fail:
         if not as_json:
-            click.echo("arkai: error: stale or unaccepted evidence found (see above)", err=True)
+            found = [
+                *(["stale evidence found"] if summary["outputs_stale"] else []),
+                *(["re-anchor suggestions await acceptance"] if summary["pending"] else []),
+            ]
+            click.echo(f"arkai: error: {' and '.join(found)} (see above)", err=True)
         ctx.exit(EXIT_ERROR)
     if summary["errors"] or summary["not_extracted"]:
         if not as_json:

@@ -303,6 +303,9 @@ def extract_item(
             "patterns": calls,
             "counts": {
                 **{s: counts.get(s, 0) for s in ("resolved", "ambiguous", "unresolved")},
+                "unverified": sum(
+                    1 for ln in lines if not ln.verified and ln.status != "unresolved"
+                ),
                 "claims": len(lines),
                 "entities": len(entities["entities"]),
                 "rejected": sum(1 for ln in lines if ln.rejected),

@@ -240,9 +240,8 @@ def _tally(report: ItemReport, doc: Document, file: str, kind: str, label: str, 
         # The transcript changed since extraction and that explains the difference (an added
         # occurrence, a shifted line): out of date, like a stale span, not a broken record.
         counts.stale += 1
-        report.problems += [
-            Problem(file, label, f"transcript changed: {p}", "stale") for p in problems
-        ]
+        why = "transcript changed: " + "; ".join(problems)
+        report.problems.append(Problem(file, label, why, "stale"))
     elif problems:
         counts.invalid += 1
         report.problems += [Problem(file, label, p, "invalid") for p in problems]
