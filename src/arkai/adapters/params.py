@@ -35,6 +35,7 @@ DEFAULTS: dict[str, Any] = {
         "retries": 3,
         "backoff_s": 1.0,
         "circuit_breaker": 5,
+        "retry_after_max_s": 60,
     },
     "providers": {
         "builtin": {},
