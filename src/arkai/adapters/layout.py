@@ -84,6 +84,8 @@ def load_metadata(folder: Path) -> dict[str, Any]:
         raise LibraryError(f"{path}: missing") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LibraryError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise LibraryError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict) or "id" not in data:
         raise LibraryError(f"{path}: not an arkai metadata object (no 'id')")
     return data

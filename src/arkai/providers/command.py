@@ -218,7 +218,7 @@ class CommandProvider:
 def _envelope(out: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(out)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) and isinstance(value.get("ok"), bool) else None
 

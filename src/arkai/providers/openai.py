@@ -229,7 +229,7 @@ class OpenAIProvider:
         where = self._shown_url()
         try:
             body = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ProviderError(
                 f"openai: malformed response from {where}: not JSON "
                 f"({_scrub(_excerpt(data), key)!r})",
@@ -375,7 +375,7 @@ def _error_detail(data: bytes) -> str:
     ``{"error": "..."}``, or the start of the body."""
     try:
         body = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return _excerpt(data)
     if isinstance(body, dict):
         err = body.get("error")

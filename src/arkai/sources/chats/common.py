@@ -19,6 +19,7 @@ from urllib.parse import quote
 from arkai.core import canonjson
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.redact import ALL_KINDS, merge_counts, redact
+from arkai.formats.cue import fix_surrogates
 from arkai.sources.base import Acquired, AddOptions
 
 PLATFORMS = ("chatgpt", "claude", "gemini")
@@ -122,15 +123,6 @@ def clean_text(value: str) -> str:
     while lines and not lines[-1].strip():
         lines.pop()
     return "\n".join(lines).rstrip()
-
-
-def fix_surrogates(text: str) -> str:
-    """Replace lone surrogates (legal in JSON, not encodable as UTF-8) with U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
 
 
 def fence(body: str, language: str = "") -> str:
