@@ -188,3 +188,9 @@ def test_runner_params_are_checked(key: str, value: Any) -> None:
 def test_runner_params_defaults() -> None:
     cfg = RunnerConfig.from_params({"retry_after_max_s": 5})
     assert (cfg.timeout_s, cfg.retries, cfg.retry_after_max_s) == (120.0, 3, 5.0)
+
+
+def test_a_redirect_loop_is_a_fetch_error(http_server: LocalHTTPServer) -> None:
+    http_server.redirect("/loop", "/loop")
+    with pytest.raises(FetchError, match=r"/loop: HTTP 30\d"):
+        fetch(http_server.url("/loop"), timeout=HANG_GUARD_S)

@@ -603,6 +603,47 @@ def kill_cases() -> list[Case]:
     return [_kill(signal.SIGKILL), _kill(signal.SIGTERM), _kill(signal.SIGINT)]
 
 
+def _web(name: str, route: Callable[[Any], None]) -> Case:
+    """``arkai add`` of a page that the local web server serves in a hostile way."""
+
+    def setup(ctx: Ctx) -> list[str]:
+        web = ctx.servers["web"]
+        path = f"/{abs(hash(name)):x}"
+        route(lambda **kw: web.route(path, **kw))
+        if name == "redirect loop":
+            web.redirect(path, path)
+        set_params(ctx.repo, add={"timeout_s": 2})
+        return ["add", "--quiet", web.url(path)]
+
+    return Case(f"web fault: {name}", "web fault", setup, names="127.0.0.1")
+
+
+def web_cases() -> list[Case]:
+    article = (
+        "<html><head><title>Bees</title></head><body><article><p>"
+        + ("Bees build combs from wax they make themselves. " * 40)
+        + "</p></article></body></html>"
+    )
+    routes: dict[str, Callable[[Any], None]] = {
+        "not found": lambda r: r(status=404, body="gone"),
+        "server error": lambda r: r(status=500, body="oops"),
+        "empty page": lambda r: r(body=""),
+        "binary as html": lambda r: r(body=bytes(range(256)) * 100),
+        "image": lambda r: r(body=b"\x89PNG\r\n\x1a\n" + b"0" * 1000, content_type="image/png"),
+        "latin-1 page": lambda r: r(
+            body=article.replace("wax", "w\xe4x").encode("latin-1"),
+            content_type="text/html; charset=utf-8",
+        ),
+        "bogus charset": lambda r: r(body=article, content_type="text/html; charset=klingon"),
+        "trickle": lambda r: r(body=article, trickle=0.5),
+        "slow": lambda r: r(body=article, delay=10),
+        "redirect loop": lambda r: None,
+        "deep nesting": lambda r: r(body="<div>" * 50_000 + "bees" + "</div>" * 50_000),
+        "script only": lambda r: r(body="<script>alert(1)</script>" * 100),
+    }
+    return [_web(name, route) for name, route in routes.items()]
+
+
 def _disk_full(args: list[str]) -> Case:
     """``args`` with stdout on ``/dev/full`` (every write fails with ENOSPC)."""
 
@@ -646,5 +687,6 @@ def all_cases() -> list[Case]:
         + cli_cases()
         + provider_cases()
         + fault_cases()
+        + web_cases()
         + kill_cases()
     )

@@ -245,9 +245,10 @@ def counts(results: list[Result]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def servers() -> Iterator[dict[str, Any]]:
-    """The shared fake LLM server (started once for all cases)."""
+    """The shared fake LLM and web servers (started once for all cases)."""
     from tests.adapters.fake_llm import FakeLLM
+    from tests.adapters.httpserver import serve
 
-    with FakeLLM() as fake:
+    with FakeLLM() as fake, serve() as web:
         fake.hang_seconds = 30.0
-        yield {"llm": fake}
+        yield {"llm": fake, "web": web}

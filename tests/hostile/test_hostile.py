@@ -44,7 +44,7 @@ def test_case_is_handled(case: Case, base: Path, shared: dict[str, Any]) -> None
 def test_the_catalog_covers_every_class() -> None:
     kinds = {c.kind for c in CASES}
     assert kinds >= {"malformed", "odd file", "hostile name", "broken library", "cli", "fault",
-                     "server fault", "model output", "kill"}  # fmt: skip
+                     "web fault", "server fault", "model output", "kill"}  # fmt: skip
     assert len(CASES) >= 200
     assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
 

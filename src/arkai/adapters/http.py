@@ -273,7 +273,7 @@ def fetch(
         raise FetchError(f"{url}: timed out after {timeout:g} s") from None
     except (OSError, http.client.HTTPException) as exc:
         raise FetchError(f"{url}: network error ({exc or type(exc).__name__})") from None
-    if got.status >= 400:
+    if not 200 <= got.status < 300:  # 3xx here: a redirect loop or one without a Location
         raise FetchError(f"{url}: HTTP {got.status} {got.reason}")
     if urlsplit(got.url).scheme.lower() not in ("http", "https"):
         raise FetchError(f"{url}: redirected to a non-http(s) URL")
