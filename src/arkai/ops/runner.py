@@ -21,6 +21,7 @@ from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
 from arkai.errors import InvalidInputError, PipelineError
+from arkai.formats.cue import fix_surrogates
 from arkai.patterns import OutputError, Pattern, parse_output, render_system
 from arkai.providers.base import Provider, ProviderError, Request, Response
 
@@ -115,6 +116,22 @@ class ResponseStore:
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         write_json(self.path(key), record)
+
+
+def _parsed(pattern: Pattern, text: str) -> Any:
+    """The pattern's output parsed, every string made encodable: JSON may carry lone
+    surrogates (``"\\udc00"``), which no UTF-8 file or span can hold; they become U+FFFD."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return fix_surrogates(value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {fix_surrogates(str(k)): clean(v) for k, v in value.items()}
+        return value
+
+    return clean(parse_output(pattern, text))
 
 
 def chunk_lines(text: str, max_chars: int, overlap_lines: int) -> list[str]:
@@ -222,7 +239,7 @@ class Runner:
             with self._lock:
                 self.stats.cache_hits += 1
             return (
-                parse_output(pattern, str(record["response"]["text"])),
+                _parsed(pattern, str(record["response"]["text"])),
                 key,
                 True,
                 record["response"].get("model"),
@@ -239,7 +256,7 @@ class Runner:
         )
         try:
             response = self._call_with_retries(request)
-            value = parse_output(pattern, response.text)
+            value = _parsed(pattern, response.text)
         except (ProviderError, OutputError):
             self._failed()
             raise
