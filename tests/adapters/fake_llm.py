@@ -53,6 +53,8 @@ mode                       answer
 ``unauthorized``           401, echoing the bearer token in the message (as some servers do)
 ``not_found``              404 (unknown model)
 ``hang``                   no answer until the server stops (or ``fake.hang_seconds`` pass)
+``trickle``                like ``ok``, but the whole answer is sent one byte every
+                           ``fake.trickle_interval`` seconds (default 1: "1 byte/s")
 ``A_then_B[_then_C…]``     per input (pattern + input text): 1st call mode A, 2nd B, …; the
                            last repeats. ``rate_limit_then_ok``, ``server_error_then_ok``,
                            ``malformed_then_ok``, ``hang_then_ok``, ``server_error_then_server_
@@ -107,6 +109,7 @@ MODES = (
     "unauthorized",
     "not_found",
     "hang",
+    "trickle",
 )
 KNOWN_PATTERNS = (
     "validate_claims",
@@ -211,6 +214,7 @@ class FakeLLM(LoopbackServer):
         self.retry_after = "0"
         """The ``Retry-After`` header value of ``rate_limit`` answers (``""``: none sent)."""
         self.hang_seconds = 60.0
+        self.trickle_interval = 1.0
         self._calls: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
         super().__init__()
@@ -585,6 +589,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return  # stopping: drop the connection unanswered
             mode = "ok"
+        if mode == "trickle":
+            data = json.dumps(self._completion(req, "ok")).encode("utf-8")
+            head = ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n")  # fmt: skip
+            fake.trickle(self.wfile, head.encode("ascii") + data, fake.trickle_interval)
+            self.close_connection = True
+            return
         if mode == "rate_limit":
             extra = {"Retry-After": fake.retry_after} if fake.retry_after else {}
             self._send(429, _error("Rate limit reached; slow down", "rate_limit_exceeded"), extra)

@@ -52,6 +52,9 @@ class Route:
     body: Body = b""
     delay: float = 0.0
     """Seconds to wait before answering (cut short when the server stops)."""
+    trickle: float = 0.0
+    """Seconds between bytes: the whole answer (status line, headers, body) is sent one byte at
+    a time, as a stalling server would (cut short when the server stops)."""
 
 
 class LoopbackServer:
@@ -66,6 +69,16 @@ class LoopbackServer:
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         """The request handler, bound to this server object."""
         raise NotImplementedError
+
+    def trickle(self, wfile: Any, data: bytes, interval: float) -> None:
+        """Write ``data`` to ``wfile`` one byte every ``interval`` seconds, until done, the
+        client hangs up or the server stops."""
+        with contextlib.suppress(OSError):
+            for i in range(len(data)):
+                if i and self._stopping.wait(interval):
+                    return
+                wfile.write(data[i : i + 1])
+                wfile.flush()
 
     @property
     def port(self) -> int:
@@ -131,12 +144,14 @@ class LocalHTTPServer(LoopbackServer):
         content_type: str | None = "text/html; charset=utf-8",
         headers: Mapping[str, str] | None = None,
         delay: float = 0.0,
+        trickle: float = 0.0,
     ) -> None:
-        """Serve ``body`` at ``path`` with ``content_type`` (None: no Content-Type header)."""
+        """Serve ``body`` at ``path`` with ``content_type`` (None: no Content-Type header);
+        ``trickle``: seconds between the answer's bytes (see :attr:`Route.trickle`)."""
         all_headers = dict(headers or {})
         if content_type is not None:
             all_headers.setdefault("Content-Type", content_type)
-        self.routes[path] = Route(status, all_headers, body, delay)
+        self.routes[path] = Route(status, all_headers, body, delay, trickle)
 
     def redirect(self, path: str, to: str, status: int = 302) -> None:
         """Answer ``path`` with a redirect to ``to`` (a path on this server or a full URL)."""
@@ -191,6 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
             return  # stopping: drop the connection unanswered
         body: Any = route.body(request) if callable(route.body) else route.body
         data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        if route.trickle:
+            head = [f"HTTP/1.1 {route.status} X", *(f"{k}: {v}" for k, v in route.headers.items()),
+                    f"Content-Length: {len(data)}", "Connection: close", "", ""]  # fmt: skip
+            raw = "\r\n".join(head).encode("latin-1") + (data if with_body else b"")
+            owner.trickle(self.wfile, raw, route.trickle)
+            self.close_connection = True
+            return
         with contextlib.suppress(OSError):
             self.send_response(route.status)
             for key, value in route.headers.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,7 @@ def test_evidence_open_uses_editor(
     monkeypatch.delenv("EDITOR")
     monkeypatch.delenv("VISUAL", raising=False)
     code, out, _ = arkai("--repo", extracted, "evidence", "open", line["id"], "--print")
-    assert " -g " in out and out.strip().endswith(
+    assert " -g " in out and shlex.split(out)[-1].endswith(
         f":{line['span']['line']}:{line['span']['column']}"
     )
 

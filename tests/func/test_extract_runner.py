@@ -259,3 +259,41 @@ def test_interrupted_run_redoes_no_finished_item(library: Path, tmp_path: Path) 
         assert path.stat().st_mtime_ns == mtime, "a finished item was redone"
     new_calls = log.read_text().splitlines()[len(calls_before) :]
     assert 2 <= len(new_calls) <= 2 * (3 - len(done)) + 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "where"),
+    [("hang", "waiting for an answer"), ("trickle", "reading a trickling answer"),
+     ("rate_limit", "sleeping for Retry-After")],
+)  # fmt: skip
+def test_sigterm_stops_promptly_and_leaves_a_resumable_state(
+    library: Path, fake_llm: FakeLLM, mode: str, where: str
+) -> None:
+    fake_llm.set_mode(mode)
+    fake_llm.retry_after = "50"
+    fake_llm.trickle_interval = 0.5
+    use_fake(library, fake_llm, timeout_s=300, retries=3, concurrency=2, retry_after_max_s=60)
+    env = {**os.environ, "ARKAI_REPO": str(library)}
+    proc = subprocess.Popen([sys.executable, "-m", "arkai.cli.main", "extract", "--quiet"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(fake_llm.chat_requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(fake_llm.chat_requests) >= 2, "the run never called the provider"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=30)  # a hang guard; the stop itself takes < 2 s
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"SIGTERM did not stop the run while {where}")
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not list((library / "extracted").rglob("extraction.json")), "nothing was finished"
+    # Resumable: the next run, with a healthy server, finishes every item.
+    fake_llm.set_mode("ok")
+    done = subprocess.run([sys.executable, "-m", "arkai.cli.main", "extract", "--quiet"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert {m["status"] for m in extraction(library).values()} == {"ok"}
+    assert len(extraction(library)) == len(SOURCES)

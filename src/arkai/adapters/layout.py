@@ -111,6 +111,8 @@ def load_metadata(folder: Path, root: Path | None = None) -> dict[str, Any]:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LibraryError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise LibraryError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
         raise LibraryError(f"{path}: not an arkai metadata object (no 'id')")
     return obj

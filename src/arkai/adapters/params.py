@@ -13,6 +13,7 @@ import yaml
 
 from arkai.adapters.fs import read_repo_file
 from arkai.errors import LibraryError
+from arkai.model.status import MODES
 
 DEFAULTS: dict[str, Any] = {
     "add": {
@@ -39,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
         "retries": 3,
         "backoff_s": 1.0,
         "circuit_breaker": 5,
+        "retry_after_max_s": 60,
     },
     "providers": {
         "builtin": {},
@@ -56,14 +58,28 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """``over`` laid on ``base``; a section that is a mapping by default stays one (an empty
+    one keeps the defaults). Raises ValueError naming the key when it is not."""
     out = copy.deepcopy(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+        if isinstance(out.get(key), dict):
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"{where}{key} must be a mapping (a section of keys), got {value!r:.60}"
+                )
+            out[key] = _merge(out[key], value, f"{where}{key}.")
         else:
             out[key] = value
     return out
+
+
+def _check(params: dict[str, Any]) -> None:
+    mode = params["extract"].get("match_mode")
+    if mode not in MODES:
+        raise ValueError(f"extract.match_mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
 def load_params(root: Path) -> dict[str, Any]:
@@ -80,7 +96,12 @@ def load_params(root: Path) -> dict[str, Any]:
         raw = {}
     if not isinstance(raw, dict):
         raise LibraryError(f"{path}: expected a mapping at the top level")
-    return _merge(DEFAULTS, raw)
+    try:
+        params = _merge(DEFAULTS, raw)
+        _check(params)
+    except ValueError as exc:
+        raise LibraryError(f"{path}: {exc}") from None
+    return params
 
 
 #: Environment variables that override a parameter: name → (dotted key, applies only when the

@@ -47,7 +47,7 @@ def parse_evidence(raw: bytes, path: Path) -> list[EvidenceLine]:
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
             lines.append(EvidenceLine.from_dict(obj))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise LibraryError(f"{path}:{n}: bad evidence line ({exc})") from None
     return lines
 
@@ -69,6 +69,8 @@ def read_json(path: Path) -> dict[str, Any] | None:
         obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LibraryError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise LibraryError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(obj, dict):
         raise LibraryError(f"{path}: expected a JSON object")
     return obj

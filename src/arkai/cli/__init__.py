@@ -50,6 +50,9 @@ for command in (
     cli.add_command(command)
 
 
+INTERRUPTED = "arkai: interrupted (finished work is kept; run the command again to resume)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 1 error, 2 usage, 3 pipeline, 4 limit, 5 none)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -58,8 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = cli.main(args=args, prog_name="arkai", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except click.exceptions.Abort as exc:
+        # click turns Ctrl-C / SIGTERM (a KeyboardInterrupt) into Abort.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            click.echo(INTERRUPTED, err=True)
+        else:
+            click.echo("aborted", err=True)
         return 130
     except click.ClickException as exc:
         exc.show()
@@ -68,8 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo(f"arkai: error: {scrub(str(exc))}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
+        click.echo(INTERRUPTED, err=True)
         return 130
+    except OSError as exc:  # the system said no (disk full, permissions, a closed stdin)
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"arkai: error: {where}{exc.strerror or exc}", err=True)
+        return EXIT_ERROR
     except Exception as exc:  # the last line of defence: one line unless ARKAI_DEBUG=1
         if os.environ.get("ARKAI_DEBUG") == "1":
             traceback.print_exc()

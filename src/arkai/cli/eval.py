@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from arkai.cli.common import json_option, quiet_option
-from arkai.cli.output import emit_json, stderr, stdout
+from arkai.cli.output import emit_json, progress_status, stderr, stdout
 from arkai.errors import InvalidInputError
 
 
@@ -83,20 +83,17 @@ def retrieval(
         a, b = split_queries(load_beir(corpus, split).judged_queries)
         query_ids = a if half == "a" else b
 
-    def say(msg: str) -> None:
-        if not quiet:
-            stderr.print(f"[dim]{msg}…[/dim]")
-
-    out = run_eval(
-        corpus,
-        split,
-        chosen,
-        limit_queries=limit_queries,
-        query_ids=query_ids,
-        embedder=embedder,
-        cache_dir=None if no_cache else "default",
-        progress=say,
-    )
+    with progress_status("eval retrieval", quiet=quiet or as_json) as say:
+        out = run_eval(
+            corpus,
+            split,
+            chosen,
+            limit_queries=limit_queries,
+            query_ids=query_ids,
+            embedder=embedder,
+            cache_dir=None if no_cache else "default",
+            progress=say,
+        )
     out["half"] = half
     if not quiet:
         for p in out["problems"][:10]:

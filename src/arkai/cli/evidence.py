@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def open_(ctx: click.Context, evidence_id: str, print_only: bool) -> None:
     info = describe(loc)
     path = root / info["file"]
     cmd = editor_command(path, info["line"] or 1, info["column"] or 1)
-    stdout.print(" ".join(cmd), markup=False)
+    click.echo(shlex.join(cmd))  # quoted: paste it into a shell as is
     if print_only:
         return
     try:

@@ -8,7 +8,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from arkai.core import canonjson
 
@@ -50,3 +57,26 @@ def progress_bar(label: str, *, quiet: bool) -> Iterator[Any]:
             prog.update(task, completed=done, total=total, what=what[:40])
 
         yield update
+
+
+@contextmanager
+def progress_status(label: str, *, quiet: bool) -> Iterator[Any]:
+    """A one-line rich status on stderr (spinner, elapsed time, the latest step), or a no-op
+    when quiet / not a TTY. Yields ``say(step)``."""
+    if not show_progress(quiet):
+        yield lambda step: None
+        return
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[step]}", style="dim"),
+        console=stderr,
+        transient=True,
+    ) as prog:
+        task = prog.add_task(label, total=None, step="")
+
+        def say(step: str) -> None:
+            prog.update(task, step=step)
+
+        yield say

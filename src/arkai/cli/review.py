@@ -116,8 +116,8 @@ def log(
 
 @click.command()
 @click.argument("evidence_id", required=False, metavar="ID")
-@click.option("--accept", "decision", flag_value="accepted", help="Accept the claim.")
-@click.option("--reject", "decision", flag_value="rejected", help="Reject the claim.")
+@click.option("--accept", is_flag=True, help="Accept the claim.")
+@click.option("--reject", is_flag=True, help="Reject the claim.")
 @click.option("--note", help="Why (stored with the review).")
 @click.option("--by", "by", help="Reviewer (default: git config user.name).")
 @click.option("--pending", "show_pending", is_flag=True, help="List claims not yet reviewed.")
@@ -127,7 +127,8 @@ def log(
 def review(
     ctx: click.Context,
     evidence_id: str | None,
-    decision: str | None,
+    accept: bool,
+    reject: bool,
     note: str | None,
     by: str | None,
     show_pending: bool,
@@ -140,6 +141,9 @@ def review(
     least 8 characters. Other entries, comments and layout of review.yaml are kept. Run
     `dvc repro` afterwards to mark the claim in evidence.jsonl.
     """
+    if accept and reject:
+        raise click.UsageError("--accept and --reject are exclusive: give one")
+    decision = "accepted" if accept else "rejected" if reject else None
     root = repo_root(ctx)
     if show_pending:
         if evidence_id or decision or note or by:

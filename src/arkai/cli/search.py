@@ -18,6 +18,29 @@ from arkai.errors import EXIT_ERROR, NotFoundError
 MODES = ("hybrid", "lexical", "vector")
 
 
+class QueryCommand(click.Command):
+    """A command whose QUERY words may start with ``-`` (exclusions): click would take
+    ``-word`` for an option, so an unknown option says to put the query after ``--``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # click consumes ``args``
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            # click names only the letter it tripped on (-q of -queen): show the whole word.
+            known = {o for p in self.params for o in getattr(p, "opts", ())}
+            words = given[: given.index("--")] if "--" in given else given
+            word = next(
+                (a for a in words if a.startswith(exc.option_name) and a not in known),
+                exc.option_name,
+            )
+            raise click.UsageError(
+                f"{word} is not an option of `arkai {self.name}`; to search for words starting "
+                f"with '-' (exclusions), put the query after --: arkai {self.name} -- … {word}",
+                ctx,
+            ) from None
+
+
 def _say(text: str = "") -> None:
     stdout.print(text, markup=False, highlight=False)
 
@@ -33,7 +56,7 @@ def _lanes(explain: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-@click.command()
+@click.command(cls=QueryCommand)
 @click.argument("query", nargs=-1, required=True)
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="How many items to return.")  # fmt: skip
@@ -84,7 +107,7 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
         ctx.exit(EXIT_ERROR)
 
 
-@click.command()
+@click.command(cls=QueryCommand)
 @click.argument("query", nargs=-1, required=True)
 @click.option("--budget", "budget", type=click.IntRange(1), default=2000, show_default=True,
               help="Token budget of the pack (tokens ≈ characters / 4).")  # fmt: skip

@@ -41,9 +41,19 @@ class ParsedSource:
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u200b\ufeff]")
 
 
+def fix_surrogates(text: str) -> str:
+    """Replace lone surrogates (legal in JSON, not encodable as UTF-8) with U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
 def clean_text(text: str) -> str:
-    """NFC, control and zero-width characters dropped, whitespace collapsed, ends stripped."""
-    text = _CONTROL_RE.sub("", text)
+    """NFC, control and zero-width characters dropped, lone surrogates replaced, whitespace
+    collapsed, ends stripped."""
+    text = _CONTROL_RE.sub("", fix_surrogates(text))
     if not text.isascii():
         text = unicodedata.normalize("NFC", text)
     return " ".join(text.split())

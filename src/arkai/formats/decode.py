@@ -97,7 +97,7 @@ def detect_format(name: str, data: bytes) -> str:
     if text.startswith("["):
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         if looks_like_ytjson(value):
             return "ytjson"

@@ -32,6 +32,8 @@ def parse_ytjson(name: str, text: str) -> ParsedSource:
         value = json.loads(text)
     except ValueError as exc:
         raise SourceFormatError(f"{name}: not valid JSON ({_json_reason(exc)})") from None
+    except RecursionError:
+        raise SourceFormatError(f"{name}: not valid JSON (nested too deeply)") from None
     if not isinstance(value, list):
         raise SourceFormatError(f"{name}: {_SHAPE} (top level is {_kind(value)})")
     if not value:

@@ -11,17 +11,14 @@ stage ends with a PipelineError (exit 3) so ``dvc repro`` can simply be re-run.
 from __future__ import annotations
 
 import shutil
-import signal
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters import events
+from arkai.adapters import events, interrupt
 from arkai.adapters.fs import write_if_changed
 from arkai.adapters.layout import (
     ENTITIES,
@@ -375,35 +372,13 @@ def record_item_failure(item: Item, runner: Runner, error: str, *, key: str | No
     )
 
 
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``kill``) ends the run like Ctrl-C: finished items stay finished."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def make_runner(root: Path, params: dict[str, Any], *, refresh: bool, now: str) -> Runner:
     xp = params["extract"]
     name = str(xp["provider"])
     config = dict((params.get("providers") or {}).get(name) or {})
     model = xp.get("model") or config.get("model")
     provider = get_provider(name, config)
-    cfg = RunnerConfig(
-        timeout_s=float(xp.get("timeout_s", 120)),
-        retries=int(xp.get("retries", 3)),
-        backoff_base_s=float(xp.get("backoff_s", 1.0)),
-        breaker_threshold=int(xp.get("circuit_breaker", 5)),
-    )
+    cfg = RunnerConfig.from_params(xp)
     return Runner(
         provider=provider,
         store=ResponseStore(root / RESPONSES),
@@ -493,7 +468,7 @@ def run_extract(
     done = summary.skipped
     with (
         events.run(root, "extract", items=summary.items, todo=len(plans)) as log,
-        sigterm_as_interrupt(),
+        interrupt.stop_on_signals(),
     ):
         if progress:
             progress(done, summary.items, "", runner.stats)
@@ -520,6 +495,8 @@ def run_extract(
                             summary.failed.pop(plan.item.id, None)
                             if orphans:
                                 summary.orphaned_reviews[plan.item.id] = orphans
+                        except interrupt.Interrupted:
+                            raise
                         except CircuitOpen as exc:
                             summary.failed[plan.item.id] = str(exc)
                             record_failure(plan, runner, str(exc))

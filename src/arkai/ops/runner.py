@@ -9,17 +9,19 @@ metadata that produced it.
 
 from __future__ import annotations
 
+import math
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arkai.adapters import interrupt
 from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
-from arkai.errors import PipelineError
+from arkai.errors import InvalidInputError, PipelineError
+from arkai.formats.cue import fix_surrogates
 from arkai.patterns import (
     OutputError,
     Pattern,
@@ -39,9 +41,37 @@ class RunnerConfig:
     retries: int = 3
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
+    retry_after_max_s: float = 60.0
+    """The longest server-requested wait (``Retry-After``) obeyed; a longer one fails the call
+    at once instead of sleeping through it."""
     breaker_threshold: int = 5
     """Consecutive failed calls (after retries) that stop the run."""
     chunk_overlap_lines: int = 3
+
+    @classmethod
+    def from_params(cls, xp: dict[str, Any]) -> RunnerConfig:
+        """The knobs from ``params.yaml``'s ``extract`` section; a bad value is an
+        InvalidInputError naming the key."""
+        return cls(
+            timeout_s=_positive(xp, "timeout_s", 120.0),
+            retries=int(_positive(xp, "retries", 3, zero=True)),
+            backoff_base_s=_positive(xp, "backoff_s", 1.0, zero=True),
+            retry_after_max_s=_positive(xp, "retry_after_max_s", 60.0, zero=True),
+            breaker_threshold=int(_positive(xp, "circuit_breaker", 5)),
+        )
+
+
+def _positive(xp: dict[str, Any], key: str, default: float, *, zero: bool = False) -> float:
+    value = xp.get(key, default)
+    if value is None:
+        return default
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not zero):
+        raise InvalidInputError(
+            f"params.yaml: extract.{key} must be a {'non-negative' if zero else 'positive'} "
+            f"number, got {value!r}"
+        )
+    return float(value)
 
 
 @dataclass
@@ -93,6 +123,22 @@ class ResponseStore:
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         write_json(self.path(key), record)
+
+
+def _parsed(pattern: Pattern, text: str) -> Any:
+    """The pattern's output parsed, every string made encodable: JSON may carry lone
+    surrogates (``"\\udc00"``), which no UTF-8 file or span can hold; they become U+FFFD."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return fix_surrogates(value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {fix_surrogates(str(k)): clean(v) for k, v in value.items()}
+        return value
+
+    return clean(parse_output(pattern, text))
 
 
 def chunk_lines(text: str, max_chars: int, overlap_lines: int) -> list[str]:
@@ -154,7 +200,8 @@ class Runner:
     model: str | None = None
     refresh: bool = False
     """Ignore cached responses (they are still written), for ``arkai reprocess``."""
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = interrupt.sleep
+    """Waits between retries; the default ends at once on a stop request (SIGTERM/SIGINT)."""
     now: Callable[[], str] = lambda: ""
     stats: Stats = field(default_factory=Stats)
     _consecutive: int = 0
@@ -199,7 +246,7 @@ class Runner:
             with self._lock:
                 self.stats.cache_hits += 1
             return (
-                parse_output(pattern, str(record["response"]["text"])),
+                _parsed(pattern, str(record["response"]["text"])),
                 key,
                 True,
                 record["response"].get("model"),
@@ -222,7 +269,7 @@ class Runner:
         )
         try:
             response = self._call_with_retries(request)
-            value = parse_output(pattern, response.text)
+            value = _parsed(pattern, response.text)
         except (ProviderError, OutputError):
             self._failed()
             raise
@@ -266,6 +313,7 @@ class Runner:
     def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
         while True:
+            interrupt.check(f"{self.provider.name}: {request.pattern}")
             with self._lock:
                 self.stats.calls += 1
             try:
@@ -273,10 +321,26 @@ class Runner:
             except ProviderError as exc:
                 if not exc.retryable or attempt >= self.config.retries:
                     raise
-                delay = getattr(exc, "retry_after", None)
-                if delay is None:
-                    delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt)
+                delay = self._delay(exc, attempt)
                 with self._lock:
                     self.stats.retries += 1
-                self.sleep(float(delay))
+                self.sleep(delay)
                 attempt += 1
+
+    def _delay(self, exc: ProviderError, attempt: int) -> float:
+        """Seconds to wait before retry ``attempt + 1``: the server's ``Retry-After`` when it
+        sent one (over ``retry_after_max_s`` the call fails now), else exponential backoff."""
+        asked = getattr(exc, "retry_after", None)
+        if asked is None:
+            return float(min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt))
+        asked = float(asked)
+        cap = self.config.retry_after_max_s
+        if math.isnan(asked) or asked > cap:
+            raise ProviderError(
+                f"{exc.message}; the server asked to wait {asked:g}s before retrying, longer "
+                f"than extract.retry_after_max_s ({cap:g}s)",
+                retryable=False,
+                status=exc.status,
+                hint="re-run later (finished items are kept) or raise extract.retry_after_max_s",
+            ) from None
+        return max(0.0, asked)

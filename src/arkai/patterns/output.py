@@ -141,7 +141,7 @@ def _candidates(body: str, raw: str) -> Iterator[tuple[int, _Parsed | OutputErro
     try:
         yield len(body), _Parsed(_strict(body))
         return
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     first = len(body) - len(body.lstrip())
     pos = 0
@@ -241,7 +241,7 @@ def _parse_candidate(body: str, start: int, end: int, raw: str) -> _Parsed | Out
     text = body[start:end]
     try:
         return _Parsed(_STRICT.decode(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         return _Parsed(_LENIENT.decode(_relax(text)))
@@ -249,6 +249,8 @@ def _parse_candidate(body: str, start: int, end: int, raw: str) -> _Parsed | Out
         offset, problem = start + exc.pos, exc.msg
     except ValueError as exc:  # NaN / Infinity
         offset, problem = start, str(exc)
+    except RecursionError:
+        offset, problem = start, "nested too deeply"
     line, col = _line_col(body, offset)
     return OutputError(
         f"invalid JSON at line {line} col {col}: {problem}",

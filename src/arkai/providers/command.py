@@ -39,9 +39,11 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arkai.adapters import interrupt
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
 
@@ -55,8 +57,10 @@ def run_process(
     argv: Sequence[str], stdin: bytes, *, timeout: float, label: str
 ) -> tuple[int, bytes, bytes]:
     """Run ``argv`` in its own process group with ``stdin``; return ``(returncode, stdout,
-    stderr)``. On timeout the whole group is killed and a retryable ProviderError raised; an
-    executable that cannot be started raises a non-retryable one."""
+    stderr)``. ``timeout`` bounds the whole run: then the group is killed and a retryable
+    ProviderError raised. A stop request (SIGTERM/SIGINT) kills it too and raises
+    :class:`~arkai.adapters.interrupt.Interrupted`. An executable that cannot be started
+    raises a non-retryable ProviderError."""
     kwargs: dict[str, Any] = {}
     if sys.platform == "win32":
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
@@ -74,13 +78,24 @@ def run_process(
         raise ProviderError(
             f"{label}: cannot run {argv[0]!r}: {exc.strerror or exc}", retryable=False
         ) from None
+    deadline = time.monotonic() + max(timeout, 0.001)
+    pending: bytes | None = stdin
     try:
-        out, err = proc.communicate(stdin, timeout=max(timeout, 0.001))
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise ProviderError(
-            f"{label}: no answer within {timeout:g}s (timed out; process killed)", retryable=True
-        ) from None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _kill_group(proc)
+                raise ProviderError(
+                    f"{label}: no answer within {timeout:g}s (timed out; process killed)",
+                    retryable=True,
+                )
+            try:
+                # Short slices, so a stop request is seen within interrupt.POLL_S.
+                out, err = proc.communicate(pending, timeout=min(interrupt.POLL_S, left))
+                break
+            except subprocess.TimeoutExpired:
+                pending = None  # already handed over; communicate keeps feeding it
+                interrupt.check(label)
     except BaseException:
         _kill_group(proc)
         raise
@@ -210,7 +225,7 @@ class CommandProvider:
 def _envelope(out: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(out)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) and isinstance(value.get("ok"), bool) else None
 

@@ -22,13 +22,16 @@ Configuration (``params.yaml`` → ``providers.openai``; the environment overrid
 
 Errors are :class:`~arkai.providers.base.ProviderError`: 408, 429, 5xx, timeouts, connection
 failures and malformed bodies are ``retryable``; 429 raises :class:`RateLimitError` carrying the
-server's ``Retry-After`` in seconds. Redirects are not followed (they could carry the key to
-another host); loopback servers are contacted without any proxy.
+server's ``Retry-After`` in seconds. ``timeout`` is a total deadline for the call (connect,
+headers, body and the one fallback retry): a server trickling its answer is cut off at it, and a
+stop request (SIGTERM/SIGINT, ``adapters.interrupt``) ends the call at once. Redirects are not
+followed (they could carry the key to another host); loopback servers are contacted without any
+proxy.
 """
 
 from __future__ import annotations
 
-import http.client
+import http.client as http_client
 import json
 import os
 import re
@@ -42,6 +45,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from arkai.adapters import http
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
 
@@ -107,7 +111,7 @@ class OpenAIProvider:
         handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
         if host in _LOOPBACK or host.startswith("127."):
             handlers.append(urllib.request.ProxyHandler({}))
-        self._opener = urllib.request.build_opener(*handlers)
+        self._opener = http.build_opener(*handlers)
         # Root kinds ("object", "other") whose json_schema response format the server refused
         # (json_mode auto); remembered for the life of this instance.
         self._refused: set[str] = set()
@@ -176,9 +180,6 @@ class OpenAIProvider:
     def _post(
         self, payload: dict[str, Any], key: str | None, deadline: float, timeout: float
     ) -> tuple[int, Message, bytes]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise self._timeout(timeout)
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
@@ -190,16 +191,15 @@ class OpenAIProvider:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with self._opener.open(req, timeout=remaining) as resp:
-                return int(resp.status), resp.headers, self._read(resp, deadline, timeout)
-        except urllib.error.HTTPError as exc:
-            try:
-                data = self._read(exc, deadline, timeout)
-            except ProviderError:
-                data = b""
-            finally:
-                exc.close()
-            return int(exc.code), exc.headers, data
+            got = http.exchange(
+                self._opener, req, deadline=deadline, max_bytes=MAX_BODY_BYTES, what="openai"
+            )
+        except http.BodyTooLarge:
+            raise ProviderError(
+                f"openai: malformed response from {self._shown_url()}: body larger than "
+                f"{MAX_BODY_BYTES} bytes",
+                retryable=True,
+            ) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
                 raise self._timeout(timeout) from None
@@ -209,7 +209,7 @@ class OpenAIProvider:
             ) from None
         except TimeoutError:
             raise self._timeout(timeout) from None
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, http_client.HTTPException) as exc:
             raise ProviderError(
                 f"openai: connection to {self._shown_url()} failed: "
                 f"{_scrub(str(exc) or type(exc).__name__, key)}",
@@ -219,24 +219,7 @@ class OpenAIProvider:
             raise ProviderError(
                 f"openai: bad base_url {self._shown_url()!r}: {exc}", retryable=False
             ) from None
-
-    def _read(self, resp: Any, deadline: float, timeout: float) -> bytes:
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            if time.monotonic() > deadline:
-                raise self._timeout(timeout)
-            chunk = resp.read(65536)
-            if not chunk:
-                return b"".join(chunks)
-            total += len(chunk)
-            if total > MAX_BODY_BYTES:
-                raise ProviderError(
-                    f"openai: malformed response from {self._shown_url()}: body larger than "
-                    f"{MAX_BODY_BYTES} bytes",
-                    retryable=True,
-                )
-            chunks.append(chunk)
+        return got.status, got.headers, got.data
 
     # -- response -----------------------------------------------------------------------
 
@@ -246,7 +229,7 @@ class OpenAIProvider:
         where = self._shown_url()
         try:
             body = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ProviderError(
                 f"openai: malformed response from {where}: not JSON "
                 f"({_scrub(_excerpt(data), key)!r})",
@@ -392,7 +375,7 @@ def _error_detail(data: bytes) -> str:
     ``{"error": "..."}``, or the start of the body."""
     try:
         body = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return _excerpt(data)
     if isinstance(body, dict):
         err = body.get("error")

@@ -263,6 +263,10 @@ def corpus_digest(docs: Sequence[Document], model: str) -> str:
     return h.hexdigest()
 
 
+#: Documents embedded per progress step of :func:`run_eval`.
+EMBED_BATCH = 512
+
+
 def default_cache_dir() -> Path:
     """``$ARKAI_CACHE_DIR/eval`` (default ``~/.cache/arkai/eval``)."""
     from arkai.search.embed import cache_root
@@ -285,10 +289,17 @@ def _embed_corpus(
             cached = np.load(path)
             if cached.shape[0] == len(docs):
                 return cached.astype(np.float32, copy=False), True
-    progress(f"embedding {len(docs)} documents with {embedder.name}")
-    vecs = np.asarray(
-        embedder.encode([passage_text(d.title, d.text) for d in docs], kind="passage"),
-        dtype=np.float32,
+    texts = [passage_text(d.title, d.text) for d in docs]
+    parts = []
+    # In batches, so that a long embedding run reports its progress.
+    for start in range(0, len(texts), EMBED_BATCH):
+        progress(f"embedding documents {start}/{len(texts)} with {embedder.name}")
+        batch = texts[start : start + EMBED_BATCH]
+        parts.append(np.asarray(embedder.encode(batch, kind="passage"), dtype=np.float32))
+    vecs = (
+        np.concatenate(parts)
+        if parts
+        else np.asarray(embedder.encode(texts, kind="passage"), dtype=np.float32)
     )
     if path is not None:
         atomic_write(path, lambda fh: np.save(fh, vecs), fsync=False)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from arkai.adapters import interrupt
 from arkai.errors import InvalidInputError
 from arkai.site.build import SiteOptions, prepare
 
@@ -25,9 +26,18 @@ def serve_command(config_file: Path, port: int) -> list[str]:
 
 
 def serve(root: Path, *, port: int = 8000, options: SiteOptions | None = None) -> int:
-    """Run ``mkdocs serve`` until interrupted; returns its exit status."""
+    """Run ``mkdocs serve`` until interrupted (Ctrl-C or SIGTERM, which also stop the server
+    so the port is free again); returns its exit status."""
     config_file, _, _ = prepare(root, options=options)
-    try:
-        return subprocess.call(serve_command(config_file, port), cwd=root)
-    except KeyboardInterrupt:
-        return 130
+    with interrupt.stop_on_signals():
+        proc = subprocess.Popen(serve_command(config_file, port), cwd=root)
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return 130

@@ -393,6 +393,8 @@ def parse_podcast_json(name: str, data: bytes) -> ParsedSource:
         value = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise SourceFormatError(f"{name}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise SourceFormatError(f"{name}: not valid JSON (nested too deeply)") from None
     if isinstance(value, list):
         return parse_source(name, data, "ytjson")
     segments = value.get("segments") if isinstance(value, dict) else None

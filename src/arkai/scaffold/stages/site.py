@@ -2,4 +2,4 @@
 
 from arkai.cli import main
 
-raise SystemExit(main(["site", "build", "--quiet"]))
+raise SystemExit(main(["site", "build"]))

@@ -20,6 +20,7 @@ from arkai.core import canonjson
 from arkai.core.grammar import format_chat_header
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.redact import ALL_KINDS, merge_counts, redact, redact_json, scrub
+from arkai.formats.cue import fix_surrogates
 from arkai.sources.base import Acquired, AddOptions
 
 PLATFORMS = ("chatgpt", "claude", "gemini")
@@ -138,15 +139,6 @@ def drop_private_use(text: str) -> str:
     if not _PUA.search(text):
         return text
     return _PUA.sub("", _PUA_ENTITY.sub("", text))
-
-
-def fix_surrogates(text: str) -> str:
-    """Replace lone surrogates (legal in JSON, not encodable as UTF-8) with U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
 
 
 def fence(body: str, language: str = "") -> str:
