@@ -44,8 +44,9 @@ INPUTS = (
 STATUSES = ("resolved", "ambiguous", "unresolved", "stale", "rejected")
 #: Mentions per entity and item shown with their sentence (the others as line links).
 MAX_SAID = 3
-#: Characters of context kept on each side of a mention.
-SAID_CHARS = 160
+#: Characters of context kept on each side of a mention (the summaries of a big library hold
+#: these for every entity of every item: keep them short).
+SAID_CHARS = 90
 _STAMP = re.compile(r"^\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]\s*")
 _STOP = re.compile(r"[.!?…][\"”’)\]]*\s")
 
