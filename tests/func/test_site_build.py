@@ -308,6 +308,25 @@ def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runne
     assert "beliefs/" in Page((site / "index.html").read_text()).links
     check_links(site)
 
+    # The supporting claim goes stale (its words edited away): every page marks it, and its
+    # links land on the notice on the transcript page, not on the line that changed.
+    item = repo / "library" / evidence.parent.relative_to(repo / "extracted")
+    transcript = item / "transcript.md"
+    start, end = first["span"]["utf8_byte_offset"]
+    data = transcript.read_bytes()
+    transcript.write_bytes(data[:start] + b"Other words." + data[end:])
+    build_site(repo)
+    cid = json.loads((item / "metadata.json").read_text())["id"]
+    beliefs = (site / "beliefs" / "index.html").read_text()
+    assert re.search(rf'#E{first["id"]}"[^>]*>[^<]*</a> <span class="ak-b ak-b-stale">', beliefs)
+    notice = Page((site / "transcripts" / cid / "index.html").read_text())
+    assert first["quote"] in notice.text[f"E{first['id']}"]
+    card = (site / "items" / cid / "index.html").read_text()
+    assert re.search(rf'ak-st-stale">(?:(?!</li>).)*#E{first["id"]}"', card, re.S)
+    validation = (site / "validation" / "index.html").read_text()
+    assert f"../transcripts/{cid}/#E{first['id']}" in Page(validation).links
+    check_links(site)
+
 
 def test_cli_build_json_and_missing_user_config(tmp_path: Path, arkai: Runner) -> None:
     repo = make_repo(tmp_path, arkai)

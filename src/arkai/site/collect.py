@@ -48,8 +48,9 @@ INPUTS = (
 STATUSES = ("resolved", "ambiguous", "unresolved", "unverified", "stale", "rejected")
 #: Mentions per entity and item shown with their sentence (the others as line links).
 MAX_SAID = 3
-#: Characters of context kept on each side of a mention.
-SAID_CHARS = 160
+#: Characters of context kept on each side of a mention (the summaries of a big library hold
+#: these for every entity of every item: keep them short).
+SAID_CHARS = 90
 _STOP = re.compile(r"[.!?…][\"”’)\]]*\s")
 
 

@@ -17,6 +17,8 @@ from arkai.site.search import INDEX_PAGE_BOOST, Section
 
 LATEST = 12
 CHUNK_LINKS = 6
+#: Items of an entity page shown with their mentions' sentences (the most mentioning first).
+SAID_ITEMS = 25
 #: Passages of a topic shown with their sentence per item (the rest as line links).
 SNIPPETS = 3
 SNIPPET_CHARS = 160
@@ -300,9 +302,12 @@ def _entity_page(lib: Library, ent: Entity, src: str) -> str:
     others = sorted(n for n in ent.names if n != ent.name)
     if others:
         out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
-    for cid, mentions in sorted(ent.items.items(), key=lambda kv: (-len(kv[1]), lib.title(kv[0]))):
+    ranked = sorted(ent.items.items(), key=lambda kv: (-len(kv[1]), lib.title(kv[0])))
+    for n, (cid, mentions) in enumerate(ranked):
         target = links.transcript_page(cid)
-        said = ent.said.get(cid) or []
+        # Sentences for the items that mention it most; a hub entity of a big library lists
+        # every other item with its line links only, so the page stays small.
+        said = (ent.said.get(cid) or []) if n < SAID_ITEMS else []
         out.append(_group_head(lib, src, cid, plural(len(mentions), "mention")))
         out.append('<ul class="ak-said">')
         for line, before, words, after in said:

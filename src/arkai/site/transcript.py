@@ -178,6 +178,10 @@ def render_transcript(
                     continue
                 css = ' class="ak-mh"'
             elif n == 1 and raw.startswith(b"# "):
+                if not ivs:  # the title, without its Markdown "# "
+                    title = escape_text(raw[2:].decode("utf-8", "replace"))
+                    out.append(f'<div id=L{n} class="ak-ctitle">{title}</div>')
+                    continue
                 css = ' class="ak-ctitle"'
             else:
                 out.append(_chat_line(n, raw, ivs, opened, chat_md))
