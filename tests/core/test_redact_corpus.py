@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arkai.adapters.events import RunLog, read_events
-from arkai.core.redact import ALL_KINDS, redact, redact_json, scrub
+from arkai.core.redact import ALL_KINDS, merge_counts, redact, redact_json, redact_many, scrub
 from arkai.core.redact_checks import card_ok, iban_ok, luhn_ok, ssn_ok
 from arkai.core.redact_plugins import PLUGIN_NAMES
 from tests.redact_corpus import KINDS, PLANTED, needles
@@ -152,3 +152,21 @@ def test_hostile_digit_runs_take_linear_time() -> None:
         "redact((' 00' + '1' * 40 + ' ') * 3000)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PLANTED), st.sampled_from(SEPARATORS)), max_size=12))
+def test_redact_many_equals_one_by_one(parts: list[object]) -> None:
+    texts = [p[1] if isinstance(p, tuple) else str(p) for p in parts]
+    together, counts = redact_many(texts)
+    alone = [redact(t) for t in texts]
+    assert together == [t for t, _ in alone]
+    assert counts == merge_counts(*(c for _, c in alone))
+
+
+def test_redact_many_falls_back_when_a_text_holds_the_separator() -> None:
+    texts = ["a \n\u2063\u2063\n b", "mail jane.roe@example.org"]
+    assert redact_many(texts) == (
+        ["a \n\u2063\u2063\n b", "mail [REDACTED:email]"],
+        {"email": 1},
+    )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import html
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -142,30 +142,11 @@ def _active(wanted: frozenset[str]) -> tuple[tuple[int, Rule], ...]:
     )
 
 
-@lru_cache(maxsize=1)
-def _any_hint() -> re.Pattern[str]:
-    """One pattern that finds where any rule's hint (or a digit run) is: text without a match
-    holds nothing to redact, which is most short strings (ids, roles, dates)."""
-    parts = [DIGIT_RUN.pattern]
-    for rule in all_rules():
-        if rule.hint is None:
-            if not rule.in_digit_runs:
-                return re.compile("")  # a rule without a hint: always look
-            continue
-        hint = rule.hint.pattern
-        if hint.startswith("(?i)"):
-            hint = f"(?i:{hint[4:]})"
-        parts.append(f"(?i:{hint})" if rule.lowered else f"(?:{hint})")
-    return re.compile("|".join(parts))
-
-
 def _detect(text: str, wanted: frozenset[str]) -> list[tuple[int, int, int, str]]:
     """(start, end, rule priority, kind) of every value found in ``text``."""
     found: list[tuple[int, int, int, str]] = []
     lowered: str | None = None
     runs: list[tuple[int, int]] | None = None
-    if _any_hint().search(text) is None:
-        return found
     for priority, rule in _active(wanted):
         subject = text
         if rule.lowered:
@@ -257,14 +238,58 @@ def scrub(text: str) -> str:
     return redact(text)[0]
 
 
+# Many short strings (a chat's messages, every string of its JSON) are redacted as one text, so
+# each rule scans once instead of once per string. The separator breaks every rule's match (a
+# line break, then characters no rule accepts); if a replacement swallowed one anyway, the
+# strings are redacted one by one instead.
+_SEP = "\n\u2063\u2063\n"
+
+
+def redact_many(texts: list[str]) -> tuple[list[str], dict[str, int]]:
+    """``redact`` of each text (same results), and the counts summed over all of them."""
+    if len(texts) > 1 and not any(_SEP in t for t in texts):
+        joined, counts = redact(_SEP.join(texts))
+        parts = joined.split(_SEP)
+        if len(parts) == len(texts):
+            return parts, counts
+    done = [redact(t) for t in texts]
+    return [t for t, _ in done], merge_counts(*(c for _, c in done))
+
+
 def redact_json(value: Any) -> Any:
     """A copy of parsed JSON with every string redacted, object keys included."""
+    strings: list[str] = []
+    _collect(value, strings)
+    if not strings:
+        return value
+    cleaned = iter(redact_many(strings)[0])
+    return _rebuild(value, cleaned)
+
+
+def _collect(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
-        return scrub(value)
+        out.append(value)
+    elif isinstance(value, list):
+        for v in value:
+            _collect(v, out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                out.append(k)
+            _collect(v, out)
+
+
+def _rebuild(value: Any, cleaned: Iterator[str]) -> Any:
+    if isinstance(value, str):
+        return next(cleaned)
     if isinstance(value, list):
-        return [redact_json(v) for v in value]
+        return [_rebuild(v, cleaned) for v in value]
     if isinstance(value, dict):
-        return {scrub(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = next(cleaned) if isinstance(k, str) else k
+            out[key] = _rebuild(v, cleaned)
+        return out
     return value
 
 

@@ -32,36 +32,48 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from arkai.core.redact_rules import Rule, Span, is_dummy
+from arkai.core.redact_rules import Needles, Rule, Span, is_dummy
 
 # plugin class → (kind of each denylist pattern (the last repeats), replace the capture group?,
-# a hint that any match contains)
-_PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str], ...] = (
+# a hint that any match contains: literal strings, or a pattern)
+_PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str | tuple[str, ...]], ...] = (
     (
         AWSKeyDetector,
         ("aws_access_key", "aws_secret"),
         True,
-        r"A3T|ABIA|ACCA|AKIA|ASIA|[0-9a-zA-Z/+]{40}['\"]",
+        ("A3T", "ABIA", "ACCA", "AKIA", "ASIA", "aws", "AWS", "Aws"),
     ),
-    (AzureStorageKeyDetector, ("azure_storage_key",), False, r"AccountKey="),
-    (BasicAuthDetector, ("url_password",), True, r"://"),
+    (AzureStorageKeyDetector, ("azure_storage_key",), False, ("AccountKey=",)),
+    (BasicAuthDetector, ("url_password",), True, ("://",)),
     (DiscordBotTokenDetector, ("discord_token",), False, r"\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27}"),
-    (GitHubTokenDetector, ("github_token",), False, r"gh[pousr]_"),
+    (GitHubTokenDetector, ("github_token",), False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     (
         GitLabTokenDetector,
         ("gitlab_token",),
         False,
-        r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
+        (
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "glcbt-",
+            "glimt-",
+            "glptt-",
+            "glagent-",
+            "gloas-",
+            "GR1348941",
+        ),
     ),
     (MailchimpDetector, ("mailchimp_key",), False, r"-us\d"),
-    (NpmDetector, ("npm_token",), True, r"_authToken"),
-    (OpenAIDetector, ("openai_key",), False, r"T3BlbkFJ"),
-    (PypiTokenDetector, ("pypi_token",), False, r"pypi-"),
-    (SendGridDetector, ("sendgrid_key",), False, r"SG\."),
-    (SlackDetector, ("slack_token", "slack_webhook"), False, r"xox|hooks"),
-    (SquareOAuthDetector, ("square_secret",), False, r"sq0csp-"),
-    (StripeDetector, ("stripe_key",), False, r"k_live_"),
-    (TelegramBotTokenDetector, ("telegram_token",), False, r"\d{8}:[0-9A-Za-z_-]{35}"),
+    (NpmDetector, ("npm_token",), True, ("_authToken",)),
+    (OpenAIDetector, ("openai_key",), False, ("T3BlbkFJ",)),
+    (PypiTokenDetector, ("pypi_token",), False, ("pypi-",)),
+    (SendGridDetector, ("sendgrid_key",), False, ("SG.",)),
+    (SlackDetector, ("slack_token", "slack_webhook"), False, ("xox", "hooks.slack")),
+    (SquareOAuthDetector, ("square_secret",), False, ("sq0csp-",)),
+    (StripeDetector, ("stripe_key",), False, ("k_live_",)),
+    (TelegramBotTokenDetector, ("telegram_token",), False, r":[0-9A-Za-z_-]{35}"),
     (TwilioKeyDetector, ("twilio_key",), False, r"(?:AC|SK)[a-z0-9]{32}"),
 )
 _EDGE = " \t\r\n\"'=:"
@@ -92,7 +104,7 @@ def plugin_rules() -> tuple[Rule, ...]:
     """One rule per denylist pattern of each plugin used."""
     rules: list[Rule] = []
     for cls, kinds, use_group, hint in _PLUGINS:
-        found_first = re.compile(hint)
+        found_first = Needles(hint) if isinstance(hint, tuple) else re.compile(hint)
         patterns: list[re.Pattern[str]] = list(getattr(cls, "denylist"))  # noqa: B009
         for i, pattern in enumerate(patterns):
             kind = kinds[min(i, len(kinds) - 1)]

@@ -17,13 +17,27 @@ Span = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
+class Needles:
+    """A hint made of literal strings: ``in`` is far faster than any pattern."""
+
+    words: tuple[str, ...]
+
+    def search(self, text: str) -> bool:
+        return any(word in text for word in self.words)
+
+
+def words(*literal: str) -> Needles:
+    return Needles(literal)
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """One detector: what it finds (``kind``) and how."""
 
     kind: str
     """The placeholder's label, ``[REDACTED:<kind>]``."""
     pattern: re.Pattern[str]
-    hint: re.Pattern[str] | None = None
+    hint: re.Pattern[str] | Needles | None = None
     """Searched first; when absent from the text the rule is skipped."""
     accept: Callable[[re.Match[str]], Span | None] | None = None
     """The span to replace for a candidate, or None to leave it; default: ``group``'s span."""
@@ -277,23 +291,27 @@ DIGIT_RUN = re.compile(r"[\d+(](?:[().\- +]{0,2}\d){8,}")
 two of them (so no date or time is one)."""
 
 RULES: tuple[Rule, ...] = (
-    Rule("private_key", _PRIVATE_KEY, _hint("PRIVATE KEY")),
-    Rule("private_key", _PUTTY_KEY, _hint("PuTTY-User-Key")),
-    Rule("jwt", _JWT, _hint("eyJ")),
-    Rule("anthropic_key", _ANTHROPIC, _hint("sk-ant-")),
-    Rule("openai_key", _OPENAI, _hint("sk-")),
-    Rule("github_token", _GITHUB, _hint("gh[pousr]_|github_pat_")),
-    Rule("slack_webhook", _SLACK_HOOK, _hint("hooks.slack.com")),
-    Rule("slack_token", _SLACK, _hint("xox|xapp-")),
-    Rule("stripe_key", _STRIPE, _hint("[srp]k_(?:live|test)_|whsec_")),
-    Rule("google_api_key", _GOOGLE_KEY, _hint("AIza")),
-    Rule("google_oauth", _GOOGLE_OAUTH, _hint("GOCSPX-|ya29\\.|1//0")),
-    Rule("huggingface_token", _HUGGINGFACE, _hint("hf_|api_org_")),
-    Rule("aws_access_key", _AWS_ACCESS, _hint("AKIA|ASIA|ABIA|ACCA")),
-    Rule("aws_secret", _AWS_SECRET, _hint("secret"), group=2, lowered=True),
-    Rule("url_password", _URL_PASSWORD, _hint("://"), _real_value),
-    Rule("email", _EMAIL, _hint("@"), _email_span),
-    Rule("email", _EMAIL_SPELLED, _hint("(?i)[\\[({<]at[\\])}>]")),
+    Rule("private_key", _PRIVATE_KEY, words("PRIVATE KEY")),
+    Rule("private_key", _PUTTY_KEY, words("PuTTY-User-Key")),
+    Rule("jwt", _JWT, words("eyJ")),
+    Rule("anthropic_key", _ANTHROPIC, words("sk-ant-")),
+    Rule("openai_key", _OPENAI, words("sk-")),
+    Rule("github_token", _GITHUB, words("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule("slack_webhook", _SLACK_HOOK, words("hooks.slack.com")),
+    Rule("slack_token", _SLACK, words("xox", "xapp-")),
+    Rule("stripe_key", _STRIPE, words("k_live_", "k_test_", "whsec_")),
+    Rule("google_api_key", _GOOGLE_KEY, words("AIza")),
+    Rule("google_oauth", _GOOGLE_OAUTH, words("GOCSPX-", "ya29.", "1//0")),
+    Rule("huggingface_token", _HUGGINGFACE, words("hf_", "api_org_")),
+    Rule("aws_access_key", _AWS_ACCESS, words("AKIA", "ASIA", "ABIA", "ACCA")),
+    Rule("aws_secret", _AWS_SECRET, words("secret"), group=2, lowered=True),
+    Rule("url_password", _URL_PASSWORD, words("://"), _real_value),
+    Rule("email", _EMAIL, words("@"), _email_span),
+    Rule(
+        "email",
+        _EMAIL_SPELLED,
+        words("at]", "at)", "at}", "at>", "AT]", "AT)", "AT}", "AT>", "At]", "At)"),
+    ),
     Rule("iban", _IBAN, _hint("[A-Z]{2}\\d\\d ?[A-Z0-9]{4}"), _whole_if(iban_ok)),
     Rule("credit_card", _CARD, None, _whole_if(card_ok), in_digit_runs=True),
     Rule("us_ssn", _SSN, None, _whole_if(ssn_ok), in_digit_runs=True),
@@ -310,7 +328,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 GENERIC_RULES: tuple[Rule, ...] = (
-    Rule("bearer_token", _BEARER, _hint("bearer|authorization"), _token_value, lowered=True),
+    Rule("bearer_token", _BEARER, words("bearer", "authorization"), _token_value, lowered=True),
     Rule("url_secret", _URL_SECRET, _hint("[?&][a-z_]+="), _token_value, lowered=True),
     Rule(
         "password",

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from arkai.core import canonjson
 from arkai.core.grammar import format_chat_header
 from arkai.core.hashing import digest, sha256_hex
-from arkai.core.redact import ALL_KINDS, merge_counts, redact, redact_json, scrub
+from arkai.core.redact import redact, redact_json, redact_many, scrub
 from arkai.formats.cue import fix_surrogates
 from arkai.sources.base import Acquired, AddOptions
 
@@ -322,13 +322,10 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     cid = shown_cid = conv.conversation_id
     if redact_on:
         shown_cid = scrub(cid)
-        found: list[dict[str, int]] = []
-        for m in messages:
-            m.content, n = redact(m.content, ALL_KINDS)
-            found.append(n)
-        title, n = redact(title, ALL_KINDS)
-        found.append(n)
-        counts = merge_counts(*found)
+        cleaned, counts = redact_many([m.content for m in messages] + [title])
+        for m, content in zip(messages, cleaned, strict=False):
+            m.content = content
+        title = cleaned[-1]
         raw = redact_json(raw)
     if not title:
         first = next((m.content for m in messages if m.role == "human"), "")
