@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -185,8 +186,9 @@ def test_validate_checks_entity_mentions_and_wisdom(repo: Path, arkai: Runner) -
     wisdom = json.loads((out / "wisdom.json").read_text())
     record = wisdom["extract_wisdom"]["ideas"][0]
     assert record["status"] == "resolved" and record["quote_sha256"] == sha(record["quote"])
-    record["quote"] = record["quote"].replace("reproducible", "not reproducible")
-    record["quote_sha256"] = sha(record["quote"])
+    forged = record["quote"].replace(" ", " never ", 1)  # a contradiction, whatever the idea
+    assert forged != record["quote"]
+    record["quote"], record["quote_sha256"] = forged, sha(forged)
     (out / "wisdom.json").write_text(json.dumps(wisdom))
     code, report = validate(arkai, repo)
     assert code == 1
@@ -311,7 +313,11 @@ def test_accepting_a_suggestion_records_it_and_makes_an_exact_receipt(
     assert new["review"]["status"] == "accepted"
     lib, _ = item_dirs(repo)
     review = (lib / "review.yaml").read_text()
-    assert done["new_id"] in review and "re-anchor accepted" in review
+    # review.yaml is keyed by the claim's stable ID (it survives offset shifts).
+    from arkai.adapters.review import review_key
+    from arkai.model.evidence import EvidenceLine
+
+    assert review_key(EvidenceLine.from_dict(new)) in review and "re-anchor accepted" in review
     code, report = validate(arkai, repo)
     assert code == 0 and report["summary"]["pending"] == 0, report
 
@@ -324,6 +330,8 @@ def test_exact_reanchor_updates_every_output(repo: Path, arkai: Runner) -> None:
     _, out = item_dirs(repo)
     old_md = (out / "claims.md").read_text()
     assert "#L4>" in old_md
+    old_wisdom_lines = {int(n) for n in re.findall(r"#L(\d+)>", (out / "wisdom.md").read_text())}
+    assert old_wisdom_lines
     edit_transcript(repo, [], prefix="[00:00:00] Editor's note: cleaned up.\n[00:00:00] More.\n")
     code, report = validate(arkai, repo)
     kinds = {p["file"].rsplit("/", 1)[-1] for p in report["items"][0]["problems"]}
@@ -337,8 +345,9 @@ def test_exact_reanchor_updates_every_output(repo: Path, arkai: Runner) -> None:
     # Links moved down two lines with the spans: Henrik's sentence is now on line 6.
     new_md = (out / "claims.md").read_text()
     assert new_md != old_md and "#L6>" in new_md
-    wisdom_md = (out / "wisdom.md").read_text()
-    assert "#L6>" in wisdom_md
+    # Every wisdom.md link moved down the same two lines.
+    new_wisdom_lines = {int(n) for n in re.findall(r"#L(\d+)>", (out / "wisdom.md").read_text())}
+    assert new_wisdom_lines == {n + 2 for n in old_wisdom_lines}
 
 
 # -- shared quotes, verdicts, escaping: through a scripted provider ----------------------------

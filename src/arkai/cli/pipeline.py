@@ -155,6 +155,9 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
         ctx.exit(EXIT_ERROR)
     if summary["errors"] or summary["not_extracted"]:
         if not as_json:
+            for r in reports:
+                if r.error:  # each unreadable item named on stderr, like any error
+                    click.echo(f"arkai: error: {r.error}", err=True)
             click.echo(
                 "arkai: error: some items are unreadable, failed or not extracted (see above)",
                 err=True,
