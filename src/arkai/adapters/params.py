@@ -28,7 +28,7 @@ DEFAULTS: dict[str, Any] = {
             "default": ["extract_claims", "extract_entities", "extract_wisdom", "summarize"],
             "chats": ["extract_claims", "extract_entities", "condense_chat"],
         },
-        "variables": {"max_claims": 12},
+        "variables": {"max_claims": 100},
         "verify": True,
         "concurrency": 4,
         "timeout_s": 120,

@@ -23,7 +23,7 @@ from typing import Any
 
 from arkai.providers.base import ProviderError, Request, Response
 
-VERSION = "1"
+VERSION = "2"
 """Bumped whenever an output for the same input may change."""
 
 PATTERNS = (

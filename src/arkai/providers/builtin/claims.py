@@ -4,21 +4,25 @@ Every unit of the transcript (sentence, or clause window for unpunctuated captio
 :mod:`.text`) becomes a TF-IDF vector (scikit-learn ``TfidfVectorizer``, sublinear term
 frequency, light stemming, stop words and filler removed). A unit's centrality is the mean of
 two normalised scores: cosine similarity to the document centroid, and TextRank (PageRank over
-the unit-similarity graph). It is then weighted by hints: numbers and proper names (+),
-length near 10–30 words, an early position (+, slight), hesitation openers, filler, and a
-leading pronoun that needs context (−).
+the graph of units at most :data:`WINDOW` units apart, so memory and time grow linearly with
+the input). It is then weighted by hints: numbers and proper names (+), length near 10–30
+words, an early position (+, slight), hesitation openers, filler, a leading pronoun that needs
+context, and a personal story with no number or name in it (−).
 
-Candidates are declarative (no questions), not greetings, thanks or sign-offs, within the word
-limits, with at least three content words, and not the broken halves of a sentence that the
-captioner cut with a full stop ("… a paying gig for." / "Media and it's working …"). Selection
+Candidates are declarative (no questions), not greetings, thanks or sign-offs, not meta talk,
+narration of on-screen steps, talk addressed to the other speaker, hedges or caption restarts
+(:mod:`.worth`), within the word limits, with at least three content words, and not the broken
+halves of a sentence that the captioner cut with a full stop ("… a paying gig for." / "Media
+and it's working …"). Selection
 is greedy by score with a diversity penalty (maximal marginal relevance); a unit scoring under
 0.4 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
 chosen. Output is in document order; ``confidence`` is 0.5–0.95, the score relative to the best
 candidate.
 
-How many: ``options["variables"]["max_claims"]`` when it is a positive integer (or a string
-of one); when it is absent, ``0`` or ``"auto"``, ``max(12, words / 600)`` capped at 40 — about
-one claim per four minutes of talk beyond a ten-minute talk.
+How many follows the content: up to 30 % of the candidates (a dense lecture has many, a chatty
+podcast few) or five, whichever is more; at most one per 30 words and at most
+``options["variables"]["max_claims"]`` (a positive integer or a string of one; absent, ``0``
+or ``"auto"``: 100).
 """
 
 from __future__ import annotations
@@ -52,10 +56,16 @@ from arkai.providers.builtin.text import (
     topic_words,
     word_count,
 )
+from arkai.providers.builtin.worth import filler_reason
 
-DEFAULT_MAX_CLAIMS = 12
-MAX_AUTO_CLAIMS = 40
-WORDS_PER_CLAIM = 600
+MAX_AUTO_CLAIMS = 100
+"""The cap when ``max_claims`` is absent, ``0`` or ``"auto"``."""
+WORDS_PER_CLAIM = 30
+"""At most one claim per this many words of input."""
+CANDIDATE_SHARE = 0.3
+"""Report up to this share of the units that pass the claim filters …"""
+MIN_CLAIMS = 5
+"""… or up to this many, when there are that many candidates (a short dense note)."""
 NEAR_DUPLICATE = 0.8
 DIVERSITY = 0.35
 MIN_RELATIVE_SCORE = 0.4
@@ -63,7 +73,21 @@ MIN_RELATIVE_SCORE = 0.4
 _PRONOUN_START = re.compile(
     r"^(?:it|this|that|these|those|they|he|she|him|her|them|there|here)\b(?!-)", re.IGNORECASE
 )
+_ANECDOTE = re.compile(
+    r"\b(?:i|we|he|she|they)\s+(?:was|were|had|did|went|got|just|ended|started|took|felt|"
+    r"thought|remember|said|told|tried|wanted|came|saw|met|decided|think|feel|guess|love)\b",
+    re.IGNORECASE,
+)
+_GENERAL = re.compile(
+    r"\b(?:is|are|means|has|have|can|cannot|can't|will|should|must|need|needs|returns|gives|"
+    r"makes|lets|allows|uses|called|equals|tends|depends|requires|works)\b",
+    re.IGNORECASE,
+)
+ANECDOTE_FACTOR = 0.6
 _DAMPING = 0.85
+WINDOW = 512
+"""TextRank links units at most this many units apart (a ten-minute talk has ~150): the graph,
+and so memory, grows linearly with the length of the input."""
 _ITERATIONS = 40
 
 FloatArray = npt.NDArray[np.float64]
@@ -168,6 +192,8 @@ def is_candidate(
         return False
     if is_social(cleaned) or disfluency(unit.text) > 0.25 or looks_like_question(cleaned):
         return False
+    if filler_reason(cleaned) is not None:
+        return False
     if unit.kind != "window" and ends_dangling(unit.text):
         return False  # "... I have a paying gig for." — broken by the captioner
     if not captions and unit.kind != "window" and unit.text[:1].islower():
@@ -199,13 +225,43 @@ def _hints(unit: Unit, cleaned: str, position: float) -> float:
     if unit.edge:
         factor *= 0.85
     factor *= 0.7 + 0.6 * min(0.5, density(cleaned))  # chatter says little per word
+    if not (has_number(unit.text) or has_name_hint(cleaned)):
+        if _ANECDOTE.search(cleaned):
+            factor *= ANECDOTE_FACTOR  # a personal story with no fact to check
+        elif not _GENERAL.search(cleaned):
+            factor *= 0.85
     return factor
 
 
-def _textrank(matrix: Any) -> FloatArray:
+def local_similarity(matrix: Any, window: int = WINDOW) -> Any:
+    """Cosine similarities between units at most ``window`` units apart (zero diagonal), as a
+    sparse matrix built block by block: memory grows with ``n * window``, not ``n * n``."""
+    from scipy.sparse import coo_matrix
+
     n = matrix.shape[0]
-    sim = (matrix @ matrix.T).tocsr()
-    sim.setdiag(0.0)
+    rows: list[npt.NDArray[np.int64]] = []
+    cols: list[npt.NDArray[np.int64]] = []
+    vals: list[FloatArray] = []
+    for a in range(0, n, window):
+        b = min(n, a + window)
+        lo, hi = max(0, a - window), min(n, b + window)
+        block = (matrix[a:b] @ matrix[lo:hi].T).tocoo()
+        r = block.row.astype(np.int64) + a
+        c = block.col.astype(np.int64) + lo
+        keep = (np.abs(r - c) <= window) & (r != c)
+        rows.append(r[keep])
+        cols.append(c[keep])
+        vals.append(np.asarray(block.data[keep], dtype=np.float64))
+    sim = coo_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
+    return sim.tocsr()
+
+
+def _textrank(matrix: Any) -> FloatArray:
+    """PageRank over the graph of units within :data:`WINDOW` of each other."""
+    n = matrix.shape[0]
+    sim = local_similarity(matrix)
     sim.eliminate_zeros()
     out_weight = np.asarray(sim.sum(axis=1), dtype=np.float64).ravel()
     dangling = out_weight == 0
@@ -275,12 +331,14 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     return ranking
 
 
-def claim_limit(variables: Mapping[str, Any], words: int) -> int:
-    """``max_claims`` when given as a positive integer, else scaled with the length."""
-    given = positive_int(variables.get("max_claims"))
-    if given is not None:
-        return given
-    return max(DEFAULT_MAX_CLAIMS, min(MAX_AUTO_CLAIMS, words // WORDS_PER_CLAIM))
+def claim_limit(variables: Mapping[str, Any], words: int, candidates: int) -> int:
+    """How many claims to report: a share of the units that read as claims (so the count
+    follows the content), at most one per ``WORDS_PER_CLAIM`` words, and at most
+    ``max_claims`` (a positive integer; absent, ``0`` or ``"auto"``: ``MAX_AUTO_CLAIMS``)."""
+    cap = positive_int(variables.get("max_claims")) or MAX_AUTO_CLAIMS
+    by_content = max(math.ceil(candidates * CANDIDATE_SHARE), min(candidates, MIN_CLAIMS))
+    by_length = max(1, words // WORDS_PER_CLAIM)
+    return min(cap, by_content, by_length)
 
 
 def word_limits(variables: Mapping[str, Any]) -> tuple[int, int]:
@@ -293,7 +351,7 @@ def extract_claims(text: str, variables: Mapping[str, Any]) -> list[dict[str, An
     """The ``extract_claims`` output for ``text``."""
     lo, hi = word_limits(variables)
     ranking = rank_units(text, min_words=lo, max_words=hi)
-    chosen = ranking.select(claim_limit(variables, ranking.words))
+    chosen = ranking.select(claim_limit(variables, ranking.words, len(ranking.candidates)))
     chosen.sort(key=lambda c: c.unit.index)
     return [
         {"claim": c.claim, "quote": c.unit.text, "confidence": ranking.confidence(c)}

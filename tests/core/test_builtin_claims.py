@@ -1,0 +1,89 @@
+"""Claims worth citing: the filler rules, the content-driven count, the linear TextRank graph."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from arkai.providers.base import Request
+from arkai.providers.builtin import BuiltinProvider
+from arkai.providers.builtin import claims as claims_mod
+from arkai.providers.builtin.worth import filler_reason
+
+
+def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]]:
+    request = Request(pattern, "", text, options={"variables": variables})
+    value: list[dict[str, object]] = json.loads(
+        BuiltinProvider().complete(request, timeout=60).text
+    )
+    return value
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("In this video we'll look at how lists work in Python.", "meta"),
+        ("Today we're going to talk about neural networks and layers.", "meta"),
+        ("Let me show you how the compiler handles this case.", "meta"),
+        ("We start every episode of the podcast with a question.", "meta"),
+        ("If you enjoyed it, subscribe to the channel for more videos.", "meta"),
+        ("I'm Bekah, and this is a podcast about developers.", "meta"),
+        ("Let's print letters of zero to see the first item.", "narration"),
+        ("If we run this program the list is printed again.", "narration"),
+        ("You mentioned working on open source during the pandemic.", "conversation"),
+        ("That's awesome, the whole team must have loved the launch.", "conversation"),
+        ("I don't know, the framework felt slower than the old one.", "hedge"),
+        ("My dream about taking an exam and my alarm going off is very,is accurate.", "restart"),
+        ("It's been hard to,to stream from the new apartment lately.", "restart"),
+    ],
+)
+def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:
+    assert filler_reason(text) == reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A neuron holds a number between 0 and 1, called its activation.",
+        "Slicing a list returns a new list and leaves the original unchanged.",
+        "Pre-emptive term sheets usually end badly for founders.",
+        "The network has about 13,000 weights and biases in total.",
+        "The 0th element, the 1st element and the 2nd element are kept.",
+        "Figuring out what you do not want to do narrows a career down.",
+    ],
+)
+def test_filler_reason_keeps_claims(text: str) -> None:
+    assert filler_reason(text) is None
+
+
+def test_claims_skip_meta_narration_and_restarts() -> None:
+    lines = [
+        "In this video we'll look at how the scheduler assigns work to every core.",
+        "The scheduler assigns each task to the core with the shortest run queue.",
+        "Let's print the queue lengths and run the program again to compare them.",
+        "A task that waits longer than 40 milliseconds is moved to an idle core.",
+        "My guess about the queue and the idle core is very,is accurate here.",
+        "Work stealing keeps every core busy when the queues are uneven in length.",
+        "Don't forget to subscribe to the channel for more videos on the scheduler.",
+    ]
+    out = call("extract_claims", "\n\n".join(lines) + "\n")
+    quotes = {c["quote"] for c in out}
+    assert quotes <= {lines[1], lines[3], lines[5]}, quotes
+    assert quotes
+
+
+def test_local_similarity_is_the_full_graph_within_the_window() -> None:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = [f"sensor {i % 7} hive {i % 5} weight {i % 3} winter" for i in range(40)]
+    matrix = TfidfVectorizer().fit_transform(docs).tocsr()
+    full = (matrix @ matrix.T).toarray()
+    np.fill_diagonal(full, 0.0)
+    local = claims_mod.local_similarity(matrix, window=6).toarray()
+    idx = np.arange(40)
+    near = np.abs(idx[:, None] - idx[None, :]) <= 6
+    assert np.allclose(local[near], full[near])
+    assert not local[~near].any()
+    assert np.allclose(claims_mod.local_similarity(matrix, window=64).toarray(), full)
