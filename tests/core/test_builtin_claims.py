@@ -10,6 +10,7 @@ import pytest
 from arkai.providers.base import Request
 from arkai.providers.builtin import BuiltinProvider
 from arkai.providers.builtin import claims as claims_mod
+from arkai.providers.builtin.standalone import standalone
 from arkai.providers.builtin.worth import filler_reason
 
 
@@ -87,3 +88,67 @@ def test_local_similarity_is_the_full_graph_within_the_window() -> None:
     assert np.allclose(local[near], full[near])
     assert not local[~near].any()
     assert np.allclose(claims_mod.local_similarity(matrix, window=64).toarray(), full)
+
+
+@pytest.mark.parametrize(
+    ("cleaned", "previous", "speaker", "expected"),
+    [
+        (
+            "He's a big fan of TypeScript, uh, React and Node.",
+            "Nick is a senior software engineer at Forem.",
+            None,
+            "Nick's a big fan of TypeScript, React and Node.",
+        ),
+        (
+            "It stores compiled outputs keyed by input hashes.",
+            "The build cache is shared by every machine.",
+            None,
+            "The build cache stores compiled outputs keyed by input hashes.",
+        ),
+        (
+            "It stores compiled outputs keyed by input hashes.",
+            "Yesterday we argued about caches for an hour.",
+            None,
+            "It stores compiled outputs keyed by input hashes.",  # nothing named: left alone
+        ),
+        (
+            "I've been in the space for, you know, about 18 years now.",
+            None,
+            "Nick Taylor",
+            "Nick Taylor says: I've been in the space for about 18 years now.",
+        ),
+        (
+            "I, I find the documentation the hardest part to keep current.",
+            None,
+            None,
+            "I find the documentation the hardest part to keep current.",
+        ),
+    ],
+)
+def test_standalone_claim_text(
+    cleaned: str, previous: str | None, speaker: str | None, expected: str
+) -> None:
+    assert standalone(cleaned, previous, speaker) == expected
+
+
+def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
+    text = (
+        "[00:00:01] Bekah Hawrot: Nick is a senior software engineer at Forem in Montreal.\n"
+        "[00:00:05] Bekah Hawrot: He's a big fan of TypeScript, uh, React and Node on Forem.\n"
+        "[00:00:09] Nick Taylor: I've been working as a web developer since 2002 in Montreal.\n"
+        "[00:00:14] Nick Taylor: The Forem code base is written in Ruby on Rails and Preact.\n"
+        "[00:00:19] Nick Taylor: It runs the DEV community site for about a million developers.\n"
+    )
+    out = call("extract_claims", text)
+    by_quote = {str(c["quote"]): str(c["claim"]) for c in out}
+    for quote in by_quote:
+        assert quote in text  # verbatim, unchanged
+    assert by_quote["He's a big fan of TypeScript, uh, React and Node on Forem."] == (
+        "Nick's a big fan of TypeScript, React and Node on Forem."
+    )
+    assert by_quote["I've been working as a web developer since 2002 in Montreal."] == (
+        "Nick Taylor says: I've been working as a web developer since 2002 in Montreal."
+    )
+    assert by_quote["It runs the DEV community site for about a million developers."] == (
+        "The Forem code base runs the DEV community site for about a million developers."
+    )

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.providers.builtin.standalone import standalone
 from arkai.providers.builtin.text import (
     HESITATION,
     Unit,
@@ -53,6 +54,7 @@ from arkai.providers.builtin.text import (
     is_social,
     looks_like_question,
     positive_int,
+    split_lines,
     topic_words,
     word_count,
 )
@@ -162,6 +164,33 @@ class Ranking:
             chosen.append(cand)
             sims = np.maximum(sims, self._similarities(rows, cand.unit.index))
         return chosen
+
+    def near_duplicates(self, chosen: list[Candidate]) -> list[list[Candidate]]:
+        """For each of ``chosen``, the other candidates that say the same thing (cosine over
+        :data:`NEAR_DUPLICATE`, a different text), in document order; each is merged into
+        the most similar chosen claim only."""
+        merged: list[list[Candidate]] = [[] for _ in chosen]
+        if self.matrix is None or not chosen:
+            return merged
+        taken = {c.unit.index for c in chosen}
+        texts = {_norm(c.unit.text) for c in chosen}
+        rest = [c for c in self.candidates if c.unit.index not in taken]
+        if not rest:
+            return merged
+        sims = (
+            self.matrix[[c.unit.index for c in rest]]
+            @ self.matrix[[c.unit.index for c in chosen]].T
+        )
+        dense = np.round(np.asarray(sims.toarray(), dtype=np.float64), 6)
+        for row, cand in enumerate(rest):
+            best = int(np.argmax(dense[row]))
+            key = _norm(cand.unit.text)
+            if dense[row, best] > NEAR_DUPLICATE and key not in texts:
+                texts.add(key)
+                merged[best].append(cand)
+        for group in merged:
+            group.sort(key=lambda c: c.unit.index)
+        return merged
 
     def _similarities(self, rows: list[int], index: int) -> FloatArray:
         if self.matrix is None:
@@ -282,7 +311,8 @@ def rank_units(text: str, *, min_words: int = 6, max_words: int = 45) -> Ranking
 
 @lru_cache(maxsize=4)
 def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
-    units = build_units(text)
+    lines = split_lines(text)
+    units = build_units(text, lines)
     words = sum(word_count(u.text) for u in units)
     ranking = Ranking(text, units, words)
     if not units:
@@ -325,7 +355,10 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     total = max(1, len(units) - 1)
     for (unit, cleaned), base in zip(scored, combined, strict=True):
         score = float(base) * _hints(unit, cleaned, unit.index / total)
-        cands.append(Candidate(unit, cleaned, round(score, 6)))
+        before = units[unit.index - 1] if unit.index else None
+        previous = clean_claim(before.text) if before and unit.line - before.line <= 2 else None
+        claim = standalone(cleaned, previous, lines[unit.line - 1].speaker)
+        cands.append(Candidate(unit, claim, round(score, 6)))
     cands.sort(key=lambda c: (-c.score, c.unit.index))
     ranking.candidates = cands
     return ranking
@@ -337,7 +370,7 @@ def claim_limit(variables: Mapping[str, Any], words: int, candidates: int) -> in
     ``max_claims`` (a positive integer; absent, ``0`` or ``"auto"``: ``MAX_AUTO_CLAIMS``)."""
     cap = positive_int(variables.get("max_claims")) or MAX_AUTO_CLAIMS
     by_content = max(math.ceil(candidates * CANDIDATE_SHARE), min(candidates, MIN_CLAIMS))
-    by_length = max(1, words // WORDS_PER_CLAIM)
+    by_length = max(MIN_CLAIMS, words // WORDS_PER_CLAIM)
     return min(cap, by_content, by_length)
 
 
@@ -348,15 +381,23 @@ def word_limits(variables: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def extract_claims(text: str, variables: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``extract_claims`` output for ``text``."""
+    """The ``extract_claims`` output for ``text``: the chosen claims in document order, each
+    followed by the near-duplicates merged into it (same ``claim``, their own quotes)."""
     lo, hi = word_limits(variables)
     ranking = rank_units(text, min_words=lo, max_words=hi)
     chosen = ranking.select(claim_limit(variables, ranking.words, len(ranking.candidates)))
     chosen.sort(key=lambda c: c.unit.index)
-    return [
-        {"claim": c.claim, "quote": c.unit.text, "confidence": ranking.confidence(c)}
-        for c in chosen
-    ]
+    out: list[dict[str, Any]] = []
+    for cand, echoes in zip(chosen, ranking.near_duplicates(chosen), strict=True):
+        for item in (cand, *echoes):
+            out.append(
+                {
+                    "claim": cand.claim,
+                    "quote": item.unit.text,
+                    "confidence": ranking.confidence(cand),
+                }
+            )
+    return out
 
 
 def sentence_count_hint(words: int, low: int, high: int, per: int) -> int:
