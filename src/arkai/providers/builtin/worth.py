@@ -5,9 +5,11 @@ insight. The rules here reject the rest, each by a pattern that holds across tal
 a list of phrases from one: meta talk about the talk itself ("in this video we'll …", "let me
 show you"), narration of on-screen steps without a takeaway ("let's print the list", "if we run
 this"), talk addressed to the other speaker in an interview ("you mentioned …", "that's
-awesome"), sponsor and subscribe talk, self-introductions of a host, hedges that carry no
-assertion ("I don't know", "I guess"), and rolling-caption restarts ("is very,is accurate",
-"to,to stream").
+awesome"), sponsor and subscribe talk, self-introductions of a host, praise without a figure
+("an awesome human being"), set-ups and audience questions ("let's say you want …", "what
+if …", "anybody here …"), subordinate fragments ("Like we start every call."), hedges that
+carry no assertion ("I don't know", "I guess"), and rolling-caption restarts ("is very,is
+accurate", "to,to stream").
 
 :func:`filler_reason` returns a short reason (for tests and diagnostics) or ``None``.
 """
@@ -46,6 +48,8 @@ _META = re.compile(
     | \bwelcome\ (?:to|back|everyone|everybody)\b
     | \b(?:this|the|our|my)\ (?:podcast|episode|show|channel|video|livestream|stream)\b
     | \b(?:hear|learn|talk)\ (?:from|with)\ [A-Z]
+    | \b(?:is|are)\ (?:gonna|going\ to)\ (?:talk|share|tell|show|walk|join|be\ talking)\b
+    | \bwill\ (?:share|talk|tell)\ (?:with\ )?us\b
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -61,6 +65,9 @@ _NARRATION = re.compile(
     | \b(?:click|press|hit|tap)\ (?:on|the|enter|return|run|save)\b
     | \b(?:(?:i|we)\ (?:just|now)\ (?:typed|clicked|ran|printed|added|deleted|wrote))\b
     | \bover\ here\b
+    | \bhere\ we\ (?:are|have|go)\b
+    | \b(?:we|i)\ (?:will|'ll)\ (?:print|run|type|get|see\ the\ (?:result|output))\b
+    | \b(?:you|we)\ (?:saw|just\ saw)\ (?:that|how|what)\b
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -76,6 +83,25 @@ _ADDRESSED = re.compile(
     | \b(?:your|you're\ a)\ (?:story|journey|background)\b
     """,
     re.IGNORECASE | re.VERBOSE,
+)
+
+_SETUP = re.compile(
+    r"^(?:let's say|let us say|suppose|imagine|say) (?:you|we|i|that)\b|\bwhat if\b"
+    r"|\b(?:anybody|anyone|everybody|who) here\b|\braise your hand",
+    re.IGNORECASE,
+)
+
+#: Praise and enthusiasm ("an all around awesome human being", "how weird").
+_ENTHUSIASM = re.compile(
+    r"\b(?:awesome|amazing|incredible|insane(?:ly)?|freaking|super cool|so cool|how weird|"
+    r"crazy|hilarious|human being)\b",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+
+#: A subordinate clause standing alone ("Like we start every meeting.").
+_FRAGMENT = re.compile(
+    r"^(?:like|because|cuz|cause|which|whereas|although|as if|such as)\b", re.IGNORECASE
 )
 
 _HEDGE = re.compile(
@@ -100,6 +126,12 @@ def filler_reason(text: str) -> str | None:
         return "narration"
     if _ADDRESSED.search(text):
         return "conversation"
+    if _ENTHUSIASM.search(text) and not _DIGIT.search(text):
+        return "enthusiasm"
+    if _SETUP.search(text):
+        return "setup"
+    if _FRAGMENT.match(text) and len(text.split()) < 12:
+        return "fragment"
     if _HEDGE.match(text):
         return "hedge"
     if _RESTART.search(text):
