@@ -12,7 +12,7 @@ from arkai.errors import LibraryError
 
 DEFAULTS: dict[str, Any] = {
     "add": {
-        "max_file_mb": 100,
+        "max_file_mb": 50,
         "default_type": "transcripts",
         "timeout_s": 20,
         "redact_chats": True,

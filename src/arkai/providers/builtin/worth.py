@@ -30,7 +30,7 @@ _META = re.compile(
     | \b(?:we|i)(?:'re|\ are|'m|\ am)\ (?:going\ to|gonna)
         \ (?:look|talk|see|cover|learn|show|discuss|dive|start|walk|go\ over|take\ a\ look|
            explore|review|recap|be\ talking|be\ looking|answer|ask|transition)\b
-    | \b(?:we|i)'ll\ (?:look|talk|see|cover|learn|show|discuss|dive|start|walk|go\ over|
+    | \b(?:we|i)'ll\ (?:look|talk|see|cover|learn|show|discuss|dive|start|walk|go\ over|get\ into|
         take\ a\ look|explore|review|recap|be\ talking|be\ looking|answer|ask)\b
     | \blet(?:'s|\ us)\ (?:take\ a\ look|look|talk|see|go\ ahead|get\ started|start|move\ on|
         dive|jump|begin|review|recap|continue|switch|transition|wrap|get\ into|get\ back)\b
@@ -47,6 +47,7 @@ _META = re.compile(
     | ^(?:i'm|i\ am|my\ name\ is|this\ is)\ [A-Z][a-z]+(?:\ [A-Z][a-z]+)?\ *(?:,|and\ |$)
     | \bwelcome\ (?:to|back|everyone|everybody)\b
     | \b(?:this|the|our|my)\ (?:podcast|episode|show|channel|video|livestream|stream)\b
+    | \b(?:an?|today's|next|last)\ (?:\w+\ ){0,2}(?:episode|podcast)\b
     | \b(?:hear|learn|talk)\ (?:from|with)\ [A-Z]
     | \b(?:is|are)\ (?:gonna|going\ to)\ (?:talk|share|tell|show|walk|join|be\ talking)\b
     | \bwill\ (?:share|talk|tell)\ (?:with\ )?us\b
@@ -87,14 +88,14 @@ _ADDRESSED = re.compile(
 
 _SETUP = re.compile(
     r"^(?:let's say|let us say|suppose|imagine|say) (?:you|we|i|that)\b|\bwhat if\b"
-    r"|\b(?:anybody|anyone|everybody|who) here\b|\braise your hand",
+    r"|\b(?:anybody|anyone|everybody|who) here\b|\braise your hand|\b(?:anybody|anyone) who\b",
     re.IGNORECASE,
 )
 
 #: Praise and enthusiasm ("an all around awesome human being", "how weird").
 _ENTHUSIASM = re.compile(
     r"\b(?:awesome|amazing|incredible|insane(?:ly)?|freaking|super cool|so cool|how weird|"
-    r"crazy|hilarious|human being)\b",
+    r"crazy|hilarious|human being|cool)\b",
     re.IGNORECASE,
 )
 _DIGIT = re.compile(r"\d")
@@ -103,6 +104,8 @@ _DIGIT = re.compile(r"\d")
 _FRAGMENT = re.compile(
     r"^(?:like|because|cuz|cause|which|whereas|although|as if|such as)\b", re.IGNORECASE
 )
+#: A sentence that stops right after "and you", "or we" …: the rest was never said.
+_CUT_SHORT = re.compile(r"\b(?:and|or|but) (?:you|i|we|they|he|she)[.!…]*$", re.IGNORECASE)
 
 _HEDGE = re.compile(
     r"^(?:(?:and|so|but|yeah|um|uh|oh|well),?\s+)*(?:i\s+(?:don't|do\s+not)\s+know|i\s+guess|"
@@ -114,7 +117,9 @@ _HEDGE = re.compile(
 #: A restart left by rolling captions or a stutter: "is very,is accurate", "to,to stream",
 #: "I, I", "it's,uh, it's".
 _RESTART = re.compile(
-    r"\b(\w+)(?:,\s*|\s+\w+,\s*)(?:(?:uh|um),\s*)?\1\b|\b(\w+),(?:uh|um)?,?\s*\2\b", re.IGNORECASE
+    r"\b(\w+)(?:,\s*|\s+\w+,\s*)(?:(?:uh|um),\s*)?\1\b|\b(\w+),(?:uh|um)?,?\s*\2\b"
+    r"|^(?:i|it|we|they|he|she),\s+(?:(?:uh|um),\s+)?(?:i|it|we|they|he|she)\b",
+    re.IGNORECASE,
 )
 
 
@@ -130,7 +135,7 @@ def filler_reason(text: str) -> str | None:
         return "enthusiasm"
     if _SETUP.search(text):
         return "setup"
-    if _FRAGMENT.match(text) and len(text.split()) < 12:
+    if (_FRAGMENT.match(text) and len(text.split()) < 12) or _CUT_SHORT.search(text):
         return "fragment"
     if _HEDGE.match(text):
         return "hedge"
