@@ -89,7 +89,7 @@ def measure(path: Path, pattern: str) -> dict[str, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=float, nargs="+", default=[1, 4, 20, 100])
-    ap.add_argument("--patterns", nargs="+", default=["extract_claims", "summarize"])
+    ap.add_argument("--patterns", nargs="*", default=["extract_claims", "summarize"])
     args = ap.parse_args()
     runs: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="arkai-mem-") as tmp:

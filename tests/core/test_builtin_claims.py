@@ -130,6 +130,12 @@ def test_local_similarity_is_the_full_graph_within_the_window() -> None:
             "Nick Taylor says: I've been in the space for about 18 years now.",
         ),
         (
+            "I am still learning so much,uh,constantly learning DevOps things.",
+            None,
+            None,
+            "I am still learning so much constantly learning DevOps things.",
+        ),
+        (
             "I, I find the documentation the hardest part to keep current.",
             None,
             None,

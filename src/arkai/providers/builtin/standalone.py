@@ -39,14 +39,14 @@ def _drop_filler(m: re.Match[str]) -> str:
     """ ", uh, React" keeps its comma before a name (a list goes on); ", you know, about" not."""
     found = m.group(0)
     follow = m.string[m.end() : m.end() + 2].strip()[:1]
-    return "," if found.startswith(",") and found.endswith(",") and follow.isupper() else ""
+    return ", " if found.startswith(",") and found.endswith(",") and follow.isupper() else " "
 
 
 def tidy(text: str) -> str:
     """``text`` without inner fillers and stutters."""
     out = _INNER_FILLER.sub(_drop_filler, text)
     out = _STUTTER.sub(r"\1", out)
-    out = re.sub(r"\s{2,}", " ", out).strip(" ,")
+    out = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s{2,}", " ", out)).strip(" ,")
     if out and out[0].islower():
         out = out[0].upper() + out[1:]
     return out if len(out.split()) >= 3 else text
