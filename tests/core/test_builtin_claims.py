@@ -40,6 +40,8 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("Anybody here sell Cutco knives in the summer after school?", "setup"),
         ("Like we start every Virtual Coffee call.", "fragment"),
         ("So active server pages and you.", "fragment"),
+        ("I'm a developer from Ohio and one of my biggest fears is hornets.", "small talk"),
+        ("It's we don't have like a grade 12 or a grade 13 there.", "restart"),
         ("Just some background and then we'll get into some stories", "meta"),
         ("It sold in 20 minutes, anybody who sold a company knows", "setup"),
         ("These are some of the cool things I learned from founders", "enthusiasm"),

@@ -6,10 +6,10 @@ a list of phrases from one: meta talk about the talk itself ("in this video we'l
 show you"), narration of on-screen steps without a takeaway ("let's print the list", "if we run
 this"), talk addressed to the other speaker in an interview ("you mentioned …", "that's
 awesome"), sponsor and subscribe talk, self-introductions of a host, praise without a figure
-("an awesome human being"), set-ups and audience questions ("let's say you want …", "what
-if …", "anybody here …"), subordinate fragments ("Like we start every call."), hedges that
-carry no assertion ("I don't know", "I guess"), and rolling-caption restarts ("is very,is
-accurate", "to,to stream").
+("an awesome human being"), icebreakers ("my biggest fear is …"), set-ups and audience
+questions ("let's say you want …", "what if …", "anybody here …"), subordinate fragments
+("Like we start every call."), hedges that carry no assertion ("I don't know", "I guess"), and
+rolling-caption restarts ("is very,is accurate", "to,to stream").
 
 :func:`filler_reason` returns a short reason (for tests and diagnostics) or ``None``.
 """
@@ -100,6 +100,13 @@ _ENTHUSIASM = re.compile(
 )
 _DIGIT = re.compile(r"\d")
 
+#: Icebreakers and check-in questions ("one of my biggest fears is hornets").
+_SMALL_TALK = re.compile(
+    r"\b(?:biggest|greatest|worst) fears?\b|\bcheck-?in question\b|\bice ?breaker\b"
+    r"|\bfavou?rite (?:food|colou?r|movie|snack|animal|season|ice cream)\b",
+    re.IGNORECASE,
+)
+
 #: A subordinate clause standing alone ("Like we start every meeting.").
 _FRAGMENT = re.compile(
     r"^(?:like|because|cuz|cause|which|whereas|although|as if|such as)\b", re.IGNORECASE
@@ -118,7 +125,8 @@ _HEDGE = re.compile(
 #: "I, I", "it's,uh, it's".
 _RESTART = re.compile(
     r"\b(\w+)(?:,\s*|\s+\w+,\s*)(?:(?:uh|um),\s*)?\1\b|\b(\w+),(?:uh|um)?,?\s*\2\b"
-    r"|^(?:i|it|we|they|he|she),\s+(?:(?:uh|um),\s+)?(?:i|it|we|they|he|she)\b",
+    r"|^(?:i|it|we|they|he|she),\s+(?:(?:uh|um),\s+)?(?:i|it|we|they|he|she)\b"
+    r"|^(?:it's|that's|there's)\s+(?:we|i|they|you)\b",
     re.IGNORECASE,
 )
 
@@ -133,6 +141,8 @@ def filler_reason(text: str) -> str | None:
         return "conversation"
     if _ENTHUSIASM.search(text) and not _DIGIT.search(text):
         return "enthusiasm"
+    if _SMALL_TALK.search(text):
+        return "small talk"
     if _SETUP.search(text):
         return "setup"
     if (_FRAGMENT.match(text) and len(text.split()) < 12) or _CUT_SHORT.search(text):
