@@ -172,3 +172,15 @@ def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
     assert by_quote["It runs the DEV community site for about a million developers."] == (
         "The Forem code base runs the DEV community site for about a million developers."
     )
+
+
+def test_sentences_sharing_a_rare_term_are_not_merged() -> None:
+    text = (
+        "Now you're doing a little bit of React Native.\n\n"
+        "The hospital scheduling system handles 4,000 appointments every single day.\n\n"
+        "Have not used React Native before.\n\n"
+        "Nurses confirm each appointment by text message two days before the visit.\n"
+    )
+    out = call("extract_claims", text)
+    claims = [c["claim"] for c in out]
+    assert len(claims) == len(set(claims)), claims  # no claim text repeated

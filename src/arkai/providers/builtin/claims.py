@@ -55,6 +55,7 @@ from arkai.providers.builtin.text import (
     looks_like_question,
     positive_int,
     split_lines,
+    tokens,
     topic_words,
     word_count,
 )
@@ -69,6 +70,9 @@ CANDIDATE_SHARE = 0.3
 MIN_CLAIMS = 5
 """… or up to this many, when there are that many candidates (a short dense note)."""
 NEAR_DUPLICATE = 0.8
+SAME_WORDS = 0.6
+"""A near-duplicate merged into a claim also shares this share of all its words (Jaccard):
+TF-IDF cosine alone finds short sentences that merely share a rare term."""
 DIVERSITY = 0.35
 MIN_RELATIVE_SCORE = 0.4
 """Candidates scoring under this share of the best one are never chosen."""
@@ -167,8 +171,9 @@ class Ranking:
 
     def near_duplicates(self, chosen: list[Candidate]) -> list[list[Candidate]]:
         """For each of ``chosen``, the other candidates that say the same thing (cosine over
-        :data:`NEAR_DUPLICATE`, a different text), in document order; each is merged into
-        the most similar chosen claim only."""
+        :data:`NEAR_DUPLICATE` and at least :data:`SAME_WORDS` of their words shared, a
+        different text), in document order; each is merged into the most similar chosen
+        claim only."""
         merged: list[list[Candidate]] = [[] for _ in chosen]
         if self.matrix is None or not chosen:
             return merged
@@ -185,7 +190,11 @@ class Ranking:
         for row, cand in enumerate(rest):
             best = int(np.argmax(dense[row]))
             key = _norm(cand.unit.text)
-            if dense[row, best] > NEAR_DUPLICATE and key not in texts:
+            if (
+                dense[row, best] > NEAR_DUPLICATE
+                and key not in texts
+                and _overlap(cand.unit.text, chosen[best].unit.text) >= SAME_WORDS
+            ):
                 texts.add(key)
                 merged[best].append(cand)
         for group in merged:
@@ -197,6 +206,12 @@ class Ranking:
             return np.zeros(len(rows), dtype=np.float64)
         col = self.matrix[rows] @ self.matrix[index].T
         return np.round(np.asarray(col.toarray(), dtype=np.float64).ravel(), 6)
+
+
+def _overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the word sets of ``a`` and ``b``."""
+    wa, wb = set(tokens(a)), set(tokens(b))
+    return len(wa & wb) / len(wa | wb) if wa or wb else 0.0
 
 
 def _norm(text: str) -> str:
