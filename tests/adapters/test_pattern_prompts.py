@@ -50,7 +50,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "extract_wisdom": (
         "## What is worth keeping",
         *SHARED_RUBRIC,
-        "most central claim",
+        "most central assertion",
         "no sentence or quote appears twice",
         'not "The host welcomes\nlisteners back."',
     ),
