@@ -2,10 +2,13 @@
 after one of N items changes. Prints one JSON object.
 
     python bench/extract.py [--items 200] [--keep DIR]
+    python bench/extract.py --cpu [--items 40]
 
 Items are synthetic ~10-minute talks cut from the real transcripts in ../shared/data (SubRip
 cues re-timed from zero), each added to a fresh knowledge repo with `arkai add`; nothing is
-written into this repository.
+written into this repository. ``--cpu`` instead runs the four transcript patterns of the
+builtin provider in this process and reports talks per CPU-minute (process time, so the figure
+holds on a machine that others load too; the builtin provider uses one core).
 """
 
 from __future__ import annotations
@@ -99,11 +102,52 @@ def run(cmd: list[str], cwd: Path) -> float:
     return dt
 
 
+PATTERNS = ("extract_claims", "extract_entities", "extract_wisdom", "summarize")
+
+
+def cpu_throughput(n: int) -> dict[str, object]:
+    """The four transcript patterns on ``n`` synthetic talks, timed in process CPU seconds."""
+    from arkai.adapters.params import load_params
+    from arkai.formats import parse_source, render_transcript
+    from arkai.providers.base import Request
+    from arkai.providers.builtin import BuiltinProvider
+
+    params = load_params(HERE.parent)
+    variables = {k: str(v) for k, v in (params["extract"].get("variables") or {}).items()}
+    with tempfile.TemporaryDirectory(prefix="arkai-bench-") as tmp:
+        files, words = make_items(Path(tmp), n)
+        texts = [render_transcript(parse_source(f.name, f.read_bytes())) for f in files]
+    provider = BuiltinProvider()
+    provider.complete(Request("extract_entities", "", texts[0]), timeout=600)  # load spaCy
+    claims = 0
+    t0 = time.process_time()
+    for text in texts:
+        for pattern in PATTERNS:
+            request = Request(pattern, "", text, options={"variables": variables})
+            out = provider.complete(request, timeout=600)
+            if pattern == "extract_claims":
+                claims += len(json.loads(out.text))
+    cpu = time.process_time() - t0
+    return {
+        "items": n,
+        "words_per_item": round(words / n),
+        "patterns": list(PATTERNS),
+        "cpu_seconds": round(cpu, 2),
+        "talks_per_cpu_minute": round(n / cpu * 60, 1),
+        "claims_per_item": round(claims / n, 1),
+        "targets": {"talks_per_cpu_minute_ge_60": n / cpu * 60 >= 60},
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--items", type=int, default=200)
     ap.add_argument("--keep", type=Path, help="build the repo here and keep it")
+    ap.add_argument("--cpu", action="store_true", help="in-process CPU time of the patterns")
     args = ap.parse_args()
+    if args.cpu:
+        print(json.dumps(cpu_throughput(args.items), indent=2))
+        return
     work = args.keep or Path(tempfile.mkdtemp(prefix="arkai-bench-"))
     repo, inbox = work / "kb", work / "inbox"
     shutil.rmtree(work, ignore_errors=True)

@@ -17,7 +17,7 @@ from arkai.model.status import MODES
 
 DEFAULTS: dict[str, Any] = {
     "add": {
-        "max_file_mb": 100,
+        "max_file_mb": 50,
         "default_type": "transcripts",
         "timeout_s": 20,
         "redact_chats": True,
@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
             "default": ["extract_claims", "extract_entities", "extract_wisdom", "summarize"],
             "chats": ["extract_claims", "extract_entities", "condense_chat"],
         },
-        "variables": {"max_claims": 12},
+        "variables": {"max_claims": 100},
         "verify": True,
         "concurrency": 4,
         "timeout_s": 120,

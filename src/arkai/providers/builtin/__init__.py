@@ -2,7 +2,8 @@
 
 Each pattern has its own module:
 
-- ``extract_claims`` (:mod:`.claims`): salient declarative sentences by TF-IDF centrality.
+- ``extract_claims`` (:mod:`.claims`): claims worth citing (:mod:`.worth` filters,
+  :mod:`.standalone` claim text), ranked by TF-IDF centrality; how many follows the content.
 - ``extract_entities`` (:mod:`.entities`): spaCy NER (``ner`` only) plus TF-IDF concepts.
 - ``extract_wisdom`` and ``summarize`` (:mod:`.wisdom`): extractive sections.
 - ``condense_chat`` (:mod:`.condense`): decisions, discoveries and procedures of a chat.
@@ -11,8 +12,9 @@ Each pattern has its own module:
 Every quote is a verbatim slice of one line of ``Request.input`` — never its ``[HH:MM:SS]``
 timestamp or ``Speaker:`` label — so it resolves exactly. The same input gives byte-identical
 output. The provider ignores ``Request.system`` (the prompt) and ``model``; it reads
-``options["variables"]`` (``max_claims``, ``min_words``, ``max_words``). Work is CPU-bound and
-not interruptible, so ``timeout`` is not enforced (a ten-minute talk takes well under a second).
+``options["variables"]`` (``max_claims``, an upper bound; ``min_words``, ``max_words``). Work is
+CPU-bound and not interruptible, so ``timeout`` is not enforced (a ten-minute talk takes well
+under a second).
 """
 
 from __future__ import annotations

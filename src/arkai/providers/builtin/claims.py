@@ -4,21 +4,25 @@ Every unit of the transcript (sentence, or clause window for unpunctuated captio
 :mod:`.text`) becomes a TF-IDF vector (scikit-learn ``TfidfVectorizer``, sublinear term
 frequency, light stemming, stop words and filler removed). A unit's centrality is the mean of
 two normalised scores: cosine similarity to the document centroid, and TextRank (PageRank over
-the unit-similarity graph). It is then weighted by hints: numbers and proper names (+),
-length near 10–30 words, an early position (+, slight), hesitation openers, filler, and a
-leading pronoun that needs context (−).
+the graph of units at most :data:`WINDOW` units apart, so memory and time grow linearly with
+the input). It is then weighted by hints: numbers and proper names (+), length near 10–30
+words, an early position (+, slight), hesitation openers, filler, a leading pronoun that needs
+context, and a personal story with no number or name in it (−).
 
-Candidates are declarative (no questions), not greetings, thanks or sign-offs, within the word
-limits, with at least three content words, and not the broken halves of a sentence that the
-captioner cut with a full stop ("… a paying gig for." / "Media and it's working …"). Selection
+Candidates are declarative (no questions), not greetings, thanks or sign-offs, not meta talk,
+narration of on-screen steps, talk addressed to the other speaker, hedges or caption restarts
+(:mod:`.worth`), within the word limits, with at least three content words, and not the broken
+halves of a sentence that the captioner cut with a full stop ("… a paying gig for." / "Media
+and it's working …"). Selection
 is greedy by score with a diversity penalty (maximal marginal relevance); a unit scoring under
 0.4 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
 chosen. Output is in document order; ``confidence`` is 0.5–0.95, the score relative to the best
 candidate.
 
-How many: ``options["variables"]["max_claims"]`` when it is a positive integer (or a string
-of one); when it is absent, ``0`` or ``"auto"``, ``max(12, words / 600)`` capped at 40 — about
-one claim per four minutes of talk beyond a ten-minute talk.
+How many follows the content: up to 30 % of the candidates (a dense lecture has many, a chatty
+podcast few) or five, whichever is more; at most one per 30 words and at most
+``options["variables"]["max_claims"]`` (a positive integer or a string of one; absent, ``0``
+or ``"auto"``: 100).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.providers.builtin.standalone import standalone
 from arkai.providers.builtin.text import (
     HESITATION,
     Unit,
@@ -49,21 +54,46 @@ from arkai.providers.builtin.text import (
     is_social,
     looks_like_question,
     positive_int,
+    split_lines,
+    tokens,
     topic_words,
     word_count,
 )
+from arkai.providers.builtin.worth import filler_reason
 
-DEFAULT_MAX_CLAIMS = 12
-MAX_AUTO_CLAIMS = 40
-WORDS_PER_CLAIM = 600
+MAX_AUTO_CLAIMS = 100
+"""The cap when ``max_claims`` is absent, ``0`` or ``"auto"``."""
+WORDS_PER_CLAIM = 30
+"""At most one claim per this many words of input."""
+CANDIDATE_SHARE = 0.3
+"""Report up to this share of the units that pass the claim filters …"""
+MIN_CLAIMS = 5
+"""… or up to this many, when there are that many candidates (a short dense note)."""
 NEAR_DUPLICATE = 0.8
+SAME_WORDS = 0.6
+"""A near-duplicate merged into a claim also shares this share of all its words (Jaccard):
+TF-IDF cosine alone finds short sentences that merely share a rare term."""
 DIVERSITY = 0.35
 MIN_RELATIVE_SCORE = 0.4
 """Candidates scoring under this share of the best one are never chosen."""
 _PRONOUN_START = re.compile(
     r"^(?:it|this|that|these|those|they|he|she|him|her|them|there|here)\b(?!-)", re.IGNORECASE
 )
+_ANECDOTE = re.compile(
+    r"\b(?:i|we|he|she|they)\s+(?:was|were|had|did|went|got|just|ended|started|took|felt|"
+    r"thought|remember|said|told|tried|wanted|came|saw|met|decided|think|feel|guess|love)\b",
+    re.IGNORECASE,
+)
+_GENERAL = re.compile(
+    r"\b(?:is|are|means|has|have|can|cannot|can't|will|should|must|need|needs|returns|gives|"
+    r"makes|lets|allows|uses|called|equals|tends|depends|requires|works)\b",
+    re.IGNORECASE,
+)
+ANECDOTE_FACTOR = 0.6
 _DAMPING = 0.85
+WINDOW = 512
+"""TextRank links units at most this many units apart (a ten-minute talk has ~150): the graph,
+and so memory, grows linearly with the length of the input."""
 _ITERATIONS = 40
 
 FloatArray = npt.NDArray[np.float64]
@@ -139,11 +169,49 @@ class Ranking:
             sims = np.maximum(sims, self._similarities(rows, cand.unit.index))
         return chosen
 
+    def near_duplicates(self, chosen: list[Candidate]) -> list[list[Candidate]]:
+        """For each of ``chosen``, the other candidates that say the same thing (cosine over
+        :data:`NEAR_DUPLICATE` and at least :data:`SAME_WORDS` of their words shared, a
+        different text), in document order; each is merged into the most similar chosen
+        claim only."""
+        merged: list[list[Candidate]] = [[] for _ in chosen]
+        if self.matrix is None or not chosen:
+            return merged
+        taken = {c.unit.index for c in chosen}
+        texts = {_norm(c.unit.text) for c in chosen}
+        rest = [c for c in self.candidates if c.unit.index not in taken]
+        if not rest:
+            return merged
+        sims = (
+            self.matrix[[c.unit.index for c in rest]]
+            @ self.matrix[[c.unit.index for c in chosen]].T
+        )
+        dense = np.round(np.asarray(sims.toarray(), dtype=np.float64), 6)
+        for row, cand in enumerate(rest):
+            best = int(np.argmax(dense[row]))
+            key = _norm(cand.unit.text)
+            if (
+                dense[row, best] > NEAR_DUPLICATE
+                and key not in texts
+                and _overlap(cand.unit.text, chosen[best].unit.text) >= SAME_WORDS
+            ):
+                texts.add(key)
+                merged[best].append(cand)
+        for group in merged:
+            group.sort(key=lambda c: c.unit.index)
+        return merged
+
     def _similarities(self, rows: list[int], index: int) -> FloatArray:
         if self.matrix is None:
             return np.zeros(len(rows), dtype=np.float64)
         col = self.matrix[rows] @ self.matrix[index].T
         return np.round(np.asarray(col.toarray(), dtype=np.float64).ravel(), 6)
+
+
+def _overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the word sets of ``a`` and ``b``."""
+    wa, wb = set(tokens(a)), set(tokens(b))
+    return len(wa & wb) / len(wa | wb) if wa or wb else 0.0
 
 
 def _norm(text: str) -> str:
@@ -167,6 +235,8 @@ def is_candidate(
     if is_question(unit.text) or "?" in unit.text[-4:]:
         return False
     if is_social(cleaned) or disfluency(unit.text) > 0.25 or looks_like_question(cleaned):
+        return False
+    if filler_reason(cleaned) is not None:
         return False
     if unit.kind != "window" and ends_dangling(unit.text):
         return False  # "... I have a paying gig for." — broken by the captioner
@@ -199,13 +269,43 @@ def _hints(unit: Unit, cleaned: str, position: float) -> float:
     if unit.edge:
         factor *= 0.85
     factor *= 0.7 + 0.6 * min(0.5, density(cleaned))  # chatter says little per word
+    if not (has_number(unit.text) or has_name_hint(cleaned)):
+        if _ANECDOTE.search(cleaned):
+            factor *= ANECDOTE_FACTOR  # a personal story with no fact to check
+        elif not _GENERAL.search(cleaned):
+            factor *= 0.85
     return factor
 
 
-def _textrank(matrix: Any) -> FloatArray:
+def local_similarity(matrix: Any, window: int = WINDOW) -> Any:
+    """Cosine similarities between units at most ``window`` units apart (zero diagonal), as a
+    sparse matrix built block by block: memory grows with ``n * window``, not ``n * n``."""
+    from scipy.sparse import coo_matrix
+
     n = matrix.shape[0]
-    sim = (matrix @ matrix.T).tocsr()
-    sim.setdiag(0.0)
+    rows: list[npt.NDArray[np.int64]] = []
+    cols: list[npt.NDArray[np.int64]] = []
+    vals: list[FloatArray] = []
+    for a in range(0, n, window):
+        b = min(n, a + window)
+        lo, hi = max(0, a - window), min(n, b + window)
+        block = (matrix[a:b] @ matrix[lo:hi].T).tocoo()
+        r = block.row.astype(np.int64) + a
+        c = block.col.astype(np.int64) + lo
+        keep = (np.abs(r - c) <= window) & (r != c)
+        rows.append(r[keep])
+        cols.append(c[keep])
+        vals.append(np.asarray(block.data[keep], dtype=np.float64))
+    sim = coo_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
+    return sim.tocsr()
+
+
+def _textrank(matrix: Any) -> FloatArray:
+    """PageRank over the graph of units within :data:`WINDOW` of each other."""
+    n = matrix.shape[0]
+    sim = local_similarity(matrix)
     sim.eliminate_zeros()
     out_weight = np.asarray(sim.sum(axis=1), dtype=np.float64).ravel()
     dangling = out_weight == 0
@@ -226,7 +326,8 @@ def rank_units(text: str, *, min_words: int = 6, max_words: int = 45) -> Ranking
 
 @lru_cache(maxsize=4)
 def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
-    units = build_units(text)
+    lines = split_lines(text)
+    units = build_units(text, lines)
     words = sum(word_count(u.text) for u in units)
     ranking = Ranking(text, units, words)
     if not units:
@@ -269,18 +370,23 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     total = max(1, len(units) - 1)
     for (unit, cleaned), base in zip(scored, combined, strict=True):
         score = float(base) * _hints(unit, cleaned, unit.index / total)
-        cands.append(Candidate(unit, cleaned, round(score, 6)))
+        before = units[unit.index - 1] if unit.index else None
+        previous = clean_claim(before.text) if before and unit.line - before.line <= 2 else None
+        claim = standalone(cleaned, previous, lines[unit.line - 1].speaker)
+        cands.append(Candidate(unit, claim, round(score, 6)))
     cands.sort(key=lambda c: (-c.score, c.unit.index))
     ranking.candidates = cands
     return ranking
 
 
-def claim_limit(variables: Mapping[str, Any], words: int) -> int:
-    """``max_claims`` when given as a positive integer, else scaled with the length."""
-    given = positive_int(variables.get("max_claims"))
-    if given is not None:
-        return given
-    return max(DEFAULT_MAX_CLAIMS, min(MAX_AUTO_CLAIMS, words // WORDS_PER_CLAIM))
+def claim_limit(variables: Mapping[str, Any], words: int, candidates: int) -> int:
+    """How many claims to report: a share of the units that read as claims (so the count
+    follows the content), at most one per ``WORDS_PER_CLAIM`` words, and at most
+    ``max_claims`` (a positive integer; absent, ``0`` or ``"auto"``: ``MAX_AUTO_CLAIMS``)."""
+    cap = positive_int(variables.get("max_claims")) or MAX_AUTO_CLAIMS
+    by_content = max(math.ceil(candidates * CANDIDATE_SHARE), min(candidates, MIN_CLAIMS))
+    by_length = max(MIN_CLAIMS, words // WORDS_PER_CLAIM)
+    return min(cap, by_content, by_length)
 
 
 def word_limits(variables: Mapping[str, Any]) -> tuple[int, int]:
@@ -290,15 +396,23 @@ def word_limits(variables: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def extract_claims(text: str, variables: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``extract_claims`` output for ``text``."""
+    """The ``extract_claims`` output for ``text``: the chosen claims in document order, each
+    followed by the near-duplicates merged into it (same ``claim``, their own quotes)."""
     lo, hi = word_limits(variables)
     ranking = rank_units(text, min_words=lo, max_words=hi)
-    chosen = ranking.select(claim_limit(variables, ranking.words))
+    chosen = ranking.select(claim_limit(variables, ranking.words, len(ranking.candidates)))
     chosen.sort(key=lambda c: c.unit.index)
-    return [
-        {"claim": c.claim, "quote": c.unit.text, "confidence": ranking.confidence(c)}
-        for c in chosen
-    ]
+    out: list[dict[str, Any]] = []
+    for cand, echoes in zip(chosen, ranking.near_duplicates(chosen), strict=True):
+        for item in (cand, *echoes):
+            out.append(
+                {
+                    "claim": cand.claim,
+                    "quote": item.unit.text,
+                    "confidence": ranking.confidence(cand),
+                }
+            )
+    return out
 
 
 def sentence_count_hint(words: int, low: int, high: int, per: int) -> int:

@@ -579,7 +579,8 @@ def has_number(text: str) -> bool:
 
 
 _CAPITAL = re.compile(r"(?<=[\s(\"“])[A-Z][a-zA-Z]+")
-_NOT_NAMES = wordset(
+#: Capitalised words that are not names (sentence openers, pronouns, fillers).
+NOT_NAMES = wordset(
     "I I'm I've I'd I'll OK Okay Yeah So And But The A An It This That We You He She They "
     "My Our Your Oh Um Uh Well Now Then If When What Why How Who"
 )
@@ -587,7 +588,7 @@ _NOT_NAMES = wordset(
 
 def has_name_hint(text: str) -> bool:
     """Whether a capitalised word other than the first looks like a proper name."""
-    return any(m.group(0) not in _NOT_NAMES for m in _CAPITAL.finditer(text))
+    return any(m.group(0) not in NOT_NAMES for m in _CAPITAL.finditer(text))
 
 
 def word_count(text: str) -> int:

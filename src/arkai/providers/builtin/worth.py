@@ -1,0 +1,157 @@
+"""Is a unit worth citing? Rules for what a careful listener would *not* paste into notes.
+
+A claim is a self-contained, checkable assertion, fact, number, definition, recommendation or
+insight. The rules here reject the rest, each by a pattern that holds across talks rather than
+a list of phrases from one: meta talk about the talk itself ("in this video we'll …", "let me
+show you"), narration of on-screen steps without a takeaway ("let's print the list", "if we run
+this"), talk addressed to the other speaker in an interview ("you mentioned …", "that's
+awesome"), sponsor and subscribe talk, self-introductions of a host, praise without a figure
+("an awesome human being"), icebreakers ("my biggest fear is …"), set-ups and audience
+questions ("let's say you want …", "what if …", "anybody here …"), subordinate fragments
+("Like we start every call."), hedges that carry no assertion ("I don't know", "I guess"), and
+rolling-caption restarts ("is very,is accurate", "to,to stream").
+
+:func:`filler_reason` returns a short reason (for tests and diagnostics) or ``None``.
+"""
+
+from __future__ import annotations
+
+import re
+
+_META = re.compile(
+    r"""
+    \bin\ (?:this|today's|the\ next|the\ last|the\ previous|a\ later|a\ future)
+        \ (?:video|episode|lesson|tutorial|talk|course|section|podcast|chapter|part|show)\b
+    | \bthis\ (?:video|episode|podcast|show|lesson|tutorial|series)\ (?:is|was|will|features)\b
+    | \b(?:today|now|next|first|in\ a\ (?:moment|minute|second|bit))
+        ,?\ (?:we|i)(?:'re|\ are|'ll|\ will|'m|\ am)?\ (?:going\ to\ |gonna\ )?
+        (?:look|talk|see|cover|learn|show|discuss|dive|start|walk|go\ over|take\ a\ look|
+           explore|review|recap|answer)\b
+    | \b(?:we|i)(?:'re|\ are|'m|\ am)\ (?:going\ to|gonna)
+        \ (?:look|talk|see|cover|learn|show|discuss|dive|start|walk|go\ over|take\ a\ look|
+           explore|review|recap|be\ talking|be\ looking|answer|ask|transition)\b
+    | \b(?:we|i)'ll\ (?:look|talk|see|cover|learn|show|discuss|dive|start|walk|go\ over|get\ into|
+        take\ a\ look|explore|review|recap|be\ talking|be\ looking|answer|ask)\b
+    | \blet(?:'s|\ us)\ (?:take\ a\ look|look|talk|see|go\ ahead|get\ started|start|move\ on|
+        dive|jump|begin|review|recap|continue|switch|transition|wrap|get\ into|get\ back)\b
+    | \blet\ me\ (?:show|walk|explain|tell|start|ask|go|give|share|introduce|just|try|see|
+        pull|bring|read|quickly|first|also|move)\b
+    | \b(?:next|last|previous|following|upcoming)\ (?:video|episode|lesson|section|chapter)\b
+    | \b(?:as|like)\ (?:i|we)\ (?:said|mentioned|discussed|saw|showed)\b
+    | \b(?:i|we)\ (?:want|wanted|wanna|would\ like|'d\ like)\ (?:to\ )?(?:talk|transition|ask|
+        make\ sure|start|share|thank|mention|introduce|go\ over|show|dive|jump|get\ into)\b
+    | \bquestions?\ (?:from|for)\ (?:the|our|you|him|her)\b
+    | \b(?:patreon|sponsor(?:s|ed|ing|ship)?|subscrib(?:e|ed|ing)|description\ below|
+        links?\ (?:below|in\ the\ description)|(?:leave|drop)\ a\ comment|hit\ the\ (?:like|bell)|
+        notification\ bell|smash\ that)\b
+    | ^(?:i'm|i\ am|my\ name\ is|this\ is)\ [A-Z][a-z]+(?:\ [A-Z][a-z]+)?\ *(?:,|and\ |$)
+    | \bwelcome\ (?:to|back|everyone|everybody)\b
+    | \b(?:this|the|our|my)\ (?:podcast|episode|show|channel|video|livestream|stream)\b
+    | \b(?:an?|today's|next|last)\ (?:\w+\ ){0,2}(?:episode|podcast)\b
+    | \b(?:hear|learn|talk)\ (?:from|with)\ [A-Z]
+    | \b(?:is|are)\ (?:gonna|going\ to)\ (?:talk|share|tell|show|walk|join|be\ talking)\b
+    | \bwill\ (?:share|talk|tell)\ (?:with\ )?us\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_NARRATION = re.compile(
+    r"""
+    \blet(?:'s|\ us)\ (?:now\ |also\ |just\ |quickly\ |first\ )?(?:print|run|add|type|call|
+        create|define|declare|change|remove|delete|save|open|try|check|write|execute|pass|
+        store|set|put|use|go\ back|import|click|select|scroll|zoom|make)\b
+    | \b(?:i'm|i\ am|we're|we\ are)\ (?:going\ to|gonna)\ (?:type|click|run|print|delete|add|
+        write|open|save|press|call|create|pass|scroll|select|use|change|put|go\ back)\b
+    | \b(?:if|when|once)\ (?:we|i|you)\ (?:run|execute|print|save)\ (?:this|that|it|the|our)\b
+    | \b(?:click|press|hit|tap)\ (?:on|the|enter|return|run|save)\b
+    | \b(?:(?:i|we)\ (?:just|now)\ (?:typed|clicked|ran|printed|added|deleted|wrote))\b
+    | \bover\ here\b
+    | \bhere\ we\ (?:are|have|go)\b
+    | \b(?:we|i)\ (?:will|'ll)\ (?:print|run|type|get|see\ the\ (?:result|output))\b
+    | \b(?:you|we)\ (?:saw|just\ saw)\ (?:that|how|what)\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_ADDRESSED = re.compile(
+    r"""
+    \byou\ (?:mentioned|said|were\ talking|talked|were\ saying|told\ (?:us|me)|brought\ up|
+        knocked|did\ a|shared|touched\ on|alluded)\b
+    | \b(?:that's|that\ is|that\ was|it's|it\ was|this\ is)\ (?:so\ |really\ |just\ |super\ )?
+        (?:awesome|amazing|great|cool|wonderful|fantastic|incredible|funny|interesting|
+        fascinating|hilarious|exciting)\b
+    | \bi\ (?:love|loved|like)\ (?:that|this|it|how\ you)\b
+    | \b(?:your|you're\ a)\ (?:story|journey|background)\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_SETUP = re.compile(
+    r"^(?:let's say|let us say|suppose|imagine|say) (?:you|we|i|that)\b|\bwhat if\b"
+    r"|\b(?:anybody|anyone|everybody|who) here\b|\braise your hand|\b(?:anybody|anyone) who\b",
+    re.IGNORECASE,
+)
+
+#: Praise and enthusiasm ("an all around awesome human being", "how weird").
+_ENTHUSIASM = re.compile(
+    r"\b(?:awesome|amazing|incredible|insane(?:ly)?|freaking|super cool|so cool|how weird|"
+    r"crazy|hilarious|human being|cool)\b",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+
+#: Icebreakers and check-in questions ("one of my biggest fears is hornets").
+_SMALL_TALK = re.compile(
+    r"\b(?:biggest|greatest|worst) fears?\b|\bcheck-?in question\b|\bice ?breaker\b"
+    r"|\bfavou?rite (?:food|colou?r|movie|snack|animal|season|ice cream)\b",
+    re.IGNORECASE,
+)
+
+#: A subordinate clause standing alone ("Like we start every meeting.").
+_FRAGMENT = re.compile(
+    r"^(?:like|because|cuz|cause|which|whereas|although|as if|such as)\b", re.IGNORECASE
+)
+#: A sentence that stops right after "and you", "or we" …: the rest was never said.
+_CUT_SHORT = re.compile(r"\b(?:and|or|but) (?:you|i|we|they|he|she)[.!…]*$", re.IGNORECASE)
+
+_HEDGE = re.compile(
+    r"^(?:(?:and|so|but|yeah|um|uh|oh|well),?\s+)*(?:i\s+(?:don't|do\s+not)\s+know|i\s+guess|"
+    r"i\s+feel\s+like|i\s+was\s+like|i\s+don't\s+remember|not\s+sure|who\s+knows|"
+    r"i\s+have\s+no\s+idea|i\s+can't\s+remember)\b",
+    re.IGNORECASE,
+)
+
+#: A restart left by rolling captions or a stutter: "is very,is accurate", "to,to stream",
+#: "I, I", "it's,uh, it's".
+_RESTART = re.compile(
+    r"\b(\w+)(?:,\s*|\s+\w+,\s*)(?:(?:uh|um),\s*)?\1\b|\b(\w+),(?:uh|um)?,?\s*\2\b"
+    r"|^(?:i|it|we|they|he|she),\s+(?:(?:uh|um),\s+)?(?:i|it|we|they|he|she)\b"
+    r"|^(?:it's|that's|there's)\s+(?:we|i|they|you)\b",
+    re.IGNORECASE,
+)
+
+
+def filler_reason(text: str) -> str | None:
+    """Why ``text`` (a cleaned unit) is not worth citing, or ``None`` when no rule objects."""
+    if _META.search(text):
+        return "meta"
+    if _NARRATION.search(text):
+        return "narration"
+    if _ADDRESSED.search(text):
+        return "conversation"
+    if _ENTHUSIASM.search(text) and not _DIGIT.search(text):
+        return "enthusiasm"
+    if _SMALL_TALK.search(text):
+        return "small talk"
+    if _SETUP.search(text):
+        return "setup"
+    if (_FRAGMENT.match(text) and len(text.split()) < 12) or _CUT_SHORT.search(text):
+        return "fragment"
+    if _HEDGE.match(text):
+        return "hedge"
+    if _RESTART.search(text):
+        return "restart"
+    return None
+
+
+__all__ = ["filler_reason"]

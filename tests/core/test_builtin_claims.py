@@ -1,0 +1,186 @@
+"""Claims worth citing: the filler rules, the content-driven count, the linear TextRank graph."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from arkai.providers.base import Request
+from arkai.providers.builtin import BuiltinProvider
+from arkai.providers.builtin import claims as claims_mod
+from arkai.providers.builtin.standalone import standalone
+from arkai.providers.builtin.worth import filler_reason
+
+
+def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]]:
+    request = Request(pattern, "", text, options={"variables": variables})
+    value: list[dict[str, object]] = json.loads(
+        BuiltinProvider().complete(request, timeout=60).text
+    )
+    return value
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("In this video we'll look at how lists work in Python.", "meta"),
+        ("Today we're going to talk about neural networks and layers.", "meta"),
+        ("Let me show you how the compiler handles this case.", "meta"),
+        ("We start every episode of the podcast with a question.", "meta"),
+        ("If you enjoyed it, subscribe to the channel for more videos.", "meta"),
+        ("I'm Bekah, and this is a podcast about developers.", "meta"),
+        ("Let's print letters of zero to see the first item.", "narration"),
+        ("If we run this program the list is printed again.", "narration"),
+        ("You mentioned working on open source during the pandemic.", "conversation"),
+        ("That's awesome, the whole team must have loved the launch.", "conversation"),
+        ("I don't know, the framework felt slower than the old one.", "hedge"),
+        ("Let's say you want to have a list of numbers up to 20.", "setup"),
+        ("Anybody here sell Cutco knives in the summer after school?", "setup"),
+        ("Like we start every Virtual Coffee call.", "fragment"),
+        ("So active server pages and you.", "fragment"),
+        ("I'm a developer from Ohio and one of my biggest fears is hornets.", "small talk"),
+        ("It's we don't have like a grade 12 or a grade 13 there.", "restart"),
+        ("Just some background and then we'll get into some stories", "meta"),
+        ("It sold in 20 minutes, anybody who sold a company knows", "setup"),
+        ("These are some of the cool things I learned from founders", "enthusiasm"),
+        ("Today we have a really great episode for everyone.", "meta"),
+        ("I, It was, I'd never contributed to open source at all.", "restart"),
+        ("He's a mentor, a maintainer and an all around awesome human being.", "enthusiasm"),
+        ("So Nick is gonna talk about live streaming and open source.", "meta"),
+        ("So here we are unpacking the items list into three variables.", "narration"),
+        ("My dream about taking an exam and my alarm going off is very,is accurate.", "restart"),
+        ("It's been hard to,to stream from the new apartment lately.", "restart"),
+    ],
+)
+def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:
+    assert filler_reason(text) == reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A neuron holds a number between 0 and 1, called its activation.",
+        "Slicing a list returns a new list and leaves the original unchanged.",
+        "Pre-emptive term sheets usually end badly for founders.",
+        "The network has about 13,000 weights and biases in total.",
+        "The 0th element, the 1st element and the 2nd element are kept.",
+        "Figuring out what you do not want to do narrows a career down.",
+    ],
+)
+def test_filler_reason_keeps_claims(text: str) -> None:
+    assert filler_reason(text) is None
+
+
+def test_claims_skip_meta_narration_and_restarts() -> None:
+    lines = [
+        "In this video we'll look at how the scheduler assigns work to every core.",
+        "The scheduler assigns each task to the core with the shortest run queue.",
+        "Let's print the queue lengths and run the program again to compare them.",
+        "A task that waits longer than 40 milliseconds is moved to an idle core.",
+        "My guess about the queue and the idle core is very,is accurate here.",
+        "Work stealing keeps every core busy when the queues are uneven in length.",
+        "Don't forget to subscribe to the channel for more videos on the scheduler.",
+    ]
+    out = call("extract_claims", "\n\n".join(lines) + "\n")
+    quotes = {c["quote"] for c in out}
+    assert quotes <= {lines[1], lines[3], lines[5]}, quotes
+    assert quotes
+
+
+def test_local_similarity_is_the_full_graph_within_the_window() -> None:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = [f"sensor {i % 7} hive {i % 5} weight {i % 3} winter" for i in range(40)]
+    matrix = TfidfVectorizer().fit_transform(docs).tocsr()
+    full = (matrix @ matrix.T).toarray()
+    np.fill_diagonal(full, 0.0)
+    local = claims_mod.local_similarity(matrix, window=6).toarray()
+    idx = np.arange(40)
+    near = np.abs(idx[:, None] - idx[None, :]) <= 6
+    assert np.allclose(local[near], full[near])
+    assert not local[~near].any()
+    assert np.allclose(claims_mod.local_similarity(matrix, window=64).toarray(), full)
+
+
+@pytest.mark.parametrize(
+    ("cleaned", "previous", "speaker", "expected"),
+    [
+        (
+            "He's a big fan of TypeScript, uh, React and Node.",
+            "Nick is a senior software engineer at Forem.",
+            None,
+            "Nick's a big fan of TypeScript, React and Node.",
+        ),
+        (
+            "It stores compiled outputs keyed by input hashes.",
+            "The build cache is shared by every machine.",
+            None,
+            "The build cache stores compiled outputs keyed by input hashes.",
+        ),
+        (
+            "It stores compiled outputs keyed by input hashes.",
+            "Yesterday we argued about caches for an hour.",
+            None,
+            "It stores compiled outputs keyed by input hashes.",  # nothing named: left alone
+        ),
+        (
+            "I've been in the space for, you know, about 18 years now.",
+            None,
+            "Nick Taylor",
+            "Nick Taylor says: I've been in the space for about 18 years now.",
+        ),
+        (
+            "I am still learning so much,uh,constantly learning DevOps things.",
+            None,
+            None,
+            "I am still learning so much constantly learning DevOps things.",
+        ),
+        (
+            "I, I find the documentation the hardest part to keep current.",
+            None,
+            None,
+            "I find the documentation the hardest part to keep current.",
+        ),
+    ],
+)
+def test_standalone_claim_text(
+    cleaned: str, previous: str | None, speaker: str | None, expected: str
+) -> None:
+    assert standalone(cleaned, previous, speaker) == expected
+
+
+def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
+    text = (
+        "[00:00:01] Bekah Hawrot: Nick is a senior software engineer at Forem in Montreal.\n"
+        "[00:00:05] Bekah Hawrot: He's a big fan of TypeScript, uh, React and Node on Forem.\n"
+        "[00:00:09] Nick Taylor: I've been working as a web developer since 2002 in Montreal.\n"
+        "[00:00:14] Nick Taylor: The Forem code base is written in Ruby on Rails and Preact.\n"
+        "[00:00:19] Nick Taylor: It runs the DEV community site for about a million developers.\n"
+    )
+    out = call("extract_claims", text)
+    by_quote = {str(c["quote"]): str(c["claim"]) for c in out}
+    for quote in by_quote:
+        assert quote in text  # verbatim, unchanged
+    assert by_quote["He's a big fan of TypeScript, uh, React and Node on Forem."] == (
+        "Nick's a big fan of TypeScript, React and Node on Forem."
+    )
+    assert by_quote["I've been working as a web developer since 2002 in Montreal."] == (
+        "Nick Taylor says: I've been working as a web developer since 2002 in Montreal."
+    )
+    assert by_quote["It runs the DEV community site for about a million developers."] == (
+        "The Forem code base runs the DEV community site for about a million developers."
+    )
+
+
+def test_sentences_sharing_a_rare_term_are_not_merged() -> None:
+    text = (
+        "Now you're doing a little bit of React Native.\n\n"
+        "The hospital scheduling system handles 4,000 appointments every single day.\n\n"
+        "Have not used React Native before.\n\n"
+        "Nurses confirm each appointment by text message two days before the visit.\n"
+    )
+    out = call("extract_claims", text)
+    claims = [c["claim"] for c in out]
+    assert len(claims) == len(set(claims)), claims  # no claim text repeated
