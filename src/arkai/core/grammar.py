@@ -13,6 +13,7 @@ A line of ``transcript.md`` is one of:
 - **chat header**: ``### <role>`` or ``### <role> · <when>`` (role: a letter, then letters,
   digits, ``_`` or ``-``), opening one message of an AI conversation;
 - **heading**: ``#`` to ``######`` then a space (or nothing);
+- **page marker**: ``[p. N]`` alone on a line, before each page of a PDF;
 - anything else: text (list items, quotes, table rows, code keep their Markdown).
 
 A **speaker label** (:func:`speaker_of`) is one to four words and ``": "`` — the first word
@@ -32,6 +33,7 @@ __all__ = [
     "HEADING_RE",
     "LIST_MARKER_RE",
     "NAME_PARTICLES",
+    "PAGE_MARKER_RE",
     "SPEAKER_RE",
     "STAMP",
     "TIMESTAMP_BYTES_RE",
@@ -39,6 +41,7 @@ __all__ = [
     "Line",
     "chat_header",
     "format_chat_header",
+    "format_page_marker",
     "format_timed",
     "format_timestamp",
     "is_chat_header",
@@ -64,7 +67,11 @@ CHAT_HEADER_RE = re.compile(r"^###[ \t]+([A-Za-z][\w-]*)(?:[ \t]+·[ \t]*(.*?))?
 """A chat message header (groups: role, when)."""
 HEADING_RE = re.compile(r"^#{1,6}(?:[ \t]+|$)")
 #: Roles that make a bare ``### <role>`` line a chat header (one with a time always is).
-CHAT_ROLES = frozenset({"user", "assistant", "system", "tool", "model", "human", "ai"})
+CHAT_ROLES = frozenset(
+    {"user", "assistant", "system", "tool", "model", "human", "ai", "bot", "developer"}
+)
+#: A PDF page marker line, ``[p. N]`` (written by the PDF source before each page's lines).
+PAGE_MARKER_RE = re.compile(r"^\[p\. (\d{1,6})\]$")
 LIST_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+")
 
 
@@ -73,7 +80,7 @@ class Line:
     """One parsed line of ``transcript.md``."""
 
     kind: str
-    """``timed`` | ``chat_header`` | ``heading`` | ``text`` | ``blank``."""
+    """``timed`` | ``chat_header`` | ``heading`` | ``page`` | ``text`` | ``blank``."""
     text: str
     """The content: after the timestamp and speaker label, the header's marks, or the line."""
     seconds: int | None = None
@@ -121,6 +128,8 @@ def parse_line(line: str) -> Line:
         return Line("chat_header", "", role=h[0], when=h[1])
     if HEADING_RE.match(line):
         return Line("heading", HEADING_RE.sub("", line, count=1))
+    if PAGE_MARKER_RE.match(line):
+        return Line("page", "")
     speaker, text = speaker_of(line)
     return Line("text", text, speaker=speaker)
 
@@ -154,6 +163,11 @@ def format_timed(seconds: float, speaker: str | None, text: str) -> str:
     """A timed line as the writer emits it."""
     label = f"{speaker}: " if speaker else ""
     return f"[{format_timestamp(seconds)}] {label}{text}"
+
+
+def format_page_marker(page: int) -> str:
+    """A PDF page marker line."""
+    return f"[p. {page}]"
 
 
 def format_chat_header(role: str, when: str | None) -> str:

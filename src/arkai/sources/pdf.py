@@ -26,6 +26,7 @@ from pypdf.errors import PyPdfError
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import fetch
+from arkai.core.grammar import format_page_marker
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import SourceFormatError
 from arkai.formats.cue import clean_text
@@ -35,7 +36,6 @@ from arkai.sources.base import Acquired, AddOptions
 CONTENT_TYPE = "pdfs"
 PDF_MAGIC = b"%PDF-"
 ACCEPT = "application/pdf,*/*;q=0.5"
-PAGE_MARKER = "[p. {n}]"
 _PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
 # Producers that put the conversion tool, not the document's title, into /Title.
 _TITLE_JUNK_RE = re.compile(r"^(?:microsoft (?:word|powerpoint|excel) - |untitled\b)", re.I)
@@ -126,7 +126,7 @@ def render_pdf(title: str, pages: list[list[str]]) -> str:
     """``transcript.md`` text for ``pages`` (each a list of lines)."""
     blocks = [f"# {clean_text(title) or 'Untitled'}"]
     for n, lines in enumerate(pages, start=1):
-        blocks.append("\n".join([PAGE_MARKER.format(n=n), *lines]))
+        blocks.append("\n".join([format_page_marker(n), *lines]))
     return "\n\n".join(blocks) + "\n"
 
 

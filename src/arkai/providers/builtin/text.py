@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from arkai.core.grammar import PAGE_MARKER_RE, TIMESTAMP_RE, chat_header, speaker_of
+
 # ---------------------------------------------------------------------------------------------
 # Word lists
 
@@ -135,16 +137,10 @@ DATE = re.compile(rf"\b(?:1[5-9]\d\d|20\d\d|(?:{_MONTHS}))\b")
 # ---------------------------------------------------------------------------------------------
 # Lines
 
-#: ``[HH:MM:SS]`` timestamp and/or ``Speaker:`` label (up to four capitalised words).
-PREFIX = re.compile(r"^(?:\[[^\]\n]{1,20}\]\s*)?(?:[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}: )?")
 _MARKER = re.compile(r"^(?:(?:>\s*)+|(?:[-*+•]|\d{1,3}[.)])\s+)")
 _NUMBERED = re.compile(r"^\d{1,3}[.)]\s")
 _BULLET = re.compile(r"^[-*+•]\s")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
-CHAT_ROLES = frozenset(
-    ["user", "human", "assistant", "system", "tool", "model", "ai", "bot", "developer"]
-)
-_CHAT_HEADER = re.compile(r"^#{1,6}\s+([A-Za-z][\w-]*)(?:\s+·.*)?\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,21 +191,18 @@ def split_lines(text: str) -> list[Line]:
             kind = "blank"
         elif stripped.startswith("#"):
             kind = "heading"
-            header = _CHAT_HEADER.match(stripped)
-            if header and raw.startswith("### "):
-                name = header.group(1).lower()
-                if "·" in stripped or name in CHAT_ROLES:
-                    kind = "header"
-                    role = name
+            header = chat_header(raw)
+            if header is not None:
+                kind = "header"
+                role = header[0].lower()
+        elif PAGE_MARKER_RE.match(stripped):
+            kind = "heading"  # a PDF page marker: not quotable text
         elif stripped.startswith("|"):
             kind = "table"
         else:
-            prefix = PREFIX.match(raw)
-            skip = prefix.end() if prefix else 0
-            if prefix and ": " in prefix.group(0):
-                label = prefix.group(0).rstrip()
-                speaker = label[label.rfind("]") + 1 :].strip().rstrip(":")
-            rest = raw[skip:]
+            stamp = TIMESTAMP_RE.match(raw)
+            speaker, rest = speaker_of(raw[stamp.end() :] if stamp else raw)
+            skip = len(raw) - len(rest)
             lead = len(rest) - len(rest.lstrip())
             rest = rest[lead:]
             found = _MARKER.match(rest)

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from arkai.core.grammar import strip_prefix
 from arkai.providers.base import ProviderError
 from arkai.providers.builtin.claims import Candidate, Ranking, rank_units, word_limits
 from arkai.providers.builtin.text import (
     DATE,
-    PREFIX,
     clean_claim,
     has_name_hint,
     has_number,
@@ -90,7 +90,7 @@ def fallback_summary(text: str, ranking: Ranking) -> str:
         words = " ".join(sentence(clean_claim(u.text)) for u in ranking.units[:3]).split()
         return " ".join(words[:60])
     for line in text.splitlines():
-        body = PREFIX.sub("", line.strip().lstrip("#").strip())
+        body = strip_prefix(line.strip()).strip()
         if body:
             return body[:200]
     return "The input has no text."
