@@ -250,3 +250,28 @@ def test_pdf_url_that_is_html(http_server: LocalHTTPServer) -> None:
     http_server.route("/a.pdf", body=b"<html><body>moved</body></html>", content_type="text/html")
     with pytest.raises(SourceFormatError, match=r"/a\.pdf: content type text/html is not a PDF"):
         PdfSource().acquire(http_server.url("/a.pdf"), None, _opts())
+
+
+def test_a_pdf_whose_text_held_secrets_is_not_stored_when_redacting(tmp_path: Path) -> None:
+    """A PDF cannot be redacted in place: with --redact, its original bytes are withheld when
+    its text held a secret, and only the redacted transcript is written."""
+    from arkai.cli import main
+    from arkai.ops.init import init_repo
+
+    card = "4111 1111 1111 1111"
+    path = tmp_path / "statement.pdf"
+    path.write_bytes(make_pdf([["Monthly statement", f"Card {card} was charged."]]))
+    repo = tmp_path / "kr"
+    init_repo(repo, git=False)
+    assert main(["--repo", str(repo), "add", "-q", "--redact", str(path)]) == 0
+    (folder,) = (repo / "library" / "pdfs").iterdir()
+    names = {p.name for p in folder.iterdir()}
+    assert "source.pdf" not in names and "source.withheld.txt" in names
+    for f in folder.iterdir():
+        assert b"4111" not in f.read_bytes(), f.name
+    # Without --redact (or with nothing to redact) the original is kept as given.
+    clean = tmp_path / "clean.pdf"
+    clean.write_bytes(make_pdf([["Nothing secret here."]]))
+    assert main(["--repo", str(repo), "add", "-q", "--redact", str(clean)]) == 0
+    kept = [f for f in (repo / "library" / "pdfs").iterdir() if (f / "source.pdf").is_file()]
+    assert len(kept) == 1 and (kept[0] / "source.pdf").read_bytes() == clean.read_bytes()

@@ -300,6 +300,15 @@ def apply_redaction(acq: Acquired) -> None:
     if counts:
         prior = acq.meta.get("redactions") or {}
         acq.meta["redactions"] = {k: prior.get(k, 0) + counts.get(k, 0) for k in {*prior, *counts}}
+        # A binary original (a PDF, an archive) cannot be redacted in place: when its text held
+        # something redacted, the original is not written at all, only the redacted transcript.
+        for name in [n for n in acq.files if n.endswith((".pdf", ".zip"))]:
+            del acq.files[name]
+            acq.files["source.withheld.txt"] = (
+                f"The original {name} was not stored: its text held values that were redacted "
+                "(counted in metadata.json under `redactions`).\n"
+            ).encode()
+            acq.meta["source_withheld"] = name
     acq.content_hash = digest(acq.files[TRANSCRIPT])
 
 
