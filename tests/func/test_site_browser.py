@@ -438,7 +438,7 @@ def test_pages_read_at_phone_and_laptop_width(site: Site, page: Any, width: int)
     said = page.locator(".ak-group .ak-said li")
     assert said.count() >= 1
     assert said.first.locator("mark.ak-m").inner_text().strip()
-    assert re.search(r"/transcripts/[^/]+/#L\d+$", said.first.locator("a.ak-go").get_attribute(
+    assert re.search(r"/transcripts/[^/]+/#L\d+$", said.first.locator("a").get_attribute(
         "href") or "")  # fmt: skip
     _no_sideways_scroll(page, "entity")
     _shot(page, "entity", width)

@@ -332,6 +332,7 @@ def generate_pages(
         beliefs=_load_beliefs(index),
         entity_min_items=options.entity_min_items,
         topic_min_items=options.topic_min_items,
+        root=root,
     )
     wanted = {
         c

@@ -50,7 +50,7 @@ STATUSES = ("resolved", "ambiguous", "unresolved", "unverified", "stale", "rejec
 MAX_SAID = 3
 #: Characters of context kept on each side of a mention (the summaries of a big library hold
 #: these for every entity of every item: keep them short).
-SAID_CHARS = 90
+SAID_CHARS = 120
 _STOP = re.compile(r"[.!?…][\"”’)\]]*\s")
 
 
@@ -86,9 +86,11 @@ class EntityView:
     mentions: tuple[int | None, ...]
     """The line of each mention (None when unresolved or stale), in file order."""
     stale: int
-    said: tuple[tuple[int, str, str, str], ...] = ()
-    """``(line, before, mention, after)``: the sentence around each of the first
-    :data:`MAX_SAID` mentions with a valid span, the mention as written in the middle."""
+    said: tuple[tuple[int, int, int], ...] = ()
+    """``(line, start, end)`` (UTF-8 byte offsets) of the first :data:`MAX_SAID` mentions
+    with a valid span; entity pages show their sentences (:func:`sentence_around`), read
+    from the transcript then — kept as text for every entity of every item, they were most
+    of a big library's build memory."""
 
 
 @dataclass(slots=True)
@@ -274,7 +276,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
             continue
         name, etype = one_line(str(ent["name"])), one_line(str(ent.get("type") or "other"))
         mentions: list[int | None] = []
-        said: list[tuple[int, str, str, str]] = []
+        said: list[tuple[int, int, int]] = []
         stale = 0
         for m in ent.get("mentions") or []:
             if not isinstance(m, dict):
@@ -284,7 +286,8 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 stale += 1
             mentions.append(line)
             if line is not None and len(said) < MAX_SAID:
-                said.append((line, *sentence_around(data_view, m["span"]["utf8_byte_offset"])))
+                start, end = m["span"]["utf8_byte_offset"]
+                said.append((line, start, end))
         entities.append(
             EntityView(
                 entity_key(name, etype), name, etype.lower(), tuple(mentions), stale, tuple(said)
@@ -295,17 +298,17 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     return data_view
 
 
-def sentence_around(d: ItemData, span: list[int]) -> tuple[str, str, str]:
-    """``(before, words, after)``: the sentence holding the bytes ``span`` on their line
-    (without the line's timestamp), cut to :data:`SAID_CHARS` on each side."""
-    start, end = span
-    n = bisect_right(d.line_starts, start)
-    ls = d.line_starts[n - 1]
-    le = d.line_starts[n] - 1 if n < len(d.line_starts) else len(d.data)
+def sentence_around(data: bytes, start: int, end: int) -> tuple[str, str, str]:
+    """``(before, words, after)``: the sentence holding the bytes ``[start, end)`` of a
+    transcript on their line (without the line's timestamp), cut to :data:`SAID_CHARS` on
+    each side."""
+    ls = data.rfind(b"\n", 0, start) + 1
+    le = data.find(b"\n", start)
+    le = len(data) if le < 0 else le
     end = min(end, le)
-    before = d.data[ls:start].decode("utf-8", "replace")
-    words = d.data[start:end].decode("utf-8", "replace")
-    after = d.data[end:le].decode("utf-8", "replace")
+    before = data[ls:start].decode("utf-8", "replace")
+    words = data[start:end].decode("utf-8", "replace")
+    after = data[end:le].decode("utf-8", "replace")
     before = TIMESTAMP_RE.sub("", before)
     stops = list(_STOP.finditer(before))
     if stops:
@@ -359,7 +362,9 @@ def summarize_item(d: ItemData) -> dict[str, Any]:
                 "name": e.name,
                 "type": e.type,
                 "mentions": list(e.mentions),
-                "said": [list(x) for x in e.said],
+                # "line:start:end …": one short string, not nested lists (a big library's
+                # summaries hold one per entity of every item).
+                "said": " ".join(f"{ln}:{a}:{b}" for ln, a, b in e.said),
             }
             for e in d.entities
         ],

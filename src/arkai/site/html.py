@@ -46,15 +46,19 @@ def h2(anchor: str, text: str) -> str:
     return f'<h2 id="{esc(anchor)}">{esc(text)}</h2>'
 
 
-def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "") -> list[str]:
+def table(
+    head: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "", labels: bool = True
+) -> list[str]:
     """A responsive table: cells are HTML already; the header labels are escaped here.
 
     The table itself has no class (Material styles only those); it sits in a
     ``div.ak-rt`` (plus ``cls``). Each cell carries its column's label (``data-label``), so
     on a narrow screen the stylesheet shows every row as a card of labelled lines instead
     of a table that scrolls sideways; the first column (the title) heads the card.
+    ``labels=False``: the stylesheet knows the labels (long item lists, where the attributes
+    would repeat on every row).
     """
-    labels = [escape_attr(one_line(h)) for h in head]
+    names = [escape_attr(one_line(h)) for h in head] if labels else []
     out = [
         f'<div class="ak-rt{" " + cls if cls else ""}"><table>',
         "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>",
@@ -63,7 +67,7 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, cls: str = "") 
     out += [
         "<tr>"
         + "".join(
-            f'<td data-label="{labels[i]}">{c}</td>' if i < len(labels) else f"<td>{c}</td>"
+            f'<td data-label="{names[i]}">{c}</td>' if i < len(names) else f"<td>{c}</td>"
             for i, c in enumerate(row)
         )
         + "</tr>"

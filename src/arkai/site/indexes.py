@@ -7,9 +7,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from arkai.adapters.fs import read_repo_file
+from arkai.adapters.layout import TRANSCRIPT
+from arkai.errors import ArkaiError
 from arkai.site import links
+from arkai.site.collect import sentence_around
 from arkai.site.escape import css_token, one_line
 from arkai.site.html import a, badge, day, esc, h2, page, plural, table
 from arkai.site.links import Urls
@@ -18,7 +23,8 @@ from arkai.site.search import INDEX_PAGE_BOOST, Section
 LATEST = 12
 CHUNK_LINKS = 6
 #: Items of an entity page shown with their mentions' sentences (the most mentioning first).
-SAID_ITEMS = 25
+SAID_ITEMS = 10
+TRANSCRIPT_CACHE = 64
 #: Passages of a topic shown with their sentence per item (the rest as line links).
 SNIPPETS = 3
 SNIPPET_CHARS = 160
@@ -33,8 +39,8 @@ class Entity:
     names: Counter[str] = field(default_factory=Counter)
     items: dict[str, list[int | None]] = field(default_factory=dict)
     """content id → the line of each mention (None: unresolved or stale)."""
-    said: dict[str, list[list[Any]]] = field(default_factory=dict)
-    """content id → ``[line, before, mention, after]`` of its first mentions."""
+    said: dict[str, str] = field(default_factory=dict)
+    """content id → ``"line:start:end …"`` of its first mentions (see :func:`said_spans`)."""
 
     @property
     def name(self) -> str:
@@ -69,6 +75,9 @@ class Library:
     topic_min_items: int = 1
     sections: dict[str, list[Section]] = field(default_factory=dict)
     """Search entries of the entity and topic pages, by page."""
+    root: Path | None = None
+    """The knowledge repo (entity pages read mention sentences from transcripts)."""
+    _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
@@ -83,7 +92,25 @@ class Library:
                 ent = self.entities.setdefault(e["key"], Entity(e["key"], e["type"]))
                 ent.names[e["name"]] += 1
                 ent.items.setdefault(s["id"], []).extend(e["mentions"])
-                ent.said.setdefault(s["id"], []).extend(e.get("said") or [])
+                if e.get("said"):
+                    ent.said[s["id"]] = (ent.said.get(s["id"], "") + " " + e["said"]).strip()
+
+    def transcript(self, cid: str) -> bytes:
+        """An item's ``transcript.md`` (the last few kept: entity pages of one library ask
+        for the same items again and again); empty when unknown or missing."""
+        found = self._transcripts.get(cid)
+        if found is None:
+            s = self.by_id.get(cid)
+            try:  # read like every library file: regular files inside the repo only
+                root = self.root
+                path = root / s["path"] / TRANSCRIPT if s and root else None
+                found = (read_repo_file(path, root, missing_ok=True) or b"") if path and root else b""
+            except (OSError, ArkaiError):
+                found = b""
+            if len(self._transcripts) >= TRANSCRIPT_CACHE:
+                self._transcripts.pop(next(iter(self._transcripts)))
+            self._transcripts[cid] = found
+        return found
 
     def entity_has_page(self, key: str) -> bool:
         ent = self.entities.get(key)
@@ -121,7 +148,8 @@ def _item_rows(
         ]
         rows.append(row if with_type else row[:1] + row[2:])
     head = ["Title", "Type", "Added", "Published", "Tags", "Claims", "Entities"]
-    return table(head if with_type else head[:1] + head[2:], rows, cls="ak-items")
+    cls = "ak-items" if with_type else "ak-items ak-notype"
+    return table(head if with_type else head[:1] + head[2:], rows, cls=cls, labels=False)
 
 
 def totals(summaries: list[dict[str, Any]]) -> dict[str, int]:
@@ -303,27 +331,58 @@ def _entity_page(lib: Library, ent: Entity, src: str) -> str:
     if others:
         out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
     ranked = sorted(ent.items.items(), key=lambda kv: (-len(kv[1]), lib.title(kv[0])))
-    for n, (cid, mentions) in enumerate(ranked):
+    # Sentences for the items that mention it most; a hub entity of a big library lists
+    # the other items compactly, with line links only, so the page stays small.
+    for cid, mentions in ranked[:SAID_ITEMS]:
         target = links.transcript_page(cid)
-        # Sentences for the items that mention it most; a hub entity of a big library lists
-        # every other item with its line links only, so the page stays small.
-        said = (ent.said.get(cid) or []) if n < SAID_ITEMS else []
+        said = said_spans(ent.said.get(cid, ""))
         out.append(_group_head(lib, src, cid, plural(len(mentions), "mention")))
-        out.append('<ul class="ak-said">')
-        for line, before, words, after in said:
-            out.append(_said(lib.urls.href(src, target, f"L{line}"), line, before, words, after))
-        out.append("</ul>")
-        shown = {x[0] for x in said}
-        rest = sorted({m for m in mentions if m and m not in shown})
-        missing = len(mentions) - sum(1 for m in mentions if m)
-        more = [a(lib.urls.href(src, target, f"L{n}"), f"L{n}", cls="ak-go") for n in rest]
-        if more or missing:
-            tail = f"also {' '.join(more)}" if more else ""
-            if missing:
-                tail += f" (+{missing} without a valid span)"
-            out.append(f'<p class="ak-also">{tail.strip()}</p>')
+        data = lib.transcript(cid) if said else b""
+        said = [x for x in said if x[2] <= len(data)]
+        if said:
+            out.append('<ul class="ak-said">')
+            for line, start, end in said:
+                href = lib.urls.href(src, target, f"L{line}")
+                out.append(_said(href, line, *sentence_around(data, start, end)))
+            out.append("</ul>")
+        tail = _line_links(lib, src, target, mentions, {x[0] for x in said})
+        if tail:
+            out.append(f'<p class="ak-also">{"also " if said else ""}{tail}</p>')
         out.append("</div>")
+    if ranked[SAID_ITEMS:]:
+        out.append(f"<p>Also mentioned in {plural(len(ranked) - SAID_ITEMS, 'item')}:</p>")
+        out.append('<ul class="ak-mentions">')
+        for cid, mentions in ranked[SAID_ITEMS:]:
+            tail = _line_links(lib, src, links.transcript_page(cid), mentions, set())
+            out.append(
+                f'<li>{_item_link(lib, src, cid)} <span class="ak-count">{len(mentions)}</span>'
+                f" <span>{tail}</span></li>"
+            )
+        out.append("</ul>")
     return page(ent.name, out, kind="entity", hide=("toc",))
+
+
+def said_spans(text: str) -> list[tuple[int, int, int]]:
+    """``"line:start:end …"`` (an item summary's ``said``) → ``[(line, start, end), …]``."""
+    out = []
+    for part in text.split():
+        fields = part.split(":")
+        if len(fields) == 3 and all(f.isdigit() for f in fields):
+            out.append((int(fields[0]), int(fields[1]), int(fields[2])))
+    return out
+
+
+def _line_links(
+    lib: Library, src: str, target: str, mentions: list[int | None], shown: set[int]
+) -> str:
+    """Links to the lines of an item's mentions not in ``shown``, and how many have no
+    valid span."""
+    lines = sorted({m for m in mentions if m and m not in shown})
+    out = " ".join(a(lib.urls.href(src, target, f"L{n}"), f"L{n}") for n in lines)
+    missing = len(mentions) - sum(1 for m in mentions if m)
+    if missing:
+        out += f" <small>(+{missing} without a valid span)</small>"
+    return out.strip()
 
 
 def _group_head(lib: Library, src: str, cid: str, count: str) -> str:
@@ -339,7 +398,7 @@ def _said(href: str, line: int, before: str, words: str, after: str) -> str:
     return (
         f'<li><span class="ak-s">{esc(before)}'
         + (f'<mark class="ak-m">{esc(words)}</mark>' if words else "")
-        + f"{esc(after)}</span> {a(href, f'L{line}', cls='ak-go')}</li>"
+        + f"{esc(after)}</span> {a(href, f'L{line}')}</li>"
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from arkai.site import links
 from arkai.site.collect import ClaimView, ItemData
-from arkai.site.escape import css_token, escape_url, one_line, safe_url
+from arkai.site.escape import css_token, one_line, safe_url
 from arkai.site.html import a, badge, day, esc, h2, page, paragraphs, plural
 from arkai.site.links import Urls
 from arkai.site.search import ITEM_BOOST
@@ -92,8 +92,6 @@ def claim_cards(urls: Urls, src: str, d: ItemData, claims: list[ClaimView]) -> l
         quote = f'<q class="ak-q">{esc(c.quote)}</q>'
         if c.quote == c.claim:
             quote = '<span class="ak-same">quoted verbatim</span>'
-        if href and c.status != "stale":
-            quote = f'<a class="ak-qa" href="{escape_url(href)}">{quote}</a>'
         where = a(href, _where(c), cls="ak-go") if href else esc(_where(c))
         css = f"ak-claim ak-st-{css_token(c.status)}"
         out.append(
@@ -253,27 +251,11 @@ def _metadata(d: ItemData, summary: dict[str, Any], urls: Urls, src: str) -> lis
         rows.append(
             ["Source", f"<code>{esc(one_line(str(meta.get('url') or meta.get('ref'))))}</code>"]
         )
-    rows.append(
-        [
-            "Type",
-            a(urls.href(src, links.LIBRARY, links.type_anchor(summary["type"])), summary["type"]),
-        ]
-    )
-    if summary["tags"]:
-        rows.append(
-            ["Tags", ", ".join(a(urls.href(src, links.tag_page(t)), t) for t in summary["tags"])]
-        )
     if summary["created_at"]:
         rows.append(["Added", esc(day(summary["created_at"]))])
     if summary["published"]:
         rows.append(["Published", esc(day(summary["published"]))])
     rows += [[label, esc(one_line(str(meta[k])))] for k, label in _META_ROWS if meta.get(k)]
-    rows.append(
-        [
-            "Transcript",
-            a(urls.href(src, links.transcript_page(d.item.id)), f"{summary['lines']} lines"),
-        ]
-    )
     rows.append(["Content ID", f"<code>{esc(d.item.id)}</code>"])
     rows.append(["Folder", f"<code>{esc(summary['path'])}</code>"])
     state = []
