@@ -103,8 +103,10 @@ class Library:
             s = self.by_id.get(cid)
             try:  # read like every library file: regular files inside the repo only
                 root = self.root
-                path = root / s["path"] / TRANSCRIPT if s and root else None
-                found = (read_repo_file(path, root, missing_ok=True) or b"") if path and root else b""
+                found = b""
+                if s and root:
+                    path = root / s["path"] / TRANSCRIPT
+                    found = read_repo_file(path, root, missing_ok=True) or b""
             except (OSError, ArkaiError):
                 found = b""
             if len(self._transcripts) >= TRANSCRIPT_CACHE:
