@@ -31,7 +31,7 @@ from typing import Any
 from arkai.core.document import Document
 from arkai.core.hashing import digest, evidence_id, text_digest
 from arkai.core.resolve import all_occurrences, resolve_quote
-from arkai.model.evidence import Resolution, Span
+from arkai.model.evidence import EvidenceLine, Resolution, Span
 from arkai.model.status import (
     AMBIGUOUS,
     MATCHED_CASE_INSENSITIVE,
@@ -221,3 +221,18 @@ def span_is_valid(data: bytes, span: Span) -> bool:
     if span.start < 0 or span.end < span.start or span.end > len(data):
         return False
     return digest(data[span.start : span.end]) == span.slice_sha256
+
+
+def evidence_receipt(line: EvidenceLine, content_id: str) -> Receipt:
+    """The receipt an evidence line asserts, checked against the item ``content_id`` (the
+    item's own ID: a line copied from another item does not recompute)."""
+    return Receipt(
+        quote=line.quote,
+        status=line.status,
+        resolution=line.resolution,
+        span=line.span,
+        quote_sha256=line.quote_sha256,
+        evidence_id=line.id,
+        content_id=content_id,
+        extractor=line.extractor,
+    )

@@ -15,7 +15,7 @@ from arkai.adapters.store import (
     read_evidence,
 )
 from arkai.core.document import Document
-from arkai.core.receipts import Receipt, check_receipt, span_is_valid
+from arkai.core.receipts import check_receipt, evidence_receipt, span_is_valid
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 
@@ -74,16 +74,7 @@ def describe(loc: Located) -> dict[str, Any]:
         data = read_repo_file(path, item.root, missing_ok=True) or b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
-        receipt = Receipt(
-            quote=line.quote,
-            status=line.status,
-            resolution=line.resolution,
-            span=line.span,
-            quote_sha256=line.quote_sha256,
-            evidence_id=line.id,
-            content_id=item.id,
-            extractor=line.extractor,
-        )
+        receipt = evidence_receipt(line, item.id)
         info["problems"] = check_receipt(doc, receipt) if valid else []
         start = min(line.span.start, len(data))
         ln, col = doc.line_col(start)

@@ -41,6 +41,7 @@ from arkai.core.hashing import digest
 from arkai.core.receipts import (
     Receipt,
     check_receipt,
+    evidence_receipt,
     iter_quote_records,
     receipt_from_dict,
     span_is_valid,
@@ -57,20 +58,7 @@ Reader = Callable[[Item, Path], Iterator[tuple[str, Receipt]]]
 
 def _evidence_receipts(item: Item, path: Path) -> Iterator[tuple[str, Receipt]]:
     for line in read_evidence(path):
-        yield (
-            line.id,
-            Receipt(
-                quote=line.quote,
-                status=line.status,
-                resolution=line.resolution,
-                span=line.span,
-                quote_sha256=line.quote_sha256,
-                evidence_id=line.id,
-                # The item's own ID: a line copied from another item does not recompute.
-                content_id=item.id,
-                extractor=line.extractor,
-            ),
-        )
+        yield line.id, evidence_receipt(line, item.id)
 
 
 def _record(path: Path, label: str, raw: Any) -> Receipt:
