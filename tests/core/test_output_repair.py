@@ -8,7 +8,6 @@ ones (truncated, prose only, single quotes, schema violations) with the exact er
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -165,15 +164,13 @@ def test_schema_subset(schema: Any, value: Any, expected: tuple[str, str] | None
     assert first_violation(schema, value) == expected
 
 
-def test_large_output_is_fast() -> None:
+def test_large_output_is_repaired() -> None:
+    """20,000 claims in a fenced, chatty answer with a trailing comma (its speed is measured by
+    ``bench/output_repair.py``, not asserted here)."""
     items = [{"claim": f"Claim {i} {{x}}", "quote": f'he said "{i}" [ok]'} for i in range(20000)]
     payload = json.dumps(items, indent=1)
     assert payload.endswith("}\n]")
     payload = payload[:-2] + ",\n]"  # a trailing comma: the lenient pass runs on all of it
     raw = "Here is the JSON [as requested]:\n```json\n" + payload + "\n```\nThanks!"
     schema = _pattern("extract_claims").schema
-    start = time.perf_counter()
-    out = parse_json(raw, schema)
-    elapsed = time.perf_counter() - start
-    assert out == items
-    assert elapsed < 2.0, elapsed
+    assert parse_json(raw, schema) == items
