@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arkai.adapters import events, interrupt
 from arkai.adapters.fs import write_if_changed
@@ -440,6 +440,36 @@ def _todo(
     return plans
 
 
+_T = TypeVar("_T")
+
+
+def _completed(
+    plans: list[Plan], work: Callable[[Plan], _T], workers: int
+) -> Iterator[tuple[Plan, Future[_T]]]:
+    """Run ``work`` on every plan; yield each plan with its finished future, in the order they
+    finish. One worker runs the items inline, in the calling (main) thread, so SIGTERM or
+    Ctrl-C interrupts a CPU-bound item (the builtin provider) at once instead of waiting for a
+    pool thread to finish it; more workers share a thread pool (their waits watch the stop
+    flag). Leaving early cancels what has not started."""
+    if workers <= 1:
+        for plan in plans:
+            fut: Future[_T] = Future()
+            try:
+                fut.set_result(work(plan))
+            except Exception as exc:  # KeyboardInterrupt (a signal) propagates at once
+                fut.set_exception(exc)
+            yield plan, fut
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(work, p): p for p in plans}
+        try:
+            for done in as_completed(futures):
+                yield futures[done], done
+        finally:
+            for other in futures:
+                other.cancel()
+
+
 def run_extract(
     root: Path,
     *,
@@ -482,36 +512,26 @@ def run_extract(
         rounds = 0
         while plans:
             rounds += 1
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(work, p): p for p in plans}
+            for plan, fut in _completed(plans, work, workers):
+                done += 1
                 try:
-                    for fut in as_completed(futures):
-                        plan = futures[fut]
-                        done += 1
-                        try:
-                            claims, orphans = fut.result()
-                            summary.claims += claims
-                            summary.extracted += 1
-                            summary.failed.pop(plan.item.id, None)
-                            if orphans:
-                                summary.orphaned_reviews[plan.item.id] = orphans
-                        except interrupt.Interrupted:
-                            raise
-                        except CircuitOpen as exc:
-                            summary.failed[plan.item.id] = str(exc)
-                            record_failure(plan, runner, str(exc))
-                            for other in futures:
-                                other.cancel()
-                            raise
-                        except (ArkaiError, OSError, UnicodeError, ValueError) as exc:
-                            summary.failed[plan.item.id] = str(exc)
-                            record_failure(plan, runner, str(exc))
-                        if progress:
-                            progress(done, summary.items, plan.item.title, runner.stats)
-                except BaseException:
-                    for other in futures:
-                        other.cancel()
+                    claims, orphans = fut.result()
+                    summary.claims += claims
+                    summary.extracted += 1
+                    summary.failed.pop(plan.item.id, None)
+                    if orphans:
+                        summary.orphaned_reviews[plan.item.id] = orphans
+                except interrupt.Interrupted:
                     raise
+                except CircuitOpen as exc:
+                    summary.failed[plan.item.id] = str(exc)
+                    record_failure(plan, runner, str(exc))
+                    raise
+                except (ArkaiError, OSError, UnicodeError, ValueError) as exc:
+                    summary.failed[plan.item.id] = str(exc)
+                    record_failure(plan, runner, str(exc))
+                if progress:
+                    progress(done, summary.items, plan.item.title, runner.stats)
             if only is not None or rounds >= MAX_ROUNDS:
                 break
             plans = _todo(root, params, runner, loaded, summary, seen, only, force)
