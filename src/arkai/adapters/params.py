@@ -17,7 +17,7 @@ from arkai.model.status import MODES
 
 DEFAULTS: dict[str, Any] = {
     "add": {
-        "max_file_mb": 50,
+        "max_file_mb": 20,
         "default_type": "transcripts",
         "timeout_s": 20,
         "redact_chats": True,
