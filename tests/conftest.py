@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,26 @@ TRANSCRIPTS = SHARED_DATA / "transcripts"
 
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("DVC_NO_UPDATER", "1")
+
+BIN = Path(sys.executable).parent
+"""This interpreter's ``bin/``: where ``arkai`` and ``dvc`` of the venv under test live."""
+
+
+def tool_env(**extra: str) -> dict[str, str]:
+    """The environment for running ``arkai``, ``dvc`` and ``git`` as subprocesses: this venv's
+    ``bin/`` first, no DVC analytics or update checks, a fixed git identity; ``extra`` adds or
+    overrides variables."""
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "DVC_NO_UPDATER": "1",
+        "GIT_AUTHOR_NAME": "arkai test",
+        "GIT_AUTHOR_EMAIL": "test@example.invalid",
+        "GIT_COMMITTER_NAME": "arkai test",
+        "GIT_COMMITTER_EMAIL": "test@example.invalid",
+        **extra,
+    }
 
 
 @pytest.hookimpl(tryfirst=True)

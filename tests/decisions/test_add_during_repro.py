@@ -17,22 +17,14 @@ import pytest
 import yaml
 
 from arkai.ops.init import init_repo
-from tests.conftest import ROOT
+from tests.conftest import ROOT, tool_env
 
 HOOK = ROOT / "tests" / "fixtures" / "decisions" / "add_during_extract.py"
 BIN = Path(sys.executable).parent
 
 
 def sh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT / "src"),
-        "DVC_NO_ANALYTICS": "1",
-        "DVC_NO_UPDATER": "1",
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }  # fmt: skip
+    env = tool_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src"))
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 

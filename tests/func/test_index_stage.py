@@ -19,7 +19,7 @@ from arkai.adapters import events
 from arkai.cli import main
 from arkai.ops.init import init_repo
 from arkai.search import embed
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, tool_env
 
 NOW = "2026-11-22T12:00:00Z"
 FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml")
@@ -263,17 +263,7 @@ BIN = Path(sys.executable).parent
 
 
 def sh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DVC_NO_ANALYTICS": "1",
-        "GIT_AUTHOR_NAME": "arkai test",
-        "GIT_AUTHOR_EMAIL": "test@example.invalid",
-        "GIT_COMMITTER_NAME": "arkai test",
-        "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    }
+    env = tool_env()
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

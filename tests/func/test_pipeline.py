@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLES, TRANSCRIPTS
+from tests.conftest import ROOT, SAMPLES, TRANSCRIPTS, tool_env
 
 pytestmark = pytest.mark.slow
 
@@ -18,15 +17,7 @@ BIN = Path(sys.executable).parent
 
 
 def sh(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DVC_NO_ANALYTICS": "1",
-        "GIT_AUTHOR_NAME": "arkai test",
-        "GIT_AUTHOR_EMAIL": "test@example.invalid",
-        "GIT_COMMITTER_NAME": "arkai test",
-        "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    }
+    env = tool_env()
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

@@ -4,15 +4,13 @@ IDs in the tour must exist there — when extraction changes, this test names th
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, tool_env
 
 pytestmark = pytest.mark.slow
 
@@ -60,18 +58,7 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
             f"rc=$?; [ $rc -eq {want} ] || {{ echo 'tour command {n} exited '$rc', "
             f"expected {want}: {quoted}' >&2; exit 99; }}"
         )
-    bin_dir = Path(sys.executable).parent
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "EDITOR": "true",  # `arkai evidence open` runs it
-        "VISUAL": "",
-        "DVC_NO_ANALYTICS": "1",
-        "GIT_AUTHOR_NAME": "tour",
-        "GIT_AUTHOR_EMAIL": "tour@example.invalid",
-        "GIT_COMMITTER_NAME": "tour",
-        "GIT_COMMITTER_EMAIL": "tour@example.invalid",
-    }
+    env = tool_env(EDITOR="true", VISUAL="")  # `arkai evidence open` runs the editor
     proc = subprocess.run(
         ["bash", "-c", "\n".join(lines)],
         cwd=ROOT,

@@ -11,7 +11,6 @@ Then every byte under the repository is searched: the work tree, ``.dvc/cache``,
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import tool_env
 from tests.redact_corpus import PLANTED, needles
 
 pytestmark = pytest.mark.slow
@@ -28,15 +28,7 @@ T0 = 1717236000
 
 
 def sh(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DVC_NO_ANALYTICS": "1",
-        "GIT_AUTHOR_NAME": "arkai test",
-        "GIT_AUTHOR_EMAIL": "test@example.invalid",
-        "GIT_COMMITTER_NAME": "arkai test",
-        "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    }
+    env = tool_env()
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout!r}\n{proc.stderr!r}")

@@ -5,7 +5,6 @@ lexical lane by a rare exact term, and ``asof:`` reads the real git history."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, tool_env
 
 pytestmark = pytest.mark.slow
 
@@ -23,15 +22,7 @@ SECOND = "2024-03-10T12:00:00Z"
 
 
 def sh(cwd: Path, *args: str, when: str | None = None) -> str:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DVC_NO_ANALYTICS": "1",
-        "GIT_AUTHOR_NAME": "arkai test",
-        "GIT_AUTHOR_EMAIL": "test@example.invalid",
-        "GIT_COMMITTER_NAME": "arkai test",
-        "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    }
+    env = tool_env()
     if when:
         env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
