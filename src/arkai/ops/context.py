@@ -11,7 +11,6 @@ Markdown). A passage too long for what is left is trimmed around the query terms
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from rapidfuzz import fuzz
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
 from arkai.core.grammar import TIMESTAMP_RE
+from arkai.core.tokens import count_tokens as estimate_tokens
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.ops.search import Hit, ItemResult, search
 from arkai.search.markup import Query, parse_query
@@ -36,11 +36,6 @@ MAX_COVERED = 0.5
 #: A trimmed passage must keep at least this many tokens to be worth including.
 MIN_TRIM_TOKENS = 40
 MIN_BUDGET = 32
-
-
-def estimate_tokens(text: str) -> int:
-    """The pack's token estimate: one token per four characters, rounded up."""
-    return math.ceil(len(text) / 4)
 
 
 @dataclass
