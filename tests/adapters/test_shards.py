@@ -21,7 +21,7 @@ def _chunk(n: int) -> CondensedChunk:
         tokens=3,
         condensed_tokens=2,
         summary=f"summary {n} — ünïcode",
-        date="2025-01-0%d" % n,
+        date=f"2025-01-0{n}",
         messages=(Message(msg=n, start=10 * n, end=10 * n + 9, line=n, role="user"),),
         findings=(
             Finding(
@@ -79,5 +79,5 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(LibraryError, match=r"shard-001\.jsonl:1: not a condensed chunk"):
         list(shards.read_shard(tmp_path, "shard-001.jsonl"))
     (d / "manifest.json").write_bytes(b"\xff")
-    with pytest.raises(LibraryError, match="manifest.json: not a shard manifest"):
+    with pytest.raises(LibraryError, match=r"manifest\.json: not a shard manifest"):
         shards.read_manifest(tmp_path)
