@@ -68,6 +68,11 @@ class PipelineError(ArkaiError):
     exit_code = EXIT_PIPELINE
 
 
+class HookError(PipelineError):
+    """A hook (an external program speaking JSON on stdin/stdout) failed: it could not start,
+    exited non-zero, printed something that is not a JSON object, or ran past its timeout."""
+
+
 class ValidationFailed(ArkaiError):
     """Validation found stale evidence (a transcript changed under its spans)."""
 

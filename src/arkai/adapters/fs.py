@@ -77,6 +77,42 @@ def write_if_changed(path: Path, data: bytes, *, fsync: bool = True) -> bool:
     return True
 
 
+def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Append ``data`` to ``path`` (created if missing) as one write, all or nothing.
+
+    The file is opened ``O_APPEND`` (never through a symbolic link), so concurrent appenders
+    never interleave inside one record on a local filesystem; if the write fails part-way (disk
+    full), the file is cut back to its old length, so a crash or an error never leaves a torn
+    record behind — the append-only counterpart of :func:`atomic_write`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise _refuse(path, "a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(path, _kind(st.st_mode))
+        start = st.st_size
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if fsync:
+                os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
+
+
 # -- reading files inside the knowledge repo ------------------------------------------------
 
 

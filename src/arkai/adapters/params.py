@@ -55,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
         "command": {"command": []},
     },
     "validate": {"fail_on_stale": True},
+    "hooks": {"expand": [], "rerank": [], "timeout_s": 10},
 }
 
 

@@ -45,13 +45,34 @@ def _say(text: str = "") -> None:
     stdout.print(text, markup=False, highlight=False)
 
 
+def _lane(lane: str, v: dict[str, Any]) -> str:
+    if lane == "feedback":
+        return f"feedback {v['score']:+d} votes ({v['contribution']:+.4g})"
+    if lane == "rerank":
+        place = f"#{v['rank']}" if v["rank"] else "unscored"
+        return f"rerank {place} (hook score {v['score']:.4g}, {v['contribution']:+.4g})"
+    return f"{lane} #{v['rank']} (score {v['score']:.4g}, +{v['contribution']:.4g})"
+
+
+def _hooks(info: dict[str, Any]) -> None:
+    exp = info.get("expand")
+    if exp is not None:
+        lanes = ", ".join(f"{lane} {text!r}" for lane, text in exp["lanes"].items())
+        _say(f"expand hook: lex {exp['lex']}, vec {exp['vec']}; lanes: {lanes or 'none'}")
+    rr = info.get("rerank")
+    if rr is not None:
+        _say(f"rerank hook: {len(rr['scores'])} of {rr['candidates']} candidates scored"
+             f"{', snippets for ' + str(len(rr['snippets'])) if rr['snippets'] else ''}")  # fmt: skip
+    fb = info.get("feedback")
+    if fb is not None:
+        votes = ", ".join(f"{cid} {n:+d}" for cid, n in sorted(fb["votes"].items()))
+        _say(f"feedback ({fb['file']}): {votes}")
+
+
 def _lanes(explain: list[dict[str, Any]]) -> str:
     parts = []
     for e in explain:
-        lanes = ", ".join(
-            f"{lane} #{v['rank']} (score {v['score']:.4g}, +{v['contribution']:.4g})"
-            for lane, v in e["lanes"].items()
-        )
+        lanes = ", ".join(_lane(lane, v) for lane, v in e["lanes"].items())
         parts.append(f"{e['kind']} chunk {e['chunk']}: {lanes} = {e['score']:.4g}")
     return "; ".join(parts)
 
@@ -90,6 +111,8 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
         best = "-" if result.best_similarity is None else f"{result.best_similarity:.3f}"
         _say(f"vector floor: hits >= {result.min_similarity:g}; with no word matched, the best "
              f"passage must reach {result.answer_floor:g} (best passage {best})")  # fmt: skip
+    if explain:
+        _hooks(result.hooks)
     for item in result.results:
         _say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
              f"score {item.score:.4g}")  # fmt: skip

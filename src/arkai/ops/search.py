@@ -14,7 +14,13 @@ The plan for one query:
    candidate, z-normalised, equal weights, a bonus for each lane's top hit; a vector hit must
    reach the calibrated similarity floor), keeping each lane's rank and contribution for
    ``--explain``;
-5. group by item (best chunk first, up to three chunks per item), attach the item's claims that
+5. with the hooks of ``params.yaml`` (:mod:`arkai.ops.search_hooks`): the ``expand`` hook's
+   query variants run as extra lanes in step 3, and the ``rerank`` hook's scores are blended into
+   the best chunks' fused scores (:func:`arkai.search.blend.blend_rerank`); a failing hook is a
+   warning, never an error;
+6. feedback votes for this query (``feedback/``, :mod:`arkai.ops.feedback`) move their items by
+   a small, capped boost (:func:`arkai.search.blend.boost_feedback`);
+7. group by item (best chunk first, up to three chunks per item), attach the item's claims that
    lie in each chunk (rejected ones left out) and a snippet around the query terms.
 
 Reads only; nothing under ``library/``, ``extracted/`` or ``index/`` is written.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -33,15 +40,19 @@ import numpy as np
 import numpy.typing as npt
 
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
+from arkai.adapters.params import load_params
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.chunks import CLAIM_KIND, Chunk
+from arkai.ops.feedback import feedback_path, net_votes
+from arkai.ops.search_hooks import SearchHooks
 from arkai.search import pipeline
+from arkai.search.blend import RERANK_TOP, blend_rerank, boost_feedback
 from arkai.search.bm25 import BM25Index
 from arkai.search.markup import Query, parse_query
-from arkai.search.pipeline import LEXICAL, MIN_SIMILARITY, MODES, Corpus, Ranked
+from arkai.search.pipeline import LEXICAL, MIN_SIMILARITY, MODES, Corpus, Ranked, Variant
 from arkai.search.pipeline import VECTOR as VECTOR_LANE
 from arkai.search.snippet import make_snippet, mark
 from arkai.search.text import tokenize
@@ -324,6 +335,8 @@ class SearchResult:
     unreadable: list[str] = field(default_factory=list)
     """Items whose files could not be read (named with the problem): their claims are left
     out of these results; the CLI exits non-zero after showing the rest."""
+    hooks: dict[str, Any] = field(default_factory=dict)
+    """What the hooks and feedback did (``expand``, ``rerank``, ``feedback``; for ``--explain``)."""
 
     def to_dict(self) -> dict[str, Any]:
         floor = (
@@ -347,6 +360,7 @@ class SearchResult:
             "allowed_chunks": self.allowed_chunks,
             "asof": self.asof,
             "warnings": self.warnings,
+            **({"hooks": self.hooks} if self.explain else {}),
             "results": [r.to_dict(explain=self.explain) for r in self.results],
         }
 
@@ -560,6 +574,8 @@ class _Grouper:
         self.items: dict[str, list[Hit]] = {}
         self.claims: dict[str, dict[str, EvidenceLine]] = {}
         self.unreadable: list[str] = []
+        self.snippets: dict[int, str] = {}
+        """Chunk → a snippet the rerank hook gave (shown instead of the built-in one)."""
 
     def _claims_of(self, cid: str) -> dict[str, EvidenceLine]:
         if cid not in self.claims:
@@ -574,6 +590,7 @@ class _Grouper:
 
     def _hit(self, r: Ranked, chunk: Chunk, transcript: str) -> Hit:
         snip = make_snippet(chunk.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
+        given = self.snippets.get(r.doc)
         return Hit(
             chunk=r.doc,
             kind=chunk.kind,
@@ -582,8 +599,8 @@ class _Grouper:
             link=f"{transcript}#L{chunk.start_line}",
             timestamp=chunk.timestamp,
             text=chunk.text,
-            snippet=snip.text,
-            highlights=list(snip.highlights),
+            snippet=given if given is not None else snip.text,
+            highlights=[] if given is not None else list(snip.highlights),
             score=r.score,
             evidence_id=chunk.evidence_id,
             explain=[{"chunk": r.doc, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}],
@@ -672,8 +689,12 @@ def search(
     per_item: int = CHUNKS_PER_ITEM,
     candidates: int | None = None,
     min_similarity: float = MIN_SIMILARITY,
+    hooks: bool = True,
 ) -> SearchResult:
     """Search the library; the ``k`` best items, each with up to ``per_item`` hits.
+
+    ``hooks``: run the expand and rerank hooks of ``params.yaml`` and apply feedback votes
+    (False: the built-in pipeline alone).
 
     Raises :class:`NotFoundError` when nothing matches, :class:`LibraryError` when the index
     is missing, :class:`InvalidInputError` for bad markup or an ``asof:`` without history.
@@ -693,6 +714,10 @@ def search(
     warnings = list(q.warnings)
     corpus = _corpus(index, mode, warnings)
     mode_run = mode if corpus.store is not None or mode == LEXICAL else LEXICAL
+    config = SearchHooks.from_params(load_params(root), root) if hooks else SearchHooks()
+    info: dict[str, Any] = {}
+    expansion = config.expand(q.text, mode_run, warnings)
+    variants = [] if expansion is None else _variants(index, expansion.lex, expansion.vec)
     ranking = pipeline.rank(
         corpus,
         q.text,
@@ -701,9 +726,15 @@ def search(
         mask=mask,
         depth=candidates or max(100, 10 * k * per_item),
         min_similarity=min_similarity,
+        variants=variants,
     )
+    if expansion is not None:
+        info["expand"] = {**expansion.to_dict(), "lanes": ranking.variants}
     grouper = _Grouper(index, q, k, per_item)
-    for r in ranking.ranked:
+    ranked = _rerank(index, q, config, ranking.ranked, grouper, warnings, info)
+    if hooks:
+        ranked = _feedback(index, q, ranked, warnings, info)
+    for r in ranked:
         grouper.add(r)
     results = grouper.results()
     if not results:
@@ -733,4 +764,64 @@ def search(
         answer_floor=ranking.answer_floor,
         best_similarity=ranking.best_similarity,
         unreadable=grouper.unreadable,
+        hooks=info,
     )
+
+
+# -- hooks and feedback --------------------------------------------------------------------
+
+
+def _variants(index: SearchIndex, lex: tuple[str, ...], vec: tuple[str, ...]) -> list[Variant]:
+    def embed(text: str) -> Callable[[], npt.NDArray[np.float32]]:
+        return lambda: _query_vector(index, text)
+
+    return [Variant(LEXICAL, t) for t in lex] + [Variant(VECTOR_LANE, t, embed(t)) for t in vec]
+
+
+def candidate_key(chunk: Chunk) -> str:
+    """How a chunk is named to the rerank hook: ``<content id>:L<start>-<end>`` (a claim's
+    chunk: ``…#<evidence id>``)."""
+    key = f"{chunk.content_id}:L{chunk.start_line}-{chunk.end_line}"
+    return f"{key}#{chunk.evidence_id}" if chunk.kind == CLAIM_KIND else key
+
+
+def _rerank(
+    index: SearchIndex,
+    q: Query,
+    config: SearchHooks,
+    ranked: list[Ranked],
+    grouper: _Grouper,
+    warnings: list[str],
+    info: dict[str, Any],
+) -> list[Ranked]:
+    if config.rerank_cmd is None or not ranked:
+        return ranked
+    keys: dict[str, int] = {}
+    candidates = []
+    for r in ranked[:RERANK_TOP]:
+        chunk = index.chunks[r.doc]
+        key = candidate_key(chunk)
+        keys[key] = r.doc
+        entry = index.catalog.get(chunk.content_id, {})
+        candidates.append({"key": key, "item": chunk.content_id,
+                           "title": str(entry.get("title") or ""),
+                           "snippet": chunk.text[:1000], "score": round(r.score, 6)})  # fmt: skip
+    got = config.rerank(q.text, candidates, warnings)
+    if got is None:
+        return ranked
+    grouper.snippets = {keys[k]: v for k, v in got.snippets.items()}
+    info["rerank"] = {"candidates": len(candidates), "scores": got.scores,
+                      "snippets": sorted(got.snippets)}  # fmt: skip
+    return blend_rerank(ranked, {keys[k]: v for k, v in got.scores.items()})
+
+
+def _feedback(
+    index: SearchIndex, q: Query, ranked: list[Ranked], warnings: list[str], info: dict[str, Any]
+) -> list[Ranked]:
+    votes = net_votes(index.root, q.raw, warnings)
+    if not votes:
+        return ranked
+    info["feedback"] = {"file": str(feedback_path(index.root, q.raw).relative_to(index.root)),
+                        "votes": votes}  # fmt: skip
+    net = {r.doc: votes[c] for r in ranked if (c := index.chunks[r.doc].content_id) in votes}
+    return boost_feedback(ranked, net)

@@ -15,6 +15,16 @@ One query runs two lanes and fuses them by score:
    where ``bonus`` is :data:`TOP_BONUS` ``= 1.0`` for the document ranked first by that lane
    (protects a lane's confident top hit) and 0 otherwise. Ties go to the smaller id.
 
+**Query variants** (an expansion hook's ``lex`` / ``vec`` lists, :class:`Variant`): each variant
+is one more lane — ``lexical:1``, ``lexical:2``, … (BM25 of the variant's words) and ``vector:1``,
+… (cosine of the variant's embedding) — fused by the same convex fusion. The original lanes keep
+their weights; the variants of one kind share :data:`VARIANT_SHARE` ``= 0.5`` of their kind's
+weight, split equally (one lexical variant: weight 0.25 beside the original's 0.5; two: 0.125
+each), and no more than :data:`MAX_VARIANTS` ``= 4`` of each kind are used. So the original query
+always weighs at least twice as much as all its variants together, and a query without variants
+ranks exactly as before. With no lexical match in any lexical lane, vector hits count only when
+the best similarity over the vector lanes reaches the answer floor.
+
 Measured on SciFact (BEIR), **train** qrels (809 queries, 5,183 abstracts; the test qrels
 were never used), with ``arkai eval retrieval``. "A" and "B" are the two halves of
 :func:`arkai.search.eval.split_queries` (seed 0). nDCG@10 / recall@100 / MRR@10::
@@ -64,16 +74,19 @@ __all__ = [
     "K1",
     "LANE_DEPTH",
     "LEXICAL",
+    "MAX_VARIANTS",
     "MIN_SIMILARITY",
     "MODES",
     "NORMALISATION",
     "TOP_BONUS",
+    "VARIANT_SHARE",
     "VECTOR",
     "WEIGHTS",
     "B",
     "Corpus",
     "Ranked",
     "Ranking",
+    "Variant",
     "build_lexical",
     "default_embedder",
     "fuse",
@@ -100,6 +113,10 @@ MIN_SIMILARITY = 0.2
 #: off-topic questions against 2,000+ SciFact abstracts stay below it, while real questions'
 #: best passages lie above it.
 ANSWER_FLOOR = 0.4
+#: Query variants of one kind (lexical or vector) used at most; extra ones are ignored.
+MAX_VARIANTS = 4
+#: The share of a lane's weight that all its variants together get (split equally).
+VARIANT_SHARE = 0.5
 
 BoolArray = npt.NDArray[np.bool_]
 F32 = npt.NDArray[np.float32]
@@ -181,24 +198,51 @@ class Ranking:
     best_similarity: float | None = None
     """The best cosine among the allowed documents, above the floor or not (``None``: the vector
     lane did not run)."""
+    variants: dict[str, str] = field(default_factory=dict)
+    """Variant lane (``lexical:1`` …) → the query variant it searched for."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One more phrasing of the query, searched in one lane kind (see the module doc)."""
+
+    kind: str
+    """``lexical`` or ``vector``."""
+    text: str
+    query_vec: F32 | Callable[[], F32] | None = None
+    """For a vector variant: its embedding, or a function computing it."""
+
+
+def variant_weights(lanes: Sequence[str]) -> dict[str, float]:
+    """The fusion weight of every lane named in ``lanes`` (originals and ``kind:n`` variants)."""
+    count = {k: sum(1 for x in lanes if x.startswith(k + ":")) for k in (LEXICAL, VECTOR)}
+    out: dict[str, float] = {}
+    for lane in lanes:
+        kind = lane.split(":", 1)[0]
+        share = VARIANT_SHARE / count[kind] if ":" in lane else 1.0
+        out[lane] = WEIGHTS[kind] * share
+    return out
 
 
 @dataclass
 class _Lanes:
     found: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    lexical_scores: F32 | None = None
-    query_vec: F32 | None = None
+    lexical: dict[str, F32] = field(default_factory=dict)
+    """Lexical lane → BM25 score of every document."""
+    vectors: dict[str, F32] = field(default_factory=dict)
+    """Vector lane → its query embedding."""
     store: VectorStore | None = None
     rows: npt.NDArray[np.int64] | None = None
 
     def raw(self, lane: str, doc: int) -> float:
         """A document's raw score in a lane, whether or not the lane returned it."""
-        if lane == LEXICAL and self.lexical_scores is not None:
-            return float(self.lexical_scores[doc])
-        if lane == VECTOR and self.rows is not None and self.query_vec is not None:
+        if lane in self.lexical:
+            return float(self.lexical[lane][doc])
+        qvec = self.vectors.get(lane)
+        if qvec is not None and self.rows is not None:
             row = int(self.rows[doc])
             assert self.store is not None
-            return float(self.store.rows[row] @ self.query_vec) if row >= 0 else 0.0
+            return float(self.store.rows[row] @ qvec) if row >= 0 else 0.0
         return 0.0
 
     def fill(self, lane: str) -> ScoreFn:
@@ -212,14 +256,16 @@ def _vector_lane(
     depth: int,
     min_similarity: float,
     lanes: _Lanes,
+    lane: str = VECTOR,
 ) -> float | None:
-    """Fill the vector lane; return the best similarity among allowed docs (floor or not)."""
+    """Fill a vector lane; return the best similarity among allowed docs (floor or not)."""
     store = corpus.store
     assert store is not None
     rows = corpus.doc_rows()
-    lanes.store, lanes.rows, lanes.query_vec = store, rows, qvec
+    lanes.store, lanes.rows = store, rows
+    lanes.vectors[lane] = qvec
     allowed = np.flatnonzero(mask & (rows >= 0))
-    lanes.found[VECTOR] = []
+    lanes.found[lane] = []
     if allowed.size == 0:
         return None
     # Documents with identical text share a row: each row answers for its first allowed doc.
@@ -228,7 +274,7 @@ def _vector_lane(
     row_mask = np.zeros(len(store), dtype=bool)
     row_mask[uniq] = True
     hits = store.search(qvec, depth, row_mask)
-    lanes.found[VECTOR] = [(doc_of[row], s) for row, s in hits if s >= min_similarity]
+    lanes.found[lane] = [(doc_of[row], s) for row, s in hits if s >= min_similarity]
     return hits[0][1] if hits else None
 
 
@@ -275,13 +321,29 @@ def _fuse(lanes: _Lanes, fusion: str) -> list[Ranked]:
             Ranked(i, s, {lane: {"rank": r, "score": s, "contribution": s}})
             for r, (i, s) in enumerate(pairs, 1)
         ]
-    lex = [(str(i), s) for i, s in found.get(LEXICAL, [])]
-    vec = [(str(i), s) for i, s in found.get(VECTOR, [])]
+    weights = variant_weights(list(found))
     if fusion == "rrf":  # the baseline `arkai eval retrieval` compares against
-        fused = rrf({LEXICAL: [i for i, _ in lex], VECTOR: [i for i, _ in vec]}, k=DEFAULT_K,
-                    top_bonus=())  # fmt: skip
+        fused = rrf(
+            {lane: [str(i) for i, _ in pairs] for lane, pairs in found.items()},
+            k=DEFAULT_K,
+            top_bonus=(),
+            weights={k: w / WEIGHTS[k.split(":")[0]] for k, w in weights.items()},
+        )
+    elif set(found) <= {LEXICAL, VECTOR}:
+        fused = fuse(
+            [(str(i), s) for i, s in found.get(LEXICAL, [])],
+            [(str(i), s) for i, s in found.get(VECTOR, [])],
+            lexical_scores=lanes.fill(LEXICAL),
+            vector_scores=lanes.fill(VECTOR),
+        )
     else:
-        fused = fuse(lex, vec, lexical_scores=lanes.fill(LEXICAL), vector_scores=lanes.fill(VECTOR))
+        fused = convex(
+            {lane: [(str(i), s) for i, s in pairs] for lane, pairs in found.items()},
+            weights=weights,
+            method=NORMALISATION,
+            fill={lane: lanes.fill(lane) for lane in found},
+            top_bonus=TOP_BONUS,
+        )
     out = []
     for f in fused:
         i = int(f.id)
@@ -304,6 +366,7 @@ def rank(
     min_similarity: float = MIN_SIMILARITY,
     answer_floor: float = ANSWER_FLOOR,
     fusion: str = "hybrid",
+    variants: Sequence[Variant] = (),
 ) -> Ranking:
     """Rank the corpus's documents for ``text``: the lanes ``mode`` asks for, each returning
     its best ``depth`` allowed documents (lexical: BM25 > 0; vector: cosine ≥
@@ -313,6 +376,10 @@ def rank(
     ``query_vec`` is the query's embedding, or a function computing it (called only when the
     vector lane runs, so a lexical search never loads a model). A mode whose lane has no
     index (``corpus.lexical`` / ``corpus.store`` is ``None``) raises :class:`InvalidInputError`.
+
+    ``variants`` add lanes for other phrasings of the query (an expansion hook's output): a
+    variant runs only when ``mode`` runs its kind; at most :data:`MAX_VARIANTS` of each kind;
+    weights as in the module doc. ``Ranking.variants`` names the lane each one ran in.
     """
     if mode not in MODES:
         raise InvalidInputError(f"unknown search mode {mode!r}", hint=f"use one of {MODES}")
@@ -322,20 +389,38 @@ def rank(
     allowed = np.ones(n, dtype=bool) if mask is None else mask
     lanes = _Lanes()
     best: float | None = None
+    used: dict[str, str] = {}
+    for kind in (LEXICAL, VECTOR):
+        if mode in ("hybrid", kind):
+            of_kind = [v for v in variants if v.kind == kind and v.text.strip()][:MAX_VARIANTS]
+            used.update({f"{kind}:{n}": v.text for n, v in enumerate(of_kind, 1)})
     if allowed.any():
         if mode in ("hybrid", LEXICAL):
             if corpus.lexical is None:
                 raise InvalidInputError("no lexical index to search")
-            lanes.lexical_scores = corpus.lexical.scores(text, allowed)
-            lanes.found[LEXICAL] = top_k(lanes.lexical_scores, depth)
+            for lane, words in [(LEXICAL, text), *_of(used, LEXICAL)]:
+                lanes.lexical[lane] = corpus.lexical.scores(words, allowed)
+                lanes.found[lane] = top_k(lanes.lexical[lane], depth)
         if mode in ("hybrid", VECTOR):
             if corpus.store is None or query_vec is None:
                 raise InvalidInputError("no vector index or query embedding to search with")
-            qvec = query_vec() if callable(query_vec) else query_vec
-            qvec = np.asarray(qvec, dtype=np.float32).reshape(-1)
-            best = _vector_lane(corpus, qvec, allowed, depth, min_similarity, lanes)
-            if not lanes.found.get(LEXICAL) and (best is None or best < answer_floor):
-                lanes.found[VECTOR] = []
+            vecs: list[tuple[str, F32 | Callable[[], F32] | None]] = [(VECTOR, query_vec)]
+            of_kind = [v for v in variants if v.kind == VECTOR and v.text.strip()][:MAX_VARIANTS]
+            vecs += [
+                (lane, v.query_vec) for (lane, _), v in zip(_of(used, VECTOR), of_kind, strict=True)
+            ]
+            for lane, given in vecs:
+                if given is None:
+                    raise InvalidInputError(f"query variant {used[lane]!r} has no embedding")
+                qvec = given() if callable(given) else given
+                qvec = np.asarray(qvec, dtype=np.float32).reshape(-1)
+                top = _vector_lane(corpus, qvec, allowed, depth, min_similarity, lanes, lane)
+                if top is not None and (best is None or top > best):
+                    best = top
+            lexical_hit = any(p for lane, p in lanes.found.items() if lane in lanes.lexical)
+            if not lexical_hit and (best is None or best < answer_floor):
+                for lane in lanes.vectors:
+                    lanes.found[lane] = []
     ranked = _fuse(lanes, fusion) if any(lanes.found.values()) else []
     return Ranking(
         ranked=ranked,
@@ -343,4 +428,9 @@ def rank(
         min_similarity=min_similarity,
         answer_floor=answer_floor,
         best_similarity=best,
+        variants=used,
     )
+
+
+def _of(used: Mapping[str, str], kind: str) -> list[tuple[str, str]]:
+    return [(lane, text) for lane, text in used.items() if lane.split(":")[0] == kind]
