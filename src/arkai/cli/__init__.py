@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import click
 
+from arkai.cli.agents import feedback, log_turn
 from arkai.cli.config import config
 from arkai.cli.doctor import doctor
 from arkai.cli.eval import eval_
@@ -46,6 +47,7 @@ for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
     doctor, run_, resume,
+    feedback, log_turn,
 ):  # fmt: skip
     cli.add_command(command)
 

@@ -61,8 +61,8 @@ def _hooks(info: dict[str, Any]) -> None:
         _say(f"expand hook: lex {exp['lex']}, vec {exp['vec']}; lanes: {lanes or 'none'}")
     rr = info.get("rerank")
     if rr is not None:
-        _say(f"rerank hook: {len(rr['scores'])} of {rr['candidates']} candidates scored"
-             f"{', snippets for ' + str(len(rr['snippets'])) if rr['snippets'] else ''}")  # fmt: skip
+        snips = f", snippets for {len(rr['snippets'])}" if rr["snippets"] else ""
+        _say(f"rerank hook: {len(rr['scores'])} of {rr['candidates']} candidates scored{snips}")
     fb = info.get("feedback")
     if fb is not None:
         votes = ", ".join(f"{cid} {n:+d}" for cid, n in sorted(fb["votes"].items()))
@@ -83,7 +83,9 @@ def _lanes(explain: list[dict[str, Any]]) -> str:
               help="How many items to return.")  # fmt: skip
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
               help="Ranking lanes: both fused, BM25 only, or embeddings only.")  # fmt: skip
-@click.option("--explain", is_flag=True, help="Show each lane's rank and contribution.")
+@click.option("--explain", is_flag=True,
+              help="Show each lane's rank and contribution, the hooks' query variants and "
+                   "rerank scores, and feedback boosts.")  # fmt: skip
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explain: bool,

@@ -111,7 +111,9 @@ class SearchHooks:
             )
             _notes(reply, "expand", warnings)
         except (HookError, _Shape) as exc:
-            warnings.append(_degraded("expand", self.expand_cmd, exc, "the query alone is searched"))
+            warnings.append(
+                _degraded("expand", self.expand_cmd, exc, "the query alone is searched")
+            )
             return None
         over = [k for k, v in ((LEXICAL, exp.lex), (VECTOR, exp.vec)) if len(v) > MAX_VARIANTS]
         if over:
