@@ -12,8 +12,12 @@ import pytest
 
 from arkai.ops.feedback import feedback_path
 from arkai.search.blend import FEEDBACK_CAP
-from tests.cli.test_search_hooks import built, lib  # noqa: F401  (fixtures)
+from tests.cli import test_search_hooks
 from tests.conftest import Runner, tool_env
+
+# The indexed library of the search-hook tests (built once per module, copied per test).
+built = test_search_hooks.built
+lib = test_search_hooks.lib
 
 
 def vote(arkai: Runner, root: Path, query: str, ident: str, how: str = "--up") -> dict[str, Any]:
@@ -36,7 +40,7 @@ def boost(item: dict[str, Any]) -> dict[str, Any] | None:
     return lanes.get("feedback")
 
 
-def test_votes_are_files_and_move_a_near_tie(lib: dict[str, Any], arkai: Runner) -> None:  # noqa: F811
+def test_votes_are_files_and_move_a_near_tie(lib: dict[str, Any], arkai: Runner) -> None:
     root = lib["root"]
     talk, note = lib["Beekeeping talk"]["id"], lib["Hive sensors note"]["id"]
     before = results(arkai, root, "hive")
@@ -64,7 +68,7 @@ def test_votes_are_files_and_move_a_near_tie(lib: dict[str, Any], arkai: Runner)
     assert code == 0 and "feedback +2 votes" in out and "feedback (feedback/" in out
 
 
-def test_the_boost_is_capped_and_down_votes_cancel(lib: dict[str, Any], arkai: Runner) -> None:  # noqa: F811
+def test_the_boost_is_capped_and_down_votes_cancel(lib: dict[str, Any], arkai: Runner) -> None:
     root, roof = lib["root"], lib["Roof gardens"]["id"]
     vote(arkai, root, "hive", roof)
     one = boost(next(r for r in results(arkai, root, "hive") if r["content_id"] == roof))
@@ -79,7 +83,7 @@ def test_the_boost_is_capped_and_down_votes_cancel(lib: dict[str, Any], arkai: R
     assert boost(next(r for r in results(arkai, root, "hive") if r["content_id"] == roof)) is None
 
 
-def test_unknown_item_or_no_vote_writes_nothing(lib: dict[str, Any], arkai: Runner) -> None:  # noqa: F811
+def test_unknown_item_or_no_vote_writes_nothing(lib: dict[str, Any], arkai: Runner) -> None:
     root = lib["root"]
     code, _, err = arkai("--repo", root, "feedback", "hive", "ffffffffffff", "--up")
     assert code == 5 and "ffffffffffff" in err
@@ -88,7 +92,7 @@ def test_unknown_item_or_no_vote_writes_nothing(lib: dict[str, Any], arkai: Runn
     assert not (root / "feedback").exists()
 
 
-def test_a_damaged_vote_line_is_a_warning(lib: dict[str, Any], arkai: Runner) -> None:  # noqa: F811
+def test_a_damaged_vote_line_is_a_warning(lib: dict[str, Any], arkai: Runner) -> None:
     root, talk = lib["root"], lib["Beekeeping talk"]["id"]
     vote(arkai, root, "hive", talk)
     path = feedback_path(root, "hive")
@@ -102,7 +106,7 @@ def test_a_damaged_vote_line_is_a_warning(lib: dict[str, Any], arkai: Runner) ->
     assert any(w.startswith(f"{rel}:3: not a feedback vote") for w in warnings)
 
 
-def test_votes_from_two_branches_merge_without_conflict(lib: dict[str, Any], arkai: Runner) -> None:  # noqa: F811
+def test_votes_from_two_branches_merge_without_conflict(lib: dict[str, Any], arkai: Runner) -> None:
     root = lib["root"]
     talk, roof = lib["Beekeeping talk"]["id"], lib["Roof gardens"]["id"]
     env = tool_env()

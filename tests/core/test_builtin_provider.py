@@ -497,7 +497,8 @@ def test_empty_input_gives_empty_shapes() -> None:
         if isinstance(out, list):
             assert out == []
         else:
-            assert all(v == [] or k in ("summary", "one_sentence_takeaway") for k, v in out.items())
+            named = ("summary", "one_sentence_takeaway", "why")  # why: route_intent's reason
+            assert all(v == [] or k in named for k, v in out.items())
             assert all(out[k] for k in ("summary", "one_sentence_takeaway") if k in out)
     # No sentence qualifies: the summary still says something (schemas need a non-empty one).
     tiny = call("summarize", "# Notes\n\nok\n")

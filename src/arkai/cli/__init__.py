@@ -12,6 +12,7 @@ import click
 
 from arkai.cli.agents import feedback, log_turn
 from arkai.cli.config import config
+from arkai.cli.do import do
 from arkai.cli.doctor import doctor
 from arkai.cli.eval import eval_
 from arkai.cli.evidence import evidence
@@ -47,7 +48,7 @@ for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
     doctor, run_, resume,
-    feedback, log_turn,
+    feedback, log_turn, do,
 ):  # fmt: skip
     cli.add_command(command)
 

@@ -4,6 +4,9 @@ Layer 1 asks each registered source kind, in order, whether its patterns match t
 (URL regexes, file extensions, content sniffing). When only the generic fallback (``article``
 for any web URL) matches, layer 2 looks up the route that last succeeded for that host in
 ``.arkai/routes.json``. ``--type`` overrides both when that kind accepts the input.
+
+The same file keeps ``arkai do``'s learned phrases (``"phrases"``: normalised words → the
+arkai command that ran successfully for them; :func:`learn_phrase`), beside ``"hosts"``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from arkai.adapters.fs import atomic_write_text
@@ -53,12 +57,20 @@ def read_head(path: Path) -> bytes:
         return b""
 
 
-def load_routes(root: Path) -> dict[str, str]:
+def _load(root: Path) -> dict[str, Any]:
     try:
         data = json.loads((root / ROUTES).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    hosts = data.get("hosts") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _save(root: Path, data: dict[str, Any]) -> None:
+    atomic_write_text(root / ROUTES, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def load_routes(root: Path) -> dict[str, str]:
+    hosts = _load(root).get("hosts")
     return {str(k): str(v) for k, v in hosts.items()} if isinstance(hosts, dict) else {}
 
 
@@ -71,7 +83,31 @@ def learn_route(root: Path, ref: str, source: str) -> None:
     if not host or routes.get(host) == source:
         return
     routes[host] = source
-    atomic_write_text(root / ROUTES, json.dumps({"hosts": routes}, indent=2, sort_keys=True) + "\n")
+    _save(root, {**_load(root), "hosts": routes})
+
+
+def load_phrases(root: Path) -> dict[str, list[str]]:
+    """``arkai do``'s learned phrases: normalised words → argv (entries of another shape are
+    skipped)."""
+    phrases = _load(root).get("phrases")
+    if not isinstance(phrases, dict):
+        return {}
+    return {
+        str(k): [str(a) for a in v]
+        for k, v in phrases.items()
+        if isinstance(v, list) and v and all(isinstance(a, str) for a in v)
+    }
+
+
+def learn_phrase(root: Path, phrase: str, argv: list[str]) -> bool:
+    """Remember that ``argv`` ran successfully for ``phrase`` (already normalised); True when
+    the file changed."""
+    phrases = load_phrases(root)
+    if not phrase or phrases.get(phrase) == argv:
+        return False
+    phrases[phrase] = list(argv)
+    _save(root, {**_load(root), "phrases": phrases})
+    return True
 
 
 def route(root: Path, ref: str, *, forced: str | None = None) -> Route:

@@ -8,6 +8,7 @@ Each pattern has its own module:
 - ``extract_wisdom`` and ``summarize`` (:mod:`.wisdom`): extractive sections.
 - ``condense_chat`` (:mod:`.condense`): decisions, discoveries and procedures of a chat.
 - ``validate_claims`` (:mod:`.verdicts`): lexical support of each claim by its quote.
+- ``route_intent`` (:mod:`.intent`): words → one arkai command by a keyword grammar.
 
 Every quote is a verbatim slice of one line of ``Request.input`` — never its ``[HH:MM:SS]``
 timestamp or ``Speaker:`` label — so it resolves exactly. The same input gives byte-identical
@@ -35,6 +36,7 @@ PATTERNS = (
     "summarize",
     "condense_chat",
     "validate_claims",
+    "route_intent",
 )
 
 NO_TEXT = "The input has no text."
@@ -55,6 +57,7 @@ _EMPTY: dict[str, Any] = {
     "summarize": {"summary": NO_TEXT, "points": []},
     "condense_chat": {"summary": NO_TEXT, "decisions": [], "discoveries": [], "procedures": []},
     "validate_claims": [],
+    "route_intent": {"command": [], "why": "no words"},
 }
 
 
@@ -99,6 +102,12 @@ def _verdicts(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
     return validate_claims(text), []
 
 
+def _intent(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.intent import route_intent
+
+    return route_intent(text), []
+
+
 _HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] = {
     "extract_claims": _claims,
     "extract_entities": _entities,
@@ -106,6 +115,7 @@ _HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] 
     "summarize": _summary,
     "condense_chat": _condense,
     "validate_claims": _verdicts,
+    "route_intent": _intent,
 }
 
 
