@@ -203,3 +203,69 @@ def test_openai_garbage_or_hostile_answers_are_refused(
     assert code == 2, err
     assert out == "" and expect in err and "nothing was run" in err
     assert sorted(p.relative_to(kr) for p in kr.rglob("*") if ".arkai" not in p.parts) == before
+
+
+# -- on a terminal: shown, then asked -------------------------------------------------------
+
+
+def _on_a_terminal(root: Path, words: str, answer: str) -> tuple[int, str]:
+    """Run ``arkai do WORDS`` with a pseudo-terminal as stdin/stdout/stderr, answer the
+    prompt, and return the exit code and everything it printed."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    from tests.conftest import BIN, tool_env
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(BIN / "arkai"), "--repo", str(root), "do", words],
+                            stdin=slave, stdout=slave, stderr=slave, env=tool_env(),
+                            close_fds=True)  # fmt: skip
+    os.close(slave)
+    seen, answered = b"", False
+    deadline = time.monotonic() + 120  # a hang guard only
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not answered and b"Run it?" in seen:
+                os.write(master, answer.encode())
+                answered = True
+            if proc.poll() is not None and not ready:
+                break
+        code = proc.wait(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert answered, seen.decode(errors="replace")
+    return code, seen.decode(errors="replace")
+
+
+def test_on_a_terminal_the_command_is_shown_and_run_only_after_yes(kr: Path) -> None:
+    code, out = _on_a_terminal(kr, "list the items in the library", "n\n")
+    assert code == 0 and "arkai library" in out and "0 items" not in out
+    assert "phrases" not in routes(kr)
+    code, out = _on_a_terminal(kr, "list the items in the library", "y\n")
+    assert code == 0 and "0 items" in out
+    assert routes(kr)["phrases"] == {"list the items in the library": ["library"]}
+
+
+def test_learning_a_phrase_keeps_the_learned_hosts(kr: Path) -> None:
+    from arkai.ops.route import learn_phrase, learn_route, load_phrases, load_routes
+
+    learn_route(kr, "https://blog.example.org/post", "article")
+    assert learn_phrase(kr, "list things", ["library"]) is True
+    assert learn_phrase(kr, "list things", ["library"]) is False
+    learn_route(kr, "https://news.example.com/a", "article")
+    assert load_phrases(kr) == {"list things": ["library"]}
+    assert load_routes(kr) == {"blog.example.org": "article", "news.example.com": "article"}

@@ -262,3 +262,14 @@ def test_relative_hook_path_is_taken_from_the_repo(
     code, res, err = search(arkai, root, "zyzzyva", "--mode", "lexical", "--explain")
     assert code == 0, err
     assert ids(res)[0] == lib["Roof gardens"]["id"]
+
+
+def test_context_packs_use_the_builtin_pipeline(
+    lib: dict[str, Any], arkai: Runner, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    hook = script(tmp_path, "expand.py", f"open({str(marker)!r}, 'w').write('x'); sys.exit(1)")
+    set_hooks(lib["root"], expand=[str(hook)], rerank=[str(hook)])
+    code, out, err = arkai("--repo", lib["root"], "context", "varroa", "--json")
+    assert code == 0, err
+    assert json.loads(out)["entries"] and not marker.exists() and err == ""

@@ -257,7 +257,8 @@ def context(
         raise InvalidInputError(f"a budget of {budget_tokens} tokens is too small",
                                 hint=f"use at least {MIN_BUDGET}")  # fmt: skip
     q = parse_query(query)
-    found = search(root, q, k=k, mode=mode)
+    # The built-in pipeline: a pack has no place to show a hook's warnings (docs/agents.md).
+    found = search(root, q, k=k, mode=mode, hooks=False)
     candidates = _candidates(found.results, q)
     header = _header(query.strip())
     if estimate_tokens(header) > budget_tokens // 2:
