@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from arkai.ops.agentlog import LOGS
 from tests.conftest import BIN, Runner, tool_env
 
@@ -73,3 +75,32 @@ def test_a_damaged_line_is_reported_not_hidden(kr: Path, arkai: Runner) -> None:
     log = json.loads(out)
     assert len(log["turns"]) == 1 and log["problems"][0].startswith(".arkai/agent-logs/d.jsonl:2:")
     assert "not a turn" in err
+
+
+def test_a_log_that_is_a_link_is_refused_and_its_target_untouched(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    (kr / LOGS).mkdir(parents=True)
+    (kr / LOGS / "s.jsonl").symlink_to(outside)
+    code, _, err = arkai(
+        "--repo", kr, "log-turn", "--session", "s", "--role", "user", "--text", "x"
+    )
+    assert code == 1 and "s.jsonl: is a symbolic link" in err
+    assert outside.read_text() == "keep\n"
+
+
+def test_append_is_whole_lines_and_refuses_links(tmp_path: Path) -> None:
+    from arkai.adapters.fs import append_bytes
+    from arkai.errors import UnsafeFileError
+
+    path = tmp_path / "d" / "log.jsonl"
+    append_bytes(path, b"one\n")
+    append_bytes(path, b"two\n", fsync=False)
+    assert path.read_bytes() == b"one\ntwo\n"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        append_bytes(link, b"three\n")
+    assert path.read_bytes() == b"one\ntwo\n"

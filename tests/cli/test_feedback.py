@@ -133,3 +133,19 @@ def test_votes_from_two_branches_merge_without_conflict(lib: dict[str, Any], ark
         [(talk, 1), (roof, 1), (talk, -1)]
     )
     assert not any(x.startswith(("<<<<<<<", "=======", ">>>>>>>")) for x in lines)
+
+
+def test_a_vote_file_that_is_a_link_is_refused(
+    lib: dict[str, Any], arkai: Runner, tmp_path: Path
+) -> None:
+    root = lib["root"]
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("keep\n")
+    path = feedback_path(root, "hive")
+    path.parent.mkdir()
+    path.symlink_to(outside)
+    code, _, err = arkai("--repo", root, "feedback", "hive", lib["Roof gardens"]["id"], "--up")
+    assert code == 1 and "is a symbolic link" in err
+    assert outside.read_text() == "keep\n"
+    code, _, err = arkai("--repo", root, "search", "hive", "--mode", "lexical")
+    assert code == 1 and "is a symbolic link" in err
