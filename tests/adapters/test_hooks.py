@@ -89,3 +89,14 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         time.sleep(0.05)
     else:
         pytest.fail(f"the hook's child {pid} still runs")
+
+
+def test_runaway_output_is_stopped_at_the_limit(tmp_path: Path) -> None:
+    body = "chunk = b'x' * 65536\nwhile True:\n    sys.stdout.buffer.write(chunk)"
+    with pytest.raises(HookError, match=r"hook hook.py: printed more than \d+ bytes; stopped"):
+        run_hook(hook(tmp_path, body), {}, 60)
+
+
+def test_a_hook_that_never_reads_its_input(tmp_path: Path) -> None:
+    """A large payload and a hook that answers without reading it: no deadlock, no error."""
+    assert run_hook(hook(tmp_path, "print('{}')"), {"x": "y" * 1_000_000}, 30) == {}

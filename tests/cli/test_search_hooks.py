@@ -273,3 +273,22 @@ def test_context_packs_use_the_builtin_pipeline(
     code, out, err = arkai("--repo", lib["root"], "context", "varroa", "--json")
     assert code == 0, err
     assert json.loads(out)["entries"] and not marker.exists() and err == ""
+
+
+def test_variants_are_bounded_and_bad_timeouts_refused(
+    lib: dict[str, Any], arkai: Runner, tmp_path: Path
+) -> None:
+    root = lib["root"]
+    words = ["hive", "roof", "mite", "sensor", "firmware", "colony"]
+    hook = script(tmp_path, "expand.py", f"print(json.dumps({{'lex': {words!r}}}))")
+    set_hooks(root, expand=[str(hook)])
+    code, res, err = search(arkai, root, "zyzzyva", "--mode", "lexical", "--explain")
+    assert code == 0, err
+    assert list(res["hooks"]["expand"]["lanes"]) == [f"lexical:{n}" for n in range(1, 5)]
+    assert res["hooks"]["expand"]["lanes"]["lexical:4"] == "sensor"
+    assert any(
+        "more than 4 lexical variants; the first ones are used" in w for w in res["warnings"]
+    )
+    set_hooks(root, expand=[str(hook)], timeout_s=0)
+    code, _, err = search(arkai, root, "zyzzyva")
+    assert code == 2 and "params.yaml: hooks.timeout_s must be a positive number, got 0" in err
