@@ -51,7 +51,7 @@ def _lane(lane: str, v: dict[str, Any]) -> str:
     if lane == "rerank":
         place = f"#{v['rank']}" if v["rank"] else "unscored"
         return f"rerank {place} (hook score {v['score']:.4g}, {v['contribution']:+.4g})"
-    return f"{lane} #{v['rank']} (score {v['score']:.4g}, +{v['contribution']:.4g})"
+    return f"{lane} #{v['rank']} (score {v['score']:.4g}, {v['contribution']:+.4g})"
 
 
 def _hooks(info: dict[str, Any]) -> None:
