@@ -64,3 +64,14 @@ def test_feedback_boost_is_small_and_capped() -> None:
     assert many[3].score == pytest.approx(FEEDBACK_STEP * FEEDBACK_CAP * 10.0)
     down = boost_feedback(rs, {0: -2})
     assert docs(down) == [1, 0, 2, 3]
+
+
+def test_variant_lane_weights() -> None:
+    from arkai.search.pipeline import variant_weights
+
+    assert variant_weights(["lexical", "vector"]) == {"lexical": 0.5, "vector": 0.5}
+    got = variant_weights(["lexical", "vector", "lexical:1", "lexical:2", "vector:1"])
+    assert got == {"lexical": 0.5, "vector": 0.5, "lexical:1": 0.125, "lexical:2": 0.125,
+                   "vector:1": 0.25}  # fmt: skip
+    # All variants of a kind together: half of the original lane's weight.
+    assert got["lexical:1"] + got["lexical:2"] == got["lexical"] / 2
