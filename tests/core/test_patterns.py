@@ -354,7 +354,7 @@ def test_shipped_schema_is_valid_and_accepts_the_example(name: str) -> None:
         ids = [c["id"] for c in EXAMPLES["claims"]]
         assert [v["id"] for v in example] == ids
     quotes = list(iter_verbatim(p.schema, example))
-    if name != "validate_claims":
+    if name not in ("validate_claims", "synthesize_answer"):
         assert quotes, name
     for path, quote in quotes:
         assert quote in source, (name, path, quote)

@@ -55,6 +55,16 @@ DEFAULTS: dict[str, Any] = {
         "command": {"command": []},
     },
     "validate": {"fail_on_stale": True},
+    # arkai ask (docs/answers.md): a provider (and model) per role.
+    "ask": {
+        "shards": {"provider": "builtin", "model": None},
+        "synthesizer": {"provider": "builtin", "model": None},
+        "validator": {"provider": "builtin", "model": None},
+        "concurrency": 4,
+        "max_rounds": 3,
+        "max_matches": 12,
+        "timeout_s": 120,
+    },
 }
 
 

@@ -8,6 +8,7 @@ Each pattern has its own module:
 - ``extract_wisdom`` and ``summarize`` (:mod:`.wisdom`): extractive sections.
 - ``condense_chat`` (:mod:`.condense`): decisions, discoveries and procedures of a chat.
 - ``validate_claims`` (:mod:`.verdicts`): lexical support of each claim by its quote.
+- ``synthesize_answer`` (:mod:`.answer`): an extractive answer, each claim a cited quote.
 
 Every quote is a verbatim slice of one line of ``Request.input`` — never its ``[HH:MM:SS]``
 timestamp or ``Speaker:`` label — so it resolves exactly. The same input gives byte-identical
@@ -35,6 +36,7 @@ PATTERNS = (
     "summarize",
     "condense_chat",
     "validate_claims",
+    "synthesize_answer",
 )
 
 NO_TEXT = "The input has no text."
@@ -55,6 +57,7 @@ _EMPTY: dict[str, Any] = {
     "summarize": {"summary": NO_TEXT, "points": []},
     "condense_chat": {"summary": NO_TEXT, "decisions": [], "discoveries": [], "procedures": []},
     "validate_claims": [],
+    "synthesize_answer": {"claims": [], "retracted": []},
 }
 
 
@@ -96,7 +99,13 @@ def _condense(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
 def _verdicts(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
     from arkai.providers.builtin.verdicts import validate_claims
 
-    return validate_claims(text), []
+    return validate_claims(text, stance=bool(variables.get("stance"))), []
+
+
+def _answer(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.answer import synthesize_answer
+
+    return synthesize_answer(text, variables), []
 
 
 _HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] = {
@@ -106,6 +115,7 @@ _HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] 
     "summarize": _summary,
     "condense_chat": _condense,
     "validate_claims": _verdicts,
+    "synthesize_answer": _answer,
 }
 
 
