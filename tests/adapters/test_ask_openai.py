@@ -67,8 +67,8 @@ def validator(text: str, req: FakeRequest) -> Any:
     for c in claims:
         words = {w for w in re.findall(r"[a-z]{4,}", c["claim"].lower())}
         ok = words <= set(re.findall(r"[a-z]{4,}", c["quote"].lower()))
-        out.append({"id": c["id"], "verdict": "grounded" if ok else "unsupported",
-                    "note": "every word is in the quote" if ok else "words not in the quote"})  # fmt: skip
+        note = "every word is in the quote" if ok else "words not in the quote"
+        out.append({"id": c["id"], "verdict": "grounded" if ok else "unsupported", "note": note})
     return out
 
 
