@@ -456,12 +456,16 @@ def validate(
             )
             out.append(Verdict(c.id, UNSUPPORTED, (), note, "consistent"))
             continue
-        results = [(judged[f"{c.id}#{n}"], m) for n, m in enumerate(ms)]
-        for v, _ in results:
+        results = []
+        for n, m in enumerate(ms):
+            v = judged[f"{c.id}#{n}"]
             if v.get("verdict") not in VERDICTS:
                 raise PipelineError(
                     f"{what}: verdict {v.get('verdict')!r} is not one of {', '.join(VERDICTS)}"
                 )
+            if v.get("stance") == "contradicts":  # the quote says the opposite: no support
+                v = {**v, "verdict": UNSUPPORTED}
+            results.append((v, m))
         best = max(_RANK[str(v["verdict"])] for v, _ in results)
         label = next(k for k, r in _RANK.items() if r == best)
         support = [m for v, m in results if _RANK[str(v["verdict"])] == best] if best else []

@@ -10,8 +10,10 @@ The note states the overlap and the missing words.
 With ``stance`` (``variables: {stance: true}``, what ``arkai ask`` and ``arkai eval verify``
 send) each verdict also carries ``stance``: ``contradicts`` when the quote reverses the claim —
 an odd number of negations in one and not the other ("not", "no", "never", "without", "fails"
-…), or opposite directions ("increases" / "decreases", "higher" / "lower" …) — which makes the
-verdict ``unsupported``; else ``supports`` (grounded / partial) or ``none``.
+…), or opposite directions ("increases" / "decreases", "higher" / "lower" …), the reason
+leading the note; else ``supports`` (grounded / partial) or ``none``. The verdict stays the
+lexical one: the caller decides what a contradiction means (``arkai ask`` counts it as
+unsupported; ``arkai eval verify`` labels the abstract CONTRADICT).
 
 Input (``Request.input``): JSON ``{"claims": [{"id", "claim", "quote"}], "transcript": str}``,
 a bare JSON list of claims (no transcript), or the runner's ``CLAIMS:`` JSON list followed by
@@ -183,8 +185,8 @@ def validate_claims(raw: str, *, stance: bool = False) -> list[dict[str, Any]]:
         if stance:
             why = conflict(claim, quote) if quote else None
             if why is not None:
-                result = {"verdict": "unsupported", "note": f"contradicted: {why}; "
-                          + result["note"], "stance": "contradicts"}  # fmt: skip
+                result["note"] = f"contradicted: {why}; " + result["note"]
+                result["stance"] = "contradicts"
             else:
                 grounded = result["verdict"] != "unsupported"
                 result["stance"] = "supports" if grounded else "none"
