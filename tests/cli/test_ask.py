@@ -158,3 +158,37 @@ def test_save_writes_once_and_never_replaces_an_edited_answer(lib: Path, arkai: 
     assert again["created"] and again["markdown"] == saved["markdown"][: -len(".md")] + "-2.md"
     assert md.read_bytes() == edited
     assert len(list_runs(lib)) >= 3
+
+
+def test_validator_contradiction_temporal_and_unverified_evidence(tmp_path: Path) -> None:
+    from arkai.model.answer import Claim, Match
+    from arkai.ops.ask import AskProvider, validate
+    from arkai.ops.runner import ResponseStore
+    from arkai.ops.runner import Runner as CallRunner
+    from arkai.patterns import get_pattern
+
+    quote = "In 2021 a firmware update changed how the boards calibrated temperature."
+    ok = Match("item:a:L3", quote, quote, "2021-05-02", "high", "a", "t.md", "resolved",
+               (10, 10 + len(quote)), 3, "sha256:x")  # fmt: skip
+    lost = Match("item:a:L9", "Nobody noticed for months.", status="unresolved")
+    pool = {m.match_id: m for m in (ok, lost)}
+    claims = [
+        Claim("c1", quote, ("item:a:L3",)),
+        Claim(
+            "c2",
+            "In 2021 a firmware update never changed how the boards calibrated temperature.",
+            ("item:a:L3",),
+        ),
+        Claim(
+            "c3",
+            "In 2019 a firmware update changed how the boards calibrated temperature.",
+            ("item:a:L3",),
+        ),
+        Claim("c4", "Nobody noticed for months.", ("item:a:L9", "item:zz:L1")),
+    ]
+    runner = CallRunner(provider=AskProvider(), store=ResponseStore(tmp_path))
+    v1, v2, v3, v4 = validate(runner, get_pattern("validate_claims", None), claims, pool, "t")
+    assert (v1.verdict, v1.evidence, v1.temporal) == ("grounded", ("item:a:L3",), "consistent")
+    assert v2.verdict == "unsupported" and "contradicted" in v2.notes and v2.evidence == ()
+    assert v3.verdict == "partial" and "2019" in v3.temporal  # grounded words, wrong year
+    assert v4.verdict == "unsupported" and "no verified evidence" in v4.notes

@@ -423,7 +423,7 @@ def validate(
     pairs: list[dict[str, str]] = []
     cited: dict[str, list[Match]] = {}
     for c in claims:
-        cited[c.id] = [pool[e] for e in dict.fromkeys(c.evidence) if e in pool]
+        cited[c.id] = [pool[e] for e in dict.fromkeys(c.evidence) if e in pool and pool[e].verified]
         for n, m in enumerate(cited[c.id]):
             pairs.append({"id": f"{c.id}#{n}", "claim": c.text, "quote": m.quote})
     judged: dict[str, Mapping[str, Any]] = {}
@@ -450,7 +450,7 @@ def validate(
     for c in claims:
         ms = cited[c.id]
         if not ms:
-            bad = [e for e in c.evidence if e not in pool]
+            bad = [e for e in c.evidence if e not in pool or not pool[e].verified]
             note = "cites no verified evidence" + (
                 f" ({', '.join(bad[:5])} unknown or unresolved)" if bad else ""
             )
