@@ -51,7 +51,8 @@ SEPARATOR = " | "
 MAX_MATCHES = 12
 KEEP_RATIO = 0.25
 """A line is a match when its BM25 score is at least this share of the best line's."""
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)")
+"""A sentence ends at ., ! or ? before a space or the end (so "1.5" and "e.g" stay whole)."""
 _PREFIX = re.compile(
     r"^\s*(?:\[\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\]\s*)?(?:[^\s:][^:]{0,40}:\s+)?"
 )
