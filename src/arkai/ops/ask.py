@@ -67,6 +67,7 @@ from arkai.search.research import (
     EvidenceLine,
     ShardSpan,
     in_period,
+    needs_all_shards,
     search_shard,
     select_shards,
     shard_input,
@@ -252,7 +253,7 @@ def research(repo: Repo, question: str, texts: Transcripts) -> tuple[Scope, Quer
     scope = Scope(
         after=q.after.text if q.after else None,
         before=q.before.start.isoformat() if q.before else None,
-        all_shards=bool(re.search(r"needs every shard", reason)),
+        all_shards=needs_all_shards(question) is not None,
         reason=reason,
         shards=tuple(w.id for w in works),
         implicit=implicit,
