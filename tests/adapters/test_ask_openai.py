@@ -165,3 +165,27 @@ def test_a_shard_that_times_out_exits_3(lib: Path, arkai: Runner, fake_llm: Fake
     fake_llm.set_mode("hang")
     code, _, err = arkai("--repo", lib, "ask", QUESTION)
     assert code == 3 and "shard implicit" in err
+
+
+def test_each_shard_is_asked_once_and_its_matches_resolve(
+    lib: Path, arkai: Runner, fake_llm: FakeLLM
+) -> None:
+    from tests.cli.test_ask import _shards_from
+
+    code, out, _ = arkai("--repo", lib, "library", "--json")
+    listing = json.loads(out)
+    items = listing.get("items", listing) if isinstance(listing, dict) else listing
+    _shards_from(lib, next(i["id"] for i in items if "Field notes" in i["title"]))
+    fake_llm.answer("synthesize_answer", synthesizer(retract=True))
+    code, out, err = arkai("--repo", lib, "ask", "how did the firmware change over time", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    calls = _calls(fake_llm, "query_shard")
+    assert len(calls) == 2  # every shard ("over time"), one call each
+    shards = [{ln.match_id.split(":chunk")[0] for ln in parse_shard_input(_body(c.input))[3]}
+              for c in calls]  # fmt: skip
+    assert sorted(map(sorted, shards)) == [["shard-001"], ["shard-002"]]  # its own lines only
+    cited = {mid for v in record["verdicts"] for mid in v["evidence"]}
+    matches = {m["match_id"]: m for s in record["shards"] for m in s["matches"]}
+    assert cited and all(matches[c]["status"] == "resolved" for c in cited)
+    assert all(c.startswith("shard-00") for c in cited)

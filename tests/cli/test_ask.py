@@ -192,3 +192,14 @@ def test_validator_contradiction_temporal_and_unverified_evidence(tmp_path: Path
     assert v2.verdict == "unsupported" and "contradicted" in v2.notes and v2.evidence == ()
     assert v3.verdict == "partial" and "2019" in v3.temporal  # grounded words, wrong year
     assert v4.verdict == "unsupported" and "no verified evidence" in v4.notes
+
+
+def test_bad_markup_and_a_broken_shard_file_are_named(lib: Path, arkai: Runner) -> None:
+    code, _, err = arkai("--repo", lib, "ask", "bees after:notadate")
+    assert code == 2 and "after:notadate" in err
+    manifest = lib / "index" / "shards" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text("{not json")
+    code, _, err = arkai("--repo", lib, "ask", QUESTION)
+    assert code == 1 and "manifest.json" in err and "not a shard manifest" in err
+    assert manifest.read_text() == "{not json"  # nothing rewritten
