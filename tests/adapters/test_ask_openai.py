@@ -189,3 +189,28 @@ def test_each_shard_is_asked_once_and_its_matches_resolve(
     matches = {m["match_id"]: m for s in record["shards"] for m in s["matches"]}
     assert cited and all(matches[c]["status"] == "resolved" for c in cited)
     assert all(c.startswith("shard-00") for c in cited)
+
+
+def test_a_shard_larger_than_the_context_is_read_whole_in_parts_each_with_the_question(
+    lib: Path, arkai: Runner, fake_llm: FakeLLM
+) -> None:
+    params = yaml.safe_load((lib / "params.yaml").read_text())
+    params["providers"]["openai"]["context_chars"] = 3000
+    (lib / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    fake_llm.answer("synthesize_answer", synthesizer(retract=True))
+    code, out, err = arkai("--repo", lib, "ask", QUESTION, "--json")
+    assert code == 0, err
+    calls = _calls(fake_llm, "query_shard")
+    assert len(calls) > 2
+    seen = []
+    for c in calls:
+        question, _, _, lines = parse_shard_input(_body(c.input))
+        assert question == QUESTION and lines
+        seen += [ln.match_id for ln in lines]
+    assert len(seen) == len(set(seen))  # every line once, in exactly one part
+    (shard,) = json.loads(out)["shards"]
+    assert shard["coverage"]["method"] == "full_scan"
+    assert shard["coverage"]["chunks_examined"] == 2
+    assert {m["item"] for m in shard["matches"]} and all(
+        m["status"] == "resolved" for m in shard["matches"]
+    )

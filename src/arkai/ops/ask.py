@@ -66,6 +66,7 @@ from arkai.search.markup import Query
 from arkai.search.research import (
     EvidenceLine,
     ShardSpan,
+    chunk_of,
     in_period,
     needs_all_shards,
     search_shard,
@@ -347,6 +348,57 @@ def _call(
     return result.value, result.cached
 
 
+HEADER_CHARS = 2000
+"""Room kept for the ``QUESTION:`` / ``SCOPE:`` / ``CHUNKS:`` header of every part."""
+_CONFIDENCE = ("none", "low", "medium", "high")
+
+
+def split_lines(lines: list[EvidenceLine], limit: int) -> list[list[EvidenceLine]]:
+    """A shard's lines in parts of at most ``limit`` characters each (never splitting a line),
+    so a shard larger than the provider's context is still read whole, each part with the
+    question (the runner's own chunking would drop the header from later chunks)."""
+    parts: list[list[EvidenceLine]] = [[]]
+    size = 0
+    for ln in lines:
+        cost = len(ln.match_id) + len(ln.text) + len(ln.date or "-") + 7
+        if parts[-1] and size + cost > limit:
+            parts.append([])
+            size = 0
+        parts[-1].append(ln)
+        size += cost
+    return parts
+
+
+def merge_parts(values: list[dict[str, Any]], chunks: int) -> dict[str, Any]:
+    """One shard answer from the answers of its parts: matches in order, the coverage of the
+    whole shard (a full scan when every part was one), the gaps every part reports, the best
+    confidence."""
+    if len(values) == 1:
+        return values[0]
+    matches = [m for v in values for m in v.get("matches") or [] if isinstance(m, dict)]
+    methods = {str((v.get("coverage") or {}).get("method") or "full_scan") for v in values}
+    # A period is a gap of the shard when every part reports it (each part sees only its lines).
+    per_part = [[str(g) for g in (v.get("uncertainty") or {}).get("gaps") or ()] for v in values]
+    gaps = [g for g in per_part[0] if all(g in p for p in per_part[1:])]
+    levels = [str((v.get("uncertainty") or {}).get("confidence") or "none") for v in values]
+    return {
+        "matches": matches,
+        "coverage": {
+            "method": "full_scan" if methods == {"full_scan"} else "sampled",
+            "chunks_examined": chunks
+            if methods == {"full_scan"}
+            else sum(int((v.get("coverage") or {}).get("chunks_examined") or 0) for v in values),
+            "chunks_with_matches": len({chunk_of(str(m.get("match_id"))) for m in matches}),
+        },
+        "uncertainty": {
+            "gaps": gaps,
+            "confidence": max(
+                levels, key=lambda c: _CONFIDENCE.index(c) if c in _CONFIDENCE else 0
+            ),
+        },
+    }
+
+
 def ask_shards(
     repo: Repo, scope: Scope, works: list[ShardWork], texts: Transcripts, log: RunLog
 ) -> list[ShardAnswer]:
@@ -356,13 +408,24 @@ def ask_shards(
     ask = repo.params.get("ask") or {}
     variables = {"max_matches": int(ask.get("max_matches", 12))}
 
+    limit = max(1000, int(runner.provider.context_chars(runner.model)) - HEADER_CHARS)
+
     def one(work: ShardWork) -> ShardAnswer:
         with log.step("shard", shard=work.id, lines=len(work.lines)) as info:
-            text = shard_input(scope.text or "", _period(scope), len(work.chunks), work.lines)
-            value, cached = _call(runner, pattern, text, variables, f"shard {work.id}")
-            if not isinstance(value, dict):
-                raise PipelineError(f"shard {work.id}: the answer is not an object")
-            answer = _shard_answer(value, work, texts, cached)
+            parts = split_lines(work.lines, limit)
+            values = []
+            cached = True
+            for n, part in enumerate(parts, 1):
+                chunks = len({chunk_of(ln.match_id) for ln in part})
+                text = shard_input(scope.text or "", _period(scope), chunks, part)
+                what = f"shard {work.id}" + (f" part {n}/{len(parts)}" if len(parts) > 1 else "")
+                value, hit = _call(runner, pattern, text, variables, what)
+                if not isinstance(value, dict):
+                    raise PipelineError(f"{what}: the answer is not an object")
+                values.append(value)
+                cached = cached and hit
+            answer = _shard_answer(merge_parts(values, len(work.chunks)), work, texts, cached)
+            info["parts"] = len(parts)
             info["matches"] = len(answer.matches)
             info["verified"] = sum(1 for m in answer.matches if m.verified)
             return answer
