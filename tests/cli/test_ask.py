@@ -162,7 +162,8 @@ def test_save_writes_once_and_never_replaces_an_edited_answer(lib: Path, arkai: 
 
 def test_validator_contradiction_temporal_and_unverified_evidence(tmp_path: Path) -> None:
     from arkai.model.answer import Claim, Match
-    from arkai.ops.ask import AskProvider, validate
+    from arkai.ops.ask import validate
+    from arkai.ops.ask_shards import AskProvider
     from arkai.ops.runner import ResponseStore
     from arkai.ops.runner import Runner as CallRunner
     from arkai.patterns import get_pattern

@@ -32,7 +32,8 @@ from arkai.core.document import Document
 from arkai.core.resolve import resolve_quote
 from arkai.errors import InvalidInputError
 from arkai.model.status import is_verified
-from arkai.ops.ask import QUERY, VALIDATE, AskProvider
+from arkai.ops.ask import VALIDATE
+from arkai.ops.ask_shards import QUERY, AskProvider
 from arkai.ops.runner import ResponseStore, Runner, RunnerConfig
 from arkai.patterns import claims_input, get_pattern
 from arkai.search.eval import split_queries
