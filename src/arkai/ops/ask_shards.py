@@ -32,6 +32,7 @@ from arkai.ops.runner import ResponseStore, Runner, RunnerConfig
 from arkai.ops.search import item_date
 from arkai.patterns import OutputError, Pattern, get_pattern
 from arkai.providers.base import ProviderError, Request, Response
+from arkai.providers.builtin import VERSION as BUILTIN_VERSION
 from arkai.providers.builtin import BuiltinProvider
 from arkai.providers.registry import get_provider
 from arkai.search.markup import Query
@@ -305,8 +306,15 @@ def _shard_answer(value: Any, work: ShardWork, texts: Transcripts, cached: bool)
 def call(
     runner: Runner, pattern: Pattern, text: str, variables: dict[str, Any], what: str
 ) -> tuple[Any, bool]:
+    """One pattern call of ``arkai ask`` through the runner; a provider failure or an answer
+    that is not the pattern's JSON becomes a :class:`PipelineError` (exit 3) naming the step.
+    The builtin engines' versions are part of the call's options, hence of its cache key, so
+    an upgraded engine never serves an old cached answer."""
+    options: dict[str, Any] = {"variables": variables}
+    if isinstance(runner.provider, AskProvider):
+        options["engine"] = f"builtin-{BUILTIN_VERSION}+search-{SEARCH_VERSION}"
     try:
-        result = runner.run(pattern, text, {"variables": variables})
+        result = runner.run(pattern, text, options)
     except (ProviderError, OutputError) as exc:
         raise PipelineError(
             f"{what}: {runner.provider.name} failed: {exc}",
