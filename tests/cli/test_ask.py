@@ -114,11 +114,17 @@ def test_ask_reads_shards_and_scopes_them_by_date(lib: Path, arkai: Runner) -> N
     record = json.loads(out)
     assert record["scope"]["implicit"] is False
     assert "every shard" in record["scope"]["reason"]  # "change"
-    assert record["scope"]["shards"] == ["shard-001", "shard-002"]
-    ids = [m["match_id"] for s in record["shards"] for m in s["matches"]]
+    # The beekeeping talk is in no shard: it is searched as the implicit shard.
+    assert record["scope"]["shards"] == ["shard-001", "shard-002", "implicit"]
+    assert "1 item(s) in no shard" in record["scope"]["reason"]
+    ids = [m["match_id"] for s in record["shards"][:2] for m in s["matches"]]
     assert ids and all(
         i.startswith(("shard-001:chunk-1:msg-", "shard-002:chunk-2:msg-")) for i in ids
     )
+    implicit = record["shards"][2]
+    assert implicit["coverage"]["chunks_examined"] == 1
+    assert all(m["match_id"].startswith("item:") for m in implicit["matches"])
+    assert {m["item"] for m in implicit["matches"]} <= {i["id"] for i in items} - {item_id}
     _check_receipts(lib, record)
     # A period picks the overlapping shard only.
     code, out, err = arkai("--repo", lib, "ask", "firmware hive temperature in:2025-03", "--json")

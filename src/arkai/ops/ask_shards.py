@@ -145,11 +145,15 @@ def _date(item: Item) -> str | None:
     return d.isoformat() if d else None
 
 
-def implicit_shard(repo: Repo, q: Query, texts: Transcripts) -> ShardWork:
-    """The one implicit shard of a library without shards: every line of every item in scope
-    is a match ``item:<id8>:L<line>`` (8 hex of the content ID; more on a collision)."""
+def implicit_shard(
+    repo: Repo, q: Query, texts: Transcripts, exclude: frozenset[str] = frozenset()
+) -> ShardWork:
+    """The one implicit shard: every line of every item in scope that no shard holds
+    (``exclude``: the items of the manifest) is a match ``item:<id8>:L<line>`` (8 hex of the
+    content ID; 16 on a collision). Without shards, that is the whole library."""
     work = ShardWork(IMPLICIT)
-    items = sorted((i for i in repo.items() if _keep(i, q)), key=lambda i: (_date(i) or "", i.id))
+    kept = (i for i in repo.items() if i.id not in exclude and _keep(i, q))
+    items = sorted(kept, key=lambda i: (_date(i) or "", i.id))
     prefixes = {i.id[:8] for i in items}
     width = 8 if len(prefixes) == len(items) else 16
     for item in items:
@@ -211,10 +215,17 @@ def research(repo: Repo, question: str, texts: Transcripts) -> tuple[Scope, Quer
     spans = (
         [ShardSpan(s.id, s.first_date, s.last_date) for s in manifest.shards] if manifest else []
     )
-    if spans:
+    if manifest is not None and spans:
         q, chosen, reason = select_shards(question, spans)
         works = shard_works(repo, q, chosen, texts)
         implicit = False
+        # Items no shard holds yet (added since the condense stage ran, or never condensed)
+        # are still searched: as the implicit shard.
+        held = frozenset(i for s in manifest.shards for i in s.items)
+        rest = implicit_shard(repo, q, texts, exclude=held)
+        if rest.lines:
+            works.append(rest)
+            reason += f"; {len(rest.chunks)} item(s) in no shard: the implicit shard"
     else:
         q, chosen, reason = select_shards(question, [ShardSpan(IMPLICIT, None, None)])
         reason = "no shards built yet: each item's transcript is one chunk of an implicit shard"
