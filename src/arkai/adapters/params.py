@@ -56,6 +56,16 @@ DEFAULTS: dict[str, Any] = {
     },
     "validate": {"fail_on_stale": True},
     "hooks": {"expand": [], "rerank": [], "timeout_s": 10},
+    # arkai ask (docs/answers.md): a provider (and model) per role.
+    "ask": {
+        "shards": {"provider": "builtin", "model": None},
+        "synthesizer": {"provider": "builtin", "model": None},
+        "validator": {"provider": "builtin", "model": None},
+        "concurrency": 4,
+        "max_rounds": 3,
+        "max_matches": 12,
+        "timeout_s": 120,
+    },
 }
 
 

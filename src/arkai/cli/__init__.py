@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import click
 
 from arkai.cli.agents import feedback, log_turn
+from arkai.cli.ask import ask
 from arkai.cli.config import config
 from arkai.cli.do import do
 from arkai.cli.doctor import doctor
@@ -48,7 +49,7 @@ for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
     doctor, run_, resume,
-    feedback, log_turn, do,
+    feedback, log_turn, do, ask,
 ):  # fmt: skip
     cli.add_command(command)
 

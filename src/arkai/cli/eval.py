@@ -140,3 +140,62 @@ def _print_table(out: dict[str, Any]) -> None:
             "queries (counted in queries/s of vector, rrf and hybrid)",
             markup=False,
         )
+
+
+@eval_.command()
+@click.option("--corpus", "corpus", required=True, type=click.Path(path_type=Path),
+              help="SciFact corpus.jsonl (or the folder holding it).")  # fmt: skip
+@click.option("--claims", "claims", required=True, type=click.Path(path_type=Path),
+              help="SciFact claims file (claims_train.jsonl, claims_dev.jsonl).")  # fmt: skip
+@click.option("--predictions", type=click.Path(path_type=Path), default=None,
+              help="Write the predictions here, in the SciFact evaluator's format.")  # fmt: skip
+@click.option("-k", "k", type=click.IntRange(1, 50), default=None,
+              help="Abstracts per claim (default: the tuned value).")  # fmt: skip
+@click.option("--half", type=click.Choice(["a", "b"]), default=None,
+              help="Score one half of a fixed 50/50 split of the claims.")  # fmt: skip
+@click.option("--limit", type=click.IntRange(1), default=None, help="Score the first N claims.")
+@json_option
+@quiet_option
+def verify(
+    corpus: Path,
+    claims: Path,
+    predictions: Path | None,
+    k: int | None,
+    half: str | None,
+    limit: int | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Run arkai ask's researcher and validator (builtin provider) over SciFact claims: the
+    evaluator's abstract- and sentence-level F1, retrieval recall@k, and the share of quotes
+    that resolve to bytes."""
+    from arkai.ops.verify import VerifySettings
+    from arkai.ops.verify import verify as run_verify
+
+    settings = VerifySettings() if k is None else VerifySettings(k=k)
+    with progress_status("eval verify", quiet=quiet or as_json) as say:
+        report = run_verify(
+            corpus, claims, settings=settings, predictions=predictions, half=half, limit=limit,
+            progress=lambda n, total: say(f"{n}/{total} claims"),
+        )  # fmt: skip
+    out = report.to_dict()
+    if as_json:
+        emit_json(out)
+        return
+    table = Table(title=f"SciFact: {out['claims']} claims", title_justify="left")
+    for col in ("metric", "precision", "recall", "F1"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    rows = [("abstract: label only", out["abstract_level"]["label_only"]),
+            ("abstract: label + rationale", out["abstract_level"]["label_rationale"]),
+            ("sentence: selection", out["sentence_level"]["selection"]),
+            ("sentence: selection + label", out["sentence_level"]["selection_label"])]  # fmt: skip
+    for name, m in rows:
+        table.add_row(name, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}")
+    stdout.print(table)
+    recall = ", ".join(f"{k_}: {v:.3f}" for k_, v in out["retrieval_recall"].items())
+    stdout.print(f"retrieval {recall}", markup=False)
+    stdout.print(
+        f"quotes resolved to bytes: {out['quotes_resolved']}/{out['quotes']} "
+        f"({out['quotes_resolved_fraction']:.3f}); {out['seconds']}s",
+        markup=False,
+    )

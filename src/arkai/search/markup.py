@@ -15,6 +15,8 @@ A query is free terms plus inline constraints::
 - ``after:<date>`` keeps items dated on or after the date's first day, ``before:<date>`` items
   dated before it (so ``after:2024 before:2025`` is the year 2024); an item's date is its
   ``published`` date when known, else ``created_at``;
+- ``in:<date>`` (``in:2025``, ``in:2025-03``) is the period itself: ``after:`` its first day
+  and ``before:`` the day after it (it cannot be combined with ``after:`` / ``before:``);
 - ``asof:<date>`` searches only the items that were in ``library/`` at the last commit made
   before the end of that date (read from git history).
 
@@ -31,7 +33,7 @@ from typing import Any
 
 from arkai.errors import InvalidInputError
 
-__all__ = ["CONTENT_TYPES", "DateBound", "Query", "parse_query"]
+__all__ = ["CONTENT_TYPES", "DateBound", "Query", "parse_date", "parse_query"]
 
 #: Top folders of ``library/`` that ``in:`` accepts (with singular aliases below).
 CONTENT_TYPES = ("youtube", "podcasts", "articles", "pdfs", "chats", "notes", "transcripts")
@@ -191,6 +193,7 @@ def parse_query(q: str) -> Query:
     tags: list[str] = []
     ex_tags: list[str] = []
     dates: dict[str, DateBound] = {}
+    periods: list[str] = []
     warnings: list[str] = []
     pos = 0
     while pos < len(src):
@@ -236,7 +239,19 @@ def parse_query(q: str) -> Query:
         token = m.group(0)
         if not value:
             raise InvalidInputError(f"empty value in query token {token}")
-        if key == "in":
+        if key == "in" and _DATE.match(value):
+            if neg:
+                raise InvalidInputError(f"query token {token}: a period cannot be negated")
+            if "after" in dates or "before" in dates:
+                raise InvalidInputError(
+                    f"query token {token}: a period is given twice",
+                    hint="use in:<date> or after:/before:, not both",
+                )
+            periods.append(token)
+            period = parse_date(value, key=key)
+            dates["after"] = period
+            dates["before"] = parse_date(period.end.isoformat(), key=key)
+        elif key == "in":
             (ex_types if neg else types).append(normalize_type(value))
         elif key == "tag":
             (ex_tags if neg else tags).append(_collapse(value))
@@ -245,6 +260,11 @@ def parse_query(q: str) -> Query:
                 raise InvalidInputError(
                     f"query token {token}: a date filter cannot be negated",
                     hint="use before: instead of -after: (and after: instead of -before:)",
+                )
+            if key in ("after", "before") and periods:
+                raise InvalidInputError(
+                    f"query token {token}: a period is given twice",
+                    hint="use in:<date> or after:/before:, not both",
                 )
             if key in dates:
                 raise InvalidInputError(f"query token {token}: {key}: given twice")

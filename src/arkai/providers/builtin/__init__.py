@@ -9,6 +9,7 @@ Each pattern has its own module:
 - ``condense_chat`` (:mod:`.condense`): decisions, discoveries and procedures of a chat.
 - ``validate_claims`` (:mod:`.verdicts`): lexical support of each claim by its quote.
 - ``route_intent`` (:mod:`.intent`): words → one arkai command by a keyword grammar.
+- ``synthesize_answer`` (:mod:`.answer`): an extractive answer, each claim a cited quote.
 
 Every quote is a verbatim slice of one line of ``Request.input`` — never its ``[HH:MM:SS]``
 timestamp or ``Speaker:`` label — so it resolves exactly. The same input gives byte-identical
@@ -37,6 +38,7 @@ PATTERNS = (
     "condense_chat",
     "validate_claims",
     "route_intent",
+    "synthesize_answer",
 )
 
 NO_TEXT = "The input has no text."
@@ -58,6 +60,7 @@ _EMPTY: dict[str, Any] = {
     "condense_chat": {"summary": NO_TEXT, "decisions": [], "discoveries": [], "procedures": []},
     "validate_claims": [],
     "route_intent": {"command": [], "why": "no words"},
+    "synthesize_answer": {"claims": [], "retracted": []},
 }
 
 
@@ -99,7 +102,13 @@ def _condense(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
 def _verdicts(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
     from arkai.providers.builtin.verdicts import validate_claims
 
-    return validate_claims(text), []
+    return validate_claims(text, stance=bool(variables.get("stance"))), []
+
+
+def _answer(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from arkai.providers.builtin.answer import synthesize_answer
+
+    return synthesize_answer(text, variables), []
 
 
 def _intent(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
@@ -116,6 +125,7 @@ _HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] 
     "condense_chat": _condense,
     "validate_claims": _verdicts,
     "route_intent": _intent,
+    "synthesize_answer": _answer,
 }
 
 

@@ -7,6 +7,14 @@ ending, e.g. "compiled" / "compiler"): ``grounded`` from 0.8, ``partial`` from 0
 ``unsupported``. A quote that is not in a given transcript caps the verdict at ``partial``.
 The note states the overlap and the missing words.
 
+With ``stance`` (``variables: {stance: true}``, what ``arkai ask`` and ``arkai eval verify``
+send) each verdict also carries ``stance``: ``contradicts`` when the quote reverses the claim —
+an odd number of negations in one and not the other ("not", "no", "never", "without", "fails"
+…), or opposite directions ("increases" / "decreases", "higher" / "lower" …), the reason
+leading the note; else ``supports`` (grounded / partial) or ``none``. The verdict stays the
+lexical one: the caller decides what a contradiction means (``arkai ask`` counts it as
+unsupported; ``arkai eval verify`` labels the abstract CONTRADICT).
+
 Input (``Request.input``): JSON ``{"claims": [{"id", "claim", "quote"}], "transcript": str}``,
 a bare JSON list of claims (no transcript), or the runner's ``CLAIMS:`` JSON list followed by
 ``TRANSCRIPT:`` and the transcript text.
@@ -26,6 +34,18 @@ PARTIAL = 0.4
 CLAIMS_HEADER = "CLAIMS:"
 TRANSCRIPT_HEADER = "TRANSCRIPT:"
 MAX_MISSING_SHOWN = 8
+_NEGATION_WORDS = (
+    "not no never none nobody nothing without cannot cant neither nor lack lacks lacking "
+    "absent absence fail fails failed unable"
+)
+NEGATIONS = frozenset(_NEGATION_WORDS.split())
+#: Opposite directions: a word of one side in the claim and only words of the other in the quote.
+OPPOSITES = (
+    ("increas", "decreas"), ("higher", "lower"), ("more", "less"), ("greater", "smaller"),
+    ("rais", "reduc"), ("positiv", "negativ"), ("improv", "worsen"), ("enhanc", "inhibit"),
+    ("promot", "suppress"), ("activat", "inhibit"), ("gain", "loss"), ("up", "down"),
+    ("benefi", "harm"), ("above", "below"), ("elevat", "reduc"), ("accelerat", "slow"),
+)  # fmt: skip
 
 
 def parse_input(raw: str) -> tuple[list[Mapping[str, Any]], str]:
@@ -127,15 +147,49 @@ def verdict(claim: str, quote: str, transcript: str, units: list[Unit] | None) -
     return {"verdict": label, "note": note}
 
 
-def validate_claims(raw: str) -> list[dict[str, Any]]:
+def _negations(words: list[str]) -> int:
+    return sum(1 for w in words if w in NEGATIONS or w.endswith("n't"))
+
+
+def _sides(words: list[str]) -> set[tuple[int, int]]:
+    out = set()
+    for w in words:
+        for n, pair in enumerate(OPPOSITES):
+            for side, prefix in enumerate(pair):
+                if w == prefix or (len(prefix) > 3 and w.startswith(prefix)):
+                    out.add((n, side))
+    return out
+
+
+def conflict(claim: str, quote: str) -> str | None:
+    """Why ``quote`` reverses ``claim`` (negation or opposite direction), or None."""
+    cw, qw = tokens(claim), tokens(quote)
+    if _negations(cw) % 2 != _negations(qw) % 2:
+        return "one of claim and quote is negated and the other is not"
+    cs, qs = _sides(cw), _sides(qw)
+    for n, side in sorted(cs):
+        if (n, 1 - side) in qs and (n, side) not in qs:
+            a, b = OPPOSITES[n][side], OPPOSITES[n][1 - side]
+            return f"the claim says {a}…, the quote {b}…"
+    return None
+
+
+def validate_claims(raw: str, *, stance: bool = False) -> list[dict[str, Any]]:
     """The ``validate_claims`` output for the request input ``raw``."""
     claims, transcript = parse_input(raw)
     units = build_units(transcript) if transcript else None
     out: list[dict[str, Any]] = []
     for item in claims:
-        result = verdict(
-            str(item.get("claim") or ""), str(item.get("quote") or ""), transcript, units
-        )
+        claim, quote = str(item.get("claim") or ""), str(item.get("quote") or "")
+        result: dict[str, Any] = verdict(claim, quote, transcript, units)
+        if stance:
+            why = conflict(claim, quote) if quote else None
+            if why is not None:
+                result["note"] = f"contradicted: {why}; " + result["note"]
+                result["stance"] = "contradicts"
+            else:
+                grounded = result["verdict"] != "unsupported"
+                result["stance"] = "supports" if grounded else "none"
         ident = item.get("id")
         out.append({"id": "" if ident is None else str(ident), **result})
     return out

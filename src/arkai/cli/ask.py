@@ -1,0 +1,41 @@
+"""``arkai ask QUESTION``: a validated answer whose every citation opens its highlighted bytes."""
+
+from __future__ import annotations
+
+import click
+
+from arkai.cli.common import json_option, repo_root
+from arkai.cli.output import emit_json, stdout
+
+
+@click.command()
+@click.argument("question", nargs=-1, required=True)
+@click.option("--save", is_flag=True, help="Also write answers/<slug>-<id8>.md and .json.")
+@json_option
+@click.pass_context
+def ask(ctx: click.Context, question: tuple[str, ...], save: bool, as_json: bool) -> None:
+    """Answer QUESTION from the library: the researcher asks the shards for evidence, the
+    synthesizer writes claims citing it, the validator judges each claim (up to 3 rounds).
+    Markup: after:DATE, before:DATE, in:DATE (a period), in:TYPE, tag:T. Exits 5 with "no
+    evidence" when nothing supports an answer, 3 when a provider fails (re-run to resume)."""
+    from arkai.adapters.repo import Repo
+    from arkai.ops.answer_md import render
+    from arkai.ops.answer_md import save as save_answer
+    from arkai.ops.ask import ask as run_ask
+
+    repo = Repo.at(repo_root(ctx))
+    answer = run_ask(repo, " ".join(question))
+    saved = save_answer(answer, repo.root) if save else None
+    if as_json:
+        record = answer.to_dict()
+        if saved is not None:
+            record["saved"] = {
+                "markdown": saved.markdown.relative_to(repo.root).as_posix(),
+                "json": saved.json.relative_to(repo.root).as_posix(),
+                "created": saved.created,
+            }
+        emit_json(record)
+        return
+    stdout.print(render(answer, repo.root), markup=False, highlight=False, end="")
+    if saved is not None:
+        stdout.print(f"saved: {saved.markdown.relative_to(repo.root).as_posix()}", markup=False)
