@@ -16,7 +16,7 @@ from typing import Any
 
 from arkai.adapters.interrupt import Interrupted
 from arkai.adapters.process import ProcessError, last_line, run_process
-from arkai.errors import ArkaiError
+from arkai.errors import EXIT_PIPELINE, ArkaiError
 
 #: The largest answer a hook may write to stdout (bytes).
 MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -25,6 +25,8 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 class HookError(ArkaiError):
     """A hook failed: not startable, timed out, non-zero exit, or an answer that is not one
     JSON object. ``timed_out`` tells a timeout apart."""
+
+    exit_code = EXIT_PIPELINE
 
     def __init__(self, message: str, *, timed_out: bool = False) -> None:
         super().__init__(message)

@@ -55,6 +55,10 @@ DEFAULTS: dict[str, Any] = {
         "command": {"command": []},
     },
     "validate": {"fail_on_stale": True},
+    # The agent surface (docs/agents.md).
+    "mcp": {"allowed_roots": [], "max_reply_kb": 512, "timeout_s": 60},
+    "hooks": {"agent": None, "timeout_s": 60},
+    "agent": {"max_steps": 8},
 }
 
 

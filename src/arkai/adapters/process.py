@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from arkai.adapters import interrupt
-from arkai.errors import ArkaiError
+from arkai.errors import ArkaiError, InvalidInputError
 
 
 class ProcessError(ArkaiError):
@@ -101,3 +102,19 @@ def last_line(data: bytes, limit: int = 300) -> str:
         return ""
     line = lines[-1]
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def parse_argv(value: Any, where: str) -> list[str]:
+    """A command from config: a non-empty list of strings, or a string split like a shell."""
+    if isinstance(value, str):
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: cannot split {value!r}: {exc}") from None
+    elif isinstance(value, list | tuple) and all(isinstance(a, str | int | float) for a in value):
+        argv = [str(a) for a in value]
+    else:
+        raise InvalidInputError(f"{where}: expected a list of strings or a string")
+    if not argv:
+        raise InvalidInputError(f"{where}: empty command")
+    return argv

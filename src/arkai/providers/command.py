@@ -33,12 +33,11 @@ non-zero exit, or stdout that is not such an envelope, is not.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arkai.adapters import process
-from arkai.adapters.process import last_line
+from arkai.adapters.process import last_line, parse_argv
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
 
@@ -57,22 +56,6 @@ def run_process(
         return process.run_process(argv, stdin, timeout=timeout, label=label)
     except process.ProcessError as exc:
         raise ProviderError(exc.message, retryable=exc.timed_out) from None
-
-
-def parse_argv(value: Any, where: str) -> list[str]:
-    """A command from config: a non-empty list of strings, or a string split like a shell."""
-    if isinstance(value, str):
-        try:
-            argv = shlex.split(value)
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: cannot split {value!r}: {exc}") from None
-    elif isinstance(value, list | tuple) and all(isinstance(a, str | int | float) for a in value):
-        argv = [str(a) for a in value]
-    else:
-        raise InvalidInputError(f"{where}: expected a list of strings or a string")
-    if not argv:
-        raise InvalidInputError(f"{where}: empty command")
-    return argv
 
 
 class CommandProvider:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.interrupt import Interrupted
+from arkai.core.redact import scrub as redact_secrets
 from arkai.errors import (
     AmbiguousIdError,
     ArkaiError,
@@ -66,9 +67,10 @@ class ToolFailure(Exception):
 
 
 def scrub(message: str, root: Path) -> str:
-    """``message`` without the repo's absolute path (made relative), any other absolute path
-    (replaced by its last part) and control characters; at most MAX_MESSAGE characters."""
-    text = message.replace(str(root) + "/", "").replace(str(root), ".")
+    """``message`` with secrets redacted, without the repo's absolute path (made relative),
+    any other absolute path (replaced by its last part) and control characters; at most
+    MAX_MESSAGE characters."""
+    text = redact_secrets(message).replace(str(root) + "/", "").replace(str(root), ".")
     text = _ABS_PATH.sub(lambda m: "…/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
     text = "".join(c if c.isprintable() else " " for c in text)
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"

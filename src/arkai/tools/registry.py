@@ -52,7 +52,7 @@ class Tool:
             "name": self.name,
             "description": self.description,
             "inputSchema": dict(self.input_schema),
-            "outputSchema": dict(self.output_schema),
+            "outputSchema": envelope_schema(self.output_schema),
             "annotations": {"readOnlyHint": not self.side_effect},
         }
 
@@ -91,6 +91,32 @@ class Envelope:
             "error": self.error.to_dict() if self.error else None,
             "trace_id": self.trace_id,
         }
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string"},
+        "message": {"type": "string"},
+        "severity": {"type": "string", "enum": ["info", "warning", "error", "fatal"]},
+        "retryable": {"type": "boolean"},
+    },
+    "required": ["code", "message", "severity", "retryable"],
+}
+
+
+def envelope_schema(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema of a reply: the envelope with ``data`` as the tool's output (or null)."""
+    return {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "data": {"anyOf": [dict(data), {"type": "null"}]},
+            "error": {"anyOf": [ERROR_SCHEMA, {"type": "null"}]},
+            "trace_id": {"type": "string"},
+        },
+        "required": ["ok", "data", "error", "trace_id"],
+    }
 
 
 def _check(schema: Mapping[str, Any], value: Any, what: str) -> None:
