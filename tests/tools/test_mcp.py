@@ -117,10 +117,12 @@ def _http(url: str, token: str | None, calls: list[tuple[str, dict[str, Any]]]) 
 
     async def main() -> list[Any]:
         with anyio.fail_after(HANG_GUARD_S):
-            async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
-                async with streamable_http_client(url, http_client=client) as streams:
-                    async with ClientSession(streams[0], streams[1]) as s:
-                        return await _session_calls(s, calls)
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=60) as client,
+                streamable_http_client(url, http_client=client) as streams,
+                ClientSession(streams[0], streams[1]) as s,
+            ):
+                return await _session_calls(s, calls)
 
     return anyio.run(main)
 
