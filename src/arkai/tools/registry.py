@@ -93,14 +93,9 @@ class Envelope:
         }
 
 
+#: The envelope's ``error``: compact, as it is declared once per tool (every token counts).
 ERROR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "code": {"type": "string"},
-        "message": {"type": "string"},
-        "severity": {"type": "string", "enum": ["info", "warning", "error", "fatal"]},
-        "retryable": {"type": "boolean"},
-    },
+    "type": ["object", "null"],
     "required": ["code", "message", "severity", "retryable"],
 }
 
@@ -112,7 +107,7 @@ def envelope_schema(data: Mapping[str, Any]) -> dict[str, Any]:
         "properties": {
             "ok": {"type": "boolean"},
             "data": {"anyOf": [dict(data), {"type": "null"}]},
-            "error": {"anyOf": [ERROR_SCHEMA, {"type": "null"}]},
+            "error": ERROR_SCHEMA,
             "trace_id": {"type": "string"},
         },
         "required": ["ok", "data", "error", "trace_id"],
