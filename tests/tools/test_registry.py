@@ -180,3 +180,32 @@ def test_bad_output_is_caught_by_the_output_schema(toollib: dict[str, Any]) -> N
                 {"type": "object", "required": ["n"]}, lambda repo, a: {"m": 1})  # fmt: skip
     env = Registry([tool]).invoke(Repo.at(toollib["root"]), "bad", {}, READER).to_dict()
     assert env["error"]["code"] == "BAD_OUTPUT"
+
+
+def test_editor_writes_add_review_and_allowed_roots(
+    toollib: dict[str, Any], tmp_path: Path
+) -> None:
+    """Last in the module: it changes the library."""
+    root = toollib["root"]
+    outside = tmp_path / "inbox"
+    outside.mkdir()
+    (outside / "talk.txt").write_text("A talk about green roofs and heat.\n", encoding="utf-8")
+    env = _call(root, "add", {"inputs": [str(outside / "talk.txt")]}, EDITOR)
+    assert env["error"]["code"] == "UNSAFE_PATH"
+    params = root / "params.yaml"
+    params.write_text(
+        params.read_text(encoding="utf-8").replace(
+            "  allowed_roots: []", f"  allowed_roots: [{json.dumps(str(outside))}]"
+        ),
+        encoding="utf-8",
+    )
+    env = _call(root, "add", {"inputs": [str(outside / "talk.txt")], "tags": ["roofs"]}, EDITOR)
+    assert env["ok"], env["error"]
+    added = env["data"]["results"][0]
+    assert added["status"] == "added" and (root / added["path"] / "transcript.md").is_file()
+    eid = toollib["Beekeeping talk"]["evidence"][0]
+    env = _call(root, "review", {"id": eid, "decision": "accepted", "note": "checked"}, EDITOR)
+    assert env["ok"], env["error"]
+    assert env["data"]["review"]["status"] == "accepted"
+    review = root / "library" / "transcripts" / "Beekeeping talk (aaaa0001)" / "review.yaml"
+    assert "accepted" in review.read_text(encoding="utf-8")
