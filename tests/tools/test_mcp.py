@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -236,3 +237,27 @@ def test_sigterm_stops_the_server_and_frees_the_port(http_server: dict[str, Any]
         # SO_REUSEADDR: connections in TIME_WAIT do not count; only a listener would refuse.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", http_server["port"]))
+
+
+def test_stdio_server_stops_cleanly_on_sigterm(toollib: dict[str, Any]) -> None:
+    proc = subprocess.Popen(_arkai(toollib["root"], "mcp"), env=tool_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    guard = threading.Timer(HANG_GUARD_S, proc.kill)
+    guard.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+        proc.stdin.write((json.dumps(hello) + "\n").encode())
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())  # ready: it answered
+        assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "arkai"
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(HANG_GUARD_S)
+    finally:
+        guard.cancel()
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    assert code == 0, err
+    assert "Traceback" not in err

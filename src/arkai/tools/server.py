@@ -5,10 +5,12 @@ structured content (the declared output schema is the envelope around the tool's
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import signal
 import socket
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,6 +27,8 @@ from arkai.tools.policy import EDITOR
 from arkai.tools.registry import Caller, Limits, Registry
 
 NAME = "arkai"
+#: The longest JSON-RPC line read from stdin (bytes).
+MAX_LINE = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,38 @@ async def _until_signal(scope: anyio.CancelScope) -> None:
             return
 
 
+class _StdinLines:
+    """Lines of stdin read by the event loop (a pipe, socket or terminal; anything else — a
+    regular file — on a worker thread). The SDK's own reader blocks a worker thread in
+    ``readline``, which the interpreter waits for at exit: a SIGTERM would then hang until the
+    client closed the pipe."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.reader: asyncio.StreamReader | None = None
+        self.threaded = False
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        if self.reader is None and not self.threaded:
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=MAX_LINE)
+            try:
+                await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.raw)
+                self.reader = reader
+            except (ValueError, OSError):
+                self.threaded = True
+        if self.reader is not None:
+            line = await self.reader.readline()
+        else:
+            line = await anyio.to_thread.run_sync(self.raw.readline)
+        if not line:
+            raise StopAsyncIteration
+        return str(line.decode("utf-8", errors="replace"))
+
+
 def serve_stdio(repo: Repo, registry: Registry, opts: ServeOptions) -> None:
     """Serve on stdin/stdout until the client closes them or a SIGTERM/SIGINT arrives."""
     from mcp.server.stdio import stdio_server
@@ -86,7 +122,8 @@ def serve_stdio(repo: Repo, registry: Registry, opts: ServeOptions) -> None:
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_until_signal, tg.cancel_scope)
-            async with stdio_server() as (read, write):
+            lines: Any = _StdinLines(sys.stdin.buffer)
+            async with stdio_server(stdin=lines) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()
 
