@@ -26,6 +26,8 @@ from arkai.tools.audit import read_audit
 from tests.conftest import tool_env
 from tests.tools.test_registry import _files, _read_calls
 
+pytestmark = pytest.mark.slow  # real servers in subprocesses
+
 EDITOR_TOKEN = "editor-token-0123456789abcdef"
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 HANG_GUARD_S = 120

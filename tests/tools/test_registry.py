@@ -209,3 +209,35 @@ def test_editor_writes_add_review_and_allowed_roots(
     assert env["data"]["review"]["status"] == "accepted"
     review = root / "library" / "transcripts" / "Beekeeping talk (aaaa0001)" / "review.yaml"
     assert "accepted" in review.read_text(encoding="utf-8")
+
+
+def test_write_tools_run_one_at_a_time(toollib: dict[str, Any]) -> None:
+    import threading
+
+    inside, most = [0], [0]
+    guard = threading.Lock()
+    both_started = threading.Barrier(2, timeout=30)
+
+    def write(repo: Repo, a: dict[str, Any]) -> Any:
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        threading.Event().wait(0.3)  # long enough for the other call to try to enter
+        with guard:
+            inside[0] -= 1
+        return {}
+
+    tool = Tool("w", "1", "writes", {"type": "object"}, {"type": "object"}, write,
+                side_effect=True)  # fmt: skip
+    registry, repo = Registry([tool]), Repo.at(toollib["root"])
+
+    def call() -> None:
+        both_started.wait()
+        assert registry.invoke(repo, "w", {}, EDITOR).ok
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert most[0] == 1

@@ -12,6 +12,7 @@ tool's ``data`` have one shape). Adding a tool is one :class:`Tool` entry in
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -147,6 +148,8 @@ class Registry:
 
     def __init__(self, tools: Iterable[Tool]) -> None:
         self._tools: dict[str, Tool] = {}
+        #: Write tools run one at a time (HTTP clients may call concurrently).
+        self._write_lock = threading.Lock()
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} is registered twice")
@@ -198,7 +201,7 @@ class Registry:
             tool = self.get(name)
             policy.check(tool.name, tool.side_effect, caller)
             _check(tool.input_schema, args, "input")
-            data = _run(tool, repo, dict(args), limits.timeout_s)
+            data = _run(tool, repo, dict(args), limits.timeout_s, self._write_lock)
             _check(tool.output_schema, data, "output")
             size = len(canonjson.dumps(data).encode("utf-8"))
             if size > limits.max_reply_bytes:
@@ -232,12 +235,21 @@ class Registry:
         return envelope
 
 
-def _run(tool: Tool, repo: Repo, args: dict[str, Any], timeout_s: float) -> Any:
+def _run(
+    tool: Tool, repo: Repo, args: dict[str, Any], timeout_s: float, lock: threading.Lock
+) -> Any:
     """The handler on a worker thread, given up on after ``timeout_s`` (the thread finishes
-    on its own; its result is dropped)."""
+    on its own; its result is dropped). A write tool holds ``lock`` while it runs."""
+
+    def call() -> Any:
+        if not tool.side_effect:
+            return tool.handler(repo, args)
+        with lock:
+            return tool.handler(repo, args)
+
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool")
     try:
-        future = pool.submit(tool.handler, repo, args)
+        future = pool.submit(call)
         try:
             return future.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
