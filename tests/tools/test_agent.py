@@ -62,7 +62,8 @@ def _configure(root: Path, tmp_path: Path, mode: str, timeout_s: int = 60) -> No
     cmd = json.dumps([sys.executable, str(hook), mode])
     text = re.sub(r"^  agent: .*$", f"  agent: {cmd}", params.read_text(encoding="utf-8"),
                   count=1, flags=re.M)  # fmt: skip
-    text = text.replace("  timeout_s: 60\nagent:", f"  timeout_s: {timeout_s}\nagent:")
+    old = "  max_steps: 8\n  timeout_s: 60"
+    text = text.replace(old, f"  max_steps: 8\n  timeout_s: {timeout_s}")
     params.write_text(text, encoding="utf-8")
 
 

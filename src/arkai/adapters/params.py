@@ -57,8 +57,8 @@ DEFAULTS: dict[str, Any] = {
     "validate": {"fail_on_stale": True},
     # The agent surface (docs/agents.md).
     "mcp": {"allowed_roots": [], "max_reply_kb": 512, "timeout_s": 60},
-    "hooks": {"agent": None, "timeout_s": 60},
-    "agent": {"max_steps": 8},
+    "hooks": {"agent": None},
+    "agent": {"max_steps": 8, "timeout_s": 60},
 }
 
 

@@ -41,10 +41,10 @@ class AgentConfig:
                 "hooks.agent: not set; give the executable that answers the agent hook "
                 "(a list of arguments or a string) in params.yaml (docs/agents.md)"
             )
-        timeout = repo.param("hooks.timeout_s", 60)
+        timeout = repo.param("agent.timeout_s", 60)
         steps = max_steps if max_steps is not None else repo.param("agent.max_steps", 8)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise InvalidInputError("hooks.timeout_s: expected a positive number of seconds")
+            raise InvalidInputError("agent.timeout_s: expected a positive number of seconds")
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise InvalidInputError("agent.max_steps: expected a positive integer")
         return cls(parse_argv(raw, "hooks.agent"), float(timeout), steps)
