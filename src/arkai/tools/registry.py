@@ -15,7 +15,7 @@ import concurrent.futures
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,7 +157,7 @@ class Registry:
             jsonschema.Draft202012Validator.check_schema(tool.output_schema)
             self._tools[tool.name] = tool
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -189,8 +189,9 @@ class Registry:
         limits: Limits | None = None,
         audit: AuditLog | None = None,
     ) -> Envelope:
-        """Run one call through the whole path and audit it; never raises (a stop request
-        — KeyboardInterrupt — excepted)."""
+        """Run one call through the whole path and audit it. Every failure of the call is an
+        envelope; only a stop request (KeyboardInterrupt) or an audit line that cannot be
+        written (OSError: no call goes unaudited silently) raises."""
         limits = limits or Limits()
         audit = audit or AuditLog(repo.root)
         trace_id = uuid.uuid4().hex
