@@ -53,6 +53,14 @@ def new_run_id(root: Path | None = None, *, now: datetime | None = None) -> str:
     return t.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + secrets.token_hex(4)
 
 
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append ``record`` as one canonical JSON line to ``path`` (created with its folder),
+    written with one ``write`` call and flushed: the one appender of every JSONL log."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(canonjson.dumps_line(record))
+
+
 @dataclass
 class RunLog:
     """One run's event log. Each event is one line, appended and flushed at once."""
@@ -74,9 +82,7 @@ class RunLog:
         event = redact_json(
             {"type": type_, "timestamp": utc_now(), "run_id": self.run_id, **fields}
         )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(canonjson.dumps_line(event))
+        append_jsonl(self.path, event)
 
     @contextmanager
     def step(self, name: str, **fields: Any) -> Iterator[dict[str, Any]]:

@@ -55,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
         "command": {"command": []},
     },
     "validate": {"fail_on_stale": True},
-    "hooks": {"expand": [], "rerank": [], "timeout_s": 10},
+    "hooks": {"expand": [], "rerank": [], "timeout_s": 10, "agent": None},
     # arkai ask (docs/answers.md): a provider (and model) per role.
     "ask": {
         "shards": {"provider": "builtin", "model": None},
@@ -66,6 +66,9 @@ DEFAULTS: dict[str, Any] = {
         "max_matches": 12,
         "timeout_s": 120,
     },
+    # The agent surface (docs/agents.md).
+    "mcp": {"allowed_roots": [], "max_reply_kb": 512, "timeout_s": 60},
+    "agent": {"max_steps": 8, "timeout_s": 60},
 }
 
 

@@ -19,6 +19,7 @@ from arkai.cli.eval import eval_
 from arkai.cli.evidence import evidence
 from arkai.cli.index import reindex
 from arkai.cli.items import add, ingest, init, remember
+from arkai.cli.mcp import agent, mcp
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
 from arkai.cli.review import diff, log, review
@@ -49,7 +50,7 @@ for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
     doctor, run_, resume,
-    feedback, log_turn, do, ask,
+    feedback, log_turn, do, ask, mcp, agent,
 ):  # fmt: skip
     cli.add_command(command)
 

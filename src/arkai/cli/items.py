@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from arkai.adapters import events
-from arkai.adapters.layout import iter_items
 from arkai.adapters.params import load_params
 from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
@@ -20,11 +19,12 @@ from arkai.ops.add import (
     expand_inputs,
     parse_tags,
     read_source_list,
-    store,
+)
+from arkai.ops.add import (
+    remember as remember_note,
 )
 from arkai.ops.init import init_repo
 from arkai.sources.base import AddOptions
-from arkai.sources.local import remember_text
 
 
 @click.command()
@@ -202,18 +202,11 @@ def remember(
 
     Use `-` to read the note from standard input.
     """
-    root = repo_root(ctx)
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
-    opts = AddOptions(
-        params=load_params(root), now=events.utc_now(), tags=parse_tags(list(tags)),
-        title=title, redact=redact,
-    )  # fmt: skip
     try:
-        acq = remember_text(body, opts)
+        result = remember_note(repo_root(ctx), body, title=title, tags=tags, redact=redact)
     except InvalidInputError as exc:
         raise click.UsageError(str(exc)) from None
-    with events.run(root, "remember"):
-        result = store(root, acq, opts, "remember", {i.id: i for i in iter_items(root)})
     report([result], as_json=as_json, quiet=True, explain=False)
     if result.status == "failed":
         ctx.exit(EXIT_USAGE)

@@ -12,10 +12,16 @@ from arkai.adapters.params import load_params
 from arkai.adapters.store import write_json
 from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.errors import EXIT_ERROR, NotFoundError
+from arkai.errors import EXIT_ERROR
 from arkai.ops.extract import run_extract
 from arkai.ops.runner import Stats
-from arkai.ops.validate import ItemReport, summarize, validate_items, validate_library
+from arkai.ops.validate import (
+    ItemReport,
+    report_dict,
+    summarize,
+    validate_items,
+    validate_library,
+)
 
 
 def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: bool,
@@ -121,13 +127,7 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
     if report is not None:
         write_json(root / report if not report.is_absolute() else report, summary)
     if as_json:
-        emit_json(
-            {
-                "summary": summary,
-                "items": [r.to_dict() for r in reports],
-                "unreadable": [p.to_dict() for p in problems],
-            }
-        )
+        emit_json(report_dict(summary, reports, problems))
     else:
         _print_reports(reports, verbose)
         for p in problems:
@@ -184,23 +184,9 @@ def validate_one(ctx: click.Context, content_id: str, as_json: bool) -> None:
 @click.pass_context
 def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
     """List recent runs (from .arkai/runs)."""
-    root = repo_root(ctx)
-    rows = []
-    for run_id in events.list_runs(root)[-limit:][::-1]:
-        evs = events.read_events(root / events.RUNS_DIR / run_id / "events.jsonl")
-        start = next((e for e in evs if e.get("type") == "RunStarted"), {})
-        end = next((e for e in evs if e.get("type") == "RunCompleted"), {})
-        rows.append(
-            {
-                "run_id": run_id,
-                "short_id": events.short_run_id(run_id),
-                "pipeline": start.get("pipeline"),
-                "started": start.get("timestamp"),
-                "status": end.get("status", "running or interrupted"),
-                "duration_ms": end.get("duration_ms"),
-                "events": len(evs),
-            }
-        )
+    from arkai.ops.runs import list_recent
+
+    rows = list_recent(repo_root(ctx), limit)["runs"]
     if as_json:
         emit_json({"runs": rows})
         return
@@ -215,25 +201,10 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
 def status(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID;
     default the latest run)."""
-    root = repo_root(ctx)
-    if run_id is None:
-        latest = events.list_runs(root)[-1:]
-        if not latest:
-            raise NotFoundError("no runs yet", hint="runs are logged by add, extract, dvc repro…")
-        rid = latest[0]
-    else:
-        rid = events.get_run(root, run_id)
-    evs = events.read_events(root / events.RUNS_DIR / rid / "events.jsonl")
-    end = next((e for e in evs if e.get("type") == "RunCompleted"), None)
-    counts: dict[str, int] = {}
-    for e in evs:
-        counts[str(e.get("type"))] = counts.get(str(e.get("type")), 0) + 1
-    info = {
-        "run_id": rid,
-        "status": end.get("status") if end else "running or interrupted",
-        "event_counts": counts,
-        "events": evs,
-    }
+    from arkai.ops.runs import run_status
+
+    info = run_status(repo_root(ctx), run_id)
+    rid, evs = info["run_id"], info["events"]
     if as_json:
         emit_json(info)
         return

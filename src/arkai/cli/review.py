@@ -11,7 +11,7 @@ from arkai.cli.output import emit_json
 from arkai.errors import EXIT_ERROR
 from arkai.ops.diff import FORMATS, clip, diff_revisions, render
 from arkai.ops.history import history, render_text
-from arkai.ops.review import orphaned, pending, review_claim
+from arkai.ops.review import pending_report, review_claim
 
 #: Claims listed per item and kind in Markdown unless --limit says otherwise (PR comments and
 #: step summaries have size limits).
@@ -148,10 +148,10 @@ def review(
     if show_pending:
         if evidence_id or decision or note or by:
             raise click.UsageError("--pending takes no ID, --accept/--reject, --note or --by")
-        rows = pending(root, item_id)
-        lost = orphaned(root, item_id)
+        listing = pending_report(root, item_id)
+        rows, lost = listing["pending"], listing["orphaned"]
         if as_json:
-            emit_json({"count": len(rows), "pending": rows, "orphaned": lost})
+            emit_json(listing)
             return
         current = None
         for row in rows:

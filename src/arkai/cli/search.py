@@ -6,14 +6,13 @@ commands do not pay for numpy, scipy or scikit-learn.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
 from arkai.cli.common import json_option, repo_root
 from arkai.cli.output import emit_json, stdout
-from arkai.errors import EXIT_ERROR, NotFoundError
+from arkai.errors import EXIT_ERROR
 
 MODES = ("hybrid", "lexical", "vector")
 
@@ -166,14 +165,14 @@ def context(ctx: click.Context, query: tuple[str, ...], budget: int, k: int, mod
 def library(ctx: click.Context, content_type: str | None, tag: str | None, as_json: bool) -> None:
     """List the items in library/ (with the index's figures where the catalog has the item);
     says when the search index is stale."""
-    from arkai.ops.library import list_items
+    from arkai.ops.library import library_listing
 
-    warnings: list[str] = []
-    rows = list_items(repo_root(ctx), content_type=content_type, tag=tag, warnings=warnings)
+    listing = library_listing(repo_root(ctx), content_type=content_type, tag=tag)
     if as_json:
-        emit_json({"count": len(rows), "items": rows, "warnings": warnings})
+        emit_json(listing)
         return
-    for w in warnings:
+    rows = listing["items"]
+    for w in listing["warnings"]:
         click.echo(f"arkai: warning: {w}", err=True)
     for r in rows:
         tags = f"  [{', '.join(r['tags'])}]" if r["tags"] else ""
@@ -223,35 +222,6 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
             _say(f"  {c['evidence_id']}  {c['status']:<10} {where:<6}{review} {c['claim']}")
 
 
-def _chunk_links(ctx: click.Context, hits: list[dict[str, Any]]) -> None:
-    """Add ``links`` (``transcript.md#L…`` of the first chunks) to topic hits, when the
-    index can be read."""
-    from arkai.ops.search import load_index
-
-    try:
-        index = load_index(repo_root(ctx))
-    except Exception:  # the topic index can outlive a broken chunk index: links are optional
-        return
-    for hit in hits:
-        links = []
-        for pos in hit.get("chunks", [])[:5]:
-            if 0 <= pos < len(index.chunks) and hit.get("path"):
-                links.append(f"{hit['path']}/transcript.md#L{index.chunks[pos].start_line}")
-        hit["links"] = links
-
-
-def _grep_links(root: Path, lines: list[dict[str, Any]]) -> None:
-    """Add each grep line's item ``title`` and ``link`` (``…/transcript.md#L<line>``)."""
-    from arkai.ops.library import list_items
-
-    items = {r["id"]: r for r in list_items(root)} if lines else {}
-    for ln in lines:
-        item = items.get(ln["content_id"])
-        if item and item.get("path"):
-            ln["title"] = item.get("title")
-            ln["link"] = f"{item['path']}/transcript.md#L{ln['line']}"
-
-
 @click.command()
 @click.argument("term", nargs=-1, required=True)
 @click.option("-n", "limit", type=click.IntRange(1), default=20, show_default=True,
@@ -262,21 +232,15 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
     """Look TERM up in the topic index (index/topics.json), with synonyms from synonyms.yaml
     and stemming; for terms not in the index, grep the transcripts instead. Says which it
     used; exits 5 when neither finds anything."""
-    from arkai.adapters.layout import INDEX
-    from arkai.ops.topics import grep_library, lookup_topic
+    from arkai.ops.topics import find_topic
 
-    root = repo_root(ctx)
     text = " ".join(term)
-    reason = None
-    try:
-        hits = lookup_topic(root / INDEX, text)
-    except NotFoundError:
-        hits, reason = [], "no topic index (run `dvc repro` or `arkai reindex`)"
-    if hits:
-        _chunk_links(ctx, hits)
-        if as_json:
-            emit_json({"term": text, "source": "topics", "results": hits})
-            return
+    found = find_topic(repo_root(ctx), text, limit=limit)
+    if as_json:
+        emit_json(found)
+        return
+    if found["source"] == "topics":
+        hits = found["results"]
         _say(f"topic index: {len(hits)} items for {text!r}")
         for h in hits:
             terms = ", ".join(h["terms"])
@@ -285,14 +249,7 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
             for link in h.get("links", []):
                 _say(f"      {link}")
         return
-    reason = reason or "not in the topic index"
-    lines = grep_library(root, text, limit=limit)
-    _grep_links(root, lines)
-    if not lines:
-        raise NotFoundError(f"no results for {text!r}: {reason}, and no transcript line has it")
-    if as_json:
-        emit_json({"term": text, "source": "grep", "reason": reason, "results": lines})
-        return
+    reason, lines = found["reason"], found["results"]
     _say(f"{text!r}: {reason}; grep found {len(lines)} lines")
     for ln in lines:
         _say(f"  {ln.get('link') or ln['content_id']}: {ln['text'].strip()}")

@@ -485,3 +485,25 @@ def acquire(chosen: Route, ref: str, opts: AddOptions) -> tuple[list[Acquired], 
         items, warnings = with_warnings(ref, path, opts)
         return list(items), [str(w) for w in warnings]
     return list(chosen.source.acquire(ref, path, opts)), []
+
+
+def remember(
+    root: Path,
+    body: str,
+    *,
+    title: str | None = None,
+    tags: Sequence[str] = (),
+    redact: bool = False,
+) -> AddResult:
+    """``arkai remember``: write ``body`` as a note (an episode) into ``library/notes``.
+    An empty note raises InvalidInputError."""
+    from arkai.adapters.params import load_params
+    from arkai.sources.local import remember_text
+
+    opts = AddOptions(
+        params=load_params(root), now=events.utc_now(), tags=parse_tags(list(tags)),
+        title=title, redact=redact,
+    )  # fmt: skip
+    acq = remember_text(body, opts)
+    with events.run(root, "remember"):
+        return store(root, acq, opts, "remember", {i.id: i for i in iter_items(root)})

@@ -133,6 +133,15 @@ def _claim_row(item: Item, line: EvidenceLine) -> dict[str, Any]:
     }
 
 
+def library_listing(
+    root: Path, *, content_type: str | None = None, tag: str | None = None
+) -> dict[str, Any]:
+    """``arkai library --json``: ``{"count", "items", "warnings"}`` (see :func:`list_items`)."""
+    warnings: list[str] = []
+    rows = list_items(root, content_type=content_type, tag=tag, warnings=warnings)
+    return {"count": len(rows), "items": rows, "warnings": warnings}
+
+
 def show_item(root: Path, ident: str, *, full: bool = False) -> dict[str, Any]:
     """One item: metadata, claim counts by status (and review), the top entities, the
     summary; with ``full`` every claim and the transcript's path."""

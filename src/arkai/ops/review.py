@@ -340,3 +340,9 @@ def orphaned(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def pending_report(root: Path, item_id: str | None = None) -> dict[str, Any]:
+    """``arkai review --pending --json``: claims awaiting review and orphaned entries."""
+    rows = pending(root, item_id)
+    return {"count": len(rows), "pending": rows, "orphaned": orphaned(root, item_id)}

@@ -413,3 +413,54 @@ def grep_library(root: Path, term: str, limit: int = 20) -> list[dict[str, Any]]
                 if len(out) >= limit:
                     return out
     return out
+
+
+def find_topic(root: Path, text: str, *, limit: int = 20) -> dict[str, Any]:
+    """``arkai topics``: TEXT in the topic index (with links to the first chunks), or — when
+    the index lacks it — grepped from the transcripts (at most ``limit`` lines). Raises
+    NotFoundError when neither finds anything."""
+    from arkai.adapters.layout import INDEX
+
+    reason = None
+    try:
+        hits = lookup_topic(root / INDEX, text)
+    except NotFoundError:
+        hits, reason = [], "no topic index (run `dvc repro` or `arkai reindex`)"
+    if hits:
+        _chunk_links(root, hits)
+        return {"term": text, "source": "topics", "results": hits}
+    reason = reason or "not in the topic index"
+    lines = grep_library(root, text, limit=limit)
+    _grep_links(root, lines)
+    if not lines:
+        raise NotFoundError(f"no results for {text!r}: {reason}, and no transcript line has it")
+    return {"term": text, "source": "grep", "reason": reason, "results": lines}
+
+
+def _chunk_links(root: Path, hits: list[dict[str, Any]]) -> None:
+    """Add ``links`` (``transcript.md#L…`` of the first chunks) to topic hits, when the
+    index can be read."""
+    from arkai.ops.search import load_index
+
+    try:
+        index = load_index(root)
+    except Exception:  # the topic index can outlive a broken chunk index: links are optional
+        return
+    for hit in hits:
+        links = []
+        for pos in hit.get("chunks", [])[:5]:
+            if 0 <= pos < len(index.chunks) and hit.get("path"):
+                links.append(f"{hit['path']}/transcript.md#L{index.chunks[pos].start_line}")
+        hit["links"] = links
+
+
+def _grep_links(root: Path, lines: list[dict[str, Any]]) -> None:
+    """Add each grep line's item ``title`` and ``link`` (``…/transcript.md#L<line>``)."""
+    from arkai.ops.library import list_items
+
+    items = {r["id"]: r for r in list_items(root)} if lines else {}
+    for ln in lines:
+        item = items.get(ln["content_id"])
+        if item and item.get("path"):
+            ln["title"] = item.get("title")
+            ln["link"] = f"{item['path']}/transcript.md#L{ln['line']}"

@@ -342,3 +342,14 @@ def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport], list
     items, problems = scan_items(root)
     reports = validate_items(root, items)
     return summarize(reports, problems), reports, problems
+
+
+def report_dict(
+    summary: dict[str, Any], reports: Sequence[ItemReport], problems: Sequence[ItemProblem]
+) -> dict[str, Any]:
+    """``arkai validate --json``: the summary, every item's report and the unreadable items."""
+    return {
+        "summary": summary,
+        "items": [r.to_dict() for r in reports],
+        "unreadable": [p.to_dict() for p in problems],
+    }

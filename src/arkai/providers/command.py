@@ -32,18 +32,12 @@ non-zero exit, or stdout that is not such an envelope, is not.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shlex
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arkai.adapters import interrupt
+from arkai.adapters import process
+from arkai.adapters.process import last_line, parse_argv
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
 
@@ -56,94 +50,12 @@ EX_TEMPFAIL = 75
 def run_process(
     argv: Sequence[str], stdin: bytes, *, timeout: float, label: str
 ) -> tuple[int, bytes, bytes]:
-    """Run ``argv`` in its own process group with ``stdin``; return ``(returncode, stdout,
-    stderr)``. ``timeout`` bounds the whole run: then the group is killed and a retryable
-    ProviderError raised. A stop request (SIGTERM/SIGINT) kills it too and raises
-    :class:`~arkai.adapters.interrupt.Interrupted`. An executable that cannot be started
-    raises a non-retryable ProviderError."""
-    kwargs: dict[str, Any] = {}
-    if sys.platform == "win32":
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
-    else:
-        kwargs["start_new_session"] = True
+    """:func:`arkai.adapters.process.run_process` for providers: a timeout raises a retryable
+    ProviderError, an executable that cannot be started a non-retryable one."""
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            **kwargs,
-        )
-    except OSError as exc:
-        raise ProviderError(
-            f"{label}: cannot run {argv[0]!r}: {exc.strerror or exc}", retryable=False
-        ) from None
-    deadline = time.monotonic() + max(timeout, 0.001)
-    pending: bytes | None = stdin
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                _kill_group(proc)
-                raise ProviderError(
-                    f"{label}: no answer within {timeout:g}s (timed out; process killed)",
-                    retryable=True,
-                )
-            try:
-                # Short slices, so a stop request is seen within interrupt.POLL_S.
-                out, err = proc.communicate(pending, timeout=min(interrupt.POLL_S, left))
-                break
-            except subprocess.TimeoutExpired:
-                pending = None  # already handed over; communicate keeps feeding it
-                interrupt.check(label)
-    except BaseException:
-        _kill_group(proc)
-        raise
-    return proc.returncode, out, err
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if sys.platform == "win32":
-        proc.kill()
-    else:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        # A descendant left the group and still holds the pipes: stop waiting for it.
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        proc.kill()
-        proc.wait()
-
-
-def last_line(data: bytes, limit: int = 300) -> str:
-    """The last non-blank line of a process's stderr, shortened to ``limit`` characters."""
-    lines = [ln.strip() for ln in data.decode("utf-8", errors="replace").splitlines()]
-    lines = [ln for ln in lines if ln]
-    if not lines:
-        return ""
-    line = lines[-1]
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def parse_argv(value: Any, where: str) -> list[str]:
-    """A command from config: a non-empty list of strings, or a string split like a shell."""
-    if isinstance(value, str):
-        try:
-            argv = shlex.split(value)
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: cannot split {value!r}: {exc}") from None
-    elif isinstance(value, list | tuple) and all(isinstance(a, str | int | float) for a in value):
-        argv = [str(a) for a in value]
-    else:
-        raise InvalidInputError(f"{where}: expected a list of strings or a string")
-    if not argv:
-        raise InvalidInputError(f"{where}: empty command")
-    return argv
+        return process.run_process(argv, stdin, timeout=timeout, label=label)
+    except process.ProcessError as exc:
+        raise ProviderError(exc.message, retryable=exc.timed_out) from None
 
 
 class CommandProvider:

@@ -25,9 +25,10 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from arkai.adapters.process import last_line, parse_argv
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
-from arkai.providers.command import EX_TEMPFAIL, last_line, parse_argv, run_process
+from arkai.providers.command import EX_TEMPFAIL, run_process
 
 DEFAULT_BINARY = "fabric"
 DEFAULT_CONTEXT_CHARS = 24_000

@@ -1,0 +1,364 @@
+"""The tools: each a :class:`~arkai.tools.registry.Tool` whose handler calls the same ``ops/``
+function as the CLI command of the same name, so ``data`` has the shape of the command's
+``--json`` output. Adding a tool (``ask``, ``recall``, ``beliefs``, ``memory_context`` when
+those operations exist) is one entry in :data:`READ` or :data:`WRITE`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters import events
+from arkai.adapters.fs import check_inside
+from arkai.adapters.repo import Repo
+from arkai.errors import InvalidInputError, UnsafeFileError
+from arkai.tools.registry import Registry, Tool
+from arkai.tools.schemas import (
+    ARR,
+    BOOL,
+    ID,
+    INT,
+    MAX_ID,
+    MAX_TEXT,
+    MODE,
+    NINT,
+    NOBJ,
+    NSTR,
+    OBJ,
+    QUERY,
+    STR,
+    count,
+    inputs,
+    output,
+    rows,
+)
+
+# -- read tools -----------------------------------------------------------------------------
+
+
+def _search(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.search import search
+
+    return search(
+        repo.root, a["query"], k=a.get("k", 10), mode=a.get("mode", "hybrid"),
+        explain=a.get("explain", False),
+    ).to_dict()  # fmt: skip
+
+
+def _context(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.context import context
+
+    return context(
+        repo.root, a["query"], budget_tokens=a.get("budget", 2000), k=a.get("k", 20),
+        mode=a.get("mode", "hybrid"),
+    ).to_dict()  # fmt: skip
+
+
+def _show(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.library import show_item
+
+    return show_item(repo.root, a["id"], full=a.get("full", False))
+
+
+def _library(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.library import library_listing
+
+    return library_listing(repo.root, content_type=a.get("type"), tag=a.get("tag"))
+
+
+def _topics(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.topics import find_topic
+
+    return find_topic(repo.root, a["term"], limit=a.get("limit", 20))
+
+
+def _evidence_show(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.evidence import describe, find_evidence
+
+    return describe(find_evidence(repo.root, a["id"]))
+
+
+def _validate(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.validate import report_dict, validate_library
+
+    return report_dict(*validate_library(repo.root))
+
+
+def _diff(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.diff import diff_revisions
+
+    return diff_revisions(repo.root, a.get("rev_a"), a.get("rev_b")).to_dict()
+
+
+def _log(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.history import history
+
+    h = history(repo.root, a["id"])
+    h.entries = h.entries[: a.get("limit", 20)]
+    return h.to_dict()
+
+
+def _runs(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.runs import list_recent, run_status
+
+    if a.get("run_id"):
+        return run_status(repo.root, None if a["run_id"] == "latest" else a["run_id"])
+    return list_recent(repo.root, a.get("limit", 20))
+
+
+def _health(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.doctor import diagnose
+
+    return diagnose(repo.root).to_dict()
+
+
+_RESULT = output(
+    rank=INT, content_id=STR, title=STR, path=STR, content_type=STR, score={"type": "number"},
+    hits=rows(start_line=INT, end_line=INT, link=STR, snippet=STR, claims=ARR),
+)  # fmt: skip
+
+READ: tuple[Tool, ...] = (
+    Tool(
+        "search",
+        "1",
+        'Hybrid search of the library (BM25 + embeddings). Query markup: words, "phrases", '
+        "-exclusions, in:TYPE, tag:T, after:DATE, before:DATE, asof:DATE. Each result is an "
+        "item with its best passages (line links, snippets) and the claims found there.",
+        inputs(["query"], query=QUERY, k=count(10), mode=MODE, explain=BOOL),
+        output(
+            query=OBJ,
+            mode=STR,
+            k=INT,
+            warnings=ARR,
+            unreadable=ARR,
+            results={"type": "array", "items": _RESULT},
+        ),
+        _search,
+    ),
+    Tool(
+        "context",
+        "1",
+        "A prompt-ready context pack for a query: the best quoted claims and passages, "
+        "deduplicated, within a token budget, each with its citation (file#Lline).",
+        inputs(["query"], query=QUERY, budget=count(2000, 20_000, 50), k=count(20), mode=MODE),
+        output(query=STR, markdown=STR, entries=rows(citation=STR, text=STR)),
+        _context,
+    ),
+    Tool(
+        "show",
+        "1",
+        "One item by content ID (or an 8+ character prefix, or source ID): metadata, claim "
+        "counts, top entities, summary; full=true also lists every claim.",
+        inputs(["id"], id=ID, full=BOOL),
+        output(id=STR, title=STR, path=STR, metadata=OBJ, claims=OBJ, entities=OBJ, summary=NSTR),
+        _show,
+    ),
+    Tool(
+        "library",
+        "1",
+        "List the library's items, optionally one type (youtube, podcasts, articles, pdfs, "
+        "chats, notes, transcripts) or one tag.",
+        inputs(
+            None,
+            type={"type": "string", "maxLength": MAX_ID},
+            tag={"type": "string", "maxLength": MAX_ID},
+        ),
+        output(
+            count=INT,
+            warnings=ARR,
+            items=rows(id=STR, title=STR, path=STR, content_type=STR, tags=ARR),
+        ),
+        _library,
+    ),
+    Tool(
+        "topics",
+        "1",
+        "Look a term up in the topic index (synonyms, stemming); for terms not in it, grep "
+        "the transcripts. Says which it used.",
+        inputs(["term"], term=QUERY, limit=count(20)),
+        output(term=STR, source={"type": "string", "enum": ["topics", "grep"]}, results=ARR),
+        _topics,
+    ),
+    Tool(
+        "evidence_show",
+        "1",
+        "One evidence line (a claim with its receipt) by evidence ID or 8+ character prefix: "
+        "claim, quote, status and its span recomputed from the current transcript.",
+        inputs(["id"], id=ID),
+        output(id=STR, content_id=STR, title=STR, claim=STR, quote=STR, status=STR),
+        _evidence_show,
+    ),
+    Tool(
+        "validate",
+        "1",
+        "Recompute every receipt of the library (transcript digests, span hashes): a summary "
+        "and each item's report.",
+        inputs(None),
+        output(summary=OBJ, items=ARR, unreadable=ARR),
+        _validate,
+    ),
+    Tool(
+        "diff",
+        "1",
+        "What changed in the library (items, claims, entities, validation) between two git "
+        "revisions; rev_a defaults to HEAD, rev_b to the working tree.",
+        inputs(None, rev_a=ID, rev_b=ID),
+        OBJ,
+        _diff,
+    ),
+    Tool(
+        "log",
+        "1",
+        "History of an item or a claim from git: when it appeared, changed, was reviewed.",
+        inputs(["id"], id=ID, limit=count(20, 200)),
+        output(entries=ARR),
+        _log,
+    ),
+    Tool(
+        "runs",
+        "1",
+        "Recent pipeline runs (newest first); with run_id (a short or full ID, or 'latest') "
+        "that run's status and events.",
+        inputs(None, run_id=ID, limit=count(20)),
+        {"anyOf": [output(runs=ARR), output(run_id=STR, status=STR, event_counts=OBJ, events=ARR)]},
+        _runs,
+    ),
+    Tool(
+        "health",
+        "1",
+        "The library's health item by item (acquired, extracted, indexed, stale spans) and "
+        "what to do next.",
+        inputs(None),
+        output(healthy=BOOL, items=ARR, totals=OBJ),
+        _health,
+    ),
+)
+
+# -- write tools ----------------------------------------------------------------------------
+
+
+def allowed_roots(repo: Repo) -> list[Path]:
+    """Where ``add`` may read local files from: the repo, and ``mcp.allowed_roots``."""
+    roots = [repo.root.resolve()]
+    for raw in repo.param("mcp.allowed_roots", []) or []:
+        path = Path(str(raw)).expanduser()
+        roots.append((path if path.is_absolute() else repo.root / path).resolve())
+    return roots
+
+
+def _local_input(repo: Repo, ref: str) -> str:
+    """``ref`` resolved (relative to the repo root), refused unless inside an allowed root."""
+    from arkai.ops.route import is_url
+
+    if is_url(ref):
+        return ref
+    if "://" in ref:
+        raise InvalidInputError(f"{ref[:80]!r}: only http(s) URLs and local files can be added")
+    raw = Path(ref).expanduser()
+    path = (raw if raw.is_absolute() else repo.root / raw).resolve()
+    for root in allowed_roots(repo):
+        try:
+            check_inside(path, root)
+        except UnsafeFileError:
+            continue
+        return str(path)
+    raise UnsafeFileError(
+        f"{ref[:120]}: outside the folders this server may read (the repo and "
+        "mcp.allowed_roots in params.yaml); not read"
+    )
+
+
+def _add(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.add import add_inputs, check_type, expand_inputs, parse_tags
+    from arkai.sources.base import AddOptions
+
+    refs = [_local_input(repo, ref) for ref in a["inputs"]]
+    if a.get("type"):
+        check_type(a["type"])
+    if a.get("title") and len(refs) > 1:
+        raise InvalidInputError("title applies to one input; give one with it")
+    opts = AddOptions(
+        params=repo.params, now=events.utc_now(), tags=parse_tags(a.get("tags", [])),
+        title=a.get("title"), content_type=a.get("type"),
+    )  # fmt: skip
+    results = add_inputs(repo.root, [(ref, []) for ref in expand_inputs(refs)], opts)
+    return {"results": [r.to_dict() for r in results]}
+
+
+def _remember(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.add import remember
+
+    result = remember(repo.root, a["text"], title=a.get("title"), tags=a.get("tags", []))
+    return {"results": [result.to_dict()]}
+
+
+def _review(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.review import review_claim
+
+    return review_claim(repo.root, a["id"], a["decision"], note=a.get("note")).to_dict()
+
+
+_TAGS = {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 20}
+_ADD_RESULTS = output(results=rows(source=STR, status=STR, id=NSTR, path=NSTR, error=NSTR))
+
+WRITE: tuple[Tool, ...] = (
+    Tool(
+        "add",
+        "1",
+        "Add sources to the library: http(s) URLs (YouTube, podcasts, articles, PDFs) or local "
+        "files inside the repo or the folders params.yaml allows (mcp.allowed_roots).",
+        inputs(
+            ["inputs"],
+            inputs={
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "minItems": 1,
+                "maxItems": 20,
+            },
+            tags=_TAGS,
+            title={"type": "string", "maxLength": 300},
+            type={"type": "string", "maxLength": MAX_ID},
+        ),
+        _ADD_RESULTS,
+        _add,
+        side_effect=True,
+    ),
+    Tool(
+        "remember",
+        "1",
+        "Write a note (what was learned) into library/notes as a new item.",
+        inputs(
+            ["text"],
+            text={"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+            title={"type": "string", "maxLength": 300},
+            tags=_TAGS,
+        ),
+        _ADD_RESULTS,
+        _remember,
+        side_effect=True,
+    ),
+    Tool(
+        "review",
+        "1",
+        "Accept or reject one claim (evidence ID or 8+ character prefix), with an optional "
+        "note; recorded in the item's review.yaml.",
+        inputs(
+            ["id", "decision"],
+            id=ID,
+            decision={"type": "string", "enum": ["accepted", "rejected"]},
+            note={"type": "string", "maxLength": 2000},
+        ),
+        output(id=STR, content_id=STR, claim=STR, review=OBJ, previous=NOBJ),
+        _review,
+        side_effect=True,
+    ),
+)
+
+
+def default_registry() -> Registry:
+    """The tools ``arkai mcp`` and ``arkai agent`` serve."""
+    return Registry((*READ, *WRITE))
+
+
+__all__ = ["NINT", "READ", "WRITE", "allowed_roots", "default_registry"]
