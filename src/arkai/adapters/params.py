@@ -55,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
         "command": {"command": []},
     },
     "validate": {"fail_on_stale": True},
+    "condense": {"chunk_tokens": 4000, "shard_tokens": 800000},
 }
 
 

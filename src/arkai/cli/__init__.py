@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import click
 
+from arkai.cli.condense import condense
 from arkai.cli.config import config
 from arkai.cli.doctor import doctor
 from arkai.cli.eval import eval_
@@ -45,7 +46,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor, run_, resume,
+    doctor, run_, resume, condense,
 ):  # fmt: skip
     cli.add_command(command)
 
