@@ -195,3 +195,26 @@ def test_topics_list_condensed_chunk_numbers(kr: Path, arkai: Runner, tmp_path: 
         manifest["shards"][0]["digest"]
         == "sha256:" + hashlib.sha256(shard.read_bytes()).hexdigest()
     )
+
+
+def test_reanchor_repairs_condensed_quotes_after_an_edit(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    add_chats(kr, arkai, tmp_path)
+    assert arkai("--repo", kr, "condense")[0] == 0
+    path = next(p for p, d in condensed_files(kr).items() if "Beekeeping" in p)
+    doc = json.loads((kr / path).read_text())
+    transcript = kr / doc["chunks"][0]["transcript"]
+    transcript.write_bytes(b"[00:00:00] (Intro music.)\n" + transcript.read_bytes())
+
+    def condensed_problems() -> list[dict[str, Any]]:
+        _, out, _ = arkai("--repo", kr, "validate", "--json")
+        return [p for i in json.loads(out)["items"] for p in i["problems"]
+                if p["file"] == path]  # fmt: skip
+
+    assert condensed_problems() and all(p["kind"] == "stale" for p in condensed_problems())
+    code, out, err = arkai("--repo", kr, "evidence", "reanchor", "--all", "--json")
+    assert code == 0, err
+    (result,) = [r for r in json.loads(out)["items"] if r["content_id"] == doc["content_id"]]
+    assert result["condensed_reanchored"] > 0
+    assert condensed_problems() == []

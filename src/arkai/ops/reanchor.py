@@ -221,7 +221,9 @@ def reanchor_condensed(item: Item, doc: Document, threshold: float) -> int:
     for chunk in record.chunks:
         findings = []
         for f in chunk.findings:
-            raw: dict[str, Any] = {"quote": f.quote, "status": f.status}
+            digest_of_quote = f.quote_sha256 or text_digest(f.quote)
+            raw: dict[str, Any] = {"quote": f.quote, "status": f.status,
+                                   "quote_sha256": digest_of_quote}  # fmt: skip
             if f.resolution is not None:
                 raw["resolution"] = f.resolution.to_dict()
             if f.span is not None:
