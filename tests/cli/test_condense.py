@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from arkai.core.hashing import digest
+from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
 from tests.conftest import ROOT, SAMPLES, Runner
 
 HOOK = ROOT / "tests" / "fixtures" / "providers" / "condense_hook.py"
@@ -218,3 +219,36 @@ def test_reanchor_repairs_condensed_quotes_after_an_edit(
     (result,) = [r for r in json.loads(out)["items"] if r["content_id"] == doc["content_id"]]
     assert result["condensed_reanchored"] > 0
     assert condensed_problems() == []
+
+
+def test_openai_runs_the_pattern_over_http_per_chunk(
+    kr: Path, arkai: Runner, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """A real OpenAI-compatible server on 127.0.0.1: one call per chunk, cached, and a chunk
+    whose answer is cut off fails only its item."""
+    set_params(kr, condense={"chunk_tokens": 120},
+               extract={"provider": "openai", "retries": 0, "timeout_s": 5, "backoff_s": 0},
+               providers={"openai": {"base_url": fake_llm.base_url, "model": "fake-model",
+                                     "api_key_env": "ARKAI_TEST_NO_KEY"}})  # fmt: skip
+    export = claude_export(tmp_path / "c.json", [
+        ("aaaaaaaa-0000-4000-8000-000000000006", "2025-03-01", DECIDING * 2),
+        ("aaaaaaaa-0000-4000-8000-000000000007", "2025-03-02",
+         ["Cut this answer off please.", "It stops here. Nothing more to add."]),
+    ])  # fmt: skip
+    assert arkai("--repo", kr, "add", export)[0] == 0
+    fake_llm.set_mode("malformed", when="Cut this answer off")
+    code, out, err = arkai("--repo", kr, "condense", "--json")
+    assert code == 3 and "1 of 2 items" in err
+    docs = {d["status"]: d for d in condensed_files(kr).values()}
+    good = docs["ok"]["chunks"]
+    assert len(good) > 1
+    assert {r.pattern for r in fake_llm.chat_requests} == {"condense_chat"}
+    calls = len(fake_llm.chat_requests)
+    assert calls == len(good) + 1
+    findings = [f for c in good for f in c["findings"]]
+    assert findings and all(f["status"] in ("resolved", "ambiguous") for f in findings)
+    # The good item is not asked again; the failed one is retried and now answered.
+    fake_llm.reset()
+    code, out, _ = arkai("--repo", kr, "condense", "--json")
+    assert code == 0 and json.loads(out)["condensed"] == 1
+    assert len(fake_llm.chat_requests) == 1
