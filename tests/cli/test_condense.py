@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,15 @@ def test_condense_chunks_resolves_quotes_is_incremental_and_validates(
     assert {p: (kr / p).read_bytes() for p in files if p != vtt_item} == {
         p: b for p, b in before.items() if p != vtt_item
     }
+
+    # One item removed: its condensed folder goes, and so do its chunks from the shards.
+    gone = next(p for p in files if "Chat 1" in p)
+    shutil.rmtree(kr / "library" / Path(gone).parent.relative_to("condensed"))
+    code, out, _ = arkai("--repo", kr, "condense", "--json")
+    fourth = json.loads(out)
+    assert code == 0 and fourth["removed"] == 1 and not (kr / gone).exists()
+    manifest = json.loads((kr / "index" / "shards" / "manifest.json").read_text())
+    assert files[gone]["content_id"] not in {i for s in manifest["shards"] for i in s["items"]}
 
 
 def test_a_forged_condensed_quote_fails_validation(kr: Path, arkai: Runner, tmp_path: Path) -> None:
