@@ -106,13 +106,28 @@ def test_condense_chunks_resolves_quotes_is_incremental_and_validates(
     assert {p: (kr / p).read_bytes() for p in files} == before
     assert {p.name: p.read_bytes() for p in (kr / "index" / "shards").iterdir()} == shard_bytes
 
+    # A new item (dated before all others): only the newest shard changes.
+    old_manifest = json.loads((kr / "index" / "shards" / "manifest.json").read_text())
+    newest = old_manifest["shards"][-1]["file"]
+    late = claude_export(tmp_path / "late.json", [
+        ("aaaaaaaa-0000-4000-8000-000000000009", "2019-01-01", ["An old chat.", "Indeed old."]),
+    ])  # fmt: skip
+    assert arkai("--repo", kr, "add", late)[0] == 0
+    code, out, _ = arkai("--repo", kr, "condense", "--json")
+    assert code == 0 and json.loads(out)["condensed"] == 1
+    now = {p.name: p.read_bytes() for p in (kr / "index" / "shards").glob("shard-*.jsonl")}
+    changed = {n for n, b in shard_bytes.items() if n.startswith("shard-") and now.get(n) != b}
+    assert changed == {newest}  # every older shard is byte-identical
+    files = condensed_files(kr)
+    before = {p: (kr / p).read_bytes() for p in files}
+
     # One transcript edited: only that item is condensed again.
     vtt_item = next(p for p in files if "Beekeeping" in p)
     transcript_path = kr / files[vtt_item]["chunks"][0]["transcript"]
     transcript_path.write_bytes(transcript_path.read_bytes() + b"[00:20:00] We decided to stop.\n")
     code, out, _ = arkai("--repo", kr, "condense", "--json")
     third = json.loads(out)
-    assert code == 0 and third["condensed"] == 1 and third["skipped"] == 2
+    assert code == 0 and third["condensed"] == 1 and third["skipped"] == 3
     assert {p: (kr / p).read_bytes() for p in files if p != vtt_item} == {
         p: b for p, b in before.items() if p != vtt_item
     }

@@ -104,3 +104,27 @@ def test_multibyte_text_keeps_byte_offsets() -> None:
     data = text.encode()
     assert data[msgs[0].start : msgs[0].end].decode() == "### user · t\nZoë écrit « ça » 🐝"
     assert data[msgs[1].start : msgs[1].end].decode() == "### assistant · t\nDaß ist gut."
+
+
+def test_an_ambiguous_quote_is_placed_inside_its_chunk_and_still_checks() -> None:
+    from arkai.core.document import Document
+    from arkai.core.receipts import Receipt, check_receipt
+    from arkai.core.resolve import prefer_within, resolve_quote
+
+    text = chat(2, words=5) + "### user · t\nWe decided to ship it.\n\n"
+    text += "### assistant · t\nfiller\n\n### user · t\nWe decided to ship it.\n"
+    data = text.encode()
+    doc = Document(data)
+    second = data.rindex(b"### user")
+    first_hit = resolve_quote(doc, "We decided to ship it.")
+    assert first_hit.resolution.status == "ambiguous" and first_hit.span is not None
+    assert first_hit.span.start < second
+    moved = prefer_within(doc, first_hit, second, len(data))
+    assert moved.span is not None and moved.span.start > second
+    assert moved.resolution.match_rank == 2 and moved.resolution.match_count == 2
+    receipt = Receipt("We decided to ship it.", "ambiguous", moved.resolution, moved.span)
+    assert check_receipt(doc, receipt) == []
+    # Inside its range already, or unresolved: unchanged.
+    assert prefer_within(doc, first_hit, 0, second) is first_hit
+    missing = resolve_quote(doc, "never said")
+    assert prefer_within(doc, missing, 0, len(data)) is missing
