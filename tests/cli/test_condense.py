@@ -196,6 +196,15 @@ def test_broken_llm_output_is_recorded_and_the_others_go_on(
     decision, discovery = chunk["findings"]
     assert decision["status"] == "resolved" and decision["quote"] == "Fine question"
     assert discovery["status"] == "unresolved" and "utf8_byte_offset" not in discovery
+    # A transcript that is not UTF-8 fails its item with a message naming the file.
+    bad = kr / docs["ok"]["chunks"][0]["transcript"]
+    bad.write_bytes(bad.read_bytes() + b"\xff\xfe broken\n")
+    code, _, err = arkai("--repo", kr, "condense")
+    assert code == 3 and f"{bad}: not valid UTF-8" in err.replace("\n", "")
+    (still,) = [
+        d for d in condensed_files(kr).values() if d["content_id"] == docs["ok"]["content_id"]
+    ]
+    assert still["status"] == "failed" and still["chunks"] == docs["ok"]["chunks"]  # kept
     # The failed item is redone by the next run (and fails again); the good one is not.
     assert arkai("--repo", kr, "condense", "--json")[0] == 3
 

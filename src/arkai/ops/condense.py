@@ -32,7 +32,7 @@ from arkai.core.document import Document
 from arkai.core.hashing import digest, sha256_hex, text_digest
 from arkai.core.resolve import prefer_within, resolve_quote
 from arkai.core.tokens import count_tokens
-from arkai.errors import ArkaiError, PipelineError
+from arkai.errors import ArkaiError, LibraryError, PipelineError
 from arkai.model.shard import CondensedChunk, Finding
 from arkai.ops.condense_chunks import TextChunk, chunk_messages, condense_params
 from arkai.ops.extract import _completed, make_runner
@@ -155,7 +155,12 @@ def condense_item(
 ) -> tuple[CondensedChunk, ...]:  # fmt: skip
     """Chunk and condense one item (raises on a provider or output error)."""
     xp = params["extract"]
-    text = data.decode("utf-8", errors="replace")
+    try:
+        text = data.decode("utf-8")  # strict: chunk offsets must be the file's bytes
+    except UnicodeDecodeError as exc:
+        raise LibraryError(
+            f"{item.transcript}: not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
     doc = Document(data)
     variables = {k: str(v) for k, v in (xp.get("variables") or {}).items()}
     options = {"variables": variables, "content_type": item.metadata.get("content_type")}
