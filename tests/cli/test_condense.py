@@ -207,6 +207,15 @@ def test_broken_llm_output_is_recorded_and_the_others_go_on(
     assert still["status"] == "failed" and still["chunks"] == docs["ok"]["chunks"]  # kept
     # The failed item is redone by the next run (and fails again); the good one is not.
     assert arkai("--repo", kr, "condense", "--json")[0] == 3
+    # An item folder that cannot be read is named, and the shards are left as they were.
+    manifest = kr / "index" / "shards" / "manifest.json"
+    shards_before = manifest.read_bytes()
+    meta = bad.parent / "metadata.json"
+    meta.write_text("{not json")
+    code, _, err = arkai("--repo", kr, "condense")
+    assert code == 3 and f"{meta}: not valid JSON" in err.replace("\n", "")
+    assert "shards were left as they were" in err.replace("\n", "")
+    assert manifest.read_bytes() == shards_before
 
 
 def test_topics_list_condensed_chunk_numbers(kr: Path, arkai: Runner, tmp_path: Path) -> None:

@@ -61,6 +61,8 @@ class CondenseSummary:
     """``{item, chunk, tokens}`` of each chunk that is one message longer than the target."""
     stats: Stats = field(default_factory=Stats)
     shards: ShardSummary | None = None
+    unreadable: list[str] = field(default_factory=list)
+    """Item folders that could not be read (named with their problem): skipped."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class CondenseSummary:
             "removed": self.removed,
             "chunks": self.chunks,
             "oversized": self.oversized,
+            "unreadable": self.unreadable,
             **self.stats.to_dict(),
             "shards": self.shards.to_dict() if self.shards is not None else None,
         }
@@ -301,16 +304,22 @@ def condense(
                 if folder.is_relative_to(root / LIBRARY) and folder != root / LIBRARY:
                     keep.add(root / CONDENSED / folder.relative_to(root / LIBRARY))
             summary.removed = remove_orphans(root, keep)
-        if shards:
+        unreadable = [p.error if p.error.startswith(str(p.path)) else f"{p.path}: {p.error}"
+                      for p in problems]  # fmt: skip
+        summary.unreadable = unreadable
+        if shards and not unreadable:
+            # (With an item folder unreadable the shards are left as they are, rather than
+            # rebuilt without its chunks and rebuilt again once it is fixed.)
             with log.step("shards") as info:
                 summary.shards = shard_library(repo, log)
                 info.update(summary.shards.to_dict())
-        if summary.failed:
-            parts = [f"{k}: {v}" for k, v in sorted(summary.failed.items())]
+        if summary.failed or unreadable:
+            parts = [f"{k}: {v}" for k, v in sorted(summary.failed.items())] + unreadable
             raise PipelineError(
-                f"condense failed for {len(summary.failed)} of {summary.items} items: "
-                + "; ".join(parts),
-                hint="fix the cause and re-run; finished items are not redone",
+                f"condense failed for {len(summary.failed) + len(unreadable)} of "
+                f"{summary.items + len(unreadable)} items: " + "; ".join(parts),
+                hint="fix the cause and re-run; finished items are not redone"
+                + ("; the shards were left as they were" if unreadable and shards else ""),
             )
     return summary
 
