@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arkai.core.grammar import parse_line
-from arkai.core.tokens import count_tokens
+from arkai.core.tokens import count_tokens, tokens_for_chars
 from arkai.errors import InvalidInputError
 from arkai.model.shard import Message
 from arkai.ops.chunks import split_lines
@@ -120,10 +120,13 @@ def chunk_messages(text: str, target: int = CHUNK_TOKENS) -> list[TextChunk]:
     data = text.encode("utf-8")
     groups: list[list[Message]] = []
     cur: list[Message] = []
+    chars = 0  # characters from the current chunk's first message to the last one's end
     for m in messages:
-        if cur and count_tokens(data[cur[0].start : m.end].decode("utf-8")) > target:
+        gap = len(data[cur[-1].end : m.end].decode("utf-8")) if cur else 0
+        if cur and tokens_for_chars(chars + gap) > target:
             groups.append(cur)
-            cur = []
+            cur, gap = [], 0
+        chars = chars + gap if cur else len(data[m.start : m.end].decode("utf-8"))
         cur.append(m)
     groups.append(cur)
     out: list[TextChunk] = []
