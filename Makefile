@@ -57,7 +57,8 @@ run: setup
 	@echo
 	@echo "Done. Results:"
 	@echo "  extracted/<type>/<Title (id)>/   claims (evidence.jsonl, claims.md), entities, extraction.json"
-	@echo "  index/                           catalog, chunks, BM25, embeddings, topics, graph (arkai search)"
+	@echo "  condensed/<type>/<Title (id)>/   condensed chunks (summary, decisions, discoveries, procedures)"
+	@echo "  index/                           catalog, chunks, BM25, embeddings, topics, graph, shards (arkai search)"
 	@echo "  site/index.html                  the static site (arkai site serve to browse it)"
 	@echo "  reports/validation.json          validation metric (dvc metrics show)"
 	@echo "  .arkai/runs/                     event logs (arkai runs)"

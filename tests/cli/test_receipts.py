@@ -210,7 +210,9 @@ def test_validate_checks_entity_mentions_and_wisdom(repo: Path, arkai: Runner) -
 def test_every_span_bearing_output_is_registered() -> None:
     from arkai.ops.validate import SPAN_FILES
 
-    assert [name for name, _, _ in SPAN_FILES] == ["evidence.jsonl", "entities.json", "wisdom.json"]
+    assert [name for name, _, _ in SPAN_FILES] == [
+        "evidence.jsonl", "entities.json", "wisdom.json", "condensed.json",
+    ]  # fmt: skip
 
 
 # -- re-anchoring onto contradicting text ----------------------------------------------------

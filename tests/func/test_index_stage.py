@@ -178,7 +178,9 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     runs = events.list_runs(repo)
     evs = events.read_events(repo / events.RUNS_DIR / runs[-1] / "events.jsonl")
     steps = [e["step"] for e in evs if e["type"] == "StepStarted"]
-    assert steps == ["chunks", "catalog", "lexical", "vectors", "topics", "graph", "manifest"]
+    assert steps == [
+        "chunks", "catalog", "lexical", "vectors", "topics", "graph", "shards", "manifest",
+    ]  # fmt: skip
     assert evs[0]["type"] == "RunStarted" and evs[0]["pipeline"] == "index"
     assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "success"
 

@@ -46,6 +46,12 @@ def test_init_add_repro_drift_reanchor(tmp_path: Path) -> None:
     sh(repo, "dvc", "repro")
     report = json.loads((repo / "reports/validation.json").read_text())
     assert report["items"] == 7 and report["stale"] == 0 and report["valid"] > 40
+    # The condense stage condensed every item; the index stage packed the chunks into shards.
+    condensed = sorted((repo / "condensed").rglob("condensed.json"))
+    assert len(condensed) == 7
+    chunks = sum(len(json.loads(p.read_text())["chunks"]) for p in condensed)
+    manifest = json.loads((repo / "index/shards/manifest.json").read_text())
+    assert sum(s["chunks"] for s in manifest["shards"]) == chunks >= 7
 
     # dvc metrics show reads the validation report.
     metrics = sh(repo, "dvc", "metrics", "show", "--json").stdout
@@ -99,7 +105,8 @@ def test_this_repo_scaffold_matches_init() -> None:
 
     files = scaffold_files()
     for rel in ("dvc.yaml", "params.yaml", "synonyms.yaml", "mkdocs.yml", "stages/extract.py",
-                "stages/index.py", "stages/validate.py", "stages/site.py"):  # fmt: skip
+                "stages/index.py", "stages/validate.py", "stages/site.py",
+                "stages/condense.py"):  # fmt: skip
         assert (ROOT / rel).read_bytes() == files[rel], rel
     for rel, data in files.items():
         if rel.startswith("patterns/"):

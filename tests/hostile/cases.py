@@ -365,6 +365,9 @@ def library_cases() -> list[Case]:
     for name, fn in breaks.items():
         for args in commands:
             cases.append(_broken(name, fn, args))
+    # `condense` reads params, metadata and transcripts (all 19 breaks pass; three kept for time).
+    for name in ("params not YAML", "metadata not JSON", "transcript not UTF-8"):
+        cases.append(_broken(name, breaks[name], ["condense", "--quiet"]))
     return cases
 
 

@@ -15,6 +15,7 @@ from arkai.errors import AmbiguousIdError, ArkaiError, LibraryError, NotFoundErr
 
 LIBRARY = "library"
 EXTRACTED = "extracted"
+CONDENSED = "condensed"
 INDEX = "index"
 METADATA = "metadata.json"
 TRANSCRIPT = "transcript.md"
@@ -57,6 +58,11 @@ class Item:
     def extracted(self) -> Path:
         """The mirrored folder under ``extracted/``."""
         return self.root / EXTRACTED / self.rel
+
+    @property
+    def condensed(self) -> Path:
+        """The mirrored folder under ``condensed/`` (the ``condense`` stage's output)."""
+        return self.root / CONDENSED / self.rel
 
     def read(self, name: str, *, missing_ok: bool = False) -> bytes | None:
         """A file of the item folder, read safely (regular files inside the repo only)."""

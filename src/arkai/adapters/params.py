@@ -69,6 +69,7 @@ DEFAULTS: dict[str, Any] = {
     # The agent surface (docs/agents.md).
     "mcp": {"allowed_roots": [], "max_reply_kb": 512, "timeout_s": 60},
     "agent": {"max_steps": 8, "timeout_s": 60},
+    "condense": {"chunk_tokens": 4000, "shard_tokens": 800000},
 }
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from arkai.adapters.fs import atomic_write_text, read_repo_file
+from arkai.adapters.fs import atomic_write_text, read_repo_file, write_if_changed
+from arkai.core import canonjson
 from arkai.core.canonjson import dumps_line
 from arkai.errors import LibraryError
 from arkai.model.shard import CondensedChunk, ShardManifest
@@ -73,3 +76,84 @@ def write_shard(root: Path, file: str, chunks: Iterable[CondensedChunk]) -> None
     path = shards_dir(root) / file
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, encode_shard(chunks))
+
+
+def write_shard_text(root: Path, file: str, text: str) -> bool:
+    """Write an encoded shard (:func:`encode_shard`) only when its bytes change, so an
+    unchanged shard keeps its bytes and its mtime."""
+    path = shards_dir(root) / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_if_changed(path, text.encode("utf-8"))
+
+
+def remove_shard(root: Path, file: str) -> None:
+    """Delete a shard file that the manifest no longer lists (missing is fine)."""
+    (shards_dir(root) / file).unlink(missing_ok=True)
+
+
+#: An item's condensed chunks: ``condensed/<type>/<Title (id)>/condensed.json`` (the
+#: ``condense`` stage's per-item output; chunks without shard placement).
+CONDENSED_FILE = "condensed.json"
+CONDENSED_SCHEMA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CondensedFile:
+    """One item's ``condensed.json``: the run's record plus the item's condensed chunks."""
+
+    content_id: str
+    key: str | None
+    """The incremental key the chunks were made for (None for a failed item never done)."""
+    status: str
+    """``ok`` or ``failed``."""
+    chunks: tuple[CondensedChunk, ...] = ()
+    error: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    transcript_digest: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schema_version": CONDENSED_SCHEMA,
+            "content_id": self.content_id,
+            "key": self.key,
+            "status": self.status,
+            "provider": self.provider,
+            "model": self.model,
+            "transcript_digest": self.transcript_digest,
+            "oversized": [c.chunk for c in self.chunks if c.oversized],
+            "chunks": [c.to_dict() for c in self.chunks],
+        }
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+
+def read_condensed(path: Path, root: Path) -> CondensedFile | None:
+    """An item's ``condensed.json``, or None when there is none; a malformed one is a
+    LibraryError naming the file."""
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
+        return None
+    try:
+        d = json.loads(data.decode("utf-8"))
+        if not isinstance(d, dict) or not isinstance(d.get("chunks"), list):
+            raise ValueError("expected an object with a list of chunks")
+        return CondensedFile(
+            content_id=str(d["content_id"]),
+            key=d.get("key"),
+            status=str(d.get("status", "failed")),
+            chunks=tuple(CondensedChunk.from_dict(c) for c in d["chunks"]),
+            error=d.get("error"),
+            provider=d.get("provider"),
+            model=d.get("model"),
+            transcript_digest=d.get("transcript_digest"),
+        )
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LibraryError(f"{path}: not a condensed-chunks file ({exc})") from None
+
+
+def write_condensed(path: Path, record: CondensedFile) -> bool:
+    """Write ``condensed.json`` atomically, only when its bytes change."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_if_changed(path, canonjson.dumps(record.to_dict()).encode("utf-8"))

@@ -12,6 +12,7 @@ import click
 
 from arkai.cli.agents import feedback, log_turn
 from arkai.cli.ask import ask
+from arkai.cli.condense import condense
 from arkai.cli.config import config
 from arkai.cli.do import do
 from arkai.cli.doctor import doctor
@@ -49,7 +50,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor, run_, resume,
+    doctor, run_, resume, condense,
     feedback, log_turn, do, ask, mcp, agent,
 ):  # fmt: skip
     cli.add_command(command)

@@ -37,3 +37,6 @@ def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
             f"{summary.topics} topics; graph {summary.nodes} nodes, {summary.edges} edges",
             markup=False,
         )
+        shards = summary.shards or {}
+        if shards.get("resharded"):
+            stdout.print(f"shards: {shards['resharded']}", markup=False)

@@ -246,6 +246,8 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
             terms = ", ".join(h["terms"])
             _say(f"  {h['content_id']}  {h['relevance']:<6} via {h['via']:<7} {h['title']}"
                  f"  (terms: {terms}; {len(h['chunks'])} chunks)")  # fmt: skip
+            if h.get("condensed_chunks"):
+                _say(f"      condensed chunks: {h['condensed_chunks']}")
             for link in h.get("links", []):
                 _say(f"      {link}")
         return

@@ -257,3 +257,22 @@ def resolve_quotes(
             match = done[quote] = _resolve(doc, quote, mode, artifact, fuzzy_threshold)
         append(match)
     return out
+
+
+def prefer_within(doc: Document, match: Match, start: int, end: int) -> Match:
+    """``match`` with an exact ``ambiguous`` span moved to the quote's first occurrence inside
+    the byte range ``[start, end)`` (the chunk a condensed finding was quoted from), its
+    ``match_rank`` set to that occurrence's place among all of them. Any other match, or one
+    with no occurrence inside the range, is returned as it is: still V1, only the choice among
+    equal occurrences is made by where the quote came from."""
+    span, res = match.span, match.resolution
+    if span is None or res.status != AMBIGUOUS or start <= span.start < end:
+        return match
+    needle = doc.data[span.start : span.end]
+    hits = all_occurrences(doc.data, needle)
+    for rank, at in enumerate(hits, 1):
+        if start <= at and at + len(needle) <= end:
+            moved = Resolution(AMBIGUOUS, METHOD_EXACT, len(hits), rank, REASON_MULTIPLE)
+            moved_span = make_span(doc, at, at + len(needle), span.artifact, span.slice_sha256)
+            return Match(moved, moved_span)
+    return match

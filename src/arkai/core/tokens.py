@@ -15,4 +15,9 @@ CHARS_PER_TOKEN = 4
 
 def count_tokens(text: str) -> int:
     """Tokens in ``text`` by the rule above (``""`` → 0)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    """Tokens of a text of ``chars`` characters (for callers that add lengths up)."""
+    return math.ceil(chars / CHARS_PER_TOKEN)

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from arkai.model.evidence import Resolution
+
 SHARD_FORMAT = 1
 
 
@@ -82,6 +84,14 @@ class Finding:
     """``sha256:<hex>`` of the resolved slice."""
     status: str = "unresolved"
     """Resolution status (``arkai.model.status``); only verified statuses count as receipts."""
+    quote_sha256: str | None = None
+    """``sha256:<hex>`` of the quote's UTF-8 (validation recomputes it)."""
+    resolution: Resolution | None = None
+    """How the quote matched (count, rank, reason — V1), so validation can recompute it."""
+    line: int | None = None
+    """1-based line of the span's start in ``transcript.md``."""
+    video_timestamp: str | None = None
+    """``HH:MM:SS`` of the line the span starts in (or the last before it), timed transcripts."""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "text": self.text, "quote": self.quote}
@@ -90,9 +100,17 @@ class Finding:
         if self.steps:
             d["steps"] = list(self.steps)
         d["status"] = self.status
+        if self.quote_sha256 is not None:
+            d["quote_sha256"] = self.quote_sha256
+        if self.resolution is not None:
+            d["resolution"] = self.resolution.to_dict()
         if self.span is not None:
             d["utf8_byte_offset"] = list(self.span)
             d["slice_sha256"] = self.slice_sha256
+        if self.line is not None:
+            d["line"] = self.line
+        if self.video_timestamp is not None:
+            d["video_timestamp"] = self.video_timestamp
         return d
 
     @classmethod
@@ -107,6 +125,14 @@ class Finding:
             span=(int(span[0]), int(span[1])) if span else None,
             slice_sha256=d.get("slice_sha256"),
             status=str(d.get("status", "unresolved")),
+            quote_sha256=d.get("quote_sha256"),
+            resolution=(
+                Resolution.from_dict(str(d.get("status", "unresolved")), d["resolution"])
+                if isinstance(d.get("resolution"), dict)
+                else None
+            ),
+            line=None if d.get("line") is None else int(d["line"]),
+            video_timestamp=d.get("video_timestamp"),
         )
 
 
@@ -142,6 +168,13 @@ class CondensedChunk:
     """Library-wide chunk number once placed (the ``M`` of ``shard-NNN:chunk-M``)."""
 
     @property
+    def reduction(self) -> int:
+        """Percent of the chunk's tokens the condensed record saves (seed: ``reduction``)."""
+        if self.tokens <= 0:
+            return 0
+        return round(100 * (1 - self.condensed_tokens / self.tokens))
+
+    @property
     def chunk_id(self) -> str:
         return f"{self.shard}:chunk-{self.number}"
 
@@ -162,6 +195,7 @@ class CondensedChunk:
             "utf8_byte_offset": [self.start, self.end],
             "tokens": self.tokens,
             "condensed_tokens": self.condensed_tokens,
+            "reduction": self.reduction,
             "summary": self.summary,
             "messages": [m.to_dict() for m in self.messages],
             "findings": [f.to_dict() for f in self.findings],

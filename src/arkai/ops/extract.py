@@ -441,11 +441,12 @@ def _todo(
 
 
 _T = TypeVar("_T")
+_J = TypeVar("_J")
 
 
 def _completed(
-    plans: list[Plan], work: Callable[[Plan], _T], workers: int
-) -> Iterator[tuple[Plan, Future[_T]]]:
+    plans: list[_J], work: Callable[[_J], _T], workers: int
+) -> Iterator[tuple[_J, Future[_T]]]:
     """Run ``work`` on every plan; yield each plan with its finished future, in the order they
     finish. One worker runs the items inline, in the calling (main) thread, so SIGTERM or
     Ctrl-C interrupts a CPU-bound item (the builtin provider) at once instead of waiting for a

@@ -9,6 +9,8 @@ One stage over the whole library, incremental inside:
   (``full`` re-embeds everything), keys no longer present are pruned;
 - ``topics.json`` — the topic index (:mod:`arkai.ops.topics`), merged with ``synonyms.yaml``;
 - ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.ops.graph`);
+- ``shards/`` — the condensed chunks of ``condensed/`` in shards (:mod:`arkai.ops.shards`;
+  under ``dvc repro`` this stage, which owns ``index/``, builds them after ``condense``);
 - ``manifest.json`` — counts, embedder, lexical parameters and file digests.
 
 Every JSON file is canonical and written only when its bytes change, so re-running the stage
@@ -28,13 +30,16 @@ from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file, write_if_changed
 from arkai.adapters.layout import ENTITIES, EVIDENCE, INDEX, LIBRARY, Item, iter_items
 from arkai.adapters.params import load_params
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, is_rejected, load_item_review
+from arkai.adapters.shards import CONDENSED_FILE, read_condensed
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
 from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.chunks import MAX_WORDS, TARGET_WORDS, Chunk, chunk_transcript, claim_chunks
 from arkai.ops.graph import GraphItem, GraphSettings, build_graph, to_graphml
+from arkai.ops.shards import shard_library
 from arkai.ops.topics import TopicInput, TopicSettings, build_topics, load_synonyms
 
 CATALOG_VERSION = 1
@@ -84,6 +89,8 @@ class IndexSummary:
     lexical_rebuilt: bool = False
     written: list[str] = field(default_factory=list)
     """Index files whose bytes changed."""
+    shards: dict[str, Any] | None = None
+    """What the shard step did (:class:`arkai.ops.shards.ShardSummary`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +108,7 @@ class IndexSummary:
             "edges": self.edges,
             "lexical_rebuilt": self.lexical_rebuilt,
             "written": sorted(self.written),
+            "shards": self.shards,
         }
 
 
@@ -123,6 +131,8 @@ class _ItemData:
     evidence: list[EvidenceLine]
     entities: list[dict[str, Any]]
     chunks: list[Chunk]
+    condensed: list[tuple[int, str]]
+    """(chunk number, chunk text) of the item's condensed chunks (``condensed/``)."""
 
 
 def _read_text(path: Path, root: Path) -> str:
@@ -146,7 +156,16 @@ def _load_item(item: Item, cp: dict[str, Any]) -> _ItemData:
     ) + claim_chunks(item.id, text, lines)
     chunks.sort(key=lambda c: c.sort_key)
     path = (Path(LIBRARY) / item.rel).as_posix()
-    return _ItemData(item, path, text, lines, entities, chunks)
+    try:
+        record = read_condensed(item.condensed / CONDENSED_FILE, item.root)
+    except LibraryError:
+        record = None  # a damaged file: `arkai validate` names it, `arkai condense` redoes it
+    data = text.encode("utf-8")
+    condensed = [
+        (c.chunk, data[c.start : c.end].decode("utf-8", errors="replace"))
+        for c in (record.chunks if record is not None and record.content_id == item.id else ())
+    ]
+    return _ItemData(item, path, text, lines, entities, chunks, condensed)
 
 
 def catalog_entry(d: _ItemData) -> dict[str, Any]:
@@ -326,6 +345,7 @@ def run_index(
                     text=d.text,
                     chunks=[(position[id(c)], c.text) for c in d.chunks],
                     entities=[str(e.get("name", "")) for e in d.entities],
+                    condensed=d.condensed,
                 )
                 for d in loaded
             ]
@@ -367,6 +387,12 @@ def run_index(
             info.update(nodes=summary.nodes, edges=summary.edges)
             if progress:
                 progress(1, 1, "graph")
+
+        with log.step("shards") as info:
+            shards = shard_library(Repo.at(root), log)
+            summary.shards = shards.to_dict()
+            info.update(summary.shards)
+            written += [f"shards/{f}" for f in shards.written]
 
         with log.step("manifest"):
             manifest: dict[str, Any] = {

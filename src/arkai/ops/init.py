@@ -18,7 +18,7 @@ from arkai.errors import ArkaiError
 #: ``dvc.yaml`` is stored as ``dvc.yaml.in`` so DVC never mistakes the scaffold inside this
 #: package for a pipeline of the repo it is installed in.
 _RENAMES = {"gitignore": ".gitignore", "dvcignore": ".dvcignore", "dvc.yaml.in": "dvc.yaml"}
-_KEEP_DIRS = ("library", "extracted", "reports")
+_KEEP_DIRS = ("library", "extracted", "condensed", "reports")
 #: The branch ``git init`` creates when git's ``init.defaultBranch`` is not set.
 DEFAULT_BRANCH = "main"
 #: The pip requirement the CI workflows install (scripts/ci/install.sh) unless the repository

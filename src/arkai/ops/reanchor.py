@@ -2,10 +2,11 @@
 edit, and ``--accept`` a re-anchor suggestion after a person has checked it.
 
 Every span-bearing output is repaired together — ``evidence.jsonl``, the mentions in
-``entities.json``, the quotes in ``wisdom.json`` — and ``claims.md`` / ``wisdom.md`` are
-rendered again from them, so links never point at old lines. A quote found verbatim again is
-``resolved`` / ``ambiguous``; one found only approximately is a *suggestion*
-(``reanchored_fuzzy``), shown with a word diff of the old and new text and never counted as valid.
+``entities.json``, the quotes in ``wisdom.json`` and in ``condensed/…/condensed.json`` — and
+``claims.md`` / ``wisdom.md`` are rendered again from them, so links never point at old
+lines. A quote found verbatim again is ``resolved`` / ``ambiguous``; one found only
+approximately is a *suggestion* (``reanchored_fuzzy``), shown with a word diff of the old and
+new text and never counted as valid.
 Accepting a suggestion makes the quote the text now at the span (so the receipt is an exact
 match again, method ``reanchor_accepted``, the old quote kept under ``reanchor``) and records
 the acceptance in the item's ``review.yaml`` through :func:`arkai.ops.review.review_claim`.
@@ -21,6 +22,7 @@ from arkai.adapters import events
 from arkai.adapters.fs import write_if_changed
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, REVIEW, Item
 from arkai.adapters.review import apply_review, load_review
+from arkai.adapters.shards import CONDENSED_FILE, read_condensed, write_condensed
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_evidence, write_json
 from arkai.core.document import Document
 from arkai.core.evidence import evidence_from_match
@@ -127,10 +129,11 @@ def reanchor_item(
                 method=new.resolution.method,
             )
     write_evidence(item.extracted / EVIDENCE, out)
-    mentions = wisdom = 0
+    mentions = wisdom = condensed = 0
     if only is None:
         mentions = reanchor_mentions(item, doc, threshold)
         wisdom = reanchor_wisdom(item, doc, threshold)
+        condensed = reanchor_condensed(item, doc, threshold)
     meta = read_json(item.extracted / EXTRACTION)
     if meta is not None and (changed or mentions or wisdom):
         meta["transcript_digest"] = digest(data)
@@ -145,6 +148,7 @@ def reanchor_item(
         "unresolved": sum(c["status"] == UNRESOLVED for c in changed),
         "mentions_reanchored": mentions,
         "wisdom_reanchored": wisdom,
+        "condensed_reanchored": condensed,
         "changes": changed,
     }
 
@@ -201,6 +205,43 @@ def reanchor_wisdom(item: Item, doc: Document, threshold: float) -> int:
             fixed += 1
     if fixed:
         write_json(path, sections)
+    return fixed
+
+
+def reanchor_condensed(item: Item, doc: Document, threshold: float) -> int:
+    """Repair stale quote spans of the item's condensed chunks; returns how many changed. (The
+    chunks' own byte ranges are brought up to date by the next ``arkai condense``, which redoes
+    an item whose transcript changed.)"""
+    path = item.condensed / CONDENSED_FILE
+    record = read_condensed(path, item.root)
+    if record is None:
+        return 0
+    fixed = 0
+    chunks = []
+    for chunk in record.chunks:
+        findings = []
+        for f in chunk.findings:
+            digest_of_quote = f.quote_sha256 or text_digest(f.quote)
+            raw: dict[str, Any] = {"quote": f.quote, "status": f.status,
+                                   "quote_sha256": digest_of_quote}  # fmt: skip
+            if f.resolution is not None:
+                raw["resolution"] = f.resolution.to_dict()
+            if f.span is not None:
+                raw["span"] = {"utf8_byte_offset": list(f.span), "slice_sha256": f.slice_sha256,
+                               "line": f.line, "video_timestamp": f.video_timestamp}  # fmt: skip
+            new = _reanchored_mention(doc, raw, threshold)
+            if new is not None:
+                sp = new.span
+                f = replace(f, status=new.resolution.status, resolution=new.resolution,
+                            span=(sp.start, sp.end) if sp else None,
+                            slice_sha256=sp.slice_sha256 if sp else None,
+                            line=sp.line if sp else None,
+                            video_timestamp=sp.video_timestamp if sp else None)  # fmt: skip
+                fixed += 1
+            findings.append(f)
+        chunks.append(replace(chunk, findings=tuple(findings)))
+    if fixed:
+        write_condensed(path, replace(record, chunks=tuple(chunks)))
     return fixed
 
 

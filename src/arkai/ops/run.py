@@ -1,7 +1,7 @@
 """``arkai run`` and ``arkai resume``: the seed's pipeline commands, mapped onto DVC.
 
-arkai's pipeline is the repo's ``dvc.yaml`` (extract → index → validate → site), each stage
-incremental inside: an interrupted run leaves every finished item committed
+arkai's pipeline is the repo's ``dvc.yaml`` (extract → condense → index → validate → site), each
+stage incremental inside: an interrupted run leaves every finished item committed
 (``extraction.json`` is written last), so resuming is running the pipeline again — DVC re-runs
 the stages whose inputs changed and the extract stage skips the items already done.
 """

@@ -6,7 +6,10 @@ transcripts, 1–3-word phrases that never cross a stopword, punctuation or a li
 Relevance comes from the phrase's TF-IDF rank in its item: ``high`` for the first
 ``high_rank`` terms (when their score is at least ``high_min_score``), ``medium`` up to
 ``medium_rank``, ``low`` after that. Each item entry lists the chunks (positions in
-``index/chunks.jsonl``) whose stemmed text contains the term.
+``index/chunks.jsonl``) whose stemmed text contains the term, and, for an item the ``condense``
+stage has chunked, ``condensed_chunks``: the numbers of its condensed chunks (``chunk`` in
+``condensed.json`` and the shards, 1-based within the item — the seed's ``chunks: [1, 3]``)
+whose text contains it.
 
 ``synonyms.yaml`` (``term: [synonym, …]``, user-edited) is merged in symmetrically: every
 member of a group lists the others. :func:`lookup_topic` expands a query with them and matches
@@ -95,6 +98,8 @@ class TopicInput:
     """(position in ``chunks.jsonl``, chunk text) of the item's chunks."""
     entities: Sequence[str] = ()
     """Entity names from ``entities.json``."""
+    condensed: Sequence[tuple[int, str]] = ()
+    """(chunk number within the item, chunk text) of the item's condensed chunks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,8 @@ class Term:
     chunks: tuple[int, ...]
     source: str
     """``keyphrase`` or ``entity``."""
+    condensed: tuple[int, ...] = ()
+    """Numbers of the item's condensed chunks that contain the term."""
 
 
 @dataclass
@@ -209,6 +216,7 @@ def build_topics(
     topics: dict[str, list[dict[str, Any]]] = {}
     for it, pairs in zip(items, ranked, strict=True):
         chunk_keys = [(i, f" {stem_key(text)} ") for i, text in it.chunks]
+        condensed_keys = [(n, f" {stem_key(text)} ") for n, text in it.condensed]
         rank_of = {t: r for r, (t, _) in enumerate(pairs)}
         score_of = dict(pairs)
         terms: dict[str, Term] = {}
@@ -229,6 +237,7 @@ def build_topics(
                 _relevance(rank, score, s),
                 _chunks_with(stem_key(term), chunk_keys),
                 "keyphrase",
+                _chunks_with(stem_key(term), condensed_keys),
             )
         for name in sorted({normalize_term(e) for e in it.entities if normalize_term(e)}):
             if name in terms:
@@ -242,13 +251,16 @@ def build_topics(
                 _relevance(rank, score, s),
                 _chunks_with(stem_key(name), chunk_keys),
                 "entity",
+                _chunks_with(stem_key(name), condensed_keys),
             )
         ordered = sorted(terms.values(), key=lambda t: (_RANK[t.relevance], -t.score, t.term))
         result.terms[it.content_id] = ordered
         for t in ordered:
-            topics.setdefault(t.term, []).append(
-                {"content_id": it.content_id, "relevance": t.relevance, "chunks": list(t.chunks)}
-            )
+            entry: dict[str, Any] = {"content_id": it.content_id, "relevance": t.relevance,
+                                     "chunks": list(t.chunks)}  # fmt: skip
+            if it.condensed:
+                entry["condensed_chunks"] = list(t.condensed)
+            topics.setdefault(t.term, []).append(entry)
     result.doc = {
         "version": TOPICS_VERSION,
         "topics": {
@@ -331,9 +343,10 @@ def _read(path: Path) -> dict[str, Any]:
 def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
     """Items indexed under ``term``, its synonyms, or any term with the same stems.
 
-    One hit per item: ``{content_id, title, path, relevance, chunks, terms, via}`` — the best
-    relevance over the matched terms, the union of their chunks (positions in
-    ``chunks.jsonl``), the matched terms, and ``via`` = ``exact`` | ``stem`` | ``synonym``
+    One hit per item: ``{content_id, title, path, relevance, chunks, condensed_chunks, terms,
+    via}`` — the best relevance over the matched terms, the union of their chunks (positions in
+    ``chunks.jsonl``) and of their condensed chunks (numbers within the item), the matched
+    terms, and ``via`` = ``exact`` | ``stem`` | ``synonym``
     (the closest way any of them matched). Best relevance first, then exact before stem
     before synonym, then content ID. Title and path come from ``catalog.json`` when present.
     """
@@ -366,13 +379,15 @@ def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
             rel = str(entry.get("relevance", "low"))
             hit = hits.setdefault(
                 cid,
-                {"content_id": cid, "relevance": rel, "chunks": set(), "terms": set(), "via": via},
-            )
+                {"content_id": cid, "relevance": rel, "chunks": set(), "terms": set(), "via": via,
+                 "condensed_chunks": set()},
+            )  # fmt: skip
             if _RANK.get(rel, 2) < _RANK.get(hit["relevance"], 2):
                 hit["relevance"] = rel
             if order[via] < order[hit["via"]]:
                 hit["via"] = via
             hit["chunks"].update(int(c) for c in entry.get("chunks", []))
+            hit["condensed_chunks"].update(int(c) for c in entry.get("condensed_chunks", []))
             hit["terms"].add(t)
     catalog: dict[str, dict[str, Any]] = {}
     cat_path = index_dir / "catalog.json"
@@ -386,6 +401,7 @@ def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
             {
                 **hit,
                 "chunks": sorted(hit["chunks"]),
+                "condensed_chunks": sorted(hit["condensed_chunks"]),
                 "terms": sorted(hit["terms"]),
                 "title": entry.get("title"),
                 "path": entry.get("path"),

@@ -35,6 +35,7 @@ from arkai.adapters.layout import (
     scan_items,
 )
 from arkai.adapters.review import load_item_review, match_reviews
+from arkai.adapters.shards import CONDENSED_FILE, read_condensed
 from arkai.adapters.store import read_entities, read_evidence, read_json
 from arkai.core.document import Document
 from arkai.core.hashing import digest
@@ -47,6 +48,7 @@ from arkai.core.receipts import (
     span_is_valid,
 )
 from arkai.errors import ArkaiError, LibraryError
+from arkai.model.evidence import Resolution, Span
 from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, VERIFIED
 
 WISDOM = "wisdom.json"
@@ -84,12 +86,48 @@ def _wisdom_receipts(item: Item, path: Path) -> Iterator[tuple[str, Receipt]]:
         yield label, _record(path, label, raw)
 
 
-#: Every span-bearing output of an item: (file name in ``extracted/<item>/``, kind, reader).
+def _condensed_receipts(item: Item, path: Path) -> Iterator[tuple[str, Receipt]]:
+    """The quote of every decision, discovery and procedure of the item's condensed chunks."""
+    record = read_condensed(path, item.root)
+    if record is None:
+        return
+    if record.content_id != item.id:
+        raise LibraryError(f"{path}: written for item {record.content_id}, not {item.id}")
+    for c in record.chunks:
+        for n, f in enumerate(c.findings, 1):
+            label = f"chunk {c.chunk} {f.kind} {n}"
+            span = None
+            if f.span is not None:
+                if f.slice_sha256 is None:
+                    raise LibraryError(f"{path}: {label}: a span without slice_sha256")
+                start, end = f.span
+                span = Span(TRANSCRIPT, start, end, f.slice_sha256, line=f.line,
+                            video_timestamp=f.video_timestamp)  # fmt: skip
+            resolution = f.resolution or Resolution.from_dict(f.status, {})
+            receipt = Receipt(
+                quote=f.quote,
+                status=f.status,
+                resolution=resolution,
+                span=span,
+                quote_sha256=f.quote_sha256,
+                counted=f.resolution is not None,
+            )
+            yield label, receipt
+
+
+#: Every span-bearing output of an item: (file name, kind, reader); the file lives in
+#: ``extracted/<item>/`` but for condensed chunks (``condensed/<item>/``, :func:`span_file`).
 SPAN_FILES: tuple[tuple[str, str, Reader], ...] = (
     (EVIDENCE, "evidence", _evidence_receipts),
     (ENTITIES, "mentions", _mention_receipts),
     (WISDOM, "wisdom", _wisdom_receipts),
+    (CONDENSED_FILE, "condensed", _condensed_receipts),
 )
+
+
+def span_file(item: Item, name: str) -> Path:
+    """Where the item's span-bearing output ``name`` lives."""
+    return (item.condensed if name == CONDENSED_FILE else item.extracted) / name
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +324,7 @@ def _validate_item(item: Item) -> ItemReport:
         evidence = read_evidence(item.extracted / EVIDENCE)
         report.orphaned_reviews = sorted(match_reviews(evidence, reviews, evidence).orphans)
     for name, kind, reader in SPAN_FILES:
-        path = item.extracted / name
+        path = span_file(item, name)
         file = str(path.relative_to(item.root))
         for label, receipt in reader(item, path):
             _tally(report, doc, file, kind, label, receipt)

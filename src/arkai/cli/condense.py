@@ -1,0 +1,69 @@
+"""``arkai condense``: the ``condense`` stage — transcripts cut into chunks at message
+boundaries, each condensed (summary, decisions, discoveries, procedures with byte-exact quotes),
+then the shards in ``index/shards/`` (docs/answers.md)."""
+
+from __future__ import annotations
+
+import click
+
+from arkai.adapters import events
+from arkai.adapters.repo import Repo
+from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.ops.condense import condense as condense_op
+from arkai.ops.runner import Stats
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Condense again even when nothing changed.")
+@click.option("--refresh", is_flag=True, help="Ignore cached provider responses.")
+@click.option("--only", "only", multiple=True, help="Content ID (or prefix) to condense.")
+@click.option(
+    "--no-shards", "no_shards", is_flag=True,
+    help="Leave index/shards/ alone (the index stage builds them under dvc repro).",
+)  # fmt: skip
+@json_option
+@quiet_option
+@click.pass_context
+def condense(
+    ctx: click.Context, force: bool, refresh: bool, only: tuple[str, ...], no_shards: bool,
+    as_json: bool, quiet: bool,
+) -> None:  # fmt: skip
+    """Condense every changed item into chunks of about condense.chunk_tokens tokens, then
+    bring the shards (index/shards/) up to date."""
+    repo = Repo.at(repo_root(ctx))
+    ids = {repo.item(i).id for i in only} if only else None
+    with progress_bar("condense", quiet=quiet or as_json) as bar:
+
+        def progress(done: int, total: int, what: str, stats: Stats) -> None:
+            bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached {what}")
+
+        summary = condense_op(repo, now=events.utc_now(), only=ids, force=force,
+                              refresh=refresh, shards=not no_shards, progress=progress)  # fmt: skip
+    if as_json:
+        emit_json(summary.to_dict())
+        return
+    if quiet:
+        return
+    st = summary.stats
+    stdout.print(
+        f"condense: {summary.condensed} condensed ({summary.chunks} chunks), {summary.skipped} "
+        f"unchanged, {summary.removed} removed; provider calls {st.calls}, cache hits "
+        f"{st.cache_hits}",
+        markup=False,
+    )
+    for o in summary.oversized:
+        stdout.print(
+            f"oversized: item {o['item']} chunk {o['chunk']} is one message of {o['tokens']} "
+            "tokens, longer than condense.chunk_tokens (kept whole)",
+            markup=False,
+        )
+    sh = summary.shards
+    if sh is not None:
+        if sh.resharded:
+            stdout.print(f"shards: {sh.resharded}", markup=False)
+        stdout.print(
+            f"shards: {sh.shards} ({sh.chunks} chunks, {sh.tokens} tokens); written "
+            f"{', '.join(sh.written) or 'none'}; unchanged {len(sh.kept)}",
+            markup=False,
+        )
