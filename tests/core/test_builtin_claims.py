@@ -52,6 +52,17 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("So here we are unpacking the items list into three variables.", "narration"),
         ("My dream about taking an exam and my alarm going off is very,is accurate.", "restart"),
         ("It's been hard to,to stream from the new apartment lately.", "restart"),
+        ("Then my manager was like, hey, we are shutting the office down.", "reported speech"),
+        ("I remember when I was a kid we drove to the coast every summer.", "personal"),
+        ("My kids are small, so evening meetups are hard to get to.", "personal"),
+        ("I'm not a big fan of flying over the ocean at night.", "taste"),
+        ("Honestly I really hated Java when I was doing it at school.", "taste"),
+        ("At that time thecompanyhadnoideawhatopensourcewas at all.", "garbled"),
+        ("She is also one of our earliest members and helps with the newsletter.", "conversation"),
+        ("I got into open source in, it was maybe 2015 or so.", "restart"),
+        ("The compiler is, uh, I started using it after the migration.", "restart"),
+        ("We talked with the founder about pricing and early growth.", "meta"),
+        ("Are curious about open source but have never contributed.", "fragment"),
     ],
 )
 def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:
@@ -71,6 +82,55 @@ def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> 
 )
 def test_filler_reason_keeps_claims(text: str) -> None:
     assert filler_reason(text) is None
+    assert filler_reason(text, dialogue=True) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "He's a big fan of TypeScript, React and Node.",
+        "Ideally you find a job you enjoy, and that keeps burnout away.",
+        "I sold $20,000 worth of knives in one summer.",
+        "Kubernetes is, in short, a scheduler for containers.",
+        "About two thirds of my career has been in the .NET ecosystem.",
+    ],
+)
+def test_new_rules_keep_claims(text: str) -> None:
+    assert filler_reason(text) is None
+    assert filler_reason(text, dialogue=True) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Now you're doing a lot of mobile work with React Native.",
+        "You were on the conference panel about accessibility last year.",
+    ],
+)
+def test_remarks_to_the_other_speaker_are_filler_only_in_a_conversation(text: str) -> None:
+    assert filler_reason(text) is None  # in a lecture "you" is the audience: may be a claim
+    assert filler_reason(text, dialogue=True) == "conversation"
+
+
+def test_a_podcast_keeps_career_facts_and_drops_life_story() -> None:
+    turns = [
+        ("Host", "Our guest today is Ana Ruiz, a staff engineer at Northwind Labs."),
+        ("Host", "She leads the payments platform team of twelve engineers there."),
+        ("Ana Ruiz", "I remember when I was a kid I took apart every radio in the house."),
+        ("Ana Ruiz", "My first real programming job was in 2009, at a bank in Madrid."),
+        ("Ana Ruiz", "Then my boss was like, hey, can you fix the payroll scripts?"),
+        ("Ana Ruiz", "And I just started learning Perl and SQL through those scripts."),
+        ("Ana Ruiz", "Payment systems fail at the edges, so we test every currency rounding."),
+        ("Host", "Now you're doing a lot of the hiring for the platform team."),
+        ("Ana Ruiz", "I'm not a big fan of whiteboard interviews for senior engineers."),
+        ("Ana Ruiz", "Pairing on a real bug tells you far more than a whiteboard puzzle."),
+    ]
+    text = "".join(f"[00:00:{2 * i:02d}] {who}: {line}\n" for i, (who, line) in enumerate(turns))
+    quotes = {c["quote"] for c in call("extract_claims", text)}
+    life_story = {turns[i][1] for i in (2, 4, 7, 8)}  # childhood, dialogue, to the guest, taste
+    assert not quotes & life_story, quotes & life_story
+    facts = {turns[i][1] for i in (1, 3, 6, 9)}
+    assert len(quotes & facts) >= 3, quotes
 
 
 def test_claims_skip_meta_narration_and_restarts() -> None:

@@ -7,7 +7,7 @@ two normalised scores: cosine similarity to the document centroid, and TextRank 
 the graph of units at most :data:`WINDOW` units apart, so memory and time grow linearly with
 the input). It is then weighted by hints: numbers and proper names (+), length near 10–30
 words, an early position (+, slight), hesitation openers, filler, a leading pronoun that needs
-context, and a personal story with no number or name in it (−).
+context, and a personal story with no number in it (−), even one that names things.
 
 Candidates are declarative (no questions), not greetings, thanks or sign-offs, not meta talk,
 narration of on-screen steps, talk addressed to the other speaker, hedges or caption restarts
@@ -223,7 +223,13 @@ def _analyzer(text: str) -> list[str]:
 
 
 def is_candidate(
-    unit: Unit, cleaned: str, *, min_words: int, max_words: int, captions: bool
+    unit: Unit,
+    cleaned: str,
+    *,
+    min_words: int,
+    max_words: int,
+    captions: bool,
+    dialogue: bool = False,
 ) -> bool:
     """Whether ``unit`` may be reported as a claim (see the module doc)."""
     n = word_count(unit.text)
@@ -236,7 +242,7 @@ def is_candidate(
         return False
     if is_social(cleaned) or disfluency(unit.text) > 0.25 or looks_like_question(cleaned):
         return False
-    if filler_reason(cleaned) is not None:
+    if filler_reason(cleaned, dialogue=dialogue) is not None:
         return False
     if unit.kind != "window" and ends_dangling(unit.text):
         return False  # "... I have a paying gig for." — broken by the captioner
@@ -269,10 +275,10 @@ def _hints(unit: Unit, cleaned: str, position: float) -> float:
     if unit.edge:
         factor *= 0.85
     factor *= 0.7 + 0.6 * min(0.5, density(cleaned))  # chatter says little per word
-    if not (has_number(unit.text) or has_name_hint(cleaned)):
+    if not has_number(unit.text):
         if _ANECDOTE.search(cleaned):
-            factor *= ANECDOTE_FACTOR  # a personal story with no fact to check
-        elif not _GENERAL.search(cleaned):
+            factor *= ANECDOTE_FACTOR  # a personal story with no figure to check
+        elif not (has_name_hint(cleaned) or _GENERAL.search(cleaned)):
             factor *= 0.85
     return factor
 
@@ -333,6 +339,7 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     if not units:
         return ranking
     captions = any(u.kind == "window" for u in units)
+    dialogue = len({ln.speaker for ln in lines if ln.speaker}) >= 2
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(analyzer=_analyzer, sublinear_tf=True, dtype=np.float64)
@@ -354,7 +361,14 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
         broken = unit.kind != "window" and ends_strongly_dangling(unit.text)
         if follows_break and unit.kind != "window":
             continue  # the rest of a sentence the captioner broke with a full stop
-        if is_candidate(unit, cleaned, min_words=min_words, max_words=max_words, captions=captions):
+        if is_candidate(
+            unit,
+            cleaned,
+            min_words=min_words,
+            max_words=max_words,
+            captions=captions,
+            dialogue=dialogue,
+        ):
             scored.append((unit, cleaned))
     if not scored:
         return ranking
