@@ -171,7 +171,7 @@ def test_local_similarity_is_the_full_graph_within_the_window() -> None:
             "He's a big fan of TypeScript, uh, React and Node.",
             "Nick is a senior software engineer at Forem.",
             None,
-            "Nick's a big fan of TypeScript, React and Node.",
+            "Nick is a big fan of TypeScript, React and Node.",
         ),
         (
             "It stores compiled outputs keyed by input hashes.",
@@ -211,6 +211,126 @@ def test_standalone_claim_text(
     assert standalone(cleaned, previous, speaker) == expected
 
 
+@pytest.mark.parametrize(
+    ("cleaned", "previous", "expected"),
+    [
+        # a contraction is spelt out with the referent ("'s been" is "has been")
+        (
+            "He's been coding since 2002.",
+            ["Nick is an engineer at Forem."],
+            "Nick has been coding since 2002.",
+        ),
+        # what "there was something called X" introduces
+        (
+            "It's kind of like PHP for Windows servers.",
+            ["Even before .NET, there was something called ASP."],
+            "ASP is kind of like PHP for Windows servers.",
+        ),
+        # a plural noun phrase, with its prepositional tail, for "they"
+        (
+            "They hold a number between 0 and 1.",
+            ["The neurons in the first layer are pixels."],
+            "The neurons in the first layer hold a number between 0 and 1.",
+        ),
+        (
+            "They're called weights and biases.",
+            ["The connections are just numbers."],
+            "The connections are called weights and biases.",
+        ),
+        (
+            "They hold grayscale values.",
+            ["Neurons in the input layer hold pixels."],
+            "Neurons in the input layer hold grayscale values.",
+        ),
+        # a known product or a name no person has is a thing: "it"
+        (
+            "It was released in 2015 by Facebook.",
+            ["React Native is a mobile framework."],
+            "React Native was released in 2015 by Facebook.",
+        ),
+        (
+            "It returns a new list.",
+            ["Python is a language for scripting."],
+            "Python returns a new list.",
+        ),
+        # an organisation is "it" and "they"
+        (
+            "They even had their own scripting language.",
+            ["Microsoft is a large company."],
+            "Microsoft even had their own scripting language.",
+        ),
+        # a discourse adverb before the subject
+        (
+            "It's an absurdly complicated function.",
+            ["Really the entire network is just a function."],
+            "The entire network is an absurdly complicated function.",
+        ),
+        # "He" reaches past a sentence that names no one …
+        (
+            "He's a big fan of React and Node.",
+            ["The company behind DEV.", "Nick is a senior engineer at Forem."],
+            "Nick is a big fan of React and Node.",
+        ),
+        # … but not past one that names someone else
+        (
+            "He's a big fan of React and Node.",
+            ["Together with Ben Halpern and the team.", "Nick is a senior engineer at Forem."],
+            "He's a big fan of React and Node.",
+        ),
+        # nothing is guessed: agreement, dummy "it", demonstratives with their own noun
+        ("It returns a new list.", ["Nick is a developer in Montreal."], "It returns a new list."),
+        (
+            "He founded it in 2009.",
+            ["Python is a language for scripting."],
+            "He founded it in 2009.",
+        ),
+        (
+            "They hold values between 0 and 1.",
+            ["The cache is shared by every machine."],
+            "They hold values between 0 and 1.",
+        ),
+        (
+            "It's hard to say why that works so well.",
+            ["The cache is fast."],
+            "It's hard to say why that works so well.",
+        ),
+        (
+            "It's how the network learns its weights.",
+            ["The cache is fast."],
+            "It's how the network learns its weights.",
+        ),
+        (
+            "This layer holds ten neurons.",
+            ["The network is small."],
+            "This layer holds ten neurons.",
+        ),
+        (
+            "It was released in 2010.",
+            ["A cache is a store of results."],
+            "It was released in 2010.",
+        ),
+        (
+            "It created a copy of the list.",
+            ["C will now refer to this new list."],
+            "It created a copy of the list.",
+        ),
+    ],
+)
+def test_leading_pronouns_resolve_only_to_what_the_previous_sentence_names(
+    cleaned: str, previous: list[str], expected: str
+) -> None:
+    assert standalone(cleaned, previous, None) == expected
+
+
+def test_first_person_plural_of_a_labelled_speaker_is_attributed() -> None:
+    assert standalone("We meet twice a week on Zoom.", None, "Bekah Hawrot") == (
+        "Bekah Hawrot says: We meet twice a week on Zoom."
+    )
+    assert (
+        standalone("We meet twice a week on Zoom.", None, None) == "We meet twice a week on Zoom."
+    )
+
+
 def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
     text = (
         "[00:00:01] Bekah Hawrot: Nick is a senior software engineer at Forem in Montreal.\n"
@@ -224,7 +344,7 @@ def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
     for quote in by_quote:
         assert quote in text  # verbatim, unchanged
     assert by_quote["He's a big fan of TypeScript, uh, React and Node on Forem."] == (
-        "Nick's a big fan of TypeScript, React and Node on Forem."
+        "Nick is a big fan of TypeScript, React and Node on Forem."
     )
     assert by_quote["I've been working as a web developer since 2002 in Montreal."] == (
         "Nick Taylor says: I've been working as a web developer since 2002 in Montreal."

@@ -384,8 +384,11 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     total = max(1, len(units) - 1)
     for (unit, cleaned), base in zip(scored, combined, strict=True):
         score = float(base) * _hints(unit, cleaned, unit.index / total)
-        before = units[unit.index - 1] if unit.index else None
-        previous = clean_claim(before.text) if before and unit.line - before.line <= 2 else None
+        previous = [
+            clean_claim(units[i].text)
+            for i in range(unit.index - 1, max(-1, unit.index - 3), -1)
+            if unit.line - units[i].line <= 2
+        ]
         claim = standalone(cleaned, previous, lines[unit.line - 1].speaker)
         cands.append(Candidate(unit, claim, round(score, 6)))
     cands.sort(key=lambda c: (-c.score, c.unit.index))
