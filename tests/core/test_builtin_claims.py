@@ -364,3 +364,18 @@ def test_sentences_sharing_a_rare_term_are_not_merged() -> None:
     out = call("extract_claims", text)
     claims = [c["claim"] for c in out]
     assert len(claims) == len(set(claims)), claims  # no claim text repeated
+
+
+def test_a_boundary_bonus_moves_a_caption_cut() -> None:
+    from arkai.providers.builtin.text import _window_spans, word_offsets
+
+    body = " ".join(f"word{i}" for i in range(40))  # no break word anywhere
+    plain = _window_spans(body)
+    starts = {s for s, _ in plain}
+    offsets = word_offsets(body)
+    target = next(k for k in range(12, 28) if offsets[k][0] not in starts)
+    bonus = [0.0] * len(offsets)
+    bonus[target] = 5.0
+    moved = _window_spans(body, bonus=bonus)
+    assert offsets[target][0] in {s for s, _ in moved}
+    assert _window_spans(body, bonus=[0.0] * len(offsets)) == plain
