@@ -15,11 +15,11 @@ narration of on-screen steps, talk addressed to the other speaker, hedges or cap
 halves of a sentence that the captioner cut with a full stop ("… a paying gig for." / "Media
 and it's working …"). Selection
 is greedy by score with a diversity penalty (maximal marginal relevance); a unit scoring under
-0.4 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
+0.35 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
 chosen. Output is in document order; ``confidence`` is 0.5–0.95, the score relative to the best
 candidate.
 
-How many follows the content: up to 30 % of the candidates (a dense lecture has many, a chatty
+How many follows the content: up to 35 % of the candidates (a dense lecture has many, a chatty
 podcast few) or five, whichever is more; at most one per 30 words and at most
 ``options["variables"]["max_claims"]`` (a positive integer or a string of one; absent, ``0``
 or ``"auto"``: 100).
@@ -65,7 +65,7 @@ MAX_AUTO_CLAIMS = 100
 """The cap when ``max_claims`` is absent, ``0`` or ``"auto"``."""
 WORDS_PER_CLAIM = 30
 """At most one claim per this many words of input."""
-CANDIDATE_SHARE = 0.3
+CANDIDATE_SHARE = 0.35
 """Report up to this share of the units that pass the claim filters …"""
 MIN_CLAIMS = 5
 """… or up to this many, when there are that many candidates (a short dense note)."""
@@ -74,7 +74,7 @@ SAME_WORDS = 0.6
 """A near-duplicate merged into a claim also shares this share of all its words (Jaccard):
 TF-IDF cosine alone finds short sentences that merely share a rare term."""
 DIVERSITY = 0.35
-MIN_RELATIVE_SCORE = 0.4
+MIN_RELATIVE_SCORE = 0.35
 """Candidates scoring under this share of the best one are never chosen."""
 _PRONOUN_START = re.compile(
     r"^(?:it|this|that|these|those|they|he|she|him|her|them|there|here)\b(?!-)", re.IGNORECASE
