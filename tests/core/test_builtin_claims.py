@@ -63,6 +63,10 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("The compiler is, uh, I started using it after the migration.", "restart"),
         ("We talked with the founder about pricing and early growth.", "meta"),
         ("Are curious about open source but have never contributed.", "fragment"),
+        ("The other question we have is what the most exciting bug was.", "meta"),
+        ("Like I've mentioned to you before, I'm slow at starting projects.", "meta"),
+        ("Who's in our community, and a maintainer as well.", "fragment"),
+        ("A lot of people are like, I have no idea who that is.", "reported speech"),
     ],
 )
 def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:

@@ -41,7 +41,9 @@ _META = re.compile(
     | \blet\ me\ (?:show|walk|explain|tell|start|ask|go|give|share|introduce|just|try|see|
         pull|bring|read|quickly|first|also|move)\b
     | \b(?:next|last|previous|following|upcoming)\ (?:video|episode|lesson|section|chapter)\b
-    | \b(?:as|like)\ (?:i|we)\ (?:said|mentioned|discussed|saw|showed)\b
+    | \b(?:as|like)\ (?:i|we)(?:'ve|\ have)?\ (?:said|mentioned|discussed|saw|showed)\b
+    | \b(?:the|another|one|my|our)\ (?:other\ |next\ |last\ |first\ |final\ )?
+        question\ (?:we|i)\ (?:have|had|ask)\b
     | \b(?:i|we)\ (?:want|wanted|wanna|would\ like|'d\ like)\ (?:to\ )?(?:talk|transition|ask|
         make\ sure|start|share|thank|mention|introduce|go\ over|show|dive|jump|get\ into)\b
     | \bquestions?\ (?:from|for)\ (?:the|our|you|him|her)\b
@@ -116,7 +118,8 @@ _SMALL_TALK = re.compile(
 
 #: A subordinate clause standing alone ("Like we start every meeting.").
 _FRAGMENT = re.compile(
-    r"^(?:like|because|cuz|cause|which|whereas|although|as if|such as)\b", re.IGNORECASE
+    r"^(?:like|because|cuz|cause|which|who|who's|whose|whom|whereas|although|as if|such as)\b",
+    re.IGNORECASE,
 )
 #: A sentence that stops right after "and you", "or we" …: the rest was never said.
 _CUT_SHORT = re.compile(r"\b(?:and|or|but) (?:you|i|we|they|he|she)[.!…]*$", re.IGNORECASE)
@@ -144,7 +147,7 @@ _RESTART = re.compile(
 #: Reported speech and re-enacted dialogue ("Dan was like, Hey, …", "I said, okay").
 _REPORTED = re.compile(
     r"\b(?:was|were|is|are|be|i'm|he's|she's|they're)\s+like,?\s+(?:hey|oh|okay|ok|well|wow|"
-    r"yeah|no|what|dude|man)\b|\blike,\s+(?:hey|oh|wow)\b",
+    r"yeah|no|what|dude|man|i)\b|\blike,\s+(?:hey|oh|wow)\b",
     re.IGNORECASE,
 )
 
