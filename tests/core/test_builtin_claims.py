@@ -67,6 +67,9 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("Like I've mentioned to you before, I'm slow at starting projects.", "meta"),
         ("Who's in our community, and a maintainer as well.", "fragment"),
         ("A lot of people are like, I have no idea who that is.", "reported speech"),
+        ("She talked a lot about bootcamps and the ups and downs of learning.", "meta"),
+        ("And why I'm telling you this story is that the forum led me here.", "meta"),
+        ("I also fixed one or two issues for the site, I can't remember.", "hedge"),
     ],
 )
 def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:

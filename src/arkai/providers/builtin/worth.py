@@ -54,7 +54,9 @@ _META = re.compile(
     | \bwelcome\ (?:to|back|everyone|everybody)\b
     | \b(?:this|the|our|my)\ (?:podcast|episode|show|channel|video|livestream|stream)\b
     | \b(?:an?|today's|next|last|every|each)\ (?:\w+\ ){0,2}(?:episode|podcast)\b
-    | \b(?:we|i)\ (?:talked|chatted|spoke|sat\ down)\ (?:with|to)\b
+    | \b(?:we|i|he|she|they)\ (?:talked|chatted|spoke|sat\ down)\ (?:a\ lot\ |a\ bit\ )?
+        (?:with|to|about)\b
+    | \btelling\ you\ (?:this|that|the|my)\ story\b
     | \b(?:hear|learn|talk)\ (?:from|with)\ [A-Z]
     | \b(?:is|are)\ (?:gonna|going\ to)\ (?:talk|share|tell|show|walk|join|be\ talking)\b
     | \bwill\ (?:share|talk|tell)\ (?:with\ )?us\b
@@ -130,6 +132,7 @@ _HEDGE = re.compile(
     r"i\s+have\s+no\s+idea|i\s+can't\s+remember)\b",
     re.IGNORECASE,
 )
+_FORGOT = re.compile(r"\b(?:i|we)\s+(?:can't|cannot|don't|do\s+not)\s+remember\b", re.IGNORECASE)
 
 #: A restart left by rolling captions or a stutter: "is very,is accurate", "to,to stream",
 #: "I, I", "it's,uh, it's".
@@ -221,7 +224,7 @@ def filler_reason(text: str, *, dialogue: bool = False) -> str | None:
         return "reported speech"
     if _PERSONAL.search(text) and not _DIGIT.search(text):
         return "personal"
-    if _HEDGE.match(text):
+    if _HEDGE.match(text) or _FORGOT.search(text):
         return "hedge"
     if _RESTART.search(text):
         return "restart"
