@@ -70,6 +70,8 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("She talked a lot about bootcamps and the ups and downs of learning.", "meta"),
         ("And why I'm telling you this story is that the forum led me here.", "meta"),
         ("I also fixed one or two issues for the site, I can't remember.", "hedge"),
+        ("sometimes it's a it's a company that needs a new round", "restart"),
+        ("then my cofounder said hey maybe we should raise a seed round", "reported speech"),
     ],
 )
 def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:
@@ -100,6 +102,7 @@ def test_filler_reason_keeps_claims(text: str) -> None:
         "I sold $20,000 worth of knives in one summer.",
         "Kubernetes is, in short, a scheduler for containers.",
         "About two thirds of my career has been in the .NET ecosystem.",
+        "A list of lists is a matrix, a list of lists of lists a cube.",
     ],
 )
 def test_new_rules_keep_claims(text: str) -> None:

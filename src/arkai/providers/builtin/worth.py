@@ -137,12 +137,14 @@ _FORGOT = re.compile(r"\b(?:i|we)\s+(?:can't|cannot|don't|do\s+not)\s+remember\b
 #: A restart left by rolling captions or a stutter: "is very,is accurate", "to,to stream",
 #: "I, I", "it's,uh, it's".
 _RESTART = re.compile(
-    r"\b(\w+)(?:,\s*|\s+\w+,\s*)(?:(?:uh|um),\s*)?\1\b|\b(\w+),(?:uh|um)?,?\s*\2\b"
+    r"\b(?!(?:a|an|the)\b)(\w+)(?:,\s*|\s+\w+,\s*)(?:(?:uh|um),\s*)?\1\b|\b(\w+),(?:uh|um)?,?\s*\2\b"
     r"|^(?:i|it|we|they|he|she),\s+(?:(?:uh|um),\s+)?(?:i|it|we|they|he|she|there|you)\b"
     r"|^(?:it's|that's|there's)\s+(?:we|i|they|you)\b"
     r"|\b(?:in|at|on|to|for|of|with|from|by|the|a|an|is|are|was|were)\s*,\s+"
     r"(?:(?:uh|um),\s+)?(?:it|i|we|they|he|she)\b"
-    r"|\b(?:the|a|an)\s+(?:not|every|my|your|our)\b",
+    r"|\b(?:the|a|an)\s+(?:not|every|my|your|our)\b"
+    r"|\b((?:i|i'm|it|it's|we|we're|you|you're|they|they're|he|she|that|that's|there|there's|"
+    r"this|is|was|and|but|so)\s+\w+(?:'\w+)?)\s+\3\b",
     re.IGNORECASE,
 )
 
@@ -150,7 +152,8 @@ _RESTART = re.compile(
 #: Reported speech and re-enacted dialogue ("Dan was like, Hey, …", "I said, okay").
 _REPORTED = re.compile(
     r"\b(?:was|were|is|are|be|i'm|he's|she's|they're)\s+like,?\s+(?:hey|oh|okay|ok|well|wow|"
-    r"yeah|no|what|dude|man|i)\b|\blike,\s+(?:hey|oh|wow)\b",
+    r"yeah|no|what|dude|man|i)\b|\blike,\s+(?:hey|oh|wow)\b"
+    r"|\b(?:said|says|asked|told\s+(?:me|us|him|her))\s*,?\s+(?:hey|oh|okay|ok|well|look|listen)\b",
     re.IGNORECASE,
 )
 
