@@ -72,6 +72,7 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("I also fixed one or two issues for the site, I can't remember.", "hedge"),
         ("sometimes it's a it's a company that needs a new round", "restart"),
         ("then my cofounder said hey maybe we should raise a seed round", "reported speech"),
+        ("Not having a another developer to lean on slowed the team down.", "restart"),
     ],
 )
 def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:
@@ -115,6 +116,8 @@ def test_new_rules_keep_claims(text: str) -> None:
     [
         "Now you're doing a lot of mobile work with React Native.",
         "You were on the conference panel about accessibility last year.",
+        "We had two lightning talk events, and you've given talks at both of them.",
+        "I still see you helping out with the newsletter every month.",
     ],
 )
 def test_remarks_to_the_other_speaker_are_filler_only_in_a_conversation(text: str) -> None:
@@ -389,3 +392,10 @@ def test_a_boundary_bonus_moves_a_caption_cut() -> None:
     moved = _window_spans(body, bonus=bonus)
     assert offsets[target][0] in {s for s, _ in moved}
     assert _window_spans(body, bonus=[0.0] * len(offsets)) == plain
+
+
+def test_an_unpunctuated_have_you_is_a_question() -> None:
+    from arkai.providers.builtin.text import looks_like_question
+
+    assert looks_like_question("Have you found that giving talks helped your career")
+    assert not looks_like_question("Having a mentor helped my career a lot")

@@ -561,7 +561,8 @@ def ends_strongly_dangling(text: str) -> bool:
 
 
 _QUESTION_START = re.compile(
-    r"^(?:how|what|why|where|when|who|which|should|do|does|did|is|are|can|could|would|will)"
+    r"^(?:how|what|why|where|when|who|which|should|do|does|did|is|are|can|could|would|will|"
+    r"have|has)"
     r" (?:do|does|did|is|are|was|were|can|could|would|should|will|you|we|they|i|it|he|she)\b",
     re.IGNORECASE,
 )

@@ -142,7 +142,7 @@ _RESTART = re.compile(
     r"|^(?:it's|that's|there's)\s+(?:we|i|they|you)\b"
     r"|\b(?:in|at|on|to|for|of|with|from|by|the|a|an|is|are|was|were)\s*,\s+"
     r"(?:(?:uh|um),\s+)?(?:it|i|we|they|he|she)\b"
-    r"|\b(?:the|a|an)\s+(?:not|every|my|your|our)\b"
+    r"|\b(?:the|a|an)\s+(?:not|every|my|your|our|another|a|an|the)\b"
     r"|\b((?:i|i'm|it|it's|we|we're|you|you're|they|they're|he|she|that|that's|there|there's|"
     r"this|is|was|and|but|so)\s+\w+(?:'\w+)?)\s+\3\b",
     re.IGNORECASE,
@@ -185,7 +185,10 @@ _GARBLED = re.compile(r"[A-Za-z@]{26,}")
 #: Native.", "You were on the panel.") — a generic "you" ("ideally you find a job …") is kept.
 _TO_GUEST = re.compile(
     r"^(?:(?:and|so|now|but|well|oh|yeah|okay|right),?\s+)*you(?:'re|\s+are|'ve|\s+have|"
-    r"\s+were|\s+did|\s+had|'d\s+been)\b",
+    r"\s+were|\s+did|\s+had|'d\s+been)\b"
+    r"|\byou(?:'ve|\s+have|\s+had|\s+were|\s+did)\s+(?:\w+\s+)?(?:been|done|given|had|"
+    r"written|made|said|mentioned|told|shared|worked|built|started|created|contributed|found|"
+    r"mentored|talked)\b|\bi\s+(?:still\s+)?(?:see|saw)\s+you\b",
     re.IGNORECASE,
 )
 
@@ -201,7 +204,7 @@ def filler_reason(text: str, *, dialogue: bool = False) -> str | None:
     """Why ``text`` (a cleaned unit) is not worth citing, or ``None`` when no rule objects.
     ``dialogue``: the text is a turn of a conversation between labelled speakers, where a
     sentence about "you" is addressed to the other speaker."""
-    if dialogue and _TO_GUEST.match(text):
+    if dialogue and _TO_GUEST.search(text):
         return "conversation"
     if _META.search(text):
         return "meta"
