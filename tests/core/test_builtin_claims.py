@@ -104,6 +104,8 @@ def test_filler_reason_keeps_claims(text: str) -> None:
         "Kubernetes is, in short, a scheduler for containers.",
         "About two thirds of my career has been in the .NET ecosystem.",
         "A list of lists is a matrix, a list of lists of lists a cube.",
+        "Rust is like no other language in how its borrow checker works.",
+        "A tuple is like what you get from a list, but read-only.",
     ],
 )
 def test_new_rules_keep_claims(text: str) -> None:
@@ -118,6 +120,7 @@ def test_new_rules_keep_claims(text: str) -> None:
         "You were on the conference panel about accessibility last year.",
         "We had two lightning talk events, and you've given talks at both of them.",
         "I still see you helping out with the newsletter every month.",
+        "You contributed to my open source project last October.",
     ],
 )
 def test_remarks_to_the_other_speaker_are_filler_only_in_a_conversation(text: str) -> None:

@@ -91,7 +91,6 @@ _ADDRESSED = re.compile(
         fascinating|hilarious|exciting)\b
     | \bi\ (?:love|loved|like)\ (?:that|this|it|how\ you)\b
     | \b(?:your|you're\ a)\ (?:story|journey|background)\b
-    | ^you\ (?:contributed|helped|wrote|started|created|built|joined|made|gave|reached)\b
     | \b(?:one\ of\ our|helped\ us|(?:join|joined|joining)\ us|with\ us\ (?:today|here|now))\b
     """,
     re.IGNORECASE | re.VERBOSE,
@@ -151,8 +150,9 @@ _RESTART = re.compile(
 
 #: Reported speech and re-enacted dialogue ("Dan was like, Hey, …", "I said, okay").
 _REPORTED = re.compile(
-    r"\b(?:was|were|is|are|be|i'm|he's|she's|they're)\s+like,?\s+(?:hey|oh|okay|ok|well|wow|"
-    r"yeah|no|what|dude|man|i)\b|\blike,\s+(?:hey|oh|wow)\b"
+    r"\b(?:was|were|is|are|be|i'm|he's|she's|they're)\s+like"
+    r"(?:,?\s+(?:hey|oh|okay|ok|wow|yeah|dude)|,\s+(?:well|no|what|man|i))\b"
+    r"|\blike,\s+(?:hey|oh|wow)\b"
     r"|\b(?:said|says|asked|told\s+(?:me|us|him|her))\s*,?\s+(?:hey|oh|okay|ok|well|look|listen)\b",
     re.IGNORECASE,
 )
@@ -188,7 +188,8 @@ _TO_GUEST = re.compile(
     r"\s+were|\s+did|\s+had|'d\s+been)\b"
     r"|\byou(?:'ve|\s+have|\s+had|\s+were|\s+did)\s+(?:\w+\s+)?(?:been|done|given|had|"
     r"written|made|said|mentioned|told|shared|worked|built|started|created|contributed|found|"
-    r"mentored|talked)\b|\bi\s+(?:still\s+)?(?:see|saw)\s+you\b",
+    r"mentored|talked)\b|\bi\s+(?:still\s+)?(?:see|saw)\s+you\b"
+    r"|^you\s+(?:contributed|helped|wrote|started|created|built|joined|made|gave|reached)\b",
     re.IGNORECASE,
 )
 
