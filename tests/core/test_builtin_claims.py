@@ -52,6 +52,27 @@ def call(pattern: str, text: str, **variables: object) -> list[dict[str, object]
         ("So here we are unpacking the items list into three variables.", "narration"),
         ("My dream about taking an exam and my alarm going off is very,is accurate.", "restart"),
         ("It's been hard to,to stream from the new apartment lately.", "restart"),
+        ("Then my manager was like, hey, we are shutting the office down.", "reported speech"),
+        ("I remember when I was a kid we drove to the coast every summer.", "personal"),
+        ("My kids are small, so evening meetups are hard to get to.", "personal"),
+        ("I'm not a big fan of flying over the ocean at night.", "taste"),
+        ("Honestly I really hated Java when I was doing it at school.", "taste"),
+        ("At that time thecompanyhadnoideawhatopensourcewas at all.", "garbled"),
+        ("She is also one of our earliest members and helps with the newsletter.", "conversation"),
+        ("I got into open source in, it was maybe 2015 or so.", "restart"),
+        ("The compiler is, uh, I started using it after the migration.", "restart"),
+        ("We talked with the founder about pricing and early growth.", "meta"),
+        ("Are curious about open source but have never contributed.", "fragment"),
+        ("The other question we have is what the most exciting bug was.", "meta"),
+        ("Like I've mentioned to you before, I'm slow at starting projects.", "meta"),
+        ("Who's in our community, and a maintainer as well.", "fragment"),
+        ("A lot of people are like, I have no idea who that is.", "reported speech"),
+        ("She talked a lot about bootcamps and the ups and downs of learning.", "meta"),
+        ("And why I'm telling you this story is that the forum led me here.", "meta"),
+        ("I also fixed one or two issues for the site, I can't remember.", "hedge"),
+        ("sometimes it's a it's a company that needs a new round", "restart"),
+        ("then my cofounder said hey maybe we should raise a seed round", "reported speech"),
+        ("Not having a another developer to lean on slowed the team down.", "restart"),
     ],
 )
 def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> None:
@@ -71,6 +92,61 @@ def test_filler_reason_rejects_talk_not_worth_citing(text: str, reason: str) -> 
 )
 def test_filler_reason_keeps_claims(text: str) -> None:
     assert filler_reason(text) is None
+    assert filler_reason(text, dialogue=True) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "He's a big fan of TypeScript, React and Node.",
+        "Ideally you find a job you enjoy, and that keeps burnout away.",
+        "I sold $20,000 worth of knives in one summer.",
+        "Kubernetes is, in short, a scheduler for containers.",
+        "About two thirds of my career has been in the .NET ecosystem.",
+        "A list of lists is a matrix, a list of lists of lists a cube.",
+        "Rust is like no other language in how its borrow checker works.",
+        "A tuple is like what you get from a list, but read-only.",
+    ],
+)
+def test_new_rules_keep_claims(text: str) -> None:
+    assert filler_reason(text) is None
+    assert filler_reason(text, dialogue=True) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Now you're doing a lot of mobile work with React Native.",
+        "You were on the conference panel about accessibility last year.",
+        "We had two lightning talk events, and you've given talks at both of them.",
+        "I still see you helping out with the newsletter every month.",
+        "You contributed to my open source project last October.",
+    ],
+)
+def test_remarks_to_the_other_speaker_are_filler_only_in_a_conversation(text: str) -> None:
+    assert filler_reason(text) is None  # in a lecture "you" is the audience: may be a claim
+    assert filler_reason(text, dialogue=True) == "conversation"
+
+
+def test_a_podcast_keeps_career_facts_and_drops_life_story() -> None:
+    turns = [
+        ("Host", "Our guest today is Ana Ruiz, a staff engineer at Northwind Labs."),
+        ("Host", "She leads the payments platform team of twelve engineers there."),
+        ("Ana Ruiz", "I remember when I was a kid I took apart every radio in the house."),
+        ("Ana Ruiz", "My first real programming job was in 2009, at a bank in Madrid."),
+        ("Ana Ruiz", "Then my boss was like, hey, can you fix the payroll scripts?"),
+        ("Ana Ruiz", "And I just started learning Perl and SQL through those scripts."),
+        ("Ana Ruiz", "Payment systems fail at the edges, so we test every currency rounding."),
+        ("Host", "Now you're doing a lot of the hiring for the platform team."),
+        ("Ana Ruiz", "I'm not a big fan of whiteboard interviews for senior engineers."),
+        ("Ana Ruiz", "Pairing on a real bug tells you far more than a whiteboard puzzle."),
+    ]
+    text = "".join(f"[00:00:{2 * i:02d}] {who}: {line}\n" for i, (who, line) in enumerate(turns))
+    quotes = {c["quote"] for c in call("extract_claims", text)}
+    life_story = {turns[i][1] for i in (2, 4, 7, 8)}  # childhood, dialogue, to the guest, taste
+    assert not quotes & life_story, quotes & life_story
+    facts = {turns[i][1] for i in (1, 3, 6, 9)}
+    assert len(quotes & facts) >= 3, quotes
 
 
 def test_claims_skip_meta_narration_and_restarts() -> None:
@@ -111,7 +187,7 @@ def test_local_similarity_is_the_full_graph_within_the_window() -> None:
             "He's a big fan of TypeScript, uh, React and Node.",
             "Nick is a senior software engineer at Forem.",
             None,
-            "Nick's a big fan of TypeScript, React and Node.",
+            "Nick is a big fan of TypeScript, React and Node.",
         ),
         (
             "It stores compiled outputs keyed by input hashes.",
@@ -151,6 +227,126 @@ def test_standalone_claim_text(
     assert standalone(cleaned, previous, speaker) == expected
 
 
+@pytest.mark.parametrize(
+    ("cleaned", "previous", "expected"),
+    [
+        # a contraction is spelt out with the referent ("'s been" is "has been")
+        (
+            "He's been coding since 2002.",
+            ["Nick is an engineer at Forem."],
+            "Nick has been coding since 2002.",
+        ),
+        # what "there was something called X" introduces
+        (
+            "It's kind of like PHP for Windows servers.",
+            ["Even before .NET, there was something called ASP."],
+            "ASP is kind of like PHP for Windows servers.",
+        ),
+        # a plural noun phrase, with its prepositional tail, for "they"
+        (
+            "They hold a number between 0 and 1.",
+            ["The neurons in the first layer are pixels."],
+            "The neurons in the first layer hold a number between 0 and 1.",
+        ),
+        (
+            "They're called weights and biases.",
+            ["The connections are just numbers."],
+            "The connections are called weights and biases.",
+        ),
+        (
+            "They hold grayscale values.",
+            ["Neurons in the input layer hold pixels."],
+            "Neurons in the input layer hold grayscale values.",
+        ),
+        # a known product or a name no person has is a thing: "it"
+        (
+            "It was released in 2015 by Facebook.",
+            ["React Native is a mobile framework."],
+            "React Native was released in 2015 by Facebook.",
+        ),
+        (
+            "It returns a new list.",
+            ["Python is a language for scripting."],
+            "Python returns a new list.",
+        ),
+        # an organisation is "it" and "they"
+        (
+            "They even had their own scripting language.",
+            ["Microsoft is a large company."],
+            "Microsoft even had their own scripting language.",
+        ),
+        # a discourse adverb before the subject
+        (
+            "It's an absurdly complicated function.",
+            ["Really the entire network is just a function."],
+            "The entire network is an absurdly complicated function.",
+        ),
+        # "He" reaches past a sentence that names no one …
+        (
+            "He's a big fan of React and Node.",
+            ["The company behind DEV.", "Nick is a senior engineer at Forem."],
+            "Nick is a big fan of React and Node.",
+        ),
+        # … but not past one that names someone else
+        (
+            "He's a big fan of React and Node.",
+            ["Together with Ben Halpern and the team.", "Nick is a senior engineer at Forem."],
+            "He's a big fan of React and Node.",
+        ),
+        # nothing is guessed: agreement, dummy "it", demonstratives with their own noun
+        ("It returns a new list.", ["Nick is a developer in Montreal."], "It returns a new list."),
+        (
+            "He founded it in 2009.",
+            ["Python is a language for scripting."],
+            "He founded it in 2009.",
+        ),
+        (
+            "They hold values between 0 and 1.",
+            ["The cache is shared by every machine."],
+            "They hold values between 0 and 1.",
+        ),
+        (
+            "It's hard to say why that works so well.",
+            ["The cache is fast."],
+            "It's hard to say why that works so well.",
+        ),
+        (
+            "It's how the network learns its weights.",
+            ["The cache is fast."],
+            "It's how the network learns its weights.",
+        ),
+        (
+            "This layer holds ten neurons.",
+            ["The network is small."],
+            "This layer holds ten neurons.",
+        ),
+        (
+            "It was released in 2010.",
+            ["A cache is a store of results."],
+            "It was released in 2010.",
+        ),
+        (
+            "It created a copy of the list.",
+            ["C will now refer to this new list."],
+            "It created a copy of the list.",
+        ),
+    ],
+)
+def test_leading_pronouns_resolve_only_to_what_the_previous_sentence_names(
+    cleaned: str, previous: list[str], expected: str
+) -> None:
+    assert standalone(cleaned, previous, None) == expected
+
+
+def test_first_person_plural_of_a_labelled_speaker_is_attributed() -> None:
+    assert standalone("We meet twice a week on Zoom.", None, "Bekah Hawrot") == (
+        "Bekah Hawrot says: We meet twice a week on Zoom."
+    )
+    assert (
+        standalone("We meet twice a week on Zoom.", None, None) == "We meet twice a week on Zoom."
+    )
+
+
 def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
     text = (
         "[00:00:01] Bekah Hawrot: Nick is a senior software engineer at Forem in Montreal.\n"
@@ -164,7 +360,7 @@ def test_claims_are_standalone_while_quotes_stay_verbatim() -> None:
     for quote in by_quote:
         assert quote in text  # verbatim, unchanged
     assert by_quote["He's a big fan of TypeScript, uh, React and Node on Forem."] == (
-        "Nick's a big fan of TypeScript, React and Node on Forem."
+        "Nick is a big fan of TypeScript, React and Node on Forem."
     )
     assert by_quote["I've been working as a web developer since 2002 in Montreal."] == (
         "Nick Taylor says: I've been working as a web developer since 2002 in Montreal."
@@ -184,3 +380,25 @@ def test_sentences_sharing_a_rare_term_are_not_merged() -> None:
     out = call("extract_claims", text)
     claims = [c["claim"] for c in out]
     assert len(claims) == len(set(claims)), claims  # no claim text repeated
+
+
+def test_a_boundary_bonus_moves_a_caption_cut() -> None:
+    from arkai.providers.builtin.text import _window_spans, word_offsets
+
+    body = " ".join(f"word{i}" for i in range(40))  # no break word anywhere
+    plain = _window_spans(body)
+    starts = {s for s, _ in plain}
+    offsets = word_offsets(body)
+    target = next(k for k in range(12, 28) if offsets[k][0] not in starts)
+    bonus = [0.0] * len(offsets)
+    bonus[target] = 5.0
+    moved = _window_spans(body, bonus=bonus)
+    assert offsets[target][0] in {s for s, _ in moved}
+    assert _window_spans(body, bonus=[0.0] * len(offsets)) == plain
+
+
+def test_an_unpunctuated_have_you_is_a_question() -> None:
+    from arkai.providers.builtin.text import looks_like_question
+
+    assert looks_like_question("Have you found that giving talks helped your career")
+    assert not looks_like_question("Having a mentor helped my career a lot")

@@ -199,7 +199,7 @@ def test_claims_limit_is_a_cap_and_the_count_follows_the_content() -> None:
     assert claims_mod.claim_limit({"max_claims": "auto"}, 30_000, 1000) == 100
     assert claims_mod.claim_limit({}, 600, 1000) == 20  # one per 30 words
     assert claims_mod.claim_limit({}, 60, 1000) == 5  # … or five
-    assert claims_mod.claim_limit({}, 30_000, 100) == 30  # 30 % of the candidates
+    assert claims_mod.claim_limit({}, 30_000, 100) == 35  # 35 % of the candidates
     assert claims_mod.claim_limit({}, 30_000, 10) == 5  # or five
     assert claims_mod.claim_limit({}, 30_000, 3) == 3
     assert claims_mod.claim_limit({"max_claims": 2}, 30_000, 1000) == 2

@@ -7,7 +7,7 @@ two normalised scores: cosine similarity to the document centroid, and TextRank 
 the graph of units at most :data:`WINDOW` units apart, so memory and time grow linearly with
 the input). It is then weighted by hints: numbers and proper names (+), length near 10–30
 words, an early position (+, slight), hesitation openers, filler, a leading pronoun that needs
-context, and a personal story with no number or name in it (−).
+context, and a personal story with no number in it (−), even one that names things.
 
 Candidates are declarative (no questions), not greetings, thanks or sign-offs, not meta talk,
 narration of on-screen steps, talk addressed to the other speaker, hedges or caption restarts
@@ -15,11 +15,11 @@ narration of on-screen steps, talk addressed to the other speaker, hedges or cap
 halves of a sentence that the captioner cut with a full stop ("… a paying gig for." / "Media
 and it's working …"). Selection
 is greedy by score with a diversity penalty (maximal marginal relevance); a unit scoring under
-0.4 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
+0.35 of the best one, or whose cosine similarity to one already chosen exceeds 0.8, is never
 chosen. Output is in document order; ``confidence`` is 0.5–0.95, the score relative to the best
 candidate.
 
-How many follows the content: up to 30 % of the candidates (a dense lecture has many, a chatty
+How many follows the content: up to 35 % of the candidates (a dense lecture has many, a chatty
 podcast few) or five, whichever is more; at most one per 30 words and at most
 ``options["variables"]["max_claims"]`` (a positive integer or a string of one; absent, ``0``
 or ``"auto"``: 100).
@@ -65,7 +65,7 @@ MAX_AUTO_CLAIMS = 100
 """The cap when ``max_claims`` is absent, ``0`` or ``"auto"``."""
 WORDS_PER_CLAIM = 30
 """At most one claim per this many words of input."""
-CANDIDATE_SHARE = 0.3
+CANDIDATE_SHARE = 0.35
 """Report up to this share of the units that pass the claim filters …"""
 MIN_CLAIMS = 5
 """… or up to this many, when there are that many candidates (a short dense note)."""
@@ -74,7 +74,7 @@ SAME_WORDS = 0.6
 """A near-duplicate merged into a claim also shares this share of all its words (Jaccard):
 TF-IDF cosine alone finds short sentences that merely share a rare term."""
 DIVERSITY = 0.35
-MIN_RELATIVE_SCORE = 0.4
+MIN_RELATIVE_SCORE = 0.35
 """Candidates scoring under this share of the best one are never chosen."""
 _PRONOUN_START = re.compile(
     r"^(?:it|this|that|these|those|they|he|she|him|her|them|there|here)\b(?!-)", re.IGNORECASE
@@ -223,7 +223,13 @@ def _analyzer(text: str) -> list[str]:
 
 
 def is_candidate(
-    unit: Unit, cleaned: str, *, min_words: int, max_words: int, captions: bool
+    unit: Unit,
+    cleaned: str,
+    *,
+    min_words: int,
+    max_words: int,
+    captions: bool,
+    dialogue: bool = False,
 ) -> bool:
     """Whether ``unit`` may be reported as a claim (see the module doc)."""
     n = word_count(unit.text)
@@ -236,7 +242,7 @@ def is_candidate(
         return False
     if is_social(cleaned) or disfluency(unit.text) > 0.25 or looks_like_question(cleaned):
         return False
-    if filler_reason(cleaned) is not None:
+    if filler_reason(cleaned, dialogue=dialogue) is not None:
         return False
     if unit.kind != "window" and ends_dangling(unit.text):
         return False  # "... I have a paying gig for." — broken by the captioner
@@ -269,10 +275,10 @@ def _hints(unit: Unit, cleaned: str, position: float) -> float:
     if unit.edge:
         factor *= 0.85
     factor *= 0.7 + 0.6 * min(0.5, density(cleaned))  # chatter says little per word
-    if not (has_number(unit.text) or has_name_hint(cleaned)):
+    if not has_number(unit.text):
         if _ANECDOTE.search(cleaned):
-            factor *= ANECDOTE_FACTOR  # a personal story with no fact to check
-        elif not _GENERAL.search(cleaned):
+            factor *= ANECDOTE_FACTOR  # a personal story with no figure to check
+        elif not (has_name_hint(cleaned) or _GENERAL.search(cleaned)):
             factor *= 0.85
     return factor
 
@@ -333,6 +339,7 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     if not units:
         return ranking
     captions = any(u.kind == "window" for u in units)
+    dialogue = len({ln.speaker for ln in lines if ln.speaker}) >= 2
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(analyzer=_analyzer, sublinear_tf=True, dtype=np.float64)
@@ -354,7 +361,14 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
         broken = unit.kind != "window" and ends_strongly_dangling(unit.text)
         if follows_break and unit.kind != "window":
             continue  # the rest of a sentence the captioner broke with a full stop
-        if is_candidate(unit, cleaned, min_words=min_words, max_words=max_words, captions=captions):
+        if is_candidate(
+            unit,
+            cleaned,
+            min_words=min_words,
+            max_words=max_words,
+            captions=captions,
+            dialogue=dialogue,
+        ):
             scored.append((unit, cleaned))
     if not scored:
         return ranking
@@ -370,8 +384,11 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
     total = max(1, len(units) - 1)
     for (unit, cleaned), base in zip(scored, combined, strict=True):
         score = float(base) * _hints(unit, cleaned, unit.index / total)
-        before = units[unit.index - 1] if unit.index else None
-        previous = clean_claim(before.text) if before and unit.line - before.line <= 2 else None
+        previous = [
+            clean_claim(units[i].text)
+            for i in range(unit.index - 1, max(-1, unit.index - 3), -1)
+            if unit.line - units[i].line <= 2
+        ]
         claim = standalone(cleaned, previous, lines[unit.line - 1].speaker)
         cands.append(Candidate(unit, claim, round(score, 6)))
     cands.sort(key=lambda c: (-c.score, c.unit.index))

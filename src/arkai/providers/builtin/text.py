@@ -14,6 +14,7 @@ JSON) is split into sentence-like *windows* of 8–25 words at natural break wor
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -289,11 +290,20 @@ def _sentence_spans(body: str) -> list[tuple[int, int]]:
     return out
 
 
-def _window_spans(body: str, *, short_line: int = 30) -> list[tuple[int, int]]:
+def word_offsets(body: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each whitespace-separated word of ``body``."""
+    return [(m.start(), m.end()) for m in _WORD.finditer(body)]
+
+
+def _window_spans(
+    body: str, *, short_line: int = 30, bonus: Sequence[float] | None = None
+) -> list[tuple[int, int]]:
     """Clause windows of an unpunctuated body: the whole body when it has at most
     ``short_line`` words, else cuts before break words into pieces of 8–25 words (dynamic
-    programming over cut costs, preferring ~16 words)."""
-    words = [(m.start(), m.end()) for m in _WORD.finditer(body)]
+    programming over cut costs, preferring ~16 words). ``bonus`` (one value per word of
+    :func:`word_offsets`) is taken off the cost of cutting before that word: a hook for
+    another boundary signal (``bench/segmentation.py`` measures spaCy's ``senter`` with it)."""
+    words = word_offsets(body)
     n = len(words)
     if n == 0:
         return []
@@ -301,7 +311,9 @@ def _window_spans(body: str, *, short_line: int = 30) -> list[tuple[int, int]]:
         return [(words[0][0], words[-1][1])]
     lower = [body[s:e].lower().strip(",.;:") for s, e in words]
     cut_cost = [
-        BREAK_WORDS.get(w, 2.5) + (1.0 if k and lower[k - 1] in DANGLING else 0.0)
+        BREAK_WORDS.get(w, 2.5)
+        + (1.0 if k and lower[k - 1] in DANGLING else 0.0)
+        - (bonus[k] if bonus is not None else 0.0)
         for k, w in enumerate(lower)
     ]
     inf = float("inf")
@@ -549,7 +561,8 @@ def ends_strongly_dangling(text: str) -> bool:
 
 
 _QUESTION_START = re.compile(
-    r"^(?:how|what|why|where|when|who|which|should|do|does|did|is|are|can|could|would|will)"
+    r"^(?:how|what|why|where|when|who|which|should|do|does|did|is|are|can|could|would|will|"
+    r"have|has)"
     r" (?:do|does|did|is|are|was|were|can|could|would|should|will|you|we|they|i|it|he|she)\b",
     re.IGNORECASE,
 )
