@@ -27,7 +27,9 @@ from arkai.search.embed import (
 from tests.conftest import tool_env
 
 HEAVY = ("torch", "sentence_transformers", "onnxruntime", "transformers", "tokenizers")
-TORCH = ("torch", "transformers", "sentence_transformers")
+# What an install without the torch extra lacks (sympy comes with torch).
+TORCH = ("torch", "transformers", "sentence_transformers", "sympy")
+FUSED = {"Attention": 6, "BiasGelu": 6, "EmbedLayerNormalization": 1, "SkipLayerNormalization": 12}
 # all-MiniLM-L6-v2 rows computed once by sentence-transformers (see its "about").
 GOLDEN = json.loads(
     (Path(__file__).parent.parent / "fixtures/embed/minilm_golden.json").read_text("utf-8")
@@ -369,12 +371,7 @@ def test_the_int8_embedder_agrees_with_sentence_transformers_golden(
     meta = onnx_emb.meta()
     assert "torch" not in meta["versions"]
     # onnxruntime fused the written graph as it fuses PyTorch's export of it.
-    assert meta["fusion"] == {
-        "Attention": 6,
-        "BiasGelu": 6,
-        "EmbedLayerNormalization": 1,
-        "SkipLayerNormalization": 12,
-    }
+    assert meta["fusion"] == FUSED
 
 
 @pytest.mark.slow
@@ -389,7 +386,8 @@ def test_the_default_embedder_is_built_and_run_with_torch_unimportable(tmp_path:
         "name = embed.resolve_default()\n"
         "rows = embed.get_embedder().encode(json.loads(sys.argv[1]))\n"
         "print(json.dumps({'name': name, 'rows': rows.tolist(),\n"
-        "  'quality': embed.get_embedder().meta()['quality']}))\n"
+        "  'quality': embed.get_embedder().meta()['quality'],\n"
+        "  'fusion': embed.get_embedder().meta()['fusion']}))\n"
     )
     env = tool_env(ARKAI_CACHE_DIR=str(tmp_path))
     env.pop("ARKAI_EMBEDDER", None)
@@ -404,6 +402,7 @@ def test_the_default_embedder_is_built_and_run_with_torch_unimportable(tmp_path:
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["name"] == "minilm-onnx"
     assert info["quality"]["passed"] and info["quality"]["mean_cosine"] >= 0.99
+    assert info["fusion"] == FUSED  # onnxruntime's optimiser needs neither torch nor sympy
     cos = (np.array(info["rows"]) * np.array(GOLDEN["vectors"])).sum(axis=1)
     assert cos.mean() >= 0.99 and cos.min() >= 0.97, cos
 

@@ -78,7 +78,7 @@ DIM = 384
 MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 KINDS = ("passage", "query")
 QUALITY_MIN_COSINE = 0.98
-EXPORT_VERSION = 3  # bump when the export recipe changes: a new cache folder is built
+EXPORT_VERSION = 4  # bump when the export recipe changes: a new cache folder is built
 ONNX_OPSET = 17
 ONNX_FILE = "model-int8.onnx"
 META_FILE = "meta.json"
@@ -502,14 +502,22 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
     source = fp32
     try:
         from onnxruntime.transformers import optimizer  # type: ignore[import-untyped,unused-ignore]
+        from onnxruntime.transformers.fusion_options import (  # type: ignore[import-untyped,unused-ignore]
+            FusionOptions,
+        )
 
+        # The fusions alone (opt_level 0): onnxruntime's own pre-pass (level 1) imports torch,
+        # and symbolic shape inference needs sympy; the written graph needs neither to fuse.
+        options = FusionOptions("bert")
+        options.enable_shape_inference = False
         with _quiet_root_logger():
             opt = optimizer.optimize_model(
                 str(fp32),
                 model_type="bert",
                 num_heads=int(cfg["num_attention_heads"]),
                 hidden_size=int(cfg["hidden_size"]),
-                opt_level=1,
+                opt_level=0,
+                optimization_options=options,
             )
         opt.save_model_to_file(str(fused))
         fusion = {k: int(v) for k, v in opt.get_fused_operator_statistics().items() if v}
