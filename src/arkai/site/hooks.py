@@ -149,21 +149,30 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
                 continue
             fh.write(b"[")
             first = True
-            for doc in value:
-                fh.write(dump(doc) if first else b"," + dump(doc))
-                first = False
-            for url, rows_file in ours:
-                for anchor, title, text, *boost in json.loads(rows_file.read_bytes()):
-                    location = f"{url}#{anchor}" if anchor else url
-                    entry: dict[str, Any] = {"location": location, "title": title, "text": text}
-                    if boost:
-                        entry["boost"] = boost[0]
-                    fh.write(dump(entry) if first else b"," + dump(entry))
+            for docs in (value, *map(_entries, ours)):  # Material's, then each page's
+                if docs:
+                    fh.write(dump(docs)[1:-1] if first else b"," + dump(docs)[1:-1])
                     first = False
             fh.write(b"]")
         fh.write(b"}")
 
     atomic_write(index, write, fsync=False)
+
+
+def _entries(page: tuple[str, Path]) -> list[dict[str, Any]]:
+    """The search entries of one page: its rows (``search/<page>.json``) with locations."""
+    url, rows_file = page
+    out = []
+    for anchor, title, text, *boost in json.loads(rows_file.read_bytes()):
+        entry: dict[str, Any] = {
+            "location": f"{url}#{anchor}" if anchor else url,
+            "title": title,
+            "text": text,
+        }
+        if boost:
+            entry["boost"] = boost[0]
+        out.append(entry)
+    return out
 
 
 def with_entity_separator(separator: str) -> str:
