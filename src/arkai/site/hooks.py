@@ -20,11 +20,11 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mkdocs.structure.toc import get_toc
 
-from arkai.adapters.fs import atomic_write_text
+from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.site.html import MARKER
 
 SEARCH_INDEX = "search/search_index.json"
@@ -118,31 +118,61 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 def _add_search_entries(site: Path, build_dir: Path) -> None:
+    """Append arkai's entries to Material's index, streamed: one page's entries in memory at a
+    time (on a big library the whole index as Python objects was the build's peak memory)."""
     index = site / SEARCH_INDEX
     if not index.is_file():
         return  # the search plugin is off
     data = json.loads(index.read_text(encoding="utf-8"))
-    ours: list[dict[str, str]] = []
-    pages: set[str] = set()
-    for f in _state["files"]:
-        try:
-            rows = json.loads((build_dir / SEARCH_DIR / f"{f.src_uri}.json").read_bytes())
-        except FileNotFoundError:
-            continue
-        pages.add(f.url)
-        for anchor, title, text, *boost in rows:
-            location = f"{f.url}#{anchor}" if anchor else f.url
-            entry: dict[str, Any] = {"location": location, "title": title, "text": text}
-            if boost:
-                entry["boost"] = boost[0]
-            ours.append(entry)
-    docs = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
-    data["docs"] = docs + ours
+    ours = [
+        (f.url, build_dir / SEARCH_DIR / f"{f.src_uri}.json")
+        for f in _state["files"]
+        if (build_dir / SEARCH_DIR / f"{f.src_uri}.json").is_file()
+    ]
+    pages = {url for url, _ in ours}
+    data["docs"] = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
     config = data.get("config")
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
         config["separator"] = with_entity_separator(config["separator"])
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    atomic_write_text(index, text, fsync=False)
+
+    def dump(obj: Any) -> bytes:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def write(fh: BinaryIO) -> None:
+        # Byte for byte what json.dumps of the whole index would give.
+        fh.write(b"{")
+        for n, (key, value) in enumerate(data.items()):
+            fh.write(b"," if n else b"")
+            fh.write(dump(key) + b":")
+            if key != "docs":
+                fh.write(dump(value))
+                continue
+            fh.write(b"[")
+            first = True
+            for docs in (value, *map(_entries, ours)):  # Material's, then each page's
+                if docs:
+                    fh.write(dump(docs)[1:-1] if first else b"," + dump(docs)[1:-1])
+                    first = False
+            fh.write(b"]")
+        fh.write(b"}")
+
+    atomic_write(index, write, fsync=False)
+
+
+def _entries(page: tuple[str, Path]) -> list[dict[str, Any]]:
+    """The search entries of one page: its rows (``search/<page>.json``) with locations."""
+    url, rows_file = page
+    out = []
+    for anchor, title, text, *boost in json.loads(rows_file.read_bytes()):
+        entry: dict[str, Any] = {
+            "location": f"{url}#{anchor}" if anchor else url,
+            "title": title,
+            "text": text,
+        }
+        if boost:
+            entry["boost"] = boost[0]
+        out.append(entry)
+    return out
 
 
 def with_entity_separator(separator: str) -> str:
