@@ -22,6 +22,7 @@ from arkai.cli.review import diff, log, review
 from arkai.cli.run import resume, run_
 from arkai.cli.search import context, library, search, show, topics
 from arkai.cli.site import site
+from arkai.cli.tasks import goal, task
 from arkai.core.redact import scrub
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
@@ -45,7 +46,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor, run_, resume,
+    doctor, run_, resume, task, goal,
 ):  # fmt: skip
     cli.add_command(command)
 
