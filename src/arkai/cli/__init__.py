@@ -16,6 +16,7 @@ from arkai.cli.eval import eval_
 from arkai.cli.evidence import evidence
 from arkai.cli.index import reindex
 from arkai.cli.items import add, ingest, init, remember
+from arkai.cli.memory import belief, beliefs, forget, memory, prune, recall, reflect
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
 from arkai.cli.review import diff, log, review
@@ -46,7 +47,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor, run_, resume, task, goal,
+    doctor, run_, resume, task, goal, recall, beliefs, belief, forget, prune, reflect, memory,
 ):  # fmt: skip
     cli.add_command(command)
 
