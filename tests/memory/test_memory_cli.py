@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from arkai.cli import main
+from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
 from tests.conftest import Runner, init_repo
 
 JANUARY = """# Build caches, January
@@ -221,3 +222,36 @@ def test_bad_ids_and_imports(mem: Path, arkai: Runner, tmp_path: Path) -> None:
 def test_no_beliefs_yet(kr: Path, arkai: Runner) -> None:
     code, _, err = arkai("--repo", kr, "beliefs")
     assert code == 5 and "no beliefs yet" in err
+
+
+def test_contradiction_check_through_a_provider(
+    mem: Path, arkai: Runner, fake_llm: FakeLLM
+) -> None:
+    """memory.provider: openai sends the check_contradiction pattern to the (local) server;
+    its verdict decides, and the replay is cached like every provider call."""
+    seen: list[str] = []
+
+    def judge(text: str, req: object) -> dict[str, object]:
+        seen.append(text)
+        return {"contradicts": "Lavender" in text, "reason": "the server says so"}
+
+    fake_llm.answer("check_contradiction", judge)
+    params = mem / "params.yaml"
+    data = yaml.safe_load(params.read_text())
+    data["memory"]["provider"] = "openai"
+    data["providers"]["openai"] = {"base_url": fake_llm.base_url, "model": "fake-1"}
+    params.write_text(yaml.safe_dump(data))
+    out = _json(arkai, mem, "memory", "build")
+    assert seen and all("OLDER:" in t and "NEWER:" in t for t in seen)
+    # The server found no conflict between the build times: the January belief stays active.
+    assert _by_text(arkai, mem, "9 minutes")["status"] == "active"
+    assert out["by_status"]["invalidated"] == 0
+    header = json.loads((mem / "beliefs" / "beliefs.json").read_text())
+    assert header["contradiction_check"] == "openai:fake-1"
+    calls = len(fake_llm.chat_requests)
+    _json(arkai, mem, "memory", "build")
+    assert len(fake_llm.chat_requests) == calls, "a second replay must come from the cache"
+    fake_llm.set_mode("malformed")
+    shutil.rmtree(mem / ".arkai" / "responses")
+    code, _, err = arkai("--repo", mem, "memory", "build")
+    assert code == 3 and "check_contradiction via openai" in err, err

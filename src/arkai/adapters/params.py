@@ -56,8 +56,16 @@ DEFAULTS: dict[str, Any] = {
     },
     "validate": {"fail_on_stale": True},
     "memory": {
-        "reinforce": 0.85, "contradict": 0.70, "new_confidence": 0.6, "reinforce_step": 0.2,
-        "top_k": 5, "half_life_days": 30, "prune_floor": 0.05, "insight_similarity": 0.8,
+        "provider": "builtin",
+        "model": None,
+        "reinforce": 0.85,
+        "contradict": 0.70,
+        "new_confidence": 0.6,
+        "reinforce_step": 0.2,
+        "top_k": 5,
+        "half_life_days": 30,
+        "prune_floor": 0.05,
+        "insight_similarity": 0.8,
         "insight_min_items": 2,
     },  # fmt: skip
 }

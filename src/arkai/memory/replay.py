@@ -66,7 +66,7 @@ class ReplayParams:
 
     @classmethod
     def from_params(cls, p: dict[str, Any]) -> ReplayParams:
-        known = {k: p[k] for k in cls.__slots__ if k in p}
+        known = {k: p[k] for k in cls.__slots__ if k in p}  # provider/model: ops.memory
         out = cls(**known)
         if not 0 < out.contradict <= out.reinforce <= 1:
             raise ValueError("memory: need 0 < contradict ≤ reinforce ≤ 1")

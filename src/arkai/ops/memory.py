@@ -24,10 +24,18 @@ from arkai.adapters.fs import atomic_write_text, read_repo_file
 from arkai.adapters.repo import Repo
 from arkai.core.hashing import text_digest
 from arkai.core.tokens import count_tokens
-from arkai.errors import AmbiguousIdError, InvalidInputError, LibraryError, NotFoundError
+from arkai.errors import (
+    AmbiguousIdError,
+    ArkaiError,
+    InvalidInputError,
+    LibraryError,
+    NotFoundError,
+    PipelineError,
+)
 from arkai.memory import contradict
+from arkai.memory.contradict import Conflict
 from arkai.memory.episodes import item_episodes, ordered
-from arkai.memory.replay import Decisions, ReplayParams, effective_confidence, replay
+from arkai.memory.replay import Checker, Decisions, ReplayParams, effective_confidence, replay
 from arkai.model.belief import ACTIVE, BELIEF_STATUSES, TYPES, Belief, Change, Episode
 
 MIN_PREFIX = 8
@@ -98,20 +106,51 @@ def embed_statements(
     return rows, len(todo)
 
 
+def checker(repo: Repo) -> tuple[Checker, str]:
+    """The contradiction check ``memory.provider`` names, and a label for the output."""
+    name = str(repo.param("memory.provider") or "builtin")
+    if name == "builtin":
+        return contradict.check, "builtin"
+    from arkai.adapters.events import utc_now
+    from arkai.ops.extract import make_runner
+    from arkai.patterns import OutputError, get_pattern
+
+    params = dict(repo.params)
+    model = repo.param("memory.model") or params["extract"].get("model")
+    params["extract"] = dict(params["extract"], provider=name, model=model)
+    runner = make_runner(repo.root, params, refresh=False, now=utc_now())
+    pattern = get_pattern("check_contradiction", repo.root)
+
+    def ask(old: str, new: str) -> Conflict | None:
+        # Only pairs the documented rules or the similarity band put in question reach here.
+        try:
+            out = runner.run(pattern, f"OLDER: {old}\nNEWER: {new}", {}).value
+        except (ArkaiError, OutputError) as exc:
+            raise PipelineError(f"check_contradiction via {name}: {exc}") from None
+        if not isinstance(out, dict) or not isinstance(out.get("contradicts"), bool):
+            raise PipelineError(f"check_contradiction: {name} returned {str(out)[:200]!r}")
+        if not out["contradicts"]:
+            return None
+        return Conflict("provider", str(out.get("reason") or "")[:300], 0.0)
+
+    return ask, f"{name}:{runner.model or 'default'}"
+
+
 def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
     """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage)."""
     params = replay_params(repo)
+    check, check_label = checker(repo)
     episodes = collect_episodes(repo)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
     vectors, embedded = embed_statements(repo, [e.statement for e in episodes], progress)
-    result = replay(episodes, vectors, params=params, decisions=decisions, check=contradict.check)
+    result = replay(episodes, vectors, params=params, decisions=decisions, check=check)
     header = {
         "format": 1,
         "as_of": result.as_of,
         "episodes": len(episodes),
         "params": {k: getattr(params, k) for k in ReplayParams.__slots__},
-        "contradiction_check": "builtin",
+        "contradiction_check": check_label,
     }
     changed = files.write_state(repo.root, header, result.beliefs, result.changes, result.vectors)
     counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
