@@ -255,3 +255,18 @@ def test_contradiction_check_through_a_provider(
     shutil.rmtree(mem / ".arkai" / "responses")
     code, _, err = arkai("--repo", mem, "memory", "build")
     assert code == 3 and "check_contradiction via openai" in err, err
+
+
+def test_context_and_task_suggest_use_the_memory(mem: Path, arkai: Runner) -> None:
+    code, _, err = arkai("--repo", mem, "reindex", "--quiet")
+    assert code == 0, err
+    pack = _json(arkai, mem, "context", "clean", "build", "time")
+    assert pack["beliefs"] and "## Beliefs" in pack["markdown"]
+    assert pack["beliefs"][0]["id"][:8] in pack["markdown"]
+    key = _by_text(arkai, mem, "cache key")
+    plain = _json(arkai, mem, "task", "add", "Tidy the attic", "--priority", "high")
+    linked = _json(arkai, mem, "task", "add", "Add hashes to the cache key", "--priority",
+                   "high", "--evidence", key["episodes"][0][:8])  # fmt: skip
+    got = _json(arkai, mem, "task", "suggest", "--as-of", "2026-03-15")["suggestions"]
+    assert [s["task"]["id"] for s in got] == [linked["id"], plain["id"]]
+    assert any(r.startswith(f"supports belief {key['id'][:8]}") for r in got[0]["reasons"])

@@ -35,6 +35,9 @@ GOAL_WEIGHT = 1.0
 #: Each linked claim whose receipt holds adds this much, up to EVIDENCE_CAP.
 EVIDENCE_WEIGHT = 0.5
 EVIDENCE_CAP = 1.5
+#: A linked claim that supports an active belief of the memory adds this times the belief's
+#: effective confidence (the strongest one counts).
+BELIEF_WEIGHT = 1.0
 
 
 def _fields(fn: Any, *args: Any) -> Any:
@@ -206,6 +209,7 @@ def score(
     today: date,
     open_goals: dict[str, Goal],
     evidence: dict[str, EvidenceState | None],
+    beliefs: dict[str, tuple[str, str, float]] | None = None,
 ) -> Suggestion:
     """The task's rank score and the reasons, each term documented above."""
     total = PRIORITY_WEIGHT[task.priority]
@@ -236,7 +240,35 @@ def score(
         backed = min(backed, EVIDENCE_CAP)
         total += backed
         reasons.append(f"backed by checked evidence (+{backed:g})")
+    held = [beliefs[e] for e in task.evidence if beliefs and e in beliefs]
+    if held:
+        bid, statement, eff = max(held, key=lambda h: (h[2], h[0]))
+        bonus = round(BELIEF_WEIGHT * eff, 3)
+        total += bonus
+        reasons.append(
+            f"supports belief {bid[:8]} “{statement}” at confidence {eff:.2f} (+{bonus:g})"
+        )
     return Suggestion(task=task, score=round(total, 3), reasons=tuple(reasons))
+
+
+def _beliefs_by_episode(repo: Repo, today: date) -> dict[str, tuple[str, str, float]]:
+    """Evidence ID → (belief ID, statement, effective confidence) of the active beliefs it
+    supports (empty before the memory's first replay)."""
+    from arkai.ops.memory import load
+
+    try:
+        st = load(repo)
+    except NotFoundError:
+        return {}
+    out: dict[str, tuple[str, str, float]] = {}
+    for b in st.beliefs:
+        if b.status != "active":
+            continue
+        eff = st.effective(b, today)
+        for eid in b.episodes:
+            if eid not in out or out[eid][2] < eff:
+                out[eid] = (b.id, b.statement, eff)
+    return out
 
 
 def suggest(repo: Repo, *, today: date, limit: int = 10) -> list[Suggestion]:
@@ -244,6 +276,7 @@ def suggest(repo: Repo, *, today: date, limit: int = 10) -> list[Suggestion]:
     goals = {g.id: g for g in store.load_all(repo.root, Goal) if g.status == "open"}
     tasks = [t for t in store.load_all(repo.root, Task) if t.status == "open"]
     states = {eid: _evidence_state(repo, eid) for t in tasks for eid in t.evidence}
-    ranked = [score(t, today=today, open_goals=goals, evidence=states) for t in tasks]
+    held = _beliefs_by_episode(repo, today)
+    ranked = [score(t, today=today, open_goals=goals, evidence=states, beliefs=held) for t in tasks]
     ranked.sort(key=lambda s: (-s.score, s.task.due or "9999-12-31", s.task.created_at or ""))
     return ranked[:limit]
