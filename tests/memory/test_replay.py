@@ -99,7 +99,8 @@ def test_decay_prune_and_insight() -> None:
            ep(2, "Hash every raw sensor export.", "2026-01-01", "a"),
            ep(3, "Hash each raw sensor export first.", "2026-01-02", "b")]  # fmt: skip
     rows = [E0, E1, with_sim(E1, E2, 0.82)]
-    res = run(eps, rows)
+    assert run(eps, rows).beliefs[0].status == "active"  # type: ignore[attr-defined]
+    res = run(eps, rows, params={"auto_prune": True})
     old = res.beliefs[0]  # type: ignore[attr-defined]
     assert old.status == "pruned"  # 0.6 · 0.5^(366/30) < 0.05
     insight = [b for b in res.beliefs if b.type == "insight"]  # type: ignore[attr-defined]

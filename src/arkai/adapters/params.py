@@ -64,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
         "reinforce_step": 0.2,
         "top_k": 5,
         "half_life_days": 30,
+        "auto_prune": False,
         "prune_floor": 0.05,
         "insight_similarity": 0.8,
         "insight_min_items": 2,

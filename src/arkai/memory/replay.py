@@ -15,8 +15,10 @@ beliefs and changes, byte for byte once written. For each episode (a claim, in d
 People decide through :class:`Decisions`: a forgotten belief is created as ``forgotten`` and
 absorbs what would reinforce it (so forgetting sticks); a pinned belief never decays, is never
 pruned and is never invalidated (a conflict is logged as ``conflict``); a prune decision prunes.
-After all episodes, active facts whose effective confidence at the last episode's date is below
-``prune_floor`` are **pruned**, and groups of similar active facts from ≥ 2 items become
+After all episodes, beliefs a person decided to prune are **pruned** (with ``auto_prune``, also
+every active one whose effective confidence at the last episode's date is below ``prune_floor``
+— off by default: a library of talks spans years, and an old fact is not wrong for being old),
+and groups of similar active facts from ≥ 2 items become
 **insights** (the group's most confident statement; its episodes are the union).
 """
 
@@ -60,6 +62,7 @@ class ReplayParams:
     reinforce_step: float = 0.2
     half_life_days: float = 30.0
     prune_floor: float = 0.05
+    auto_prune: bool = False
     top_k: int = 5
     insight_similarity: float = 0.8
     insight_min_items: int = 2
@@ -253,7 +256,7 @@ def _prune(st: _State, today: date, day: str) -> None:
         if b.status != ACTIVE or b.pinned:
             continue
         eff = effective_confidence(b, today, st.p.half_life_days)
-        if bid in st.d.prune or eff < st.p.prune_floor:
+        if bid in st.d.prune or (st.p.auto_prune and eff < st.p.prune_floor):
             st.beliefs[bid] = replace(b, status=PRUNED)
             why = st.d.prune.get(bid) or (
                 "decided by a person" if bid in st.d.prune else f"effective confidence {eff:.3f}"
