@@ -68,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
         "prune_floor": 0.05,
         "insight_similarity": 0.8,
         "insight_min_items": 2,
-    },  # fmt: skip
+    },
 }
 
 

@@ -1,11 +1,12 @@
 """The builtin contradiction check: does a new statement conflict with an old one?
 
 Offline and deterministic, three documented rules, each needing the two statements to be about
-the same thing first (their content words overlap — shared stemmed content words over the shorter statement's, the
-negation/antonym/number words themselves left out — at least :data:`MIN_OVERLAP`):
+the same thing first: the stemmed content words they share, over the shorter statement's (the
+negation, antonym and number words left out), at least :data:`MIN_OVERLAP`:
 
 1. **negation** — one statement is negated and the other is not (``not``, ``no``, ``never``,
-   ``n't``, ``without``, …; an odd count of negation words counts as negated);
+   ``n't``, ``without``, …): an odd count of negation words standing within :data:`NEAR` words
+   of a shared content word counts as negated;
 2. **antonym** — one uses a word and the other its opposite from :data:`ANTONYMS`
    (``increase``/``decrease``, ``more``/``less``, ``safe``/``unsafe``, …), compared by stem;
 3. **numbers** — both give a number for the same unit or counted noun (``1.5 degrees`` vs
