@@ -51,7 +51,8 @@ F32 = npt.NDArray[np.float32]
 Checker = Callable[[str, str], Conflict | None]
 #: Earlier episodes considered per episode (the candidate beliefs are theirs).
 CANDIDATES = 32
-BLOCK = 1024
+#: Similarity cells computed at once (rows × earlier rows): 2^25 float32 = 128 MB.
+BLOCK_CELLS = 1 << 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +120,9 @@ def _candidates(vectors: F32, k: int) -> list[list[int]]:
     """For each row, up to ``k`` earlier rows by descending similarity (blocked matmul)."""
     n = len(vectors)
     out: list[list[int]] = [[] for _ in range(n)]
-    for lo in range(1, n, BLOCK):
-        hi = min(n, lo + BLOCK)
+    block = max(1, min(1024, BLOCK_CELLS // max(1, n)))
+    for lo in range(1, n, block):
+        hi = min(n, lo + block)
         sims = vectors[lo:hi] @ vectors[:hi].T
         rows = np.arange(lo, hi)
         mask = np.arange(hi)[None, :] >= rows[:, None]

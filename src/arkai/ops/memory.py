@@ -77,10 +77,17 @@ def collect_episodes(repo: Repo) -> list[Episode]:
     return ordered(eps)
 
 
+_EMBEDDERS: dict[str, Any] = {}
+
+
 def _embedder(repo: Repo) -> Any:
+    """The index's embedder (resolved once per process: a warm recall embeds only the query)."""
     from arkai.search import embed
 
-    return embed.get_embedder(str(repo.param("index.embedder", "default")))
+    name = str(repo.param("index.embedder", "default"))
+    if name not in _EMBEDDERS:
+        _EMBEDDERS[name] = embed.get_embedder(name)
+    return _EMBEDDERS[name]
 
 
 def embed_statements(
@@ -170,14 +177,46 @@ class State:
         return round(effective_confidence(b, as_of, self.params.half_life_days), 6)
 
 
+_STATES: dict[Path, tuple[tuple[int, int], State, Any]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
 def load(repo: Repo) -> State:
+    """``beliefs/`` as last replayed (kept in memory while the file is unchanged, so a warm
+    process — the MCP server, an agent loop — does not parse it per call)."""
+    path = files.beliefs_dir(repo.root) / files.BELIEFS
+    stamp = _stamp(path)
+    hit = _STATES.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
     got = files.read_state(repo.root)
     if got is None:
         raise NotFoundError(
             "no beliefs yet", hint="run `dvc repro` (or `arkai memory build`) to replay them"
         )
     header, beliefs = got
-    return State(header, beliefs, replay_params(repo))
+    state = State(header, beliefs, replay_params(repo))
+    _STATES[path] = (stamp, state, None)
+    return state
+
+
+def _vectors(repo: Repo, state: State) -> Any:
+    """The beliefs' vectors, cached with the state they belong to."""
+    path = files.beliefs_dir(repo.root) / files.BELIEFS
+    hit = _STATES.get(path)
+    if hit is not None and hit[1] is state and hit[2] is not None:
+        return hit[2]
+    vectors = files.read_vectors(repo.root)
+    if hit is not None and hit[1] is state:
+        _STATES[path] = (hit[0], state, vectors)
+    return vectors
 
 
 def find(state: State, ident: str) -> Belief:
@@ -225,13 +264,18 @@ def list_beliefs(
 
 
 def _lexical(query: str, beliefs: list[Belief]) -> list[tuple[int, float]]:
+    """Share of the query's content words (stemmed) a statement holds; a substring test on the
+    stems picks the candidates first, so a fallback over 100,000 beliefs stays fast."""
     q = contradict.content(contradict._tokens(query))
     if not q:
         return []
+    heads = {stem[:4] for stem in q}  # a stem's first letters are in the word it came from
     out = []
     for i, b in enumerate(beliefs):
-        s = contradict.content(contradict._tokens(b.statement))
-        hit = len(q & s)
+        low = b.statement.lower()
+        if not any(h in low for h in heads):
+            continue
+        hit = len(q & contradict.content(contradict._tokens(b.statement)))
         if hit:
             out.append((i, round(hit / len(q), 6)))
     return out
@@ -250,16 +294,21 @@ def recall(
     if not query.strip():
         raise InvalidInputError("the query is empty")
     st = load(repo)
-    pool = [i for i, b in enumerate(st.beliefs) if include_all or b.status == ACTIVE]
+
+    def wanted(i: int) -> bool:
+        return include_all or st.beliefs[i].status == ACTIVE
+
     hits: list[tuple[int, float]] = []
     method = "semantic"
-    vectors = files.read_vectors(repo.root)
-    if vectors is not None and len(vectors) == len(st.beliefs) and pool:
+    vectors = _vectors(repo, st)
+    if vectors is not None and len(vectors) == len(st.beliefs) and len(vectors):
         qv = _embedder(repo).encode([query], kind="query")[0]
-        sims = vectors[pool] @ qv
-        hits = [(pool[n], round(float(s), 6)) for n, s in enumerate(sims) if s >= threshold]
+        sims = vectors @ qv
+        hits = [(int(i), round(float(sims[i]), 6)) for i in np.nonzero(sims >= threshold)[0]]
+        hits = [h for h in hits if wanted(h[0])]
     if not hits:
         method = "lexical"
+        pool = [i for i in range(len(st.beliefs)) if wanted(i)]
         sub = [st.beliefs[i] for i in pool]
         hits = [(pool[i], s) for i, s in _lexical(query, sub)]
     ranked = sorted(hits, key=lambda h: (-h[1], st.beliefs[h[0]].id))[:k]
