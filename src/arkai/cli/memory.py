@@ -260,7 +260,7 @@ def memory_build(ctx: click.Context, quiet: bool, as_json: bool) -> None:
     elif not quiet:
         counts = ", ".join(f"{v} {k}" for k, v in result.by_status.items() if v)
         _say(
-            f"{result.episodes} episodes → {result.beliefs} beliefs ({counts or 'none'}); "
+            f"beliefs: {result.episodes} episodes → {result.beliefs} beliefs ({counts or 'none'}); "
             f"{result.embedded} statements embedded"
         )
 

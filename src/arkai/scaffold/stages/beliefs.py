@@ -2,4 +2,4 @@
 
 from arkai.cli import main
 
-raise SystemExit(main(["memory", "build", "--quiet"]))
+raise SystemExit(main(["memory", "build"]))
