@@ -14,11 +14,14 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import click
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from arkai.adapters.memory import write_state
 from arkai.cli.site import site as site_group
 from arkai.errors import LibraryError
+from arkai.model.belief import Belief
 from arkai.ops.init import init_repo
 from arkai.site.build import SiteBuildError, build_site
 from tests.conftest import ROOT, Runner
@@ -292,9 +295,12 @@ def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runne
         "nodes": [], "edges": [
             {"source": f"content:{a}", "target": f"content:{b}", "type": "RELATED_TO",
              "weight": 0.5, "evidence": []}]}))  # fmt: skip
-    (index / "beliefs.json").write_text(json.dumps({"beliefs": [
-        {"statement": "Caches <need> validation", "confidence": 0.8, "status": "active",
-         "evidence": [first["id"]]}]}))  # fmt: skip
+    belief = Belief(
+        id="b" * 16, statement="Caches <need> validation", type="fact", confidence=0.8,
+        status="active", created="2026-01-01", reinforced="2026-01-01", episodes=(first["id"],),
+    )  # fmt: skip
+    header = {"format": 1, "as_of": "2026-01-31", "params": {"half_life_days": 30}}
+    write_state(repo, header, [belief], [], np.zeros((1, 4), dtype=np.float32))
     build_site(repo)
     site = repo / "site"
     topic = next((site / "topics").glob("remote-cache-*/index.html"))
@@ -304,6 +310,7 @@ def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runne
     assert f"../../items/{b}/" in related.links and "related" in related.ids
     beliefs = (site / "beliefs" / "index.html").read_text()
     assert "Caches &lt;need&gt; validation" in beliefs
+    assert ">0.40<" in beliefs  # 0.8 halved after 30 days, as of the latest episode
     assert f"#E{first['id']}" in beliefs
     assert "beliefs/" in Page((site / "index.html").read_text()).links
     check_links(site)

@@ -70,6 +70,20 @@ DEFAULTS: dict[str, Any] = {
     "mcp": {"allowed_roots": [], "max_reply_kb": 512, "timeout_s": 60},
     "agent": {"max_steps": 8, "timeout_s": 60},
     "condense": {"chunk_tokens": 4000, "shard_tokens": 800000},
+    "memory": {
+        "provider": "builtin",
+        "model": None,
+        "reinforce": 0.85,
+        "contradict": 0.70,
+        "new_confidence": 0.6,
+        "reinforce_step": 0.2,
+        "top_k": 5,
+        "half_life_days": 30,
+        "auto_prune": False,
+        "prune_floor": 0.05,
+        "insight_similarity": 0.8,
+        "insight_min_items": 2,
+    },
 }
 
 

@@ -21,12 +21,14 @@ from arkai.cli.evidence import evidence
 from arkai.cli.index import reindex
 from arkai.cli.items import add, ingest, init, remember
 from arkai.cli.mcp import agent, mcp
+from arkai.cli.memory import belief, beliefs, forget, memory, prune, recall, reflect
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
 from arkai.cli.review import diff, log, review
 from arkai.cli.run import resume, run_
 from arkai.cli.search import context, library, search, show, topics
 from arkai.cli.site import site
+from arkai.cli.tasks import goal, task
 from arkai.core.redact import scrub
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
@@ -52,6 +54,7 @@ for command in (
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
     doctor, run_, resume, condense,
     feedback, log_turn, do, ask, mcp, agent,
+    task, goal, recall, beliefs, belief, forget, prune, reflect, memory,
 ):  # fmt: skip
     cli.add_command(command)
 

@@ -21,7 +21,7 @@ from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
 from arkai.core.grammar import TIMESTAMP_RE
 from arkai.core.tokens import count_tokens as estimate_tokens
-from arkai.errors import ArkaiError, InvalidInputError
+from arkai.errors import ArkaiError, InvalidInputError, NotFoundError
 from arkai.ops.search import Hit, ItemResult, search
 from arkai.search.markup import Query, parse_query
 from arkai.search.snippet import find_matches, make_snippet
@@ -108,6 +108,8 @@ class ContextPack:
     """Evidence considered before deduplication and the budget."""
     skipped: dict[str, int] = field(default_factory=dict)
     """Why candidates were left out: ``duplicate``, ``budget``."""
+    beliefs: list[dict[str, Any]] = field(default_factory=list)
+    """Beliefs of the memory recalled for the query (with effective confidence), if any."""
 
     @property
     def tokens_used(self) -> int:
@@ -121,6 +123,7 @@ class ContextPack:
             "candidates": self.candidates,
             "skipped": self.skipped,
             "entries": [e.to_dict() for e in self.entries],
+            "beliefs": self.beliefs,
             "markdown": self.markdown,
         }
 
@@ -291,7 +294,37 @@ def context(
     note = "_Nothing fits the budget; raise --budget._\n"
     if not entries and used + estimate_tokens(note) <= budget_tokens:
         markdown += note
+    section, beliefs = _beliefs(root, query, budget_tokens - estimate_tokens(markdown))
     return ContextPack(
-        query=query, budget=budget_tokens, entries=entries, markdown=markdown,
-        candidates=len(candidates), skipped=skipped,
+        query=query, budget=budget_tokens, entries=entries, markdown=markdown + section,
+        candidates=len(candidates), skipped=skipped, beliefs=beliefs,
     )  # fmt: skip
+
+
+#: Beliefs added to a pack (after the evidence, while the budget lasts).
+MAX_BELIEFS = 3
+
+
+def _beliefs(root: Path, query: str, tokens_left: int) -> tuple[str, list[dict[str, Any]]]:
+    """A "Beliefs" section from the memory (docs/memory.md) when there is one."""
+    from datetime import UTC, datetime
+
+    from arkai.adapters.repo import Repo
+    from arkai.ops.memory import recall
+
+    try:
+        found = recall(Repo(root), query, as_of=datetime.now(UTC).date(), k=MAX_BELIEFS)
+    except (NotFoundError, InvalidInputError):
+        return "", []
+    lines, out = ["\n## Beliefs\n"], []
+    for s in found:
+        cites = ", ".join(e[:8] for e in s.belief.episodes[:3])
+        line = (
+            f"- [{s.belief.type}, confidence {s.effective:.2f}] {s.belief.statement} "
+            f"(belief {s.belief.id[:8]}; evidence {cites})"
+        )
+        if estimate_tokens("".join(lines) + line + "\n") > tokens_left:
+            break
+        lines.append(line + "\n")
+        out.append(s.to_dict())
+    return ("".join(lines), out) if out else ("", [])

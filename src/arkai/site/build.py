@@ -33,6 +33,7 @@ from typing import Any
 
 from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
 from arkai.adapters.layout import INDEX, Item, iter_items
+from arkai.adapters.memory import read_changes, read_state
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError, LibraryError
@@ -208,17 +209,27 @@ def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[st
     return out
 
 
-def _load_beliefs(index: Path) -> list[dict[str, Any]] | None:
+def _load_beliefs(root: Path) -> dict[str, Any] | None:
+    """``beliefs/beliefs.json`` and each belief's changes, or None before the first replay (an
+    unreadable file is left out of the site, and ``arkai validate`` / the stage report it)."""
     try:
-        obj = read_json(index / "beliefs.json")
+        state = read_state(root)
+        changes = read_changes(root) if state is not None else []
     except LibraryError:
         return None
-    if obj is None:
+    if state is None:
         return None
-    beliefs = obj.get("beliefs")
-    if isinstance(beliefs, dict):
-        beliefs = list(beliefs.values())
-    return [b for b in beliefs if isinstance(b, dict)] if isinstance(beliefs, list) else None
+    header, beliefs = state
+    by_belief: dict[str, list[dict[str, Any]]] = {}
+    for c in changes:
+        for bid in {c.belief, c.other} - {None}:
+            by_belief.setdefault(str(bid), []).append(c.to_dict())
+    return {
+        "as_of": header.get("as_of"),
+        "half_life_days": float((header.get("params") or {}).get("half_life_days", 30)),
+        "beliefs": [b.to_dict() for b in beliefs],
+        "changes": by_belief,
+    }
 
 
 # --------------------------------------------------------------------------- pages
@@ -329,7 +340,7 @@ def generate_pages(
         user.site_name,
         urls,
         topics=topics,
-        beliefs=_load_beliefs(index),
+        beliefs=_load_beliefs(root),
         entity_min_items=options.entity_min_items,
         topic_min_items=options.topic_min_items,
         root=root,

@@ -70,7 +70,8 @@ class Library:
     topics: dict[str, Topic] = field(default_factory=dict)
     chunks: dict[int, dict[str, Any]] = field(default_factory=dict)
     """Position in chunks.jsonl → ``{content_id, start_line, end_line}`` (topic links)."""
-    beliefs: list[dict[str, Any]] | None = None
+    beliefs: dict[str, Any] | None = None
+    """``beliefs/beliefs.json`` with each belief's changes (see ``site.build._load_beliefs``)."""
     entity_min_items: int = 1
     topic_min_items: int = 1
     sections: dict[str, list[Section]] = field(default_factory=dict)
@@ -562,50 +563,79 @@ def validation(lib: Library) -> str:
     return page("Validation", out, kind="validation")
 
 
-def beliefs(lib: Library) -> str:
-    """``index/beliefs.json``: each belief with its confidence and supporting claims (linked
-    to the marked quote, or to the item's claims when the quote has no valid span)."""
+def _belief_links(lib: Library, src: str, ids: list[str]) -> list[str]:
+    """Links to the highlighted quote of each evidence ID (a notice for stale ones, the item's
+    claims when the quote has no valid span); imported or vanished episodes are counted."""
     marked = {eid: s["id"] for s in lib.summaries for eid in s["marked"]}
     stale = {i["id"]: s["id"] for s in lib.summaries for i in s["issues"] if i["status"] == "stale"}
     owners = {eid: s["id"] for s in lib.summaries for eid in s["evidence"]}
+    out, other = [], 0
+    for eid in ids:
+        if eid in stale:
+            cid = stale[eid]
+            href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
+            out.append(a(href, lib.title(cid), cls="ak-go") + " " + badge("stale"))
+        elif eid in marked:
+            cid = marked[eid]
+            href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
+            out.append(a(href, lib.title(cid), cls="ak-go"))
+        elif eid in owners:
+            href = lib.urls.href(src, links.item_page(owners[eid]), "claims")
+            out.append(a(href, lib.title(owners[eid]), cls="ak-go"))
+        else:
+            other += 1
+    if other:
+        out.append(esc(f"{other} imported or removed"))
+    return out
+
+
+def beliefs(lib: Library) -> str:
+    """The belief memory (``beliefs/beliefs.json``): each belief's statement, type, effective
+    confidence as of the latest episode, status, the quotes that support and contradict it
+    (linked to their highlighted lines) and its history."""
+    from arkai.memory.replay import effective_confidence, to_date
+    from arkai.model.belief import Belief
+
+    data = lib.beliefs or {}
+    as_of = data.get("as_of")
     src = links.BELIEFS
     out = [
         "<h1>Beliefs</h1>",
-        "<p>Claims clustered across items by the <code>index</code> stage.</p>",
+        "<p>Every claim of the library replayed in date order: similar claims reinforce a "
+        "belief, conflicting ones replace it, and confidence halves every "
+        f"{float(data.get('half_life_days', 30)):g} days without reinforcement. "
+        f"Confidence as of {esc(str(as_of or 'the latest episode'))}.</p>",
     ]
+    day = to_date(str(as_of)) if as_of else None
+    order = {"active": 0, "invalidated": 1, "forgotten": 2, "pruned": 3}
     rows = []
-    for b in lib.beliefs or []:
-        text = next((str(b[k]) for k in ("statement", "text", "belief", "claim") if b.get(k)), "")
-        conf = b.get("effective_confidence", b.get("confidence"))
-        support = []
-        for ev in b.get("evidence") or b.get("evidence_ids") or b.get("support") or []:
-            eid = (
-                ev
-                if isinstance(ev, str)
-                else str((ev or {}).get("evidence_id") or (ev or {}).get("id") or "")
-            )
-            if eid in stale:
-                cid = stale[eid]
-                href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
-                support.append(a(href, lib.title(cid), cls="ak-go") + " " + badge("stale"))
-            elif eid in marked:
-                cid = marked[eid]
-                href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
-                support.append(a(href, lib.title(cid), cls="ak-go"))
-            elif eid in owners:
-                href = lib.urls.href(src, links.item_page(owners[eid]), "claims")
-                support.append(a(href, lib.title(owners[eid]), cls="ak-go"))
-        status = one_line(str(b.get("status") or ""))
+    shown = []
+    for raw in data.get("beliefs") or []:
+        b = Belief.from_dict(raw)
+        eff = effective_confidence(b, day, float(data.get("half_life_days", 30))) if day else 0.0
+        shown.append((order.get(b.status, 9), -eff, b.id, b, eff))
+    for _, _, _, b, eff in sorted(shown, key=lambda t: t[:3]):
+        history = [
+            f"{esc(c['date'])} {esc(c['kind'])}"
+            + (f" — {esc(one_line(str(c['note'])))}" if c.get("note") else "")
+            for c in (data.get("changes") or {}).get(b.id, [])
+        ]
+        cell = esc(b.statement)
+        if history:
+            cell += "<details><summary>history</summary>" + "<br>".join(history) + "</details>"
+        contra = _belief_links(lib, src, list(b.contradicted_by))
         rows.append(
             [
-                esc(text),
-                f"{float(conf):.2f}" if isinstance(conf, int | float) else "",
-                badge(css_token(status), status) if status else "",
-                " · ".join(support),
+                cell,
+                esc(b.type),
+                f"{eff:.2f}" + (" " + badge("pinned") if b.pinned else ""),
+                badge(css_token(b.status), b.status),
+                " · ".join(_belief_links(lib, src, list(b.episodes))),
+                " · ".join(contra),
             ]
         )
     out += (
-        table(("Belief", "Confidence", "Status", "Support"), rows)
+        table(("Belief", "Type", "Confidence", "Status", "Support", "Contradicted by"), rows)
         if rows
         else ["<p><em>No beliefs.</em></p>"]
     )

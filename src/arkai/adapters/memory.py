@@ -1,0 +1,190 @@
+"""The files of the belief memory.
+
+People's side (inputs, in git, edited by hand or by ``arkai forget`` / ``belief pin`` /
+``prune --apply`` / ``memory import``):
+
+- ``memory/decisions.yaml`` — ``forget:``, ``pin:``, ``prune:`` mappings of belief ID → note;
+- ``memory/imported.jsonl`` — beliefs imported from an export file, replayed as episodes.
+
+The replay's side (outputs of the ``beliefs`` stage, rebuilt from the inputs):
+
+- ``beliefs/beliefs.json`` — every belief (kept in git, so belief changes show in pull requests);
+- ``beliefs/changes.jsonl`` — the change log, one change per line;
+- ``beliefs/.cache/`` — the beliefs' vectors and the statement embedding store (gitignored;
+  rebuilt when missing).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import yaml
+
+from arkai.adapters.fs import (
+    atomic_write_text,
+    read_repo_file,
+    write_if_changed,
+)
+from arkai.core.canonjson import dumps_line
+from arkai.errors import LibraryError
+from arkai.model.belief import TYPES, Belief, Change, Episode
+
+MEMORY_DIR = "memory"
+DECISIONS = "decisions.yaml"
+IMPORTED = "imported.jsonl"
+BELIEFS_DIR = "beliefs"
+BELIEFS = "beliefs.json"
+CHANGES = "changes.jsonl"
+CACHE = ".cache"
+VECTORS = "vectors.npy"
+STORE = "store"
+DECISION_KINDS = ("forget", "pin", "prune")
+F32 = npt.NDArray[np.float32]
+
+_HEADER = """\
+# People's decisions on beliefs, read by the `beliefs` stage (arkai forget ID, arkai belief pin
+# ID and arkai prune --apply write here; edit by hand as well). Each maps a belief ID to a note.
+#   forget: the belief is dropped and stays dropped (what would reinforce it is absorbed)
+#   pin:    the belief never decays, is never pruned and is never invalidated by a conflict
+#   prune:  the belief is pruned at the next replay
+"""
+
+
+def decisions_path(root: Path) -> Path:
+    return root / MEMORY_DIR / DECISIONS
+
+
+def read_decisions(root: Path) -> dict[str, dict[str, str]]:
+    """``{"forget": {id: note}, "pin": {...}, "prune": {...}}``; a bad file names itself."""
+    path = decisions_path(root)
+    data = read_repo_file(path, root, missing_ok=True)
+    out: dict[str, dict[str, str]] = {k: {} for k in DECISION_KINDS}
+    if data is None:
+        return out
+    try:
+        raw = yaml.safe_load(data.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise LibraryError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    if raw is None:
+        return out
+    if not isinstance(raw, dict):
+        raise LibraryError(f"{path}: expected a mapping with forget:, pin: and prune:")
+    for key, entries in raw.items():
+        if key not in DECISION_KINDS:
+            raise LibraryError(f"{path}: unknown section {key!r} (expected forget, pin, prune)")
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            raise LibraryError(f"{path}: '{key}' must map belief IDs to notes")
+        for bid, note in entries.items():
+            if not isinstance(bid, str) or not bid:
+                raise LibraryError(f"{path}: '{key}' has a key that is not a belief ID: {bid!r}")
+            if note is not None and not isinstance(note, str):
+                raise LibraryError(f"{path}: '{key}.{bid}' must be a note (text)")
+            out[key][bid] = note or ""
+    return out
+
+
+def write_decisions(root: Path, decisions: dict[str, dict[str, str]]) -> Path:
+    path = decisions_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {k: dict(sorted(decisions.get(k, {}).items())) for k in DECISION_KINDS}
+    text = _HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100)
+    atomic_write_text(path, text)
+    return path
+
+
+def read_imported(root: Path) -> list[Episode]:
+    path = root / MEMORY_DIR / IMPORTED
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
+        return []
+    out = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LibraryError(f"{path}: not UTF-8 ({exc})") from None
+    for n, row in enumerate(text.splitlines(), 1):
+        if not row.strip():
+            continue
+        try:
+            d = json.loads(row)
+            kind = d.get("type", "fact")
+            if kind not in TYPES:
+                raise ValueError(f"unknown type {kind!r}")
+            out.append(Episode(id=str(d["id"]), statement=str(d["statement"]),
+                               date=str(d["date"]), item=None, kind=kind))  # fmt: skip
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise LibraryError(f"{path}:{n}: not an imported belief ({exc})") from None
+    return out
+
+
+def write_imported(root: Path, rows: list[dict[str, Any]]) -> Path:
+    path = root / MEMORY_DIR / IMPORTED
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "".join(dumps_line(r) for r in rows))
+    return path
+
+
+def beliefs_dir(root: Path) -> Path:
+    return root / BELIEFS_DIR
+
+
+def write_state(
+    root: Path, header: dict[str, Any], beliefs: list[Belief], changes: list[Change], vectors: F32
+) -> bool:
+    """Write the replay's outputs; True when ``beliefs.json`` changed."""
+    out = beliefs_dir(root)
+    (out / CACHE).mkdir(parents=True, exist_ok=True)
+    doc = header | {"beliefs": [b.to_dict() for b in beliefs]}
+    changed = write_if_changed(
+        out / BELIEFS,
+        (json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode(),
+    )
+    write_if_changed(out / CHANGES, "".join(dumps_line(c.to_dict()) for c in changes).encode())
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+    write_if_changed(out / CACHE / VECTORS, buf.getvalue())
+    return changed
+
+
+def read_state(root: Path) -> tuple[dict[str, Any], list[Belief]] | None:
+    """The header and beliefs of ``beliefs/beliefs.json``, or None before the first replay."""
+    path = beliefs_dir(root) / BELIEFS
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        beliefs = [Belief.from_dict(b) for b in doc.pop("beliefs")]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LibraryError(f"{path}: not a beliefs file ({exc})") from None
+    return doc, beliefs
+
+
+def read_changes(root: Path) -> list[Change]:
+    path = beliefs_dir(root) / CHANGES
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
+        return []
+    out = []
+    for n, row in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        try:
+            out.append(Change.from_dict(json.loads(row)))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise LibraryError(f"{path}:{n}: not a belief change ({exc})") from None
+    return out
+
+
+def read_vectors(root: Path) -> F32 | None:
+    path = beliefs_dir(root) / CACHE / VECTORS
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return np.asarray(arr, dtype=np.float32)

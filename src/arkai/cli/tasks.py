@@ -1,0 +1,215 @@
+"""``arkai task …`` and ``arkai goal …``: tasks and goals kept as files in the knowledge repo."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import click
+
+from arkai.adapters.repo import Repo
+from arkai.cli.common import json_option, repo_root
+from arkai.cli.output import emit_json, stdout
+from arkai.errors import EXIT_NO_RESULTS
+from arkai.model.task import PRIORITIES, Goal, Task
+from arkai.ops import tasks as ops
+
+STATUS_CHOICE = click.Choice(["open", "done", "all"])
+
+
+def _repo(ctx: click.Context) -> Repo:
+    return Repo(repo_root(ctx))
+
+
+def _say(text: str) -> None:
+    stdout.print(text, markup=False, highlight=False)
+
+
+def _task_line(t: Task) -> str:
+    bits = [t.id[:8], "[x]" if t.status == "done" else "[ ]", t.priority.ljust(6), t.title]
+    if t.due:
+        bits.append(f"(due {t.due})")
+    if t.goal:
+        bits.append(f"(goal {t.goal[:8]})")
+    if t.evidence:
+        bits.append(f"(evidence {', '.join(e[:8] for e in t.evidence)})")
+    return " ".join(bits)
+
+
+def _show_task(t: Task, as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json(t.to_dict())
+    else:
+        _say(f"{verb} task {t.id[:8]}: {t.title}")
+
+
+@click.group()
+def task() -> None:
+    """Tasks: things to do, with priority, due date, goal and the evidence behind them."""
+
+
+@task.command("add")
+@click.argument("title", nargs=-1)
+@click.option("--priority", type=click.Choice(PRIORITIES), default="medium", show_default=True)
+@click.option("--due", metavar="YYYY-MM-DD", help="Due date.")
+@click.option("--goal", metavar="ID", help="The goal this task rolls up to (ID or prefix).")
+@click.option("--evidence", "evidence", multiple=True, metavar="ID", help="A claim behind it.")
+@click.option("--from-evidence", metavar="ID", help="Make the task from an extracted claim.")
+@click.option("--description", help="Longer text.")
+@json_option
+@click.pass_context
+def task_add(
+    ctx: click.Context,
+    title: tuple[str, ...],
+    priority: str,
+    due: str | None,
+    goal: str | None,
+    evidence: tuple[str, ...],
+    from_evidence: str | None,
+    description: str | None,
+    as_json: bool,
+) -> None:
+    """Add a task: `arkai task add "Try the retrieval trick" --priority high --due 2026-12-01`."""
+    t = ops.add_task(
+        _repo(ctx), " ".join(title) or None, priority=priority, due=due, goal=goal,
+        evidence=list(evidence), from_evidence=from_evidence, description=description,
+    )  # fmt: skip
+    _show_task(t, as_json, "added")
+
+
+@task.command("list")
+@click.option("--status", type=STATUS_CHOICE, default="open", show_default=True)
+@json_option
+@click.pass_context
+def task_list(ctx: click.Context, status: str, as_json: bool) -> None:
+    """List tasks (exit 5 when there are none)."""
+    found = ops.list_tasks(_repo(ctx), status=status)
+    if as_json:
+        emit_json({"tasks": [t.to_dict() for t in found]})
+    for t in [] if as_json else found:
+        _say(_task_line(t))
+    if not found:
+        if not as_json:
+            _say(f"no {'' if status == 'all' else status + ' '}tasks")
+        ctx.exit(EXIT_NO_RESULTS)
+
+
+@task.command("done")
+@click.argument("ident", metavar="ID")
+@json_option
+@click.pass_context
+def task_done(ctx: click.Context, ident: str, as_json: bool) -> None:
+    """Mark a task done."""
+    _show_task(ops.set_done(_repo(ctx), ident, True), as_json, "done:")
+
+
+@task.command("reopen")
+@click.argument("ident", metavar="ID")
+@json_option
+@click.pass_context
+def task_reopen(ctx: click.Context, ident: str, as_json: bool) -> None:
+    """Open a done task again."""
+    _show_task(ops.set_done(_repo(ctx), ident, False), as_json, "reopened")
+
+
+@task.command("edit")
+@click.argument("ident", metavar="ID")
+@click.option("--title")
+@click.option("--priority", type=click.Choice(PRIORITIES))
+@click.option("--due", metavar="YYYY-MM-DD", help="New due date ('' clears it).")
+@click.option("--goal", metavar="ID", help="New goal ('' clears it).")
+@click.option("--description")
+@json_option
+@click.pass_context
+def task_edit(
+    ctx: click.Context,
+    ident: str,
+    title: str | None,
+    priority: str | None,
+    due: str | None,
+    goal: str | None,
+    description: str | None,
+    as_json: bool,
+) -> None:
+    """Change a task's title, priority, due date, goal or description (its ID stays)."""
+    t = ops.edit_task(
+        _repo(ctx), ident, title=title, priority=priority, due=due, goal=goal,
+        description=description,
+    )  # fmt: skip
+    _show_task(t, as_json, "edited")
+
+
+@task.command("suggest")
+@click.option("--as-of", metavar="YYYY-MM-DD", help="Rank as of this day (default: today, UTC).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@json_option
+@click.pass_context
+def task_suggest(ctx: click.Context, as_of: str | None, limit: int, as_json: bool) -> None:
+    """Which open task to do next, with the reasons (exit 5 when none is open)."""
+    try:
+        today = date.fromisoformat(as_of) if as_of else datetime.now(UTC).date()
+    except ValueError:
+        raise click.BadParameter(
+            f"{as_of!r} is not a date YYYY-MM-DD", param_hint="--as-of"
+        ) from None
+    ranked = ops.suggest(_repo(ctx), today=today, limit=limit)
+    if as_json:
+        emit_json({"as_of": today.isoformat(), "suggestions": [s.to_dict() for s in ranked]})
+    else:
+        for n, s in enumerate(ranked, 1):
+            _say(f"{n}. {_task_line(s.task)}  score {s.score:g}")
+            _say("   " + "; ".join(s.reasons))
+        if not ranked:
+            _say("no open tasks")
+    if not ranked:
+        ctx.exit(EXIT_NO_RESULTS)
+
+
+@click.group()
+def goal() -> None:
+    """Goals: larger objectives that tasks roll up to."""
+
+
+def _show_goal(g: Goal, as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json(g.to_dict())
+    else:
+        _say(f"{verb} goal {g.id[:8]}: {g.title}")
+
+
+@goal.command("add")
+@click.argument("title", nargs=-1, required=True)
+@click.option("--description", help="Longer text.")
+@json_option
+@click.pass_context
+def goal_add(
+    ctx: click.Context, title: tuple[str, ...], description: str | None, as_json: bool
+) -> None:
+    """Add a goal."""
+    _show_goal(ops.add_goal(_repo(ctx), " ".join(title), description=description), as_json, "added")
+
+
+@goal.command("list")
+@click.option("--status", type=STATUS_CHOICE, default="open", show_default=True)
+@json_option
+@click.pass_context
+def goal_list(ctx: click.Context, status: str, as_json: bool) -> None:
+    """List goals (exit 5 when there are none)."""
+    found = ops.list_goals(_repo(ctx), status=status)
+    if as_json:
+        emit_json({"goals": [g.to_dict() for g in found]})
+    else:
+        for g in found:
+            _say(f"{g.id[:8]} {'[x]' if g.status == 'done' else '[ ]'} {g.title}")
+        if not found:
+            _say("no goals")
+    if not found:
+        ctx.exit(EXIT_NO_RESULTS)
+
+
+@goal.command("done")
+@click.argument("ident", metavar="ID")
+@json_option
+@click.pass_context
+def goal_done(ctx: click.Context, ident: str, as_json: bool) -> None:
+    """Mark a goal done."""
+    _show_goal(ops.goal_done(_repo(ctx), ident), as_json, "done:")

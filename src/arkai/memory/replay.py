@@ -1,0 +1,314 @@
+"""The belief replay: episodes in time order → beliefs and their change log (seed 002).
+
+Pure and deterministic: the same episodes, vectors, decisions and parameters give the same
+beliefs and changes, byte for byte once written. For each episode (a claim, in date order):
+
+- its nearest beliefs are found among the earlier episodes' beliefs (exact cosine against each
+  candidate belief's vector, candidates from a blocked top-k search over earlier episodes);
+- the nearest active belief above ``reinforce`` (0.85) is **reinforced** — base confidence
+  ``c ← c + (1 − c) · reinforce_step``, decay timer reset to the episode's date, episode linked —
+  unless the contradiction check finds a conflict (a negated near-copy is not a reinforcement);
+- else each active belief between ``contradict`` (0.70) and ``reinforce`` is checked, nearest
+  first; the first **conflict** invalidates it and the episode creates its replacement;
+- else the episode **creates** a belief at ``new_confidence`` (0.6).
+
+People decide through :class:`Decisions`: a forgotten belief is created as ``forgotten`` and
+absorbs what would reinforce it (so forgetting sticks); a pinned belief never decays, is never
+pruned and is never invalidated (a conflict is logged as ``conflict``); a prune decision prunes.
+After all episodes, beliefs a person decided to prune are **pruned** (with ``auto_prune``, also
+every active one whose effective confidence at the last episode's date is below ``prune_floor``
+— off by default: a library of talks spans years, and an old fact is not wrong for being old),
+and groups of similar active facts from ≥ 2 items become
+**insights** (the group's most confident statement; its episodes are the union).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from arkai.core.hashing import sha256_hex
+from arkai.memory.contradict import Conflict
+from arkai.model.belief import (
+    ACTIVE,
+    FACT,
+    FORGOTTEN,
+    INSIGHT,
+    INVALIDATED,
+    PRUNED,
+    Belief,
+    Change,
+    Episode,
+)
+
+F32 = npt.NDArray[np.float32]
+Checker = Callable[[str, str], Conflict | None]
+#: Earlier episodes considered per episode (the candidate beliefs are theirs).
+CANDIDATES = 32
+#: Similarity cells computed at once (rows × earlier rows): 2^25 float32 = 128 MB.
+BLOCK_CELLS = 1 << 25
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayParams:
+    reinforce: float = 0.85
+    contradict: float = 0.70
+    new_confidence: float = 0.6
+    reinforce_step: float = 0.2
+    half_life_days: float = 30.0
+    prune_floor: float = 0.05
+    auto_prune: bool = False
+    top_k: int = 5
+    insight_similarity: float = 0.8
+    insight_min_items: int = 2
+
+    @classmethod
+    def from_params(cls, p: dict[str, Any]) -> ReplayParams:
+        known = {k: p[k] for k in cls.__slots__ if k in p}  # provider/model: ops.memory
+        out = cls(**known)
+        if not 0 < out.contradict <= out.reinforce <= 1:
+            raise ValueError("memory: need 0 < contradict ≤ reinforce ≤ 1")
+        if out.half_life_days <= 0:
+            raise ValueError("memory.half_life_days must be > 0")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """A person's decisions (``memory/decisions.yaml``): belief ID → note."""
+
+    forget: dict[str, str] = field(default_factory=dict)
+    pin: dict[str, str] = field(default_factory=dict)
+    prune: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    beliefs: list[Belief]
+    changes: list[Change]
+    vectors: F32
+    """One row per belief (the vector of the statement it holds), in ``beliefs`` order."""
+    as_of: str | None
+
+
+def belief_id(kind: str, seed: str) -> str:
+    return sha256_hex(f"belief\0{kind}\0{seed}".encode())[:16]
+
+
+def to_date(text: str) -> date:
+    try:
+        return date.fromisoformat(text[:10])
+    except ValueError:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+
+
+def effective_confidence(b: Belief, as_of: date, half_life_days: float) -> float:
+    """Base confidence decayed with the half-life from the last reinforcement (pinned: none)."""
+    if b.pinned:
+        return b.confidence
+    days = max(0, (as_of - to_date(b.reinforced)).days)
+    return b.confidence * math.pow(0.5, days / half_life_days)
+
+
+def _candidates(vectors: F32, k: int) -> list[list[int]]:
+    """For each row, up to ``k`` earlier rows by descending similarity (blocked matmul)."""
+    n = len(vectors)
+    out: list[list[int]] = [[] for _ in range(n)]
+    block = max(1, min(1024, BLOCK_CELLS // max(1, n)))
+    for lo in range(1, n, block):
+        hi = min(n, lo + block)
+        sims = vectors[lo:hi] @ vectors[:hi].T
+        rows = np.arange(lo, hi)
+        mask = np.arange(hi)[None, :] >= rows[:, None]
+        sims[mask] = -np.inf
+        kk = min(k, hi - 1)
+        part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk] if kk < hi else np.argsort(-sims)
+        for r, row in enumerate(part):
+            i = lo + r
+            cand = [int(j) for j in row if j < i]
+            cand.sort(key=lambda j: (-float(sims[r, j]), j))
+            out[i] = cand
+    return out
+
+
+class _State:
+    def __init__(self, params: ReplayParams, decisions: Decisions, check: Checker) -> None:
+        self.p = params
+        self.d = decisions
+        self.check = check
+        self.beliefs: dict[str, Belief] = {}
+        self.order: list[str] = []
+        self.vec_row: dict[str, int] = {}
+        """Belief → the episode row whose vector it holds."""
+        self.of_episode: dict[int, str] = {}
+        self.changes: list[Change] = []
+
+    def log(self, kind: str, belief: str, day: str, **kw: Any) -> None:
+        self.changes.append(Change(len(self.changes) + 1, kind, belief, day, **kw))
+
+    def create(self, i: int, ep: Episode, kind: str = FACT, seed: str | None = None) -> Belief:
+        bid = belief_id(kind, seed or ep.id)
+        b = Belief(
+            id=bid, statement=ep.statement, type=kind, confidence=self.p.new_confidence,
+            status=ACTIVE, created=ep.date, reinforced=ep.date, episodes=(ep.id,),
+            items=(ep.item,) if ep.item else (), pinned=bid in self.d.pin,
+        )  # fmt: skip
+        self.beliefs[bid] = b
+        self.order.append(bid)
+        self.vec_row[bid] = i
+        self.of_episode[i] = bid
+        self.log("create", bid, ep.date, episode=ep.id, confidence=b.confidence)
+        if b.pinned:
+            self.log("pin", bid, ep.date, note=self.d.pin[bid] or None)
+        if bid in self.d.forget:
+            self.beliefs[bid] = replace(b, status=FORGOTTEN)
+            self.log("forget", bid, ep.date, note=self.d.forget[bid] or None)
+        return self.beliefs[bid]
+
+    def link(self, b: Belief, i: int, ep: Episode) -> Belief:
+        items = b.items if not ep.item or ep.item in b.items else (*b.items, ep.item)
+        new = replace(b, episodes=(*b.episodes, ep.id), items=items)
+        self.beliefs[b.id] = new
+        self.of_episode[i] = b.id
+        return new
+
+    def reinforce(self, b: Belief, i: int, ep: Episode, sim: float) -> None:
+        c = round(b.confidence + (1 - b.confidence) * self.p.reinforce_step, 6)
+        new = replace(self.link(b, i, ep), confidence=c, reinforced=max(b.reinforced, ep.date))
+        self.beliefs[b.id] = new
+        self.log("reinforce", b.id, ep.date, episode=ep.id, confidence=c, similarity=sim)
+
+
+def replay(
+    episodes: Sequence[Episode],
+    vectors: F32,
+    *,
+    params: ReplayParams,
+    decisions: Decisions,
+    check: Checker,
+) -> ReplayResult:
+    """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows)."""
+    st = _State(params, decisions, check)
+    cands = _candidates(vectors, CANDIDATES)
+    for i, ep in enumerate(episodes):
+        scored: dict[str, float] = {}
+        for j in cands[i]:
+            bid = st.of_episode.get(j)
+            if bid is not None and bid not in scored:
+                scored[bid] = round(float(vectors[i] @ vectors[st.vec_row[bid]]), 6)
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+        forgotten = [(b, s) for b, s in ranked if st.beliefs[b].status == FORGOTTEN]
+        active = [(b, s) for b, s in ranked if st.beliefs[b].status == ACTIVE][: params.top_k]
+        if active and active[0][1] > params.reinforce:
+            best, sim = active[0]
+            conflict = check(st.beliefs[best].statement, ep.statement)
+            if conflict is None:
+                st.reinforce(st.beliefs[best], i, ep, sim)
+                continue
+        if (
+            forgotten
+            and forgotten[0][1] > params.reinforce
+            and (not active or forgotten[0][1] >= active[0][1])
+        ):
+            st.link(st.beliefs[forgotten[0][0]], i, ep)
+            continue
+        replaced = None
+        for bid, sim in active:
+            if sim < params.contradict:
+                break
+            old = st.beliefs[bid]
+            conflict = check(old.statement, ep.statement)
+            if conflict is None:
+                continue
+            new = st.create(i, ep, ep.kind)
+            note = f"{conflict.rule}: {conflict.detail}"
+            if old.pinned:
+                st.log("conflict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
+                       note=note + " (pinned: kept)")  # fmt: skip
+            else:
+                st.beliefs[bid] = replace(
+                    old, status=INVALIDATED, contradicted_by=(*old.contradicted_by, ep.id),
+                    replaced_by=new.id,
+                )  # fmt: skip
+                st.log("contradict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
+                       note=note)  # fmt: skip
+            replaced = new
+            break
+        if replaced is None:
+            st.create(i, ep, ep.kind)
+    as_of = max((ep.date for ep in episodes), default=None)
+    if as_of is not None:
+        _prune(st, to_date(as_of), as_of)
+        _insights(st, episodes, vectors, cands, as_of)
+    rows = [st.vec_row[b] for b in st.order]
+    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+    vecs = vectors[rows] if rows else np.zeros((0, dim), dtype=np.float32)
+    return ReplayResult([st.beliefs[b] for b in st.order], st.changes, vecs, as_of)
+
+
+def _prune(st: _State, today: date, day: str) -> None:
+    for bid in st.order:
+        b = st.beliefs[bid]
+        if b.status != ACTIVE or b.pinned:
+            continue
+        eff = effective_confidence(b, today, st.p.half_life_days)
+        if bid in st.d.prune or (st.p.auto_prune and eff < st.p.prune_floor):
+            st.beliefs[bid] = replace(b, status=PRUNED)
+            why = st.d.prune.get(bid) or (
+                "decided by a person" if bid in st.d.prune else f"effective confidence {eff:.3f}"
+            )
+            st.log("prune", bid, day, confidence=round(eff, 6), note=why)
+
+
+def _insights(
+    st: _State, episodes: Sequence[Episode], vectors: F32, cands: list[list[int]], day: str
+) -> None:
+    facts = {st.vec_row[b]: b for b in st.order
+             if st.beliefs[b].status == ACTIVE and st.beliefs[b].type == FACT}  # fmt: skip
+    parent = {r: r for r in facts}
+
+    def find(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    for i in sorted(facts):
+        for j in cands[i]:
+            if j in facts and float(vectors[i] @ vectors[j]) >= st.p.insight_similarity:
+                a, b = find(i), find(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[str]] = {}
+    for r in sorted(facts):
+        groups.setdefault(find(r), []).append(facts[r])
+    for members in groups.values():
+        beliefs = [st.beliefs[m] for m in members]
+        items = sorted({i for b in beliefs for i in b.items})
+        if len(members) < 2 or len(items) < st.p.insight_min_items:
+            continue
+        lead = sorted(beliefs, key=lambda b: (-b.confidence, -len(b.episodes), b.created, b.id))[0]
+        bid = belief_id(INSIGHT, "\0".join(sorted(members)))
+        eps = tuple(dict.fromkeys(e for b in sorted(beliefs, key=lambda b: b.created)
+                                  for e in b.episodes))  # fmt: skip
+        conf = round(sum(b.confidence for b in beliefs) / len(beliefs), 6)
+        ins = Belief(
+            id=bid, statement=lead.statement, type=INSIGHT, confidence=conf, status=ACTIVE,
+            created=max(b.created for b in beliefs), reinforced=max(b.reinforced for b in beliefs),
+            episodes=eps, items=tuple(items), pinned=bid in st.d.pin,
+        )  # fmt: skip
+        if bid in st.d.forget:
+            ins = replace(ins, status=FORGOTTEN)
+        st.beliefs[bid] = ins
+        st.order.append(bid)
+        st.vec_row[bid] = st.vec_row[lead.id]
+        st.log("create", bid, ins.created, confidence=conf,
+               note=f"insight: {len(members)} beliefs from {len(items)} items")  # fmt: skip
+        if bid in st.d.forget:
+            st.log("forget", bid, day, note=st.d.forget[bid] or None)

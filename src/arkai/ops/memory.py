@@ -1,0 +1,562 @@
+"""The belief memory's operations: the ``beliefs`` step, recall, listing, history, context
+packs, people's decisions (forget, pin, prune), reflection, stats, export and import.
+
+Beliefs are a replay of files (:mod:`arkai.memory.replay`), so every operation here either
+rebuilds ``beliefs/`` from the library and ``memory/`` or reads it; people's decisions are
+written to ``memory/decisions.yaml`` and take effect at the next replay (``dvc repro`` or
+``arkai memory build``). Effective confidence is computed at read time from the clock passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arkai.adapters import memory as files
+from arkai.adapters.fs import atomic_write_text, read_repo_file
+from arkai.adapters.repo import Repo
+from arkai.core.hashing import text_digest
+from arkai.core.tokens import count_tokens
+from arkai.errors import (
+    AmbiguousIdError,
+    ArkaiError,
+    InvalidInputError,
+    LibraryError,
+    NotFoundError,
+    PipelineError,
+)
+from arkai.memory import contradict
+from arkai.memory.contradict import Conflict
+from arkai.memory.episodes import item_episodes, ordered
+from arkai.memory.replay import Checker, Decisions, ReplayParams, effective_confidence, replay
+from arkai.model.belief import ACTIVE, BELIEF_STATUSES, TYPES, Belief, Change, Episode
+
+MIN_PREFIX = 8
+RECALL_THRESHOLD = 0.3
+EXPORT_FORMAT = "arkai-memory/1"
+Progress = Callable[[int, int, str], None]
+
+
+def replay_params(repo: Repo) -> ReplayParams:
+    try:
+        return ReplayParams.from_params(dict(repo.param("memory", {}) or {}))
+    except (TypeError, ValueError) as exc:
+        raise LibraryError(f"{repo.root / 'params.yaml'}: {exc}") from None
+
+
+# -- the beliefs step ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    episodes: int
+    beliefs: int
+    by_status: dict[str, int]
+    embedded: int
+    changed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "episodes": self.episodes, "beliefs": self.beliefs, "by_status": self.by_status,
+            "embedded": self.embedded, "changed": self.changed,
+        }  # fmt: skip
+
+
+def collect_episodes(repo: Repo) -> list[Episode]:
+    eps: list[Episode] = []
+    for item in repo.items():
+        eps.extend(item_episodes(item))
+    eps.extend(files.read_imported(repo.root))
+    return ordered(eps)
+
+
+_EMBEDDERS: dict[str, Any] = {}
+
+
+def _embedder(repo: Repo) -> Any:
+    """The index's embedder (resolved once per process: a warm recall embeds only the query)."""
+    from arkai.search import embed
+
+    name = str(repo.param("index.embedder", "default"))
+    if name not in _EMBEDDERS:
+        _EMBEDDERS[name] = embed.get_embedder(name)
+    return _EMBEDDERS[name]
+
+
+def embed_statements(
+    repo: Repo, texts: list[str], progress: Progress | None = None
+) -> tuple[Any, int]:
+    """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded)."""
+    from arkai.search.vectors import VectorStore
+
+    keys = [text_digest(t) for t in texts]
+    folder = files.beliefs_dir(repo.root) / files.CACHE / files.STORE
+    embedder = _embedder(repo)
+    store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
+    todo = store.missing(dict.fromkeys(keys))
+    by_key = dict(zip(keys, texts, strict=True))
+    for start in range(0, len(todo), 256):
+        part = todo[start : start + 256]
+        store.add(part, embedder.encode([by_key[k] for k in part], batch_size=64))
+        if progress:
+            progress(min(start + 256, len(todo)), len(todo), "embedding beliefs")
+    store.prune(keys)
+    store.save(folder)
+    rows = store.get(keys) if keys else np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    return rows, len(todo)
+
+
+def checker(repo: Repo) -> tuple[Checker, str]:
+    """The contradiction check ``memory.provider`` names, and a label for the output."""
+    name = str(repo.param("memory.provider") or "builtin")
+    if name == "builtin":
+        return contradict.check, "builtin"
+    from arkai.adapters.events import utc_now
+    from arkai.ops.extract import make_runner
+    from arkai.patterns import OutputError, get_pattern
+
+    params = dict(repo.params)
+    model = repo.param("memory.model") or params["extract"].get("model")
+    params["extract"] = dict(params["extract"], provider=name, model=model)
+    runner = make_runner(repo.root, params, refresh=False, now=utc_now())
+    pattern = get_pattern("check_contradiction", repo.root)
+
+    def ask(old: str, new: str) -> Conflict | None:
+        # Only pairs the documented rules or the similarity band put in question reach here.
+        try:
+            out = runner.run(pattern, f"OLDER: {old}\nNEWER: {new}", {}).value
+        except (ArkaiError, OutputError) as exc:
+            raise PipelineError(f"check_contradiction via {name}: {exc}") from None
+        if not isinstance(out, dict) or not isinstance(out.get("contradicts"), bool):
+            raise PipelineError(f"check_contradiction: {name} returned {str(out)[:200]!r}")
+        if not out["contradicts"]:
+            return None
+        return Conflict("provider", str(out.get("reason") or "")[:300], 0.0)
+
+    return ask, f"{name}:{runner.model or 'default'}"
+
+
+def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
+    """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage)."""
+    params = replay_params(repo)
+    check, check_label = checker(repo)
+    episodes = collect_episodes(repo)
+    raw = files.read_decisions(repo.root)
+    decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
+    vectors, embedded = embed_statements(repo, [e.statement for e in episodes], progress)
+    result = replay(episodes, vectors, params=params, decisions=decisions, check=check)
+    header = {
+        "format": 1,
+        "as_of": result.as_of,
+        "episodes": len(episodes),
+        "params": {k: getattr(params, k) for k in ReplayParams.__slots__},
+        "contradiction_check": check_label,
+    }
+    changed = files.write_state(repo.root, header, result.beliefs, result.changes, result.vectors)
+    counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
+    return BuildResult(len(episodes), len(result.beliefs), counts, embedded, changed)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    header: dict[str, Any]
+    beliefs: list[Belief]
+    params: ReplayParams
+
+    def effective(self, b: Belief, as_of: date) -> float:
+        return round(effective_confidence(b, as_of, self.params.half_life_days), 6)
+
+
+_STATES: dict[Path, tuple[tuple[int, int], State, Any]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
+def load(repo: Repo) -> State:
+    """``beliefs/`` as last replayed (kept in memory while the file is unchanged, so a warm
+    process — the MCP server, an agent loop — does not parse it per call)."""
+    path = files.beliefs_dir(repo.root) / files.BELIEFS
+    stamp = _stamp(path)
+    hit = _STATES.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    got = files.read_state(repo.root)
+    if got is None:
+        raise NotFoundError(
+            "no beliefs yet", hint="run `dvc repro` (or `arkai memory build`) to replay them"
+        )
+    header, beliefs = got
+    state = State(header, beliefs, replay_params(repo))
+    _STATES[path] = (stamp, state, None)
+    return state
+
+
+def _vectors(repo: Repo, state: State) -> Any:
+    """The beliefs' vectors, cached with the state they belong to."""
+    path = files.beliefs_dir(repo.root) / files.BELIEFS
+    hit = _STATES.get(path)
+    if hit is not None and hit[1] is state and hit[2] is not None:
+        return hit[2]
+    vectors = files.read_vectors(repo.root)
+    if hit is not None and hit[1] is state:
+        _STATES[path] = (hit[0], state, vectors)
+    return vectors
+
+
+def find(state: State, ident: str) -> Belief:
+    ident = ident.strip().lower()
+    if len(ident) < MIN_PREFIX:
+        raise InvalidInputError(f"belief ID {ident!r} is too short: give at least {MIN_PREFIX}")
+    found = [b for b in state.beliefs if b.id.startswith(ident)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise AmbiguousIdError(f"belief ID prefix {ident!r} matches {len(found)} beliefs")
+    raise NotFoundError(f"no belief with ID {ident!r}", hint="list them with `arkai beliefs`")
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    belief: Belief
+    effective: float
+    score: float | None = None
+    method: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.belief.to_dict() | {"effective_confidence": self.effective}
+        if self.score is not None:
+            d["score"] = self.score
+            d["method"] = self.method
+        return d
+
+
+def list_beliefs(
+    repo: Repo, *, as_of: date, status: str | None = ACTIVE, kind: str | None = None
+) -> list[Scored]:
+    """Beliefs by effective confidence (highest first), filtered by status and type."""
+    if status not in (None, "all", *BELIEF_STATUSES):
+        raise InvalidInputError(f"unknown status {status!r}")
+    if kind not in (None, *TYPES):
+        raise InvalidInputError(f"unknown type {kind!r}")
+    st = load(repo)
+    out = [
+        Scored(b, st.effective(b, as_of))
+        for b in st.beliefs
+        if status in (None, "all", b.status) and kind in (None, b.type)
+    ]
+    return sorted(out, key=lambda s: (-s.effective, s.belief.id))
+
+
+def _lexical(query: str, beliefs: list[Belief]) -> list[tuple[int, float]]:
+    """Share of the query's content words (stemmed) a statement holds; a substring test on the
+    stems picks the candidates first, so a fallback over 100,000 beliefs stays fast."""
+    q = contradict.content(contradict._tokens(query))
+    if not q:
+        return []
+    heads = {stem[:4] for stem in q}  # a stem's first letters are in the word it came from
+    out = []
+    for i, b in enumerate(beliefs):
+        low = b.statement.lower()
+        if not any(h in low for h in heads):
+            continue
+        hit = len(q & contradict.content(contradict._tokens(b.statement)))
+        if hit:
+            out.append((i, round(hit / len(q), 6)))
+    return out
+
+
+def recall(
+    repo: Repo,
+    query: str,
+    *,
+    as_of: date,
+    k: int = 10,
+    threshold: float = RECALL_THRESHOLD,
+    include_all: bool = False,
+) -> list[Scored]:
+    """Beliefs for ``query``: semantic (cosine ≥ ``threshold``), else a lexical fallback."""
+    if not query.strip():
+        raise InvalidInputError("the query is empty")
+    st = load(repo)
+
+    def wanted(i: int) -> bool:
+        return include_all or st.beliefs[i].status == ACTIVE
+
+    hits: list[tuple[int, float]] = []
+    method = "semantic"
+    vectors = _vectors(repo, st)
+    if vectors is not None and len(vectors) == len(st.beliefs) and len(vectors):
+        qv = _embedder(repo).encode([query], kind="query")[0]
+        sims = vectors @ qv
+        hits = [(int(i), round(float(sims[i]), 6)) for i in np.nonzero(sims >= threshold)[0]]
+        hits = [h for h in hits if wanted(h[0])]
+    if not hits:
+        method = "lexical"
+        pool = [i for i in range(len(st.beliefs)) if wanted(i)]
+        sub = [st.beliefs[i] for i in pool]
+        hits = [(pool[i], s) for i, s in _lexical(query, sub)]
+    ranked = sorted(hits, key=lambda h: (-h[1], st.beliefs[h[0]].id))[:k]
+    b = st.beliefs
+    return [Scored(b[i], st.effective(b[i], as_of), s, method) for i, s in ranked]
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    belief: Belief
+    effective: float
+    changes: list[Change]
+    quotes: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "belief": self.belief.to_dict() | {"effective_confidence": self.effective},
+            "changes": [c.to_dict() for c in self.changes],
+            "quotes": self.quotes,
+        }
+
+
+def quotes_for(repo: Repo, episode_ids: list[str], limit: int = 20) -> list[dict[str, Any]]:
+    """Each episode's quote with its receipt (file, line, valid), from ``evidence show``."""
+    from arkai.ops.evidence import describe, find_evidence
+
+    out = []
+    for eid in episode_ids[:limit]:
+        if eid.startswith("import:"):
+            out.append({"id": eid, "imported": True})
+            continue
+        try:
+            info = describe(find_evidence(repo.root, eid))
+        except (NotFoundError, InvalidInputError):
+            out.append({"id": eid, "missing": True})
+            continue
+        out.append({k: info.get(k) for k in (
+            "id", "content_id", "title", "quote", "file", "line", "column", "video_timestamp",
+            "valid")})  # fmt: skip
+    return out
+
+
+def history(repo: Repo, ident: str, *, as_of: date) -> History:
+    st = load(repo)
+    b = find(st, ident)
+    changes = [c for c in files.read_changes(repo.root) if b.id in (c.belief, c.other)]
+    quotes = quotes_for(repo, list(b.episodes) + list(b.contradicted_by))
+    return History(b, st.effective(b, as_of), changes, quotes)
+
+
+# -- context packs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryContext:
+    query: str
+    as_of: str
+    beliefs: list[Scored]
+    episodes: list[dict[str, Any]]
+    markdown: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query, "as_of": self.as_of,
+            "beliefs": [s.to_dict() for s in self.beliefs], "episodes": self.episodes,
+            "markdown": self.markdown, "tokens": count_tokens(self.markdown),
+        }  # fmt: skip
+
+
+def memory_context(
+    repo: Repo, query: str, *, as_of: date, k: int = 8, recent: int = 5
+) -> MemoryContext:
+    """Beliefs for the query sorted by effective confidence, plus the most recent episodes."""
+    found = recall(repo, query, as_of=as_of, k=k)
+    found = sorted(found, key=lambda s: (-s.effective, s.belief.id))
+    lines = [f"# Memory for: {query}", "", f"As of {as_of.isoformat()}.", "", "## Beliefs", ""]
+    for s in found:
+        cites = ", ".join(e[:8] for e in s.belief.episodes[:3])
+        lines.append(
+            f"- [{s.belief.type}, confidence {s.effective:.2f}] {s.belief.statement} "
+            f"(belief {s.belief.id[:8]}; evidence {cites})"
+        )
+    if not found:
+        lines.append("- (no belief matches)")
+    eps = ordered(e for e in collect_episodes(repo))[-recent:][::-1] if recent else []
+    lines += ["", "## Recent episodes", ""]
+    recent_out = []
+    for e in eps:
+        lines.append(f"- {e.date}: {e.statement} (evidence {e.id[:8]})")
+        recent_out.append(e.to_dict())
+    md = "\n".join(lines) + "\n"
+    return MemoryContext(query, as_of.isoformat(), found, recent_out, md)
+
+
+# -- people's decisions --------------------------------------------------------------------
+
+
+def decide(repo: Repo, kind: str, ident: str, note: str = "", *, undo: bool = False) -> Belief:
+    """Record ``forget`` / ``pin`` / ``prune`` for a belief in ``memory/decisions.yaml``."""
+    st = load(repo)
+    b = find(st, ident)
+    decisions = files.read_decisions(repo.root)
+    if undo:
+        decisions[kind].pop(b.id, None)
+    else:
+        decisions[kind][b.id] = note
+    files.write_decisions(repo.root, decisions)
+    return b
+
+
+def prune_candidates(repo: Repo, *, as_of: date, threshold: float | None = None) -> list[Scored]:
+    """Active, unpinned beliefs whose effective confidence is below the threshold."""
+    st = load(repo)
+    floor = st.params.prune_floor if threshold is None else threshold
+    out = [
+        Scored(b, st.effective(b, as_of))
+        for b in st.beliefs
+        if b.status == ACTIVE and not b.pinned and st.effective(b, as_of) < floor
+    ]
+    return sorted(out, key=lambda s: (s.effective, s.belief.id))
+
+
+def apply_prune(repo: Repo, beliefs: list[Scored], note: str) -> None:
+    decisions = files.read_decisions(repo.root)
+    for s in beliefs:
+        decisions["prune"].setdefault(s.belief.id, note)
+    files.write_decisions(repo.root, decisions)
+
+
+@dataclass(frozen=True, slots=True)
+class Reflection:
+    clusters: list[list[Scored]]
+    stale: list[Scored]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clusters": [[s.to_dict() for s in c] for c in self.clusters],
+            "stale": [s.to_dict() for s in self.stale],
+        }
+
+
+def reflect(repo: Repo, *, as_of: date, similarity: float = 0.8, stale: float = 0.2) -> Reflection:
+    """Near-duplicate groups of active beliefs (cosine ≥ ``similarity``) and stale ones."""
+    st = load(repo)
+    vectors = files.read_vectors(repo.root)
+    active = [i for i, b in enumerate(st.beliefs) if b.status == ACTIVE]
+    clusters: list[list[Scored]] = []
+    if vectors is not None and len(vectors) == len(st.beliefs) and active:
+        sub = vectors[active]
+        seen: set[int] = set()
+        for n in range(len(active)):
+            if n in seen:
+                continue
+            sims = sub[n + 1 :] @ sub[n]
+            near = [n + 1 + int(m) for m in np.nonzero(sims >= similarity)[0]]
+            near = [m for m in near if m not in seen]
+            if near:
+                group = [n, *near]
+                seen.update(group)
+                clusters.append(
+                    [
+                        Scored(st.beliefs[active[g]], st.effective(st.beliefs[active[g]], as_of))
+                        for g in group
+                    ]
+                )
+    stale_list = [
+        Scored(b, st.effective(b, as_of))
+        for b in st.beliefs
+        if b.status == ACTIVE and st.effective(b, as_of) < stale
+    ]
+    return Reflection(clusters, sorted(stale_list, key=lambda s: (s.effective, s.belief.id)))
+
+
+def stats(repo: Repo, *, as_of: date) -> dict[str, Any]:
+    st = load(repo)
+    active = [b for b in st.beliefs if b.status == ACTIVE]
+    eff = [st.effective(b, as_of) for b in active]
+    return {
+        "as_of": as_of.isoformat(),
+        "episodes": st.header.get("episodes", 0),
+        "beliefs": len(st.beliefs),
+        "by_status": {s: sum(b.status == s for b in st.beliefs) for s in BELIEF_STATUSES},
+        "by_type": {t: sum(b.type == t for b in active) for t in TYPES},
+        "average_effective_confidence": round(sum(eff) / len(eff), 4) if eff else None,
+        "decisions": {k: len(v) for k, v in files.read_decisions(repo.root).items()},
+    }
+
+
+# -- export / import -----------------------------------------------------------------------
+
+
+def export(repo: Repo, path: Path) -> dict[str, int]:
+    st = load(repo)
+    changes = [c.to_dict() for c in files.read_changes(repo.root)]
+    doc = {
+        "format": EXPORT_FORMAT,
+        "as_of": st.header.get("as_of"),
+        "beliefs": [b.to_dict() for b in st.beliefs],
+        "changes": changes,
+        "decisions": files.read_decisions(repo.root),
+    }
+    atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    return {"beliefs": len(st.beliefs), "changes": len(changes)}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def import_(repo: Repo, path: Path) -> dict[str, int]:
+    """Add an export's active beliefs as imported episodes (deduplicated by statement) and its
+    decisions where this library has none for that belief; never overwrites a decision."""
+    data = read_repo_file(path, path.parent)
+    assert data is not None
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
+            raise ValueError(f"expected an object with format {EXPORT_FORMAT!r}")
+        beliefs = [Belief.from_dict(b) for b in doc["beliefs"]]
+        decisions = doc.get("decisions") or {}
+        if not isinstance(decisions, dict):
+            raise ValueError("'decisions' must be an object")
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidInputError(f"{path}: not an arkai memory export ({exc})") from None
+    known = {_norm(b.statement) for b in (files.read_state(repo.root) or ({}, []))[1]}
+    rows = [e.to_dict() | {"type": e.kind} for e in files.read_imported(repo.root)]
+    rows = [{k: v for k, v in r.items() if k != "kind"} for r in rows]
+    known |= {_norm(str(r["statement"])) for r in rows}
+    added = 0
+    for b in beliefs:
+        if b.status != ACTIVE or _norm(b.statement) in known:
+            continue
+        known.add(_norm(b.statement))
+        rows.append({"id": "import:" + text_digest(b.statement)[7:23], "statement": b.statement,
+                     "date": b.created, "type": b.type})  # fmt: skip
+        added += 1
+    if added:
+        files.write_imported(repo.root, rows)
+    mine = files.read_decisions(repo.root)
+    merged = 0
+    for kind in files.DECISION_KINDS:
+        theirs = decisions.get(kind) or {}
+        if not isinstance(theirs, dict):
+            raise InvalidInputError(f"{path}: 'decisions.{kind}' must be an object")
+        for bid, note in theirs.items():
+            if bid not in mine[kind] and isinstance(bid, str):
+                mine[kind][bid] = str(note or "")
+                merged += 1
+    if merged:
+        files.write_decisions(repo.root, mine)
+    return {"beliefs_added": added, "skipped": len(beliefs) - added, "decisions_added": merged}
