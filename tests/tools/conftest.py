@@ -25,6 +25,9 @@ def build_library(root: Path) -> dict[str, Any]:
         fake = FakeEmbedder()
         mp.setattr(embed, "get_embedder", lambda name="default", **kw: fake)
         run_index(root, now="2026-01-01T00:00:00Z")
+    from arkai.cli import main
+
+    assert main(["--repo", str(root), "memory", "build", "--quiet"]) == 0  # the real embedder
     env = tool_env()
     for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
                 ["git", "commit", "-q", "-m", "library"]):  # fmt: skip

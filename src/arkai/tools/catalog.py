@@ -113,6 +113,43 @@ def _health(repo: Repo, a: dict[str, Any]) -> Any:
     return diagnose(repo.root).to_dict()
 
 
+def _today(a: dict[str, Any]) -> Any:
+    from datetime import UTC, date, datetime
+
+    return date.fromisoformat(a["as_of"]) if a.get("as_of") else datetime.now(UTC).date()
+
+
+def _ask(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.ask import ask
+
+    return ask(repo, a["question"]).to_dict()
+
+
+def _recall(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.errors import NotFoundError
+    from arkai.ops.memory import recall
+
+    found = recall(repo, a["query"], as_of=_today(a), k=a.get("k", 10),
+                   include_all=a.get("all", False))  # fmt: skip
+    if not found:
+        raise NotFoundError(f"no beliefs match {a['query']!r}")
+    return {"beliefs": [b.to_dict() for b in found]}
+
+
+def _beliefs(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.memory import list_beliefs
+
+    found = list_beliefs(repo, as_of=_today(a), status=a.get("status", "active"),
+                         kind=a.get("type"))  # fmt: skip
+    return {"beliefs": [b.to_dict() for b in found[: a.get("limit", 20)]]}
+
+
+def _memory_context(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.memory import memory_context
+
+    return memory_context(repo, a["query"], as_of=_today(a), k=a.get("k", 8)).to_dict()
+
+
 _RESULT = output(
     rank=INT, content_id=STR, title=STR, path=STR, content_type=STR, score={"type": "number"},
     hits=rows(start_line=INT, end_line=INT, link=STR, snippet=STR, claims=ARR),
@@ -233,6 +270,69 @@ READ: tuple[Tool, ...] = (
         output(healthy=BOOL, items=ARR, totals=OBJ),
         _health,
     ),
+    Tool(
+        "ask",
+        "1",
+        "Answer a question from the library: claims, each validated against quotes resolved to "
+        "exact bytes (researcher → shards → synthesis → validator). Markup: after:/before:/in:.",
+        inputs(["question"], question=QUERY),
+        output(question=STR, claims=ARR),
+        _ask,
+    ),
+    Tool(
+        "recall",
+        "1",
+        "Beliefs of the memory about a query (semantic, then lexical), with effective "
+        "confidence and the evidence IDs behind each.",
+        inputs(
+            ["query"],
+            query=QUERY,
+            k=count(10),
+            all=BOOL,
+            as_of={"type": "string", "format": "date", "maxLength": 10},
+        ),
+        output(
+            beliefs=rows(
+                id=STR,
+                statement=STR,
+                type=STR,
+                status=STR,
+                episodes=ARR,
+                effective_confidence={"type": "number"},
+            )
+        ),
+        _recall,
+    ),
+    Tool(
+        "beliefs",
+        "1",
+        "Beliefs sorted by effective confidence (status active by default).",
+        inputs(
+            status={
+                "type": "string",
+                "enum": ["active", "invalidated", "forgotten", "pruned", "all"],
+            },
+            type={"type": "string", "enum": ["fact", "insight"]},
+            limit=count(20, maximum=200),
+            as_of={"type": "string", "format": "date", "maxLength": 10},
+        ),
+        output(beliefs=rows(id=STR, statement=STR, type=STR, status=STR)),
+        _beliefs,
+    ),
+    Tool(
+        "memory_context",
+        "1",
+        "A prompt-ready Markdown pack of the beliefs about a query (by effective confidence, "
+        "with belief and evidence IDs) and the most recent episodes.",
+        inputs(
+            ["query"],
+            query=QUERY,
+            k=count(8),
+            as_of={"type": "string", "format": "date", "maxLength": 10},
+        ),
+        output(query=STR, markdown=STR, beliefs=ARR, episodes=ARR),
+        _memory_context,
+    ),
 )
 
 # -- write tools ----------------------------------------------------------------------------
@@ -299,6 +399,34 @@ def _review(repo: Repo, a: dict[str, Any]) -> Any:
     return review_claim(repo.root, a["id"], a["decision"], note=a.get("note")).to_dict()
 
 
+def _forget(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.memory import decide
+
+    b = decide(repo, "forget", a["id"], a.get("note", ""), undo=a.get("undo", False))
+    return {"belief": b.id, "decision": "forget", "undone": a.get("undo", False)}
+
+
+def _feedback(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops.feedback import feedback
+
+    return feedback(repo, a["query"], a["id"], 1 if a["vote"] == "up" else -1).to_dict()
+
+
+def _task(repo: Repo, a: dict[str, Any]) -> Any:
+    from arkai.ops import tasks
+
+    if a["action"] == "add":
+        if not a.get("title") and not a.get("from_evidence"):
+            raise InvalidInputError("a task needs a title (or from_evidence)")
+        return tasks.add_task(
+            repo, a.get("title"), priority=a.get("priority", "medium"), due=a.get("due"),
+            evidence=list(a.get("evidence", [])), from_evidence=a.get("from_evidence"),
+        ).to_dict()  # fmt: skip
+    if not a.get("id"):
+        raise InvalidInputError(f"task {a['action']} needs an id")
+    return tasks.set_done(repo, a["id"], a["action"] == "done").to_dict()
+
+
 _TAGS = {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 20}
 _ADD_RESULTS = output(results=rows(source=STR, status=STR, id=NSTR, path=NSTR, error=NSTR))
 
@@ -351,6 +479,49 @@ WRITE: tuple[Tool, ...] = (
         ),
         output(id=STR, content_id=STR, claim=STR, review=OBJ, previous=NOBJ),
         _review,
+        side_effect=True,
+    ),
+    Tool(
+        "forget",
+        "1",
+        "Forget a belief (or undo that) at the memory's next replay; recorded in "
+        "memory/decisions.yaml.",
+        inputs(["id"], id=ID, note={"type": "string", "maxLength": 2000}, undo=BOOL),
+        output(belief=STR, decision=STR, undone=BOOL),
+        _forget,
+        side_effect=True,
+    ),
+    Tool(
+        "feedback",
+        "1",
+        "Vote an item up or down for a query; search gives it a small, bounded boost.",
+        inputs(
+            ["query", "id", "vote"],
+            query=QUERY,
+            id=ID,
+            vote={"type": "string", "enum": ["up", "down"]},
+        ),
+        OBJ,
+        _feedback,
+        side_effect=True,
+    ),
+    Tool(
+        "task",
+        "1",
+        "Add a task (title or from_evidence, priority, due, evidence IDs), or mark one done or "
+        "open again (id).",
+        inputs(
+            ["action"],
+            action={"type": "string", "enum": ["add", "done", "reopen"]},
+            title={"type": "string", "maxLength": 300},
+            id=ID,
+            priority={"type": "string", "enum": ["low", "medium", "high"]},
+            due={"type": "string", "format": "date", "maxLength": 10},
+            evidence={"type": "array", "items": ID, "maxItems": 20},
+            from_evidence=ID,
+        ),
+        output(id=STR, title=STR, status=STR),
+        _task,
         side_effect=True,
     ),
 )
