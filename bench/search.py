@@ -502,7 +502,7 @@ def write_product_index(
     index, the vector store, manifest.json) for ``texts`` cut into items of ``per_item`` chunks,
     so that the timed search is ``arkai.ops.search.search`` itself. Returns the BM25 build time."""
     from arkai.core import canonjson
-    from arkai.ops.chunks import Chunk, chunk_key
+    from arkai.search.chunks import Chunk, chunk_key
     from arkai.search.pipeline import build_lexical
     from arkai.search.vectors import VectorStore
 

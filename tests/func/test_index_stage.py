@@ -199,7 +199,7 @@ def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -
     new_keys = item_keys(repo, new["id"])
     assert new_keys and not (new_keys & old_keys)
     assert summary.embedded == len(new_keys) == len(fake.encoded)
-    from arkai.ops.chunks import chunk_key
+    from arkai.search.chunks import chunk_key
 
     assert {chunk_key(new["id"], t) for t in fake.encoded} == new_keys
     assert summary.pruned == 0

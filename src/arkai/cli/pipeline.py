@@ -14,8 +14,8 @@ from arkai.cli.common import json_option, quiet_option, repo_root
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_ERROR, NotFoundError
 from arkai.ops.extract import run_extract
-from arkai.ops.runner import Stats
 from arkai.ops.validate import ItemReport, summarize, validate_items, validate_library
+from arkai.providers.runner import Stats
 
 
 def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: bool,

@@ -238,7 +238,7 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
     and stemming; for terms not in the index, grep the transcripts instead. Says which it
     used; exits 5 when neither finds anything."""
     from arkai.adapters.layout import INDEX
-    from arkai.ops.topics import grep_library, lookup_topic
+    from arkai.search.topics import grep_library, lookup_topic
 
     root = repo_root(ctx)
     text = " ".join(term)

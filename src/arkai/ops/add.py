@@ -33,9 +33,9 @@ from arkai.core.hashing import content_id, digest
 from arkai.core.redact import redact, redact_json, scrub
 from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
-from arkai.ops.route import Route, is_url, learn_route, route
 from arkai.sources.base import Acquired, AddOptions
 from arkai.sources.chats.common import PLATFORMS, redaction_enabled
+from arkai.sources.route import Route, is_url, learn_route, route
 
 METADATA_SCHEMA_VERSION = 2
 _TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}(?:/[a-z0-9][a-z0-9_-]{0,39}){0,3}$")

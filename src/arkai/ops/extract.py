@@ -44,10 +44,10 @@ from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
 from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Verdict
-from arkai.ops.render_item import render_claims_md, render_wisdom_md
-from arkai.ops.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, Stats
 from arkai.patterns import Pattern, claims_input, get_pattern
 from arkai.providers.registry import get_provider
+from arkai.providers.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, Stats
+from arkai.site.render_item import render_claims_md, render_wisdom_md
 
 #: 3: shared quotes merged visibly, verdicts only on exact matches, wisdom quotes as receipts,
 #: escaped Markdown.

@@ -3,12 +3,12 @@
 One stage over the whole library, incremental inside:
 
 - ``catalog.json`` — the seed's catalog plus counts, git-tracked, rewritten only when it changes;
-- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.ops.chunks`);
+- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
   (``full`` re-embeds everything), keys no longer present are pruned;
-- ``topics.json`` — the topic index (:mod:`arkai.ops.topics`), merged with ``synonyms.yaml``;
-- ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.ops.graph`);
+- ``topics.json`` — the topic index (:mod:`arkai.search.topics`), merged with ``synonyms.yaml``;
+- ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`);
 - ``manifest.json`` — counts, embedder, lexical parameters and file digests.
 
 Every JSON file is canonical and written only when its bytes change, so re-running the stage
@@ -33,9 +33,9 @@ from arkai.adapters.store import read_entities, read_evidence, read_json, write_
 from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.chunks import MAX_WORDS, TARGET_WORDS, Chunk, chunk_transcript, claim_chunks
-from arkai.ops.graph import GraphItem, GraphSettings, build_graph, to_graphml
-from arkai.ops.topics import TopicInput, TopicSettings, build_topics, load_synonyms
+from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk, chunk_transcript, claim_chunks
+from arkai.search.graph import GraphItem, GraphSettings, build_graph, to_graphml
+from arkai.search.topics import TopicInput, TopicSettings, build_topics, load_synonyms
 
 CATALOG_VERSION = 1
 MANIFEST_VERSION = 1

@@ -46,9 +46,9 @@ from arkai.model.status import (
     UNRESOLVED,
 )
 from arkai.ops.evidence import find_evidence
-from arkai.ops.render_item import render_claims_md, render_wisdom_md
 from arkai.ops.review import review_claim
 from arkai.ops.validate import WISDOM
+from arkai.site.render_item import render_claims_md, render_wisdom_md
 
 
 def _text_at(data: bytes, span: Span | None) -> str | None:

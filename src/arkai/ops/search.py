@@ -37,9 +37,9 @@ from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.chunks import CLAIM_KIND, Chunk
 from arkai.search import pipeline
 from arkai.search.bm25 import BM25Index
+from arkai.search.chunks import CLAIM_KIND, Chunk
 from arkai.search.markup import Query, parse_query
 from arkai.search.pipeline import LEXICAL, MIN_SIMILARITY, MODES, Corpus, Ranked
 from arkai.search.pipeline import VECTOR as VECTOR_LANE
