@@ -244,10 +244,11 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
 @pytest.fixture
 def lib(kr: Path, fake_embedder: FakeEmbedder) -> dict[str, Any]:
     """The library above, indexed (lexical, vectors with the fake embedder, topics)."""
+    from arkai.ops import Repo
     from arkai.ops.index import run_index
 
     info = {spec["title"]: _write_item(kr, spec) for spec in ITEMS}
-    run_index(kr, now="2026-01-01T00:00:00Z")
+    run_index(Repo.at(kr))
     assert (kr / "index" / "chunks.jsonl").is_file()
     return {"root": kr, **info}
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from arkai import __version__
-from arkai.ops.diff import Links
+from arkai.cli.diffrender import Links
 from arkai.ops.init import init_repo, scaffold_files
 from tests.adapters.httpserver import LoopbackServer, Route, serve
 from tests.conftest import ROOT

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from arkai.adapters import events
-from arkai.adapters.layout import iter_items
-from arkai.adapters.params import load_params
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_USAGE, InvalidInputError
-from arkai.ops.add import (
-    AddResult,
-    add_inputs,
-    check_type,
-    expand_inputs,
-    parse_tags,
-    read_source_list,
-    store,
-)
+from arkai.ops.add import AddRequest, AddResult
+from arkai.ops.add import add as add_op
+from arkai.ops.add import remember as remember_op
 from arkai.ops.init import init_repo
-from arkai.sources.base import AddOptions
-from arkai.sources.local import remember_text
 
 
 @click.command()
@@ -74,36 +64,25 @@ def add_options(f: click.decorators.FC) -> click.decorators.FC:
     return f
 
 
-def _run_add(ctx: click.Context, **kw: object) -> list[AddResult]:
-    root = repo_root(ctx)
-    inputs_arg = tuple(str(i) for i in kw["inputs"])  # type: ignore[attr-defined]
-    from_file = kw["from_file"]
-    if not inputs_arg and from_file is None:
+def _run_add(ctx: click.Context, **kw: Any) -> list[AddResult]:
+    if not kw["inputs"] and kw["from_file"] is None:
         raise click.UsageError("give at least one URL or path, or --from FILE")
-    content_type = kw["content_type"]
-    if isinstance(content_type, str):
-        check_type(content_type)
-    entries: list[tuple[str, list[str]]] = [(ref, []) for ref in expand_inputs(inputs_arg)]
-    if isinstance(from_file, Path):
-        entries += read_source_list(from_file)
-    if kw["title"] is not None and len(entries) > 1:
-        raise click.UsageError("--title applies to one input; give one with it")
-    transcript = kw["transcript"]
-    opts = AddOptions(
-        params=load_params(root),
-        now=events.utc_now(),
-        tags=parse_tags(list(kw["tags"])),  # type: ignore[call-overload]
-        title=kw["title"] if isinstance(kw["title"], str) else None,
-        content_type=content_type if isinstance(content_type, str) else None,
-        transcript=Path(transcript).resolve() if isinstance(transcript, Path) else None,
+    request = AddRequest(
+        inputs=tuple(str(i) for i in kw["inputs"]),
+        from_file=kw["from_file"],
+        tags=tuple(kw["tags"]),
+        title=kw["title"],
+        content_type=kw["content_type"],
+        transcript=kw["transcript"],
+        episodes=tuple(str(e) for e in kw["episodes"]),
         all_branches=bool(kw["all_branches"]),
-        redact=kw["redact"] if isinstance(kw["redact"], bool) else None,
-        select=[str(e) for e in kw["episodes"]],  # type: ignore[attr-defined]
+        redact=kw["redact"],
+        explain=bool(kw["explain"]),
     )
     quiet = bool(kw["quiet"])
     with progress_bar("add", quiet=quiet) as bar:
-        results = add_inputs(root, entries, opts, progress=bar, explain=bool(kw["explain"]))
-    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=bool(kw["explain"]))
+        results = add_op(get_repo(ctx), request, progress=bar)
+    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
     return results
 
 
@@ -158,7 +137,7 @@ def _exit_code(results: list[AddResult]) -> int:
 @click.command()
 @add_options
 @click.pass_context
-def add(ctx: click.Context, /, **kw: object) -> None:
+def add(ctx: click.Context, /, **kw: Any) -> None:
     """Add sources: local files (.vtt .srt .json .txt .md .html .pdf, chat exports .json/.zip,
     feeds .rss/.xml), folders of them, or URLs (YouTube, podcast feeds, web articles, PDFs).
 
@@ -171,7 +150,7 @@ def add(ctx: click.Context, /, **kw: object) -> None:
 @click.command()
 @add_options
 @click.pass_context
-def ingest(ctx: click.Context, /, **kw: object) -> None:
+def ingest(ctx: click.Context, /, **kw: Any) -> None:
     """`arkai add` then `dvc repro`: add sources and build everything from them."""
     results = _run_add(ctx, **kw)
     code = _exit_code(results)
@@ -179,7 +158,7 @@ def ingest(ctx: click.Context, /, **kw: object) -> None:
         ctx.exit(code)
     from arkai.ops.run import run_pipeline
 
-    run_pipeline(repo_root(ctx))  # PipelineError → exit 3 (resumable)
+    run_pipeline(get_repo(ctx))  # PipelineError → exit 3 (resumable)
     ctx.exit(code)
 
 
@@ -202,18 +181,11 @@ def remember(
 
     Use `-` to read the note from standard input.
     """
-    root = repo_root(ctx)
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
-    opts = AddOptions(
-        params=load_params(root), now=events.utc_now(), tags=parse_tags(list(tags)),
-        title=title, redact=redact,
-    )  # fmt: skip
     try:
-        acq = remember_text(body, opts)
-    except InvalidInputError as exc:
+        result = remember_op(get_repo(ctx), body, title=title, tags=tags, redact=redact)
+    except InvalidInputError as exc:  # an empty note: shown with the usage line
         raise click.UsageError(str(exc)) from None
-    with events.run(root, "remember"):
-        result = store(root, acq, opts, "remember", {i.id: i for i in iter_items(root)})
     report([result], as_json=as_json, quiet=True, explain=False)
     if result.status == "failed":
         ctx.exit(EXIT_USAGE)

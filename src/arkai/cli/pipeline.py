@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
-from arkai.adapters import events
-from arkai.adapters.layout import get_item
-from arkai.adapters.params import load_params
-from arkai.adapters.store import write_json
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.errors import EXIT_ERROR, NotFoundError
-from arkai.ops.extract import run_extract
-from arkai.ops.validate import ItemReport, summarize, validate_items, validate_library
-from arkai.providers.runner import Stats
+from arkai.errors import EXIT_ERROR
+from arkai.ops.extract import Stats, run_extract
+from arkai.ops.runs import list_runs, run_status
+from arkai.ops.validate import ItemReport, validate_one
+from arkai.ops.validate import validate as validate_op
 
 
-def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: bool,
+def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh: bool,
              as_json: bool, quiet: bool) -> None:  # fmt: skip
-    root = repo_root(ctx)
     with progress_bar("extract", quiet=quiet) as bar:
 
         def progress(done: int, total: int, what: str, stats: Stats) -> None:
@@ -28,7 +25,7 @@ def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: boo
                              f"{stats.failures} failed {what}")  # fmt: skip
 
         summary = run_extract(
-            root, now=events.utc_now(), only=ids, force=force, refresh=refresh, progress=progress
+            get_repo(ctx), only=ids, force=force, refresh=refresh, progress=progress
         )
     if as_json:
         emit_json(summary.to_dict())
@@ -55,9 +52,7 @@ def extract(
 ) -> None:  # fmt: skip
     """Run the extract stage: patterns through the provider for every changed item —
     claims, entities, wisdom, summary — every quote resolved to transcript bytes."""
-    root = repo_root(ctx)
-    ids = {get_item(root, i).id for i in only} if only else None
-    _extract(ctx, ids, force, refresh, as_json, quiet)
+    _extract(ctx, only or None, force, refresh, as_json, quiet)
 
 
 @click.command()
@@ -70,8 +65,7 @@ def reprocess(
     ctx: click.Context, content_id: str, keep_cache: bool, as_json: bool, quiet: bool
 ) -> None:
     """Force one item through extraction again (fresh provider calls unless --keep-cache)."""
-    root = repo_root(ctx)
-    _extract(ctx, {get_item(root, content_id).id}, True, not keep_cache, as_json, quiet)
+    _extract(ctx, [content_id], True, not keep_cache, as_json, quiet)
 
 
 def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
@@ -116,18 +110,10 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
 @click.pass_context
 def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
     """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
-    root = repo_root(ctx)
-    summary, reports, problems = validate_library(root)
-    if report is not None:
-        write_json(root / report if not report.is_absolute() else report, summary)
+    result = validate_op(get_repo(ctx), report=report)
+    summary, reports, problems = result.summary, result.reports, result.problems
     if as_json:
-        emit_json(
-            {
-                "summary": summary,
-                "items": [r.to_dict() for r in reports],
-                "unreadable": [p.to_dict() for p in problems],
-            }
-        )
+        emit_json(result.to_dict())
     else:
         _print_reports(reports, verbose)
         for p in problems:
@@ -139,7 +125,7 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
             f"{summary['not_extracted']} not extracted, {summary['errors']} unreadable or failed, "
             f"{summary['orphaned_reviews']} orphaned reviews"
         )
-    fail = bool(load_params(root)["validate"]["fail_on_stale"])
+    fail = result.fail_on_stale
     if summary["invalid"]:
         # A receipt that does not recompute is never acceptable, whatever fail_on_stale says.
         if not as_json:
@@ -165,13 +151,12 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
         ctx.exit(EXIT_ERROR)
 
 
-def validate_one(ctx: click.Context, content_id: str, as_json: bool) -> None:
+def validate_item(ctx: click.Context, content_id: str, as_json: bool) -> None:
     """Shared by ``arkai evidence validate``."""
-    root = repo_root(ctx)
-    item = get_item(root, content_id)
-    reports = validate_items(root, [item])
+    result = validate_one(get_repo(ctx), content_id)
+    reports = result.reports
     if as_json:
-        emit_json({"summary": summarize(reports), "items": [r.to_dict() for r in reports]})
+        emit_json({"summary": result.summary, "items": [r.to_dict() for r in reports]})
     else:
         _print_reports(reports, True)
     if not reports[0].ok:
@@ -184,23 +169,7 @@ def validate_one(ctx: click.Context, content_id: str, as_json: bool) -> None:
 @click.pass_context
 def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
     """List recent runs (from .arkai/runs)."""
-    root = repo_root(ctx)
-    rows = []
-    for run_id in events.list_runs(root)[-limit:][::-1]:
-        evs = events.read_events(root / events.RUNS_DIR / run_id / "events.jsonl")
-        start = next((e for e in evs if e.get("type") == "RunStarted"), {})
-        end = next((e for e in evs if e.get("type") == "RunCompleted"), {})
-        rows.append(
-            {
-                "run_id": run_id,
-                "short_id": events.short_run_id(run_id),
-                "pipeline": start.get("pipeline"),
-                "started": start.get("timestamp"),
-                "status": end.get("status", "running or interrupted"),
-                "duration_ms": end.get("duration_ms"),
-                "events": len(evs),
-            }
-        )
+    rows = list_runs(get_repo(ctx), limit)
     if as_json:
         emit_json({"runs": rows})
         return
@@ -215,25 +184,9 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
 def status(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID;
     default the latest run)."""
-    root = repo_root(ctx)
-    if run_id is None:
-        latest = events.list_runs(root)[-1:]
-        if not latest:
-            raise NotFoundError("no runs yet", hint="runs are logged by add, extract, dvc repro…")
-        rid = latest[0]
-    else:
-        rid = events.get_run(root, run_id)
-    evs = events.read_events(root / events.RUNS_DIR / rid / "events.jsonl")
-    end = next((e for e in evs if e.get("type") == "RunCompleted"), None)
-    counts: dict[str, int] = {}
-    for e in evs:
-        counts[str(e.get("type"))] = counts.get(str(e.get("type")), 0) + 1
-    info = {
-        "run_id": rid,
-        "status": end.get("status") if end else "running or interrupted",
-        "event_counts": counts,
-        "events": evs,
-    }
+    info = run_status(get_repo(ctx), run_id)
+    rid = info["run_id"]
+    evs = info["events"]
     if as_json:
         emit_json(info)
         return

@@ -6,14 +6,13 @@ commands do not pay for numpy, scipy or scikit-learn.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
-from arkai.errors import EXIT_ERROR, NotFoundError
+from arkai.errors import EXIT_ERROR
 
 MODES = ("hybrid", "lexical", "vector")
 
@@ -72,7 +71,7 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
     line links, snippets and the claims found there. Exits 5 when nothing matches."""
     from arkai.ops.search import search as run_search
 
-    result = run_search(repo_root(ctx), " ".join(query), k=k, mode=mode, explain=explain)
+    result = run_search(get_repo(ctx), " ".join(query), k=k, mode=mode, explain=explain)
     if as_json:
         emit_json(result.to_dict())
         if result.unreadable:
@@ -124,7 +123,7 @@ def context(ctx: click.Context, query: tuple[str, ...], budget: int, k: int, mod
     markup as `arkai search`; exits 5 when nothing matches."""
     from arkai.ops.context import context as run_context
 
-    pack = run_context(repo_root(ctx), " ".join(query), budget_tokens=budget, k=k, mode=mode)
+    pack = run_context(get_repo(ctx), " ".join(query), budget_tokens=budget, k=k, mode=mode)
     if as_json:
         emit_json(pack.to_dict())
     else:
@@ -144,7 +143,7 @@ def library(ctx: click.Context, content_type: str | None, tag: str | None, as_js
     from arkai.ops.library import list_items
 
     warnings: list[str] = []
-    rows = list_items(repo_root(ctx), content_type=content_type, tag=tag, warnings=warnings)
+    rows = list_items(get_repo(ctx), content_type=content_type, tag=tag, warnings=warnings)
     if as_json:
         emit_json({"count": len(rows), "items": rows, "warnings": warnings})
         return
@@ -167,7 +166,7 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
     top entities and summary."""
     from arkai.ops.library import show_item
 
-    info = show_item(repo_root(ctx), ident, full=full)
+    info = show_item(get_repo(ctx), ident, full=full)
     if as_json:
         emit_json(info)
         return
@@ -198,35 +197,6 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
             _say(f"  {c['evidence_id']}  {c['status']:<10} {where:<6}{review} {c['claim']}")
 
 
-def _chunk_links(ctx: click.Context, hits: list[dict[str, Any]]) -> None:
-    """Add ``links`` (``transcript.md#L…`` of the first chunks) to topic hits, when the
-    index can be read."""
-    from arkai.ops.search import load_index
-
-    try:
-        index = load_index(repo_root(ctx))
-    except Exception:  # the topic index can outlive a broken chunk index: links are optional
-        return
-    for hit in hits:
-        links = []
-        for pos in hit.get("chunks", [])[:5]:
-            if 0 <= pos < len(index.chunks) and hit.get("path"):
-                links.append(f"{hit['path']}/transcript.md#L{index.chunks[pos].start_line}")
-        hit["links"] = links
-
-
-def _grep_links(root: Path, lines: list[dict[str, Any]]) -> None:
-    """Add each grep line's item ``title`` and ``link`` (``…/transcript.md#L<line>``)."""
-    from arkai.ops.library import list_items
-
-    items = {r["id"]: r for r in list_items(root)} if lines else {}
-    for ln in lines:
-        item = items.get(ln["content_id"])
-        if item and item.get("path"):
-            ln["title"] = item.get("title")
-            ln["link"] = f"{item['path']}/transcript.md#L{ln['line']}"
-
-
 @click.command()
 @click.argument("term", nargs=-1, required=True)
 @click.option("-n", "limit", type=click.IntRange(1), default=20, show_default=True,
@@ -237,21 +207,15 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
     """Look TERM up in the topic index (index/topics.json), with synonyms from synonyms.yaml
     and stemming; for terms not in the index, grep the transcripts instead. Says which it
     used; exits 5 when neither finds anything."""
-    from arkai.adapters.layout import INDEX
-    from arkai.search.topics import grep_library, lookup_topic
+    from arkai.ops.topics import topics as run_topics
 
-    root = repo_root(ctx)
-    text = " ".join(term)
-    reason = None
-    try:
-        hits = lookup_topic(root / INDEX, text)
-    except NotFoundError:
-        hits, reason = [], "no topic index (run `dvc repro` or `arkai reindex`)"
-    if hits:
-        _chunk_links(ctx, hits)
-        if as_json:
-            emit_json({"term": text, "source": "topics", "results": hits})
-            return
+    found = run_topics(get_repo(ctx), " ".join(term), limit=limit)
+    if as_json:
+        emit_json(found.to_dict())
+        return
+    text = found.term
+    if found.source == "topics":
+        hits = found.results
         _say(f"topic index: {len(hits)} items for {text!r}")
         for h in hits:
             terms = ", ".join(h["terms"])
@@ -260,14 +224,7 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
             for link in h.get("links", []):
                 _say(f"      {link}")
         return
-    reason = reason or "not in the topic index"
-    lines = grep_library(root, text, limit=limit)
-    _grep_links(root, lines)
-    if not lines:
-        raise NotFoundError(f"no results for {text!r}: {reason}, and no transcript line has it")
-    if as_json:
-        emit_json({"term": text, "source": "grep", "reason": reason, "results": lines})
-        return
-    _say(f"{text!r}: {reason}; grep found {len(lines)} lines")
+    lines = found.results
+    _say(f"{text!r}: {found.reason}; grep found {len(lines)} lines")
     for ln in lines:
         _say(f"  {ln.get('link') or ln['content_id']}: {ln['text'].strip()}")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.site.build import build_site, clean
-from arkai.site.serve import serve as serve_site
+from arkai.ops import site as site_op
 
 
 @click.group()
@@ -29,12 +28,10 @@ def build(
 ) -> None:  # fmt: skip
     """Generate one page per item, its transcript (claims highlighted), tag, entity, topic
     and validation pages into .site-build/, then run mkdocs build (site/)."""
-    root = repo_root(ctx)
-    if clean_first:
-        clean(root)
     with progress_bar("site", quiet=quiet or as_json) as bar:
-        report = build_site(
-            root,
+        report = site_op.build(
+            get_repo(ctx),
+            clean=clean_first,
             mkdocs=not no_mkdocs,
             full=full,
             verbose=verbose,
@@ -60,4 +57,4 @@ def build(
 @click.pass_context
 def serve(ctx: click.Context, port: int) -> None:
     """Preview the site: generate the pages, then mkdocs serve on 127.0.0.1 (live reload)."""
-    ctx.exit(serve_site(repo_root(ctx), port=port))
+    ctx.exit(site_op.serve(get_repo(ctx), port=port))

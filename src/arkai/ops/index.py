@@ -26,8 +26,8 @@ from typing import Any
 
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file, write_if_changed
-from arkai.adapters.layout import ENTITIES, EVIDENCE, INDEX, LIBRARY, Item, iter_items
-from arkai.adapters.params import load_params
+from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, Item
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, is_rejected, load_item_review
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
 from arkai.core import canonjson
@@ -254,13 +254,14 @@ def _embed(
 
 
 def run_index(
-    root: Path, *, now: str, full: bool = False, progress: ProgressFn | None = None
+    repo: Repo, *, full: bool = False, progress: ProgressFn | None = None
 ) -> IndexSummary:
     """Build (or bring up to date) every file under ``index/``; see the module docstring."""
-    ip = index_params(load_params(root))
-    out = root / INDEX
+    root = repo.root
+    ip = index_params(repo.params)
+    out = repo.index
     out.mkdir(parents=True, exist_ok=True)
-    items = list(iter_items(root))
+    items = list(repo.items())
     summary = IndexSummary(items=len(items))
     written = summary.written
 

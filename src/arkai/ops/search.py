@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
@@ -663,7 +664,7 @@ class _Grouper:
 
 
 def search(
-    root: Path,
+    repo: Repo,
     query: str | Query,
     *,
     k: int = 10,
@@ -678,6 +679,7 @@ def search(
     Raises :class:`NotFoundError` when nothing matches, :class:`LibraryError` when the index
     is missing, :class:`InvalidInputError` for bad markup or an ``asof:`` without history.
     """
+    root = repo.root
     if mode not in MODES:
         raise InvalidInputError(f"unknown search mode {mode!r}", hint=f"use one of {MODES}")
     if k < 1 or per_item < 1:

@@ -34,8 +34,9 @@ from arkai.adapters.layout import (
     ItemProblem,
     scan_items,
 )
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import load_item_review, match_reviews
-from arkai.adapters.store import read_entities, read_evidence, read_json
+from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
 from arkai.core.document import Document
 from arkai.core.hashing import digest
 from arkai.core.receipts import (
@@ -342,3 +343,38 @@ def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport], list
     items, problems = scan_items(root)
     reports = validate_items(root, items)
     return summarize(reports, problems), reports, problems
+
+
+@dataclass(frozen=True)
+class ValidateResult:
+    """``arkai validate``: the summary, one report per item, the unreadable folders, and
+    whether stale spans fail the run (``validate.fail_on_stale``)."""
+
+    summary: dict[str, Any]
+    reports: list[ItemReport]
+    problems: list[ItemProblem]
+    fail_on_stale: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "items": [r.to_dict() for r in self.reports],
+            "unreadable": [p.to_dict() for p in self.problems],
+        }
+
+
+def validate(repo: Repo, *, report: Path | None = None) -> ValidateResult:
+    """Validate the whole library; also write the summary to ``report`` (a DVC metric,
+    relative to the repo root) when given."""
+    summary, reports, problems = validate_library(repo.root)
+    if report is not None:
+        write_json(repo.root / report, summary)
+    fail = bool(repo.param("validate.fail_on_stale"))
+    return ValidateResult(summary, reports, problems, fail)
+
+
+def validate_one(repo: Repo, ident: str) -> ValidateResult:
+    """Validate one item (content ID, ≥ 8-character prefix or source ID)."""
+    reports = validate_items(repo.root, [repo.item(ident)])
+    fail = bool(repo.param("validate.fail_on_stale"))
+    return ValidateResult(summarize(reports), reports, [], fail)
