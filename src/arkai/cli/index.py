@@ -7,7 +7,7 @@ import click
 
 from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.ops.index import run_index
+from arkai.ops.index import IndexSummary, run_index
 
 
 @click.command()
@@ -20,6 +20,10 @@ def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
     indexes (only new chunks are embedded), the topic index and the knowledge graph."""
     with progress_bar("index", quiet=quiet or as_json) as bar:
         summary = run_index(get_repo(ctx), full=full, progress=bar)
+    show_index(summary, as_json=as_json, quiet=quiet)
+
+
+def show_index(summary: IndexSummary, *, as_json: bool = False, quiet: bool = False) -> int:
     if as_json:
         emit_json(summary.to_dict())
     elif not quiet:
@@ -35,3 +39,4 @@ def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
             f"{summary.topics} topics; graph {summary.nodes} nodes, {summary.edges} edges",
             markup=False,
         )
+    return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
@@ -10,23 +10,23 @@ import click
 from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_ERROR
-from arkai.ops.extract import Stats, run_extract
+from arkai.ops.extract import ExtractSummary, ProgressFn, Stats, run_extract
 from arkai.ops.runs import list_runs, run_status
-from arkai.ops.validate import ItemReport, validate_one
+from arkai.ops.validate import UNREADABLE, ItemReport, ValidateResult, validate_one
 from arkai.ops.validate import validate as validate_op
 
 
-def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh: bool,
-             as_json: bool, quiet: bool) -> None:  # fmt: skip
-    with progress_bar("extract", quiet=quiet) as bar:
+def extract_progress(bar: Callable[[int, int, str], None]) -> ProgressFn:
+    """The extract operation's progress (with the provider's figures) on a progress bar."""
 
-        def progress(done: int, total: int, what: str, stats: Stats) -> None:
-            bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached, "
-                             f"{stats.failures} failed {what}")  # fmt: skip
+    def progress(done: int, total: int, what: str, stats: Stats) -> None:
+        bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached, "
+                         f"{stats.failures} failed {what}")  # fmt: skip
 
-        summary = run_extract(
-            get_repo(ctx), only=ids, force=force, refresh=refresh, progress=progress
-        )
+    return progress
+
+
+def show_extract(summary: ExtractSummary, *, as_json: bool = False, quiet: bool = False) -> int:
     if as_json:
         emit_json(summary.to_dict())
     elif not quiet:
@@ -37,6 +37,16 @@ def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh
             f"cache hits {st.cache_hits}, retries {st.retries}, failures {st.failures}",
             markup=False,
         )
+    return 0
+
+
+def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh: bool,
+             as_json: bool, quiet: bool) -> None:  # fmt: skip
+    with progress_bar("extract", quiet=quiet) as bar:
+        summary = run_extract(
+            get_repo(ctx), only=ids, force=force, refresh=refresh, progress=extract_progress(bar)
+        )
+    show_extract(summary, as_json=as_json, quiet=quiet)
 
 
 @click.command()
@@ -110,7 +120,11 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
 @click.pass_context
 def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
     """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
-    result = validate_op(get_repo(ctx), report=report)
+    ctx.exit(show_validate(validate_op(get_repo(ctx), report=report), verbose, as_json))
+
+
+def show_validate(result: ValidateResult, verbose: bool = False, as_json: bool = False) -> int:
+    """Print the validation (text or JSON) and say why it fails; the exit code."""
     summary, reports, problems = result.summary, result.reports, result.problems
     if as_json:
         emit_json(result.to_dict())
@@ -125,30 +139,16 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
             f"{summary['not_extracted']} not extracted, {summary['errors']} unreadable or failed, "
             f"{summary['orphaned_reviews']} orphaned reviews"
         )
-    fail = result.fail_on_stale
-    if summary["invalid"]:
-        # A receipt that does not recompute is never acceptable, whatever fail_on_stale says.
-        if not as_json:
-            click.echo("arkai: error: invalid evidence found (see above)", err=True)
-        ctx.exit(EXIT_ERROR)
-    if (summary["outputs_stale"] or summary["pending"]) and fail:
-        if not as_json:
-            found = [
-                *(["stale evidence found"] if summary["outputs_stale"] else []),
-                *(["re-anchor suggestions await acceptance"] if summary["pending"] else []),
-            ]
-            click.echo(f"arkai: error: {' and '.join(found)} (see above)", err=True)
-        ctx.exit(EXIT_ERROR)
-    if summary["errors"] or summary["not_extracted"]:
-        if not as_json:
+    failure = result.failure()
+    if failure is None:
+        return 0
+    if not as_json:
+        if failure == UNREADABLE:
             for r in reports:
                 if r.error:  # each unreadable item named on stderr, like any error
                     click.echo(f"arkai: error: {r.error}", err=True)
-            click.echo(
-                "arkai: error: some items are unreadable, failed or not extracted (see above)",
-                err=True,
-            )
-        ctx.exit(EXIT_ERROR)
+        click.echo(f"arkai: error: {failure} (see above)", err=True)
+    return EXIT_ERROR
 
 
 def validate_item(ctx: click.Context, content_id: str, as_json: bool) -> None:

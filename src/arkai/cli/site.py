@@ -7,6 +7,7 @@ import click
 from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.ops import site as site_op
+from arkai.ops.site import SiteReport
 
 
 @click.group()
@@ -37,9 +38,13 @@ def build(
             verbose=verbose,
             progress=lambda done, total: bar(done, total, "pages"),
         )
+    show_site(report, as_json=as_json, quiet=quiet)
+
+
+def show_site(report: SiteReport, *, as_json: bool = False, quiet: bool = False) -> int:
     if as_json:
         emit_json(report.to_dict())
-        return
+        return 0
     for warning in report.warnings:
         click.echo(f"arkai: warning: {warning}", err=True)
     if not quiet:
@@ -50,6 +55,7 @@ def build(
             f"removed) in {report.generate_s:.1f} s" + (built if report.mkdocs else ""),
             markup=False,
         )
+    return 0
 
 
 @site.command()

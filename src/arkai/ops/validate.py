@@ -345,6 +345,10 @@ def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport], list
     return summarize(reports, problems), reports, problems
 
 
+#: :meth:`ValidateResult.failure` when items could not be read, failed or are not extracted.
+UNREADABLE = "some items are unreadable, failed or not extracted"
+
+
 @dataclass(frozen=True)
 class ValidateResult:
     """``arkai validate``: the summary, one report per item, the unreadable folders, and
@@ -361,6 +365,22 @@ class ValidateResult:
             "items": [r.to_dict() for r in self.reports],
             "unreadable": [p.to_dict() for p in self.problems],
         }
+
+    def failure(self) -> str | None:
+        """Why this validation fails the run (exit 1), or None when it passes."""
+        s = self.summary
+        if s["invalid"]:
+            # A receipt that does not recompute is never acceptable, whatever fail_on_stale says.
+            return "invalid evidence found"
+        if (s["outputs_stale"] or s["pending"]) and self.fail_on_stale:
+            found = [
+                *(["stale evidence found"] if s["outputs_stale"] else []),
+                *(["re-anchor suggestions await acceptance"] if s["pending"] else []),
+            ]
+            return " and ".join(found)
+        if s["errors"] or s["not_extracted"]:
+            return UNREADABLE
+        return None
 
 
 def validate(repo: Repo, *, report: Path | None = None) -> ValidateResult:
