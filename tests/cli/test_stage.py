@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Runner, tool_env
+from tests.conftest import ROOT, Runner, sh
 
 STAGE_DIRS = [ROOT / "stages", ROOT / "src" / "arkai" / "scaffold" / "stages"]
 
@@ -37,16 +37,8 @@ def test_stage_scripts_call_an_operation_through_the_runner(folder: Path) -> Non
         assert "arkai.cli.main" not in names and "arkai.cli" not in names, script
 
 
-def _stage(repo: Path, name: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(repo / "stages" / f"{name}.py")],
-        cwd=repo,
-        env=tool_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def _stage(repo: Path, name: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return sh(cwd or repo, sys.executable, repo / "stages" / f"{name}.py", check=False)
 
 
 def test_validate_stage_writes_its_metric(kr: Path) -> None:
@@ -66,15 +58,7 @@ def test_stage_failures_map_to_the_cli_exit_codes(kr: Path, arkai: Runner, tmp_p
     assert "arkai: error: some items are unreadable, failed or not extracted" in done.stderr
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    lost = subprocess.run(
-        [sys.executable, str(kr / "stages" / "validate.py")],
-        cwd=outside,
-        env=tool_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    lost = _stage(kr, "validate", cwd=outside)
     assert lost.returncode == 1
     assert lost.stderr.startswith("arkai: error: ") and "not inside an arkai" in lost.stderr
     assert "Traceback" not in lost.stderr

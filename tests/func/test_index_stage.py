@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from arkai.cli import main
 from arkai.ops import Repo
 from arkai.ops.init import init_repo
 from arkai.search import embed
-from tests.conftest import SAMPLES, tool_env
+from tests.conftest import SAMPLES, sh
 
 NOW = "2026-11-22T12:00:00Z"
 FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml")
@@ -261,14 +260,6 @@ def test_reindex_command(repo: Path, fake: FakeEmbedder) -> None:
 # -- the real pipeline ---------------------------------------------------------------------
 
 BIN = Path(sys.executable).parent
-
-
-def sh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = tool_env()
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def encoded_runs(repo: Path) -> list[int]:

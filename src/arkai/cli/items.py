@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_USAGE, InvalidInputError
 from arkai.ops.add import AddRequest, AddResult
 from arkai.ops.add import add as add_op
+from arkai.ops.add import ingest as ingest_op
 from arkai.ops.add import remember as remember_op
 from arkai.ops.init import init_repo
 
@@ -64,10 +66,10 @@ def add_options(f: click.decorators.FC) -> click.decorators.FC:
     return f
 
 
-def _run_add(ctx: click.Context, **kw: Any) -> list[AddResult]:
+def _request(kw: dict[str, Any]) -> AddRequest:
     if not kw["inputs"] and kw["from_file"] is None:
         raise click.UsageError("give at least one URL or path, or --from FILE")
-    request = AddRequest(
+    return AddRequest(
         inputs=tuple(str(i) for i in kw["inputs"]),
         from_file=kw["from_file"],
         tags=tuple(kw["tags"]),
@@ -79,11 +81,6 @@ def _run_add(ctx: click.Context, **kw: Any) -> list[AddResult]:
         redact=kw["redact"],
         explain=bool(kw["explain"]),
     )
-    quiet = bool(kw["quiet"])
-    with progress_bar("add", quiet=quiet) as bar:
-        results = add_op(get_repo(ctx), request, progress=bar)
-    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
-    return results
 
 
 _LABEL = {
@@ -144,7 +141,11 @@ def add(ctx: click.Context, /, **kw: Any) -> None:
     Each input is routed to its kind automatically (--explain shows how); the same input twice
     is the same item. One failing input never stops or undoes the others.
     """
-    ctx.exit(_exit_code(_run_add(ctx, **kw)))
+    request, quiet = _request(kw), bool(kw["quiet"])
+    with progress_bar("add", quiet=quiet) as bar:
+        results = add_op(get_repo(ctx), request, progress=bar)
+    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
+    ctx.exit(_exit_code(results))
 
 
 @click.command()
@@ -152,14 +153,17 @@ def add(ctx: click.Context, /, **kw: Any) -> None:
 @click.pass_context
 def ingest(ctx: click.Context, /, **kw: Any) -> None:
     """`arkai add` then `dvc repro`: add sources and build everything from them."""
-    results = _run_add(ctx, **kw)
-    code = _exit_code(results)
-    if code and not any(r.status in ("added", "updated") for r in results):
-        ctx.exit(code)
-    from arkai.ops.run import run_pipeline
+    request, quiet = _request(kw), bool(kw["quiet"])
+    with ExitStack() as bar_open:
+        bar = bar_open.enter_context(progress_bar("add", quiet=quiet))
 
-    run_pipeline(get_repo(ctx))  # PipelineError → exit 3 (resumable)
-    ctx.exit(code)
+        def added(results: list[AddResult]) -> None:
+            bar_open.close()  # the bar goes before the report and the pipeline's output
+            report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
+
+        # PipelineError → exit 3 (resumable)
+        results = ingest_op(get_repo(ctx), request, progress=bar, added=added)
+    ctx.exit(_exit_code(results))
 
 
 @click.command()

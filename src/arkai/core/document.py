@@ -255,13 +255,6 @@ class Document:
             return line, len(head) + 1
         return line, len(head.decode("utf-8", errors="replace")) + 1
 
-    def line_span(self, line: int) -> tuple[int, int]:
-        """Byte range of 1-based ``line`` without its newline."""
-        starts = self.line_starts()
-        start = starts[line - 1]
-        end = starts[line] - 1 if line < len(starts) else len(self.data)
-        return start, end
-
     def _timestamp_lines(self) -> list[int]:
         """Byte offsets of the lines that start with a timestamp (:mod:`arkai.core.grammar`)."""
         if self._ts_lines is None:

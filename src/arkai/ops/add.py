@@ -549,3 +549,24 @@ def remember(
     acq = remember_text(text, opts)
     with repo.run("remember"):
         return store(repo.root, acq, opts, "remember", {i.id: i for i in repo.items()})
+
+
+def ingest(
+    repo: Repo,
+    request: AddRequest,
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
+    added: Callable[[list[AddResult]], None] | None = None,
+) -> list[AddResult]:
+    """``arkai ingest``: :func:`add`, tell ``added``, then run the pipeline when anything was
+    added or updated (:class:`PipelineError`, exit 3 and resumable, when it fails)."""
+    from arkai.ops.run import run_pipeline
+
+    results = add(repo, request, progress=progress)
+    if added is not None:
+        added(results)
+    if any(r.status in ("added", "updated") for r in results) or all(
+        r.status != "failed" for r in results
+    ):
+        run_pipeline(repo)
+    return results
