@@ -27,12 +27,12 @@ def init(directory: Path, no_git: bool, as_json: bool) -> None:
     """Scaffold a knowledge repo in DIRECTORY (git, DVC, pipeline, params, patterns)."""
     result = init_repo(directory, git=not no_git)
     if as_json:
-        emit_json(result)
+        emit_json(result.to_dict())
         return
-    stdout.print(f"Knowledge repo ready in {result['path']}", markup=False)
-    for name in result["created"]:
+    stdout.print(f"Knowledge repo ready in {result.path}", markup=False)
+    for name in result.created:
         stdout.print(f"  created  {name}", markup=False)
-    for name in result["kept"]:
+    for name in result.kept:
         stdout.print(f"  kept     {name} (already there, not overwritten)", markup=False)
     stdout.print("Next: `arkai add FILE…` then `dvc repro`.", markup=False)
 

@@ -171,10 +171,10 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
     """List recent runs (from .arkai/runs)."""
     rows = list_runs(get_repo(ctx), limit)
     if as_json:
-        emit_json({"runs": rows})
+        emit_json({"runs": [r.to_dict() for r in rows]})
         return
     for r in rows:
-        stdout.print(f"{r['short_id']}  {r['pipeline']:<10} {r['status']:<10} {r['started']}")
+        stdout.print(f"{r.short_id}  {r.pipeline:<10} {r.status:<10} {r.started}")
 
 
 @click.command()
@@ -185,12 +185,10 @@ def status(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID;
     default the latest run)."""
     info = run_status(get_repo(ctx), run_id)
-    rid = info["run_id"]
-    evs = info["events"]
     if as_json:
-        emit_json(info)
+        emit_json(info.to_dict())
         return
-    stdout.print(f"run {rid}: {info['status']}")
-    for e in evs:
+    stdout.print(f"run {info.run_id}: {info.status}")
+    for e in info.events:
         detail = {k: v for k, v in e.items() if k not in ("type", "timestamp", "run_id")}
         stdout.print(f"  {e.get('timestamp')}  {e.get('type'):<18} {detail}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import read_input_file, read_repo_file
-from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, Item, iter_items
+from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.store import (
     read_evidence,
@@ -33,12 +33,11 @@ class Located:
 
 def find_evidence(repo: Repo, ident: str) -> Located:
     """The evidence line whose ID is ``ident`` or starts with it (≥ 8 characters)."""
-    root = repo.root
     ident = ident.strip().lower()
     if len(ident) < MIN_PREFIX:
         raise InvalidInputError(f"evidence ID {ident!r} is too short: give at least {MIN_PREFIX}")
     found: list[Located] = []
-    for item in iter_items(root):
+    for item in repo.items():
         for line in read_evidence(item.extracted / EVIDENCE):
             if line.id == ident:
                 return Located(item, line)

@@ -32,7 +32,6 @@ from arkai.adapters.layout import (
     TRANSCRIPT,
     Item,
     ItemProblem,
-    scan_items,
 )
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import load_item_review, match_reviews
@@ -338,13 +337,6 @@ def summarize(reports: list[ItemReport], problems: Sequence[ItemProblem] = ()) -
     }
 
 
-def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport], list[ItemProblem]]:
-    """Every item's report, and the folders that could not be read as items."""
-    items, problems = scan_items(root)
-    reports = validate_items(root, items)
-    return summarize(reports, problems), reports, problems
-
-
 #: :meth:`ValidateResult.failure` when items could not be read, failed or are not extracted.
 UNREADABLE = "some items are unreadable, failed or not extracted"
 
@@ -386,7 +378,9 @@ class ValidateResult:
 def validate(repo: Repo, *, report: Path | None = None) -> ValidateResult:
     """Validate the whole library; also write the summary to ``report`` (a DVC metric,
     relative to the repo root) when given."""
-    summary, reports, problems = validate_library(repo.root)
+    items, problems = repo.scan()
+    reports = validate_items(repo.root, items)
+    summary = summarize(reports, problems)
     if report is not None:
         write_json(repo.root / report, summary)
     fail = bool(repo.param("validate.fail_on_stale"))
