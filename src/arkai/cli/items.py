@@ -15,8 +15,8 @@ from arkai.errors import EXIT_USAGE, InvalidInputError
 from arkai.ops.add import AddRequest, AddResult
 from arkai.ops.add import add as add_op
 from arkai.ops.add import ingest as ingest_op
-from arkai.ops.add import remember as remember_op
 from arkai.ops.init import init_repo
+from arkai.ops.remember import remember as remember_op
 
 
 @click.command()

@@ -36,7 +36,6 @@ from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.sources.base import Acquired, AddOptions
 from arkai.sources.chats.common import PLATFORMS, redaction_enabled
-from arkai.sources.local import remember_text
 from arkai.sources.route import Route, is_url, learn_route, route
 
 METADATA_SCHEMA_VERSION = 2
@@ -531,24 +530,6 @@ def add(
         select=list(request.episodes),
     )
     return add_inputs(repo.root, entries, opts, progress=progress, explain=request.explain)
-
-
-def remember(
-    repo: Repo,
-    text: str,
-    *,
-    title: str | None = None,
-    tags: Sequence[str] = (),
-    redact: bool = False,
-) -> AddResult:
-    """``arkai remember``: write a note (an episode) into ``library/notes``."""
-    opts = AddOptions(
-        params=repo.params, now=events.utc_now(), tags=parse_tags(list(tags)), title=title,
-        redact=redact,
-    )  # fmt: skip
-    acq = remember_text(text, opts)
-    with repo.run("remember"):
-        return store(repo.root, acq, opts, "remember", {i.id: i for i in repo.items()})
 
 
 def ingest(
