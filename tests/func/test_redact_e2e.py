@@ -113,11 +113,13 @@ def test_no_planted_secret_reaches_the_disk(tmp_path: Path) -> None:
 
     repo = tmp_path / "knowledge"
     sh(tmp_path, "arkai", "init", str(repo))
-    printed = [
+    printed = [  # as bytes: what was printed is searched like the disk
         sh(repo, "arkai", "add", *(str(inputs / n) for n in
-                                   ("conversations.json", "claude.json", "MyActivity.json"))),
-        sh(repo, "arkai", "add", "--redact", str(note)),
-        sh(repo, "arkai", "add", "mysql://root:Sup3rS3cretPw@db.example.com/app", check=False),
+                                   ("conversations.json", "claude.json", "MyActivity.json")),
+           text=False),
+        sh(repo, "arkai", "add", "--redact", str(note), text=False),
+        sh(repo, "arkai", "add", "mysql://root:Sup3rS3cretPw@db.example.com/app", check=False,
+           text=False),
     ]  # fmt: skip
     assert printed[2].returncode != 0
     items = list((repo / "library").rglob("metadata.json"))
