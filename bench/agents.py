@@ -53,7 +53,7 @@ def main() -> None:
     from arkai.cli.do import command_of
     from arkai.ops.init import init_repo
     from arkai.ops.intent import plan
-    from arkai.ops.route import learn_phrase
+    from arkai.sources.route import learn_phrase
 
     out: dict[str, Any] = {"python": platform.python_version(), "runs": args.runs}
     with tempfile.TemporaryDirectory() as tmp:

@@ -363,8 +363,8 @@ def entities_report(
 
 def _runner(provider_name: str, cache: Path) -> tuple[Any, dict[str, Any]]:
     from arkai.adapters.params import load_params
-    from arkai.ops.runner import ResponseStore, Runner
     from arkai.providers.registry import get_provider
+    from arkai.providers.runner import ResponseStore, Runner
 
     params = load_params(ROOT)
     config = (params.get("providers") or {}).get(provider_name) or {}

@@ -502,7 +502,7 @@ def write_product_index(
     index, the vector store, manifest.json) for ``texts`` cut into items of ``per_item`` chunks,
     so that the timed search is ``arkai.ops.search.search`` itself. Returns the BM25 build time."""
     from arkai.core import canonjson
-    from arkai.ops.chunks import Chunk, chunk_key
+    from arkai.search.chunks import Chunk, chunk_key
     from arkai.search.pipeline import build_lexical
     from arkai.search.vectors import VectorStore
 
@@ -546,6 +546,7 @@ def bench_latency(
     (``arkai.ops.search.search``: markup, filters, the pipeline's lanes and fusion, grouping,
     snippets) over an index in the product's format, per mode."""
     from arkai.errors import NotFoundError
+    from arkai.ops import Repo
     from arkai.ops.search import search
 
     out: dict[str, Any] = {}
@@ -565,10 +566,12 @@ def bench_latency(
         samples: dict[str, list[float]] = {m: [] for m in (*modes, "query_embedding")}
         empty = 0
 
-        def one(qt: str, mode: str, root: Path = root) -> None:
+        repo = Repo.at(root)
+
+        def one(qt: str, mode: str, repo: Repo = repo) -> None:
             nonlocal empty
             try:
-                search(root, qt, k=10, mode=mode)
+                search(repo, qt, k=10, mode=mode)
             except NotFoundError:
                 empty += 1
 
@@ -598,8 +601,9 @@ import json, sys, time
 t0 = time.perf_counter()
 mode, folder, query = sys.argv[1], sys.argv[2], sys.argv[3]
 from pathlib import Path
+from arkai.ops import Repo
 from arkai.ops.search import search
-res = search(Path(folder), query, k=10, mode=mode)
+res = search(Repo.at(folder), query, k=10, mode=mode)
 print(json.dumps({"in_process_s": time.perf_counter() - t0, "results": len(res.results),
                   "torch_imported": "torch" in sys.modules,
                   "onnxruntime_imported": "onnxruntime" in sys.modules}))

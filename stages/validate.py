@@ -1,5 +1,13 @@
 """DVC stage ``validate``: re-check digests and slice hashes; the report is a DVC metric."""
 
-from arkai.cli import main
+from pathlib import Path
 
-raise SystemExit(main(["validate", "--report", "reports/validation.json"]))
+from arkai.cli.pipeline import show_validate
+from arkai.cli.stage import run_stage
+from arkai.ops.validate import validate
+
+REPORT = Path("reports/validation.json")
+
+raise SystemExit(
+    run_stage("validate", lambda repo, _: validate(repo, report=REPORT), show_validate)
+)

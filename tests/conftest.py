@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,31 @@ def tool_env(**extra: str) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": "test@example.invalid",
         **extra,
     }
+
+
+def sh(
+    cwd: Path,
+    *args: str | Path,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    when: str | None = None,
+    text: bool = True,
+    timeout: float | None = 900,
+) -> subprocess.CompletedProcess[Any]:
+    """Run a tool (``arkai``, ``dvc``, ``git``, ``python`` …) in ``cwd``: the one subprocess
+    helper of the tests. The environment is :func:`tool_env` unless ``env`` is given; ``when``
+    fixes git's author and committer date; with ``check`` a non-zero exit fails the test
+    showing the command's output; ``text=False`` keeps stdout and stderr as bytes."""
+    environ = dict(tool_env() if env is None else env)
+    if when:
+        environ.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
+    argv = [str(a) for a in args]
+    proc = subprocess.run(
+        argv, cwd=cwd, env=environ, capture_output=True, text=text, timeout=timeout, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{argv} -> {proc.returncode}\n{proc.stdout!r}\n{proc.stderr!r}")
+    return proc
 
 
 @pytest.hookimpl(tryfirst=True)

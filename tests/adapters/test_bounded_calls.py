@@ -19,11 +19,11 @@ import pytest
 from arkai.adapters import interrupt
 from arkai.adapters.http import FetchError, fetch
 from arkai.errors import InvalidInputError
-from arkai.ops.runner import ResponseStore, Runner, RunnerConfig
 from arkai.patterns import get_pattern
 from arkai.providers.base import ProviderError, Request
 from arkai.providers.command import CommandProvider
 from arkai.providers.openai import OpenAIProvider
+from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
 from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
 from tests.adapters.httpserver import LocalHTTPServer, http_server_fixture  # noqa: F401
 from tests.adapters.test_provider_command import alive

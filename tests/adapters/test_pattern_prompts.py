@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from arkai.ops.runner import ResponseStore, Runner
 from arkai.patterns.load import get_pattern
 from arkai.providers.openai import OpenAIProvider
+from arkai.providers.runner import ResponseStore, Runner
 from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
 
 TEXT = (

@@ -170,9 +170,9 @@ def test_validator_contradiction_temporal_and_unverified_evidence(tmp_path: Path
     from arkai.model.answer import Claim, Match
     from arkai.ops.ask import validate
     from arkai.ops.ask_shards import AskProvider
-    from arkai.ops.runner import ResponseStore
-    from arkai.ops.runner import Runner as CallRunner
     from arkai.patterns import get_pattern
+    from arkai.providers.runner import ResponseStore
+    from arkai.providers.runner import Runner as CallRunner
 
     quote = "In 2021 a firmware update changed how the boards calibrated temperature."
     ok = Match("item:a:L3", quote, quote, "2021-05-02", "high", "a", "t.md", "resolved",

@@ -261,7 +261,7 @@ def test_on_a_terminal_the_command_is_shown_and_run_only_after_yes(kr: Path) -> 
 
 
 def test_learning_a_phrase_keeps_the_learned_hosts(kr: Path) -> None:
-    from arkai.ops.route import learn_phrase, learn_route, load_phrases, load_routes
+    from arkai.sources.route import learn_phrase, learn_route, load_phrases, load_routes
 
     learn_route(kr, "https://blog.example.org/post", "article")
     assert learn_phrase(kr, "list things", ["library"]) is True

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ import pytest
 import yaml
 
 from arkai.core import canonjson
-from tests.conftest import Runner
+from tests.conftest import Runner, sh
 
 # -- a small library ------------------------------------------------------------------------
 
@@ -244,10 +243,11 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
 @pytest.fixture
 def lib(kr: Path, fake_embedder: FakeEmbedder) -> dict[str, Any]:
     """The library above, indexed (lexical, vectors with the fake embedder, topics)."""
+    from arkai.ops import Repo
     from arkai.ops.index import run_index
 
     info = {spec["title"]: _write_item(kr, spec) for spec in ITEMS}
-    run_index(kr, now="2026-01-01T00:00:00Z")
+    run_index(Repo.at(kr))
     assert (kr / "index" / "chunks.jsonl").is_file()
     return {"root": kr, **info}
 
@@ -432,22 +432,15 @@ def test_asof_without_git_is_invalid(lib: dict[str, Any], arkai: Runner) -> None
 def test_asof_reads_git_history(lib: dict[str, Any], arkai: Runner) -> None:
     """Two commits with fixed dates; asof: between them sees only the first commit's items."""
     root = lib["root"]
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}  # fmt: skip
-
-    def git(*args: str, when: str | None = None) -> None:
-        e = {**env, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else env
-        subprocess.run(["git", *args], cwd=root, env=e, check=True, capture_output=True)
-
-    git("init", "-q")
+    sh(root, "git", "init", "-q")
     note = root / "library/notes/Hive sensors note (bbbb0002)"
     hidden = root / "note-later"  # outside library/ for the first commit
     note.rename(hidden)
-    git("add", "library")
-    git("commit", "-qm", "first", when="2025-01-10T12:00:00Z")
+    sh(root, "git", "add", "library")
+    sh(root, "git", "commit", "-qm", "first", when="2025-01-10T12:00:00Z")
     hidden.rename(note)
-    git("add", "library")
-    git("commit", "-qm", "second", when="2025-03-10T12:00:00Z")
+    sh(root, "git", "add", "library")
+    sh(root, "git", "commit", "-qm", "second", when="2025-03-10T12:00:00Z")
     code, res, err = _search(arkai, root, "hive asof:2025-02", "--mode", "lexical")
     assert code == 0, err
     assert lib["Hive sensors note"]["id"] not in _ids(res)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from arkai import __version__
-from arkai.ops.diff import Links
+from arkai.cli.diffrender import Links
 from arkai.ops.init import init_repo, scaffold_files
 from tests.adapters.httpserver import LoopbackServer, Route, serve
 from tests.conftest import ROOT
@@ -55,7 +55,7 @@ def test_repo_copy_is_the_scaffold(rel: str) -> None:
 def test_init_writes_them(tmp_path: Path) -> None:
     result = init_repo(tmp_path / "kb", git=False)
     for rel in OURS:
-        assert rel in result["created"]
+        assert rel in result.created
         assert (tmp_path / "kb" / rel).is_file()
 
 
@@ -358,7 +358,7 @@ def test_init_pins_the_arkai_that_scaffolded_the_repo(tmp_path: Path) -> None:
     assert [ln for ln in text.splitlines() if not ln.startswith("#")] == [f"arkai=={__version__}"]
     # Never overwritten: a pin the user changed stays.
     (repo / "requirements.txt").write_text("arkai==9.9\n", encoding="utf-8")
-    assert "requirements.txt" in init_repo(repo, git=False)["kept"]
+    assert "requirements.txt" in init_repo(repo, git=False).kept
     assert (repo / "requirements.txt").read_text(encoding="utf-8") == "arkai==9.9\n"
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from arkai.adapters.review import apply_review
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.chunks import (
+from arkai.search.chunks import (
     MAX_WORDS,
     chunk_key,
     chunk_transcript,

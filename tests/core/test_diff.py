@@ -12,17 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arkai.adapters.gitrepo import CommitInfo, ItemRef, list_items
+from arkai.cli.diffrender import Links, render, render_markdown
+from arkai.core.escape import md_escape
 from arkai.core.hashing import digest
 from arkai.ops.diff import (
     ClaimState,
-    Links,
     diff_claims,
     diff_entities,
     diff_snapshots,
-    md_escape,
     parse_review,
-    render,
-    render_markdown,
     review_for,
 )
 from arkai.ops.review import entry_line, set_entry, yaml_scalar
@@ -341,7 +339,7 @@ def test_entry_line_round_trips(note: str, by: str) -> None:
 
 
 def test_markdown_stops_adding_items_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    import arkai.ops.diff as diff_mod
+    import arkai.cli.diffrender as diff_mod
 
     lines = [evidence(T1, "Bees fly far.")]
     files: dict[str, bytes] = {}

@@ -12,7 +12,7 @@ from arkai.core.grammar import (
     speaker_of,
     strip_prefix,
 )
-from arkai.ops.topics import clean_transcript
+from arkai.search.topics import clean_transcript
 
 NAME_WORD = st.sampled_from(["Ana", "Émile", "Zoë", "O'Brien", "Jean-Luc", "Łukasz", "Ngũgĩ"])
 SPEAKER = st.lists(NAME_WORD, min_size=1, max_size=3).map(" ".join)

@@ -11,7 +11,7 @@ import pytest
 
 from arkai.core import canonjson
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.graph import GRAPHML_NS, GraphItem, build_graph, node_id, throttle, to_graphml
+from arkai.search.graph import GRAPHML_NS, GraphItem, build_graph, node_id, throttle, to_graphml
 
 A, B, C = "a" * 16, "b" * 16, "c" * 16
 

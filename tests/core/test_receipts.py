@@ -14,9 +14,9 @@ from arkai.core.receipts import Receipt, check_receipt
 from arkai.core.resolve import resolve_quote
 from arkai.errors import InvalidInputError, LibraryError
 from arkai.model.evidence import Resolution
-from arkai.ops.runner import ResponseStore, Runner
 from arkai.patterns import get_pattern, input_frame, load_pattern
 from arkai.providers.base import Request, Response
+from arkai.providers.runner import ResponseStore, Runner
 
 TEXT = (
     "[00:00:01] A: Our builds are reproducible on every machine.\n"
@@ -220,7 +220,7 @@ def test_shipped_patterns_declare_delimiters_with_a_nonce(name: str) -> None:
 @pytest.mark.parametrize("rel", ["transcripts/Talk (1)", "chats/chatgpt/2026/Chat (2)"])
 def test_transcript_links_follow_the_layout_at_any_depth(tmp_path: Path, rel: str) -> None:
     from arkai.adapters.layout import Item
-    from arkai.ops.render_item import transcript_href
+    from arkai.site.render_item import transcript_href
 
     item = Item(root=tmp_path, path=tmp_path / "library" / rel, metadata={"id": "x"})
     item.path.mkdir(parents=True)

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from arkai.ops.runner import (
+from arkai.patterns import get_pattern
+from arkai.providers.base import ProviderError, Request, Response
+from arkai.providers.runner import (
     CircuitOpen,
     ResponseStore,
     Runner,
@@ -16,8 +18,6 @@ from arkai.ops.runner import (
     chunk_lines,
     merge_outputs,
 )
-from arkai.patterns import get_pattern
-from arkai.providers.base import ProviderError, Request, Response
 
 TEXT = "\n".join(
     f"[00:00:{i:02d}] Line number {i} says something quite specific." for i in range(60)

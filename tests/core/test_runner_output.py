@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from arkai.ops.runner import ResponseStore, Runner
 from arkai.patterns import get_pattern
 from arkai.providers.command import CommandProvider
+from arkai.providers.runner import ResponseStore, Runner
 
 HOOK = """
 import json, sys

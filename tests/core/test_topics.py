@@ -9,7 +9,7 @@ import pytest
 
 from arkai.core import canonjson
 from arkai.errors import NotFoundError
-from arkai.ops.topics import (
+from arkai.search.topics import (
     TopicInput,
     TopicSettings,
     build_topics,

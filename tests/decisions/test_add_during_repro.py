@@ -17,26 +17,24 @@ import pytest
 import yaml
 
 from arkai.ops.init import init_repo
-from tests.conftest import ROOT, tool_env
+from tests.conftest import ROOT, sh, tool_env
 
 HOOK = ROOT / "tests" / "fixtures" / "decisions" / "add_during_extract.py"
+#: The subprocesses run this checkout's code (the stage scripts import arkai).
+ENV = tool_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src"))
 BIN = Path(sys.executable).parent
 
 
-def sh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = tool_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src"))
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-
-
 def ok(cwd: Path, *args: str) -> str:
-    proc = sh(cwd, *args)
+    proc = sh(cwd, *args, env=ENV, check=False, timeout=600)
     assert proc.returncode == 0, f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
 
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     code = "import sys; from arkai.cli import main; raise SystemExit(main(sys.argv[1:]))"
-    return sh(repo, sys.executable, "-c", code, "--repo", str(repo), *args)
+    return sh(repo, sys.executable, "-c", code, "--repo", str(repo), *args, env=ENV, check=False,
+              timeout=600)  # fmt: skip
 
 
 @pytest.mark.slow

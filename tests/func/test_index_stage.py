@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +16,10 @@ import yaml
 
 from arkai.adapters import events
 from arkai.cli import main
+from arkai.ops import Repo
 from arkai.ops.init import init_repo
 from arkai.search import embed
-from tests.conftest import SAMPLES, tool_env
+from tests.conftest import SAMPLES, sh
 
 NOW = "2026-11-22T12:00:00Z"
 FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml")
@@ -119,7 +119,7 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     from arkai.ops.index import run_index
 
     seen: list[tuple[int, int, str]] = []
-    summary = run_index(repo, now=NOW, progress=lambda d, t, w: seen.append((d, t, w)))
+    summary = run_index(Repo.at(repo), progress=lambda d, t, w: seen.append((d, t, w)))
     out = repo / "index"
     for name in (*FILES, "manifest.json"):
         assert (out / name).is_file(), name
@@ -168,7 +168,7 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     before = snapshot(repo)
     fake.calls.clear()
     fake.loads = 0
-    again = run_index(repo, now="2030-01-01T00:00:00Z")
+    again = run_index(Repo.at(repo))
     assert fake.loads == 0  # nothing new: the model is not even loaded
     assert snapshot(repo) == before  # the manifest keeps its build time too
     assert fake.calls == [] and again.embedded == 0 and again.reused == len(keys)
@@ -188,20 +188,20 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
 def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -> None:
     from arkai.ops.index import run_index
 
-    run_index(repo, now=NOW)
+    run_index(Repo.at(repo))
     lines = (repo / "index/chunks.jsonl").read_text().splitlines()
     old_keys = {json.loads(x)["key"] for x in lines}
     fake.calls.clear()
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
     )
-    summary = run_index(repo, now=NOW)
+    summary = run_index(Repo.at(repo))
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     new = next(e for e in catalog if e["title"] == "Compilers podcast")
     new_keys = item_keys(repo, new["id"])
     assert new_keys and not (new_keys & old_keys)
     assert summary.embedded == len(new_keys) == len(fake.encoded)
-    from arkai.ops.chunks import chunk_key
+    from arkai.search.chunks import chunk_key
 
     assert {chunk_key(new["id"], t) for t in fake.encoded} == new_keys
     assert summary.pruned == 0
@@ -209,9 +209,9 @@ def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -
     # Removing it prunes exactly its vectors; --full re-embeds everything.
     shutil.rmtree(repo / new["path"])
     fake.calls.clear()
-    gone = run_index(repo, now=NOW)
+    gone = run_index(Repo.at(repo))
     assert gone.pruned == len(new_keys) and gone.embedded == 0
-    full = run_index(repo, now=NOW, full=True)
+    full = run_index(Repo.at(repo), full=True)
     assert full.embedded == full.reused + full.embedded and full.reused == 0
     assert full.embedded == len(set(fake.encoded))
 
@@ -219,7 +219,7 @@ def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -
 def test_rejected_claims_leave_the_index(repo: Path, fake: FakeEmbedder) -> None:
     from arkai.ops.index import run_index
 
-    run_index(repo, now=NOW)
+    run_index(Repo.at(repo))
     chunks = [json.loads(x) for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
     claim = next(c for c in chunks if c["kind"] == "claim")
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
@@ -227,7 +227,7 @@ def test_rejected_claims_leave_the_index(repo: Path, fake: FakeEmbedder) -> None
     (repo / entry["path"] / "review.yaml").write_text(
         f"claims:\n  {claim['evidence_id']}: {{status: rejected}}\n"
     )
-    run_index(repo, now=NOW)
+    run_index(Repo.at(repo))
     after = [json.loads(x) for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
     assert claim["evidence_id"] not in {c.get("evidence_id") for c in after}
     catalog2 = json.loads((repo / "index/catalog.json").read_text())["items"]
@@ -239,7 +239,7 @@ def test_vectors_off(repo: Path) -> None:
     from arkai.ops.index import run_index
 
     set_params(repo, embedder="none")
-    summary = run_index(repo, now=NOW)
+    summary = run_index(Repo.at(repo))
     assert summary.embedder is None and not (repo / "index" / "vectors").exists()
     assert json.loads((repo / "index/manifest.json").read_text())["embedder"] is None
 
@@ -262,14 +262,6 @@ def test_reindex_command(repo: Path, fake: FakeEmbedder) -> None:
 # -- the real pipeline ---------------------------------------------------------------------
 
 BIN = Path(sys.executable).parent
-
-
-def sh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = tool_env()
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def encoded_runs(repo: Path) -> list[int]:

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLES, TRANSCRIPTS, tool_env
+from tests.conftest import ROOT, SAMPLES, TRANSCRIPTS, sh
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
-
-
-def sh(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = tool_env()
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.mark.shared_data

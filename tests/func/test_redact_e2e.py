@@ -11,28 +11,19 @@ Then every byte under the repository is searched: the work tree, ``.dvc/cache``,
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import tool_env
+from tests.conftest import sh
 from tests.redact_corpus import PLANTED, needles
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 T0 = 1717236000
-
-
-def sh(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    env = tool_env()
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout!r}\n{proc.stderr!r}")
-    return proc
 
 
 def is_token(value: str) -> bool:
@@ -100,7 +91,7 @@ def everything_on_disk(repo: Path) -> bytes:
         chunks.append(str(path.relative_to(repo)).encode("utf-8", "surrogateescape"))
         if path.is_file() and not path.is_symlink():
             chunks.append(path.read_bytes())
-    objects = sh(repo, "git", "cat-file", "--batch-all-objects", "--batch").stdout
+    objects = sh(repo, "git", "cat-file", "--batch-all-objects", "--batch", text=False).stdout
     assert len(objects) > 10_000  # the commits below are in it
     chunks.append(objects)
     return b"\n".join(chunks)
@@ -122,11 +113,13 @@ def test_no_planted_secret_reaches_the_disk(tmp_path: Path) -> None:
 
     repo = tmp_path / "knowledge"
     sh(tmp_path, "arkai", "init", str(repo))
-    printed = [
+    printed = [  # as bytes: what was printed is searched like the disk
         sh(repo, "arkai", "add", *(str(inputs / n) for n in
-                                   ("conversations.json", "claude.json", "MyActivity.json"))),
-        sh(repo, "arkai", "add", "--redact", str(note)),
-        sh(repo, "arkai", "add", "mysql://root:Sup3rS3cretPw@db.example.com/app", check=False),
+                                   ("conversations.json", "claude.json", "MyActivity.json")),
+           text=False),
+        sh(repo, "arkai", "add", "--redact", str(note), text=False),
+        sh(repo, "arkai", "add", "mysql://root:Sup3rS3cretPw@db.example.com/app", check=False,
+           text=False),
     ]  # fmt: skip
     assert printed[2].returncode != 0
     items = list((repo / "library").rglob("metadata.json"))

@@ -33,6 +33,7 @@ import yaml
 
 from arkai.cli import main
 from tests.conftest import ROOT
+from tests.conftest import sh as run_tool
 
 FIXTURES = ROOT / "tests" / "fixtures" / "review"
 HOOK = FIXTURES / "hook.py"
@@ -66,12 +67,8 @@ def git_env(when: int = 0) -> dict[str, str]:
 def sh(
     cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None, when: int = 0
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        args, cwd=cwd, env=env or git_env(when), capture_output=True, text=True, check=False
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    """:func:`tests.conftest.sh` as the reviewer Ana, on day ``when``."""
+    return run_tool(cwd, *args, check=check, env=env or git_env(when))
 
 
 def arkai(repo: Path, *args: str) -> tuple[int, str, str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SAMPLES, tool_env
+from tests.conftest import SAMPLES, sh
 
 pytestmark = pytest.mark.slow
 
@@ -21,18 +21,8 @@ FIRST = "2024-01-10T12:00:00Z"
 SECOND = "2024-03-10T12:00:00Z"
 
 
-def sh(cwd: Path, *args: str, when: str | None = None) -> str:
-    env = tool_env()
-    if when:
-        env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc.stdout
-
-
 def search(repo: Path, query: str, *args: str) -> dict[str, Any]:
-    return json.loads(sh(repo, "arkai", "search", query, "--json", *args))
+    return json.loads(sh(repo, "arkai", "search", query, "--json", *args).stdout)
 
 
 def claims_of(result: dict[str, Any]) -> dict[str, str]:
@@ -65,7 +55,7 @@ def test_paraphrase_finds_the_claim_in_the_vector_lane(repo: Path) -> None:
         assert top["title"] == "Beekeeping talk", (mode, top["title"])
         claims = claims_of(top)
         assert any("HiveSense Mini costs about 140 euros" in c for c in claims.values()), claims
-    pack = json.loads(sh(repo, "arkai", "context", query, "--budget", "600", "--json"))
+    pack = json.loads(sh(repo, "arkai", "context", query, "--budget", "600", "--json").stdout)
     assert pack["tokens_used"] <= 600
     first = pack["entries"][0]
     assert "140 euros" in first["text"] and first["title"] == "Beekeeping talk"

@@ -211,14 +211,6 @@ def read_repo_text(path: Path, root: Path, *, missing_ok: bool = False) -> str |
         ) from None
 
 
-def is_regular_file(path: Path) -> bool:
-    """True for a regular file that is not a symbolic link (``lstat``, never follows)."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
 def read_input_file(path: Path, *, max_bytes: int) -> bytes:
     """Read a file the user named, refusing what cannot be a source.
 

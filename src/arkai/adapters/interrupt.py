@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -57,11 +56,6 @@ def sleep(seconds: float, what: str = "run") -> None:
     """Sleep ``seconds``, or raise :class:`Interrupted` as soon as a stop is requested."""
     if _STOP.wait(max(0.0, seconds)):
         raise Interrupted(f"{what}: stopped by a signal while waiting")
-
-
-def wait_until(deadline: float) -> bool:
-    """Block until the monotonic ``deadline`` or a stop request; True when stopped."""
-    return _STOP.wait(max(0.0, deadline - time.monotonic()))
 
 
 @contextmanager

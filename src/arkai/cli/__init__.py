@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -65,9 +65,15 @@ INTERRUPTED = "arkai: interrupted (finished work is kept; run the command again 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 1 error, 2 usage, 3 pipeline, 4 limit, 5 none)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Outside standalone mode click returns the code given to ``ctx.exit`` (or None).
+    return guarded(lambda: cli.main(args=args, prog_name="arkai", standalone_mode=False))
+
+
+def guarded(run: Callable[[], object]) -> int:
+    """Call ``run`` and map what it raises to an exit code and one line on stderr: the one
+    place where errors become exit codes (the CLI and the DVC stage scripts use it)."""
     try:
-        # Outside standalone mode click returns the code given to ``ctx.exit`` (or None).
-        code = cli.main(args=args, prog_name="arkai", standalone_mode=False)
+        code = run()
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.exceptions.Abort as exc:

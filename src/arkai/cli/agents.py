@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 from arkai.errors import EXIT_ERROR, InvalidInputError
 
@@ -27,12 +27,11 @@ def feedback(ctx: click.Context, query: str, ident: str, vote: int | None, as_js
     """Vote item ID (content ID, prefix or source ID) up or down as a result for QUERY. Votes
     are kept in feedback/ (one JSONL file per query, in git) and give the item a small, capped
     boost when that query is searched again."""
-    from arkai.adapters.repo import Repo
     from arkai.ops.feedback import feedback as run_feedback
 
     if vote is None:
         raise click.UsageError("say --up or --down")
-    result = run_feedback(Repo(repo_root(ctx)), query, ident, vote)
+    result = run_feedback(get_repo(ctx), query, ident, vote)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -52,11 +51,10 @@ def log_turn(ctx: click.Context, session: str | None, role: str | None, text: st
              show: str | None, as_json: bool) -> None:  # fmt: skip
     """Append one agent conversation turn to .arkai/agent-logs/SESSION.jsonl (redacted before
     it is written), or replay a session with --show SESSION."""
-    from arkai.adapters.repo import Repo
     from arkai.ops.agentlog import log_turn as run_log
     from arkai.ops.agentlog import replay
 
-    repo = Repo(repo_root(ctx))
+    repo = get_repo(ctx)
     if show is not None:
         if session or role or text is not None:
             raise click.UsageError("--show replays a session; it takes no --session/--role/--text")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 
 
@@ -18,12 +18,11 @@ def ask(ctx: click.Context, question: tuple[str, ...], save: bool, as_json: bool
     synthesizer writes claims citing it, the validator judges each claim (up to 3 rounds).
     Markup: after:DATE, before:DATE, in:DATE (a period), in:TYPE, tag:T. Exits 5 with "no
     evidence" when nothing supports an answer, 3 when a provider fails (re-run to resume)."""
-    from arkai.adapters.repo import Repo
     from arkai.ops.answer_md import render
     from arkai.ops.answer_md import save as save_answer
     from arkai.ops.ask import ask as run_ask
 
-    repo = Repo.at(repo_root(ctx))
+    repo = get_repo(ctx)
     answer = run_ask(repo, " ".join(question))
     saved = save_answer(answer, repo.root) if save else None
     if as_json:

@@ -4,14 +4,14 @@ then the shards in ``index/shards/`` (docs/answers.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from arkai.adapters import events
-from arkai.adapters.repo import Repo
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.ops.condense import condense as condense_op
-from arkai.ops.runner import Stats
+from arkai.ops.extract import Stats
 
 
 @click.command()
@@ -31,20 +31,25 @@ def condense(
 ) -> None:  # fmt: skip
     """Condense every changed item into chunks of about condense.chunk_tokens tokens, then
     bring the shards (index/shards/) up to date."""
-    repo = Repo.at(repo_root(ctx))
+    repo = get_repo(ctx)
     ids = {repo.item(i).id for i in only} if only else None
     with progress_bar("condense", quiet=quiet or as_json) as bar:
 
         def progress(done: int, total: int, what: str, stats: Stats) -> None:
             bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached {what}")
 
-        summary = condense_op(repo, now=events.utc_now(), only=ids, force=force,
+        summary = condense_op(repo, only=ids, force=force,
                               refresh=refresh, shards=not no_shards, progress=progress)  # fmt: skip
+    show_condense(summary, as_json=as_json, quiet=quiet)
+
+
+def show_condense(summary: Any, *, as_json: bool = False, quiet: bool = False) -> int:
+    """Render a condense summary (the CLI and the DVC stage)."""
     if as_json:
         emit_json(summary.to_dict())
-        return
+        return 0
     if quiet:
-        return
+        return 0
     st = summary.stats
     stdout.print(
         f"condense: {summary.condensed} condensed ({summary.chunks} chunks), {summary.skipped} "
@@ -67,3 +72,4 @@ def condense(
             f"{', '.join(sh.written) or 'none'}; unchanged {len(sh.kept)}",
             markup=False,
         )
+    return 0

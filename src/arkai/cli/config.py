@@ -6,9 +6,9 @@ import json
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json
-from arkai.errors import NotFoundError
+from arkai.ops.config import config as effective_config
 
 
 @click.command()
@@ -19,13 +19,7 @@ def config(ctx: click.Context, key: str | None, as_json: bool) -> None:
     """Show the effective parameters (params.yaml over arkai's defaults, then environment
     overrides) with where each value came from; KEY limits the list to one key or section
     (e.g. `extract` or `extract.provider`). Exits 5 when KEY matches nothing."""
-    from arkai.adapters.params import effective_params
-
-    settings = effective_params(repo_root(ctx))
-    if key:
-        settings = [s for s in settings if s.key == key or s.key.startswith(key + ".")]
-        if not settings:
-            raise NotFoundError(f"no parameter {key!r}", hint="`arkai config` lists them all")
+    settings = effective_config(get_repo(ctx), key)
     if as_json:
         emit_json({"params": [{"key": s.key, "value": s.value, "source": s.source}
                               for s in settings]})  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 from arkai.errors import InvalidInputError
 
@@ -99,10 +99,10 @@ def do(ctx: click.Context, words: tuple[str, ...], yes: bool, explain: bool,
     """Turn WORDS into one arkai command: URL rules, then routes learned from past successful
     runs, then the provider (pattern route_intent). The command is checked against arkai's own
     grammar and shown; it runs only with --yes (or after "y" at the prompt on a terminal)."""
-    from arkai.adapters.repo import Repo
+    from arkai.ops import Repo
     from arkai.ops.intent import learn, plan
 
-    root = repo_root(ctx)
+    root = get_repo(ctx).root
     repo = Repo(root)
     chosen = plan(repo, " ".join(words), validate=command_of, provider=provider)
     cmd = command_of(list(chosen.argv))

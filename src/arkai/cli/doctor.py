@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json
 from arkai.errors import EXIT_ERROR
 
@@ -19,7 +19,7 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     site — with what to do. Exits 1 when something needs a person."""
     from arkai.ops.doctor import diagnose
 
-    report = diagnose(repo_root(ctx))
+    report = diagnose(get_repo(ctx))
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -10,25 +10,11 @@ from rich.table import Table
 
 from arkai.cli.common import json_option, quiet_option
 from arkai.cli.output import emit_json, progress_status, stderr, stdout
-from arkai.errors import InvalidInputError
 
 
 @click.group(name="eval")
 def eval_() -> None:
     """Measure search quality on labelled data."""
-
-
-def _modes(value: str) -> list[str]:
-    from arkai.search.eval import MODES
-
-    modes = [m.strip() for m in value.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
-    if bad or not modes:
-        raise InvalidInputError(
-            f"unknown mode(s) in --modes: {', '.join(bad) or '(none)'}",
-            hint=f"choose from {', '.join(MODES)}",
-        )
-    return list(dict.fromkeys(modes))
 
 
 @eval_.command()
@@ -73,28 +59,19 @@ def retrieval(
     quiet: bool,
 ) -> None:
     """Score each search mode on CORPUS's SPLIT: nDCG@10, recall@100, MRR@10, queries/s."""
-    from arkai.search.eval import load_beir, run_eval, split_queries
-
-    chosen = _modes(modes)
-    if limit_queries is not None and limit_queries <= 0:
-        raise InvalidInputError("--limit-queries must be a positive number")
-    query_ids = None
-    if half is not None:
-        a, b = split_queries(load_beir(corpus, split).judged_queries)
-        query_ids = a if half == "a" else b
+    from arkai.ops.eval import retrieval as run_retrieval
 
     with progress_status("eval retrieval", quiet=quiet or as_json) as say:
-        out = run_eval(
+        out = run_retrieval(
             corpus,
             split,
-            chosen,
+            modes,
             limit_queries=limit_queries,
-            query_ids=query_ids,
+            half=half,
             embedder=embedder,
-            cache_dir=None if no_cache else "default",
+            cache=not no_cache,
             progress=say,
         )
-    out["half"] = half
     if not quiet:
         for p in out["problems"][:10]:
             stderr.print(f"skipped {p}", markup=False)

@@ -8,19 +8,14 @@ from pathlib import Path
 
 import click
 
-from arkai.adapters.fs import read_input_file
-from arkai.adapters.layout import get_item, iter_items
-from arkai.adapters.params import load_params
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
-from arkai.cli.pipeline import validate_one
-from arkai.core.document import Document
-from arkai.core.fuzzy import DEFAULT_THRESHOLD
-from arkai.core.resolve import resolve_quote
+from arkai.cli.pipeline import validate_item
 from arkai.errors import EXIT_NO_RESULTS, ArkaiError
 from arkai.model.status import MODES
-from arkai.ops.evidence import describe, editor_command, find_evidence
-from arkai.ops.reanchor import accept_reanchor, reanchor_item
+from arkai.ops import evidence as evidence_op
+from arkai.ops.reanchor import accept_reanchor
+from arkai.ops.reanchor import reanchor as reanchor_op
 
 
 @click.group()
@@ -34,7 +29,7 @@ def evidence() -> None:
 @click.pass_context
 def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
     """Claim, status, resolution, file, line:col, the quoted slice and its timestamp."""
-    info = describe(find_evidence(repo_root(ctx), evidence_id))
+    info = evidence_op.show(get_repo(ctx), evidence_id)
     if as_json:
         emit_json(info)
         return
@@ -70,11 +65,7 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
 @click.pass_context
 def open_(ctx: click.Context, evidence_id: str, print_only: bool) -> None:
     """Open the transcript in $EDITOR (or VS Code: code -g path:line:col) at the span."""
-    root = repo_root(ctx)
-    loc = find_evidence(root, evidence_id)
-    info = describe(loc)
-    path = root / info["file"]
-    cmd = editor_command(path, info["line"] or 1, info["column"] or 1)
+    cmd = evidence_op.open_command(get_repo(ctx), evidence_id)
     click.echo(shlex.join(cmd))  # quoted: paste it into a shell as is
     if print_only:
         return
@@ -92,7 +83,7 @@ def open_(ctx: click.Context, evidence_id: str, print_only: bool) -> None:
 @click.pass_context
 def validate_cmd(ctx: click.Context, content_id: str, as_json: bool) -> None:
     """Check one item: transcript digest and every slice hash (valid / stale / unresolved)."""
-    validate_one(ctx, content_id, as_json)
+    validate_item(ctx, content_id, as_json)
 
 
 @evidence.command()
@@ -126,11 +117,11 @@ def reanchor(
     found becomes unresolved (never dropped). --accept ID turns a checked suggestion into an
     exact receipt of the new text and records the acceptance in the item's review.yaml.
     """
-    root = repo_root(ctx)
+    repo = get_repo(ctx)
     if accept is not None:
         if ident or all_items:
             raise click.UsageError("--accept takes the evidence ID alone")
-        done = accept_reanchor(root, accept, note=note)
+        done = accept_reanchor(repo, accept, note=note)
         if as_json:
             emit_json(done)
             return
@@ -141,23 +132,9 @@ def reanchor(
         )
         stdout.print(f"  {done['diff']}", markup=False)
         return
-    thr = (
-        threshold
-        if threshold is not None
-        else float(load_params(root)["extract"]["fuzzy_threshold"])
-    )
-    only = None
-    if all_items:
-        items = list(iter_items(root))
-    elif ident:
-        try:
-            items = [get_item(root, ident)]
-        except ArkaiError:
-            loc = find_evidence(root, ident)
-            items, only = [loc.item], loc.line.id
-    else:
+    if not all_items and not ident:
         raise click.UsageError("give a content ID, an evidence ID, or --all")
-    results = [reanchor_item(root, item, threshold=thr, only=only) for item in items]
+    results = reanchor_op(repo, ident, all_items=all_items, threshold=threshold)
     if as_json:
         emit_json({"items": results})
         return
@@ -203,22 +180,10 @@ def resolve(
 
     Read-only: prints the resolution and span; exits 5 when the quote is unresolved.
     """
-    path = Path(target)
-    if path.is_file():
-        data = read_input_file(path, max_bytes=2_000_000_000)
-        thr = threshold if threshold is not None else DEFAULT_THRESHOLD
-    else:
-        root = repo_root(ctx)
-        item = get_item(root, target)
-        data = item.transcript_bytes()
-        default = float(load_params(root)["extract"]["fuzzy_threshold"])
-        thr = threshold if threshold is not None else default
-    match = resolve_quote(Document(data), quote, mode=match_mode, fuzzy_threshold=thr)
-    info = {
-        "status": match.resolution.status,
-        "resolution": match.resolution.to_dict(),
-        "span": match.span.to_dict() if match.span else None,
-    }
+    repo = None if Path(target).is_file() else get_repo(ctx)
+    found = evidence_op.resolve(repo, target, quote, mode=match_mode, threshold=threshold)
+    match = found.match
+    info = found.to_dict()
     if as_json:
         emit_json(info)
     else:
@@ -231,6 +196,6 @@ def resolve(
                 + (f" at {sp.video_timestamp}" if sp.video_timestamp else ""),
                 markup=False,
             )
-            stdout.print(data[sp.start : sp.end].decode("utf-8", errors="replace"), markup=False)
+            stdout.print(found.slice, markup=False)
     if match.span is None:
         ctx.exit(EXIT_NO_RESULTS)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import click
 
-from arkai.adapters import events
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.ops.index import run_index
+from arkai.ops.index import IndexSummary, run_index
 
 
 @click.command()
@@ -19,9 +18,12 @@ from arkai.ops.index import run_index
 def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
     """Bring index/ up to date with the library: catalog, search chunks, the BM25 and vector
     indexes (only new chunks are embedded), the topic index and the knowledge graph."""
-    root = repo_root(ctx)
     with progress_bar("index", quiet=quiet or as_json) as bar:
-        summary = run_index(root, now=events.utc_now(), full=full, progress=bar)
+        summary = run_index(get_repo(ctx), full=full, progress=bar)
+    show_index(summary, as_json=as_json, quiet=quiet)
+
+
+def show_index(summary: IndexSummary, *, as_json: bool = False, quiet: bool = False) -> int:
     if as_json:
         emit_json(summary.to_dict())
     elif not quiet:
@@ -40,3 +42,4 @@ def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
         shards = summary.shards or {}
         if shards.get("resharded"):
             stdout.print(f"shards: {shards['resharded']}", markup=False)
+    return 0

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import click
 
-from arkai.adapters import events
-from arkai.adapters.params import load_params
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_USAGE, InvalidInputError
-from arkai.ops.add import (
-    AddResult,
-    add_inputs,
-    check_type,
-    expand_inputs,
-    parse_tags,
-    read_source_list,
-)
-from arkai.ops.add import (
-    remember as remember_note,
-)
+from arkai.ops.add import AddRequest, AddResult
+from arkai.ops.add import add as add_op
+from arkai.ops.add import ingest as ingest_op
 from arkai.ops.init import init_repo
-from arkai.sources.base import AddOptions
+from arkai.ops.remember import remember as remember_op
 
 
 @click.command()
@@ -35,12 +27,12 @@ def init(directory: Path, no_git: bool, as_json: bool) -> None:
     """Scaffold a knowledge repo in DIRECTORY (git, DVC, pipeline, params, patterns)."""
     result = init_repo(directory, git=not no_git)
     if as_json:
-        emit_json(result)
+        emit_json(result.to_dict())
         return
-    stdout.print(f"Knowledge repo ready in {result['path']}", markup=False)
-    for name in result["created"]:
+    stdout.print(f"Knowledge repo ready in {result.path}", markup=False)
+    for name in result.created:
         stdout.print(f"  created  {name}", markup=False)
-    for name in result["kept"]:
+    for name in result.kept:
         stdout.print(f"  kept     {name} (already there, not overwritten)", markup=False)
     stdout.print("Next: `arkai add FILE…` then `dvc repro`.", markup=False)
 
@@ -74,37 +66,21 @@ def add_options(f: click.decorators.FC) -> click.decorators.FC:
     return f
 
 
-def _run_add(ctx: click.Context, **kw: object) -> list[AddResult]:
-    root = repo_root(ctx)
-    inputs_arg = tuple(str(i) for i in kw["inputs"])  # type: ignore[attr-defined]
-    from_file = kw["from_file"]
-    if not inputs_arg and from_file is None:
+def _request(kw: dict[str, Any]) -> AddRequest:
+    if not kw["inputs"] and kw["from_file"] is None:
         raise click.UsageError("give at least one URL or path, or --from FILE")
-    content_type = kw["content_type"]
-    if isinstance(content_type, str):
-        check_type(content_type)
-    entries: list[tuple[str, list[str]]] = [(ref, []) for ref in expand_inputs(inputs_arg)]
-    if isinstance(from_file, Path):
-        entries += read_source_list(from_file)
-    if kw["title"] is not None and len(entries) > 1:
-        raise click.UsageError("--title applies to one input; give one with it")
-    transcript = kw["transcript"]
-    opts = AddOptions(
-        params=load_params(root),
-        now=events.utc_now(),
-        tags=parse_tags(list(kw["tags"])),  # type: ignore[call-overload]
-        title=kw["title"] if isinstance(kw["title"], str) else None,
-        content_type=content_type if isinstance(content_type, str) else None,
-        transcript=Path(transcript).resolve() if isinstance(transcript, Path) else None,
+    return AddRequest(
+        inputs=tuple(str(i) for i in kw["inputs"]),
+        from_file=kw["from_file"],
+        tags=tuple(kw["tags"]),
+        title=kw["title"],
+        content_type=kw["content_type"],
+        transcript=kw["transcript"],
+        episodes=tuple(str(e) for e in kw["episodes"]),
         all_branches=bool(kw["all_branches"]),
-        redact=kw["redact"] if isinstance(kw["redact"], bool) else None,
-        select=[str(e) for e in kw["episodes"]],  # type: ignore[attr-defined]
+        redact=kw["redact"],
+        explain=bool(kw["explain"]),
     )
-    quiet = bool(kw["quiet"])
-    with progress_bar("add", quiet=quiet) as bar:
-        results = add_inputs(root, entries, opts, progress=bar, explain=bool(kw["explain"]))
-    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=bool(kw["explain"]))
-    return results
 
 
 _LABEL = {
@@ -158,29 +134,36 @@ def _exit_code(results: list[AddResult]) -> int:
 @click.command()
 @add_options
 @click.pass_context
-def add(ctx: click.Context, /, **kw: object) -> None:
+def add(ctx: click.Context, /, **kw: Any) -> None:
     """Add sources: local files (.vtt .srt .json .txt .md .html .pdf, chat exports .json/.zip,
     feeds .rss/.xml), folders of them, or URLs (YouTube, podcast feeds, web articles, PDFs).
 
     Each input is routed to its kind automatically (--explain shows how); the same input twice
     is the same item. One failing input never stops or undoes the others.
     """
-    ctx.exit(_exit_code(_run_add(ctx, **kw)))
+    request, quiet = _request(kw), bool(kw["quiet"])
+    with progress_bar("add", quiet=quiet) as bar:
+        results = add_op(get_repo(ctx), request, progress=bar)
+    report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
+    ctx.exit(_exit_code(results))
 
 
 @click.command()
 @add_options
 @click.pass_context
-def ingest(ctx: click.Context, /, **kw: object) -> None:
+def ingest(ctx: click.Context, /, **kw: Any) -> None:
     """`arkai add` then `dvc repro`: add sources and build everything from them."""
-    results = _run_add(ctx, **kw)
-    code = _exit_code(results)
-    if code and not any(r.status in ("added", "updated") for r in results):
-        ctx.exit(code)
-    from arkai.ops.run import run_pipeline
+    request, quiet = _request(kw), bool(kw["quiet"])
+    with ExitStack() as bar_open:
+        bar = bar_open.enter_context(progress_bar("add", quiet=quiet))
 
-    run_pipeline(repo_root(ctx))  # PipelineError → exit 3 (resumable)
-    ctx.exit(code)
+        def added(results: list[AddResult]) -> None:
+            bar_open.close()  # the bar goes before the report and the pipeline's output
+            report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
+
+        # PipelineError → exit 3 (resumable)
+        results = ingest_op(get_repo(ctx), request, progress=bar, added=added)
+    ctx.exit(_exit_code(results))
 
 
 @click.command()
@@ -204,8 +187,8 @@ def remember(
     """
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
     try:
-        result = remember_note(repo_root(ctx), body, title=title, tags=tags, redact=redact)
-    except InvalidInputError as exc:
+        result = remember_op(get_repo(ctx), body, title=title, tags=tags, redact=redact)
+    except InvalidInputError as exc:  # an empty note: shown with the usage line
         raise click.UsageError(str(exc)) from None
     report([result], as_json=as_json, quiet=True, explain=False)
     if result.status == "failed":

@@ -1,4 +1,4 @@
-"""``python -m arkai.cli.main …`` — the CLI as a module (used by tests and stages)."""
+"""``python -m arkai.cli.main …`` — the CLI as a module (used by tests)."""
 
 from arkai.cli import main
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 from arkai.errors import InvalidInputError
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def _limits(root: Path) -> Limits:
-    from arkai.adapters.repo import Repo
+    from arkai.ops import Repo
     from arkai.tools.registry import Limits
 
     repo = Repo.at(root)
@@ -51,7 +51,7 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, allo
     """Serve the library to agents over MCP: read tools (search, context, show, library,
     topics, evidence_show, validate, diff, log, runs, health) and, with --allow-write, write
     tools (add, remember, review). Every call is audited in .arkai/audit/."""
-    from arkai.adapters.repo import Repo
+    from arkai.ops import Repo
     from arkai.tools import server
     from arkai.tools.catalog import default_registry
 
@@ -68,7 +68,7 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, allo
             stdout.print(f"{len(listing['tools'])} tools, {listing['tokens']} tokens declared",
                          markup=False)  # fmt: skip
         return
-    root = repo_root(ctx)
+    root = get_repo(ctx).root
     repo = Repo.at(root)
     limits = _limits(root)
     opts = server.ServeOptions(allow_write=allow_write, limits=limits)
@@ -105,11 +105,11 @@ def agent(ctx: click.Context, task: tuple[str, ...], allow_write: bool, max_step
     """Answer TASK with the agent hook (hooks.agent in params.yaml): the hook gets the task
     and the tools, and replies with tool calls (run through the same registry, policy and
     audit as `arkai mcp`) or the final answer."""
-    from arkai.adapters.repo import Repo
+    from arkai.ops import Repo
     from arkai.tools.agent import AgentConfig, run_agent
     from arkai.tools.catalog import default_registry
 
-    root = repo_root(ctx)
+    root = get_repo(ctx).root
     repo = Repo.at(root)
     limits = _limits(root)
     config = AgentConfig.from_params(repo, max_steps)

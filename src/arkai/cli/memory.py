@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from arkai.adapters.repo import Repo
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.belief import BELIEF_STATUSES, TYPES
+from arkai.ops import Repo
 from arkai.ops import memory as ops
 
 as_of_option = click.option(
@@ -24,7 +24,7 @@ as_of_option = click.option(
 
 
 def _repo(ctx: click.Context) -> Repo:
-    return Repo(repo_root(ctx))
+    return get_repo(ctx)
 
 
 def _day(as_of: str | None) -> date:
@@ -253,8 +253,13 @@ def memory() -> None:
 def memory_build(ctx: click.Context, quiet: bool, as_json: bool) -> None:
     """Replay every episode into beliefs/ (what the `beliefs` DVC stage runs)."""
     repo = _repo(ctx)
-    with repo.run("beliefs"), progress_bar("beliefs", quiet=quiet or as_json) as bar:
+    with progress_bar("beliefs", quiet=quiet or as_json) as bar:
         result = ops.build(repo, progress=bar)
+    show_build(result, as_json=as_json, quiet=quiet)
+
+
+def show_build(result: ops.BuildResult, *, as_json: bool = False, quiet: bool = False) -> int:
+    """Render a replay's summary (the CLI and the DVC stage)."""
     if as_json:
         emit_json(result.to_dict())
     elif not quiet:
@@ -263,6 +268,7 @@ def memory_build(ctx: click.Context, quiet: bool, as_json: bool) -> None:
             f"beliefs: {result.episodes} episodes → {result.beliefs} beliefs ({counts or 'none'}); "
             f"{result.embedded} statements embedded"
         )
+    return 0
 
 
 @memory.command("context")

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
-from arkai.adapters.events import utc_now
-from arkai.adapters.layout import find_root
-from arkai.adapters.params import DEFAULTS, load_params
-from arkai.cli.common import json_option
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
-from arkai.core import canonjson
 from arkai.errors import LibraryError
-from arkai.ops.extract import make_runner
-from arkai.patterns import get_pattern, get_patterns
+from arkai.ops import Repo
+from arkai.ops.patterns import list_patterns, run_pattern, show_pattern
 
 
-def _root(ctx: click.Context) -> Path | None:
-    repo = (ctx.find_root().obj or {}).get("repo")
+def _repo(ctx: click.Context) -> Repo | None:
     try:
-        return find_root(Path(repo) if repo else None)
+        return get_repo(ctx)
     except LibraryError:
         return None  # outside a knowledge repo: user patterns only, default params
 
@@ -37,11 +31,11 @@ def patterns() -> None:
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
     """List every pattern found, where it comes from, and its version."""
-    found = get_patterns(_root(ctx))
+    found = list_patterns(_repo(ctx))
     rows = [
         {"name": p.name, "version": p.version, "source": p.source, "path": str(p.path),
          "description": p.description}
-        for p in found.values()
+        for p in found
     ]  # fmt: skip
     if as_json:
         emit_json({"patterns": rows})
@@ -57,7 +51,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str, as_json: bool) -> None:
     """Print a pattern's system prompt (and its output schema with --json)."""
-    p = get_pattern(name, _root(ctx))
+    p = show_pattern(_repo(ctx), name)
     if as_json:
         emit_json({"name": p.name, "version": p.version, "digest": p.digest, "path": str(p.path),
                    "schema": p.schema, "variables": p.variables, "system": p.system})  # fmt: skip
@@ -78,17 +72,7 @@ def run(
 ) -> None:  # fmt: skip
     """Run pattern NAME on FILE, or on standard input with `-` (like fabric); print the
     validated JSON output."""
-    root = _root(ctx)
-    params = load_params(root) if root else {k: dict(v) for k, v in DEFAULTS.items()}
-    if provider:
-        params["extract"]["provider"] = provider
-    if model:
-        params["extract"]["model"] = model
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    pattern = get_pattern(name, root)
-    # Outside a knowledge repo responses are cached under ~/.cache/arkai, never in the cwd.
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "arkai"
-    runner = make_runner(root or cache, params, refresh=False, now=utc_now())
     values = dict(v.split("=", 1) for v in variables if "=" in v)
-    result = runner.run(pattern, text, {"variables": values})
-    sys.stdout.write(canonjson.dumps(result.value))
+    value = run_pattern(_repo(ctx), name, text, provider=provider, model=model, variables=values)
+    emit_json(value)

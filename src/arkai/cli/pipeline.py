@@ -2,40 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
 
-from arkai.adapters import events
-from arkai.adapters.layout import get_item
-from arkai.adapters.params import load_params
-from arkai.adapters.store import write_json
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_ERROR
-from arkai.ops.extract import run_extract
-from arkai.ops.runner import Stats
-from arkai.ops.validate import (
-    ItemReport,
-    report_dict,
-    summarize,
-    validate_items,
-    validate_library,
-)
+from arkai.ops.extract import ExtractSummary, ProgressFn, Stats, run_extract
+from arkai.ops.runs import list_runs, run_status
+from arkai.ops.validate import UNREADABLE, ItemReport, ValidateResult, validate_one
+from arkai.ops.validate import validate as validate_op
 
 
-def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: bool,
-             as_json: bool, quiet: bool) -> None:  # fmt: skip
-    root = repo_root(ctx)
-    with progress_bar("extract", quiet=quiet) as bar:
+def extract_progress(bar: Callable[[int, int, str], None]) -> ProgressFn:
+    """The extract operation's progress (with the provider's figures) on a progress bar."""
 
-        def progress(done: int, total: int, what: str, stats: Stats) -> None:
-            bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached, "
-                             f"{stats.failures} failed {what}")  # fmt: skip
+    def progress(done: int, total: int, what: str, stats: Stats) -> None:
+        bar(done, total, f"{stats.calls} calls, {stats.cache_hits} cached, "
+                         f"{stats.failures} failed {what}")  # fmt: skip
 
-        summary = run_extract(
-            root, now=events.utc_now(), only=ids, force=force, refresh=refresh, progress=progress
-        )
+    return progress
+
+
+def show_extract(summary: ExtractSummary, *, as_json: bool = False, quiet: bool = False) -> int:
     if as_json:
         emit_json(summary.to_dict())
     elif not quiet:
@@ -46,6 +37,16 @@ def _extract(ctx: click.Context, ids: set[str] | None, force: bool, refresh: boo
             f"cache hits {st.cache_hits}, retries {st.retries}, failures {st.failures}",
             markup=False,
         )
+    return 0
+
+
+def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh: bool,
+             as_json: bool, quiet: bool) -> None:  # fmt: skip
+    with progress_bar("extract", quiet=quiet) as bar:
+        summary = run_extract(
+            get_repo(ctx), only=ids, force=force, refresh=refresh, progress=extract_progress(bar)
+        )
+    show_extract(summary, as_json=as_json, quiet=quiet)
 
 
 @click.command()
@@ -61,9 +62,7 @@ def extract(
 ) -> None:  # fmt: skip
     """Run the extract stage: patterns through the provider for every changed item —
     claims, entities, wisdom, summary — every quote resolved to transcript bytes."""
-    root = repo_root(ctx)
-    ids = {get_item(root, i).id for i in only} if only else None
-    _extract(ctx, ids, force, refresh, as_json, quiet)
+    _extract(ctx, only or None, force, refresh, as_json, quiet)
 
 
 @click.command()
@@ -76,8 +75,7 @@ def reprocess(
     ctx: click.Context, content_id: str, keep_cache: bool, as_json: bool, quiet: bool
 ) -> None:
     """Force one item through extraction again (fresh provider calls unless --keep-cache)."""
-    root = repo_root(ctx)
-    _extract(ctx, {get_item(root, content_id).id}, True, not keep_cache, as_json, quiet)
+    _extract(ctx, [content_id], True, not keep_cache, as_json, quiet)
 
 
 def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
@@ -122,12 +120,14 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
 @click.pass_context
 def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
     """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
-    root = repo_root(ctx)
-    summary, reports, problems = validate_library(root)
-    if report is not None:
-        write_json(root / report if not report.is_absolute() else report, summary)
+    ctx.exit(show_validate(validate_op(get_repo(ctx), report=report), verbose, as_json))
+
+
+def show_validate(result: ValidateResult, verbose: bool = False, as_json: bool = False) -> int:
+    """Print the validation (text or JSON) and say why it fails; the exit code."""
+    summary, reports, problems = result.summary, result.reports, result.problems
     if as_json:
-        emit_json(report_dict(summary, reports, problems))
+        emit_json(result.to_dict())
     else:
         _print_reports(reports, verbose)
         for p in problems:
@@ -139,39 +139,24 @@ def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bo
             f"{summary['not_extracted']} not extracted, {summary['errors']} unreadable or failed, "
             f"{summary['orphaned_reviews']} orphaned reviews"
         )
-    fail = bool(load_params(root)["validate"]["fail_on_stale"])
-    if summary["invalid"]:
-        # A receipt that does not recompute is never acceptable, whatever fail_on_stale says.
-        if not as_json:
-            click.echo("arkai: error: invalid evidence found (see above)", err=True)
-        ctx.exit(EXIT_ERROR)
-    if (summary["outputs_stale"] or summary["pending"]) and fail:
-        if not as_json:
-            found = [
-                *(["stale evidence found"] if summary["outputs_stale"] else []),
-                *(["re-anchor suggestions await acceptance"] if summary["pending"] else []),
-            ]
-            click.echo(f"arkai: error: {' and '.join(found)} (see above)", err=True)
-        ctx.exit(EXIT_ERROR)
-    if summary["errors"] or summary["not_extracted"]:
-        if not as_json:
+    failure = result.failure()
+    if failure is None:
+        return 0
+    if not as_json:
+        if failure == UNREADABLE:
             for r in reports:
                 if r.error:  # each unreadable item named on stderr, like any error
                     click.echo(f"arkai: error: {r.error}", err=True)
-            click.echo(
-                "arkai: error: some items are unreadable, failed or not extracted (see above)",
-                err=True,
-            )
-        ctx.exit(EXIT_ERROR)
+        click.echo(f"arkai: error: {failure} (see above)", err=True)
+    return EXIT_ERROR
 
 
-def validate_one(ctx: click.Context, content_id: str, as_json: bool) -> None:
+def validate_item(ctx: click.Context, content_id: str, as_json: bool) -> None:
     """Shared by ``arkai evidence validate``."""
-    root = repo_root(ctx)
-    item = get_item(root, content_id)
-    reports = validate_items(root, [item])
+    result = validate_one(get_repo(ctx), content_id)
+    reports = result.reports
     if as_json:
-        emit_json({"summary": summarize(reports), "items": [r.to_dict() for r in reports]})
+        emit_json({"summary": result.summary, "items": [r.to_dict() for r in reports]})
     else:
         _print_reports(reports, True)
     if not reports[0].ok:
@@ -184,14 +169,12 @@ def validate_one(ctx: click.Context, content_id: str, as_json: bool) -> None:
 @click.pass_context
 def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
     """List recent runs (from .arkai/runs)."""
-    from arkai.ops.runs import list_recent
-
-    rows = list_recent(repo_root(ctx), limit)["runs"]
+    rows = list_runs(get_repo(ctx), limit)
     if as_json:
-        emit_json({"runs": rows})
+        emit_json({"runs": [r.to_dict() for r in rows]})
         return
     for r in rows:
-        stdout.print(f"{r['short_id']}  {r['pipeline']:<10} {r['status']:<10} {r['started']}")
+        stdout.print(f"{r.short_id}  {r.pipeline:<10} {r.status:<10} {r.started}")
 
 
 @click.command()
@@ -201,14 +184,11 @@ def runs(ctx: click.Context, limit: int, as_json: bool) -> None:
 def status(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     """Show one run's events (RUN_ID: the short ID `arkai runs` shows, or the full ID;
     default the latest run)."""
-    from arkai.ops.runs import run_status
-
-    info = run_status(repo_root(ctx), run_id)
-    rid, evs = info["run_id"], info["events"]
+    info = run_status(get_repo(ctx), run_id)
     if as_json:
-        emit_json(info)
+        emit_json(info.to_dict())
         return
-    stdout.print(f"run {rid}: {info['status']}")
-    for e in evs:
+    stdout.print(f"run {info.run_id}: {info.status}")
+    for e in info.events:
         detail = {k: v for k, v in e.items() if k not in ("type", "timestamp", "run_id")}
         stdout.print(f"  {e.get('timestamp')}  {e.get('type'):<18} {detail}")

@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
+from arkai.cli.diffrender import FORMATS, render, render_history
 from arkai.cli.output import emit_json
 from arkai.errors import EXIT_ERROR
-from arkai.ops.diff import FORMATS, clip, diff_revisions, render
-from arkai.ops.history import history, render_text
+from arkai.ops.diff import clip, diff_revisions
+from arkai.ops.history import history
 from arkai.ops.review import pending_report, review_claim
 
 #: Claims listed per item and kind in Markdown unless --limit says otherwise (PR comments and
@@ -66,8 +67,7 @@ def diff(
     may be a range: BASE...HEAD compares HEAD with its merge base, as a pull request does.
     Reads git objects only: nothing is checked out or written.
     """
-    root = repo_root(ctx)
-    result = diff_revisions(root, rev_a, rev_b)
+    result = diff_revisions(get_repo(ctx), rev_a, rev_b)
     fmt = "json" if as_json else fmt
     if limit is None:
         limit = MARKDOWN_LIMIT if fmt == "markdown" else 0
@@ -103,7 +103,7 @@ def log(
     ID is a content ID, a source ID, an evidence ID, or a prefix of at least 8 characters;
     items and claims no longer in the library are found in the history.
     """
-    h = history(repo_root(ctx), ident, rev=rev, worktree=not no_worktree)
+    h = history(get_repo(ctx), ident, rev=rev, worktree=not no_worktree)
     if limit > 0:
         h.entries = h.entries[:limit]
     if reverse:
@@ -111,7 +111,7 @@ def log(
     if as_json:
         emit_json(h.to_dict())
     else:
-        _write(render_text(h))
+        _write(render_history(h))
 
 
 @click.command()
@@ -144,11 +144,11 @@ def review(
     if accept and reject:
         raise click.UsageError("--accept and --reject are exclusive: give one")
     decision = "accepted" if accept else "rejected" if reject else None
-    root = repo_root(ctx)
+    repo = get_repo(ctx)
     if show_pending:
         if evidence_id or decision or note or by:
             raise click.UsageError("--pending takes no ID, --accept/--reject, --note or --by")
-        listing = pending_report(root, item_id)
+        listing = pending_report(repo, item_id)
         rows, lost = listing["pending"], listing["orphaned"]
         if as_json:
             emit_json(listing)
@@ -171,7 +171,7 @@ def review(
         raise click.UsageError("--item goes with --pending")
     if not evidence_id or not decision:
         raise click.UsageError("give an evidence ID and --accept or --reject (or --pending)")
-    result = review_claim(root, evidence_id, decision, note=note, by=by)
+    result = review_claim(repo, evidence_id, decision, note=note, by=by)
     if as_json:
         emit_json(result.to_dict())
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json
 
 
@@ -17,7 +17,7 @@ def run_(ctx: click.Context, stages: tuple[str, ...], force: bool) -> None:
     validate, site) and what they depend on. Exits 3 when a stage fails (resumable)."""
     from arkai.ops.run import run_pipeline
 
-    run_pipeline(repo_root(ctx), stages, force=force)
+    run_pipeline(get_repo(ctx), stages, force=force)
 
 
 @click.command()
@@ -28,17 +28,15 @@ def run_(ctx: click.Context, stages: tuple[str, ...], force: bool) -> None:
 def resume(ctx: click.Context, run_id: str | None, dry_run: bool, as_json: bool) -> None:
     """Resume a failed or interrupted run (RUN_ID, default the latest): re-runs its stage (or
     the pipeline), which skips every item already finished. Exits 3 if it fails again."""
-    from arkai.adapters.events import short_run_id
-    from arkai.ops.run import plan_resume, run_pipeline
+    from arkai.ops.run import ResumePlan
+    from arkai.ops.run import resume as resume_run
 
-    root = repo_root(ctx)
-    plan = plan_resume(root, run_id)
-    target = " ".join(plan.stages) or "the whole pipeline"
-    if as_json:
-        emit_json({"run_id": plan.run_id, "pipeline": plan.pipeline, "status": plan.status,
-                   "stages": list(plan.stages), "dry_run": dry_run})  # fmt: skip
-    else:
-        click.echo(f"resuming run {short_run_id(plan.run_id)} ({plan.pipeline}, {plan.status}): "
-                   f"dvc repro {target}", err=True)  # fmt: skip
-    if not dry_run:
-        run_pipeline(root, plan.stages)
+    def announce(plan: ResumePlan) -> None:
+        target = " ".join(plan.stages) or "the whole pipeline"
+        if as_json:
+            emit_json(plan.to_dict() | {"dry_run": dry_run})
+        else:
+            click.echo(f"resuming run {plan.short_id} ({plan.pipeline}, {plan.status}): "
+                       f"dvc repro {target}", err=True)  # fmt: skip
+
+    resume_run(get_repo(ctx), run_id, dry_run=dry_run, announce=announce)

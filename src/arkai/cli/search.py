@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 from arkai.errors import EXIT_ERROR
 
@@ -94,7 +94,7 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
     line links, snippets and the claims found there. Exits 5 when nothing matches."""
     from arkai.ops.search import search as run_search
 
-    result = run_search(repo_root(ctx), " ".join(query), k=k, mode=mode, explain=explain)
+    result = run_search(get_repo(ctx), " ".join(query), k=k, mode=mode, explain=explain)
     if as_json:
         emit_json(result.to_dict())
         if result.unreadable:
@@ -148,7 +148,7 @@ def context(ctx: click.Context, query: tuple[str, ...], budget: int, k: int, mod
     markup as `arkai search`; exits 5 when nothing matches."""
     from arkai.ops.context import context as run_context
 
-    pack = run_context(repo_root(ctx), " ".join(query), budget_tokens=budget, k=k, mode=mode)
+    pack = run_context(get_repo(ctx), " ".join(query), budget_tokens=budget, k=k, mode=mode)
     if as_json:
         emit_json(pack.to_dict())
     else:
@@ -167,7 +167,7 @@ def library(ctx: click.Context, content_type: str | None, tag: str | None, as_js
     says when the search index is stale."""
     from arkai.ops.library import library_listing
 
-    listing = library_listing(repo_root(ctx), content_type=content_type, tag=tag)
+    listing = library_listing(get_repo(ctx), content_type=content_type, tag=tag)
     if as_json:
         emit_json(listing)
         return
@@ -191,7 +191,7 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
     top entities and summary."""
     from arkai.ops.library import show_item
 
-    info = show_item(repo_root(ctx), ident, full=full)
+    info = show_item(get_repo(ctx), ident, full=full)
     if as_json:
         emit_json(info)
         return
@@ -232,15 +232,15 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
     """Look TERM up in the topic index (index/topics.json), with synonyms from synonyms.yaml
     and stemming; for terms not in the index, grep the transcripts instead. Says which it
     used; exits 5 when neither finds anything."""
-    from arkai.ops.topics import find_topic
+    from arkai.ops.topics import topics as run_topics
 
-    text = " ".join(term)
-    found = find_topic(repo_root(ctx), text, limit=limit)
+    found = run_topics(get_repo(ctx), " ".join(term), limit=limit)
     if as_json:
-        emit_json(found)
+        emit_json(found.to_dict())
         return
-    if found["source"] == "topics":
-        hits = found["results"]
+    text = found.term
+    if found.source == "topics":
+        hits = found.results
         _say(f"topic index: {len(hits)} items for {text!r}")
         for h in hits:
             terms = ", ".join(h["terms"])
@@ -251,7 +251,7 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
             for link in h.get("links", []):
                 _say(f"      {link}")
         return
-    reason, lines = found["reason"], found["results"]
-    _say(f"{text!r}: {reason}; grep found {len(lines)} lines")
+    lines = found.results
+    _say(f"{text!r}: {found.reason}; grep found {len(lines)} lines")
     for ln in lines:
         _say(f"  {ln.get('link') or ln['content_id']}: {ln['text'].strip()}")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from arkai.cli.common import json_option, quiet_option, repo_root
+from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
-from arkai.site.build import build_site, clean
-from arkai.site.serve import serve as serve_site
+from arkai.ops import site as site_op
+from arkai.ops.site import SiteReport
 
 
 @click.group()
@@ -29,20 +29,22 @@ def build(
 ) -> None:  # fmt: skip
     """Generate one page per item, its transcript (claims highlighted), tag, entity, topic
     and validation pages into .site-build/, then run mkdocs build (site/)."""
-    root = repo_root(ctx)
-    if clean_first:
-        clean(root)
     with progress_bar("site", quiet=quiet or as_json) as bar:
-        report = build_site(
-            root,
+        report = site_op.build(
+            get_repo(ctx),
+            clean=clean_first,
             mkdocs=not no_mkdocs,
             full=full,
             verbose=verbose,
             progress=lambda done, total: bar(done, total, "pages"),
         )
+    show_site(report, as_json=as_json, quiet=quiet)
+
+
+def show_site(report: SiteReport, *, as_json: bool = False, quiet: bool = False) -> int:
     if as_json:
         emit_json(report.to_dict())
-        return
+        return 0
     for warning in report.warnings:
         click.echo(f"arkai: warning: {warning}", err=True)
     if not quiet:
@@ -53,6 +55,7 @@ def build(
             f"removed) in {report.generate_s:.1f} s" + (built if report.mkdocs else ""),
             markup=False,
         )
+    return 0
 
 
 @site.command()
@@ -60,4 +63,4 @@ def build(
 @click.pass_context
 def serve(ctx: click.Context, port: int) -> None:
     """Preview the site: generate the pages, then mkdocs serve on 127.0.0.1 (live reload)."""
-    ctx.exit(serve_site(repo_root(ctx), port=port))
+    ctx.exit(site_op.serve(get_repo(ctx), port=port))

@@ -6,18 +6,18 @@ from datetime import UTC, date, datetime
 
 import click
 
-from arkai.adapters.repo import Repo
-from arkai.cli.common import json_option, repo_root
+from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.task import PRIORITIES, Goal, Task
+from arkai.ops import Repo
 from arkai.ops import tasks as ops
 
 STATUS_CHOICE = click.Choice(["open", "done", "all"])
 
 
 def _repo(ctx: click.Context) -> Repo:
-    return Repo(repo_root(ctx))
+    return get_repo(ctx)
 
 
 def _say(text: str) -> None:

@@ -121,10 +121,6 @@ def _offset_text(doc: Document) -> str:
     return doc.offset_text
 
 
-def _char_to_byte(text: str, index: int) -> int:
-    return len(text[:index].encode("utf-8", errors="surrogateescape"))
-
-
 def _byte_range(doc: Document, cs: int, ce: int) -> tuple[int, int]:
     """Byte range of code points ``cs..ce`` of ``doc.offset_text``."""
     if doc.is_ascii:

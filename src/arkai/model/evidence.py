@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from arkai.model.status import RESOLVED, STATUSES, UNRESOLVED, is_verified
+from arkai.model.status import STATUSES, UNRESOLVED, is_verified
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +191,6 @@ class EvidenceLine:
             review=Review.from_dict(d["review"]) if isinstance(d.get("review"), dict) else None,
             verdict=Verdict.from_dict(d["verdict"]) if isinstance(d.get("verdict"), dict) else None,
         )
-
-    def with_span(self, resolution: Resolution, span: Span | None, new_id: str) -> EvidenceLine:
-        return replace(self, resolution=resolution, span=span, id=new_id)
-
-    @property
-    def grounded(self) -> bool:
-        return self.resolution.status == RESOLVED
 
     @property
     def verified(self) -> bool:

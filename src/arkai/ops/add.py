@@ -28,14 +28,15 @@ from typing import Any
 from arkai.adapters import events
 from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
 from arkai.adapters.layout import LIBRARY, METADATA, TRANSCRIPT, Item, iter_items, load_metadata
+from arkai.adapters.repo import Repo
 from arkai.adapters.store import write_json
 from arkai.core.hashing import content_id, digest
 from arkai.core.redact import redact, redact_json, scrub
 from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
-from arkai.ops.route import Route, is_url, learn_route, route
 from arkai.sources.base import Acquired, AddOptions
 from arkai.sources.chats.common import PLATFORMS, redaction_enabled
+from arkai.sources.route import Route, is_url, learn_route, route
 
 METADATA_SCHEMA_VERSION = 2
 _TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}(?:/[a-z0-9][a-z0-9_-]{0,39}){0,3}$")
@@ -487,23 +488,66 @@ def acquire(chosen: Route, ref: str, opts: AddOptions) -> tuple[list[Acquired], 
     return list(chosen.source.acquire(ref, path, opts)), []
 
 
-def remember(
-    root: Path,
-    body: str,
-    *,
-    title: str | None = None,
-    tags: Sequence[str] = (),
-    redact: bool = False,
-) -> AddResult:
-    """``arkai remember``: write ``body`` as a note (an episode) into ``library/notes``.
-    An empty note raises InvalidInputError."""
-    from arkai.adapters.params import load_params
-    from arkai.sources.local import remember_text
+@dataclass(frozen=True)
+class AddRequest:
+    """What ``arkai add`` / ``arkai ingest`` were asked (one field per option)."""
 
+    inputs: tuple[str, ...] = ()
+    from_file: Path | None = None
+    tags: tuple[str, ...] = ()
+    title: str | None = None
+    content_type: str | None = None
+    transcript: Path | None = None
+    episodes: tuple[str, ...] = ()
+    all_branches: bool = False
+    redact: bool | None = None
+    explain: bool = False
+
+
+def add(
+    repo: Repo,
+    request: AddRequest,
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[AddResult]:
+    """``arkai add``: expand folders and ``--from`` lists, then add every input."""
+    if request.content_type is not None:
+        check_type(request.content_type)
+    entries: list[tuple[str, list[str]]] = [(ref, []) for ref in expand_inputs(request.inputs)]
+    if request.from_file is not None:
+        entries += read_source_list(request.from_file)
+    if request.title is not None and len(entries) > 1:
+        raise InvalidInputError("--title applies to one input; give one with it")
     opts = AddOptions(
-        params=load_params(root), now=events.utc_now(), tags=parse_tags(list(tags)),
-        title=title, redact=redact,
-    )  # fmt: skip
-    acq = remember_text(body, opts)
-    with events.run(root, "remember"):
-        return store(root, acq, opts, "remember", {i.id: i for i in iter_items(root)})
+        params=repo.params,
+        now=events.utc_now(),
+        tags=parse_tags(list(request.tags)),
+        title=request.title,
+        content_type=request.content_type,
+        transcript=request.transcript.resolve() if request.transcript is not None else None,
+        all_branches=request.all_branches,
+        redact=request.redact,
+        select=list(request.episodes),
+    )
+    return add_inputs(repo.root, entries, opts, progress=progress, explain=request.explain)
+
+
+def ingest(
+    repo: Repo,
+    request: AddRequest,
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
+    added: Callable[[list[AddResult]], None] | None = None,
+) -> list[AddResult]:
+    """``arkai ingest``: :func:`add`, tell ``added``, then run the pipeline when anything was
+    added or updated (:class:`PipelineError`, exit 3 and resumable, when it fails)."""
+    from arkai.ops.run import run_pipeline
+
+    results = add(repo, request, progress=progress)
+    if added is not None:
+        added(results)
+    if any(r.status in ("added", "updated") for r in results) or all(
+        r.status != "failed" for r in results
+    ):
+        run_pipeline(repo)
+    return results

@@ -47,8 +47,8 @@ from arkai.ops.ask_shards import (
     research,
     role,
 )
-from arkai.ops.runner import Runner
 from arkai.patterns import Pattern, claims_input, get_pattern
+from arkai.providers.runner import Runner
 
 SYNTHESIZE = "synthesize_answer"
 VALIDATE = "validate_claims"

@@ -36,9 +36,9 @@ from arkai.errors import ArkaiError, LibraryError, PipelineError
 from arkai.model.shard import CondensedChunk, Finding
 from arkai.ops.condense_chunks import TextChunk, chunk_messages, condense_params
 from arkai.ops.extract import _completed, make_runner
-from arkai.ops.runner import CircuitOpen, Runner, Stats
 from arkai.ops.shards import ShardSummary, shard_library
 from arkai.patterns import Pattern, get_pattern
+from arkai.providers.runner import CircuitOpen, Runner, Stats
 
 STAGE_VERSION = "1"
 PATTERN = "condense_chat"
@@ -220,7 +220,7 @@ def remove_orphans(root: Path, keep: set[Path]) -> int:
 def condense(
     repo: Repo,
     *,
-    now: str,
+    now: str | None = None,
     only: set[str] | None = None,
     force: bool = False,
     refresh: bool = False,
@@ -231,7 +231,7 @@ def condense(
     then rebuild the shards unless ``shards`` is False."""
     root, params = repo.root, repo.params
     condense_params(params)  # a bad value fails before any work
-    runner = make_runner(root, params, refresh=refresh, now=now)
+    runner = make_runner(root, params, refresh=refresh, now=now or events.utc_now())
     pattern = get_pattern(PATTERN, root)
     summary = CondenseSummary(stats=runner.stats)
     (root / CONDENSED).mkdir(exist_ok=True)  # the DVC output exists even for an empty library

@@ -4,7 +4,7 @@
 A **message** is, in a chat transcript, one ``### role · time`` header and the lines up to the
 next header; in a timed transcript (``[HH:MM:SS]`` lines) one timed line with any untimed lines
 after it; elsewhere one paragraph (a run of non-blank lines). Lines come from
-:func:`arkai.ops.chunks.split_lines` and are read with :mod:`arkai.core.grammar`, the same as
+:func:`arkai.search.chunks.split_lines` and are read with :mod:`arkai.core.grammar`, the same as
 search chunks, so both agree on line numbers and byte offsets.
 
 Messages are packed in order: a chunk is closed before the message that would take it past the
@@ -24,7 +24,7 @@ from arkai.core.grammar import parse_line
 from arkai.core.tokens import count_tokens, tokens_for_chars
 from arkai.errors import InvalidInputError
 from arkai.model.shard import Message
-from arkai.ops.chunks import split_lines
+from arkai.search.chunks import split_lines
 
 #: ``condense.chunk_tokens`` when params leave it out (seed 001: ~4000-token chunks).
 CHUNK_TOKENS = 4000

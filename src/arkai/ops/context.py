@@ -19,6 +19,7 @@ from rapidfuzz import fuzz
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
+from arkai.adapters.repo import Repo
 from arkai.core.grammar import TIMESTAMP_RE
 from arkai.core.tokens import count_tokens as estimate_tokens
 from arkai.errors import ArkaiError, InvalidInputError, NotFoundError
@@ -247,7 +248,7 @@ def _trim(root: Path, e: ContextEntry, q: Query, tokens_left: int) -> ContextEnt
 
 
 def context(
-    root: Path,
+    repo: Repo,
     query: str,
     *,
     budget_tokens: int = 2000,
@@ -256,12 +257,13 @@ def context(
 ) -> ContextPack:
     """A context pack for ``query`` within ``budget_tokens`` (raises NotFoundError if the
     search finds nothing)."""
+    root = repo.root
     if budget_tokens < MIN_BUDGET:
         raise InvalidInputError(f"a budget of {budget_tokens} tokens is too small",
                                 hint=f"use at least {MIN_BUDGET}")  # fmt: skip
     q = parse_query(query)
     # The built-in pipeline: a pack has no place to show a hook's warnings (docs/agents.md).
-    found = search(root, q, k=k, mode=mode, hooks=False)
+    found = search(repo, q, k=k, mode=mode, hooks=False)
     candidates = _candidates(found.results, q)
     header = _header(query.strip())
     if estimate_tokens(header) > budget_tokens // 2:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.layout import EXTRACTION, INDEX, Item, iter_items
-from arkai.adapters.params import load_params
+from arkai.adapters.layout import EXTRACTION, INDEX, Item
+from arkai.adapters.repo import Repo
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError
 from arkai.ops.extract import plan_item
@@ -138,11 +138,12 @@ def _extraction_state(
     return OK, None
 
 
-def diagnose(root: Path) -> DoctorReport:
+def diagnose(repo: Repo) -> DoctorReport:
     """The health of every item (see the module doc)."""
     from arkai.site.links import page_id
 
-    params = load_params(root)
+    root = repo.root
+    params = repo.params
     catalog = read_json(root / INDEX / "catalog.json")
     indexed = (
         {str(e.get("id")) for e in catalog.get("items") or [] if isinstance(e, dict)}
@@ -152,7 +153,7 @@ def diagnose(root: Path) -> DoctorReport:
     pages = _site_pages(root)
     loaded: dict[str, Pattern] = {}
     out: list[ItemHealth] = []
-    for item in iter_items(root):
+    for item in repo.items():
         health = ItemHealth(
             content_id=item.id,
             title=item.title,

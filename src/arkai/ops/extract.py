@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +32,7 @@ from arkai.adapters.layout import (
     ItemProblem,
     scan_items,
 )
-from arkai.adapters.params import load_params
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import match_reviews, parse_review
 from arkai.adapters.store import read_evidence, read_json, write_evidence, write_json
 from arkai.core import canonjson
@@ -44,10 +44,11 @@ from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
 from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Verdict
-from arkai.ops.render_item import render_claims_md, render_wisdom_md
-from arkai.ops.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, Stats
 from arkai.patterns import Pattern, claims_input, get_pattern
 from arkai.providers.registry import get_provider
+from arkai.providers.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig
+from arkai.providers.runner import Stats as Stats
+from arkai.site.render_item import render_claims_md, render_wisdom_md
 
 #: 3: shared quotes merged visibly, verdicts only on exact matches, wisdom quotes as receipts,
 #: escaped Markdown.
@@ -472,10 +473,10 @@ def _completed(
 
 
 def run_extract(
-    root: Path,
+    repo: Repo,
     *,
-    now: str,
-    only: set[str] | None = None,
+    now: str | None = None,
+    only: Iterable[str] | None = None,
     force: bool = False,
     refresh: bool = False,
     progress: ProgressFn | None = None,
@@ -486,9 +487,13 @@ def run_extract(
     changed) meanwhile — an ``arkai add`` while ``dvc repro`` runs — are extracted in the same
     run, so the stage ends having seen every item present at its end. Folders that cannot be
     read and items that fail are reported, skipped, and make the run end with a
-    :class:`PipelineError` after every other item is done.
+    :class:`PipelineError` after every other item is done. ``only`` names items by content
+    ID, ≥ 8-character prefix or source ID.
     """
-    params = load_params(root)
+    root = repo.root
+    now = now or events.utc_now()
+    only = {repo.item(i).id for i in only} if only is not None else None
+    params = repo.params
     xp = params["extract"]
     runner = make_runner(root, params, refresh=refresh, now=now)
     summary = ExtractSummary(stats=runner.stats)

@@ -16,7 +16,6 @@ status, span or validity changed, when ``review.yaml`` accepted or rejected it, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pygit2
@@ -30,6 +29,7 @@ from arkai.adapters.gitrepo import (
     parse_json_object,
 )
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, LIBRARY, METADATA, MIN_PREFIX, REVIEW
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import review_for
 from arkai.errors import AmbiguousIdError, InvalidInputError, NotFoundError
 from arkai.ops.diff import (
@@ -395,9 +395,9 @@ def _claim_review(before: dict[str, str] | None, after: dict[str, str] | None) -
     return {"kind": "review", "from": before, "to": after, "text": text}
 
 
-def history(root: Path, ident: str, *, rev: str = "HEAD", worktree: bool = True) -> History:
+def history(library: Repo, ident: str, *, rev: str = "HEAD", worktree: bool = True) -> History:
     """``arkai log ID``: every commit that changed the item or claim, newest first."""
-    repo = GitRepo(root)
+    repo = library.git
     target = resolve_target(repo, ident)
     rel_hint = target.path.removeprefix(f"{LIBRARY}/")
     walker = _Walker(repo, target.content_id, rel_hint)
@@ -441,31 +441,3 @@ def history(root: Path, ident: str, *, rev: str = "HEAD", worktree: bool = True)
                 entries.append(LogEntry(None, found))
     entries.reverse()
     return History(target, entries)
-
-
-def render_text(h: History, *, limit: int = 0) -> str:
-    t = h.target
-    if t.kind == "claim":
-        head = [f"claim {t.evidence_id}  in item {t.content_id}  {t.title}", t.path]
-    else:
-        head = [f"item {t.content_id}  {t.title}", t.path]
-    out = head
-    entries = h.entries[:limit] if limit > 0 else h.entries
-    if not entries:
-        out.append("")
-        out.append("no history: nothing committed touches it")
-    for e in entries:
-        out.append("")
-        if e.commit is None:
-            out.append("working tree  (uncommitted)")
-        else:
-            c = e.commit
-            merge = "  (merge)" if len(c.parents) > 1 else ""
-            out.append(
-                f"{c.short}  {c.date.strftime('%Y-%m-%d %H:%M')}  {c.author}  {c.subject}{merge}"
-            )
-        out += [f"    {ch['text']}" for ch in e.changes]
-    if limit > 0 and len(h.entries) > limit:
-        out.append("")
-        out.append(f"… {len(h.entries) - limit} older entries (--limit 0 shows all)")
-    return "\n".join(out) + "\n"

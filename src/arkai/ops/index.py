@@ -3,12 +3,12 @@
 One stage over the whole library, incremental inside:
 
 - ``catalog.json`` — the seed's catalog plus counts, git-tracked, rewritten only when it changes;
-- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.ops.chunks`);
+- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
   (``full`` re-embeds everything), keys no longer present are pruned;
-- ``topics.json`` — the topic index (:mod:`arkai.ops.topics`), merged with ``synonyms.yaml``;
-- ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.ops.graph`);
+- ``topics.json`` — the topic index (:mod:`arkai.search.topics`), merged with ``synonyms.yaml``;
+- ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`);
 - ``shards/`` — the condensed chunks of ``condensed/`` in shards (:mod:`arkai.ops.shards`;
   under ``dvc repro`` this stage, which owns ``index/``, builds them after ``condense``);
 - ``manifest.json`` — counts, embedder, lexical parameters and file digests.
@@ -28,8 +28,7 @@ from typing import Any
 
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file, write_if_changed
-from arkai.adapters.layout import ENTITIES, EVIDENCE, INDEX, LIBRARY, Item, iter_items
-from arkai.adapters.params import load_params
+from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, is_rejected, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
@@ -37,10 +36,10 @@ from arkai.adapters.store import read_entities, read_evidence, read_json, write_
 from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.chunks import MAX_WORDS, TARGET_WORDS, Chunk, chunk_transcript, claim_chunks
-from arkai.ops.graph import GraphItem, GraphSettings, build_graph, to_graphml
 from arkai.ops.shards import shard_library
-from arkai.ops.topics import TopicInput, TopicSettings, build_topics, load_synonyms
+from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk, chunk_transcript, claim_chunks
+from arkai.search.graph import GraphItem, GraphSettings, build_graph, to_graphml
+from arkai.search.topics import TopicInput, TopicSettings, build_topics, load_synonyms
 
 CATALOG_VERSION = 1
 MANIFEST_VERSION = 1
@@ -273,13 +272,14 @@ def _embed(
 
 
 def run_index(
-    root: Path, *, now: str, full: bool = False, progress: ProgressFn | None = None
+    repo: Repo, *, full: bool = False, progress: ProgressFn | None = None
 ) -> IndexSummary:
     """Build (or bring up to date) every file under ``index/``; see the module docstring."""
-    ip = index_params(load_params(root))
-    out = root / INDEX
+    root = repo.root
+    ip = index_params(repo.params)
+    out = repo.index
     out.mkdir(parents=True, exist_ok=True)
-    items = list(iter_items(root))
+    items = list(repo.items())
     summary = IndexSummary(items=len(items))
     written = summary.written
 

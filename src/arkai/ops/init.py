@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -73,7 +74,20 @@ def _run(cmd: list[str], cwd: Path) -> None:
         raise ArkaiError(f"`{' '.join(cmd)}` failed in {cwd}: {proc.stderr.strip()[:500]}")
 
 
-def init_repo(directory: Path, *, git: bool = True) -> dict[str, Any]:
+@dataclass(frozen=True)
+class InitResult:
+    """``arkai init``: where the repo is and which scaffold files were written or kept."""
+
+    path: str
+    created: list[str]
+    kept: list[str]
+    """Files already there (never overwritten)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "created": self.created, "kept": self.kept}
+
+
+def init_repo(directory: Path, *, git: bool = True) -> InitResult:
     """Write the scaffold into ``directory`` without overwriting anything already there,
     then ``git init`` and ``dvc init`` where they are missing."""
     directory = directory.resolve()
@@ -102,4 +116,4 @@ def init_repo(directory: Path, *, git: bool = True) -> dict[str, Any]:
             _run([sys.executable, "-m", "dvc", "init", "-q"], directory)
             _run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], directory)
             created.append(".dvc/")
-    return {"path": str(directory), "created": created, "kept": kept}
+    return InitResult(str(directory), created, kept)

@@ -2,7 +2,7 @@
 3-Layer Brain"; docs/agents.md):
 
 1. **reflex** — words holding http(s) URLs are an ``add`` of those URLs, each routed by the URL
-   rules of ``arkai add`` (:func:`arkai.ops.route.route`: YouTube, podcast feeds, PDFs, the host
+   rules of ``arkai add`` (:func:`arkai.sources.route.route`: YouTube, podcast feeds, PDFs, the host
    that was learned before, else an article), with the tags the words name ("tag it ai");
 2. **learned** — words that ran a command successfully before (normalised: lower case,
    whitespace collapsed) get that command again (``.arkai/routes.json``, ``"phrases"``);
@@ -29,8 +29,8 @@ from arkai.adapters.repo import Repo
 from arkai.core.intent import find_urls, normalise_phrase, shell_syntax, split_tags
 from arkai.errors import InvalidInputError
 from arkai.ops.extract import make_runner
-from arkai.ops.route import ROUTES, learn_phrase, load_phrases, route
 from arkai.patterns import OutputError, get_pattern
+from arkai.sources.route import ROUTES, learn_phrase, load_phrases, route
 
 __all__ = ["LAYERS", "PATTERN", "IntentRefused", "Plan", "learn", "plan"]
 

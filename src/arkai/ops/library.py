@@ -12,7 +12,6 @@ Showing always reads the item's own files: ``metadata.json``, its
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from arkai.adapters.layout import (
@@ -21,9 +20,8 @@ from arkai.adapters.layout import (
     INDEX,
     LIBRARY,
     Item,
-    get_item,
-    iter_items,
 )
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.store import read_entities, read_evidence, read_json
 from arkai.model.evidence import EvidenceLine
@@ -62,7 +60,7 @@ def _scan_row(item: Item) -> dict[str, Any]:
 
 
 def list_items(
-    root: Path,
+    repo: Repo,
     *,
     content_type: str | None = None,
     tag: str | None = None,
@@ -71,6 +69,7 @@ def list_items(
     """Every item (sorted by path), optionally only one folder (``chats`` also matches
     ``chats/chatgpt/…``) or one tag (case-insensitive). ``warnings`` receives a note when the
     index's catalog is stale (items added or removed since the last ``dvc repro``)."""
+    root = repo.root
     catalog = read_json(root / INDEX / "catalog.json")
     listed = (
         {str(e.get("id")): e for e in catalog["items"] if isinstance(e, dict)}
@@ -78,7 +77,7 @@ def list_items(
         else None
     )
     rows = []
-    for item in iter_items(root):
+    for item in repo.items():
         entry = listed.get(item.id) if listed is not None else None
         row = _row(entry) if entry is not None else _scan_row(item)
         row["listed_from"] = "catalog" if entry is not None else "library"
@@ -134,18 +133,18 @@ def _claim_row(item: Item, line: EvidenceLine) -> dict[str, Any]:
 
 
 def library_listing(
-    root: Path, *, content_type: str | None = None, tag: str | None = None
+    repo: Repo, *, content_type: str | None = None, tag: str | None = None
 ) -> dict[str, Any]:
     """``arkai library --json``: ``{"count", "items", "warnings"}`` (see :func:`list_items`)."""
     warnings: list[str] = []
-    rows = list_items(root, content_type=content_type, tag=tag, warnings=warnings)
+    rows = list_items(repo, content_type=content_type, tag=tag, warnings=warnings)
     return {"count": len(rows), "items": rows, "warnings": warnings}
 
 
-def show_item(root: Path, ident: str, *, full: bool = False) -> dict[str, Any]:
+def show_item(repo: Repo, ident: str, *, full: bool = False) -> dict[str, Any]:
     """One item: metadata, claim counts by status (and review), the top entities, the
     summary; with ``full`` every claim and the transcript's path."""
-    item = get_item(root, ident)
+    item = repo.item(ident)
     lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_item_review(item))
     by_status = Counter(line.status for line in lines)
     by_review = Counter(line.review.status if line.review else "unreviewed" for line in lines)

@@ -144,7 +144,12 @@ def checker(repo: Repo) -> tuple[Checker, str]:
 
 
 def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
-    """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage)."""
+    """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage), logged as a run."""
+    with repo.run("beliefs"):
+        return _build(repo, progress)
+
+
+def _build(repo: Repo, progress: Progress | None) -> BuildResult:
     params = replay_params(repo)
     check, check_label = checker(repo)
     episodes = collect_episodes(repo)
@@ -341,7 +346,7 @@ def quotes_for(repo: Repo, episode_ids: list[str], limit: int = 20) -> list[dict
             out.append({"id": eid, "imported": True})
             continue
         try:
-            info = describe(find_evidence(repo.root, eid))
+            info = describe(find_evidence(repo, eid))
         except (NotFoundError, InvalidInputError):
             out.append({"id": eid, "missing": True})
             continue

@@ -21,6 +21,7 @@ from typing import Any
 from arkai.adapters import events
 from arkai.adapters.fs import write_if_changed
 from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, REVIEW, Item
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed, write_condensed
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_evidence, write_json
@@ -36,7 +37,7 @@ from arkai.core.receipts import (
     span_is_valid,
 )
 from arkai.core.resolve import Match, all_occurrences, make_span
-from arkai.errors import InvalidInputError
+from arkai.errors import ArkaiError, InvalidInputError
 from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Resolution, Span
 from arkai.model.status import (
@@ -48,9 +49,9 @@ from arkai.model.status import (
     UNRESOLVED,
 )
 from arkai.ops.evidence import find_evidence
-from arkai.ops.render_item import render_claims_md, render_wisdom_md
 from arkai.ops.review import review_claim
 from arkai.ops.validate import WISDOM
+from arkai.site.render_item import render_claims_md, render_wisdom_md
 
 
 def _text_at(data: bytes, span: Span | None) -> str | None:
@@ -246,12 +247,12 @@ def reanchor_condensed(item: Item, doc: Document, threshold: float) -> int:
 
 
 def accept_reanchor(
-    root: Path, ident: str, *, by: str | None = None, note: str | None = None
+    repo: Repo, ident: str, *, by: str | None = None, note: str | None = None
 ) -> dict[str, Any]:
     """Accept the re-anchor suggestion ``ident`` (an evidence ID or prefix): the quote becomes
     the text at the suggested span, the line an exact match, and ``review.yaml`` records the
     acceptance."""
-    loc = find_evidence(root, ident)
+    loc = find_evidence(repo, ident)
     item, line = loc.item, loc.line
     if line.status != REANCHORED_FUZZY or line.span is None:
         raise InvalidInputError(
@@ -299,7 +300,7 @@ def accept_reanchor(
     lines = [new if ln.id == line.id else ln for ln in read_evidence(item.extracted / EVIDENCE)]
     write_evidence(item.extracted / EVIDENCE, lines)
     why = f"re-anchor accepted: {line.quote!r} -> {new_quote!r}"
-    result = review_claim(root, new.id, "accepted", note=f"{why}; {note}" if note else why, by=by)
+    result = review_claim(repo, new.id, "accepted", note=f"{why}; {note}" if note else why, by=by)
     lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_review(item.path / REVIEW))
     write_evidence(item.extracted / EVIDENCE, lines)
     render_outputs(item, data)
@@ -313,3 +314,27 @@ def accept_reanchor(
         "diff": word_diff(line.quote, new_quote),
         "review_file": result.file,
     }
+
+
+def reanchor(
+    repo: Repo,
+    ident: str | None = None,
+    *,
+    all_items: bool = False,
+    threshold: float | None = None,
+) -> list[dict[str, Any]]:
+    """``arkai evidence reanchor``: repair every item (``all_items``), one item (a content ID)
+    or one claim (an evidence ID); ``threshold`` defaults to ``extract.fuzzy_threshold``."""
+    thr = threshold if threshold is not None else float(repo.param("extract.fuzzy_threshold"))
+    only = None
+    if all_items:
+        items = list(repo.items())
+    elif ident:
+        try:
+            items = [repo.item(ident)]
+        except ArkaiError:
+            loc = find_evidence(repo, ident)
+            items, only = [loc.item], loc.line.id
+    else:
+        raise InvalidInputError("give a content ID, an evidence ID, or --all")
+    return [reanchor_item(repo.root, item, threshold=thr, only=only) for item in items]

@@ -29,7 +29,8 @@ import yaml
 
 from arkai.adapters.fs import atomic_write_text, read_repo_text
 from arkai.adapters.gitrepo import GitRepo
-from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, REVIEW, get_item, iter_items
+from arkai.adapters.layout import EVIDENCE, MIN_PREFIX, REVIEW
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import (
     REVIEW_STATUSES,
     load_item_review,
@@ -208,7 +209,7 @@ class ReviewResult:
 
 
 def review_claim(
-    root: Path,
+    repo: Repo,
     ident: str,
     status: str,
     *,
@@ -217,9 +218,10 @@ def review_claim(
     at: str | None = None,
 ) -> ReviewResult:
     """Record ``status`` (accepted / rejected) for the evidence line ``ident`` names."""
+    root = repo.root
     if status not in REVIEW_STATUSES:
         raise InvalidInputError(f"review status must be one of {', '.join(REVIEW_STATUSES)}")
-    loc = find_evidence(root, ident)
+    loc = find_evidence(repo, ident)
     item, line = loc.item, loc.line
     path = item.path / REVIEW
     text = read_repo_text(path, root, missing_ok=True) or ""
@@ -291,9 +293,10 @@ def review_claim(
     )
 
 
-def pending(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
+def pending(repo: Repo, item_id: str | None = None) -> list[dict[str, Any]]:
     """Claims with no ``review.yaml`` entry, item by item in span order."""
-    items = [get_item(root, item_id)] if item_id else list(iter_items(root))
+    root = repo.root
+    items = [repo.item(item_id)] if item_id else list(repo.items())
     out: list[dict[str, Any]] = []
     for item in items:
         reviews = load_item_review(item)
@@ -319,10 +322,11 @@ def pending(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def orphaned(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
+def orphaned(repo: Repo, item_id: str | None = None) -> list[dict[str, Any]]:
     """``review.yaml`` entries that name no claim of the item's current extraction: kept in
     the file (never dropped), listed here so a person can re-file or delete them."""
-    items = [get_item(root, item_id)] if item_id else list(iter_items(root))
+    root = repo.root
+    items = [repo.item(item_id)] if item_id else list(repo.items())
     out: list[dict[str, Any]] = []
     for item in items:
         reviews = load_item_review(item)
@@ -342,7 +346,7 @@ def orphaned(root: Path, item_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def pending_report(root: Path, item_id: str | None = None) -> dict[str, Any]:
+def pending_report(repo: Repo, item_id: str | None = None) -> dict[str, Any]:
     """``arkai review --pending --json``: claims awaiting review and orphaned entries."""
-    rows = pending(root, item_id)
-    return {"count": len(rows), "pending": rows, "orphaned": orphaned(root, item_id)}
+    rows = pending(repo, item_id)
+    return {"count": len(rows), "pending": rows, "orphaned": orphaned(repo, item_id)}

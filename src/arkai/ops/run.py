@@ -8,19 +8,20 @@ the stages whose inputs changed and the extract stage skips the items already do
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from arkai.adapters import dvc, events
+from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, PipelineError
 
-__all__ = ["ResumePlan", "plan_resume", "run_pipeline"]
+__all__ = ["ResumePlan", "plan_resume", "resume", "run_pipeline"]
 
 
-def run_pipeline(root: Path, stages: tuple[str, ...] = (), *, force: bool = False) -> None:
+def run_pipeline(repo: Repo, stages: tuple[str, ...] = (), *, force: bool = False) -> None:
     """Run the pipeline (or ``stages`` and what they depend on); raise :class:`PipelineError`
     (exit 3, resumable) when DVC fails."""
-    code = dvc.repro(root, stages, force=force)
+    code = dvc.repro(repo.root, stages, force=force)
     if code != 0:
         raise PipelineError(
             f"dvc repro failed (exit {code})",
@@ -37,10 +38,19 @@ class ResumePlan:
     stages: tuple[str, ...]
     """What to re-run: the run's own stage when it was one, else the whole pipeline."""
 
+    @property
+    def short_id(self) -> str:
+        return events.short_run_id(self.run_id)
 
-def plan_resume(root: Path, run_id: str | None = None) -> ResumePlan:
+    def to_dict(self) -> dict[str, object]:
+        return {"run_id": self.run_id, "pipeline": self.pipeline, "status": self.status,
+                "stages": list(self.stages)}  # fmt: skip
+
+
+def plan_resume(repo: Repo, run_id: str | None = None) -> ResumePlan:
     """What resuming ``run_id`` (default: the latest run) means; a run that completed
     successfully has nothing to resume (:class:`InvalidInputError`)."""
+    root = repo.root
     runs = events.list_runs(root)
     if not runs:
         raise InvalidInputError("no runs to resume", hint="`arkai run` starts the pipeline")
@@ -58,3 +68,20 @@ def plan_resume(root: Path, run_id: str | None = None) -> ResumePlan:
         )
     stages = (pipeline,) if pipeline in dvc.stage_names(root) else ()
     return ResumePlan(rid, pipeline, status, stages)
+
+
+def resume(
+    repo: Repo,
+    run_id: str | None = None,
+    *,
+    dry_run: bool = False,
+    announce: Callable[[ResumePlan], None] | None = None,
+) -> ResumePlan:
+    """Resume ``run_id`` (default the latest): plan it, tell ``announce``, then (unless
+    ``dry_run``) re-run its stage or the pipeline (:class:`PipelineError` if it fails again)."""
+    plan = plan_resume(repo, run_id)
+    if announce is not None:
+        announce(plan)
+    if not dry_run:
+        run_pipeline(repo, plan.stages)
+    return plan

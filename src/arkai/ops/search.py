@@ -41,16 +41,17 @@ import numpy.typing as npt
 
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
 from arkai.adapters.params import load_params
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.chunks import CLAIM_KIND, Chunk
 from arkai.ops.feedback import feedback_path, net_votes
 from arkai.ops.search_hooks import SearchHooks
 from arkai.search import pipeline
 from arkai.search.blend import RERANK_TOP, blend_rerank, boost_feedback
 from arkai.search.bm25 import BM25Index
+from arkai.search.chunks import CLAIM_KIND, Chunk
 from arkai.search.markup import Query, parse_query
 from arkai.search.pipeline import LEXICAL, MIN_SIMILARITY, MODES, Corpus, Ranked, Variant
 from arkai.search.pipeline import VECTOR as VECTOR_LANE
@@ -680,7 +681,7 @@ class _Grouper:
 
 
 def search(
-    root: Path,
+    repo: Repo,
     query: str | Query,
     *,
     k: int = 10,
@@ -699,6 +700,7 @@ def search(
     Raises :class:`NotFoundError` when nothing matches, :class:`LibraryError` when the index
     is missing, :class:`InvalidInputError` for bad markup or an ``asof:`` without history.
     """
+    root = repo.root
     if mode not in MODES:
         raise InvalidInputError(f"unknown search mode {mode!r}", hint=f"use one of {MODES}")
     if k < 1 or per_item < 1:

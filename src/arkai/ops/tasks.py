@@ -55,9 +55,7 @@ def _check_goal(repo: Repo, goal: str | None) -> str | None:
 
 def _check_evidence_ids(repo: Repo, ids: list[str]) -> tuple[str, ...]:
     """Full evidence IDs for the given IDs or prefixes (each must exist)."""
-    found: tuple[str, ...] = _fields(
-        check_evidence, [find_evidence(repo.root, i).line.id for i in ids]
-    )
+    found: tuple[str, ...] = _fields(check_evidence, [find_evidence(repo, i).line.id for i in ids])
     return found
 
 
@@ -76,7 +74,7 @@ def add_task(
     """Create a task; ``from_evidence`` makes one from an extracted claim (its text, its ID)."""
     ids = list(evidence or [])
     if from_evidence:
-        loc = find_evidence(repo.root, from_evidence)
+        loc = find_evidence(repo, from_evidence)
         ids.insert(0, loc.line.id)
         title = title or loc.line.claim
         description = description or f"From “{loc.item.title}”: “{loc.line.quote}”"
@@ -194,7 +192,7 @@ class EvidenceState:
 
 def _evidence_state(repo: Repo, eid: str) -> EvidenceState | None:
     try:
-        loc = find_evidence(repo.root, eid)
+        loc = find_evidence(repo, eid)
     except NotFoundError:
         return None
     info = describe(loc)

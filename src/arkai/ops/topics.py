@@ -1,465 +1,40 @@
-"""The topic index (``index/topics.json``, seed 001 "Stage 5: Index"): term → items → chunks.
-
-Terms per item are TF-IDF keyphrases (scikit-learn ``TfidfVectorizer`` over the items'
-transcripts, 1–3-word phrases that never cross a stopword, punctuation or a line end) — the
-``top_terms`` best per item — plus the names of the item's entities (``entities.json``).
-Relevance comes from the phrase's TF-IDF rank in its item: ``high`` for the first
-``high_rank`` terms (when their score is at least ``high_min_score``), ``medium`` up to
-``medium_rank``, ``low`` after that. Each item entry lists the chunks (positions in
-``index/chunks.jsonl``) whose stemmed text contains the term, and, for an item the ``condense``
-stage has chunked, ``condensed_chunks``: the numbers of its condensed chunks (``chunk`` in
-``condensed.json`` and the shards, 1-based within the item — the seed's ``chunks: [1, 3]``)
-whose text contains it.
-
-``synonyms.yaml`` (``term: [synonym, …]``, user-edited) is merged in symmetrically: every
-member of a group lists the others. :func:`lookup_topic` expands a query with them and matches
-terms stemming-insensitively; :func:`grep_library` is the fallback for terms not in the index.
-"""
+"""``arkai topics TERM``: the topic index first, a grep of the transcripts when it has nothing."""
 
 from __future__ import annotations
 
-import json
-import re
-import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
+from arkai.adapters.repo import Repo
+from arkai.errors import NotFoundError
+from arkai.search.topics import grep_library, lookup_topic
 
-from arkai.adapters.fs import read_repo_file
-from arkai.adapters.layout import iter_items
-from arkai.core.grammar import parse_line
-from arkai.errors import LibraryError, NotFoundError
-from arkai.search.text import STOPWORDS as TEXT_STOPWORDS
-from arkai.search.text import tokenize
-
-TOPICS_VERSION = 1
-RELEVANCES = ("high", "medium", "low")
-_RANK = {r: i for i, r in enumerate(RELEVANCES)}
-
-_FILLERS = frozenset(
-    """um uh erm er ah oh hmm yeah yes okay ok gonna wanna gotta like just really actually
-    lot lots kind sort thing things don doesn didn isn wasn aren weren won wouldn couldn
-    shouldn haven hasn hadn ll ve let lets dr mr mrs ms use used uses using say says said
-    going know think want got make good great right way bit little pretty maybe sure thank
-    thanks today tonight""".split()  # noqa: SIM905
-)
+__all__ = ["TopicsResult", "topics"]
 
 
-@cache
-def stopwords() -> frozenset[str]:
-    """sklearn's English list, less a few content nouns it contains, plus speech fillers and
-    the halves of contractions (tokens split at apostrophes). Loaded on first use: importing
-    scikit-learn costs over a second, which every CLI command would otherwise pay."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    content = {"system", "bill", "fire", "interest", "computer", "mill"}
-    return (frozenset(ENGLISH_STOP_WORDS) - content) | _FILLERS | TEXT_STOPWORDS
-
-
-_SEGMENT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\]+|\s[-–—]+\s|\n")
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSettings:
-    top_terms: int = 15
-    high_rank: int = 5
-    medium_rank: int = 10
-    high_min_score: float = 0.05
-    #: Phrases of two or three words must occur at least this often in an item.
-    min_phrase_count: int = 2
-
-    @classmethod
-    def from_params(cls, p: Mapping[str, Any] | None) -> TopicSettings:
-        p = p or {}
-        d = cls()
-        return cls(
-            top_terms=int(p.get("top_terms", d.top_terms)),
-            high_rank=int(p.get("high_rank", d.high_rank)),
-            medium_rank=int(p.get("medium_rank", d.medium_rank)),
-            high_min_score=float(p.get("high_min_score", d.high_min_score)),
-            min_phrase_count=int(p.get("min_phrase_count", d.min_phrase_count)),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class TopicInput:
-    """What the topic index needs of one item."""
-
-    content_id: str
-    text: str
-    """The transcript."""
-    chunks: Sequence[tuple[int, str]] = ()
-    """(position in ``chunks.jsonl``, chunk text) of the item's chunks."""
-    entities: Sequence[str] = ()
-    """Entity names from ``entities.json``."""
-    condensed: Sequence[tuple[int, str]] = ()
-    """(chunk number within the item, chunk text) of the item's condensed chunks."""
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
+@dataclass(frozen=True)
+class TopicsResult:
     term: str
-    score: float
-    relevance: str
-    chunks: tuple[int, ...]
     source: str
-    """``keyphrase`` or ``entity``."""
-    condensed: tuple[int, ...] = ()
-    """Numbers of the item's condensed chunks that contain the term."""
+    """``topics`` (the topic index answered) or ``grep`` (transcript lines)."""
+    results: list[dict[str, Any]]
+    reason: str | None = None
+    """Why the grep was used (``grep`` only)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"term": self.term, "source": self.source}
+        if self.source == "grep":
+            out["reason"] = self.reason
+        return out | {"results": self.results}
 
 
-@dataclass
-class TopicIndex:
-    doc: dict[str, Any]
-    """The ``topics.json`` document."""
-    terms: dict[str, list[Term]] = field(default_factory=dict)
-    """Content ID → its terms, best first."""
-
-
-# -- text ---------------------------------------------------------------------------------
-
-
-def normalize_term(term: str) -> str:
-    """Lower-cased (case-folded), NFC, whitespace collapsed: the key of a topic."""
-    return " ".join(unicodedata.normalize("NFC", term).casefold().split())
-
-
-def stem_key(term: str) -> str:
-    """Stopword-free, stemmed form of a term (``"Hives"`` and ``"hive"`` share it)."""
-    return " ".join(tokenize(term))
-
-
-def clean_transcript(text: str) -> str:
-    """The transcript without what repeats on every line: timestamps, speaker labels, chat
-    message headers and Markdown heading marks."""
-    out = []
-    for line in text.split("\n"):
-        parsed = parse_line(line)
-        if parsed.kind != "chat_header":
-            out.append(parsed.text)
-    return "\n".join(out)
-
-
-def phrases(text: str) -> list[str]:
-    """1–3-word phrases of ``text``: runs of non-stopwords inside one clause, lower-cased."""
-    out: list[str] = []
-    for segment in _SEGMENT.split(text.lower()):
-        run: list[str] = []
-        for word in [*_WORD.findall(segment), ""]:
-            if len(word) < 2 or word in stopwords():
-                for n in (1, 2, 3):
-                    out.extend(" ".join(run[i : i + n]) for i in range(len(run) - n + 1))
-                run = []
-            else:
-                run.append(word)
-    return out
-
-
-def _analyze(text: str) -> list[str]:
-    return phrases(clean_transcript(text))
-
-
-# -- building -----------------------------------------------------------------------------
-
-
-def _relevance(rank: int, score: float, s: TopicSettings) -> str:
-    if rank < s.high_rank and score >= s.high_min_score:
-        return "high"
-    if rank < s.medium_rank:
-        return "medium"
-    return "low"
-
-
-def _chunks_with(key: str, chunk_keys: Sequence[tuple[int, str]]) -> tuple[int, ...]:
-    if not key:
-        return ()
-    needle = f" {key} "
-    return tuple(i for i, text in chunk_keys if needle in text)
-
-
-def build_topics(
-    items: Sequence[TopicInput],
-    synonyms: Mapping[str, Sequence[str]] | None = None,
-    settings: TopicSettings | None = None,
-) -> TopicIndex:
-    """The topic index over ``items`` (any order; the result does not depend on it)."""
-    s = settings or TopicSettings()
-    items = sorted(items, key=lambda it: it.content_id)
-    result = TopicIndex(doc={})
-    ranked: list[list[tuple[str, float]]] = [[] for _ in items]
-    if items:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        vec = TfidfVectorizer(analyzer=_analyze, min_df=1)
-        try:
-            matrix = vec.fit_transform([it.text for it in items]).tocsr()
-        except ValueError:  # no phrase in any item
-            matrix = None
-        if matrix is not None:
-            vocab = vec.get_feature_names_out()
-            counts = [Counter(_analyze(it.text)) for it in items]
-            for n in range(len(items)):
-                row = matrix.getrow(n)
-                pairs = [
-                    (str(vocab[j]), float(v))
-                    for j, v in zip(row.indices, row.data, strict=True)
-                    if " " not in vocab[j] or counts[n].get(str(vocab[j]), 0) >= s.min_phrase_count
-                ]
-                pairs.sort(key=lambda p: (-p[1], p[0]))
-                ranked[n] = pairs
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for it, pairs in zip(items, ranked, strict=True):
-        chunk_keys = [(i, f" {stem_key(text)} ") for i, text in it.chunks]
-        condensed_keys = [(n, f" {stem_key(text)} ") for n, text in it.condensed]
-        rank_of = {t: r for r, (t, _) in enumerate(pairs)}
-        score_of = dict(pairs)
-        terms: dict[str, Term] = {}
-        chosen: list[list[str]] = []
-        stems: set[str] = set()
-        for rank, (term, score) in enumerate(pairs):
-            if len(chosen) >= s.top_terms:
-                break
-            words = term.split()
-            key = stem_key(term)
-            if not key or key in stems or any(_contains(big, words) for big in chosen):
-                continue  # an inflection of a term, or a part of a phrase, already chosen
-            chosen.append(words)
-            stems.add(key)
-            terms[term] = Term(
-                term,
-                round(score, 6),
-                _relevance(rank, score, s),
-                _chunks_with(stem_key(term), chunk_keys),
-                "keyphrase",
-                _chunks_with(stem_key(term), condensed_keys),
-            )
-        for name in sorted({normalize_term(e) for e in it.entities if normalize_term(e)}):
-            if name in terms:
-                continue
-            analyzed = _as_phrase(name)
-            rank = rank_of.get(analyzed, len(pairs) + s.medium_rank)
-            score = score_of.get(analyzed, 0.0)
-            terms[name] = Term(
-                name,
-                round(score, 6),
-                _relevance(rank, score, s),
-                _chunks_with(stem_key(name), chunk_keys),
-                "entity",
-                _chunks_with(stem_key(name), condensed_keys),
-            )
-        ordered = sorted(terms.values(), key=lambda t: (_RANK[t.relevance], -t.score, t.term))
-        result.terms[it.content_id] = ordered
-        for t in ordered:
-            entry: dict[str, Any] = {"content_id": it.content_id, "relevance": t.relevance,
-                                     "chunks": list(t.chunks)}  # fmt: skip
-            if it.condensed:
-                entry["condensed_chunks"] = list(t.condensed)
-            topics.setdefault(t.term, []).append(entry)
-    result.doc = {
-        "version": TOPICS_VERSION,
-        "topics": {
-            term: {"items": sorted(entries, key=lambda e: (_RANK[e["relevance"]], e["content_id"]))}
-            for term, entries in sorted(topics.items())
-        },
-        "synonyms": merge_synonyms(synonyms or {}),
-    }
-    return result
-
-
-def _as_phrase(name: str) -> str:
-    """An entity name in the TF-IDF vocabulary's form (its words, stopwords dropped)."""
-    words = [w for w in _WORD.findall(name.lower()) if len(w) >= 2 and w not in stopwords()]
-    return " ".join(words)
-
-
-def _contains(big: list[str], small: list[str]) -> bool:
-    n = len(small)
-    return n < len(big) and any(big[i : i + n] == small for i in range(len(big) - n + 1))
-
-
-# -- synonyms -----------------------------------------------------------------------------
-
-
-def load_synonyms(path: Path) -> dict[str, list[str]]:
-    """``synonyms.yaml`` as ``{term: [synonym, …]}``; a missing or empty file is ``{}``."""
-    data = read_repo_file(path, path.parent, missing_ok=True)
-    if data is None:
-        return {}
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid YAML ({exc})") from None
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise LibraryError(f"{path}: expected a mapping `term: [synonym, …]`")
-    out: dict[str, list[str]] = {}
-    for key, value in raw.items():
-        if value is None:
-            value = []
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
-            raise LibraryError(f"{path}: {key}: expected a list of synonyms")
-        out[str(key)] = [str(v) for v in value]
-    return out
-
-
-def merge_synonyms(raw: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
-    """Normalised, symmetric synonym map: each member of a group maps to all the others."""
-    groups: dict[str, set[str]] = {}
-    for term, syns in raw.items():
-        members = {normalize_term(term), *(normalize_term(s) for s in syns)} - {""}
-        for m in list(members):
-            members |= groups.get(m, set())
-        for m in members:
-            groups[m] = members
-    return {t: sorted(g - {t}) for t, g in sorted(groups.items()) if len(g) > 1}
-
-
-# -- reading ------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotFoundError(
-            f"{path}: no topic index", hint="run `arkai reindex` (or `dvc repro`) first"
-        ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(obj, dict):
-        raise LibraryError(f"{path}: expected a JSON object")
-    return obj
-
-
-def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
-    """Items indexed under ``term``, its synonyms, or any term with the same stems.
-
-    One hit per item: ``{content_id, title, path, relevance, chunks, condensed_chunks, terms,
-    via}`` — the best relevance over the matched terms, the union of their chunks (positions in
-    ``chunks.jsonl``) and of their condensed chunks (numbers within the item), the matched
-    terms, and ``via`` = ``exact`` | ``stem`` | ``synonym``
-    (the closest way any of them matched). Best relevance first, then exact before stem
-    before synonym, then content ID. Title and path come from ``catalog.json`` when present.
-    """
-    doc = _read(index_dir / "topics.json")
-    topics: dict[str, Any] = doc.get("topics") or {}
-    synonyms: dict[str, list[str]] = doc.get("synonyms") or {}
-    by_stem: dict[str, list[str]] = {}
-    for t in topics:
-        by_stem.setdefault(stem_key(t), []).append(t)
-    for t in synonyms:
-        by_stem.setdefault(stem_key(t), []).append(t)
-    q = normalize_term(term)
-    if not q:
-        return []
-    qstem = stem_key(q)
-    # The query, the terms sharing its stems, then every synonym of either.
-    matched: dict[str, str] = {q: "exact"}
-    for t in by_stem.get(qstem, []) if qstem else []:
-        matched.setdefault(t, "stem")
-    for t in list(matched):
-        for syn in synonyms.get(t, []):
-            matched.setdefault(syn, "synonym")
-            for t2 in by_stem.get(stem_key(syn), []) if stem_key(syn) else []:
-                matched.setdefault(t2, "synonym")
-    order = {"exact": 0, "stem": 1, "synonym": 2}
-    hits: dict[str, dict[str, Any]] = {}
-    for t, via in matched.items():
-        for entry in (topics.get(t) or {}).get("items", []):
-            cid = str(entry["content_id"])
-            rel = str(entry.get("relevance", "low"))
-            hit = hits.setdefault(
-                cid,
-                {"content_id": cid, "relevance": rel, "chunks": set(), "terms": set(), "via": via,
-                 "condensed_chunks": set()},
-            )  # fmt: skip
-            if _RANK.get(rel, 2) < _RANK.get(hit["relevance"], 2):
-                hit["relevance"] = rel
-            if order[via] < order[hit["via"]]:
-                hit["via"] = via
-            hit["chunks"].update(int(c) for c in entry.get("chunks", []))
-            hit["condensed_chunks"].update(int(c) for c in entry.get("condensed_chunks", []))
-            hit["terms"].add(t)
-    catalog: dict[str, dict[str, Any]] = {}
-    cat_path = index_dir / "catalog.json"
-    if cat_path.is_file():
-        cat = _read(cat_path)
-        catalog = {str(e.get("id")): e for e in cat.get("items", []) if isinstance(e, dict)}
-    out = []
-    for hit in hits.values():
-        entry = catalog.get(hit["content_id"], {})
-        out.append(
-            {
-                **hit,
-                "chunks": sorted(hit["chunks"]),
-                "condensed_chunks": sorted(hit["condensed_chunks"]),
-                "terms": sorted(hit["terms"]),
-                "title": entry.get("title"),
-                "path": entry.get("path"),
-            }
-        )
-    out.sort(key=lambda h: (_RANK.get(h["relevance"], 2), order[h["via"]], h["content_id"]))
-    return out
-
-
-def grep_library(root: Path, term: str, limit: int = 20) -> list[dict[str, Any]]:
-    """Case-insensitive search of every ``transcript.md``: ``{content_id, line, text}`` for
-    the first ``limit`` matching lines (items in path order, lines in order)."""
-    needle = term.casefold().strip()
-    out: list[dict[str, Any]] = []
-    if not needle or limit <= 0:
-        return out
-    for item in iter_items(root):
-        data = item.read("transcript.md", missing_ok=True)
-        if data is None:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        for n, line in enumerate(text.split("\n"), 1):
-            if needle in line.casefold():
-                out.append({"content_id": item.id, "line": n, "text": line})
-                if len(out) >= limit:
-                    return out
-    return out
-
-
-def find_topic(root: Path, text: str, *, limit: int = 20) -> dict[str, Any]:
-    """``arkai topics``: TEXT in the topic index (with links to the first chunks), or — when
-    the index lacks it — grepped from the transcripts (at most ``limit`` lines). Raises
-    NotFoundError when neither finds anything."""
-    from arkai.adapters.layout import INDEX
-
-    reason = None
-    try:
-        hits = lookup_topic(root / INDEX, text)
-    except NotFoundError:
-        hits, reason = [], "no topic index (run `dvc repro` or `arkai reindex`)"
-    if hits:
-        _chunk_links(root, hits)
-        return {"term": text, "source": "topics", "results": hits}
-    reason = reason or "not in the topic index"
-    lines = grep_library(root, text, limit=limit)
-    _grep_links(root, lines)
-    if not lines:
-        raise NotFoundError(f"no results for {text!r}: {reason}, and no transcript line has it")
-    return {"term": text, "source": "grep", "reason": reason, "results": lines}
-
-
-def _chunk_links(root: Path, hits: list[dict[str, Any]]) -> None:
+def _chunk_links(repo: Repo, hits: list[dict[str, Any]]) -> None:
     """Add ``links`` (``transcript.md#L…`` of the first chunks) to topic hits, when the
     index can be read."""
     from arkai.ops.search import load_index
 
     try:
-        index = load_index(root)
+        index = load_index(repo.root)
     except Exception:  # the topic index can outlive a broken chunk index: links are optional
         return
     for hit in hits:
@@ -470,13 +45,32 @@ def _chunk_links(root: Path, hits: list[dict[str, Any]]) -> None:
         hit["links"] = links
 
 
-def _grep_links(root: Path, lines: list[dict[str, Any]]) -> None:
+def _grep_links(repo: Repo, lines: list[dict[str, Any]]) -> None:
     """Add each grep line's item ``title`` and ``link`` (``…/transcript.md#L<line>``)."""
     from arkai.ops.library import list_items
 
-    items = {r["id"]: r for r in list_items(root)} if lines else {}
+    items = {r["id"]: r for r in list_items(repo)} if lines else {}
     for ln in lines:
         item = items.get(ln["content_id"])
         if item and item.get("path"):
             ln["title"] = item.get("title")
             ln["link"] = f"{item['path']}/transcript.md#L{ln['line']}"
+
+
+def topics(repo: Repo, term: str, *, limit: int = 20) -> TopicsResult:
+    """Look ``term`` up in ``index/topics.json`` (synonyms, stemming); else grep at most
+    ``limit`` transcript lines; :class:`NotFoundError` (exit 5) when neither finds it."""
+    reason = None
+    try:
+        hits = lookup_topic(repo.index, term)
+    except NotFoundError:
+        hits, reason = [], "no topic index (run `dvc repro` or `arkai reindex`)"
+    if hits:
+        _chunk_links(repo, hits)
+        return TopicsResult(term, "topics", hits)
+    reason = reason or "not in the topic index"
+    lines = grep_library(repo.root, term, limit=limit)
+    _grep_links(repo, lines)
+    if not lines:
+        raise NotFoundError(f"no results for {term!r}: {reason}, and no transcript line has it")
+    return TopicsResult(term, "grep", lines, reason)

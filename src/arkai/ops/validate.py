@@ -32,11 +32,11 @@ from arkai.adapters.layout import (
     TRANSCRIPT,
     Item,
     ItemProblem,
-    scan_items,
 )
+from arkai.adapters.repo import Repo
 from arkai.adapters.review import load_item_review, match_reviews
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
-from arkai.adapters.store import read_entities, read_evidence, read_json
+from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
 from arkai.core.document import Document
 from arkai.core.hashing import digest
 from arkai.core.receipts import (
@@ -375,19 +375,58 @@ def summarize(reports: list[ItemReport], problems: Sequence[ItemProblem] = ()) -
     }
 
 
-def validate_library(root: Path) -> tuple[dict[str, Any], list[ItemReport], list[ItemProblem]]:
-    """Every item's report, and the folders that could not be read as items."""
-    items, problems = scan_items(root)
-    reports = validate_items(root, items)
-    return summarize(reports, problems), reports, problems
+#: :meth:`ValidateResult.failure` when items could not be read, failed or are not extracted.
+UNREADABLE = "some items are unreadable, failed or not extracted"
 
 
-def report_dict(
-    summary: dict[str, Any], reports: Sequence[ItemReport], problems: Sequence[ItemProblem]
-) -> dict[str, Any]:
-    """``arkai validate --json``: the summary, every item's report and the unreadable items."""
-    return {
-        "summary": summary,
-        "items": [r.to_dict() for r in reports],
-        "unreadable": [p.to_dict() for p in problems],
-    }
+@dataclass(frozen=True)
+class ValidateResult:
+    """``arkai validate``: the summary, one report per item, the unreadable folders, and
+    whether stale spans fail the run (``validate.fail_on_stale``)."""
+
+    summary: dict[str, Any]
+    reports: list[ItemReport]
+    problems: list[ItemProblem]
+    fail_on_stale: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "items": [r.to_dict() for r in self.reports],
+            "unreadable": [p.to_dict() for p in self.problems],
+        }
+
+    def failure(self) -> str | None:
+        """Why this validation fails the run (exit 1), or None when it passes."""
+        s = self.summary
+        if s["invalid"]:
+            # A receipt that does not recompute is never acceptable, whatever fail_on_stale says.
+            return "invalid evidence found"
+        if (s["outputs_stale"] or s["pending"]) and self.fail_on_stale:
+            found = [
+                *(["stale evidence found"] if s["outputs_stale"] else []),
+                *(["re-anchor suggestions await acceptance"] if s["pending"] else []),
+            ]
+            return " and ".join(found)
+        if s["errors"] or s["not_extracted"]:
+            return UNREADABLE
+        return None
+
+
+def validate(repo: Repo, *, report: Path | None = None) -> ValidateResult:
+    """Validate the whole library; also write the summary to ``report`` (a DVC metric,
+    relative to the repo root) when given."""
+    items, problems = repo.scan()
+    reports = validate_items(repo.root, items)
+    summary = summarize(reports, problems)
+    if report is not None:
+        write_json(repo.root / report, summary)
+    fail = bool(repo.param("validate.fail_on_stale"))
+    return ValidateResult(summary, reports, problems, fail)
+
+
+def validate_one(repo: Repo, ident: str) -> ValidateResult:
+    """Validate one item (content ID, ≥ 8-character prefix or source ID)."""
+    reports = validate_items(repo.root, [repo.item(ident)])
+    fail = bool(repo.param("validate.fail_on_stale"))
+    return ValidateResult(summarize(reports), reports, [], fail)

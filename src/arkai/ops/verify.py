@@ -34,8 +34,8 @@ from arkai.errors import InvalidInputError
 from arkai.model.status import is_verified
 from arkai.ops.ask import VALIDATE
 from arkai.ops.ask_shards import QUERY, AskProvider
-from arkai.ops.runner import ResponseStore, Runner, RunnerConfig
 from arkai.patterns import claims_input, get_pattern
+from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
 from arkai.search.eval import split_queries
 from arkai.search.pipeline import build_lexical
 from arkai.search.research import EvidenceLine, shard_input

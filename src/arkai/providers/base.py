@@ -1,5 +1,5 @@
 """The contract every provider implements. Providers do one call; the runner
-(``arkai.ops.runner``) owns caching, chunking, concurrency, retries and output repair."""
+(``arkai.providers.runner``) owns caching, chunking, concurrency, retries and output repair."""
 
 from __future__ import annotations
 

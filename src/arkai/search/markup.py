@@ -70,9 +70,6 @@ class DateBound:
     end: date
     """First day after the period (``2024`` → 2025-01-01); the period is ``[start, end)``."""
 
-    def start_utc(self) -> datetime:
-        return datetime(self.start.year, self.start.month, self.start.day, tzinfo=UTC)
-
     def end_utc(self) -> datetime:
         return datetime(self.end.year, self.end.month, self.end.day, tzinfo=UTC)
 

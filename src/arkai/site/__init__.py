@@ -7,7 +7,7 @@
 - :mod:`~arkai.site.indexes` — home, library, tags, entities, topics, beliefs, validation.
 - :mod:`~arkai.site.transcript` — transcript lines as HTML with ``#L<n>`` anchors and claim marks.
 - :mod:`~arkai.site.search` — the search-index entries arkai writes for its pages.
-- :mod:`~arkai.site.escape`, :mod:`~arkai.site.html`, :mod:`~arkai.site.links` — escaping,
+- :mod:`~arkai.core.escape`, :mod:`~arkai.site.html`, :mod:`~arkai.site.links` — escaping,
   HTML helpers, page paths and URLs.
 - :mod:`~arkai.site.config` — the user's ``mkdocs.yml`` (read only) and the generated config.
 - :mod:`~arkai.site.hooks` — the MkDocs hook the generated config loads.

@@ -6,7 +6,7 @@ results link to), so Markdown is rendered line by line: block syntax from the li
 start (headings, list items, quotes, rules, fenced code — a fence spans lines, so its state
 is kept per message), inline syntax by markdown-it-py with raw HTML disabled (it is shown as
 text), images disabled (the site asks no third party for anything) and links kept only
-for http(s) URLs (:func:`arkai.site.escape.safe_url`).
+for http(s) URLs (:func:`arkai.core.escape.safe_url`).
 
 Claim marks must survive: each mark's bounds are put into the line as noncharacters
 (U+FDD0…) before rendering and replaced by the mark's tags after. When that cannot give
@@ -24,7 +24,7 @@ from functools import cache
 
 from markdown_it import MarkdownIt
 
-from arkai.site.escape import MARKDOWN_SIGNIFICANT, safe_url
+from arkai.core.escape import MARKDOWN_SIGNIFICANT, safe_url
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+")

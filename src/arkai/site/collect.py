@@ -25,13 +25,13 @@ from arkai.adapters.layout import ENTITIES, EVIDENCE, EXTRACTION, METADATA, REVI
 from arkai.adapters.review import apply_review, is_rejected, parse_review
 from arkai.adapters.store import parse_evidence
 from arkai.core.document import Document
+from arkai.core.escape import one_line, safe_url
 from arkai.core.grammar import TIMESTAMP_RE
 from arkai.core.hashing import digest
 from arkai.core.receipts import span_is_valid
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
 from arkai.model.status import UNRESOLVED
-from arkai.site.escape import one_line, safe_url
 from arkai.site.transcript import speaker_labels
 
 WISDOM = "wisdom.json"

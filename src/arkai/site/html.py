@@ -1,5 +1,5 @@
 """Small HTML helpers. Text arguments are escaped here; ``href`` values must come from
-:mod:`arkai.site.links` or :func:`arkai.site.escape.safe_url`.
+:mod:`arkai.site.links` or :func:`arkai.core.escape.safe_url`.
 
 Every page is Markdown holding one raw HTML block: front matter, a marker comment the site
 hook recognises (it then skips Markdown conversion), and HTML lines that each start with
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from arkai.site.escape import (
+from arkai.core.escape import (
     css_token,
     escape_attr,
     escape_text,

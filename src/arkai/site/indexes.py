@@ -12,10 +12,10 @@ from typing import Any
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
+from arkai.core.escape import css_token, one_line
 from arkai.errors import ArkaiError
 from arkai.site import links
 from arkai.site.collect import sentence_around
-from arkai.site.escape import css_token, one_line
 from arkai.site.html import a, badge, day, esc, h2, page, plural, table
 from arkai.site.links import Urls
 from arkai.site.search import INDEX_PAGE_BOOST, Section

@@ -1,6 +1,6 @@
 """Where pages live in the build folder, the URLs MkDocs gives them, and links between them.
 
-Pages are written as raw HTML (see :mod:`arkai.site.escape`), which MkDocs does not rewrite,
+Pages are written as raw HTML (see :mod:`arkai.core.escape`), which MkDocs does not rewrite,
 so links are computed here the way MkDocs would: ``a/b.md`` is served at ``a/b/`` with
 ``use_directory_urls`` (the default) and at ``a/b.html`` without it.
 """
@@ -13,8 +13,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from arkai.core.escape import safe_url, slugify
 from arkai.core.youtube import video_id
-from arkai.site.escape import safe_url, slugify
 
 HOME = "index.md"
 LIBRARY = "library/index.md"

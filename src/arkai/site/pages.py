@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from arkai.core.escape import css_token, one_line, safe_url
 from arkai.site import links
 from arkai.site.collect import ClaimView, ItemData
-from arkai.site.escape import css_token, one_line, safe_url
 from arkai.site.html import a, badge, day, esc, h2, page, paragraphs, plural
 from arkai.site.links import Urls
 from arkai.site.search import ITEM_BOOST

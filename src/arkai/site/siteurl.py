@@ -17,8 +17,8 @@ from typing import Any
 
 import pygit2
 
+from arkai.core.escape import safe_url
 from arkai.errors import LibraryError
-from arkai.site.escape import safe_url
 
 _REMOTE = re.compile(
     r"^(?:https?://(?:[^@/]+@)?github\.com/|ssh://git@github\.com/|git@github\.com:)"

@@ -21,9 +21,9 @@ from itertools import pairwise
 from zlib import crc32
 
 from arkai.core.document import Document
+from arkai.core.escape import css_token, escape_attr, escape_text, escape_url
 from arkai.core.grammar import TIMESTAMP_BYTES_RE, chat_header, speaker_of
 from arkai.site.chatmd import ChatMarkdown, MarkTag
-from arkai.site.escape import css_token, escape_attr, escape_text, escape_url
 
 SPEAKER_COLORS = 8
 

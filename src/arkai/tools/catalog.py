@@ -41,7 +41,7 @@ def _search(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.search import search
 
     return search(
-        repo.root, a["query"], k=a.get("k", 10), mode=a.get("mode", "hybrid"),
+        repo, a["query"], k=a.get("k", 10), mode=a.get("mode", "hybrid"),
         explain=a.get("explain", False),
     ).to_dict()  # fmt: skip
 
@@ -50,7 +50,7 @@ def _context(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.context import context
 
     return context(
-        repo.root, a["query"], budget_tokens=a.get("budget", 2000), k=a.get("k", 20),
+        repo, a["query"], budget_tokens=a.get("budget", 2000), k=a.get("k", 20),
         mode=a.get("mode", "hybrid"),
     ).to_dict()  # fmt: skip
 
@@ -58,59 +58,59 @@ def _context(repo: Repo, a: dict[str, Any]) -> Any:
 def _show(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.library import show_item
 
-    return show_item(repo.root, a["id"], full=a.get("full", False))
+    return show_item(repo, a["id"], full=a.get("full", False))
 
 
 def _library(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.library import library_listing
 
-    return library_listing(repo.root, content_type=a.get("type"), tag=a.get("tag"))
+    return library_listing(repo, content_type=a.get("type"), tag=a.get("tag"))
 
 
 def _topics(repo: Repo, a: dict[str, Any]) -> Any:
-    from arkai.ops.topics import find_topic
+    from arkai.ops.topics import topics
 
-    return find_topic(repo.root, a["term"], limit=a.get("limit", 20))
+    return topics(repo, a["term"], limit=a.get("limit", 20)).to_dict()
 
 
 def _evidence_show(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.evidence import describe, find_evidence
 
-    return describe(find_evidence(repo.root, a["id"]))
+    return describe(find_evidence(repo, a["id"]))
 
 
 def _validate(repo: Repo, a: dict[str, Any]) -> Any:
-    from arkai.ops.validate import report_dict, validate_library
+    from arkai.ops.validate import validate
 
-    return report_dict(*validate_library(repo.root))
+    return validate(repo).to_dict()
 
 
 def _diff(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.diff import diff_revisions
 
-    return diff_revisions(repo.root, a.get("rev_a"), a.get("rev_b")).to_dict()
+    return diff_revisions(repo, a.get("rev_a"), a.get("rev_b")).to_dict()
 
 
 def _log(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.history import history
 
-    h = history(repo.root, a["id"])
+    h = history(repo, a["id"])
     h.entries = h.entries[: a.get("limit", 20)]
     return h.to_dict()
 
 
 def _runs(repo: Repo, a: dict[str, Any]) -> Any:
-    from arkai.ops.runs import list_recent, run_status
+    from arkai.ops.runs import list_runs, run_status
 
     if a.get("run_id"):
-        return run_status(repo.root, None if a["run_id"] == "latest" else a["run_id"])
-    return list_recent(repo.root, a.get("limit", 20))
+        return run_status(repo, None if a["run_id"] == "latest" else a["run_id"]).to_dict()
+    return {"runs": [r.to_dict() for r in list_runs(repo, a.get("limit", 20))]}
 
 
 def _health(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.doctor import diagnose
 
-    return diagnose(repo.root).to_dict()
+    return diagnose(repo).to_dict()
 
 
 def _today(a: dict[str, Any]) -> Any:
@@ -349,7 +349,7 @@ def allowed_roots(repo: Repo) -> list[Path]:
 
 def _local_input(repo: Repo, ref: str) -> str:
     """``ref`` resolved (relative to the repo root), refused unless inside an allowed root."""
-    from arkai.ops.route import is_url
+    from arkai.sources.route import is_url
 
     if is_url(ref):
         return ref
@@ -387,16 +387,16 @@ def _add(repo: Repo, a: dict[str, Any]) -> Any:
 
 
 def _remember(repo: Repo, a: dict[str, Any]) -> Any:
-    from arkai.ops.add import remember
+    from arkai.ops.remember import remember
 
-    result = remember(repo.root, a["text"], title=a.get("title"), tags=a.get("tags", []))
+    result = remember(repo, a["text"], title=a.get("title"), tags=a.get("tags", []))
     return {"results": [result.to_dict()]}
 
 
 def _review(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.review import review_claim
 
-    return review_claim(repo.root, a["id"], a["decision"], note=a.get("note")).to_dict()
+    return review_claim(repo, a["id"], a["decision"], note=a.get("note")).to_dict()
 
 
 def _forget(repo: Repo, a: dict[str, Any]) -> Any:

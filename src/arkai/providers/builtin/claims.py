@@ -430,8 +430,3 @@ def extract_claims(text: str, variables: Mapping[str, Any]) -> list[dict[str, An
                 }
             )
     return out
-
-
-def sentence_count_hint(words: int, low: int, high: int, per: int) -> int:
-    """``words / per`` clamped to ``low..high`` (used for section sizes)."""
-    return max(low, min(high, math.ceil(words / per)))

@@ -512,16 +512,6 @@ def is_social(cleaned: str) -> bool:
     return bool(_SOCIAL_START.match(cleaned) or _SOCIAL_ANY.search(cleaned))
 
 
-def filler_ratio(text: str) -> float:
-    toks = tokens(text)
-    if not toks:
-        return 1.0
-    count = sum(1 for t in toks if t in FILLERS)
-    low = text.lower()
-    count += low.count("you know") + low.count("i mean")
-    return count / len(toks)
-
-
 _CUT_OFF = re.compile(r"\b\w+-(?=\s|$)")
 _ANNOTATION = re.compile(
     r"\[(?:laughs?|chuckles?|laughter|inaudible|crosstalk|music|applause)\]", re.IGNORECASE

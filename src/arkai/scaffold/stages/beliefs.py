@@ -1,5 +1,7 @@
 """DVC stage ``beliefs``: replay every claim (and imported belief) into beliefs/."""
 
-from arkai.cli import main
+from arkai.cli.memory import show_build
+from arkai.cli.stage import run_stage
+from arkai.ops.memory import build
 
-raise SystemExit(main(["memory", "build"]))
+raise SystemExit(run_stage("beliefs", lambda repo, bar: build(repo, progress=bar), show_build))

@@ -1,6 +1,11 @@
 """DVC stage ``condense``: every transcript in chunks at message boundaries, each condensed with
 byte-exact quotes (``condensed/``); the ``index`` stage then builds the shards from them."""
 
-from arkai.cli import main
+from arkai.cli.condense import show_condense
+from arkai.cli.stage import run_stage
+from arkai.ops.condense import condense
 
-raise SystemExit(main(["condense", "--no-shards"]))
+raise SystemExit(
+    run_stage("condense", lambda repo, bar: condense(repo, shards=False, progress=bar),
+              show_condense)
+)  # fmt: skip

@@ -34,7 +34,7 @@ from typing import Any
 
 from arkai.adapters.review import is_rejected
 from arkai.model.evidence import EvidenceLine
-from arkai.ops.topics import normalize_term
+from arkai.search.topics import normalize_term
 
 GRAPH_VERSION = 1
 MIN_CONFIDENCE = 0.8

@@ -2,7 +2,7 @@
 
 Both files are rendered by GitHub, editors and MkDocs, and everything in them but arkai's own
 markup comes from a transcript or a model. So every such text goes through :func:`md_text`: HTML
-and Markdown syntax are escaped (``arkai.site.escape.escape_text``), and a Markdown link
+and Markdown syntax are escaped (``arkai.core.escape.escape_text``), and a Markdown link
 ``[label](url)`` is kept only when ``url`` is an absolute http(s) URL — any other link (e.g.
 ``javascript:``) is dropped, its label kept as text.
 
@@ -19,9 +19,9 @@ import re
 from typing import Any
 
 from arkai.adapters.layout import Item
+from arkai.core.escape import escape_text, safe_url
 from arkai.model.evidence import EvidenceLine, Span
 from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, is_verified
-from arkai.site.escape import escape_text, safe_url
 
 _SECTIONS = (
     ("summarize", "summary", "Summary"),

@@ -24,6 +24,7 @@ with a host are kept, and characters outside a conservative set are percent-enco
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 import unicodedata
@@ -111,3 +112,18 @@ def css_token(text: str) -> str:
 def yaml_string(text: str) -> str:
     """A YAML double-quoted scalar (JSON string syntax) holding ``text``."""
     return json.dumps(_BAD.sub("\ufffd", text), ensure_ascii=False)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md_escape(text: str) -> str:
+    """Plain text safe inside Markdown and HTML: entities for ``& < >``, backslashes before the
+    punctuation that starts emphasis, code, links or table cells, whitespace collapsed (model
+    and transcript text is never markup). For text that never starts a line."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.split()), quote=False))
+
+
+def md_code(text: str) -> str:
+    """Inline code (no escapes apply inside: backticks become quotes)."""
+    return "`" + " ".join(text.split()).replace("`", "'") + "`"

@@ -13,8 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arkai.site.config import UserConfig, generated_config, load_user_config
-from arkai.site.escape import (
+from arkai.core.escape import (
     MARKDOWN_SIGNIFICANT,
     escape_attr,
     escape_text,
@@ -22,6 +21,7 @@ from arkai.site.escape import (
     slugify,
     yaml_string,
 )
+from arkai.site.config import UserConfig, generated_config, load_user_config
 from arkai.site.html import MARKER, page
 from arkai.site.links import Urls, media_linker
 from arkai.site.transcript import Mark, render_transcript

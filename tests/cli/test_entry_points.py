@@ -1,0 +1,94 @@
+"""Operations are the only entry: the CLI imports nothing below ``arkai.ops`` and every
+operation takes the :class:`~arkai.adapters.repo.Repo`, whose params are read once."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, Runner
+
+PACKAGE = ROOT / "src" / "arkai"
+#: What a CLI module may import besides arkai.cli, arkai.ops, arkai.model and arkai.errors:
+#: the one JSON writer, the one Markdown escaper and the secret scrubber (pure output helpers).
+CLI_MAY_ALSO_IMPORT = {"arkai.core.canonjson", "arkai.core.escape", "arkai.core.redact"}
+#: Operations that work on no knowledge repo: `arkai init` creates one, `arkai eval` reads a
+#: labelled corpus folder.
+NO_REPO = {"init.py", "eval.py"}
+
+
+def _arkai_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arkai"):
+            found |= {
+                f"{node.module}.{a.name}" if node.module == "arkai.core" else node.module
+                for a in node.names
+            }
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("arkai")}
+    return found
+
+
+def test_the_cli_imports_only_operations() -> None:
+    allowed = ("arkai.cli", "arkai.ops", "arkai.model", "arkai.errors")
+    reached = {
+        f"{path.name}: {name}"
+        for path in sorted((PACKAGE / "cli").glob("*.py"))
+        for name in _arkai_imports(path)
+        if not name.startswith(allowed) and name not in CLI_MAY_ALSO_IMPORT
+    }
+    assert not reached, f"the CLI reaches past arkai.ops: {sorted(reached)}"
+
+
+def _first_param(fn: ast.FunctionDef) -> str | None:
+    args = fn.args.posonlyargs + fn.args.args
+    if not args or args[0].annotation is None:
+        return None
+    return ast.unparse(args[0].annotation)
+
+
+def test_every_operation_takes_the_repo() -> None:
+    modules = sorted(p for p in (PACKAGE / "ops").glob("*.py") if p.name != "__init__.py")
+    assert modules
+    without = []
+    for path in modules:
+        if path.name in NO_REPO:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        public = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        if not any(_first_param(fn) in ("Repo", "Repo | None") for fn in public):
+            without.append(path.name)
+    assert not without, f"operations with no `op(repo: Repo, …)`: {without}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("validate",),
+        ("doctor",),
+        ("evidence", "reanchor", "--all"),
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_params_are_read_once_per_command(
+    kr: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    code, _, err = arkai("--repo", kr, "remember", "Bees dance to point at flowers.")
+    assert code == 0, err
+    from arkai.adapters import params
+
+    reads: list[Path] = []
+    real = params.read_repo_file
+
+    def counting(path: Path, root: Path, **kw: Any) -> bytes | None:
+        if path.name == "params.yaml":
+            reads.append(path)
+        return real(path, root, **kw)
+
+    monkeypatch.setattr(params, "read_repo_file", counting)
+    arkai("--repo", kr, *args)
+    assert len(reads) <= 1, f"params.yaml read {len(reads)} times by `arkai {' '.join(args)}`"
