@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from arkai.adapters.repo import Repo
 from arkai.ops.index import run_index
 from arkai.ops.init import init_repo
 from arkai.search import embed
@@ -31,7 +32,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(embed, "get_embedder", lambda name="default", **kw: fake)
         info = {spec["title"]: _write_item(root, spec) for spec in ITEMS}
-        run_index(root, now="2026-01-01T00:00:00Z")
+        run_index(Repo.at(root))
     return root, info
 
 

@@ -29,7 +29,14 @@ def _imports(path: Path) -> set[str]:
 @pytest.mark.parametrize("folder", STAGE_DIRS, ids=["repo", "scaffold"])
 def test_stage_scripts_call_an_operation_through_the_runner(folder: Path) -> None:
     scripts = sorted(folder.glob("*.py"))
-    assert [p.name for p in scripts] == ["extract.py", "index.py", "site.py", "validate.py"]
+    assert [p.name for p in scripts] == [
+        "beliefs.py",
+        "condense.py",
+        "extract.py",
+        "index.py",
+        "site.py",
+        "validate.py",
+    ]
     for script in scripts:
         names = _imports(script)
         assert "arkai.cli.stage.run_stage" in names, script

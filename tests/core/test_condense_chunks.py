@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from arkai.core.tokens import count_tokens
-from arkai.ops.condense_chunks import chunk_messages, split_messages
+from arkai.search.condense_chunks import chunk_messages, split_messages
 
 
 def chat(n: int, words: int = 30) -> str:

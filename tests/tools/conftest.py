@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from arkai.adapters.repo import Repo
 from arkai.ops.init import init_repo
 from tests.cli.test_search import ITEMS, FakeEmbedder, _write_item
 from tests.conftest import tool_env
@@ -24,7 +25,7 @@ def build_library(root: Path) -> dict[str, Any]:
     with pytest.MonkeyPatch.context() as mp:
         fake = FakeEmbedder()
         mp.setattr(embed, "get_embedder", lambda name="default", **kw: fake)
-        run_index(root, now="2026-01-01T00:00:00Z")
+        run_index(Repo.at(root))
     from arkai.cli import main
 
     assert main(["--repo", str(root), "memory", "build", "--quiet"]) == 0  # the real embedder

@@ -76,7 +76,7 @@ def test_agent_answers_with_a_tool_call_through_the_registry(
     assert code == 0, err
     res = json.loads(out)
     talk = toollib["Beekeeping talk"]["id"]
-    assert res["answer"] == f"see {talk} (11 tools)"  # read tools only, without --allow-write
+    assert res["answer"] == f"see {talk} (15 tools)"  # read tools only, without --allow-write
     assert res["steps"] == 2 and [c["tool"] for c in res["calls"]] == ["search"]
     line = next(a for a in read_audit(root) if a["trace_id"] == res["calls"][0]["trace_id"])
     assert line["transport"] == "agent" and line["outcome"] == "ok"

@@ -24,7 +24,7 @@ def ask(ctx: click.Context, question: tuple[str, ...], save: bool, as_json: bool
 
     repo = get_repo(ctx)
     answer = run_ask(repo, " ".join(question))
-    saved = save_answer(answer, repo.root) if save else None
+    saved = save_answer(repo, answer) if save else None
     if as_json:
         record = answer.to_dict()
         if saved is not None:

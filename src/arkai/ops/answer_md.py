@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from arkai.adapters.fs import atomic_write_text, read_repo_file
+from arkai.adapters.repo import Repo
 from arkai.model.answer import Answer, Match
 from arkai.ops.ask import iter_citations
 from arkai.site import links
@@ -121,8 +122,9 @@ def slug(question: str) -> str:
     return _SLUG.sub("-", question.lower()).strip("-")[:60].strip("-") or "answer"
 
 
-def save(answer: Answer, root: Path) -> Saved:
+def save(repo: Repo, answer: Answer) -> Saved:
     """Write ``answers/<slug>-<id8>.md`` and ``.json`` (see the module doc)."""
+    root = repo.root
     md = render(answer, root, from_dir=ANSWERS, run=False)
     record = answer.to_dict()
     del record["run_id"]

@@ -34,11 +34,11 @@ from arkai.core.resolve import prefer_within, resolve_quote
 from arkai.core.tokens import count_tokens
 from arkai.errors import ArkaiError, LibraryError, PipelineError
 from arkai.model.shard import CondensedChunk, Finding
-from arkai.ops.condense_chunks import TextChunk, chunk_messages, condense_params
 from arkai.ops.extract import _completed, make_runner
 from arkai.ops.shards import ShardSummary, shard_library
 from arkai.patterns import Pattern, get_pattern
 from arkai.providers.runner import CircuitOpen, Runner, Stats
+from arkai.search.condense_chunks import TextChunk, chunk_messages, condense_params
 
 STAGE_VERSION = "1"
 PATTERN = "condense_chat"

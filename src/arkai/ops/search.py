@@ -14,7 +14,7 @@ The plan for one query:
    candidate, z-normalised, equal weights, a bonus for each lane's top hit; a vector hit must
    reach the calibrated similarity floor), keeping each lane's rank and contribution for
    ``--explain``;
-5. with the hooks of ``params.yaml`` (:mod:`arkai.ops.search_hooks`): the ``expand`` hook's
+5. with the hooks of ``params.yaml`` (:mod:`arkai.search.hooks`): the ``expand`` hook's
    query variants run as extra lanes in step 3, and the ``rerank`` hook's scores are blended into
    the best chunks' fused scores (:func:`arkai.search.blend.blend_rerank`); a failing hook is a
    warning, never an error;
@@ -47,11 +47,11 @@ from arkai.adapters.store import read_evidence, read_json
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.feedback import feedback_path, net_votes
-from arkai.ops.search_hooks import SearchHooks
 from arkai.search import pipeline
 from arkai.search.blend import RERANK_TOP, blend_rerank, boost_feedback
 from arkai.search.bm25 import BM25Index
 from arkai.search.chunks import CLAIM_KIND, Chunk
+from arkai.search.hooks import SearchHooks
 from arkai.search.markup import Query, parse_query
 from arkai.search.pipeline import LEXICAL, MIN_SIMILARITY, MODES, Corpus, Ranked, Variant
 from arkai.search.pipeline import VECTOR as VECTOR_LANE

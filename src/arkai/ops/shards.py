@@ -51,7 +51,7 @@ from arkai.core.hashing import digest
 from arkai.core.tokens import CHARS_PER_TOKEN, count_tokens
 from arkai.errors import ArkaiError
 from arkai.model.shard import CondensedChunk, ShardInfo, ShardManifest
-from arkai.ops.condense_chunks import SHARD_TOKENS, condense_params
+from arkai.search.condense_chunks import SHARD_TOKENS, condense_params
 
 #: The token counter's name in the manifest: a change of rule reshards like a change of size.
 TOKEN_COUNTER = f"chars/{CHARS_PER_TOKEN}"
