@@ -82,6 +82,9 @@ class SearchIndex:
     _content: npt.NDArray[np.int64] | None = field(default=None, repr=False)
     _vectors: Any = field(default=None, repr=False)
     """``(VectorStore, chunk → store row or -1)`` once the vector lane has run."""
+    _corpora: dict[str, Corpus] = field(default_factory=dict, repr=False)
+    """The pipeline's corpus per mode (it caches per-corpus work across queries)."""
+    _everything: BoolArray | None = field(default=None, repr=False)
 
     @property
     def folder(self) -> Path:
@@ -113,6 +116,12 @@ class SearchIndex:
         if text is None:
             text = self._flat[i] = " ".join(self.chunks[i].text.lower().split())
         return text
+
+    def all_items_mask(self) -> BoolArray:
+        """True for chunks of every catalog item (a copy: callers may change it)."""
+        if self._everything is None:
+            self._everything = self.item_mask(set(self.catalog))
+        return self._everything.copy()
 
     def item_mask(self, allowed: set[str]) -> BoolArray:
         """True for chunks of the items in ``allowed``."""
@@ -441,12 +450,15 @@ def _with_phrase(index: SearchIndex, phrase: str, within: BoolArray) -> BoolArra
 
 def build_mask(index: SearchIndex, q: Query) -> tuple[BoolArray, dict[str, Any] | None]:
     """The chunks a query may return, and the ``asof:`` snapshot info (if any)."""
-    allowed = {cid for cid, e in index.catalog.items() if matches_filters(e, q)}
     info = None
-    if q.asof is not None:
-        ids, info = _asof(index.root, q)
-        allowed &= ids
-    mask = index.item_mask(allowed)
+    if q.has_filters:
+        allowed = {cid for cid, e in index.catalog.items() if matches_filters(e, q)}
+        if q.asof is not None:
+            ids, info = _asof(index.root, q)
+            allowed &= ids
+        mask = index.item_mask(allowed)
+    else:
+        mask = index.all_items_mask()
     for phrase in q.phrases:
         mask &= _with_phrase(index, phrase, mask)
     for term in q.exclude_terms:
@@ -514,11 +526,16 @@ def _corpus(index: SearchIndex, mode: str, warnings: list[str]) -> Corpus:
     lexical = index.bm25() if mode in ("hybrid", LEXICAL) else None
     if mode == "hybrid" and not (index.folder / "vectors" / "meta.json").is_file():
         warnings.append("index/vectors is missing: lexical lane only")
-        return Corpus(lexical)
-    if mode == LEXICAL:
-        return Corpus(lexical)
-    store, rows = _vector_store(index)
-    return Corpus(lexical, store, rows)
+        mode = LEXICAL
+    corpus = index._corpora.get(mode)
+    if corpus is None:
+        if mode == LEXICAL:
+            corpus = Corpus(lexical)
+        else:
+            store, rows = _vector_store(index)
+            corpus = Corpus(lexical, store, rows)
+        index._corpora[mode] = corpus
+    return corpus
 
 
 # -- ranking and grouping ------------------------------------------------------------------
@@ -552,6 +569,10 @@ def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
     )
 
 
+def _explained(r: Ranked, chunk: Chunk) -> dict[str, Any]:
+    return {"chunk": r.doc, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}
+
+
 class _Grouper:
     """Collects ranked chunks into per-item hits (claims folded into covering chunks)."""
 
@@ -573,7 +594,7 @@ class _Grouper:
         return self.claims[cid]
 
     def _hit(self, r: Ranked, chunk: Chunk, transcript: str) -> Hit:
-        snip = make_snippet(chunk.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
+        """A hit without its snippet: :meth:`results` makes snippets for the hits kept."""
         return Hit(
             chunk=r.doc,
             kind=chunk.kind,
@@ -582,11 +603,11 @@ class _Grouper:
             link=f"{transcript}#L{chunk.start_line}",
             timestamp=chunk.timestamp,
             text=chunk.text,
-            snippet=snip.text,
-            highlights=list(snip.highlights),
+            snippet="",
+            highlights=[],
             score=r.score,
             evidence_id=chunk.evidence_id,
-            explain=[{"chunk": r.doc, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}],
+            explain=[_explained(r, chunk)],
         )
 
     def add(self, r: Ranked) -> None:
@@ -607,7 +628,7 @@ class _Grouper:
                 ):
                     for c in h.claims:
                         c.matched = c.matched or c.evidence_id == eid
-                    h.explain.append(self._hit(r, chunk, transcript).explain[0])
+                    h.explain.append(_explained(r, chunk))
                     return
             if len(hits) >= self.per_item:
                 return
@@ -645,6 +666,9 @@ class _Grouper:
         out = []
         for rank, (cid, hits) in enumerate(self.items.items(), 1):
             entry = self.index.catalog[cid]
+            for hit in hits:
+                snip = make_snippet(hit.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
+                hit.snippet, hit.highlights = snip.text, list(snip.highlights)
             out.append(
                 ItemResult(
                     rank=rank,
