@@ -16,6 +16,7 @@ from arkai.cli.output import emit_json, stdout
 from arkai.cli.pipeline import validate_one
 from arkai.core.document import Document
 from arkai.core.fuzzy import DEFAULT_THRESHOLD
+from arkai.core.grammar import format_page
 from arkai.core.resolve import resolve_quote
 from arkai.errors import EXIT_NO_RESULTS, ArkaiError
 from arkai.model.status import MODES
@@ -49,7 +50,10 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
         f"evidence   {info['id']}  item {info['content_id']}  {info['title']}", markup=False
     )
     if info["line"] is not None:
-        stdout.print(f"location   {info['file']}:{info['line']}:{info['column']}", markup=False)
+        page = f"  ({format_page(info['page'])})" if info["page"] else ""
+        stdout.print(
+            f"location   {info['file']}:{info['line']}:{info['column']}{page}", markup=False
+        )
         if info["video_timestamp"]:
             stdout.print(f"timestamp  {info['video_timestamp']}", markup=False)
         state = "valid" if info["valid"] else "STALE (transcript changed under this span)"

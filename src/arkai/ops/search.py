@@ -212,6 +212,8 @@ class ClaimRef:
     matched: bool = False
     """True when the claim's own chunk was ranked (not only its lines)."""
     verdict: str | None = None
+    page: int | None = None
+    """The PDF page of the quote (``page`` in JSON only when known)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -221,10 +223,16 @@ class ClaimRef:
             "line": self.line,
             "link": self.link,
             "timestamp": self.timestamp,
+            **_page_field(self.page),
             "status": self.status,
             "matched": self.matched,
             "verdict": self.verdict,
         }
+
+
+def _page_field(page: int | None) -> dict[str, int]:
+    """``{"page": N}`` for a PDF page, nothing otherwise (so other items' JSON is unchanged)."""
+    return {} if page is None else {"page": page}
 
 
 @dataclass
@@ -251,6 +259,8 @@ class Hit:
     explain: list[dict[str, Any]] = field(default_factory=list)
     """Per ranked chunk folded into this hit: its fused score and each lane's rank, raw
     score and contribution."""
+    page: int | None = None
+    """The PDF page the chunk starts on."""
 
     @property
     def marked_snippet(self) -> str:
@@ -263,6 +273,7 @@ class Hit:
             "end_line": self.end_line,
             "link": self.link,
             "timestamp": self.timestamp,
+            **_page_field(self.page),
             "snippet": self.snippet,
             "highlights": [list(h) for h in self.highlights],
             "score": round(self.score, 6),
@@ -303,6 +314,7 @@ class ItemResult:
             "end_line": best.end_line,
             "link": best.link,
             "timestamp": best.timestamp,
+            **_page_field(best.page),
             "snippet": best.snippet,
             "hits": [h.to_dict(explain=explain) for h in self.hits],
         }
@@ -566,6 +578,7 @@ def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
         status=ev.status,
         matched=matched,
         verdict=ev.verdict.verdict if ev.verdict else None,
+        page=ev.span.page,
     )
 
 
@@ -608,6 +621,7 @@ class _Grouper:
             score=r.score,
             evidence_id=chunk.evidence_id,
             explain=[_explained(r, chunk)],
+            page=chunk.page,
         )
 
     def add(self, r: Ranked) -> None:
