@@ -741,6 +741,35 @@ def bench_cold(
 # -- main ------------------------------------------------------------------------------
 
 
+def latency_only(args: argparse.Namespace) -> int:
+    """The latency section alone (``--latency-only``): to compare search code before and after
+    a change in one session without the minutes of the other sections."""
+    from arkai.search.embed import OnnxMiniLMEmbedder
+
+    rng = random.Random(args.seed)
+    nrng = np.random.default_rng(args.seed)
+    sizes = [int(s) for s in (args.sizes or "10000,100000").split(",")]
+    docs, queries, _ = load_scifact(args.data / "retrieval" / "scifact_beir")
+    onnx = OnnxMiniLMEmbedder(cache_dir=args.cache_dir)
+    onnx.ensure_ready()
+    base = np.asarray(onnx.encode(real_chunks(args.data, docs, args.chunks or 400, rng)))
+    sentences = sentences_of(transcript_texts(args.data / "transcripts") + list(docs.values()))
+    qpool = sorted(queries)
+    rng.shuffle(qpool)
+    query_texts = [queries[q] for q in qpool[: args.queries or 200]]
+    tmp = Path(tempfile.mkdtemp(prefix="arkai-bench-search-"))
+    try:
+        lat, _ = bench_latency(sizes, sentences, base, query_texts, onnx, rng, nrng, tmp,
+                               args.sigma)  # fmt: skip
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps({"bench": "search", "section": "latency", "seed": args.seed,
+                      "queries": len(query_texts), "latency": lat}, indent=2))  # fmt: skip
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: < 60 s")
@@ -754,7 +783,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sigma", type=float, default=0.035, help="synthetic-vector noise")
     ap.add_argument("--cache-dir", help="arkai cache root for the ONNX export")
     ap.add_argument("--cli-repo", help="an indexed knowledge repo to time `arkai search` on")
+    ap.add_argument("--latency-only", action="store_true",
+                    help="only the latency section (base vectors: --chunks real chunks embedded "
+                         "with ONNX; default 400)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.latency_only:
+        return latency_only(args)
 
     quick = args.quick
     n_chunks = args.chunks or (96 if quick else 2000)
