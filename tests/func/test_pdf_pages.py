@@ -89,6 +89,14 @@ def test_pdf_pages_reach_every_output(kr: Path, arkai: Runner, tmp_path: Path) -
     code, out, _ = arkai("--repo", kr, "evidence", "show", on_p3["id"], "--json")
     assert json.loads(out)["page"] == 3
     assert f"p. 3, [L{on_p3['span']['line']}]" in (pdf_out / "claims.md").read_text()
+    cid = json.loads((pdf_lib / "metadata.json").read_text())["id"]
+    code, out, _ = arkai("--repo", kr, "evidence", "resolve", cid, on_p3["quote"])
+    assert code == 0 and f"line {on_p3['span']['line']} column 1 (p. 3)" in out, out
+    code, out, _ = arkai("--repo", kr, "show", cid, "--full")
+    assert code == 0 and f"p. 3, L{on_p3['span']['line']}" in out, out
+    code, out, _ = arkai("--repo", kr, "show", cid, "--full", "--json")
+    listed = {c["evidence_id"]: c for c in json.loads(out)["claims"]["list"]}
+    assert listed[on_p3["id"]]["page"] == 3
 
     # validate checks the page like line and column: a forged one fails.
     assert arkai("--repo", kr, "validate")[0] == 0
@@ -138,6 +146,5 @@ def test_pdf_pages_reach_every_output(kr: Path, arkai: Runner, tmp_path: Path) -
 
     # The site: claim cards say "p. N · L<line>".
     build_site(kr, mkdocs=False)
-    cid = json.loads((pdf_lib / "metadata.json").read_text())["id"]
     html = (kr / ".site-build" / "docs" / "items" / f"{cid}.md").read_text()
     assert f"p. 3 · L{on_p3['span']['line']}" in html

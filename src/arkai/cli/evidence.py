@@ -232,6 +232,7 @@ def resolve(
             sp = match.span
             stdout.print(
                 f"bytes [{sp.start}, {sp.end}) line {sp.line} column {sp.column}"
+                + (f" ({format_page(sp.page)})" if sp.page else "")
                 + (f" at {sp.video_timestamp}" if sp.video_timestamp else ""),
                 markup=False,
             )

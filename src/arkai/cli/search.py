@@ -197,6 +197,8 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
         _say(f"transcript: {info['transcript']}")
         for c in claims["list"]:
             where = f"L{c['line']}" if c["line"] else "unresolved"
+            if c.get("page"):
+                where = f"{format_page(c['page'])}, {where}"
             review = f" [{c['review']}]" if c["review"] else ""
             _say(f"  {c['evidence_id']}  {c['status']:<10} {where:<6}{review} {c['claim']}")
 
