@@ -564,6 +564,9 @@ def bench_latency(
         }
         modes = ("lexical", "vector", "hybrid")
         samples: dict[str, list[float]] = {m: [] for m in (*modes, "query_embedding")}
+        # CPU time of the same calls: steadier than wall time on a machine shared with other
+        # work (waiting for a core is not counted; memory contention still is).
+        cpu: dict[str, list[float]] = {m: [] for m in modes}
         empty = 0
 
         repo = Repo.at(root)
@@ -578,14 +581,17 @@ def bench_latency(
         for rep in range(2):  # the first pass warms caches; the second is measured
             for qt in query_texts:
                 for mode in modes:
+                    c0 = time.process_time()
                     _, t = timed(partial(one, qt, mode))
                     if rep:
                         samples[mode].append(t)
+                        cpu[mode].append(time.process_time() - c0)
                 _, t = timed(partial(onnx.encode, [qt], kind="query"))
                 if rep:
                     samples["query_embedding"].append(t)
         for lane, got in samples.items():
             res[lane] = pct(got)
+        res["cpu"] = {lane: pct(got) for lane, got in cpu.items()}
         res["hybrid_minus_query_embedding_p50_ms"] = round(
             res["hybrid"]["p50_ms"] - res["query_embedding"]["p50_ms"], 2
         )
@@ -745,6 +751,35 @@ def bench_cold(
 # -- main ------------------------------------------------------------------------------
 
 
+def latency_only(args: argparse.Namespace) -> int:
+    """The latency section alone (``--latency-only``): to compare search code before and after
+    a change in one session without the minutes of the other sections."""
+    from arkai.search.embed import OnnxMiniLMEmbedder
+
+    rng = random.Random(args.seed)
+    nrng = np.random.default_rng(args.seed)
+    sizes = [int(s) for s in (args.sizes or "10000,100000").split(",")]
+    docs, queries, _ = load_scifact(args.data / "retrieval" / "scifact_beir")
+    onnx = OnnxMiniLMEmbedder(cache_dir=args.cache_dir)
+    onnx.ensure_ready()
+    base = np.asarray(onnx.encode(real_chunks(args.data, docs, args.chunks or 400, rng)))
+    sentences = sentences_of(transcript_texts(args.data / "transcripts") + list(docs.values()))
+    qpool = sorted(queries)
+    rng.shuffle(qpool)
+    query_texts = [queries[q] for q in qpool[: args.queries or 200]]
+    tmp = Path(tempfile.mkdtemp(prefix="arkai-bench-search-"))
+    try:
+        lat, _ = bench_latency(sizes, sentences, base, query_texts, onnx, rng, nrng, tmp,
+                               args.sigma)  # fmt: skip
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps({"bench": "search", "section": "latency", "seed": args.seed,
+                      "queries": len(query_texts), "latency": lat}, indent=2))  # fmt: skip
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: < 60 s")
@@ -758,7 +793,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sigma", type=float, default=0.035, help="synthetic-vector noise")
     ap.add_argument("--cache-dir", help="arkai cache root for the ONNX export")
     ap.add_argument("--cli-repo", help="an indexed knowledge repo to time `arkai search` on")
+    ap.add_argument("--latency-only", action="store_true",
+                    help="only the latency section (base vectors: --chunks real chunks embedded "
+                         "with ONNX; default 400)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.latency_only:
+        return latency_only(args)
 
     quick = args.quick
     n_chunks = args.chunks or (96 if quick else 2000)

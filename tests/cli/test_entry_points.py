@@ -14,7 +14,12 @@ from tests.conftest import ROOT, Runner
 PACKAGE = ROOT / "src" / "arkai"
 #: What a CLI module may import besides arkai.cli, arkai.ops, arkai.model and arkai.errors:
 #: the one JSON writer, the one Markdown escaper and the secret scrubber (pure output helpers).
-CLI_MAY_ALSO_IMPORT = {"arkai.core.canonjson", "arkai.core.escape", "arkai.core.redact"}
+CLI_MAY_ALSO_IMPORT = {
+    "arkai.core.canonjson",
+    "arkai.core.escape",
+    "arkai.core.redact",
+    "arkai.core.grammar",
+}
 #: Operations that work on no knowledge repo: `arkai init` creates one, `arkai eval` reads a
 #: labelled corpus folder.
 NO_REPO = {"init.py", "eval.py", "verify.py"}  # verify reads a SciFact corpus, not a repo

@@ -11,6 +11,7 @@ import click
 from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
 from arkai.cli.pipeline import validate_item
+from arkai.core.grammar import format_page
 from arkai.errors import EXIT_NO_RESULTS, ArkaiError
 from arkai.model.status import MODES
 from arkai.ops import evidence as evidence_op
@@ -44,7 +45,10 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
         f"evidence   {info['id']}  item {info['content_id']}  {info['title']}", markup=False
     )
     if info["line"] is not None:
-        stdout.print(f"location   {info['file']}:{info['line']}:{info['column']}", markup=False)
+        page = f"  ({format_page(info['page'])})" if info["page"] else ""
+        stdout.print(
+            f"location   {info['file']}:{info['line']}:{info['column']}{page}", markup=False
+        )
         if info["video_timestamp"]:
             stdout.print(f"timestamp  {info['video_timestamp']}", markup=False)
         state = "valid" if info["valid"] else "STALE (transcript changed under this span)"
@@ -193,6 +197,7 @@ def resolve(
             sp = match.span
             stdout.print(
                 f"bytes [{sp.start}, {sp.end}) line {sp.line} column {sp.column}"
+                + (f" ({format_page(sp.page)})" if sp.page else "")
                 + (f" at {sp.video_timestamp}" if sp.video_timestamp else ""),
                 markup=False,
             )

@@ -12,6 +12,7 @@ import click
 
 from arkai.cli.common import get_repo, json_option
 from arkai.cli.output import emit_json, stdout
+from arkai.core.grammar import format_page
 from arkai.errors import EXIT_ERROR
 
 MODES = ("hybrid", "lexical", "vector")
@@ -119,11 +120,13 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
              f"score {item.score:.4g}")  # fmt: skip
         for hit in item.hits:
             when = f" {hit.timestamp}" if hit.timestamp else ""
-            _say(f"   L{hit.start_line}-{hit.end_line}{when}  {hit.link}")
+            page = f"{format_page(hit.page)}, " if hit.page else ""
+            _say(f"   {page}L{hit.start_line}-{hit.end_line}{when}  {hit.link}")
             _say(f"     {hit.marked_snippet}")
             for c in hit.claims:
                 mark = "*" if c.matched else "-"
-                _say(f"     {mark} claim {c.evidence_id} (L{c.line}): {c.claim}")
+                where = f"{format_page(c.page)}, L{c.line}" if c.page else f"L{c.line}"
+                _say(f"     {mark} claim {c.evidence_id} ({where}): {c.claim}")
             if explain:
                 _say(f"     explain: {_lanes(hit.explain)}")
         _say()
@@ -218,6 +221,8 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
         _say(f"transcript: {info['transcript']}")
         for c in claims["list"]:
             where = f"L{c['line']}" if c["line"] else "unresolved"
+            if c.get("page"):
+                where = f"{format_page(c['page'])}, {where}"
             review = f" [{c['review']}]" if c["review"] else ""
             _say(f"  {c['evidence_id']}  {c['status']:<10} {where:<6}{review} {c['claim']}")
 

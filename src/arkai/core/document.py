@@ -1,4 +1,5 @@
-"""A transcript's bytes with the lookups that spans need: lines, columns, timestamps, anchors.
+"""A transcript's bytes with the lookups that spans need: lines, columns, timestamps, PDF pages,
+anchors.
 
 Everything is computed lazily and cached on the instance, so resolving many quotes against one
 transcript pays for each index once.
@@ -11,7 +12,7 @@ import unicodedata
 from bisect import bisect_right
 
 from arkai.core.fuzzy import FuzzyIndex
-from arkai.core.grammar import STAMP, TIMESTAMP_BYTES_RE
+from arkai.core.grammar import PAGE_MARKER_BYTES_RE, STAMP, TIMESTAMP_BYTES_RE
 
 # The grammar's timestamp at an explicit position, and preceded by a newline: scanning for
 # ``\n[`` lets the regex engine skip ahead on its literal prefix instead of trying every offset.
@@ -76,6 +77,7 @@ class Document:
         "_norm",
         "_norm_bytes",
         "_offset_text",
+        "_pages",
         "_text",
         "_ts_lines",
         "data",
@@ -85,6 +87,7 @@ class Document:
         self.data = data
         self._line_starts: list[int] | None = None
         self._ts_lines: list[int] | None = None
+        self._pages: tuple[list[int], list[int]] | None = None
         self._text: str | None = None
         self._norm: str | None = None
         self._norm_bytes: bytes | None = None
@@ -282,6 +285,32 @@ class Document:
         h, mi, s = m.groups()
         # Minutes and seconds are exactly two digits; hours one to three.
         return f"{int(h):02d}:{mi.decode()}:{s.decode()}"
+
+    def _page_markers(self) -> tuple[list[int], list[int]]:
+        """Byte offsets of the page marker lines (:mod:`arkai.core.grammar`) and their pages."""
+        if self._pages is None:
+            found = [(m.start(), int(m.group(1))) for m in PAGE_MARKER_BYTES_RE.finditer(self.data)]
+            self._pages = ([at for at, _ in found], [page for _, page in found])
+        return self._pages
+
+    def page_at(self, offset: int) -> int | None:
+        """The PDF page that byte ``offset`` lies on: the number of the last ``[p. N]`` marker
+        line starting at or before it; None before the first marker (the title) and in a
+        transcript without markers. The one mapping from transcript bytes to pages."""
+        starts, pages = self._page_markers()
+        i = bisect_right(starts, offset)
+        return pages[i - 1] if i else None
+
+    def first_page(self, start: int, end: int) -> int | None:
+        """The first page that bytes ``[start, end)`` lie on: :meth:`page_at` of ``start``, or,
+        for a range that starts before the first marker (a title), the first marker inside."""
+        page = self.page_at(start)
+        if page is None:
+            starts, pages = self._page_markers()
+            i = bisect_right(starts, start)
+            if i < len(starts) and starts[i] < end:
+                page = pages[i]
+        return page
 
     def anchor(self, start: int, end: int, width: int = ANCHOR_CHARS) -> str:
         """About ``width`` characters centred on the span (its first ``width`` if longer)."""

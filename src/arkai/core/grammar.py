@@ -33,6 +33,8 @@ __all__ = [
     "HEADING_RE",
     "LIST_MARKER_RE",
     "NAME_PARTICLES",
+    "PAGE_MARKER",
+    "PAGE_MARKER_BYTES_RE",
     "PAGE_MARKER_RE",
     "SPEAKER_RE",
     "STAMP",
@@ -41,6 +43,7 @@ __all__ = [
     "Line",
     "chat_header",
     "format_chat_header",
+    "format_page",
     "format_page_marker",
     "format_timed",
     "format_timestamp",
@@ -70,8 +73,12 @@ HEADING_RE = re.compile(r"^#{1,6}(?:[ \t]+|$)")
 CHAT_ROLES = frozenset(
     {"user", "assistant", "system", "tool", "model", "human", "ai", "bot", "developer"}
 )
+PAGE_MARKER = r"\[p\. (\d{1,6})\]"
+"""A PDF page marker (group: the page number), as a pattern string."""
 #: A PDF page marker line, ``[p. N]`` (written by the PDF source before each page's lines).
-PAGE_MARKER_RE = re.compile(r"^\[p\. (\d{1,6})\]$")
+PAGE_MARKER_RE = re.compile("^" + PAGE_MARKER + "$")
+#: The same over bytes, every marker line of a whole transcript (multi-line).
+PAGE_MARKER_BYTES_RE = re.compile(("^" + PAGE_MARKER + "$").encode("ascii"), re.MULTILINE)
 LIST_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+")
 
 
@@ -168,6 +175,11 @@ def format_timed(seconds: float, speaker: str | None, text: str) -> str:
 def format_page_marker(page: int) -> str:
     """A PDF page marker line."""
     return f"[p. {page}]"
+
+
+def format_page(page: int) -> str:
+    """A page as citations show it: ``p. 4``."""
+    return f"p. {page}"
 
 
 def format_chat_header(role: str, when: str | None) -> str:

@@ -15,7 +15,8 @@ record that was edited by hand — or produced by a bug — shows up as a mismat
 - ``matched_case_insensitive`` / ``matched_fuzzy``: resolving the quote again in that mode gives
   the same span, counts and score;
 - ``reanchored_fuzzy``: the quote does not occur verbatim (else it would be ``resolved``);
-- ``line``, ``column`` and ``video_timestamp`` equal what the artifact gives for the start;
+- ``line``, ``column``, ``page`` (a PDF's ``[p. N]`` markers) and ``video_timestamp`` equal
+  what the artifact gives for the start;
 - an evidence ID equals the seed's two-tier ID of its content ID, extractor, quote digest and span.
 
 ``anchor_text`` is not compared: it is a hint for re-anchoring, and an edit next to a span may
@@ -132,6 +133,9 @@ def check_receipt(doc: Document, r: Receipt) -> list[Finding]:
         problems.append(drift(f"line {span.line} should be {line}"))
     if span.column is not None and span.column != col:
         problems.append(drift(f"column {span.column} should be {col}"))
+    page = doc.page_at(span.start)
+    if span.page is not None and span.page != page:
+        problems.append(drift(f"page {span.page} should be {page}"))
     stamp = doc.timestamp_at(span.start)
     if span.video_timestamp != stamp and (span.video_timestamp is not None or stamp is not None):
         problems.append(drift(f"video_timestamp {span.video_timestamp} should be {stamp}"))

@@ -91,7 +91,7 @@ def all_occurrences(data: bytes, needle: bytes) -> list[int]:
 
 
 def make_span(doc: Document, start: int, end: int, artifact: str, sha: str | None = None) -> Span:
-    """A span with every derived field (hash, anchor, line/column, timestamp)."""
+    """A span with every derived field (hash, anchor, line/column, timestamp, PDF page)."""
     line, col = doc.line_col(start)
     return Span(
         artifact=artifact,
@@ -102,6 +102,7 @@ def make_span(doc: Document, start: int, end: int, artifact: str, sha: str | Non
         video_timestamp=doc.timestamp_at(start),
         line=line,
         column=col,
+        page=doc.page_at(start),
     )
 
 

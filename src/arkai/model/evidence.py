@@ -28,6 +28,9 @@ class Span:
     """1-based line number of ``start``."""
     column: int | None = None
     """1-based column of ``start``, counted in Unicode code points from the line start."""
+    page: int | None = None
+    """The PDF page ``start`` lies on (``[p. N]`` markers of the transcript); absent, not
+    null, in the file for every other transcript."""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -43,6 +46,8 @@ class Span:
             d["line"] = self.line
         if self.column is not None:
             d["column"] = self.column
+        if self.page is not None:
+            d["page"] = self.page
         return d
 
     @classmethod
@@ -57,7 +62,17 @@ class Span:
             video_timestamp=d.get("video_timestamp"),
             line=d.get("line"),
             column=d.get("column"),
+            page=_page(d.get("page")),
         )
+
+
+def _page(value: Any) -> int | None:
+    """A stored page: a positive integer, or absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"page must be a positive integer, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ from rapidfuzz import fuzz
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
 from arkai.adapters.repo import Repo
-from arkai.core.grammar import TIMESTAMP_RE
+from arkai.core.document import Document
+from arkai.core.grammar import TIMESTAMP_RE, format_page
 from arkai.core.tokens import count_tokens as estimate_tokens
 from arkai.errors import ArkaiError, InvalidInputError, NotFoundError
 from arkai.ops.search import Hit, ItemResult, search
@@ -63,9 +64,15 @@ class ContextEntry:
     """1-based position in the pack."""
     tokens: int = 0
     """Estimated tokens of the entry's Markdown."""
+    page: int | None = None
+    """The PDF page the entry starts on."""
 
     def citation(self) -> str:
+        """``— Title, p. 4, evidence <id>, <link to #L12> (timestamp)`` (page, evidence ID and
+        timestamp where there are some)."""
         parts = [self.title]
+        if self.page is not None:
+            parts.append(format_page(self.page))
         if self.evidence_id:
             parts.append(f"evidence {self.evidence_id}")
         parts.append(self.link + (f" ({self.timestamp})" if self.timestamp else ""))
@@ -90,6 +97,7 @@ class ContextEntry:
             "end_line": self.end_line,
             "link": self.link,
             "timestamp": self.timestamp,
+            **({} if self.page is None else {"page": self.page}),
             "citation": self.citation(),
             "score": round(self.score, 6),
             "tokens": self.tokens,
@@ -149,7 +157,7 @@ def _candidates(results: list[ItemResult], q: Query) -> list[ContextEntry]:
                 kind="claim", content_id=item.content_id, title=item.title, path=item.path,
                 text=c.quote.strip() or c.claim, start_line=c.line, end_line=c.line,
                 link=c.link, timestamp=c.timestamp, score=hit.score,
-                evidence_id=c.evidence_id, claim=c.claim,
+                evidence_id=c.evidence_id, claim=c.claim, page=c.page,
             )  # fmt: skip
             (matched if c.matched else related).append(entry)
         if hit.kind != "claim":
@@ -165,6 +173,7 @@ def _candidates(results: list[ItemResult], q: Query) -> list[ContextEntry]:
                     link=hit.link,
                     timestamp=hit.timestamp,
                     score=hit.score,
+                    page=hit.page,
                 )
             )
     return matched + related + passages
@@ -199,25 +208,28 @@ class _Taken:
         self.texts.append(_norm(e.text))
 
 
-def _passage_lines(root: Path, e: ContextEntry) -> list[str]:
-    """The passage's lines as ``transcript.md`` numbers them ([] if the file is unreadable)."""
+def _passage_lines(root: Path, e: ContextEntry) -> tuple[list[str], Document]:
+    """The passage's lines as ``transcript.md`` numbers them ([] if the file is unreadable),
+    and the transcript."""
     try:
-        data = read_repo_file(root / e.path / TRANSCRIPT, root)
-        text = data.decode("utf-8") if data is not None else ""
+        data = read_repo_file(root / e.path / TRANSCRIPT, root) or b""
+        text = data.decode("utf-8")
     except (ArkaiError, OSError, UnicodeDecodeError):
-        return []
+        return [], Document(b"")
     lines = text.split("\n")[e.start_line - 1 : e.end_line]
-    return lines if len(lines) == e.end_line - e.start_line + 1 else []
+    doc = Document(data)
+    return (lines if len(lines) == e.end_line - e.start_line + 1 else []), doc
 
 
 def _trim(root: Path, e: ContextEntry, q: Query, tokens_left: int) -> ContextEntry | None:
     """The passage cut to the run of lines around its best-matching line that fits
-    ``tokens_left`` (line numbers, link and timestamp follow the cut); None if too little."""
+    ``tokens_left`` (line numbers, link, timestamp and page follow the cut); None if too
+    little."""
     overhead = len(e.markdown()) - len(e.text) + 16
     width = tokens_left * 4 - overhead
     if tokens_left < MIN_TRIM_TOKENS or width < MIN_TRIM_TOKENS * 2:
         return None
-    lines = _passage_lines(root, e)
+    lines, doc = _passage_lines(root, e)
     if not lines:
         e.text, e.truncated = make_snippet(e.text, q.terms, q.phrases, width=width).text, True
         return e
@@ -240,6 +252,9 @@ def _trim(root: Path, e: ContextEntry, q: Query, tokens_left: int) -> ContextEnt
     e.text, e.truncated = body, True
     e.start_line, e.end_line = e.start_line + lo, e.start_line + hi
     e.link = f"{e.path}/{TRANSCRIPT}#L{e.start_line}"
+    if e.page is not None:
+        start, end = doc.line_span(e.start_line)
+        e.page = doc.first_page(start, end + 1)
     if stamp:
         e.timestamp = f"{int(stamp[1]):02d}:{stamp[2]}:{stamp[3]}"
     elif lo:

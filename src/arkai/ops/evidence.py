@@ -69,6 +69,7 @@ def describe(loc: Located) -> dict[str, Any]:
         "column": None,
         "slice": None,
         "video_timestamp": None,
+        "page": None,
         "valid": None,
         "verified": line.verified,
         "problems": [],
@@ -86,6 +87,7 @@ def describe(loc: Located) -> dict[str, Any]:
             column=col,
             slice=data[start : min(line.span.end, len(data))].decode("utf-8", errors="replace"),
             video_timestamp=line.span.video_timestamp,
+            page=doc.page_at(start),
             valid=valid,
             utf8_byte_offset=[line.span.start, line.span.end],
         )

@@ -128,6 +128,7 @@ def _claim_row(item: Item, line: EvidenceLine) -> dict[str, Any]:
         "confidence": line.confidence,
         "line": span.line if span else None,
         "timestamp": span.video_timestamp if span else None,
+        **({"page": span.page} if span and span.page else {}),
         "link": f"{transcript}#L{span.line}" if span and span.line else None,
     }
 

@@ -94,6 +94,9 @@ class SearchIndex:
     _content: npt.NDArray[np.int64] | None = field(default=None, repr=False)
     _vectors: Any = field(default=None, repr=False)
     """``(VectorStore, chunk → store row or -1)`` once the vector lane has run."""
+    _corpora: dict[str, Corpus] = field(default_factory=dict, repr=False)
+    """The pipeline's corpus per mode (it caches per-corpus work across queries)."""
+    _everything: BoolArray | None = field(default=None, repr=False)
 
     @property
     def folder(self) -> Path:
@@ -125,6 +128,12 @@ class SearchIndex:
         if text is None:
             text = self._flat[i] = " ".join(self.chunks[i].text.lower().split())
         return text
+
+    def all_items_mask(self) -> BoolArray:
+        """True for chunks of every catalog item (a copy: callers may change it)."""
+        if self._everything is None:
+            self._everything = self.item_mask(set(self.catalog))
+        return self._everything.copy()
 
     def item_mask(self, allowed: set[str]) -> BoolArray:
         """True for chunks of the items in ``allowed``."""
@@ -215,6 +224,8 @@ class ClaimRef:
     matched: bool = False
     """True when the claim's own chunk was ranked (not only its lines)."""
     verdict: str | None = None
+    page: int | None = None
+    """The PDF page of the quote (``page`` in JSON only when known)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,10 +235,16 @@ class ClaimRef:
             "line": self.line,
             "link": self.link,
             "timestamp": self.timestamp,
+            **_page_field(self.page),
             "status": self.status,
             "matched": self.matched,
             "verdict": self.verdict,
         }
+
+
+def _page_field(page: int | None) -> dict[str, int]:
+    """``{"page": N}`` for a PDF page, nothing otherwise (so other items' JSON is unchanged)."""
+    return {} if page is None else {"page": page}
 
 
 @dataclass
@@ -254,6 +271,8 @@ class Hit:
     explain: list[dict[str, Any]] = field(default_factory=list)
     """Per ranked chunk folded into this hit: its fused score and each lane's rank, raw
     score and contribution."""
+    page: int | None = None
+    """The PDF page the chunk starts on."""
 
     @property
     def marked_snippet(self) -> str:
@@ -266,6 +285,7 @@ class Hit:
             "end_line": self.end_line,
             "link": self.link,
             "timestamp": self.timestamp,
+            **_page_field(self.page),
             "snippet": self.snippet,
             "highlights": [list(h) for h in self.highlights],
             "score": round(self.score, 6),
@@ -306,6 +326,7 @@ class ItemResult:
             "end_line": best.end_line,
             "link": best.link,
             "timestamp": best.timestamp,
+            **_page_field(best.page),
             "snippet": best.snippet,
             "hits": [h.to_dict(explain=explain) for h in self.hits],
         }
@@ -456,12 +477,15 @@ def _with_phrase(index: SearchIndex, phrase: str, within: BoolArray) -> BoolArra
 
 def build_mask(index: SearchIndex, q: Query) -> tuple[BoolArray, dict[str, Any] | None]:
     """The chunks a query may return, and the ``asof:`` snapshot info (if any)."""
-    allowed = {cid for cid, e in index.catalog.items() if matches_filters(e, q)}
     info = None
-    if q.asof is not None:
-        ids, info = _asof(index.root, q)
-        allowed &= ids
-    mask = index.item_mask(allowed)
+    if q.has_filters:
+        allowed = {cid for cid, e in index.catalog.items() if matches_filters(e, q)}
+        if q.asof is not None:
+            ids, info = _asof(index.root, q)
+            allowed &= ids
+        mask = index.item_mask(allowed)
+    else:
+        mask = index.all_items_mask()
     for phrase in q.phrases:
         mask &= _with_phrase(index, phrase, mask)
     for term in q.exclude_terms:
@@ -529,11 +553,16 @@ def _corpus(index: SearchIndex, mode: str, warnings: list[str]) -> Corpus:
     lexical = index.bm25() if mode in ("hybrid", LEXICAL) else None
     if mode == "hybrid" and not (index.folder / "vectors" / "meta.json").is_file():
         warnings.append("index/vectors is missing: lexical lane only")
-        return Corpus(lexical)
-    if mode == LEXICAL:
-        return Corpus(lexical)
-    store, rows = _vector_store(index)
-    return Corpus(lexical, store, rows)
+        mode = LEXICAL
+    corpus = index._corpora.get(mode)
+    if corpus is None:
+        if mode == LEXICAL:
+            corpus = Corpus(lexical)
+        else:
+            store, rows = _vector_store(index)
+            corpus = Corpus(lexical, store, rows)
+        index._corpora[mode] = corpus
+    return corpus
 
 
 # -- ranking and grouping ------------------------------------------------------------------
@@ -564,7 +593,12 @@ def _claim_ref(ev: EvidenceLine, transcript: str, matched: bool) -> ClaimRef:
         status=ev.status,
         matched=matched,
         verdict=ev.verdict.verdict if ev.verdict else None,
+        page=ev.span.page,
     )
+
+
+def _explained(r: Ranked, chunk: Chunk) -> dict[str, Any]:
+    return {"chunk": r.doc, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}
 
 
 class _Grouper:
@@ -590,8 +624,7 @@ class _Grouper:
         return self.claims[cid]
 
     def _hit(self, r: Ranked, chunk: Chunk, transcript: str) -> Hit:
-        snip = make_snippet(chunk.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
-        given = self.snippets.get(r.doc)
+        """A hit without its snippet: :meth:`results` makes snippets for the hits kept."""
         return Hit(
             chunk=r.doc,
             kind=chunk.kind,
@@ -600,11 +633,12 @@ class _Grouper:
             link=f"{transcript}#L{chunk.start_line}",
             timestamp=chunk.timestamp,
             text=chunk.text,
-            snippet=given if given is not None else snip.text,
-            highlights=[] if given is not None else list(snip.highlights),
+            snippet="",
+            highlights=[],
             score=r.score,
             evidence_id=chunk.evidence_id,
-            explain=[{"chunk": r.doc, "kind": chunk.kind, "score": r.score, "lanes": r.lanes}],
+            explain=[_explained(r, chunk)],
+            page=chunk.page,
         )
 
     def add(self, r: Ranked) -> None:
@@ -625,7 +659,7 @@ class _Grouper:
                 ):
                     for c in h.claims:
                         c.matched = c.matched or c.evidence_id == eid
-                    h.explain.append(self._hit(r, chunk, transcript).explain[0])
+                    h.explain.append(_explained(r, chunk))
                     return
             if len(hits) >= self.per_item:
                 return
@@ -663,6 +697,13 @@ class _Grouper:
         out = []
         for rank, (cid, hits) in enumerate(self.items.items(), 1):
             entry = self.index.catalog[cid]
+            for hit in hits:
+                given = self.snippets.get(hit.chunk)  # from the rerank hook
+                if given is not None:
+                    hit.snippet, hit.highlights = given, []
+                    continue
+                snip = make_snippet(hit.text, self.q.terms, self.q.phrases, width=SNIPPET_WIDTH)
+                hit.snippet, hit.highlights = snip.text, list(snip.highlights)
             out.append(
                 ItemResult(
                     rank=rank,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arkai.adapters.review import is_rejected
+from arkai.core.document import Document
 from arkai.core.grammar import TIMESTAMP_RE, is_chat_header
 from arkai.model.evidence import EvidenceLine
 
@@ -53,6 +54,8 @@ class Chunk:
     text: str
     evidence_id: str | None = None
     timestamp: str | None = None
+    page: int | None = None
+    """The PDF page the chunk starts on (absent, not null, in the file for other items)."""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -67,6 +70,8 @@ class Chunk:
         }
         if self.kind == CLAIM_KIND:
             d["evidence_id"] = self.evidence_id
+        if self.page is not None:
+            d["page"] = self.page
         return d
 
     @classmethod
@@ -82,6 +87,7 @@ class Chunk:
             text=str(d["text"]),
             evidence_id=d.get("evidence_id"),
             timestamp=d.get("timestamp"),
+            page=d.get("page"),
         )
 
     @property
@@ -228,6 +234,7 @@ def chunk_transcript(
     if chat is None:
         chat = any(_is_header(ln.text) for ln in lines)
     data = text.encode("utf-8")
+    doc = Document(data)
     out: list[Chunk] = []
     for window in _pack(_units(lines, chat), target_words, max_words):
         first, last = window[0], window[-1]
@@ -244,6 +251,7 @@ def chunk_transcript(
                 byte_range=(first.start, last.end),
                 text=body,
                 timestamp=first.timestamp,
+                page=doc.first_page(first.start, last.end),
             )
         )
     return out
@@ -266,6 +274,7 @@ def claim_chunks(
     ``artifact`` that is not rejected, pointing at the lines of its span; sorted by start
     line, then evidence ID."""
     data = text.encode("utf-8")
+    doc = Document(data)
     starts = [ln.start for ln in split_lines(text)] or [0]
     stamps = [ln.timestamp for ln in split_lines(text)]
     out: list[Chunk] = []
@@ -296,6 +305,7 @@ def claim_chunks(
                 text=body,
                 evidence_id=ev.id,
                 timestamp=stamp,
+                page=doc.page_at(span.start),
             )
         )
     out.sort(key=lambda c: c.sort_key)

@@ -165,10 +165,25 @@ class Corpus:
             return len(self.rows)
         return len(self.store) if self.store is not None else 0
 
+    _by_row: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], bool] | None = field(
+        default=None, repr=False
+    )
+
     def doc_rows(self) -> npt.NDArray[np.int64]:
         if self.rows is None:
-            return np.arange(self.size, dtype=np.int64)
+            self.rows = np.arange(self.size, dtype=np.int64)
         return self.rows
+
+    def by_row(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], bool]:
+        """Documents sorted by row (ties by document), their rows, and whether every row
+        belongs to one document only — computed once per corpus, not per query."""
+        if self._by_row is None:
+            rows = self.doc_rows()
+            order = np.argsort(rows, kind="stable")
+            sorted_rows = rows[order]
+            with_row = sorted_rows[sorted_rows >= 0]
+            self._by_row = (order, sorted_rows, bool(np.all(with_row[1:] != with_row[:-1])))
+        return self._by_row
 
 
 @dataclass
@@ -233,6 +248,7 @@ class _Lanes:
     """Vector lane → its query embedding."""
     store: VectorStore | None = None
     rows: npt.NDArray[np.int64] | None = None
+    _cosines: dict[tuple[str, int], float] = field(default_factory=dict)
 
     def raw(self, lane: str, doc: int) -> float:
         """A document's raw score in a lane, whether or not the lane returned it."""
@@ -240,12 +256,21 @@ class _Lanes:
             return float(self.lexical[lane][doc])
         qvec = self.vectors.get(lane)
         if qvec is not None and self.rows is not None:
-            row = int(self.rows[doc])
-            assert self.store is not None
-            return float(self.store.rows[row] @ qvec) if row >= 0 else 0.0
+            # One row's dot product, as for every candidate (a batched product could differ in
+            # the last bits); computed once per lane, document and query.
+            cos = self._cosines.get((lane, doc))
+            if cos is None:
+                row = int(self.rows[doc])
+                assert self.store is not None
+                cos = float(self.store.rows[row] @ qvec) if row >= 0 else 0.0
+                self._cosines[(lane, doc)] = cos
+            return cos
         return 0.0
 
     def fill(self, lane: str) -> ScoreFn:
+        scores = self.lexical.get(lane)
+        if scores is not None:
+            return lambda ids: scores[[int(i) for i in ids]].tolist()
         return lambda ids: [self.raw(lane, int(i)) for i in ids]
 
 
@@ -264,17 +289,28 @@ def _vector_lane(
     rows = corpus.doc_rows()
     lanes.store, lanes.rows = store, rows
     lanes.vectors[lane] = qvec
-    allowed = np.flatnonzero(mask & (rows >= 0))
     lanes.found[lane] = []
-    if allowed.size == 0:
-        return None
-    # Documents with identical text share a row: each row answers for its first allowed doc.
-    uniq, first = np.unique(rows[allowed], return_index=True)
-    doc_of = dict(zip(uniq.tolist(), allowed[first].tolist(), strict=True))
+    order, sorted_rows, one_doc_per_row = corpus.by_row()
+    ok = mask & (rows >= 0) if mask is not None else rows >= 0
     row_mask = np.zeros(len(store), dtype=bool)
-    row_mask[uniq] = True
-    hits = store.search(qvec, depth, row_mask)
-    lanes.found[lane] = [(doc_of[row], s) for row, s in hits if s >= min_similarity]
+    row_mask[rows[ok]] = True
+    if not row_mask.any():
+        return None
+    hits = store.search(qvec, depth, None if row_mask.all() else row_mask)
+    # Documents with identical text share a row: each row answers for its first allowed doc.
+    hit_rows = np.asarray([row for row, _ in hits], dtype=np.int64)
+    lo = np.searchsorted(sorted_rows, hit_rows, side="left")
+    if one_doc_per_row:
+        docs = order[lo].tolist()
+    else:
+        hi = np.searchsorted(sorted_rows, hit_rows, side="right")
+        docs = []
+        for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+            group = order[a:b]
+            docs.append(int(group[ok[group]][0]))
+    lanes.found[lane] = [
+        (d, s) for d, (_, s) in zip(docs, hits, strict=True) if s >= min_similarity
+    ]
     return hits[0][1] if hits else None
 
 

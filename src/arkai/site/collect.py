@@ -73,6 +73,8 @@ class ClaimView:
     timestamp: str | None
     verdict: str | None
     review_note: str | None
+    page: int | None = None
+    """The PDF page of the span start (the recorded one when stale)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +110,13 @@ class ItemData:
     digest_ok: bool
     edited: bool
     _speakers: set[str] | None = None
+    _doc: Document | None = None
+
+    def page_at(self, offset: int) -> int | None:
+        """The PDF page of a byte of the transcript (None for other items)."""
+        if self._doc is None:
+            self._doc = Document(self.data)
+        return self._doc.page_at(offset)
 
     @property
     def lines(self) -> int:
@@ -219,7 +228,8 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     files as :func:`read_inputs` returns them, read here when not given)."""
     blobs = blobs if blobs is not None else read_inputs(item)
     data = blobs[TRANSCRIPT] or b""
-    starts = Document(data).line_starts()
+    doc = Document(data)
+    starts = doc.line_starts()
     extraction = _json_object(blobs[EXTRACTION], item.extracted / EXTRACTION) or {}
     current = digest(data)
     recorded = (item.metadata.get("artifact_digests") or {}).get(TRANSCRIPT)
@@ -230,15 +240,15 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
     claims = []
     for ev in lines:
         span = ev.span
-        status, start, end, line = ev.status, None, None, None
+        status, start, end, line, page = ev.status, None, None, None, None
         if not ev.verified and ev.status != UNRESOLVED:
             status = "unverified"
         if span is not None:
             if span_is_valid(data, span):
                 start, end = span.start, span.end
-                line = bisect_right(starts, span.start)
+                line, page = bisect_right(starts, span.start), doc.page_at(span.start)
             else:
-                status, line = "stale", span.line
+                status, line, page = "stale", span.line, span.page
         # A model's verdict is shown only beside a quote that matched exactly.
         verdict = ev.verdict.verdict if ev.verdict and ev.verified else None
         claims.append(
@@ -255,6 +265,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
                 timestamp=span.video_timestamp if span else None,
                 verdict=str(verdict) if verdict else None,
                 review_note=ev.review.note if ev.review and ev.review.note else None,
+                page=page,
             )
         )
     claims.sort(key=lambda c: (c.start is None, c.start or 0, c.line or 0, c.id))
@@ -268,6 +279,7 @@ def load_item(item: Item, blobs: dict[str, bytes | None] | None = None) -> ItemD
         bool(extraction),
         expected == current,
         recorded is not None and recorded != current,
+        _doc=doc,
     )
     entities = []
     raw_entities = (_json_object(blobs[ENTITIES], item.extracted / ENTITIES) or {}).get("entities")

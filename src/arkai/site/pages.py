@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arkai.core.escape import css_token, one_line, safe_url
+from arkai.core.grammar import format_page
 from arkai.site import links
 from arkai.site.collect import ClaimView, ItemData
 from arkai.site.html import a, badge, day, esc, h2, page, paragraphs, plural
@@ -76,7 +77,8 @@ def _where(claim: ClaimView) -> str:
         return "stale: see notice"
     if claim.line is None:
         return "no span"
-    return f"L{claim.line}" + (f" · {claim.timestamp}" if claim.timestamp else "")
+    pg = f"{format_page(claim.page)} · " if claim.page else ""
+    return f"{pg}L{claim.line}" + (f" · {claim.timestamp}" if claim.timestamp else "")
 
 
 def claim_cards(urls: Urls, src: str, d: ItemData, claims: list[ClaimView]) -> list[str]:
@@ -117,9 +119,10 @@ def _wisdom_entry(value: Any, d: ItemData, urls: Urls, src: str) -> str:
             text += f' <q class="ak-q">{esc(quote)}</q>'
         line = d.span_line(value.get("span"))
         if line is not None:
+            pg = d.page_at(d.line_starts[line - 1])
             text += " " + a(
                 urls.href(src, links.transcript_page(d.item.id), f"L{line}"),
-                f"L{line}",
+                (f"{format_page(pg)} · " if pg else "") + f"L{line}",
                 cls="ak-go",
             )
         return f"<li>{text}</li>"

@@ -20,6 +20,7 @@ from typing import Any
 
 from arkai.adapters.layout import Item
 from arkai.core.escape import escape_text, safe_url
+from arkai.core.grammar import format_page
 from arkai.model.evidence import EvidenceLine, Span
 from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, is_verified
 
@@ -76,8 +77,9 @@ def _span_note(item: Item, status: str, span: Span | None) -> str:
     if span is None or span.line is None:
         return " _(quote not found verbatim)_"
     stamp = f" `{span.video_timestamp}`" if span.video_timestamp else ""
+    page = f" {format_page(span.page)}," if span.page else ""
     label = "" if is_verified(status) else f" `[{status}: unverified]`"
-    return f"{label}{stamp} {transcript_link(item, span.line)}"
+    return f"{label}{stamp}{page} {transcript_link(item, span.line)}"
 
 
 def _record_note(item: Item, record: dict[str, Any]) -> str:
@@ -172,7 +174,8 @@ def render_claims_md(item: Item, lines: list[EvidenceLine], data: bytes | None =
         lines, key=lambda ln: (ln.span is None, ln.span.start if ln.span else 0, ln.id)
     ):
         span = line.span
-        where = f" — {transcript_link(item, span.line)}" if span and span.line else ""
+        page = f"{format_page(span.page)}, " if span and span.page else ""
+        where = f" — {page}{transcript_link(item, span.line)}" if span and span.line else ""
         stamp = f" `{span.video_timestamp}`" if span and span.video_timestamp else ""
         review = line.review.status if line.review else None
         state = (
