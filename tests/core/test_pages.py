@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from arkai.ops.chunks import chunk_transcript
 
 from arkai.core.document import Document
 from arkai.core.grammar import format_page_marker
@@ -11,6 +10,7 @@ from arkai.core.receipts import check_receipt, receipt_from_dict
 from arkai.core.resolve import resolve_quote
 from arkai.model.evidence import Span
 from arkai.ops.context import ContextEntry
+from arkai.search.chunks import chunk_transcript
 
 PDF = (
     "# Hive notes\n\n"
