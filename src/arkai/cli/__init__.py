@@ -18,6 +18,7 @@ from arkai.cli.index import reindex
 from arkai.cli.items import add, ingest, init, remember
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
+from arkai.cli.remote import remote
 from arkai.cli.review import diff, log, review
 from arkai.cli.run import resume, run_
 from arkai.cli.search import context, library, search, show, topics
@@ -45,7 +46,7 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor, run_, resume,
+    doctor, run_, resume, remote,
 ):  # fmt: skip
     cli.add_command(command)
 
