@@ -43,7 +43,24 @@ echo "::endgroup::"
 dvc_line=""
 if [[ "${ARKAI_SKIP_DVC:-}" != 1 && -f dvc.yaml ]]; then
   echo "::group::dvc status extract validate"
-  if status_json="$(dvc status --json extract validate)"; then
+  # An output kept in DVC's cache but not in this clone's (the provider responses before a
+  # `dvc pull`; docs/team.md) is reported "not in cache": that is no stale dvc.lock.
+  if status_json="$(dvc status --json extract validate)" &&
+    status_json="$(python -c '
+import json, sys
+left = {}
+for stage, changes in json.load(sys.stdin).items():
+    kept = []
+    for change in changes:
+        outs = change.get("changed outs") if isinstance(change, dict) else None
+        if outs is None:
+            kept.append(change)
+        elif any(v != "not in cache" for v in outs.values()):
+            kept.append({"changed outs": {k: v for k, v in outs.items() if v != "not in cache"}})
+    if kept:
+        left[stage] = kept
+print(json.dumps(left))
+' <<<"$status_json")"; then
     if [[ "$(tr -d '[:space:]' <<<"$status_json")" == "{}" ]]; then
       dvc_line="✅ \`dvc.lock\` is current for the extract and validate stages"
     else

@@ -11,7 +11,7 @@ import yaml
 
 from arkai.errors import InvalidInputError, LibraryError
 
-__all__ = ["repro", "stage_names"]
+__all__ = ["dvc_message", "repro", "run_dvc", "stage_names"]
 
 
 def stage_names(root: Path) -> list[str]:
@@ -40,3 +40,16 @@ def repro(root: Path, stages: Sequence[str] = (), *, force: bool = False) -> int
         )
     cmd = [sys.executable, "-m", "dvc", "repro", *(["--force"] if force else []), *stages]
     return subprocess.run(cmd, cwd=root, check=False).returncode
+
+
+def run_dvc(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``dvc ARGS…`` in ``root`` with this interpreter's DVC, output captured (not raised on a
+    non-zero exit: the caller decides what a failure means)."""
+    cmd = [sys.executable, "-m", "dvc", *args]
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+
+
+def dvc_message(proc: subprocess.CompletedProcess[str]) -> str:
+    """DVC's own error line(s) of a failed call, without its log prefixes."""
+    lines = [ln.removeprefix("ERROR: ").strip() for ln in (proc.stderr or proc.stdout).splitlines()]
+    return " ".join(ln for ln in lines if ln) or f"dvc exited with {proc.returncode}"

@@ -24,6 +24,7 @@ from arkai.cli.mcp import agent, mcp
 from arkai.cli.memory import belief, beliefs, forget, memory, prune, recall, reflect
 from arkai.cli.patterns import patterns
 from arkai.cli.pipeline import extract, reprocess, runs, status, validate
+from arkai.cli.remote import remote
 from arkai.cli.review import diff, log, review
 from arkai.cli.run import resume, run_
 from arkai.cli.search import context, library, search, show, topics
@@ -53,7 +54,7 @@ for command in (
     init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
     reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
     doctor, run_, resume, condense,
-    feedback, log_turn, do, ask, mcp, agent,
+    feedback, log_turn, do, ask, mcp, agent, remote,
     task, goal, recall, beliefs, belief, forget, prune, reflect, memory,
 ):  # fmt: skip
     cli.add_command(command)

@@ -324,6 +324,8 @@ def run_index(
         with log.step("vectors") as info:
             requested = requested_embedder(ip)
             if requested is None:
+                # The folder is a DVC output (dvc.yaml): it exists, empty, when the lane is off.
+                (out / VECTORS).mkdir(exist_ok=True)
                 info["skipped"] = True
             else:
                 previous = old_manifest.get("embedder")

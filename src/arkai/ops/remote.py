@@ -1,0 +1,145 @@
+"""``arkai remote``: the DVC remote through which a team shares a library's caches.
+
+The extract and index stages keep provider responses (``.arkai/responses``), embeddings
+(``index/vectors``) and the built indexes as cached DVC outputs (``dvc.yaml``), so ``dvc push``
+sends them to a remote and ``dvc pull`` in another clone brings them back: a rebuild there
+calls no provider and embeds nothing (docs/team.md). This operation wraps ``dvc remote add``
+with the settings each kind of remote needs; credentials and key files go to the clone's own
+``.dvc/config.local``, never into the committed ``.dvc/config``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.dvc import dvc_message, run_dvc
+from arkai.adapters.repo import Repo
+from arkai.errors import InvalidInputError, LibraryError
+
+__all__ = ["Remote", "add_remote", "list_remotes"]
+
+#: URL scheme → (the DVC plugin module that serves it, its pip package).
+PLUGINS: dict[str, tuple[str, str]] = {
+    "s3": ("dvc_s3", "dvc-s3"),
+    "ssh": ("dvc_ssh", "dvc-ssh"),
+    "gs": ("dvc_gs", "dvc-gs"),
+    "azure": ("dvc_azure", "dvc-azure"),
+    "http": ("dvc_http", "dvc-http"),
+    "https": ("dvc_http", "dvc-http"),
+    "webdav": ("dvc_webdav", "dvc-webdav"),
+    "webdavs": ("dvc_webdav", "dvc-webdav"),
+}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+@dataclass(frozen=True)
+class Remote:
+    """One configured DVC remote."""
+
+    name: str
+    url: str
+    default: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "url": self.url, "default": self.default}
+
+
+def _scheme(url: str) -> str:
+    match = _SCHEME.match(url)
+    return match.group(1).lower() if match else ""
+
+
+def _check_plugin(scheme: str) -> None:
+    if scheme not in PLUGINS:
+        return
+    module, package = PLUGINS[scheme]
+    if importlib.util.find_spec(module) is None:
+        raise InvalidInputError(
+            f"{scheme}:// remotes need DVC's {package} plugin, which is not installed",
+            hint=f"pip install {package}",
+        )
+
+
+def add_remote(
+    repo: Repo,
+    name: str,
+    url: str,
+    *,
+    default: bool = False,
+    endpoint_url: str | None = None,
+    keyfile: str | None = None,
+    force: bool = False,
+    cwd: Path | None = None,
+) -> Remote:
+    """Configure remote ``name`` at ``url`` (``dvc remote add``) in ``repo``.
+
+    A URL without a scheme is a local folder, stored as an absolute path (resolved against
+    ``cwd``, default the current folder). ``endpoint_url`` (S3-compatible servers: MinIO,
+    Ceph…) is committed with the remote; ``keyfile`` (SSH) is this machine's, so it goes to
+    ``.dvc/config.local``. An existing ``name`` is refused unless ``force``; when a setting is
+    refused after the remote was added, the remote is removed again (nothing half-configured).
+    """
+    if not _NAME.fullmatch(name):
+        raise InvalidInputError(
+            f"remote name {name!r}: use letters, digits, '_', '-' or '.'", hint="e.g. `team`"
+        )
+    if not url.strip():
+        raise InvalidInputError("remote URL is empty")
+    scheme = _scheme(url)
+    if not scheme:
+        url = str((cwd or Path.cwd()).joinpath(Path(url).expanduser()).resolve())
+    _check_plugin(scheme)
+    if endpoint_url is not None and scheme != "s3":
+        raise InvalidInputError(f"--endpoint-url is for s3:// remotes, not {url!r}")
+    if keyfile is not None:
+        if scheme != "ssh":
+            raise InvalidInputError(f"--keyfile is for ssh:// remotes, not {url!r}")
+        key = (cwd or Path.cwd()).joinpath(Path(keyfile).expanduser()).resolve()
+        if not key.is_file():
+            raise InvalidInputError(f"{key}: no such key file")
+        keyfile = str(key)
+
+    root = repo.root
+    if not (root / ".dvc").is_dir():
+        raise LibraryError(f"{root} is not a DVC repo (no .dvc/)", hint="`arkai init` makes one")
+    args = ["remote", "add", *(["--default"] if default else []), *(["--force"] if force else [])]
+    proc = run_dvc(root, *args, name, url)
+    if proc.returncode != 0:
+        raise InvalidInputError(f"dvc remote add {name}: {dvc_message(proc)}")
+    settings = []
+    if endpoint_url is not None:
+        settings.append(["remote", "modify", name, "endpointurl", endpoint_url])
+    if keyfile is not None:
+        settings.append(["remote", "modify", "--local", name, "keyfile", keyfile])
+    for setting in settings:
+        proc = run_dvc(root, *setting)
+        if proc.returncode != 0:
+            if not force:
+                run_dvc(root, "remote", "remove", name)
+            raise InvalidInputError(f"dvc {' '.join(setting[:3])}: {dvc_message(proc)}")
+    return Remote(name, url, default)
+
+
+def list_remotes(repo: Repo) -> list[Remote]:
+    """The remotes DVC sees in ``repo`` (every config level), the default one flagged."""
+    # `dvc config --list` merges every level as KEY=VALUE lines (`dvc remote list` pads with
+    # spaces, which a URL may hold). Only URLs and the default are read: credentials stay.
+    proc = run_dvc(repo.root, "config", "--list")
+    if proc.returncode != 0:
+        raise LibraryError(f"dvc config --list: {dvc_message(proc)}")
+    urls: dict[str, str] = {}
+    default = ""
+    for line in proc.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key == "core.remote":
+            default = value
+        elif key.startswith("remote.") and key.endswith(".url"):
+            urls[key[len("remote.") : -len(".url")]] = value
+    return [Remote(name, url, name == default) for name, url in urls.items()]
