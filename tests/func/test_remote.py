@@ -192,7 +192,7 @@ def test_push_dropped_mid_transfer_then_completes(
     for n in range(40):
         body = json.dumps({"n": n, "pad": os.urandom(512 * 1024).hex()}).encode()
         (big / f"ff{n:062d}.json").write_bytes(body)
-    sh(a, "dvc", "commit", "--force", "extract")
+    sh(a, "dvc", "commit", "--force", "condense")
     server = SSHServer(tmp_path / "ssh")
     server.start()
     try:

@@ -10,8 +10,8 @@ The replay's side (outputs of the ``beliefs`` stage, rebuilt from the inputs):
 
 - ``beliefs/beliefs.json`` — every belief (kept in git, so belief changes show in pull requests);
 - ``beliefs/changes.jsonl`` — the change log, one change per line;
-- ``beliefs/.cache/`` — the beliefs' vectors and the statement embedding store (gitignored;
-  rebuilt when missing).
+- ``index/beliefs/`` — the beliefs' vectors and the statement embedding store (in DVC's cache,
+  not in git; rebuilt when missing).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ IMPORTED = "imported.jsonl"
 BELIEFS_DIR = "beliefs"
 BELIEFS = "beliefs.json"
 CHANGES = "changes.jsonl"
-CACHE = ".cache"
+CACHE = "index/beliefs"
+"""The replay's vectors and statement embeddings (repo-relative; a DVC-cached output)."""
 VECTORS = "vectors.npy"
 STORE = "store"
 DECISION_KINDS = ("forget", "pin", "prune")
@@ -135,12 +136,18 @@ def beliefs_dir(root: Path) -> Path:
     return root / BELIEFS_DIR
 
 
+def cache_dir(root: Path) -> Path:
+    """``index/beliefs/``: the beliefs' vectors and the statement embedding store."""
+    return root / CACHE
+
+
 def write_state(
     root: Path, header: dict[str, Any], beliefs: list[Belief], changes: list[Change], vectors: F32
 ) -> bool:
     """Write the replay's outputs; True when ``beliefs.json`` changed."""
     out = beliefs_dir(root)
-    (out / CACHE).mkdir(parents=True, exist_ok=True)
+    cache_dir(root).mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     doc = header | {"beliefs": [b.to_dict() for b in beliefs]}
     changed = write_if_changed(
         out / BELIEFS,
@@ -149,7 +156,7 @@ def write_state(
     write_if_changed(out / CHANGES, "".join(dumps_line(c.to_dict()) for c in changes).encode())
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-    write_if_changed(out / CACHE / VECTORS, buf.getvalue())
+    write_if_changed(cache_dir(root) / VECTORS, buf.getvalue())
     return changed
 
 
@@ -182,7 +189,7 @@ def read_changes(root: Path) -> list[Change]:
 
 
 def read_vectors(root: Path) -> F32 | None:
-    path = beliefs_dir(root) / CACHE / VECTORS
+    path = cache_dir(root) / VECTORS
     try:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError):

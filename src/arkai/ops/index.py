@@ -189,10 +189,16 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+#: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
+NOT_OURS = ("beliefs/",)
+
+
 def _file_digests(out: Path) -> dict[str, str]:
     digests: dict[str, str] = {}
     for p in sorted(out.rglob("*")):
         rel = p.relative_to(out).as_posix()
+        if rel.startswith(NOT_OURS):
+            continue
         if p.is_file() and rel != MANIFEST and not p.name.startswith("."):
             digests[rel] = _digest(p.read_bytes())
     return digests

@@ -97,7 +97,7 @@ def embed_statements(
     from arkai.search.vectors import VectorStore
 
     keys = [text_digest(t) for t in texts]
-    folder = files.beliefs_dir(repo.root) / files.CACHE / files.STORE
+    folder = files.cache_dir(repo.root) / files.STORE
     embedder = _embedder(repo)
     store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
     todo = store.missing(dict.fromkeys(keys))
