@@ -126,8 +126,7 @@ def rebuild_in_clone(
     sh(b, "dvc", "pull", **env)
     # Everything the pipeline made is in place but the site (rebuilt from files, not shared).
     assert set(json.loads(sh(b, "dvc", "status", "--json").stdout)) == {"site"}
-    assert (b / ".arkai" / "responses").is_dir() and (b / "index" / "vectors").is_dir()
-    shutil.rmtree(b / "extracted")
+    assert (b / "index" / "vectors").is_dir() and (b / "index" / "beliefs").is_dir()
     sh(b, "dvc", "repro", "--force", "index", "validate")
     assert len(fake.chat_requests) == calls, "clone B called the provider"
     runs = index_runs(b)
@@ -187,12 +186,12 @@ def test_push_dropped_mid_transfer_then_completes(
     shutil.copytree(clone_a, a, symlinks=True)
     # A large-ish response store: 40 responses of 1 MB (foreign keys are cache misses), so
     # the connection drops in the middle of files, not between them.
-    big = a / ".arkai" / "responses" / "ff"
+    big = a / "index" / "vectors" / "ff"
     big.mkdir(parents=True, exist_ok=True)
     for n in range(40):
         body = json.dumps({"n": n, "pad": os.urandom(512 * 1024).hex()}).encode()
         (big / f"ff{n:062d}.json").write_bytes(body)
-    sh(a, "dvc", "commit", "--force", "condense")
+    sh(a, "dvc", "commit", "--force", "index")
     server = SSHServer(tmp_path / "ssh")
     server.start()
     try:

@@ -27,7 +27,7 @@ from typing import Any
 
 from arkai.providers.base import ProviderError, Request, Response
 
-VERSION = "2"
+VERSION = "3"
 """Bumped whenever an output for the same input may change."""
 
 PATTERNS = (

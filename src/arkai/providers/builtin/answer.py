@@ -2,9 +2,11 @@
 
 Round 1: the evidence in the order given (the researcher sends it most relevant first), one
 claim per distinct quote, at most ``max_claims`` (default 6), each citing every match whose
-quote is the same text. Later rounds (``feedback`` present): a claim the validator did not
-ground cannot be given better evidence by an extractive synthesizer, so it is retracted; every
-other claim is kept unchanged. Deterministic.
+quote is the same text. A quote that cannot state anything — a question, fewer than
+:data:`MIN_WORDS` words ("Good night, everyone."), or filler by the claim extractor's rules —
+is left out, unless nothing else is left. Later rounds (``feedback`` present): a claim the
+validator did not ground cannot be given better evidence by an extractive synthesizer, so it is
+retracted; every other claim is kept unchanged. Deterministic.
 
 Input: JSON ``{"question", "evidence": [{"match_id", "quote", …}], "round", "claims",
 "feedback": [{"id", "verdict", "note"}]}``.
@@ -19,6 +21,17 @@ from typing import Any
 from arkai.providers.base import ProviderError
 
 MAX_CLAIMS = 6
+MIN_WORDS = 5
+
+
+def _states_something(quote: str) -> bool:
+    from arkai.providers.builtin.worth import filler_reason
+
+    return (
+        not quote.rstrip().endswith("?")
+        and len(quote.split()) >= MIN_WORDS
+        and filler_reason(quote) is None
+    )
 
 
 def _payload(raw: str) -> dict[str, Any]:
@@ -41,10 +54,10 @@ def synthesize_answer(raw: str, variables: Mapping[str, Any]) -> dict[str, Any]:
         kept = [c for c in claims if str(c.get("id")) not in flagged]
         return {"claims": kept, "retracted": sorted(flagged)}
     limit = int(variables.get("max_claims") or MAX_CLAIMS)
+    evidence = [ev for ev in payload.get("evidence") or [] if isinstance(ev, dict)]
+    stating = [ev for ev in evidence if _states_something(str(ev.get("quote") or ""))]
     by_quote: dict[str, list[str]] = {}
-    for ev in payload.get("evidence") or []:
-        if not isinstance(ev, dict):
-            continue
+    for ev in stating or evidence:
         quote = " ".join(str(ev.get("quote") or "").split())
         ident = str(ev.get("match_id") or "")
         if not quote or not ident:
