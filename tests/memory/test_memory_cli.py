@@ -275,3 +275,28 @@ def test_context_and_task_suggest_use_the_memory(mem: Path, arkai: Runner) -> No
     got = _json(arkai, mem, "task", "suggest", "--as-of", "2026-03-15")["suggestions"]
     assert [s["task"]["id"] for s in got] == [linked["id"], plain["id"]]
     assert any(r.startswith(f"supports belief {key['id'][:8]}") for r in got[0]["reasons"])
+
+
+def test_cold_recall_from_the_index_ranks_as_the_full_path(mem: Path) -> None:
+    """A cold process answers from index/beliefs/ (no parse of beliefs.json); the result is
+    the full path's, and a beliefs.json the index does not mirror is never answered from it."""
+    from datetime import date
+
+    from arkai.adapters import memory as files
+    from arkai.ops import Repo
+    from arkai.ops import memory as ops
+
+    repo = Repo.at(mem)
+    day = date(2026, 3, 15)
+    ops._STATES.clear()
+    cold = ops._recall_from_index(repo, "clean build time", day, 10, 0.3, False)
+    assert cold, "the recall index must answer a cold recall"
+    ops.load(repo)  # warm: the full path
+    warm = ops.recall(repo, "clean build time", as_of=day, k=10)
+    assert [s.to_dict() for s in cold] == [s.to_dict() for s in warm]
+    # Edit beliefs.json by hand: the index no longer mirrors it and is not used.
+    path = mem / "beliefs" / "beliefs.json"
+    path.write_text(path.read_text().replace("clean build", "clean  build"))
+    assert files.read_recall_index(mem) is None
+    ops._STATES.clear()
+    assert ops._recall_from_index(repo, "clean build time", day, 10, 0.3, False) == []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from arkai.adapters.fs import (
     write_if_changed,
 )
 from arkai.core.canonjson import dumps_line
+from arkai.core.hashing import sha256_hex
 from arkai.errors import LibraryError
 from arkai.model.belief import TYPES, Belief, Change, Episode
 
@@ -157,7 +159,68 @@ def write_state(
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
     write_if_changed(cache_dir(root) / VECTORS, buf.getvalue())
+    write_recall_index(root, beliefs, (out / BELIEFS).read_bytes())
     return changed
+
+
+# -- the recall index: answer `arkai recall` without parsing every belief ----------------
+
+RECALL_LINES = "beliefs.jsonl"
+RECALL_META = "recall.json"
+
+
+def write_recall_index(root: Path, beliefs: list[Belief], beliefs_json: bytes) -> None:
+    """``index/beliefs/beliefs.jsonl`` (one belief per line, in ``beliefs.json`` order) and
+    ``recall.json`` (line offsets, statuses, and the digest of the ``beliefs.json`` they
+    mirror): a cold ``arkai recall`` reads only the lines of its hits."""
+    lines = [dumps_line(b.to_dict()).encode("utf-8") for b in beliefs]
+    offsets, pos = [], 0
+    for line in lines:
+        offsets.append(pos)
+        pos += len(line)
+    folder = cache_dir(root)
+    write_if_changed(folder / RECALL_LINES, b"".join(lines))
+    meta = {
+        "beliefs_sha256": sha256_hex(beliefs_json),
+        "offsets": offsets,
+        "status": [b.status for b in beliefs],
+    }
+    write_if_changed(folder / RECALL_META, json.dumps(meta, separators=(",", ":")).encode())
+
+
+@dataclass(frozen=True)
+class RecallIndex:
+    """The recall index, checked against ``beliefs.json``."""
+
+    statuses: list[str]
+    offsets: list[int]
+    path: Path
+
+    def beliefs(self, rows: list[int]) -> list[Belief]:
+        out = []
+        with open(self.path, "rb") as fh:
+            for row in rows:
+                fh.seek(self.offsets[row])
+                out.append(Belief.from_dict(json.loads(fh.readline())))
+        return out
+
+
+def read_recall_index(root: Path) -> RecallIndex | None:
+    """The recall index when it mirrors the current ``beliefs.json`` (else None: callers
+    parse ``beliefs.json`` itself)."""
+    folder = cache_dir(root)
+    data = read_repo_file(beliefs_dir(root) / BELIEFS, root, missing_ok=True)
+    meta_raw = read_repo_file(folder / RECALL_META, root, missing_ok=True)
+    if data is None or meta_raw is None or not (folder / RECALL_LINES).is_file():
+        return None
+    try:
+        meta = json.loads(meta_raw)
+        if meta.get("beliefs_sha256") != sha256_hex(data):
+            return None
+        return RecallIndex([str(x) for x in meta["status"]], [int(x) for x in meta["offsets"]],
+                           folder / RECALL_LINES)  # fmt: skip
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def read_state(root: Path) -> tuple[dict[str, Any], list[Belief]] | None:
@@ -191,7 +254,7 @@ def read_changes(root: Path) -> list[Change]:
 def read_vectors(root: Path) -> F32 | None:
     path = cache_dir(root) / VECTORS
     try:
-        arr = np.load(path, allow_pickle=False)
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")
     except (OSError, ValueError):
         return None
     return np.asarray(arr, dtype=np.float32)

@@ -298,6 +298,11 @@ def recall(
     """Beliefs for ``query``: semantic (cosine ≥ ``threshold``), else a lexical fallback."""
     if not query.strip():
         raise InvalidInputError("the query is empty")
+    path = files.beliefs_dir(repo.root) / files.BELIEFS
+    if path not in _STATES:  # a cold process: answer from the recall index if it can
+        fast = _recall_from_index(repo, query, as_of, k, threshold, include_all)
+        if fast:
+            return fast
     st = load(repo)
 
     def wanted(i: int) -> bool:
@@ -319,6 +324,35 @@ def recall(
     ranked = sorted(hits, key=lambda h: (-h[1], st.beliefs[h[0]].id))[:k]
     b = st.beliefs
     return [Scored(b[i], st.effective(b[i], as_of), s, method) for i, s in ranked]
+
+
+def _recall_from_index(
+    repo: Repo, query: str, as_of: date, k: int, threshold: float, include_all: bool
+) -> list[Scored]:
+    """Semantic recall from ``index/beliefs/`` without parsing ``beliefs.json`` (the same
+    ranking as :func:`recall`); empty when the index is missing or stale, or nothing passes
+    the threshold (then :func:`recall` takes the full path, lexical fallback included)."""
+    idx = files.read_recall_index(repo.root)
+    vectors = files.read_vectors(repo.root)
+    if idx is None or vectors is None or len(vectors) != len(idx.statuses) or not len(vectors):
+        return []
+    qv = _embedder(repo).encode([query], kind="query")[0]
+    sims = vectors @ qv
+    rows = [int(i) for i in np.nonzero(sims >= threshold)[0]
+            if include_all or idx.statuses[int(i)] == ACTIVE]  # fmt: skip
+    if not rows:
+        return []
+    rows.sort(key=lambda i: -float(sims[i]))
+    # Ties at the k-th score are broken by belief ID, as the full path does: read them all.
+    cut = round(float(sims[rows[min(k, len(rows)) - 1]]), 6)
+    wanted = [i for i in rows if round(float(sims[i]), 6) >= cut]
+    half_life = replay_params(repo).half_life_days
+    scored = [
+        Scored(b, round(effective_confidence(b, as_of, half_life), 6),
+               round(float(sims[i]), 6), "semantic")
+        for i, b in zip(wanted, idx.beliefs(wanted), strict=True)
+    ]  # fmt: skip
+    return sorted(scored, key=lambda s: (-(s.score or 0.0), s.belief.id))[:k]
 
 
 @dataclass(frozen=True, slots=True)
