@@ -300,3 +300,35 @@ def test_cold_recall_from_the_index_ranks_as_the_full_path(mem: Path) -> None:
     assert files.read_recall_index(mem) is None
     ops._STATES.clear()
     assert ops._recall_from_index(repo, "clean build time", day, 10, 0.3, False) == []
+
+
+def test_task_suggest_prose_advice_through_a_provider(
+    mem: Path, arkai: Runner, fake_llm: FakeLLM
+) -> None:
+    """tasks.provider: openai adds the suggest_tasks pattern's advice; the request carries the
+    ranked tasks and the memory context; a broken answer exits 3 and writes nothing."""
+    seen: list[str] = []
+
+    def advise(text: str, req: object) -> dict[str, object]:
+        seen.append(text)
+        return {"advice": "Start with the cache key: your memory backs it.", "order": []}
+
+    fake_llm.answer("suggest_tasks", advise)
+    key = _by_text(arkai, mem, "cache key")
+    _json(arkai, mem, "task", "add", "Add hashes to the cache key", "--evidence",
+          key["episodes"][0][:8])  # fmt: skip
+    params = mem / "params.yaml"
+    data = yaml.safe_load(params.read_text())
+    data["tasks"]["provider"] = "openai"
+    data["providers"]["openai"] = {"base_url": fake_llm.base_url, "model": "fake-1"}
+    params.write_text(yaml.safe_dump(data))
+    got = _json(arkai, mem, "task", "suggest", "--as-of", "2026-03-15")
+    assert got["advice"] == "Start with the cache key: your memory backs it."
+    assert seen and "TASKS:" in seen[0] and "Add hashes to the cache key" in seen[0]
+    assert "## Beliefs" in seen[0] and key["id"][:8] in seen[0]
+    tasks = sorted((mem / "tasks").iterdir())
+    fake_llm.set_mode("malformed")
+    shutil.rmtree(mem / ".arkai" / "responses")
+    code, _, err = arkai("--repo", mem, "task", "suggest", "--as-of", "2026-03-15")
+    assert code == 3 and "suggest_tasks via openai" in err, err
+    assert sorted((mem / "tasks").iterdir()) == tasks

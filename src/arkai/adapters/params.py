@@ -70,6 +70,7 @@ DEFAULTS: dict[str, Any] = {
     "mcp": {"allowed_roots": [], "max_reply_kb": 512, "timeout_s": 60},
     "agent": {"max_steps": 8, "timeout_s": 60},
     "condense": {"chunk_tokens": 4000, "shard_tokens": 800000},
+    "tasks": {"provider": "builtin", "model": None},
     "memory": {
         "provider": "builtin",
         "model": None,

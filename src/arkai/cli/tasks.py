@@ -151,13 +151,19 @@ def task_suggest(ctx: click.Context, as_of: str | None, limit: int, as_json: boo
         raise click.BadParameter(
             f"{as_of!r} is not a date YYYY-MM-DD", param_hint="--as-of"
         ) from None
-    ranked = ops.suggest(_repo(ctx), today=today, limit=limit)
+    repo = _repo(ctx)
+    ranked = ops.suggest(repo, today=today, limit=limit)
+    advice = ops.advice(repo, ranked, today=today)
     if as_json:
-        emit_json({"as_of": today.isoformat(), "suggestions": [s.to_dict() for s in ranked]})
+        out = {"as_of": today.isoformat(), "suggestions": [s.to_dict() for s in ranked]}
+        emit_json(out | ({"advice": advice} if advice else {}))
     else:
         for n, s in enumerate(ranked, 1):
             _say(f"{n}. {_task_line(s.task)}  score {s.score:g}")
             _say("   " + "; ".join(s.reasons))
+        if advice:
+            _say("")
+            _say(advice)
         if not ranked:
             _say("no open tasks")
     if not ranked:

@@ -269,6 +269,43 @@ def _beliefs_by_episode(repo: Repo, today: date) -> dict[str, tuple[str, str, fl
     return out
 
 
+def advice(repo: Repo, ranked: list[Suggestion], *, today: date) -> str | None:
+    """Prose advice from ``tasks.provider`` (the ``suggest_tasks`` pattern, fed the ranked
+    tasks and the memory context for their titles), or None with the builtin provider."""
+    import json
+
+    from arkai.adapters.events import utc_now
+    from arkai.errors import ArkaiError, PipelineError
+    from arkai.ops.extract import make_runner
+    from arkai.ops.memory import memory_context
+    from arkai.patterns import get_pattern
+
+    name = str(repo.param("tasks.provider") or "builtin")
+    if name == "builtin" or not ranked:
+        return None
+    params = dict(repo.params)
+    model = repo.param("tasks.model") or params["extract"].get("model")
+    params["extract"] = dict(params["extract"], provider=name, model=model)
+    tasks = [
+        {"id": s.task.id, "title": s.task.title, "priority": s.task.priority, "due": s.task.due,
+         "goal": s.task.goal, "score": s.score, "reasons": list(s.reasons)}
+        for s in ranked
+    ]  # fmt: skip
+    try:
+        memory = memory_context(repo, " ".join(s.task.title for s in ranked), as_of=today).markdown
+    except NotFoundError:
+        memory = "(no beliefs yet)\n"
+    text = f"TASKS:\n{json.dumps(tasks, ensure_ascii=False)}\n\nMEMORY:\n{memory}"
+    runner = make_runner(repo.root, params, refresh=False, now=utc_now())
+    try:
+        out = runner.run(get_pattern("suggest_tasks", repo.root), text, {}).value
+    except ArkaiError as exc:
+        raise PipelineError(f"suggest_tasks via {name}: {exc}") from None
+    if not isinstance(out, dict) or not str(out.get("advice") or "").strip():
+        raise PipelineError(f"suggest_tasks via {name}: no advice in {str(out)[:200]!r}")
+    return str(out["advice"]).strip()
+
+
 def suggest(repo: Repo, *, today: date, limit: int = 10) -> list[Suggestion]:
     """Open tasks, best first (score, then due date, then age)."""
     goals = {g.id: g for g in store.load_all(repo.root, Goal) if g.status == "open"}
