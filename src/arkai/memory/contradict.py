@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-import Stemmer
+from arkai.search.text import stem
 
 MIN_OVERLAP = 0.5
 #: A negation word counts when a shared content word is at most this many words away.
@@ -186,17 +186,13 @@ class Conflict:
     overlap: float
 
 
-@cache
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
-
-
 def _tokens(text: str) -> list[str]:
     return _WORD.findall(_NT.sub(" not", text.lower().replace("’", "'")))
 
 
 def _stems(words: list[str]) -> list[str]:
-    return list(_stemmer().stemWords(words))
+    """The Snowball stems of ``words`` (the one stemmer: :func:`arkai.search.text.stem`)."""
+    return [stem(w) for w in words]
 
 
 @cache
