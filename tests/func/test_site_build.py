@@ -69,6 +69,10 @@ class Page(HTMLParser):
                 self.text[ident] += data
 
 
+#: Items of this repo's sample library (make_repo adds one hostile item to them).
+SAMPLE_ITEMS = len(list((ROOT / "library").rglob("metadata.json")))
+
+
 def make_repo(tmp_path: Path, arkai: Runner) -> Path:
     """A knowledge repo holding the sample library (already extracted) and a hostile item."""
     repo = tmp_path / "kr"
@@ -133,7 +137,7 @@ def test_build_links_marks_search_and_escaping(tmp_path: Path, arkai: Runner) ->
     repo = make_repo(tmp_path, arkai)
     user_config = (repo / "mkdocs.yml").read_bytes()
     report = build_site(repo)
-    assert report.mkdocs == "full" and report.items == 5
+    assert report.mkdocs == "full" and report.items == SAMPLE_ITEMS + 1
     site = repo / "site"
     assert (repo / "mkdocs.yml").read_bytes() == user_config
     assert check_links(site) > 500
@@ -349,11 +353,13 @@ def test_cli_build_json_and_missing_user_config(tmp_path: Path, arkai: Runner) -
     result = CliRunner().invoke(root, ["--repo", str(repo), "site", "build", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["mkdocs"] == "full" and report["items"] == 5
+    assert report["mkdocs"] == "full" and report["items"] == SAMPLE_ITEMS + 1
     assert (repo / "site" / "index.html").is_file()
     assert not (repo / "mkdocs.yml").exists()
     result = CliRunner().invoke(root, ["--repo", str(repo), "site", "build", "--no-mkdocs"])
-    assert result.exit_code == 0 and re.search(r"5 items \(0 regenerated\)", result.stdout)
+    assert result.exit_code == 0 and re.search(
+        rf"{SAMPLE_ITEMS + 1} items \(0 regenerated\)", result.stdout
+    )
 
 
 def test_params_and_mkdocs_errors(tmp_path: Path, arkai: Runner) -> None:
