@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import ROOT, SHARED_DATA
 
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data")
+# Reads the shared transcripts: fails (never skips) without ../shared/data (tests/conftest.py).
+pytestmark = pytest.mark.shared_data
 
 # What may lie between two labelled units: spaces, newlines, a line's timestamp, a speaker label.
 _GAP = re.compile(rb"^(?:\s|\[\d\d:\d\d:\d\d\] |[A-Z][\w .'-]{0,40}: )*$")
