@@ -60,7 +60,7 @@ def main() -> None:
     rule_hits: Counter[str] = Counter()
     gated = 0
     for claim, rationale, label in pairs:
-        words_c, words_r = contradict._tokens(claim), contradict._tokens(rationale)
+        words_c, words_r = contradict.tokens(claim), contradict.tokens(rationale)
         ov = contradict.overlap(contradict.content(words_c), contradict.content(words_r))
         gated += ov >= args.min_overlap
         got = contradict.check(claim, rationale, min_overlap=args.min_overlap)

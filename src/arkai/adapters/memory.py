@@ -151,15 +151,13 @@ def write_state(
     cache_dir(root).mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     doc = header | {"beliefs": [b.to_dict() for b in beliefs]}
-    changed = write_if_changed(
-        out / BELIEFS,
-        (json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode(),
-    )
+    encoded = (json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode()
+    changed = write_if_changed(out / BELIEFS, encoded)
     write_if_changed(out / CHANGES, "".join(dumps_line(c.to_dict()) for c in changes).encode())
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
     write_if_changed(cache_dir(root) / VECTORS, buf.getvalue())
-    write_recall_index(root, beliefs, (out / BELIEFS).read_bytes())
+    write_recall_index(root, beliefs, encoded)
     return changed
 
 

@@ -186,7 +186,8 @@ class Conflict:
     overlap: float
 
 
-def _tokens(text: str) -> list[str]:
+def tokens(text: str) -> list[str]:
+    """Lower-cased words and numbers of ``text`` (``n't`` read as ``not``)."""
     return _WORD.findall(_NT.sub(" not", text.lower().replace("’", "'")))
 
 
@@ -256,7 +257,7 @@ def overlap(a: set[str], b: set[str]) -> float:
 
 def check(old: str, new: str, *, min_overlap: float = MIN_OVERLAP) -> Conflict | None:
     """The first rule by which ``new`` conflicts with ``old``, or None."""
-    wo, wn = _tokens(old), _tokens(new)
+    wo, wn = tokens(old), tokens(new)
     ov = overlap(content(wo), content(wn))
     if ov < min_overlap:
         return None

@@ -271,7 +271,7 @@ def list_beliefs(
 def _lexical(query: str, beliefs: list[Belief]) -> list[tuple[int, float]]:
     """Share of the query's content words (stemmed) a statement holds; a substring test on the
     stems picks the candidates first, so a fallback over 100,000 beliefs stays fast."""
-    q = contradict.content(contradict._tokens(query))
+    q = contradict.content(contradict.tokens(query))
     if not q:
         return []
     heads = {stem[:4] for stem in q}  # a stem's first letters are in the word it came from
@@ -280,7 +280,7 @@ def _lexical(query: str, beliefs: list[Belief]) -> list[tuple[int, float]]:
         low = b.statement.lower()
         if not any(h in low for h in heads):
             continue
-        hit = len(q & contradict.content(contradict._tokens(b.statement)))
+        hit = len(q & contradict.content(contradict.tokens(b.statement)))
         if hit:
             out.append((i, round(hit / len(q), 6)))
     return out
@@ -432,7 +432,7 @@ def memory_context(
         )
     if not found:
         lines.append("- (no belief matches)")
-    eps = ordered(e for e in collect_episodes(repo))[-recent:][::-1] if recent else []
+    eps = collect_episodes(repo)[-recent:][::-1] if recent else []  # already in time order
     lines += ["", "## Recent episodes", ""]
     recent_out = []
     for e in eps:
