@@ -4,6 +4,8 @@ operation takes the :class:`~arkai.adapters.repo.Repo`, whose params are read on
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,75 @@ def test_every_operation_takes_the_repo() -> None:
         if not any(_first_param(fn) in ("Repo", "Repo | None") for fn in public):
             without.append(path.name)
     assert not without, f"operations with no `op(repo: Repo, …)`: {without}"
+
+
+def _names_used_by_entry_points() -> set[tuple[str, str]]:
+    """(ops module, function) pairs that cli/ and tools/ import or reach as ``module.name``."""
+    used: set[tuple[str, str]] = set()
+    for path in [*(PACKAGE / "cli").glob("*.py"), *(PACKAGE / "tools").glob("*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules: dict[str, str] = {}  # local name → ops module, for `from arkai.ops import x`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("arkai.ops"):
+                for a in node.names:
+                    if node.module == "arkai.ops":
+                        modules[a.asname or a.name] = a.name
+                    else:
+                        used.add((str(node.module).rsplit(".", 1)[-1], a.name))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name):
+                continue
+            if node.value.id in modules:
+                used.add((modules[node.value.id], node.attr))
+    return used
+
+
+#: What an operation may not return: a bare dict or list of dicts, or Any (untyped).
+UNTYPED = re.compile(r"^(dict\b|list\[dict\b|list$|Any$|Mapping\b|list\[Any\]|object$)")
+
+
+def _untyped_operations() -> list[str]:
+    used = _names_used_by_entry_points()
+    found = []
+    for path in sorted((PACKAGE / "ops").glob("*.py")):
+        for fn in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
+                continue
+            is_op = _first_param(fn) in ("Repo", "Repo | None") or (path.stem, fn.name) in used
+            returns = ast.unparse(fn.returns) if fn.returns is not None else "Any"
+            if is_op and UNTYPED.match(returns):
+                found.append(f"{path.name}: {fn.name} -> {returns}")
+    return found
+
+
+def test_every_operation_returns_a_typed_result() -> None:
+    # An operation (a public function of ops/ that takes the Repo, or that the CLI or the MCP
+    # tools call) returns a typed result whose to_dict() is the --json output, never a dict.
+    assert _untyped_operations() == []
+
+
+def test_the_typed_result_check_finds_an_untyped_operation(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The check itself: a copy of ops/ with one op returning a dict again is caught.
+    ops = tmp_path / "arkai" / "ops"
+    ops.mkdir(parents=True)
+    for name in ("cli", "tools"):
+        (tmp_path / "arkai" / name).mkdir()
+    (ops / "library.py").write_text(
+        "def show_item(repo: Repo, ident: str) -> dict[str, Any]: ...\n"
+        "def helper(text: str) -> dict[str, Any]: ...\n"
+        "def _private(repo: Repo) -> list[dict[str, Any]]: ...\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "arkai" / "tools" / "t.py").write_text(
+        "from arkai.ops.library import helper\n", encoding="utf-8"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "arkai")
+    assert _untyped_operations() == [
+        "library.py: show_item -> dict[str, Any]",
+        "library.py: helper -> dict[str, Any]",
+    ]
 
 
 @pytest.mark.parametrize(

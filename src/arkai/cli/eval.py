@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from arkai.cli.common import json_option, quiet_option
 from arkai.cli.output import emit_json, progress_status, stderr, stdout
+
+if TYPE_CHECKING:
+    from arkai.ops.eval import RetrievalReport
 
 
 @click.group(name="eval")
@@ -73,26 +76,26 @@ def retrieval(
             progress=say,
         )
     if not quiet:
-        for p in out["problems"][:10]:
+        for p in out.problems[:10]:
             stderr.print(f"skipped {p}", markup=False)
-        if len(out["problems"]) > 10:
-            stderr.print(f"… and {len(out['problems']) - 10} more skipped lines", markup=False)
+        if len(out.problems) > 10:
+            stderr.print(f"… and {len(out.problems) - 10} more skipped lines", markup=False)
     if as_json:
-        emit_json(out)
+        emit_json(out.to_dict())
         return
     _print_table(out)
 
 
-def _print_table(out: dict[str, Any]) -> None:
-    half = f", half {out['half']}" if out.get("half") else ""
+def _print_table(out: RetrievalReport) -> None:
+    half = f", half {out.half}" if out.half else ""
     table = Table(
-        title=f"{out['dataset']} — split {out['split']}{half}: "
-        f"{out['queries']} queries, {out['documents']} documents",
+        title=f"{out.dataset} — split {out.split}{half}: "
+        f"{out.queries} queries, {out.documents} documents",
         title_justify="left",
     )
     for col in ("mode", "nDCG@10", "recall@100", "MRR@10", "queries/s", "q/s w/o embed"):
         table.add_column(col, justify="left" if col == "mode" else "right")
-    for mode, m in out["modes"].items():
+    for mode, m in out.modes.items():
         table.add_row(
             mode,
             f"{m['ndcg@10']:.4f}",
@@ -102,7 +105,7 @@ def _print_table(out: dict[str, Any]) -> None:
             f"{m['search_qps']:.1f}",
         )
     stdout.print(table)
-    build = out["build"]
+    build = out.build
     parts = []
     if "lexical_seconds" in build:
         parts.append(f"BM25 build {build['lexical_seconds']:.2f}s")
@@ -111,9 +114,9 @@ def _print_table(out: dict[str, Any]) -> None:
         parts.append(f"embeddings ({build['embedder']}, {how}) {build['vector_seconds']:.2f}s")
     if parts:
         stdout.print("index: " + "; ".join(parts), markup=False)
-    if out.get("query_embedding_seconds") is not None:
+    if out.query_embedding_seconds is not None:
         stdout.print(
-            f"query embedding: {out['query_embedding_seconds']:.2f}s for {out['queries']} "
+            f"query embedding: {out.query_embedding_seconds:.2f}s for {out.queries} "
             "queries (counted in queries/s of vector, rrf and hybrid)",
             markup=False,
         )

@@ -32,35 +32,33 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
     """Claim, status, resolution, file, line:col, the quoted slice and its timestamp."""
     info = evidence_op.show(get_repo(ctx), evidence_id)
     if as_json:
-        emit_json(info)
+        emit_json(info.to_dict())
         return
-    stdout.print(info["claim"], style="bold", markup=False)
-    res = info["resolution"]
+    stdout.print(info.claim, style="bold", markup=False)
+    res = info.resolution
     stdout.print(
-        f"status     {info['status']} (method {res['method']}, "
+        f"status     {info.status} (method {res['method']}, "
         f"match {res['match_rank']}/{res['match_count']}, reason {res['reason']})",
         markup=False,
     )
-    stdout.print(
-        f"evidence   {info['id']}  item {info['content_id']}  {info['title']}", markup=False
-    )
-    if info["line"] is not None:
-        page = f"  ({format_page(info['page'])})" if info["page"] else ""
-        stdout.print(
-            f"location   {info['file']}:{info['line']}:{info['column']}{page}", markup=False
-        )
-        if info["video_timestamp"]:
-            stdout.print(f"timestamp  {info['video_timestamp']}", markup=False)
-        state = "valid" if info["valid"] else "STALE (transcript changed under this span)"
-        if info["valid"] and not info["verified"]:
-            state = f"UNVERIFIED ({info['status']}: not an exact match of the quote)"
-        if info["problems"]:
-            state = "INVALID: " + "; ".join(info["problems"])
-        stdout.print(f"span       bytes {info['utf8_byte_offset']} — {state}", markup=False)
-        stdout.print(f"slice      {info['slice']}", markup=False)
+    stdout.print(f"evidence   {info.id}  item {info.content_id}  {info.title}", markup=False)
+    sp = info.span
+    if sp is not None:
+        page = f"  ({format_page(sp.page)})" if sp.page else ""
+        stdout.print(f"location   {info.file}:{sp.line}:{sp.column}{page}", markup=False)
+        if sp.video_timestamp:
+            stdout.print(f"timestamp  {sp.video_timestamp}", markup=False)
+        state = "valid" if sp.valid else "STALE (transcript changed under this span)"
+        if sp.valid and not info.verified:
+            state = f"UNVERIFIED ({info.status}: not an exact match of the quote)"
+        if sp.problems:
+            state = "INVALID: " + "; ".join(sp.problems)
+        offsets = list(sp.utf8_byte_offset)
+        stdout.print(f"span       bytes {offsets} — {state}", markup=False)
+        stdout.print(f"slice      {sp.slice}", markup=False)
     else:
-        stdout.print(f"location   {info['file']} (no span: quote not found verbatim)", markup=False)
-        stdout.print(f"quote      {info['quote']}", markup=False)
+        stdout.print(f"location   {info.file} (no span: quote not found verbatim)", markup=False)
+        stdout.print(f"quote      {info.quote}", markup=False)
 
 
 @evidence.command(name="open")
@@ -127,34 +125,32 @@ def reanchor(
             raise click.UsageError("--accept takes the evidence ID alone")
         done = accept_reanchor(repo, accept, note=note)
         if as_json:
-            emit_json(done)
+            emit_json(done.to_dict())
             return
         stdout.print(
-            f"{done['old_id']} → {done['new_id']} ({done['status']}), accepted in "
-            f"{done['review_file']}",
+            f"{done.old_id} → {done.new_id} ({done.status}), accepted in {done.review_file}",
             markup=False,
         )
-        stdout.print(f"  {done['diff']}", markup=False)
+        stdout.print(f"  {done.diff}", markup=False)
         return
     if not all_items and not ident:
         raise click.UsageError("give a content ID, an evidence ID, or --all")
     results = reanchor_op(repo, ident, all_items=all_items, threshold=threshold)
     if as_json:
-        emit_json({"items": results})
+        emit_json({"items": [r.to_dict() for r in results]})
         return
     for r in results:
         stdout.print(
-            f"{r['content_id']}: {r['reanchored']} re-anchored exactly, {r['suggested']} "
-            f"suggested (unverified), {r['unresolved']} now unresolved, {r['unchanged']} "
-            "unchanged",
+            f"{r.content_id}: {r.reanchored} re-anchored exactly, {r.suggested} suggested "
+            f"(unverified), {r.unresolved} now unresolved, {r.unchanged} unchanged",
             markup=False,
         )
-        for c in r["changes"]:
-            stdout.print(f"  {c['old_id']} → {c['new_id']} ({c['status']})", markup=False)
-            if "diff" in c:
-                stdout.print(f"    {c['diff']}", markup=False)
+        for c in r.changes:
+            stdout.print(f"  {c.old_id} → {c.new_id} ({c.status})", markup=False)
+            if c.diff is not None:
+                stdout.print(f"    {c.diff}", markup=False)
                 stdout.print(
-                    f"    check it, then: arkai evidence reanchor --accept {c['new_id']}",
+                    f"    check it, then: arkai evidence reanchor --accept {c.new_id}",
                     markup=False,
                 )
 

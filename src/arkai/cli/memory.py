@@ -296,7 +296,7 @@ def memory_context(
 @click.pass_context
 def memory_stats(ctx: click.Context, as_of: str | None, as_json: bool) -> None:
     """Belief counts by status and type, episodes, average effective confidence."""
-    s = ops.stats(_repo(ctx), as_of=_day(as_of))
+    s = ops.stats(_repo(ctx), as_of=_day(as_of)).to_dict()
     if as_json:
         emit_json(s)
         return
@@ -312,9 +312,9 @@ def memory_export(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Write beliefs, changes and decisions to FILE (JSON)."""
     out = ops.export(_repo(ctx), file)
     if as_json:
-        emit_json(out)
+        emit_json(out.to_dict())
     else:
-        _say(f"exported {out['beliefs']} beliefs and {out['changes']} changes to {file}")
+        _say(f"exported {out.beliefs} beliefs and {out.changes} changes to {file}")
 
 
 @memory.command("import")
@@ -325,9 +325,9 @@ def memory_import(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Add an export's beliefs (deduplicated) and decisions (never overwriting yours)."""
     out = ops.import_(_repo(ctx), file)
     if as_json:
-        emit_json(out)
+        emit_json(out.to_dict())
     else:
         _say(
-            f"imported {out['beliefs_added']} beliefs ({out['skipped']} already known or "
-            f"inactive) and {out['decisions_added']} decisions; run `dvc repro` to replay"
+            f"imported {out.beliefs_added} beliefs ({out.skipped} already known or "
+            f"inactive) and {out.decisions_added} decisions; run `dvc repro` to replay"
         )

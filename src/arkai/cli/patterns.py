@@ -74,5 +74,5 @@ def run(
     validated JSON output."""
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     values = dict(v.split("=", 1) for v in variables if "=" in v)
-    value = run_pattern(_repo(ctx), name, text, provider=provider, model=model, variables=values)
-    emit_json(value)
+    done = run_pattern(_repo(ctx), name, text, provider=provider, model=model, variables=values)
+    emit_json(done.value)

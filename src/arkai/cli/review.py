@@ -149,21 +149,21 @@ def review(
         if evidence_id or decision or note or by:
             raise click.UsageError("--pending takes no ID, --accept/--reject, --note or --by")
         listing = pending_report(repo, item_id)
-        rows, lost = listing["pending"], listing["orphaned"]
+        rows = listing.pending
         if as_json:
-            emit_json(listing)
+            emit_json(listing.to_dict())
             return
         current = None
         for row in rows:
-            if row["content_id"] != current:
-                current = row["content_id"]
-                click.echo(f"{row['content_id']}  {row['title']}")
-            where = f"L{row['line']}" if row["line"] is not None else "L–"
-            click.echo(f"  {row['id']}  {where:<5} {row['status']:<10} {clip(row['claim'], 80)}")
+            if row.content_id != current:
+                current = row.content_id
+                click.echo(f"{row.content_id}  {row.title}")
+            where = f"L{row.line}" if row.line is not None else "L–"
+            click.echo(f"  {row.id}  {where:<5} {row.status:<10} {clip(row.claim, 80)}")
         click.echo(f"{len(rows)} claim{'s' if len(rows) != 1 else ''} pending review")
-        for row in lost:
+        for lost in listing.orphaned:
             click.echo(
-                f"orphaned review {row['key']} ({row['review'].get('status')}) in {row['file']}: "
+                f"orphaned review {lost.key} ({lost.review.get('status')}) in {lost.file}: "
                 "matches no current claim; kept — re-file it under a claim ID or delete it"
             )
         return

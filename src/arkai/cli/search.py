@@ -172,15 +172,15 @@ def library(ctx: click.Context, content_type: str | None, tag: str | None, as_js
 
     listing = library_listing(get_repo(ctx), content_type=content_type, tag=tag)
     if as_json:
-        emit_json(listing)
+        emit_json(listing.to_dict())
         return
-    rows = listing["items"]
-    for w in listing["warnings"]:
+    rows = listing.items
+    for w in listing.warnings:
         click.echo(f"arkai: warning: {w}", err=True)
     for r in rows:
-        tags = f"  [{', '.join(r['tags'])}]" if r["tags"] else ""
-        claims = r["claims"] if r["claims"] is not None else "?"
-        _say(f"{r['id']}  {r['content_type']!s:<12} {claims:>4} claims  {r['title']}{tags}")
+        tags = f"  [{', '.join(r.tags)}]" if r.tags else ""
+        claims = r.claims if r.claims is not None else "?"
+        _say(f"{r.id}  {r.content_type!s:<12} {claims:>4} claims  {r.title}{tags}")
     _say(f"{len(rows)} item{'' if len(rows) == 1 else 's'}")
 
 
@@ -196,35 +196,34 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
 
     info = show_item(get_repo(ctx), ident, full=full)
     if as_json:
-        emit_json(info)
+        emit_json(info.to_dict())
         return
-    meta = info["metadata"]
-    _say(f"{info['title']}  ({info['id']})")
-    _say(f"  {'path':<10} {info['path']}")
+    meta = info.metadata
+    _say(f"{info.title}  ({info.id})")
+    _say(f"  {'path':<10} {info.path}")
     _say(f"  {'type':<10} {meta.get('content_type')}")
     for key in ("url", "published", "created_at"):
         if meta.get(key):
             _say(f"  {key:<10} {meta[key]}")
     if meta.get("tags"):
         _say(f"  {'tags':<10} {', '.join(meta['tags'])}")
-    claims = info["claims"]
-    statuses = ", ".join(f"{v} {k}" for k, v in claims["by_status"].items()) or "none"
-    reviews = ", ".join(f"{v} {k}" for k, v in claims["by_review"].items())
-    _say(f"  {'claims':<10} {claims['total']} ({statuses}{'; ' + reviews if reviews else ''})")
-    top = ", ".join(f"{e['name']} ({e['type']}, {e['mentions']})" for e in info["entities"]["top"])
-    _say(f"  {'entities':<10} {info['entities']['total']}{': ' + top if top else ''}")
-    if info["summary"]:
+    statuses = ", ".join(f"{v} {k}" for k, v in info.by_status.items()) or "none"
+    reviews = ", ".join(f"{v} {k}" for k, v in info.by_review.items())
+    _say(f"  {'claims':<10} {info.claims_total} ({statuses}{'; ' + reviews if reviews else ''})")
+    top = ", ".join(f"{e.name} ({e.type}, {e.mentions})" for e in info.top_entities)
+    _say(f"  {'entities':<10} {info.entities_total}{': ' + top if top else ''}")
+    if info.summary:
         _say()
-        _say(info["summary"])
-    if full:
+        _say(info.summary)
+    if info.claims is not None:
         _say()
-        _say(f"transcript: {info['transcript']}")
-        for c in claims["list"]:
-            where = f"L{c['line']}" if c["line"] else "unresolved"
-            if c.get("page"):
-                where = f"{format_page(c['page'])}, {where}"
-            review = f" [{c['review']}]" if c["review"] else ""
-            _say(f"  {c['evidence_id']}  {c['status']:<10} {where:<6}{review} {c['claim']}")
+        _say(f"transcript: {info.transcript}")
+        for c in info.claims:
+            where = f"L{c.line}" if c.line else "unresolved"
+            if c.page:
+                where = f"{format_page(c.page)}, {where}"
+            review = f" [{c.review}]" if c.review else ""
+            _say(f"  {c.evidence_id}  {c.status:<10} {where:<6}{review} {c.claim}")
 
 
 @click.command()

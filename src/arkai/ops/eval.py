@@ -5,13 +5,14 @@ Works on a labelled corpus folder, not on a knowledge repo, so it takes no :clas
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arkai.errors import InvalidInputError
 from arkai.search.eval import MODES, load_beir, run_eval, split_queries
 
-__all__ = ["MODES", "parse_modes", "retrieval"]
+__all__ = ["MODES", "RetrievalReport", "parse_modes", "retrieval"]
 
 
 def parse_modes(value: str) -> list[str]:
@@ -26,6 +27,27 @@ def parse_modes(value: str) -> list[str]:
     return list(dict.fromkeys(modes))
 
 
+@dataclass(frozen=True)
+class RetrievalReport:
+    """``arkai eval retrieval``: the corpus, and each mode's metrics (``ndcg@10``,
+    ``recall@100``, ``mrr@10``, ``queries``, ``seconds``, ``qps``, ``search_qps``); ``build``
+    holds the index build times (``lexical_seconds``, ``vector_seconds``, ``vector_cached``,
+    ``embedder``)."""
+
+    dataset: str
+    split: str
+    half: str | None
+    queries: int
+    documents: int
+    problems: list[str]
+    build: dict[str, Any]
+    query_embedding_seconds: float | None
+    modes: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
 def retrieval(
     corpus: Path,
     split: str = "train",
@@ -36,7 +58,7 @@ def retrieval(
     embedder: str | None = None,
     cache: bool = True,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> RetrievalReport:
     """Score each of ``modes`` (comma-separated) on ``corpus``'s ``split``; ``half`` (``a`` or
     ``b``) keeps one half of a fixed 50/50 split of the queries."""
     chosen = parse_modes(modes)
@@ -56,5 +78,4 @@ def retrieval(
         cache_dir="default" if cache else None,
         progress=progress,
     )
-    out["half"] = half
-    return out
+    return RetrievalReport(half=half, **out)

@@ -50,48 +50,69 @@ def find_evidence(repo: Repo, ident: str) -> Located:
     raise NotFoundError(f"no evidence line with ID {ident!r}")
 
 
-def describe(loc: Located) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SpanCheck:
+    """Where a span is now: recomputed from the current artifact."""
+
+    line: int
+    column: int
+    slice: str
+    video_timestamp: str | None
+    page: int | None
+    valid: bool
+    utf8_byte_offset: tuple[int, int]
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EvidenceInfo:
+    """``arkai evidence show``: one evidence line with its receipt checked against the file."""
+
+    id: str
+    content_id: str
+    title: str
+    claim: str
+    quote: str
+    status: str
+    resolution: dict[str, Any]
+    confidence: float
+    extractor: str
+    file: str
+    verified: bool
+    span: SpanCheck | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in vars(self).items() if k != "span"}
+        sp = self.span
+        if sp is None:
+            keys = ("line", "column", "slice", "video_timestamp", "page", "valid")
+            return out | dict.fromkeys(keys) | {"problems": []}
+        return out | vars(sp) | {"utf8_byte_offset": list(sp.utf8_byte_offset),
+                                 "problems": list(sp.problems)}  # fmt: skip
+
+
+def describe(loc: Located) -> EvidenceInfo:
     """Everything ``evidence show`` prints, recomputed from the current transcript."""
     item, line = loc.item, loc.line
     path = item.path / (line.span.artifact if line.span else "transcript.md")
-    info: dict[str, Any] = {
-        "id": line.id,
-        "content_id": item.id,
-        "title": item.title,
-        "claim": line.claim,
-        "quote": line.quote,
-        "status": line.status,
-        "resolution": line.resolution.to_dict(),
-        "confidence": line.confidence,
-        "extractor": line.extractor,
-        "file": str(path.relative_to(item.root)),
-        "line": None,
-        "column": None,
-        "slice": None,
-        "video_timestamp": None,
-        "page": None,
-        "valid": None,
-        "verified": line.verified,
-        "problems": [],
-    }
+    check = None
     if line.span is not None:
         data = read_repo_file(path, item.root, missing_ok=True) or b""
         doc = Document(data)
         valid = span_is_valid(data, line.span)
-        receipt = evidence_receipt(line, item.id)
-        info["problems"] = check_receipt(doc, receipt) if valid else []
         start = min(line.span.start, len(data))
         ln, col = doc.line_col(start)
-        info.update(
-            line=ln,
-            column=col,
-            slice=data[start : min(line.span.end, len(data))].decode("utf-8", errors="replace"),
-            video_timestamp=line.span.video_timestamp,
-            page=doc.page_at(start),
-            valid=valid,
-            utf8_byte_offset=[line.span.start, line.span.end],
-        )
-    return info
+        check = SpanCheck(
+            ln, col, data[start : min(line.span.end, len(data))].decode("utf-8", errors="replace"),
+            line.span.video_timestamp, doc.page_at(start), valid,
+            (line.span.start, line.span.end),
+            tuple(check_receipt(doc, evidence_receipt(line, item.id))) if valid else (),
+        )  # fmt: skip
+    return EvidenceInfo(
+        line.id, item.id, item.title, line.claim, line.quote, line.status,
+        line.resolution.to_dict(), line.confidence, line.extractor,
+        str(path.relative_to(item.root)), line.verified, check,
+    )  # fmt: skip
 
 
 def editor_command(path: Path, line: int, col: int) -> list[str]:
@@ -110,7 +131,7 @@ def editor_command(path: Path, line: int, col: int) -> list[str]:
     return [shutil.which("code") or "code", "-g", f"{path}:{line}:{col}"]
 
 
-def show(repo: Repo, ident: str) -> dict[str, Any]:
+def show(repo: Repo, ident: str) -> EvidenceInfo:
     """``arkai evidence show``: :func:`describe` of the line ``ident`` names."""
     return describe(find_evidence(repo, ident))
 
@@ -118,7 +139,9 @@ def show(repo: Repo, ident: str) -> dict[str, Any]:
 def open_command(repo: Repo, ident: str) -> list[str]:
     """``arkai evidence open``: the editor command that opens the transcript at the span."""
     info = show(repo, ident)
-    return editor_command(repo.root / info["file"], info["line"] or 1, info["column"] or 1)
+    sp = info.span
+    line, col = (sp.line, sp.column) if sp else (1, 1)
+    return editor_command(repo.root / info.file, line or 1, col or 1)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ Showing always reads the item's own files: ``metadata.json``, its
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from arkai.adapters.layout import (
@@ -27,24 +28,48 @@ from arkai.adapters.store import read_entities, read_evidence, read_json
 from arkai.model.evidence import EvidenceLine
 from arkai.search.markup import normalize_type
 
-__all__ = ["list_items", "show_item"]
+__all__ = ["ClaimRow", "ItemDetail", "ItemRow", "Listing", "list_items", "show_item"]
 
 TOP_ENTITIES = 10
 WISDOM = "wisdom.json"
 #: Where a summary can be found in ``wisdom.json``, in order of preference.
 _SUMMARY_KEYS = (("summarize", "summary"), ("extract_wisdom", "summary"),
                  ("condense_chat", "summary"))  # fmt: skip
-_LISTED = ("id", "title", "content_type", "path", "tags", "created_at", "published", "url",
-           "source_id", "claims", "entities", "chunks")  # fmt: skip
+_MORE = ("created_at", "published", "url", "source_id")
 
 
-def _row(entry: dict[str, Any]) -> dict[str, Any]:
-    row = {key: entry.get(key) for key in _LISTED}
-    row["tags"] = list(entry.get("tags") or [])
-    return row
+@dataclass(frozen=True)
+class ItemRow:
+    """One item of ``arkai library``: catalog (or metadata) fields, and where it was read."""
+
+    id: str
+    title: str | None
+    content_type: str | None
+    path: str | None
+    tags: tuple[str, ...]
+    claims: int | None
+    entities: int | None
+    chunks: int | None
+    listed_from: str
+    #: created_at, published, url, source_id as stored (None when absent).
+    more: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "content_type": self.content_type,
+                "path": self.path, "tags": list(self.tags), "claims": self.claims,
+                "entities": self.entities, "chunks": self.chunks,
+                "listed_from": self.listed_from, **self.more}  # fmt: skip
 
 
-def _scan_row(item: Item) -> dict[str, Any]:
+def _row(entry: dict[str, Any], listed_from: str) -> ItemRow:
+    return ItemRow(
+        str(entry.get("id")), entry.get("title"), entry.get("content_type"), entry.get("path"),
+        tuple(entry.get("tags") or []), entry.get("claims"), entry.get("entities"),
+        entry.get("chunks"), listed_from, {key: entry.get(key) for key in _MORE},
+    )  # fmt: skip
+
+
+def _scan_row(item: Item) -> ItemRow:
     evidence = read_evidence(item.extracted / EVIDENCE)
     entities = read_entities(item.extracted / ENTITIES).get("entities") or []
     return _row(
@@ -55,7 +80,8 @@ def _scan_row(item: Item) -> dict[str, Any]:
             "claims": len(evidence),
             "entities": len(entities),
             "chunks": None,
-        }
+        },
+        "library",
     )
 
 
@@ -65,7 +91,7 @@ def list_items(
     content_type: str | None = None,
     tag: str | None = None,
     warnings: list[str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ItemRow]:
     """Every item (sorted by path), optionally only one folder (``chats`` also matches
     ``chats/chatgpt/…``) or one tag (case-insensitive). ``warnings`` receives a note when the
     index's catalog is stale (items added or removed since the last ``dvc repro``)."""
@@ -79,12 +105,10 @@ def list_items(
     rows = []
     for item in repo.items():
         entry = listed.get(item.id) if listed is not None else None
-        row = _row(entry) if entry is not None else _scan_row(item)
-        row["listed_from"] = "catalog" if entry is not None else "library"
-        rows.append(row)
+        rows.append(_row(entry, "catalog") if entry is not None else _scan_row(item))
     if listed is not None and warnings is not None:
-        present = {str(r["id"]) for r in rows}
-        added = sum(r["listed_from"] == "library" for r in rows)
+        present = {str(r.id) for r in rows}
+        added = sum(r.listed_from == "library" for r in rows)
         removed = sum(cid not in present for cid in listed)
         if added or removed:
             warnings.append(
@@ -95,13 +119,13 @@ def list_items(
         want = normalize_type(content_type)
         rows = [
             r for r in rows
-            if str(r["content_type"]).lower() == want
-            or str(r["content_type"]).lower().startswith(want + "/")
+            if str(r.content_type).lower() == want
+            or str(r.content_type).lower().startswith(want + "/")
         ]  # fmt: skip
     if tag:
         t = " ".join(tag.lower().split())
-        rows = [r for r in rows if t in {" ".join(str(x).lower().split()) for x in r["tags"]}]
-    return sorted(rows, key=lambda r: str(r.get("path") or ""))
+        rows = [r for r in rows if t in {" ".join(str(x).lower().split()) for x in r.tags}]
+    return sorted(rows, key=lambda r: str(r.path or ""))
 
 
 def _summary(wisdom: dict[str, Any] | None) -> str | None:
@@ -115,34 +139,105 @@ def _summary(wisdom: dict[str, Any] | None) -> str | None:
     return None
 
 
-def _claim_row(item: Item, line: EvidenceLine) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClaimRow:
+    """One claim of ``arkai show --full``."""
+
+    evidence_id: str
+    claim: str
+    quote: str
+    status: str
+    review: str | None
+    verdict: str | None
+    confidence: float | None
+    line: int | None
+    timestamp: str | None
+    page: int | None
+    link: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in vars(self).items() if k != "page"}
+        return out | ({"page": self.page} if self.page else {})
+
+
+def _claim_row(item: Item, line: EvidenceLine) -> ClaimRow:
     span = line.span
     transcript = f"{LIBRARY}/{item.rel.as_posix()}/transcript.md"
-    return {
-        "evidence_id": line.id,
-        "claim": line.claim,
-        "quote": line.quote,
-        "status": line.status,
-        "review": line.review.status if line.review else None,
-        "verdict": line.verdict.verdict if line.verdict else None,
-        "confidence": line.confidence,
-        "line": span.line if span else None,
-        "timestamp": span.video_timestamp if span else None,
-        **({"page": span.page} if span and span.page else {}),
-        "link": f"{transcript}#L{span.line}" if span and span.line else None,
-    }
+    return ClaimRow(
+        line.id, line.claim, line.quote, line.status,
+        line.review.status if line.review else None,
+        line.verdict.verdict if line.verdict else None,
+        line.confidence,
+        span.line if span else None,
+        span.video_timestamp if span else None,
+        span.page if span else None,
+        f"{transcript}#L{span.line}" if span and span.line else None,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Listing:
+    """``arkai library``: the rows and any stale-index warnings."""
+
+    items: list[ItemRow]
+    warnings: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": len(self.items), "items": [r.to_dict() for r in self.items],
+                "warnings": self.warnings}  # fmt: skip
 
 
 def library_listing(
     repo: Repo, *, content_type: str | None = None, tag: str | None = None
-) -> dict[str, Any]:
-    """``arkai library --json``: ``{"count", "items", "warnings"}`` (see :func:`list_items`)."""
+) -> Listing:
+    """``arkai library``: the rows and warnings of :func:`list_items`."""
     warnings: list[str] = []
-    rows = list_items(repo, content_type=content_type, tag=tag, warnings=warnings)
-    return {"count": len(rows), "items": rows, "warnings": warnings}
+    return Listing(list_items(repo, content_type=content_type, tag=tag, warnings=warnings),
+                   warnings)  # fmt: skip
 
 
-def show_item(repo: Repo, ident: str, *, full: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EntityCount:
+    name: Any
+    type: Any
+    mentions: int
+
+
+@dataclass(frozen=True)
+class ItemDetail:
+    """``arkai show``: one item's metadata, claim counts, top entities and summary; with
+    ``full`` also every claim (``claims``) and the transcript's path."""
+
+    id: str
+    title: str
+    path: str
+    metadata: dict[str, Any]
+    claims_total: int
+    by_status: dict[str, int]
+    by_review: dict[str, int]
+    entities_total: int
+    top_entities: list[EntityCount]
+    summary: str | None
+    transcript: str | None = None
+    claims: list[ClaimRow] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        claims: dict[str, Any] = {"total": self.claims_total, "by_status": self.by_status,
+                                  "by_review": self.by_review}  # fmt: skip
+        out: dict[str, Any] = {
+            "id": self.id, "title": self.title, "path": self.path, "metadata": self.metadata,
+            "claims": claims,
+            "entities": {"total": self.entities_total,
+                         "top": [vars(e) for e in self.top_entities]},
+            "summary": self.summary,
+        }  # fmt: skip
+        if self.claims is not None:
+            out["transcript"] = self.transcript
+            claims["list"] = [c.to_dict() for c in self.claims]
+        return out
+
+
+def show_item(repo: Repo, ident: str, *, full: bool = False) -> ItemDetail:
     """One item: metadata, claim counts by status (and review), the top entities, the
     summary; with ``full`` every claim and the transcript's path."""
     item = repo.item(ident)
@@ -155,30 +250,13 @@ def show_item(repo: Repo, ident: str, *, full: bool = False) -> dict[str, Any]:
         key=lambda e: (-len(e.get("mentions") or []), -float(e.get("confidence") or 0),
                        str(e.get("name"))),
     )  # fmt: skip
-    out: dict[str, Any] = {
-        "id": item.id,
-        "title": item.title,
-        "path": f"{LIBRARY}/{item.rel.as_posix()}",
-        "metadata": item.metadata,
-        "claims": {
-            "total": len(lines),
-            "by_status": dict(sorted(by_status.items())),
-            "by_review": dict(sorted(by_review.items())),
-        },
-        "entities": {
-            "total": len(ranked),
-            "top": [
-                {
-                    "name": e.get("name"),
-                    "type": e.get("type"),
-                    "mentions": len(e.get("mentions") or []),
-                }
-                for e in ranked[:TOP_ENTITIES]
-            ],
-        },
-        "summary": _summary(read_json(item.extracted / WISDOM)),
-    }
-    if full:
-        out["transcript"] = f"{LIBRARY}/{item.rel.as_posix()}/transcript.md"
-        out["claims"]["list"] = [_claim_row(item, line) for line in lines]
-    return out
+    path = f"{LIBRARY}/{item.rel.as_posix()}"
+    return ItemDetail(
+        item.id, item.title, path, item.metadata, len(lines),
+        dict(sorted(by_status.items())), dict(sorted(by_review.items())), len(ranked),
+        [EntityCount(e.get("name"), e.get("type"), len(e.get("mentions") or []))
+         for e in ranked[:TOP_ENTITIES]],
+        _summary(read_json(item.extracted / WISDOM)),
+        f"{path}/transcript.md" if full else None,
+        [_claim_row(item, line) for line in lines] if full else None,
+    )  # fmt: skip

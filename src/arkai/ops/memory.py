@@ -370,7 +370,7 @@ class History:
         }
 
 
-def quotes_for(repo: Repo, episode_ids: list[str], limit: int = 20) -> list[dict[str, Any]]:
+def _quotes_for(repo: Repo, episode_ids: list[str], limit: int = 20) -> list[dict[str, Any]]:
     """Each episode's quote with its receipt (file, line, valid), from ``evidence show``."""
     from arkai.ops.evidence import describe, find_evidence
 
@@ -380,7 +380,7 @@ def quotes_for(repo: Repo, episode_ids: list[str], limit: int = 20) -> list[dict
             out.append({"id": eid, "imported": True})
             continue
         try:
-            info = describe(find_evidence(repo, eid))
+            info = describe(find_evidence(repo, eid)).to_dict()
         except (NotFoundError, InvalidInputError):
             out.append({"id": eid, "missing": True})
             continue
@@ -394,7 +394,7 @@ def history(repo: Repo, ident: str, *, as_of: date) -> History:
     st = load(repo)
     b = find(st, ident)
     changes = [c for c in files.read_changes(repo.root) if b.id in (c.belief, c.other)]
-    quotes = quotes_for(repo, list(b.episodes) + list(b.contradicted_by))
+    quotes = _quotes_for(repo, list(b.episodes) + list(b.contradicted_by))
     return History(b, st.effective(b, as_of), changes, quotes)
 
 
@@ -521,25 +521,64 @@ def reflect(repo: Repo, *, as_of: date, similarity: float = 0.8, stale: float = 
     return Reflection(clusters, sorted(stale_list, key=lambda s: (s.effective, s.belief.id)))
 
 
-def stats(repo: Repo, *, as_of: date) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MemoryStats:
+    """``arkai memory stats``: belief counts by status and type, episodes, decisions."""
+
+    as_of: str
+    episodes: int
+    beliefs: int
+    by_status: dict[str, int]
+    by_type: dict[str, int]
+    average_effective_confidence: float | None
+    decisions: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def stats(repo: Repo, *, as_of: date) -> MemoryStats:
     st = load(repo)
     active = [b for b in st.beliefs if b.status == ACTIVE]
     eff = [st.effective(b, as_of) for b in active]
-    return {
-        "as_of": as_of.isoformat(),
-        "episodes": st.header.get("episodes", 0),
-        "beliefs": len(st.beliefs),
-        "by_status": {s: sum(b.status == s for b in st.beliefs) for s in BELIEF_STATUSES},
-        "by_type": {t: sum(b.type == t for b in active) for t in TYPES},
-        "average_effective_confidence": round(sum(eff) / len(eff), 4) if eff else None,
-        "decisions": {k: len(v) for k, v in files.read_decisions(repo.root).items()},
-    }
+    return MemoryStats(
+        as_of.isoformat(),
+        st.header.get("episodes", 0),
+        len(st.beliefs),
+        {s: sum(b.status == s for b in st.beliefs) for s in BELIEF_STATUSES},
+        {t: sum(b.type == t for b in active) for t in TYPES},
+        round(sum(eff) / len(eff), 4) if eff else None,
+        {k: len(v) for k, v in files.read_decisions(repo.root).items()},
+    )
 
 
 # -- export / import -----------------------------------------------------------------------
 
 
-def export(repo: Repo, path: Path) -> dict[str, int]:
+@dataclass(frozen=True)
+class Exported:
+    """``arkai memory export``: how many beliefs and changes were written."""
+
+    beliefs: int
+    changes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class Imported:
+    """``arkai memory import``: beliefs added, skipped (known or inactive), decisions added."""
+
+    beliefs_added: int
+    skipped: int
+    decisions_added: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def export(repo: Repo, path: Path) -> Exported:
     st = load(repo)
     changes = [c.to_dict() for c in files.read_changes(repo.root)]
     doc = {
@@ -550,14 +589,14 @@ def export(repo: Repo, path: Path) -> dict[str, int]:
         "decisions": files.read_decisions(repo.root),
     }
     atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
-    return {"beliefs": len(st.beliefs), "changes": len(changes)}
+    return Exported(len(st.beliefs), len(changes))
 
 
 def _norm(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def import_(repo: Repo, path: Path) -> dict[str, int]:
+def import_(repo: Repo, path: Path) -> Imported:
     """Add an export's active beliefs as imported episodes (deduplicated by statement) and its
     decisions where this library has none for that belief; never overwrites a decision."""
     data = read_repo_file(path, path.parent)
@@ -598,4 +637,4 @@ def import_(repo: Repo, path: Path) -> dict[str, int]:
                 merged += 1
     if merged:
         files.write_decisions(repo.root, mine)
-    return {"beliefs_added": added, "skipped": len(beliefs) - added, "decisions_added": merged}
+    return Imported(added, len(beliefs) - added, merged)

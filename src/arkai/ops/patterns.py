@@ -8,13 +8,13 @@ import copy
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from arkai.adapters.events import utc_now
 from arkai.adapters.params import DEFAULTS
 from arkai.adapters.repo import Repo
 from arkai.ops.extract import make_runner
 from arkai.patterns import Pattern, get_pattern, get_patterns
+from arkai.providers.runner import CallResult
 
 __all__ = ["Pattern", "list_patterns", "run_pattern", "show_pattern"]
 
@@ -41,8 +41,9 @@ def run_pattern(
     provider: str | None = None,
     model: str | None = None,
     variables: Mapping[str, str] | None = None,
-) -> Any:
-    """Run pattern ``name`` on ``text`` through the provider runner; the validated output."""
+) -> CallResult:
+    """Run pattern ``name`` on ``text`` through the provider runner: the validated output
+    (``value``) and where it came from (cache keys, model, chunks)."""
     params = copy.deepcopy(repo.params if repo is not None else DEFAULTS)
     if provider:
         params["extract"]["provider"] = provider
@@ -52,4 +53,4 @@ def run_pattern(
     # Outside a knowledge repo responses are cached under ~/.cache/arkai, never in the cwd.
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "arkai"
     runner = make_runner(_root(repo) or cache, params, refresh=False, now=utc_now())
-    return runner.run(pattern, text, {"variables": dict(variables or {})}).value
+    return runner.run(pattern, text, {"variables": dict(variables or {})})

@@ -14,7 +14,7 @@ the acceptance in the item's ``review.yaml`` through :func:`arkai.ops.review.rev
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,20 +60,79 @@ def _text_at(data: bytes, span: Span | None) -> str | None:
     return data[span.start : span.end].decode("utf-8", errors="replace")
 
 
-def _change(old: EvidenceLine, new: EvidenceLine, data: bytes) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Change:
+    """One evidence line re-anchored: its old and new ID, status and text; ``diff`` is the
+    word diff of a suggestion (``reanchored_fuzzy``), waiting for a person."""
+
+    old_id: str
+    new_id: str
+    status: str
+    claim: str
+    old_text: str
+    new_text: str | None
+    score: float | None
+    diff: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in vars(self).items() if k != "diff"}
+        return out | ({"diff": self.diff} if self.diff is not None else {})
+
+
+def _change(old: EvidenceLine, new: EvidenceLine, data: bytes) -> Change:
     new_text = _text_at(data, new.span)
-    change: dict[str, Any] = {
-        "old_id": old.id,
-        "new_id": new.id,
-        "status": new.status,
-        "claim": old.claim,
-        "old_text": old.quote,
-        "new_text": new_text,
-        "score": new.resolution.score,
-    }
+    diff = None
     if new.status == REANCHORED_FUZZY and new_text is not None:
-        change["diff"] = word_diff(old.quote, new_text)
-    return change
+        diff = word_diff(old.quote, new_text)
+    score = new.resolution.score
+    return Change(old.id, new.id, new.status, old.claim, old.quote, new_text, score, diff)
+
+
+@dataclass(frozen=True)
+class ItemReanchor:
+    """What ``arkai evidence reanchor`` did to one item."""
+
+    content_id: str
+    unchanged: int
+    mentions_reanchored: int
+    wisdom_reanchored: int
+    condensed_reanchored: int
+    changes: list[Change]
+
+    @property
+    def reanchored(self) -> int:
+        return sum(c.status in (RESOLVED, AMBIGUOUS) for c in self.changes)
+
+    @property
+    def suggested(self) -> int:
+        return sum(c.status == REANCHORED_FUZZY for c in self.changes)
+
+    @property
+    def unresolved(self) -> int:
+        return sum(c.status == UNRESOLVED for c in self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k != "changes"} | {
+            "reanchored": self.reanchored, "suggested": self.suggested,
+            "unresolved": self.unresolved, "changes": [c.to_dict() for c in self.changes],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """``arkai evidence reanchor --accept``: the suggestion that became an exact receipt."""
+
+    content_id: str
+    old_id: str
+    new_id: str
+    status: str
+    old_text: str
+    new_text: str
+    diff: str
+    review_file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
 
 
 def render_outputs(item: Item, data: bytes) -> None:
@@ -88,13 +147,13 @@ def render_outputs(item: Item, data: bytes) -> None:
 
 def reanchor_item(
     root: Path, item: Item, *, threshold: float, only: str | None = None
-) -> dict[str, Any]:
+) -> ItemReanchor:
     """Repair stale spans of one item's outputs in place; returns counts and the changes."""
     data = item.transcript_bytes()
     doc = Document(data)
     lines = read_evidence(item.extracted / EVIDENCE)
     out: list[EvidenceLine] = []
-    changed: list[dict[str, Any]] = []
+    changed: list[Change] = []
     kept = 0
     with events.run(root, "reanchor", content_id=item.id) as log:
         for line in lines:
@@ -141,17 +200,7 @@ def reanchor_item(
         meta["reanchored"] = True
         write_json(item.extracted / EXTRACTION, meta)
     render_outputs(item, data)
-    return {
-        "content_id": item.id,
-        "unchanged": kept,
-        "reanchored": sum(c["status"] in (RESOLVED, AMBIGUOUS) for c in changed),
-        "suggested": sum(c["status"] == REANCHORED_FUZZY for c in changed),
-        "unresolved": sum(c["status"] == UNRESOLVED for c in changed),
-        "mentions_reanchored": mentions,
-        "wisdom_reanchored": wisdom,
-        "condensed_reanchored": condensed,
-        "changes": changed,
-    }
+    return ItemReanchor(item.id, kept, mentions, wisdom, condensed, changed)
 
 
 def _drifted(doc: Document, line: EvidenceLine) -> bool:
@@ -248,7 +297,7 @@ def reanchor_condensed(item: Item, doc: Document, threshold: float) -> int:
 
 def accept_reanchor(
     repo: Repo, ident: str, *, by: str | None = None, note: str | None = None
-) -> dict[str, Any]:
+) -> Accepted:
     """Accept the re-anchor suggestion ``ident`` (an evidence ID or prefix): the quote becomes
     the text at the suggested span, the line an exact match, and ``review.yaml`` records the
     acceptance."""
@@ -304,16 +353,8 @@ def accept_reanchor(
     lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_review(item.path / REVIEW))
     write_evidence(item.extracted / EVIDENCE, lines)
     render_outputs(item, data)
-    return {
-        "content_id": item.id,
-        "old_id": line.id,
-        "new_id": new.id,
-        "status": new.status,
-        "old_text": line.quote,
-        "new_text": new_quote,
-        "diff": word_diff(line.quote, new_quote),
-        "review_file": result.file,
-    }
+    return Accepted(item.id, line.id, new.id, new.status, line.quote, new_quote,
+                    word_diff(line.quote, new_quote), result.file)  # fmt: skip
 
 
 def reanchor(
@@ -322,7 +363,7 @@ def reanchor(
     *,
     all_items: bool = False,
     threshold: float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ItemReanchor]:
     """``arkai evidence reanchor``: repair every item (``all_items``), one item (a content ID)
     or one claim (an evidence ID); ``threshold`` defaults to ``extract.fuzzy_threshold``."""
     thr = threshold if threshold is not None else float(repo.param("extract.fuzzy_threshold"))

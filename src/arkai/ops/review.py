@@ -293,11 +293,54 @@ def review_claim(
     )
 
 
-def pending(repo: Repo, item_id: str | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PendingClaim:
+    """A claim with no ``review.yaml`` entry."""
+
+    id: str
+    content_id: str
+    title: str
+    claim: str
+    quote: str
+    status: str
+    line: int | None
+    file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class OrphanedReview:
+    """A ``review.yaml`` entry that names no claim of the item's current extraction."""
+
+    key: str
+    content_id: str
+    title: str
+    review: dict[str, Any]
+    file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class PendingReport:
+    """``arkai review --pending``: claims awaiting review and orphaned entries."""
+
+    pending: list[PendingClaim]
+    orphaned: list[OrphanedReview]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": len(self.pending), "pending": [p.to_dict() for p in self.pending],
+                "orphaned": [o.to_dict() for o in self.orphaned]}  # fmt: skip
+
+
+def pending(repo: Repo, item_id: str | None = None) -> list[PendingClaim]:
     """Claims with no ``review.yaml`` entry, item by item in span order."""
     root = repo.root
     items = [repo.item(item_id)] if item_id else list(repo.items())
-    out: list[dict[str, Any]] = []
+    out: list[PendingClaim] = []
     for item in items:
         reviews = load_item_review(item)
         lines = read_evidence(item.extracted / EVIDENCE)
@@ -305,48 +348,31 @@ def pending(repo: Repo, item_id: str | None = None) -> list[dict[str, Any]]:
             if line.review is not None:
                 continue
             span = line.span
-            out.append(
-                {
-                    "id": line.id,
-                    "content_id": item.id,
-                    "title": item.title,
-                    "claim": line.claim,
-                    "quote": line.quote,
-                    "status": line.status,
-                    "line": span.line if span else None,
-                    "file": str(
-                        (item.path / (span.artifact if span else "transcript.md")).relative_to(root)
-                    ),
-                }
-            )
+            path = item.path / (span.artifact if span else "transcript.md")
+            out.append(PendingClaim(
+                line.id, item.id, item.title, line.claim, line.quote, line.status,
+                span.line if span else None, str(path.relative_to(root)),
+            ))  # fmt: skip
     return out
 
 
-def orphaned(repo: Repo, item_id: str | None = None) -> list[dict[str, Any]]:
+def orphaned(repo: Repo, item_id: str | None = None) -> list[OrphanedReview]:
     """``review.yaml`` entries that name no claim of the item's current extraction: kept in
     the file (never dropped), listed here so a person can re-file or delete them."""
     root = repo.root
     items = [repo.item(item_id)] if item_id else list(repo.items())
-    out: list[dict[str, Any]] = []
+    out: list[OrphanedReview] = []
     for item in items:
         reviews = load_item_review(item)
         if not reviews:
             continue
         lines = read_evidence(item.extracted / EVIDENCE)
+        file = str((item.path / REVIEW).relative_to(root))
         for key, entry in sorted(match_reviews(lines, reviews, lines).orphans.items()):
-            out.append(
-                {
-                    "key": key,
-                    "content_id": item.id,
-                    "title": item.title,
-                    "review": entry,
-                    "file": str((item.path / REVIEW).relative_to(root)),
-                }
-            )
+            out.append(OrphanedReview(key, item.id, item.title, entry, file))
     return out
 
 
-def pending_report(repo: Repo, item_id: str | None = None) -> dict[str, Any]:
-    """``arkai review --pending --json``: claims awaiting review and orphaned entries."""
-    rows = pending(repo, item_id)
-    return {"count": len(rows), "pending": rows, "orphaned": orphaned(repo, item_id)}
+def pending_report(repo: Repo, item_id: str | None = None) -> PendingReport:
+    """``arkai review --pending``: claims awaiting review and orphaned entries."""
+    return PendingReport(pending(repo, item_id), orphaned(repo, item_id))

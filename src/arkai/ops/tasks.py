@@ -195,10 +195,11 @@ def _evidence_state(repo: Repo, eid: str) -> EvidenceState | None:
         loc = find_evidence(repo, eid)
     except NotFoundError:
         return None
-    info = describe(loc)
+    span = describe(loc).span
     line = apply_review([loc.line], load_item_review(loc.item))[0]
     status = line.review.status if line.review is not None else None
-    return EvidenceState(holds=bool(info["valid"]) and not info["problems"], review=status)
+    holds = span is not None and span.valid and not span.problems
+    return EvidenceState(holds=holds, review=status)
 
 
 def score(

@@ -49,12 +49,12 @@ def _grep_links(repo: Repo, lines: list[dict[str, Any]]) -> None:
     """Add each grep line's item ``title`` and ``link`` (``…/transcript.md#L<line>``)."""
     from arkai.ops.library import list_items
 
-    items = {r["id"]: r for r in list_items(repo)} if lines else {}
+    items = {r.id: r for r in list_items(repo)} if lines else {}
     for ln in lines:
         item = items.get(ln["content_id"])
-        if item and item.get("path"):
-            ln["title"] = item.get("title")
-            ln["link"] = f"{item['path']}/transcript.md#L{ln['line']}"
+        if item and item.path:
+            ln["title"] = item.title
+            ln["link"] = f"{item.path}/transcript.md#L{ln['line']}"
 
 
 def topics(repo: Repo, term: str, *, limit: int = 20) -> TopicsResult:

@@ -58,13 +58,13 @@ def _context(repo: Repo, a: dict[str, Any]) -> Any:
 def _show(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.library import show_item
 
-    return show_item(repo, a["id"], full=a.get("full", False))
+    return show_item(repo, a["id"], full=a.get("full", False)).to_dict()
 
 
 def _library(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.library import library_listing
 
-    return library_listing(repo, content_type=a.get("type"), tag=a.get("tag"))
+    return library_listing(repo, content_type=a.get("type"), tag=a.get("tag")).to_dict()
 
 
 def _topics(repo: Repo, a: dict[str, Any]) -> Any:
@@ -76,7 +76,7 @@ def _topics(repo: Repo, a: dict[str, Any]) -> Any:
 def _evidence_show(repo: Repo, a: dict[str, Any]) -> Any:
     from arkai.ops.evidence import describe, find_evidence
 
-    return describe(find_evidence(repo, a["id"]))
+    return describe(find_evidence(repo, a["id"])).to_dict()
 
 
 def _validate(repo: Repo, a: dict[str, Any]) -> Any:
