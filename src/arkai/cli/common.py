@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import click
 
 from arkai.ops import Repo
@@ -18,3 +20,13 @@ def get_repo(ctx: click.Context) -> Repo:
         obj["repo_obj"] = Repo.open(obj.get("repo"))
     repo: Repo = obj["repo_obj"]
     return repo
+
+
+def parse_day(as_of: str | None) -> date:
+    """``--as-of YYYY-MM-DD``, or today (UTC) when not given."""
+    try:
+        return date.fromisoformat(as_of) if as_of else datetime.now(UTC).date()
+    except ValueError:
+        raise click.BadParameter(
+            f"{as_of!r} is not a date YYYY-MM-DD", param_hint="--as-of"
+        ) from None

@@ -3,16 +3,15 @@ the belief memory replayed from the library (docs/memory.md)."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from arkai.cli.common import get_repo, json_option, quiet_option
+from arkai.cli.common import get_repo, json_option, parse_day, quiet_option
 from arkai.cli.output import emit_json, progress_bar, stdout
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.belief import BELIEF_STATUSES, TYPES
-from arkai.ops import Repo
 from arkai.ops import memory as ops
 
 as_of_option = click.option(
@@ -21,19 +20,6 @@ as_of_option = click.option(
     metavar="YYYY-MM-DD",
     help="Compute effective confidence as of this day (default: today, UTC).",
 )
-
-
-def _repo(ctx: click.Context) -> Repo:
-    return get_repo(ctx)
-
-
-def _day(as_of: str | None) -> date:
-    try:
-        return date.fromisoformat(as_of) if as_of else datetime.now(UTC).date()
-    except ValueError:
-        raise click.BadParameter(
-            f"{as_of!r} is not a date YYYY-MM-DD", param_hint="--as-of"
-        ) from None
 
 
 def _say(text: str) -> None:
@@ -86,9 +72,9 @@ def recall(
 ) -> None:
     """Beliefs about QUERY: semantic first, lexical when nothing passes the threshold."""
     found = ops.recall(
-        _repo(ctx),
+        get_repo(ctx),
         " ".join(query),
-        as_of=_day(as_of),
+        as_of=parse_day(as_of),
         k=k,
         threshold=threshold,
         include_all=include_all,
@@ -114,7 +100,7 @@ def beliefs(
     as_json: bool,
 ) -> None:
     """Beliefs sorted by effective confidence."""
-    found = ops.list_beliefs(_repo(ctx), as_of=_day(as_of), status=status, kind=kind)
+    found = ops.list_beliefs(get_repo(ctx), as_of=parse_day(as_of), status=status, kind=kind)
     _listing(ctx, found[:limit] if limit else found, as_json, "beliefs", "no beliefs")
 
 
@@ -130,7 +116,7 @@ def belief() -> None:
 @click.pass_context
 def belief_history(ctx: click.Context, ident: str, as_of: str | None, as_json: bool) -> None:
     """Every change of a belief, with the quotes (receipts) behind it."""
-    h = ops.history(_repo(ctx), ident, as_of=_day(as_of))
+    h = ops.history(get_repo(ctx), ident, as_of=parse_day(as_of))
     if as_json:
         emit_json(h.to_dict())
         return
@@ -156,40 +142,37 @@ def belief_history(ctx: click.Context, ident: str, as_of: str | None, as_json: b
             _say(f"  “{q['quote']}” — {q['title']}, {q['file']}:{q['line']}{mark}")
 
 
-def _decision(
-    ctx: click.Context, kind: str, ident: str, note: str, undo: bool, as_json: bool
-) -> None:
-    b = ops.decide(_repo(ctx), kind, ident, note, undo=undo)
-    if as_json:
-        emit_json({"belief": b.id, "decision": kind, "undone": undo})
-    else:
-        what = f"removed the {kind} decision on" if undo else f"{kind}: recorded for"
-        _say(
-            f"{what} belief {b.id[:8]} "
-            "(takes effect at the next `dvc repro` / `arkai memory build`)"
-        )
+def _decision(kind: str, doc: str, undo_help: str) -> Callable[..., None]:
+    """The command that records (or with --undo removes) a ``kind`` decision on a belief."""
+
+    @click.argument("ident", metavar="ID")
+    @click.option("--note", default="", help="Why.")
+    @click.option("--undo", is_flag=True, help=undo_help)
+    @json_option
+    @click.pass_context
+    def command(ctx: click.Context, ident: str, note: str, undo: bool, as_json: bool) -> None:
+        b = ops.decide(get_repo(ctx), kind, ident, note, undo=undo)
+        if as_json:
+            emit_json({"belief": b.id, "decision": kind, "undone": undo})
+        else:
+            what = f"removed the {kind} decision on" if undo else f"{kind}: recorded for"
+            _say(
+                f"{what} belief {b.id[:8]} "
+                "(takes effect at the next `dvc repro` / `arkai memory build`)"
+            )
+
+    command.__doc__ = doc
+    return command
 
 
-@belief.command("pin")
-@click.argument("ident", metavar="ID")
-@click.option("--note", default="", help="Why.")
-@click.option("--undo", is_flag=True, help="Remove the pin.")
-@json_option
-@click.pass_context
-def belief_pin(ctx: click.Context, ident: str, note: str, undo: bool, as_json: bool) -> None:
-    """Pin a belief: it never decays, is never pruned and never invalidated."""
-    _decision(ctx, "pin", ident, note, undo, as_json)
-
-
-@click.command()
-@click.argument("ident", metavar="ID")
-@click.option("--note", default="", help="Why.")
-@click.option("--undo", is_flag=True, help="Remove the forget decision.")
-@json_option
-@click.pass_context
-def forget(ctx: click.Context, ident: str, note: str, undo: bool, as_json: bool) -> None:
-    """Forget a belief (written to memory/decisions.yaml; the replay respects it)."""
-    _decision(ctx, "forget", ident, note, undo, as_json)
+belief_pin = belief.command("pin")(
+    _decision("pin", "Pin a belief: it never decays, is never pruned and never invalidated.",
+              "Remove the pin.")
+)  # fmt: skip
+forget = click.command("forget")(
+    _decision("forget", "Forget a belief (written to memory/decisions.yaml; the replay "
+              "respects it).", "Remove the forget decision.")
+)  # fmt: skip
 
 
 @click.command()
@@ -207,8 +190,8 @@ def prune(
     ctx: click.Context, threshold: float | None, apply: bool, as_of: str | None, as_json: bool
 ) -> None:
     """List the beliefs the next replay drops (below the threshold); --apply records them."""
-    repo = _repo(ctx)
-    found = ops.prune_candidates(repo, as_of=_day(as_of), threshold=threshold)
+    repo = get_repo(ctx)
+    found = ops.prune_candidates(repo, as_of=parse_day(as_of), threshold=threshold)
     if apply and found:
         ops.apply_prune(
             repo, found, f"arkai prune --threshold {threshold}" if threshold else "arkai prune"
@@ -226,7 +209,7 @@ def reflect(
     ctx: click.Context, similarity: float, stale: float, as_of: str | None, as_json: bool
 ) -> None:
     """Near-duplicate belief groups and stale beliefs."""
-    r = ops.reflect(_repo(ctx), as_of=_day(as_of), similarity=similarity, stale=stale)
+    r = ops.reflect(get_repo(ctx), as_of=parse_day(as_of), similarity=similarity, stale=stale)
     if as_json:
         emit_json(r.to_dict())
         return
@@ -252,7 +235,7 @@ def memory() -> None:
 @click.pass_context
 def memory_build(ctx: click.Context, quiet: bool, as_json: bool) -> None:
     """Replay every episode into beliefs/ (what the `beliefs` DVC stage runs)."""
-    repo = _repo(ctx)
+    repo = get_repo(ctx)
     with progress_bar("beliefs", quiet=quiet or as_json) as bar:
         result = ops.build(repo, progress=bar)
     show_build(result, as_json=as_json, quiet=quiet)
@@ -281,7 +264,7 @@ def memory_context(
     ctx: click.Context, query: tuple[str, ...], k: int, as_of: str | None, as_json: bool
 ) -> None:
     """A prompt-ready pack: beliefs by effective confidence, with citations, and recent episodes."""
-    pack = ops.memory_context(_repo(ctx), " ".join(query), as_of=_day(as_of), k=k)
+    pack = ops.memory_context(get_repo(ctx), " ".join(query), as_of=parse_day(as_of), k=k)
     if as_json:
         emit_json(pack.to_dict())
     else:
@@ -296,7 +279,7 @@ def memory_context(
 @click.pass_context
 def memory_stats(ctx: click.Context, as_of: str | None, as_json: bool) -> None:
     """Belief counts by status and type, episodes, average effective confidence."""
-    s = ops.stats(_repo(ctx), as_of=_day(as_of)).to_dict()
+    s = ops.stats(get_repo(ctx), as_of=parse_day(as_of)).to_dict()
     if as_json:
         emit_json(s)
         return
@@ -310,7 +293,7 @@ def memory_stats(ctx: click.Context, as_of: str | None, as_json: bool) -> None:
 @click.pass_context
 def memory_export(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Write beliefs, changes and decisions to FILE (JSON)."""
-    out = ops.export(_repo(ctx), file)
+    out = ops.export(get_repo(ctx), file)
     if as_json:
         emit_json(out.to_dict())
     else:
@@ -323,7 +306,7 @@ def memory_export(ctx: click.Context, file: Path, as_json: bool) -> None:
 @click.pass_context
 def memory_import(ctx: click.Context, file: Path, as_json: bool) -> None:
     """Add an export's beliefs (deduplicated) and decisions (never overwriting yours)."""
-    out = ops.import_(_repo(ctx), file)
+    out = ops.import_(get_repo(ctx), file)
     if as_json:
         emit_json(out.to_dict())
     else:

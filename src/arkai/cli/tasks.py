@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
-
 import click
 
-from arkai.cli.common import get_repo, json_option
+from arkai.cli.common import get_repo, json_option, parse_day
 from arkai.cli.output import emit_json, stdout
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.task import PRIORITIES, Goal, Task
-from arkai.ops import Repo
 from arkai.ops import tasks as ops
 
 STATUS_CHOICE = click.Choice(["open", "done", "all"])
-
-
-def _repo(ctx: click.Context) -> Repo:
-    return get_repo(ctx)
 
 
 def _say(text: str) -> None:
@@ -35,11 +28,11 @@ def _task_line(t: Task) -> str:
     return " ".join(bits)
 
 
-def _show_task(t: Task, as_json: bool, verb: str) -> None:
+def _show(t: Task | Goal, as_json: bool, verb: str) -> None:
     if as_json:
         emit_json(t.to_dict())
     else:
-        _say(f"{verb} task {t.id[:8]}: {t.title}")
+        _say(f"{verb} {'task' if isinstance(t, Task) else 'goal'} {t.id[:8]}: {t.title}")
 
 
 @click.group()
@@ -70,10 +63,10 @@ def task_add(
 ) -> None:
     """Add a task: `arkai task add "Try the retrieval trick" --priority high --due 2026-12-01`."""
     t = ops.add_task(
-        _repo(ctx), " ".join(title) or None, priority=priority, due=due, goal=goal,
+        get_repo(ctx), " ".join(title) or None, priority=priority, due=due, goal=goal,
         evidence=list(evidence), from_evidence=from_evidence, description=description,
     )  # fmt: skip
-    _show_task(t, as_json, "added")
+    _show(t, as_json, "added")
 
 
 @task.command("list")
@@ -82,7 +75,7 @@ def task_add(
 @click.pass_context
 def task_list(ctx: click.Context, status: str, as_json: bool) -> None:
     """List tasks (exit 5 when there are none)."""
-    found = ops.list_tasks(_repo(ctx), status=status)
+    found = ops.list_tasks(get_repo(ctx), status=status)
     if as_json:
         emit_json({"tasks": [t.to_dict() for t in found]})
     for t in [] if as_json else found:
@@ -93,22 +86,17 @@ def task_list(ctx: click.Context, status: str, as_json: bool) -> None:
         ctx.exit(EXIT_NO_RESULTS)
 
 
-@task.command("done")
-@click.argument("ident", metavar="ID")
-@json_option
-@click.pass_context
-def task_done(ctx: click.Context, ident: str, as_json: bool) -> None:
-    """Mark a task done."""
-    _show_task(ops.set_done(_repo(ctx), ident, True), as_json, "done:")
+def _set_done(name: str, done: bool, verb: str, doc: str) -> None:
+    @task.command(name, help=doc)
+    @click.argument("ident", metavar="ID")
+    @json_option
+    @click.pass_context
+    def command(ctx: click.Context, ident: str, as_json: bool) -> None:
+        _show(ops.set_done(get_repo(ctx), ident, done), as_json, verb)
 
 
-@task.command("reopen")
-@click.argument("ident", metavar="ID")
-@json_option
-@click.pass_context
-def task_reopen(ctx: click.Context, ident: str, as_json: bool) -> None:
-    """Open a done task again."""
-    _show_task(ops.set_done(_repo(ctx), ident, False), as_json, "reopened")
+_set_done("done", True, "done:", "Mark a task done.")
+_set_done("reopen", False, "reopened", "Open a done task again.")
 
 
 @task.command("edit")
@@ -132,10 +120,10 @@ def task_edit(
 ) -> None:
     """Change a task's title, priority, due date, goal or description (its ID stays)."""
     t = ops.edit_task(
-        _repo(ctx), ident, title=title, priority=priority, due=due, goal=goal,
+        get_repo(ctx), ident, title=title, priority=priority, due=due, goal=goal,
         description=description,
     )  # fmt: skip
-    _show_task(t, as_json, "edited")
+    _show(t, as_json, "edited")
 
 
 @task.command("suggest")
@@ -145,13 +133,8 @@ def task_edit(
 @click.pass_context
 def task_suggest(ctx: click.Context, as_of: str | None, limit: int, as_json: bool) -> None:
     """Which open task to do next, with the reasons (exit 5 when none is open)."""
-    try:
-        today = date.fromisoformat(as_of) if as_of else datetime.now(UTC).date()
-    except ValueError:
-        raise click.BadParameter(
-            f"{as_of!r} is not a date YYYY-MM-DD", param_hint="--as-of"
-        ) from None
-    repo = _repo(ctx)
+    today = parse_day(as_of)
+    repo = get_repo(ctx)
     ranked = ops.suggest(repo, today=today, limit=limit)
     advice = ops.advice(repo, ranked, today=today)
     if as_json:
@@ -175,13 +158,6 @@ def goal() -> None:
     """Goals: larger objectives that tasks roll up to."""
 
 
-def _show_goal(g: Goal, as_json: bool, verb: str) -> None:
-    if as_json:
-        emit_json(g.to_dict())
-    else:
-        _say(f"{verb} goal {g.id[:8]}: {g.title}")
-
-
 @goal.command("add")
 @click.argument("title", nargs=-1, required=True)
 @click.option("--description", help="Longer text.")
@@ -191,7 +167,7 @@ def goal_add(
     ctx: click.Context, title: tuple[str, ...], description: str | None, as_json: bool
 ) -> None:
     """Add a goal."""
-    _show_goal(ops.add_goal(_repo(ctx), " ".join(title), description=description), as_json, "added")
+    _show(ops.add_goal(get_repo(ctx), " ".join(title), description=description), as_json, "added")
 
 
 @goal.command("list")
@@ -200,7 +176,7 @@ def goal_add(
 @click.pass_context
 def goal_list(ctx: click.Context, status: str, as_json: bool) -> None:
     """List goals (exit 5 when there are none)."""
-    found = ops.list_goals(_repo(ctx), status=status)
+    found = ops.list_goals(get_repo(ctx), status=status)
     if as_json:
         emit_json({"goals": [g.to_dict() for g in found]})
     else:
@@ -218,4 +194,4 @@ def goal_list(ctx: click.Context, status: str, as_json: bool) -> None:
 @click.pass_context
 def goal_done(ctx: click.Context, ident: str, as_json: bool) -> None:
     """Mark a goal done."""
-    _show_goal(ops.goal_done(_repo(ctx), ident), as_json, "done:")
+    _show(ops.goal_done(get_repo(ctx), ident), as_json, "done:")

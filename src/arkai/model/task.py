@@ -13,8 +13,7 @@ from datetime import date
 from typing import Any
 
 PRIORITIES = ("low", "medium", "high")
-TASK_STATUSES = ("open", "done")
-GOAL_STATUSES = ("open", "done")
+TASK_STATUSES = ("open", "done")  # goals have the same two
 MAX_TITLE = 300
 _EVIDENCE_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
@@ -72,6 +71,35 @@ def check_evidence(ids: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
+def _shared_fields(d: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+    """The fields tasks and goals share, checked; ``other``: the keys outside ``known``."""
+    status = _text(d, "status") or "open"
+    if status not in TASK_STATUSES:
+        raise TaskFieldError(f"'status' must be open or done, not {status!r}")
+    return {
+        "id": _text(d, "id", required=True) or "",
+        "title": check_title(_text(d, "title", required=True) or ""),
+        "status": status,
+        "description": _text(d, "description"),
+        "created_at": _str_or_none(d.get("created_at")),
+        "completed_at": _str_or_none(d.get("completed_at")),
+        "other": {k: v for k, v in d.items() if k not in known or k == "other"},
+    }
+
+
+def _as_dict(item: Task | Goal, optional: tuple[str, ...]) -> dict[str, Any]:
+    """id, title, status, then each of ``optional`` that is set, then the unknown keys."""
+    d: dict[str, Any] = {"id": item.id, "title": item.title, "status": item.status}
+    for key in optional:
+        value = getattr(item, key)
+        if value is not None and value != ():
+            d[key] = list(value) if isinstance(value, tuple) else value
+    return d | {k: v for k, v in item.other.items() if k not in d}
+
+
+_LAST = ("description", "created_at", "completed_at")
+
+
 @dataclass(frozen=True, slots=True)
 class Task:
     id: str
@@ -88,34 +116,16 @@ class Task:
     """Keys a person added that arkai does not know: kept as written."""
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "title": self.title, "status": self.status}
-        d["priority"] = self.priority
-        for key in ("due", "goal", "description", "created_at", "completed_at"):
-            value = getattr(self, key)
-            if value is not None:
-                d[key] = value
-        if self.evidence:
-            d["evidence"] = list(self.evidence)
-        return d | {k: v for k, v in self.other.items() if k not in d}
+        return _as_dict(self, ("priority", "due", "goal", *_LAST, "evidence"))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Task:
-        status = _text(d, "status") or "open"
-        if status not in TASK_STATUSES:
-            raise TaskFieldError(f"'status' must be open or done, not {status!r}")
-        known = set(cls.__slots__) - {"other"}
         return cls(
-            id=_text(d, "id", required=True) or "",
-            title=check_title(_text(d, "title", required=True) or ""),
-            status=status,
+            **_shared_fields(d, cls.__slots__),
             priority=check_priority(_text(d, "priority") or "medium"),
             due=check_due(d.get("due")),
             goal=_text(d, "goal"),
             evidence=check_evidence(d.get("evidence")),
-            description=_text(d, "description"),
-            created_at=_str_or_none(d.get("created_at")),
-            completed_at=_str_or_none(d.get("completed_at")),
-            other={k: v for k, v in d.items() if k not in known},
         )
 
 
@@ -130,28 +140,11 @@ class Goal:
     other: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "title": self.title, "status": self.status}
-        for key in ("description", "created_at", "completed_at"):
-            value = getattr(self, key)
-            if value is not None:
-                d[key] = value
-        return d | {k: v for k, v in self.other.items() if k not in d}
+        return _as_dict(self, _LAST)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Goal:
-        status = _text(d, "status") or "open"
-        if status not in GOAL_STATUSES:
-            raise TaskFieldError(f"'status' must be open or done, not {status!r}")
-        known = set(cls.__slots__) - {"other"}
-        return cls(
-            id=_text(d, "id", required=True) or "",
-            title=check_title(_text(d, "title", required=True) or ""),
-            status=status,
-            description=_text(d, "description"),
-            created_at=_str_or_none(d.get("created_at")),
-            completed_at=_str_or_none(d.get("completed_at")),
-            other={k: v for k, v in d.items() if k not in known},
-        )
+        return cls(**_shared_fields(d, cls.__slots__))
 
 
 def _str_or_none(value: Any) -> str | None:

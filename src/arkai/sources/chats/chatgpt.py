@@ -43,12 +43,12 @@ from arkai.sources.chats.common import (
     Message,
     chain_to,
     clean_text,
-    extra_branches,
     fence,
     iso_from_epoch,
     iso_from_string,
     join_parts,
-    title_label,
+    parse_records,
+    with_branches,
 )
 
 SKIPPED_TYPES = frozenset(
@@ -72,28 +72,17 @@ def parse_chatgpt(
     name: str, value: Any, *, all_branches: bool = False
 ) -> tuple[list[Conversation], list[str]]:
     """Conversations (active branch, plus extra branches when asked) and skip warnings."""
-    records = value if isinstance(value, list) else [value]
-    out: list[Conversation] = []
-    warnings: list[str] = []
-    for index, record in enumerate(records, start=1):
-        label = f"{name}: conversation {index}{title_label(record, 'title')}"
-        if not isinstance(record, dict):
-            warnings.append(f"{label}: not a JSON object; skipped")
-            continue
+
+    def convert(record: dict[str, Any]) -> list[Conversation] | str:
         cid = record.get("conversation_id") or record.get("id")
         if not isinstance(cid, str) or not cid.strip():
-            warnings.append(f"{label}: no conversation id; skipped")
-            continue
+            return "no conversation id"
         mapping = record.get("mapping")
         if not isinstance(mapping, dict) or not mapping:
-            warnings.append(f"{label}: no message tree ('mapping'); skipped")
-            continue
-        convs = _conversations(cid.strip(), record, mapping, all_branches=all_branches)
-        if not convs:
-            warnings.append(f"{label}: no visible messages; skipped")
-            continue
-        out.extend(convs)
-    return out, warnings
+            return "no message tree ('mapping')"
+        return _conversations(cid.strip(), record, mapping, all_branches=all_branches)
+
+    return parse_records(name, value, "title", convert)
 
 
 def _conversations(
@@ -111,34 +100,16 @@ def _conversations(
         current = leaves[-1] if leaves else None
     if current is None:
         return []
-    active = _messages(mapping, chain_to(parents, current))
-
     title = record.get("title") if isinstance(record.get("title"), str) else ""
-    created = iso_from_epoch(record.get("create_time")) or iso_from_string(
-        record.get("create_time")
+    created, updated = (
+        iso_from_epoch(record.get(key)) or iso_from_string(record.get(key))
+        for key in ("create_time", "update_time")
     )
-    updated = iso_from_epoch(record.get("update_time")) or iso_from_string(
-        record.get("update_time")
-    )
-
-    def conv(messages: list[Message], leaf: str | None) -> Conversation:
-        return Conversation(
-            platform="chatgpt",
-            conversation_id=cid,
-            title=str(title or ""),
-            created=created,
-            updated=updated,
-            messages=messages,
-            raw=record,
-            branch="active" if leaf is None else f"branch-{leaf}",
-            leaf=leaf,
-        )
-
-    out = [conv(active, None)] if active else []
+    base = Conversation("chatgpt", cid, str(title or ""), created, updated, [], record)
+    others = None
     if all_branches:
         others = [(leaf, _messages(mapping, chain_to(parents, leaf))) for leaf in leaves]
-        out += [conv(m, leaf) for leaf, m in extra_branches(active, others) if leaf != current]
-    return out
+    return with_branches(base, _messages(mapping, chain_to(parents, current)), others, current)
 
 
 def _order(mapping: dict[str, Any], key: str) -> tuple[float, str]:
@@ -151,13 +122,9 @@ def _order(mapping: dict[str, Any], key: str) -> tuple[float, str]:
 
 
 def _messages(mapping: dict[str, Any], path: list[str]) -> list[Message]:
-    out: list[Message] = []
-    for key in path:
-        node = mapping.get(key)
-        message = render_message(node.get("message") if isinstance(node, dict) else None)
-        if message is not None:
-            out.append(message)
-    return out
+    nodes = (mapping.get(key) for key in path)
+    found = (render_message(n.get("message") if isinstance(n, dict) else None) for n in nodes)
+    return [message for message in found if message is not None]
 
 
 def render_message(message: Any) -> Message | None:

@@ -38,10 +38,10 @@ from arkai.sources.chats.common import (
     Message,
     chain_to,
     clean_text,
-    extra_branches,
     iso_from_string,
     join_parts,
-    title_label,
+    parse_records,
+    with_branches,
 )
 
 ROLES = {"human": "human", "assistant": "assistant"}
@@ -55,28 +55,17 @@ def parse_claude(
     name: str, value: Any, *, all_branches: bool = False
 ) -> tuple[list[Conversation], list[str]]:
     """Conversations (kept branch, plus extra branches when asked) and skip warnings."""
-    records = value if isinstance(value, list) else [value]
-    out: list[Conversation] = []
-    warnings: list[str] = []
-    for index, record in enumerate(records, start=1):
-        label = f"{name}: conversation {index}{title_label(record, 'name')}"
-        if not isinstance(record, dict):
-            warnings.append(f"{label}: not a JSON object; skipped")
-            continue
+
+    def convert(record: dict[str, Any]) -> list[Conversation] | str:
         uuid = record.get("uuid")
         if not isinstance(uuid, str) or not uuid.strip():
-            warnings.append(f"{label}: no conversation id ('uuid'); skipped")
-            continue
+            return "no conversation id ('uuid')"
         messages = record.get("chat_messages")
         if not isinstance(messages, list):
-            warnings.append(f"{label}: no 'chat_messages' list; skipped")
-            continue
-        convs = _conversations(uuid.strip(), record, messages, all_branches=all_branches)
-        if not convs:
-            warnings.append(f"{label}: no visible messages; skipped")
-            continue
-        out.extend(convs)
-    return out, warnings
+            return "no 'chat_messages' list"
+        return _conversations(uuid.strip(), record, messages, all_branches=all_branches)
+
+    return parse_records(name, value, "name", convert)
 
 
 def _conversations(
@@ -117,32 +106,19 @@ def _conversations(
         active = _render(entries, list(entries))
 
     title = record.get("name")
-    base: dict[str, Any] = {
-        "platform": "claude",
-        "conversation_id": uuid,
-        "title": title if isinstance(title, str) else "",
-        "created": iso_from_string(record.get("created_at")),
-        "updated": iso_from_string(record.get("updated_at")),
-        "raw": record,
-    }
-    out = [Conversation(messages=active, **base)] if active else []
+    base = Conversation(
+        "claude", uuid, title if isinstance(title, str) else "",
+        iso_from_string(record.get("created_at")), iso_from_string(record.get("updated_at")),
+        [], record,
+    )  # fmt: skip
+    others = None
     if linked and all_branches:
         others = [(leaf, _render(entries, chain_to(parents, leaf))) for leaf in leaves]
-        out += [
-            Conversation(messages=m, branch=f"branch-{leaf}", leaf=leaf, **base)
-            for leaf, m in extra_branches(active, others)
-            if leaf != last
-        ]
-    return out
+    return with_branches(base, active, others, last)
 
 
 def _render(entries: dict[str, dict[str, Any]], keys: list[str]) -> list[Message]:
-    out: list[Message] = []
-    for key in keys:
-        message = render_message(entries[key])
-        if message is not None:
-            out.append(message)
-    return out
+    return [m for m in (render_message(entries[key]) for key in keys) if m is not None]
 
 
 def render_message(message: dict[str, Any]) -> Message | None:

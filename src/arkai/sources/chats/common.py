@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -193,6 +194,43 @@ def extra_branches(
         if not longer:
             kept.append((leaf, messages))
     return kept
+
+
+def with_branches(
+    base: Conversation,
+    active: list[Message],
+    others: list[tuple[str, list[Message]]] | None,
+    current: str | None,
+) -> list[Conversation]:
+    """``base`` with the active branch's messages (when there are any), then each of
+    ``others`` (leaf id, messages; None unless all branches were asked for) worth an item of
+    its own (:func:`extra_branches`) except the leaf ``current``, as ``branch-<leaf>``."""
+    out = [replace(base, messages=active)] if active else []
+    for leaf, messages in extra_branches(active, others or []):
+        if leaf != current:
+            out.append(replace(base, messages=messages, branch=f"branch-{leaf}", leaf=leaf))
+    return out
+
+
+def parse_records(
+    name: str,
+    value: Any,
+    title_key: str,
+    convert: Callable[[dict[str, Any]], list[Conversation] | str],
+) -> tuple[list[Conversation], list[str]]:
+    """Each record of an export (a list, or one record) → its conversations, and warnings:
+    a record that is not an object, that ``convert`` rejects (it returns why) or that keeps no
+    message is skipped with a warning naming it (its number and title)."""
+    out: list[Conversation] = []
+    warnings: list[str] = []
+    for index, record in enumerate(value if isinstance(value, list) else [value], start=1):
+        label = f"{name}: conversation {index}{title_label(record, title_key)}"
+        found = convert(record) if isinstance(record, dict) else "not a JSON object"
+        if isinstance(found, str) or not found:
+            warnings.append(f"{label}: {found or 'no visible messages'}; skipped")
+        else:
+            out.extend(found)
+    return out, warnings
 
 
 # --------------------------------------------------------------------------- redaction
