@@ -31,6 +31,7 @@ from arkai.adapters.fs import (
     read_repo_file,
     write_if_changed,
 )
+from arkai.adapters.store import iter_jsonl
 from arkai.core.canonjson import dumps_line
 from arkai.core.hashing import sha256_hex
 from arkai.errors import LibraryError
@@ -105,26 +106,15 @@ def write_decisions(root: Path, decisions: dict[str, dict[str, str]]) -> Path:
 def read_imported(root: Path) -> list[Episode]:
     path = root / MEMORY_DIR / IMPORTED
     data = read_repo_file(path, root, missing_ok=True)
-    if data is None:
-        return []
-    out = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LibraryError(f"{path}: not UTF-8 ({exc})") from None
-    for n, row in enumerate(text.splitlines(), 1):
-        if not row.strip():
-            continue
-        try:
-            d = json.loads(row)
-            kind = d.get("type", "fact")
-            if kind not in TYPES:
-                raise ValueError(f"unknown type {kind!r}")
-            out.append(Episode(id=str(d["id"]), statement=str(d["statement"]),
-                               date=str(d["date"]), item=None, kind=kind))  # fmt: skip
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise LibraryError(f"{path}:{n}: not an imported belief ({exc})") from None
-    return out
+    return [] if data is None else list(iter_jsonl(data, path, "not an imported belief", _imported))
+
+
+def _imported(d: dict[str, Any]) -> Episode:
+    kind = d.get("type", "fact")
+    if kind not in TYPES:
+        raise ValueError(f"unknown type {kind!r}")
+    return Episode(id=str(d["id"]), statement=str(d["statement"]), date=str(d["date"]),
+                   item=None, kind=kind)  # fmt: skip
 
 
 def write_imported(root: Path, rows: list[dict[str, Any]]) -> Path:
@@ -238,15 +228,11 @@ def read_state(root: Path) -> tuple[dict[str, Any], list[Belief]] | None:
 def read_changes(root: Path) -> list[Change]:
     path = beliefs_dir(root) / CHANGES
     data = read_repo_file(path, root, missing_ok=True)
-    if data is None:
-        return []
-    out = []
-    for n, row in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        try:
-            out.append(Change.from_dict(json.loads(row)))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise LibraryError(f"{path}:{n}: not a belief change ({exc})") from None
-    return out
+    return (
+        []
+        if data is None
+        else list(iter_jsonl(data, path, "not a belief change", Change.from_dict))
+    )
 
 
 def read_vectors(root: Path) -> F32 | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import atomic_write_text, read_repo_file, write_if_changed
+from arkai.adapters.store import iter_jsonl
 from arkai.core import canonjson
 from arkai.core.canonjson import dumps_line
 from arkai.errors import LibraryError
@@ -59,17 +60,7 @@ def read_shard(root: Path, file: str) -> Iterator[CondensedChunk]:
     path = shards_dir(root) / file
     data = read_repo_file(path, root)
     assert data is not None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LibraryError(f"{path}: not UTF-8 ({exc})") from None
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            yield CondensedChunk.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise LibraryError(f"{path}:{n}: not a condensed chunk ({exc})") from None
+    yield from iter_jsonl(data, path, "not a condensed chunk", CondensedChunk.from_dict)
 
 
 def write_shard(root: Path, file: str, chunks: Iterable[CondensedChunk]) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arkai.adapters.fs import read_repo_file, write_if_changed
 from arkai.core import canonjson
@@ -13,6 +13,35 @@ from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine
 
 ENTITIES_SCHEMA_VERSION = 1
+T = TypeVar("T")
+
+
+def iter_jsonl(
+    data: bytes,
+    label: Path | str,
+    what: str,
+    parse: Callable[[Any], T],
+    problems: list[str] | None = None,
+) -> Iterator[T]:
+    """Each non-blank line of a JSON Lines file, parsed by ``parse``. A line that is not JSON
+    or that ``parse`` rejects is a LibraryError ``<label>:<n>: <what> (<why>)`` — or, given
+    ``problems``, that message goes there and the line is skipped (and bytes that are not
+    UTF-8 are replaced instead of failing the file)."""
+    try:
+        text = data.decode("utf-8", errors="strict" if problems is None else "replace")
+    except UnicodeDecodeError as exc:
+        raise LibraryError(f"{label}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    for n, row in enumerate(text.splitlines(), 1):
+        if not row.strip():
+            continue
+        try:
+            value = parse(json.loads(row))
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            if problems is None:
+                raise LibraryError(f"{label}:{n}: {what} ({exc})") from None
+            problems.append(f"{label}:{n}: {what} ({exc})")
+            continue
+        yield value
 
 
 def evidence_sort_key(line: EvidenceLine) -> tuple[int, int, str]:
@@ -34,22 +63,14 @@ def read_evidence(path: Path) -> list[EvidenceLine]:
 def parse_evidence(raw: bytes, path: Path) -> list[EvidenceLine]:
     """The lines of an ``evidence.jsonl`` already read into ``raw`` (``path`` names it in
     errors)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LibraryError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    lines: list[EvidenceLine] = []
-    for n, row in enumerate(text.splitlines(), 1):
-        if not row.strip():
-            continue
-        try:
-            obj = json.loads(row)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-            lines.append(EvidenceLine.from_dict(obj))
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise LibraryError(f"{path}:{n}: bad evidence line ({exc})") from None
-    return lines
+    return list(iter_jsonl(raw, path, "bad evidence line", evidence_line))
+
+
+def evidence_line(obj: Any) -> EvidenceLine:
+    """One parsed line of ``evidence.jsonl`` (ValueError when it is not an object)."""
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return EvidenceLine.from_dict(obj)
 
 
 def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:

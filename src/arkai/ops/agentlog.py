@@ -16,7 +16,6 @@ session back; a line that cannot be read is reported, never dropped silently.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from arkai.adapters.events import utc_now
 from arkai.adapters.fs import append_bytes, read_repo_file
 from arkai.adapters.repo import Repo
+from arkai.adapters.store import iter_jsonl
 from arkai.core import canonjson
 from arkai.core.redact import redact
 from arkai.errors import InvalidInputError, LibraryError, NotFoundError
@@ -75,19 +75,14 @@ def _read(root: Path, session: str) -> tuple[list[Turn], list[str]]:
     data = read_repo_file(path, root, missing_ok=True)
     if data is None:
         return [], []
-    turns: list[Turn] = []
     problems: list[str] = []
-    rel = path.relative_to(root)
-    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-            turns.append(Turn(str(d["session"]), int(d["n"]), str(d["role"]), str(d["text"]),
-                              str(d["at"]), dict(d.get("redacted") or {})))  # fmt: skip
-        except (ValueError, KeyError, TypeError) as exc:
-            problems.append(f"{rel}:{n}: not a turn ({exc})")
+    turns = list(iter_jsonl(data, path.relative_to(root), "not a turn", _turn, problems))
     return turns, problems
+
+
+def _turn(d: dict[str, Any]) -> Turn:
+    return Turn(str(d["session"]), int(d["n"]), str(d["role"]), str(d["text"]), str(d["at"]),
+                dict(d.get("redacted") or {}))  # fmt: skip
 
 
 def log_turn(repo: Repo, session: str, role: str, text: str, *, now: str | None = None) -> Turn:

@@ -14,7 +14,6 @@ so a diff shows the claims a transcript edit made stale; the library-wide figure
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,9 @@ from arkai.adapters.layout import (
 )
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import review_for, review_key
+from arkai.adapters.store import evidence_line, iter_jsonl
 from arkai.core.hashing import digest
 from arkai.core.receipts import span_is_valid
-from arkai.model.evidence import EvidenceLine
 
 VALIDATION_REPORT = "reports/validation.json"
 #: Review fields compared (and shown) for a claim.
@@ -165,16 +164,9 @@ def load_item(snap: Snapshot, ref: ItemRef) -> ItemState:
 
     reviews = parse_review(snap.read(f"{lib}/{REVIEW}"))
     claims: dict[str, ClaimState] = {}
-    raw = snap.read(f"{ext}/{EVIDENCE}")
-    for n, text in enumerate((raw or b"").decode("utf-8", errors="replace").splitlines(), 1):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-            line = EvidenceLine.from_dict(obj)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            warnings.append(f"{ext}/{EVIDENCE}:{n}: unreadable evidence line")
-            continue
+    raw = snap.read(f"{ext}/{EVIDENCE}") or b""
+    label = f"{ext}/{EVIDENCE}"
+    for line in iter_jsonl(raw, label, "unreadable evidence line", evidence_line, warnings):
         span = line.span
         valid: bool | None = None
         lineno: int | None = None

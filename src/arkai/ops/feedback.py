@@ -22,7 +22,6 @@ skipped with a warning naming the file and the line; nothing is ever rewritten.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from arkai.adapters.events import utc_now
 from arkai.adapters.fs import append_bytes, atomic_write_text, read_repo_file
 from arkai.adapters.repo import Repo
+from arkai.adapters.store import iter_jsonl
 from arkai.core import canonjson
 from arkai.errors import InvalidInputError
 
@@ -85,21 +85,19 @@ def net_votes(root: Path, query: str, warnings: list[str] | None = None) -> dict
     if data is None:
         return {}
     net: dict[str, int] = {}
-    rel = path.relative_to(root)
-    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            cid, vote = rec["content_id"], rec["vote"]
-            if not isinstance(cid, str) or vote not in (1, -1) or isinstance(vote, bool):
-                raise ValueError("needs a content_id and a vote of 1 or -1")
-        except (ValueError, KeyError, TypeError) as exc:
-            if warnings is not None:
-                warnings.append(f"{rel}:{n}: not a feedback vote ({exc}); ignored")
-            continue
-        net[cid] = net.get(cid, 0) + int(vote)
+    bad: list[str] = []
+    for cid, vote in iter_jsonl(data, path.relative_to(root), "not a feedback vote", _vote, bad):
+        net[cid] = net.get(cid, 0) + vote
+    if warnings is not None:
+        warnings.extend(f"{problem}; ignored" for problem in bad)
     return {cid: v for cid, v in net.items() if v}
+
+
+def _vote(rec: dict[str, Any]) -> tuple[str, int]:
+    cid, vote = rec["content_id"], rec["vote"]
+    if not isinstance(cid, str) or vote not in (1, -1) or isinstance(vote, bool):
+        raise ValueError("needs a content_id and a vote of 1 or -1")
+    return cid, int(vote)
 
 
 def feedback(repo: Repo, query: str, ident: str, vote: int, *, now: str | None = None) -> Feedback:
