@@ -24,3 +24,14 @@ def dumps_line(obj: Mapping[str, Any]) -> str:
 def dumps_lines(objs: Iterable[Mapping[str, Any]]) -> str:
     """Several JSONL lines, in the order given."""
     return "".join(dumps_line(o) for o in objs)
+
+
+def kind_of(value: Any) -> str:
+    """What a parsed JSON value is, for messages: ``an object``, ``a list``, ``null`` …"""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return "null" if value is None else f"a {type(value).__name__}"

@@ -74,7 +74,6 @@ class Document:
         "_fuzzy",
         "_grams",
         "_line_starts",
-        "_norm",
         "_norm_bytes",
         "_offset_text",
         "_pages",
@@ -89,7 +88,6 @@ class Document:
         self._ts_lines: list[int] | None = None
         self._pages: tuple[list[int], list[int]] | None = None
         self._text: str | None = None
-        self._norm: str | None = None
         self._norm_bytes: bytes | None = None
         self._ascii: bool | None = None
         self._offset_text: str | None = None
@@ -112,15 +110,9 @@ class Document:
         return self._text
 
     @property
-    def normalized(self) -> str:
-        """``normalize_text(self.text)``, computed once."""
-        if self._norm is None:
-            self._norm = self.normalized_bytes.decode("utf-8")
-        return self._norm
-
-    @property
     def normalized_bytes(self) -> bytes:
-        """``normalized`` as UTF-8, computed once: what the ``normalized_hint`` search scans.
+        """``normalize_text(self.text)`` as UTF-8, computed once: what the ``normalized_hint``
+        search scans.
 
         A valid UTF-8 needle occurs in valid UTF-8 bytes exactly when its text occurs in their
         text, and a bytes search is faster than one in a string with wide characters.

@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any
 
+from arkai.core.canonjson import kind_of
 from arkai.errors import SourceFormatError
 from arkai.formats.cue import Cue, ParsedSource, clean_text
 
@@ -35,7 +36,7 @@ def parse_ytjson(name: str, text: str) -> ParsedSource:
     except RecursionError:
         raise SourceFormatError(f"{name}: not valid JSON (nested too deeply)") from None
     if not isinstance(value, list):
-        raise SourceFormatError(f"{name}: {_SHAPE} (top level is {_kind(value)})")
+        raise SourceFormatError(f"{name}: {_SHAPE} (top level is {kind_of(value)})")
     if not value:
         raise SourceFormatError(f"{name}: no transcript entries")
     cues: list[Cue] = []
@@ -54,7 +55,7 @@ def parse_ytjson(name: str, text: str) -> ParsedSource:
 
 def _entry_problem(entry: Any) -> str | None:
     if not isinstance(entry, dict):
-        return f"{_kind(entry)}, not an object"
+        return f"{kind_of(entry)}, not an object"
     if not isinstance(entry.get("text"), str):
         return "'text' is missing or not a string"
     start = entry.get("start")
@@ -66,16 +67,6 @@ def _entry_problem(entry: Any) -> str | None:
     if isinstance(duration, bool) or not isinstance(duration, int | float):
         return "'duration' is not a number"
     return None
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return "null" if value is None else f"a {type(value).__name__}"
 
 
 def _json_reason(exc: ValueError) -> str:

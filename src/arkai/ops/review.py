@@ -336,43 +336,25 @@ class PendingReport:
                 "orphaned": [o.to_dict() for o in self.orphaned]}  # fmt: skip
 
 
-def pending(repo: Repo, item_id: str | None = None) -> list[PendingClaim]:
-    """Claims with no ``review.yaml`` entry, item by item in span order."""
+def pending_report(repo: Repo, item_id: str | None = None) -> PendingReport:
+    """``arkai review --pending``: claims with no ``review.yaml`` entry (item by item, in span
+    order), and entries that name no claim of the item's current extraction — kept in the
+    file (never dropped), listed so a person can re-file or delete them."""
     root = repo.root
-    items = [repo.item(item_id)] if item_id else list(repo.items())
-    out: list[PendingClaim] = []
-    for item in items:
-        reviews = load_item_review(item)
+    report = PendingReport([], [])
+    for item in [repo.item(item_id)] if item_id else repo.items():
         lines = read_evidence(item.extracted / EVIDENCE)
-        for line in match_reviews(lines, reviews, lines).lines:
+        matched = match_reviews(lines, load_item_review(item), lines)
+        for line in matched.lines:
             if line.review is not None:
                 continue
             span = line.span
             path = item.path / (span.artifact if span else "transcript.md")
-            out.append(PendingClaim(
+            report.pending.append(PendingClaim(
                 line.id, item.id, item.title, line.claim, line.quote, line.status,
                 span.line if span else None, str(path.relative_to(root)),
             ))  # fmt: skip
-    return out
-
-
-def orphaned(repo: Repo, item_id: str | None = None) -> list[OrphanedReview]:
-    """``review.yaml`` entries that name no claim of the item's current extraction: kept in
-    the file (never dropped), listed here so a person can re-file or delete them."""
-    root = repo.root
-    items = [repo.item(item_id)] if item_id else list(repo.items())
-    out: list[OrphanedReview] = []
-    for item in items:
-        reviews = load_item_review(item)
-        if not reviews:
-            continue
-        lines = read_evidence(item.extracted / EVIDENCE)
         file = str((item.path / REVIEW).relative_to(root))
-        for key, entry in sorted(match_reviews(lines, reviews, lines).orphans.items()):
-            out.append(OrphanedReview(key, item.id, item.title, entry, file))
-    return out
-
-
-def pending_report(repo: Repo, item_id: str | None = None) -> PendingReport:
-    """``arkai review --pending``: claims awaiting review and orphaned entries."""
-    return PendingReport(pending(repo, item_id), orphaned(repo, item_id))
+        for key, entry in sorted(matched.orphans.items()):
+            report.orphaned.append(OrphanedReview(key, item.id, item.title, entry, file))
+    return report

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import read_input_file
+from arkai.core.canonjson import kind_of
 from arkai.errors import InvalidInputError, SourceFormatError
 from arkai.sources.base import Acquired, AddOptions
 from arkai.sources.chats.archive import detect_zip_file, read_chat_members
@@ -116,16 +117,6 @@ def decode_json(name: str, data: bytes) -> Any:
         raise SourceFormatError(f"{name}: not valid JSON (nested too deeply)") from None
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return "null" if value is None else f"a {type(value).__name__}"
-
-
 def parse_conversations(
     name: str, value: Any, *, platform: str | None = None, all_branches: bool = False
 ) -> tuple[list[Conversation], list[str]]:
@@ -139,7 +130,7 @@ def parse_conversations(
     chosen = platform or detect_value(value)
     if chosen is None or not isinstance(value, list | dict):
         raise SourceFormatError(
-            f"{name}: not a chat export (top level is {_kind(value)}); {ACCEPTED}"
+            f"{name}: not a chat export (top level is {kind_of(value)}); {ACCEPTED}"
         )
     if chosen == "chatgpt":
         return parse_chatgpt(name, value, all_branches=all_branches)
