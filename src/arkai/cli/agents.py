@@ -8,12 +8,8 @@ import sys
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say
 from arkai.errors import EXIT_ERROR, InvalidInputError
-
-
-def _say(text: str = "") -> None:
-    stdout.print(text, markup=False, highlight=False)
 
 
 @click.command()
@@ -36,7 +32,7 @@ def feedback(ctx: click.Context, query: str, ident: str, vote: int | None, as_js
         emit_json(result.to_dict())
         return
     word = "up" if vote > 0 else "down"
-    _say(f"voted {word}: {result.title} ({result.content_id}) for {result.query!r}; "
+    say(f"voted {word}: {result.title} ({result.content_id}) for {result.query!r}; "
          f"net {result.net:+d} ({result.path})")  # fmt: skip
 
 
@@ -63,9 +59,9 @@ def log_turn(ctx: click.Context, session: str | None, role: str | None, text: st
             emit_json(log.to_dict())
         else:
             for t in log.turns:
-                _say(f"[{t.n}] {t.at} {t.role}:")
+                say(f"[{t.n}] {t.at} {t.role}:")
                 for line in t.text.splitlines() or [""]:
-                    _say(f"    {line}")
+                    say(f"    {line}")
         for problem in log.problems:
             click.echo(f"arkai: error: {problem} (left out)", err=True)
         if log.problems:
@@ -83,4 +79,4 @@ def log_turn(ctx: click.Context, session: str | None, role: str | None, text: st
         return
     hidden = sum(turn.redacted.values())
     note = f"; {hidden} secret{'s' if hidden != 1 else ''} redacted" if hidden else ""
-    _say(f"logged turn {turn.n} of {session} ({role}){note}")
+    say(f"logged turn {turn.n} of {session} ({role}){note}")

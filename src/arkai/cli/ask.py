@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say, stdout
 
 
 @click.command()
@@ -37,4 +37,4 @@ def ask(ctx: click.Context, question: tuple[str, ...], save: bool, as_json: bool
         return
     stdout.print(render(answer, repo.root), markup=False, highlight=False, end="")
     if saved is not None:
-        stdout.print(f"saved: {saved.markdown.relative_to(repo.root).as_posix()}", markup=False)
+        say(f"saved: {saved.markdown.relative_to(repo.root).as_posix()}")

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from arkai.cli.common import get_repo, json_option, quiet_option
-from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.cli.output import emit_json, progress_bar, say
 from arkai.ops.condense import condense as condense_op
 from arkai.ops.extract import Stats
 
@@ -51,25 +51,22 @@ def show_condense(summary: Any, *, as_json: bool = False, quiet: bool = False) -
     if quiet:
         return 0
     st = summary.stats
-    stdout.print(
+    say(
         f"condense: {summary.condensed} condensed ({summary.chunks} chunks), {summary.skipped} "
         f"unchanged, {summary.removed} removed; provider calls {st.calls}, cache hits "
-        f"{st.cache_hits}",
-        markup=False,
+        f"{st.cache_hits}"
     )
     for o in summary.oversized:
-        stdout.print(
+        say(
             f"oversized: item {o['item']} chunk {o['chunk']} is one message of {o['tokens']} "
-            "tokens, longer than condense.chunk_tokens (kept whole)",
-            markup=False,
+            "tokens, longer than condense.chunk_tokens (kept whole)"
         )
     sh = summary.shards
     if sh is not None:
         if sh.resharded:
-            stdout.print(f"shards: {sh.resharded}", markup=False)
-        stdout.print(
+            say(f"shards: {sh.resharded}")
+        say(
             f"shards: {sh.shards} ({sh.chunks} chunks, {sh.tokens} tokens); written "
-            f"{', '.join(sh.written) or 'none'}; unchanged {len(sh.kept)}",
-            markup=False,
+            f"{', '.join(sh.written) or 'none'}; unchanged {len(sh.kept)}"
         )
     return 0

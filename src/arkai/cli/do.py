@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say
 from arkai.errors import InvalidInputError
 
 #: Commands ``arkai do`` never runs: itself (no loops).
@@ -108,7 +108,7 @@ def do(ctx: click.Context, words: tuple[str, ...], yes: bool, explain: bool,
     cmd = command_of(list(chosen.argv))
     run = yes
     if not yes and not as_json and sys.stdin.isatty() and sys.stdout.isatty():
-        stdout.print(chosen.command, markup=False, highlight=False)
+        say(chosen.command)
         if explain:
             click.echo(f"  ({chosen.layer}: {chosen.why})")
         run = click.confirm("Run it?", default=False)
@@ -120,7 +120,7 @@ def do(ctx: click.Context, words: tuple[str, ...], yes: bool, explain: bool,
         if as_json:
             emit_json(out)
         elif not shown:
-            stdout.print(chosen.command, markup=False, highlight=False)
+            say(chosen.command)
             if explain:
                 click.echo(f"  ({chosen.layer}: {chosen.why})")
             click.echo("not run: add --yes to run it", err=True)

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from arkai.cli.common import json_option, quiet_option
-from arkai.cli.output import emit_json, progress_status, stderr, stdout
+from arkai.cli.output import emit_json, progress_status, say, stderr, stdout
 
 if TYPE_CHECKING:
     from arkai.ops.eval import RetrievalReport
@@ -113,12 +113,11 @@ def _print_table(out: RetrievalReport) -> None:
         how = "cached" if build.get("vector_cached") else "computed"
         parts.append(f"embeddings ({build['embedder']}, {how}) {build['vector_seconds']:.2f}s")
     if parts:
-        stdout.print("index: " + "; ".join(parts), markup=False)
+        say("index: " + "; ".join(parts))
     if out.query_embedding_seconds is not None:
-        stdout.print(
+        say(
             f"query embedding: {out.query_embedding_seconds:.2f}s for {out.queries} "
-            "queries (counted in queries/s of vector, rrf and hybrid)",
-            markup=False,
+            "queries (counted in queries/s of vector, rrf and hybrid)"
         )
 
 
@@ -173,9 +172,8 @@ def verify(
         table.add_row(name, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}")
     stdout.print(table)
     recall = ", ".join(f"{k_}: {v:.3f}" for k_, v in out["retrieval_recall"].items())
-    stdout.print(f"retrieval {recall}", markup=False)
-    stdout.print(
+    say(f"retrieval {recall}")
+    say(
         f"quotes resolved to bytes: {out['quotes_resolved']}/{out['quotes']} "
-        f"({out['quotes_resolved_fraction']:.3f}); {out['seconds']}s",
-        markup=False,
+        f"({out['quotes_resolved_fraction']:.3f}); {out['seconds']}s"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say, stdout
 from arkai.cli.pipeline import validate_item
 from arkai.core.grammar import format_page
 from arkai.errors import EXIT_NO_RESULTS, ArkaiError
@@ -36,29 +36,28 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
         return
     stdout.print(info.claim, style="bold", markup=False)
     res = info.resolution
-    stdout.print(
+    say(
         f"status     {info.status} (method {res['method']}, "
-        f"match {res['match_rank']}/{res['match_count']}, reason {res['reason']})",
-        markup=False,
+        f"match {res['match_rank']}/{res['match_count']}, reason {res['reason']})"
     )
-    stdout.print(f"evidence   {info.id}  item {info.content_id}  {info.title}", markup=False)
+    say(f"evidence   {info.id}  item {info.content_id}  {info.title}")
     sp = info.span
     if sp is not None:
         page = f"  ({format_page(sp.page)})" if sp.page else ""
-        stdout.print(f"location   {info.file}:{sp.line}:{sp.column}{page}", markup=False)
+        say(f"location   {info.file}:{sp.line}:{sp.column}{page}")
         if sp.video_timestamp:
-            stdout.print(f"timestamp  {sp.video_timestamp}", markup=False)
+            say(f"timestamp  {sp.video_timestamp}")
         state = "valid" if sp.valid else "STALE (transcript changed under this span)"
         if sp.valid and not info.verified:
             state = f"UNVERIFIED ({info.status}: not an exact match of the quote)"
         if sp.problems:
             state = "INVALID: " + "; ".join(sp.problems)
         offsets = list(sp.utf8_byte_offset)
-        stdout.print(f"span       bytes {offsets} — {state}", markup=False)
-        stdout.print(f"slice      {sp.slice}", markup=False)
+        say(f"span       bytes {offsets} — {state}")
+        say(f"slice      {sp.slice}")
     else:
-        stdout.print(f"location   {info.file} (no span: quote not found verbatim)", markup=False)
-        stdout.print(f"quote      {info.quote}", markup=False)
+        say(f"location   {info.file} (no span: quote not found verbatim)")
+        say(f"quote      {info.quote}")
 
 
 @evidence.command(name="open")
@@ -127,11 +126,8 @@ def reanchor(
         if as_json:
             emit_json(done.to_dict())
             return
-        stdout.print(
-            f"{done.old_id} → {done.new_id} ({done.status}), accepted in {done.review_file}",
-            markup=False,
-        )
-        stdout.print(f"  {done.diff}", markup=False)
+        say(f"{done.old_id} → {done.new_id} ({done.status}), accepted in {done.review_file}")
+        say(f"  {done.diff}")
         return
     if not all_items and not ident:
         raise click.UsageError("give a content ID, an evidence ID, or --all")
@@ -140,19 +136,15 @@ def reanchor(
         emit_json({"items": [r.to_dict() for r in results]})
         return
     for r in results:
-        stdout.print(
+        say(
             f"{r.content_id}: {r.reanchored} re-anchored exactly, {r.suggested} suggested "
-            f"(unverified), {r.unresolved} now unresolved, {r.unchanged} unchanged",
-            markup=False,
+            f"(unverified), {r.unresolved} now unresolved, {r.unchanged} unchanged"
         )
         for c in r.changes:
-            stdout.print(f"  {c.old_id} → {c.new_id} ({c.status})", markup=False)
+            say(f"  {c.old_id} → {c.new_id} ({c.status})")
             if c.diff is not None:
-                stdout.print(f"    {c.diff}", markup=False)
-                stdout.print(
-                    f"    check it, then: arkai evidence reanchor --accept {c.new_id}",
-                    markup=False,
-                )
+                say(f"    {c.diff}")
+                say(f"    check it, then: arkai evidence reanchor --accept {c.new_id}")
 
 
 @evidence.command()
@@ -188,15 +180,14 @@ def resolve(
         emit_json(info)
     else:
         res = match.resolution
-        stdout.print(f"{res.status} (method {res.method}, reason {res.reason})", markup=False)
+        say(f"{res.status} (method {res.method}, reason {res.reason})")
         if match.span is not None:
             sp = match.span
-            stdout.print(
+            say(
                 f"bytes [{sp.start}, {sp.end}) line {sp.line} column {sp.column}"
                 + (f" ({format_page(sp.page)})" if sp.page else "")
-                + (f" at {sp.video_timestamp}" if sp.video_timestamp else ""),
-                markup=False,
+                + (f" at {sp.video_timestamp}" if sp.video_timestamp else "")
             )
-            stdout.print(found.slice, markup=False)
+            say(found.slice)
     if match.span is None:
         ctx.exit(EXIT_NO_RESULTS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from arkai.cli.common import get_repo, json_option, quiet_option
-from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.cli.output import emit_json, progress_bar, say
 from arkai.ops.index import IndexSummary, run_index
 
 
@@ -33,13 +33,12 @@ def show_index(summary: IndexSummary, *, as_json: bool = False, quiet: bool = Fa
             if summary.embedder
             else "vectors off"
         )
-        stdout.print(
+        say(
             f"index: {summary.items} items, {summary.chunks} chunks "
             f"({summary.transcript_chunks} transcript, {summary.claim_chunks} claim); {vectors}; "
-            f"{summary.topics} topics; graph {summary.nodes} nodes, {summary.edges} edges",
-            markup=False,
+            f"{summary.topics} topics; graph {summary.nodes} nodes, {summary.edges} edges"
         )
         shards = summary.shards or {}
         if shards.get("resharded"):
-            stdout.print(f"shards: {shards['resharded']}", markup=False)
+            say(f"shards: {shards['resharded']}")
     return 0

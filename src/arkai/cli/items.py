@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from arkai.cli.common import get_repo, json_option, quiet_option
-from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.cli.output import emit_json, progress_bar, say
 from arkai.errors import EXIT_USAGE, InvalidInputError
 from arkai.ops.add import AddRequest, AddResult
 from arkai.ops.add import add as add_op
@@ -29,12 +29,12 @@ def init(directory: Path, no_git: bool, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
         return
-    stdout.print(f"Knowledge repo ready in {result.path}", markup=False)
+    say(f"Knowledge repo ready in {result.path}")
     for name in result.created:
-        stdout.print(f"  created  {name}", markup=False)
+        say(f"  created  {name}")
     for name in result.kept:
-        stdout.print(f"  kept     {name} (already there, not overwritten)", markup=False)
-    stdout.print("Next: `arkai add FILE…` then `dvc repro`.", markup=False)
+        say(f"  kept     {name} (already there, not overwritten)")
+    say("Next: `arkai add FILE…` then `dvc repro`.")
 
 
 def add_options(f: click.decorators.FC) -> click.decorators.FC:
@@ -99,31 +99,29 @@ def report(results: list[AddResult], *, as_json: bool, quiet: bool, explain: boo
     for r in results:
         if explain and "route" in r.details:
             rt = r.details["route"]
-            stdout.print(f"route    {r.source} → {rt['source']} ({rt['layer']}: {rt['reason']})",
-                         markup=False)  # fmt: skip
+            say(f"route    {r.source} → {rt['source']} ({rt['layer']}: {rt['reason']})")
         if r.status == "failed":
             click.echo(f"arkai: error: {r.error}", err=True)
         elif r.status == "skipped":
-            stdout.print(f"skipped  {r.error}", markup=False)
+            say(f"skipped  {r.error}")
         else:
             note = {
                 "exists": " (already in the library; nothing written)",
                 "kept": f" ({r.details.get('reason', '')}; nothing written)",
             }.get(r.status, "")
-            stdout.print(f"{_LABEL[r.status]} {r.id}  {r.path}{note}", markup=False)
+            say(f"{_LABEL[r.status]} {r.id}  {r.path}{note}")
     if len(results) > 1 and not quiet:
         counts = {s: sum(r.status == s for r in results) for s in _LABEL} | {
             "failed": sum(r.status == "failed" for r in results)
         }
-        stdout.print(
+        say(
             f"{counts['added']} added, {counts['updated']} updated, "
             f"{counts['exists']} already present, {counts['kept']} kept (edited here), "
-            f"{counts['skipped']} skipped, {counts['failed']} failed",
-            markup=False,
+            f"{counts['skipped']} skipped, {counts['failed']} failed"
         )
         for r in results:
             if r.status == "failed":
-                stdout.print(f"  failed: {r.error}", markup=False)
+                say(f"  failed: {r.error}")
 
 
 def _exit_code(results: list[AddResult]) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say
 from arkai.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -64,9 +64,8 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, allo
             emit_json(listing)
         else:
             for tool in listing["tools"]:
-                stdout.print(f"{tool['name']:<14} {tool['description']}", markup=False)
-            stdout.print(f"{len(listing['tools'])} tools, {listing['tokens']} tokens declared",
-                         markup=False)  # fmt: skip
+                say(f"{tool['name']:<14} {tool['description']}")
+            say(f"{len(listing['tools'])} tools, {listing['tokens']} tokens declared")  # fmt: skip
         return
     root = get_repo(ctx).root
     repo = Repo.at(root)

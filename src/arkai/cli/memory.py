@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from arkai.cli.common import get_repo, json_option, parse_day, quiet_option
-from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.cli.output import emit_json, progress_bar, say
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.belief import BELIEF_STATUSES, TYPES
 from arkai.ops import memory as ops
@@ -20,10 +20,6 @@ as_of_option = click.option(
     metavar="YYYY-MM-DD",
     help="Compute effective confidence as of this day (default: today, UTC).",
 )
-
-
-def _say(text: str) -> None:
-    stdout.print(text, markup=False, highlight=False)
 
 
 def _line(s: ops.Scored) -> str:
@@ -44,9 +40,9 @@ def _listing(
         emit_json({key: [s.to_dict() for s in found]})
     else:
         for s in found:
-            _say(_line(s))
+            say(_line(s))
         if not found:
-            _say(empty)
+            say(empty)
     if not found:
         ctx.exit(EXIT_NO_RESULTS)
 
@@ -120,7 +116,7 @@ def belief_history(ctx: click.Context, ident: str, as_of: str | None, as_json: b
     if as_json:
         emit_json(h.to_dict())
         return
-    _say(_line(ops.Scored(h.belief, h.effective)))
+    say(_line(ops.Scored(h.belief, h.effective)))
     for c in h.changes:
         bits = [f"  {c.date} {c.kind}"]
         if c.belief != h.belief.id:
@@ -135,11 +131,11 @@ def belief_history(ctx: click.Context, ident: str, as_of: str | None, as_json: b
             bits.append(f"(episode {c.episode[:8]})")
         if c.note:
             bits.append(f"— {c.note}")
-        _say(" ".join(bits))
+        say(" ".join(bits))
     for q in h.quotes:
         if q.get("quote"):
             mark = "" if q.get("valid") else "  [receipt does not hold]"
-            _say(f"  “{q['quote']}” — {q['title']}, {q['file']}:{q['line']}{mark}")
+            say(f"  “{q['quote']}” — {q['title']}, {q['file']}:{q['line']}{mark}")
 
 
 def _decision(kind: str, doc: str, undo_help: str) -> Callable[..., None]:
@@ -156,7 +152,7 @@ def _decision(kind: str, doc: str, undo_help: str) -> Callable[..., None]:
             emit_json({"belief": b.id, "decision": kind, "undone": undo})
         else:
             what = f"removed the {kind} decision on" if undo else f"{kind}: recorded for"
-            _say(
+            say(
                 f"{what} belief {b.id[:8]} "
                 "(takes effect at the next `dvc repro` / `arkai memory build`)"
             )
@@ -213,15 +209,15 @@ def reflect(
     if as_json:
         emit_json(r.to_dict())
         return
-    _say(f"{len(r.clusters)} near-duplicate group(s), {len(r.stale)} stale belief(s)")
+    say(f"{len(r.clusters)} near-duplicate group(s), {len(r.stale)} stale belief(s)")
     for n, c in enumerate(r.clusters, 1):
-        _say(f"group {n}:")
+        say(f"group {n}:")
         for s in c:
-            _say("  " + _line(s))
+            say("  " + _line(s))
     if r.stale:
-        _say("stale:")
+        say("stale:")
         for s in r.stale:
-            _say("  " + _line(s))
+            say("  " + _line(s))
 
 
 @click.group()
@@ -247,7 +243,7 @@ def show_build(result: ops.BuildResult, *, as_json: bool = False, quiet: bool = 
         emit_json(result.to_dict())
     elif not quiet:
         counts = ", ".join(f"{v} {k}" for k, v in result.by_status.items() if v)
-        _say(
+        say(
             f"beliefs: {result.episodes} episodes → {result.beliefs} beliefs ({counts or 'none'}); "
             f"{result.embedded} statements embedded"
         )
@@ -284,7 +280,7 @@ def memory_stats(ctx: click.Context, as_of: str | None, as_json: bool) -> None:
         emit_json(s)
         return
     for key, value in s.items():
-        _say(f"{key}: {value}")
+        say(f"{key}: {value}")
 
 
 @memory.command("export")
@@ -297,7 +293,7 @@ def memory_export(ctx: click.Context, file: Path, as_json: bool) -> None:
     if as_json:
         emit_json(out.to_dict())
     else:
-        _say(f"exported {out.beliefs} beliefs and {out.changes} changes to {file}")
+        say(f"exported {out.beliefs} beliefs and {out.changes} changes to {file}")
 
 
 @memory.command("import")
@@ -310,7 +306,7 @@ def memory_import(ctx: click.Context, file: Path, as_json: bool) -> None:
     if as_json:
         emit_json(out.to_dict())
     else:
-        _say(
+        say(
             f"imported {out.beliefs_added} beliefs ({out.skipped} already known or "
             f"inactive) and {out.decisions_added} decisions; run `dvc repro` to replay"
         )

@@ -23,6 +23,11 @@ stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def say(text: object = "") -> None:
+    """A line of plain text on stdout (no rich markup or highlighting)."""
+    stdout.print(text, markup=False, highlight=False)
+
+
 def emit_json(obj: Any) -> None:
     """Canonical JSON on stdout (sorted keys, UTF-8)."""
     sys.stdout.write(canonjson.dumps(obj))

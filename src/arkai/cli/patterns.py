@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say
 from arkai.errors import LibraryError
 from arkai.ops import Repo
 from arkai.ops.patterns import list_patterns, run_pattern, show_pattern
@@ -41,8 +41,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         emit_json({"patterns": rows})
         return
     for r in rows:
-        stdout.print(f"{r['name']:<22} v{r['version']:<4} {r['source']:<5} {r['description']}",
-                     markup=False)  # fmt: skip
+        say(f"{r['name']:<22} v{r['version']:<4} {r['source']:<5} {r['description']}")  # fmt: skip
 
 
 @patterns.command()

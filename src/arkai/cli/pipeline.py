@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from arkai.cli.common import get_repo, json_option, quiet_option
-from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.cli.output import emit_json, progress_bar, say, stdout
 from arkai.errors import EXIT_ERROR
 from arkai.ops.extract import ExtractSummary, ProgressFn, Stats, run_extract
 from arkai.ops.runs import list_runs, run_status
@@ -31,11 +31,10 @@ def show_extract(summary: ExtractSummary, *, as_json: bool = False, quiet: bool 
         emit_json(summary.to_dict())
     elif not quiet:
         st = summary.stats
-        stdout.print(
+        say(
             f"extract: {summary.extracted} extracted, {summary.skipped} unchanged, "
             f"{summary.removed} removed, {summary.claims} claims; provider calls {st.calls}, "
-            f"cache hits {st.cache_hits}, retries {st.retries}, failures {st.failures}",
-            markup=False,
+            f"cache hits {st.cache_hits}, retries {st.retries}, failures {st.failures}"
         )
     return 0
 
@@ -86,20 +85,18 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
             "ok     " if r.ok else "INVALID" if r.invalid else "ERROR  " if r.error
             else "STALE  " if r.extracted else "NEW    "
         )  # fmt: skip
-        stdout.print(
+        say(
             f"{mark} {r.content_id}  valid {r.valid}  stale {r.stale}  unverified {r.unverified}"
-            f"  unresolved {r.unresolved}  invalid {r.invalid}  {r.title}",
-            markup=False,
+            f"  unresolved {r.unresolved}  invalid {r.invalid}  {r.title}"
         )
         if r.error:
-            stdout.print(f"      {r.error}", markup=False)
+            say(f"      {r.error}")
         elif not r.extracted:
             stdout.print("      not extracted yet (run `dvc repro` or `arkai extract`)")
         for key in r.orphaned_reviews:
-            stdout.print(
+            say(
                 f"      review {key} in {r.path}/review.yaml matches no claim "
-                "(kept; re-file or delete it)",
-                markup=False,
+                "(kept; re-file or delete it)"
             )
         if r.extracted and not r.digest_ok:
             stdout.print("      transcript.md changed since extraction")
@@ -109,7 +106,7 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
         for (kind, record, file), found in grouped.items():
             fix = f" (repair: arkai evidence reanchor {r.content_id})" if kind == "stale" else ""
             why = "; ".join(found)
-            stdout.print(f"      {kind} {record} in {file}: {why}{fix}", markup=False)
+            say(f"      {kind} {record} in {file}: {why}{fix}")
 
 
 @click.command()
@@ -131,7 +128,7 @@ def show_validate(result: ValidateResult, verbose: bool = False, as_json: bool =
     else:
         _print_reports(reports, verbose)
         for p in problems:
-            stdout.print(f"ERROR {p.error}", markup=False)
+            say(f"ERROR {p.error}")
         stdout.print(
             f"validate: {summary['items']} items, {summary['valid']} valid, "
             f"{summary['stale']} stale, {summary['unverified']} unverified, "

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from arkai.cli.common import get_repo, json_option
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say
 from arkai.core.grammar import format_page
 from arkai.errors import EXIT_ERROR
 
@@ -41,10 +41,6 @@ class QueryCommand(click.Command):
             ) from None
 
 
-def _say(text: str = "") -> None:
-    stdout.print(text, markup=False, highlight=False)
-
-
 def _lane(lane: str, v: dict[str, Any]) -> str:
     if lane == "feedback":
         return f"feedback {v['score']:+d} votes ({v['contribution']:+.4g})"
@@ -58,15 +54,15 @@ def _hooks(info: dict[str, Any]) -> None:
     exp = info.get("expand")
     if exp is not None:
         lanes = ", ".join(f"{lane} {text!r}" for lane, text in exp["lanes"].items())
-        _say(f"expand hook: lex {exp['lex']}, vec {exp['vec']}; lanes: {lanes or 'none'}")
+        say(f"expand hook: lex {exp['lex']}, vec {exp['vec']}; lanes: {lanes or 'none'}")
     rr = info.get("rerank")
     if rr is not None:
         snips = f", snippets for {len(rr['snippets'])}" if rr["snippets"] else ""
-        _say(f"rerank hook: {len(rr['scores'])} of {rr['candidates']} candidates scored{snips}")
+        say(f"rerank hook: {len(rr['scores'])} of {rr['candidates']} candidates scored{snips}")
     fb = info.get("feedback")
     if fb is not None:
         votes = ", ".join(f"{cid} {n:+d}" for cid, n in sorted(fb["votes"].items()))
-        _say(f"feedback ({fb['file']}): {votes}")
+        say(f"feedback ({fb['file']}): {votes}")
 
 
 def _lanes(explain: list[dict[str, Any]]) -> str:
@@ -107,29 +103,29 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
         click.echo(f"arkai: error: {problem} (that item's claims are left out)", err=True)
     if result.asof:
         a = result.asof
-        _say(f"as of {a['date']}: commit {str(a['commit'])[:12]} ({a['committed_at']}), "
+        say(f"as of {a['date']}: commit {str(a['commit'])[:12]} ({a['committed_at']}), "
              f"{a['items']} items")  # fmt: skip
     if explain and result.min_similarity is not None:
         best = "-" if result.best_similarity is None else f"{result.best_similarity:.3f}"
-        _say(f"vector floor: hits >= {result.min_similarity:g}; with no word matched, the best "
+        say(f"vector floor: hits >= {result.min_similarity:g}; with no word matched, the best "
              f"passage must reach {result.answer_floor:g} (best passage {best})")  # fmt: skip
     if explain:
         _hooks(result.hooks)
     for item in result.results:
-        _say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
+        say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
              f"score {item.score:.4g}")  # fmt: skip
         for hit in item.hits:
             when = f" {hit.timestamp}" if hit.timestamp else ""
             page = f"{format_page(hit.page)}, " if hit.page else ""
-            _say(f"   {page}L{hit.start_line}-{hit.end_line}{when}  {hit.link}")
-            _say(f"     {hit.marked_snippet}")
+            say(f"   {page}L{hit.start_line}-{hit.end_line}{when}  {hit.link}")
+            say(f"     {hit.marked_snippet}")
             for c in hit.claims:
                 mark = "*" if c.matched else "-"
                 where = f"{format_page(c.page)}, L{c.line}" if c.page else f"L{c.line}"
-                _say(f"     {mark} claim {c.evidence_id} ({where}): {c.claim}")
+                say(f"     {mark} claim {c.evidence_id} ({where}): {c.claim}")
             if explain:
-                _say(f"     explain: {_lanes(hit.explain)}")
-        _say()
+                say(f"     explain: {_lanes(hit.explain)}")
+        say()
     if result.unreadable:
         ctx.exit(EXIT_ERROR)
 
@@ -180,8 +176,8 @@ def library(ctx: click.Context, content_type: str | None, tag: str | None, as_js
     for r in rows:
         tags = f"  [{', '.join(r.tags)}]" if r.tags else ""
         claims = r.claims if r.claims is not None else "?"
-        _say(f"{r.id}  {r.content_type!s:<12} {claims:>4} claims  {r.title}{tags}")
-    _say(f"{len(rows)} item{'' if len(rows) == 1 else 's'}")
+        say(f"{r.id}  {r.content_type!s:<12} {claims:>4} claims  {r.title}{tags}")
+    say(f"{len(rows)} item{'' if len(rows) == 1 else 's'}")
 
 
 @click.command()
@@ -199,31 +195,31 @@ def show(ctx: click.Context, ident: str, full: bool, as_json: bool) -> None:
         emit_json(info.to_dict())
         return
     meta = info.metadata
-    _say(f"{info.title}  ({info.id})")
-    _say(f"  {'path':<10} {info.path}")
-    _say(f"  {'type':<10} {meta.get('content_type')}")
+    say(f"{info.title}  ({info.id})")
+    say(f"  {'path':<10} {info.path}")
+    say(f"  {'type':<10} {meta.get('content_type')}")
     for key in ("url", "published", "created_at"):
         if meta.get(key):
-            _say(f"  {key:<10} {meta[key]}")
+            say(f"  {key:<10} {meta[key]}")
     if meta.get("tags"):
-        _say(f"  {'tags':<10} {', '.join(meta['tags'])}")
+        say(f"  {'tags':<10} {', '.join(meta['tags'])}")
     statuses = ", ".join(f"{v} {k}" for k, v in info.by_status.items()) or "none"
     reviews = ", ".join(f"{v} {k}" for k, v in info.by_review.items())
-    _say(f"  {'claims':<10} {info.claims_total} ({statuses}{'; ' + reviews if reviews else ''})")
+    say(f"  {'claims':<10} {info.claims_total} ({statuses}{'; ' + reviews if reviews else ''})")
     top = ", ".join(f"{e.name} ({e.type}, {e.mentions})" for e in info.top_entities)
-    _say(f"  {'entities':<10} {info.entities_total}{': ' + top if top else ''}")
+    say(f"  {'entities':<10} {info.entities_total}{': ' + top if top else ''}")
     if info.summary:
-        _say()
-        _say(info.summary)
+        say()
+        say(info.summary)
     if info.claims is not None:
-        _say()
-        _say(f"transcript: {info.transcript}")
+        say()
+        say(f"transcript: {info.transcript}")
         for c in info.claims:
             where = f"L{c.line}" if c.line else "unresolved"
             if c.page:
                 where = f"{format_page(c.page)}, {where}"
             review = f" [{c.review}]" if c.review else ""
-            _say(f"  {c.evidence_id}  {c.status:<10} {where:<6}{review} {c.claim}")
+            say(f"  {c.evidence_id}  {c.status:<10} {where:<6}{review} {c.claim}")
 
 
 @click.command()
@@ -245,17 +241,17 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
     text = found.term
     if found.source == "topics":
         hits = found.results
-        _say(f"topic index: {len(hits)} items for {text!r}")
+        say(f"topic index: {len(hits)} items for {text!r}")
         for h in hits:
             terms = ", ".join(h["terms"])
-            _say(f"  {h['content_id']}  {h['relevance']:<6} via {h['via']:<7} {h['title']}"
+            say(f"  {h['content_id']}  {h['relevance']:<6} via {h['via']:<7} {h['title']}"
                  f"  (terms: {terms}; {len(h['chunks'])} chunks)")  # fmt: skip
             if h.get("condensed_chunks"):
-                _say(f"      condensed chunks: {h['condensed_chunks']}")
+                say(f"      condensed chunks: {h['condensed_chunks']}")
             for link in h.get("links", []):
-                _say(f"      {link}")
+                say(f"      {link}")
         return
     lines = found.results
-    _say(f"{text!r}: {found.reason}; grep found {len(lines)} lines")
+    say(f"{text!r}: {found.reason}; grep found {len(lines)} lines")
     for ln in lines:
-        _say(f"  {ln.get('link') or ln['content_id']}: {ln['text'].strip()}")
+        say(f"  {ln.get('link') or ln['content_id']}: {ln['text'].strip()}")

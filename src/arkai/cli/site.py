@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from arkai.cli.common import get_repo, json_option, quiet_option
-from arkai.cli.output import emit_json, progress_bar, stdout
+from arkai.cli.output import emit_json, progress_bar, say
 from arkai.ops import site as site_op
 from arkai.ops.site import SiteReport
 
@@ -49,11 +49,10 @@ def show_site(report: SiteReport, *, as_json: bool = False, quiet: bool = False)
         click.echo(f"arkai: warning: {warning}", err=True)
     if not quiet:
         built = f"; mkdocs ({report.mkdocs}) {report.mkdocs_s:.1f} s → {report.site_dir}"
-        stdout.print(
+        say(
             f"site: {report.items} items ({report.items_regenerated} regenerated), "
             f"{report.pages} pages ({report.pages_written} written, {report.pages_removed} "
-            f"removed) in {report.generate_s:.1f} s" + (built if report.mkdocs else ""),
-            markup=False,
+            f"removed) in {report.generate_s:.1f} s" + (built if report.mkdocs else "")
         )
     return 0
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 import click
 
 from arkai.cli.common import get_repo, json_option, parse_day
-from arkai.cli.output import emit_json, stdout
+from arkai.cli.output import emit_json, say
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.task import PRIORITIES, Goal, Task
 from arkai.ops import tasks as ops
 
 STATUS_CHOICE = click.Choice(["open", "done", "all"])
-
-
-def _say(text: str) -> None:
-    stdout.print(text, markup=False, highlight=False)
 
 
 def _task_line(t: Task) -> str:
@@ -32,7 +28,7 @@ def _show(t: Task | Goal, as_json: bool, verb: str) -> None:
     if as_json:
         emit_json(t.to_dict())
     else:
-        _say(f"{verb} {'task' if isinstance(t, Task) else 'goal'} {t.id[:8]}: {t.title}")
+        say(f"{verb} {'task' if isinstance(t, Task) else 'goal'} {t.id[:8]}: {t.title}")
 
 
 @click.group()
@@ -79,10 +75,10 @@ def task_list(ctx: click.Context, status: str, as_json: bool) -> None:
     if as_json:
         emit_json({"tasks": [t.to_dict() for t in found]})
     for t in [] if as_json else found:
-        _say(_task_line(t))
+        say(_task_line(t))
     if not found:
         if not as_json:
-            _say(f"no {'' if status == 'all' else status + ' '}tasks")
+            say(f"no {'' if status == 'all' else status + ' '}tasks")
         ctx.exit(EXIT_NO_RESULTS)
 
 
@@ -142,13 +138,13 @@ def task_suggest(ctx: click.Context, as_of: str | None, limit: int, as_json: boo
         emit_json(out | ({"advice": advice} if advice else {}))
     else:
         for n, s in enumerate(ranked, 1):
-            _say(f"{n}. {_task_line(s.task)}  score {s.score:g}")
-            _say("   " + "; ".join(s.reasons))
+            say(f"{n}. {_task_line(s.task)}  score {s.score:g}")
+            say("   " + "; ".join(s.reasons))
         if advice:
-            _say("")
-            _say(advice)
+            say("")
+            say(advice)
         if not ranked:
-            _say("no open tasks")
+            say("no open tasks")
     if not ranked:
         ctx.exit(EXIT_NO_RESULTS)
 
@@ -181,9 +177,9 @@ def goal_list(ctx: click.Context, status: str, as_json: bool) -> None:
         emit_json({"goals": [g.to_dict() for g in found]})
     else:
         for g in found:
-            _say(f"{g.id[:8]} {'[x]' if g.status == 'done' else '[ ]'} {g.title}")
+            say(f"{g.id[:8]} {'[x]' if g.status == 'done' else '[ ]'} {g.title}")
         if not found:
-            _say("no goals")
+            say("no goals")
     if not found:
         ctx.exit(EXIT_NO_RESULTS)
 

@@ -11,7 +11,7 @@ to bytes of the item's ``transcript.md`` (V1 rules); only a verified span (``res
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from arkai.model.status import is_verified
@@ -108,11 +108,7 @@ class Coverage:
     chunks_with_matches: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "chunks_examined": self.chunks_examined,
-            "chunks_with_matches": self.chunks_with_matches,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from arkai.model.status import STATUSES, UNRESOLVED, is_verified
@@ -263,7 +263,7 @@ class Verdict:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "note": self.note}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:

@@ -17,7 +17,7 @@ session back; a line that cannot be read is reported, never dropped silently.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +49,7 @@ class Turn:
     redacted: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "n": self.n,
-            "role": self.role,
-            "text": self.text,
-            "at": self.at,
-            "redacted": self.redacted,
-        }
+        return asdict(self)
 
 
 def session_path(root: Path, session: str) -> Path:

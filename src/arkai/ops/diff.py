@@ -14,7 +14,7 @@ so a diff shows the claims a transcript edit made stale; the library-wide figure
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -402,7 +402,7 @@ class Side:
     commit: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rev": self.rev, "label": self.label, "commit": self.commit}
+        return asdict(self)
 
 
 @dataclass

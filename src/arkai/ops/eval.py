@@ -5,7 +5,7 @@ Works on a labelled corpus folder, not on a knowledge repo, so it takes no :clas
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ class RetrievalReport:
     modes: dict[str, dict[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 def retrieval(

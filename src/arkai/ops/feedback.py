@@ -22,7 +22,7 @@ skipped with a warning naming the file and the line; nothing is ever rewritten.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +65,7 @@ class Feedback:
     """The file the vote went to, relative to the repo root."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "content_id": self.content_id,
-            "title": self.title,
-            "vote": self.vote,
-            "net": self.net,
-            "path": self.path,
-        }
+        return asdict(self)
 
 
 def net_votes(root: Path, query: str, warnings: list[str] | None = None) -> dict[str, int]:

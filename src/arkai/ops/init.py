@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -84,7 +84,7 @@ class InitResult:
     """Files already there (never overwritten)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "created": self.created, "kept": self.kept}
+        return asdict(self)
 
 
 def init_repo(directory: Path, *, git: bool = True) -> InitResult:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -63,10 +63,7 @@ class BuildResult:
     changed: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "episodes": self.episodes, "beliefs": self.beliefs, "by_status": self.by_status,
-            "embedded": self.embedded, "changed": self.changed,
-        }  # fmt: skip
+        return asdict(self)
 
 
 def collect_episodes(repo: Repo) -> list[Episode]:
@@ -534,7 +531,7 @@ class MemoryStats:
     decisions: dict[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 def stats(repo: Repo, *, as_of: date) -> MemoryStats:
@@ -563,7 +560,7 @@ class Exported:
     changes: int
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -575,7 +572,7 @@ class Imported:
     decisions_added: int
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 def export(repo: Repo, path: Path) -> Exported:

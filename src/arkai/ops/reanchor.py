@@ -14,7 +14,7 @@ the acceptance in the item's ``review.yaml`` through :func:`arkai.ops.review.rev
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,7 @@ class Accepted:
     review_file: str
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 def render_outputs(item: Item, data: bytes) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -307,7 +307,7 @@ class PendingClaim:
     file: str
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -321,7 +321,7 @@ class OrphanedReview:
     file: str
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ unchanged shards keep their IDs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,16 +75,7 @@ class ShardSummary:
     """Why every shard was rebuilt (a new ``shard_tokens``, a new token counter), if so."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "shards": self.shards,
-            "chunks": self.chunks,
-            "tokens": self.tokens,
-            "written": self.written,
-            "kept": self.kept,
-            "removed": self.removed,
-            "rebuilt_from": self.rebuilt_from,
-            "resharded": self.resharded,
-        }
+        return asdict(self)
 
 
 def order_key(c: CondensedChunk) -> tuple[str, str, int]:

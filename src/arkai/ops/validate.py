@@ -20,7 +20,7 @@ on. Every record is re-derived from its quote and the current transcript
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +144,7 @@ class Problem:
     ``pending`` (a re-anchor suggestion nobody has accepted yet)."""
 
     def to_dict(self) -> dict[str, str]:
-        return {"file": self.file, "record": self.record, "problem": self.problem,
-                "kind": self.kind}  # fmt: skip
+        return asdict(self)
 
 
 @dataclass
@@ -157,8 +156,7 @@ class Counts:
     unresolved: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {"valid": self.valid, "stale": self.stale, "invalid": self.invalid,
-                "unverified": self.unverified, "unresolved": self.unresolved}  # fmt: skip
+        return asdict(self)
 
 
 @dataclass

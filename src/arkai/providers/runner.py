@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +82,7 @@ class Stats:
     failures: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "retries": self.retries,
-            "failures": self.failures,
-        }
+        return asdict(self)
 
 
 class CircuitOpen(PipelineError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from arkai.adapters.hooks import HookError, run_hook
@@ -59,13 +59,7 @@ class AgentResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "answer": self.answer,
-            "steps": self.steps,
-            "session": self.session,
-            "calls": self.calls,
-            "messages": self.messages,
-        }
+        return asdict(self)
 
 
 def _tool_calls(message: dict[str, Any], label: str) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ no internal paths, a code an agent can branch on)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +50,7 @@ class ToolError:
     retryable: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "severity": self.severity,
-            "retryable": self.retryable,
-        }
+        return asdict(self)
 
 
 class ToolFailure(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -48,7 +48,7 @@ class Message:
     """ISO-8601 UTC (``2026-01-01T10:00:00Z``) or None when the export has none."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "content": self.content, "timestamp": self.timestamp}
+        return asdict(self)
 
 
 @dataclass
