@@ -33,7 +33,7 @@ def feedback(ctx: click.Context, query: str, ident: str, vote: int | None, as_js
         return
     word = "up" if vote > 0 else "down"
     say(f"voted {word}: {result.title} ({result.content_id}) for {result.query!r}; "
-         f"net {result.net:+d} ({result.path})")  # fmt: skip
+        f"net {result.net:+d} ({result.path})")  # fmt: skip
 
 
 @click.command("log-turn")

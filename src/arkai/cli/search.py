@@ -104,16 +104,16 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, mode: str, explai
     if result.asof:
         a = result.asof
         say(f"as of {a['date']}: commit {str(a['commit'])[:12]} ({a['committed_at']}), "
-             f"{a['items']} items")  # fmt: skip
+            f"{a['items']} items")  # fmt: skip
     if explain and result.min_similarity is not None:
         best = "-" if result.best_similarity is None else f"{result.best_similarity:.3f}"
         say(f"vector floor: hits >= {result.min_similarity:g}; with no word matched, the best "
-             f"passage must reach {result.answer_floor:g} (best passage {best})")  # fmt: skip
+            f"passage must reach {result.answer_floor:g} (best passage {best})")  # fmt: skip
     if explain:
         _hooks(result.hooks)
     for item in result.results:
         say(f"{item.rank}. {item.title}  [{item.content_type}, {item.content_id}]  "
-             f"score {item.score:.4g}")  # fmt: skip
+            f"score {item.score:.4g}")  # fmt: skip
         for hit in item.hits:
             when = f" {hit.timestamp}" if hit.timestamp else ""
             page = f"{format_page(hit.page)}, " if hit.page else ""
@@ -245,7 +245,7 @@ def topics(ctx: click.Context, term: tuple[str, ...], limit: int, as_json: bool)
         for h in hits:
             terms = ", ".join(h["terms"])
             say(f"  {h['content_id']}  {h['relevance']:<6} via {h['via']:<7} {h['title']}"
-                 f"  (terms: {terms}; {len(h['chunks'])} chunks)")  # fmt: skip
+                f"  (terms: {terms}; {len(h['chunks'])} chunks)")  # fmt: skip
             if h.get("condensed_chunks"):
                 say(f"      condensed chunks: {h['condensed_chunks']}")
             for link in h.get("links", []):
