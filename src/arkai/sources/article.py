@@ -385,8 +385,7 @@ def fetch_options(opts: AddOptions) -> tuple[float, int]:
     """(timeout in seconds, size cap in bytes) for a fetch, from ``params.yaml``'s ``add``."""
     add = _add_params(opts)
     timeout = float(add.get("timeout_s", DEFAULT_TIMEOUT_S))
-    max_bytes = int(float(add.get("max_file_mb", 100)) * 1_000_000)
-    return timeout, max_bytes
+    return timeout, opts.max_bytes
 
 
 def build_article(

@@ -29,6 +29,17 @@ class AddOptions:
     select: list[str] = field(default_factory=list)
     """Feeds: which episodes to add (GUIDs, 1-based numbers, or 'all'/'latest')."""
 
+    @property
+    def max_bytes(self) -> int:
+        """``params.add.max_file_mb`` in bytes: the most an input file, a download or a ZIP
+        member may hold (100 MB when the params leave it out or it is not a number)."""
+        add = self.params.get("add") if isinstance(self.params, dict) else None
+        value = add.get("max_file_mb", 100) if isinstance(add, dict) else 100
+        try:
+            return int(float(value) * 1_000_000)
+        except (TypeError, ValueError):
+            return 100_000_000
+
 
 @dataclass
 class Acquired:

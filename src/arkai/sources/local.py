@@ -17,10 +17,6 @@ _TRANSCRIPT_EXT = (".vtt", ".webvtt", ".srt", ".json", ".txt", ".text")
 _NOTE_EXT = (".md", ".markdown")
 
 
-def max_bytes(opts: AddOptions) -> int:
-    return int(float(opts.params["add"]["max_file_mb"]) * 1_000_000)
-
-
 _NUMBERED = re.compile(r"(?i)(?<![a-z])(season|episode|ep|part|chapter|vol)[ _-]*(\d+)_(\d+)(?!\d)")
 
 
@@ -70,7 +66,7 @@ class TranscriptSource:
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:
         if path is None:
             raise InvalidInputError(f"{ref}: not a local file")
-        data = read_input_file(path, max_bytes=max_bytes(opts))
+        data = read_input_file(path, max_bytes=opts.max_bytes)
         return [acquire_file(path, data, str(opts.params["add"]["default_type"]), opts)]
 
 
@@ -85,7 +81,7 @@ class NoteSource:
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:
         if path is None:
             raise InvalidInputError(f"{ref}: not a local file")
-        data = read_input_file(path, max_bytes=max_bytes(opts))
+        data = read_input_file(path, max_bytes=opts.max_bytes)
         return [acquire_file(path, data, "notes", opts)]
 
 

@@ -572,10 +572,6 @@ def episode_canonical(feed: Feed, ep: Episode) -> str:
     return f"{feed.url}#{ep.number}:{ep.title}"
 
 
-def _max_bytes(opts: AddOptions) -> int:
-    return int(float(opts.params["add"]["max_file_mb"]) * 1_000_000)
-
-
 def _timeout(opts: AddOptions) -> float:
     raw = (opts.params.get("podcast") or {}).get("timeout_s", 20)
     try:
@@ -620,9 +616,9 @@ class PodcastSource:
         """Fetch or read the feed and parse it."""
         if path is None:
             url = ref.strip()
-            resp = fetch(url, timeout=_timeout(opts), max_bytes=_max_bytes(opts))
+            resp = fetch(url, timeout=_timeout(opts), max_bytes=opts.max_bytes)
             return parse_feed(resp.data, url, base_url=url)
-        data = read_input_file(path, max_bytes=_max_bytes(opts))
+        data = read_input_file(path, max_bytes=opts.max_bytes)
         return parse_feed(data, str(path))
 
     def acquire_with_warnings(
@@ -691,7 +687,7 @@ class PodcastSource:
         for link in links:
             kind = link.kind or "txt"
             try:
-                resp = fetch(link.url, timeout=_timeout(opts), max_bytes=_max_bytes(opts))
+                resp = fetch(link.url, timeout=_timeout(opts), max_bytes=opts.max_bytes)
                 parsed = parse_transcript(kind, link.url, resp.data)
                 transcript = render_transcript(parsed).encode("utf-8")
                 if not transcript.strip():
@@ -718,7 +714,7 @@ class PodcastSource:
         )
 
     def _attach(self, feed: Feed, ep: Episode, file: Path, opts: AddOptions) -> Acquired:
-        data = read_input_file(file, max_bytes=_max_bytes(opts))
+        data = read_input_file(file, max_bytes=opts.max_bytes)
         fmt = detect_format(file.name, data)
         parsed = parse_source(file.name, data, fmt)
         transcript = render_transcript(parsed).encode("utf-8")

@@ -372,8 +372,7 @@ class YouTubeSource:
 
     def _attach(self, vid: str, canonical: str, file: Path, opts: AddOptions) -> Acquired:
         """Offline: the local caption file is this video's transcript."""
-        max_bytes = int(float(opts.params["add"]["max_file_mb"]) * 1_000_000)
-        data = read_input_file(file, max_bytes=max_bytes)
+        data = read_input_file(file, max_bytes=opts.max_bytes)
         fmt = detect_format(file.name, data)
         parsed = parse_source(file.name, data, fmt)
         transcript = render_transcript(parsed).encode("utf-8")

@@ -66,7 +66,6 @@ __all__ = [
     "parse_conversations",
 ]
 
-DEFAULT_MAX_BYTES = 100_000_000
 EXTENSIONS = (".json", ".zip")
 ACCEPTED = (
     "accepted: a ChatGPT conversations.json (a list of objects with 'mapping' and "
@@ -74,15 +73,6 @@ ACCEPTED = (
     "'chat_messages'), a Gemini Takeout My Activity JSON (a list of objects with 'header', "
     "'title', 'time'), or a .zip export holding one of these"
 )
-
-
-def _max_bytes(opts: AddOptions) -> int:
-    add = opts.params.get("add") if isinstance(opts.params, dict) else None
-    value = add.get("max_file_mb") if isinstance(add, dict) else None
-    try:
-        return int(float(value) * 1_000_000) if value is not None else DEFAULT_MAX_BYTES
-    except (TypeError, ValueError):
-        return DEFAULT_MAX_BYTES
 
 
 def decode_json(name: str, data: bytes) -> Any:
@@ -157,7 +147,7 @@ def parse_chat_export(
     to (default: ``params.add.max_file_mb``). Items come in export order; a conversation seen
     twice (same canonical ref) is kept once.
     """
-    limit = max_bytes if max_bytes is not None else _max_bytes(opts)
+    limit = max_bytes if max_bytes is not None else opts.max_bytes
     if data.startswith((ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
         sources = [
             (f"{name}:{member}", blob)
@@ -214,5 +204,5 @@ class ChatExportSource:
             raise InvalidInputError(
                 f"{ref}: chat exports are local files (.json or .zip), not URLs"
             )
-        data = read_input_file(path, max_bytes=_max_bytes(opts))
-        return parse_chat_export(ref, data, opts, max_bytes=_max_bytes(opts))
+        data = read_input_file(path, max_bytes=opts.max_bytes)
+        return parse_chat_export(ref, data, opts, max_bytes=opts.max_bytes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -69,7 +69,6 @@ class Conversation:
     ``branch-<leaf id>`` for an extra branch (``all_branches``)."""
     leaf: str | None = None
     """The leaf message/node id of an extra branch."""
-    extra_meta: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- timestamps
@@ -405,7 +404,6 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
         "message_count": len(messages),
         "branch": conv.branch,
         "redactions": counts,
-        **(redact_json(conv.extra_meta) if redact_on else conv.extra_meta),
     }
     return Acquired(
         canonical=canonical,
