@@ -60,8 +60,9 @@ _LEAD_RE = re.compile(r"^\W+")
 _TRAIL_RE = re.compile(r"\W+$")
 
 
-def _fold(text: str) -> str:
-    """Lower-case ``text`` without changing its length (so indexes stay valid)."""
+def fold_case(text: str) -> str:
+    """Lower-case ``text`` without changing its length, so offsets stay valid (``str.lower``
+    lengthens a few letters, such as "İ"; those are kept as they are)."""
     low = text.lower()
     if len(low) == len(text):
         return low
@@ -75,7 +76,7 @@ class FuzzyIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        folded = _fold(text)
+        folded = fold_case(text)
         self._folded = folded
         # [gap, word, gap, word, ..., gap]: every offset follows from the running length sum,
         # without a match object per word.
@@ -186,7 +187,7 @@ class FuzzyIndex:
 
         ``None`` when no window reaches ``threshold`` (see the module docstring).
         """
-        q = _fold(quote.strip())
+        q = fold_case(quote.strip())
         if not q or not self.text:
             return None
         words = _WORD_RE.findall(q)

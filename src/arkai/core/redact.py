@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
+from arkai.core.fuzzy import fold_case
 from arkai.core.redact_plugins import plugin_rules
 from arkai.core.redact_rules import DIGIT_RUN, GENERIC_RULES, RULES, Rule, Span
 from arkai.errors import InvalidInputError
@@ -151,7 +152,7 @@ def _detect(text: str, wanted: frozenset[str]) -> list[tuple[int, int, int, str]
         subject = text
         if rule.lowered:
             if lowered is None:
-                lowered = _lower_same_length(text)
+                lowered = fold_case(text)
             subject = lowered
         if rule.hint is not None and not rule.hint.search(subject):
             continue
@@ -174,14 +175,6 @@ def _detect(text: str, wanted: frozenset[str]) -> list[tuple[int, int, int, str]
             if kind in wanted:
                 found.append((span[0], span[1], priority, kind))
     return found
-
-
-def _lower_same_length(text: str) -> str:
-    """``text`` lower-cased with every offset kept (``str.lower`` can lengthen a few letters)."""
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        return lowered
-    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
 
 
 def _merge(spans: list[tuple[int, int, int, str]]) -> list[tuple[int, int, str]]:
