@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from arkai.adapters.dvc import remote_objects
+from arkai.errors import PipelineError
 from arkai.patterns import get_pattern
 from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
 from arkai.providers.sync import SyncResult, pull_responses, push_responses
 from tests.conftest import Runner as CLI
 from tests.conftest import load_json
 from tests.core.test_runner import TEXT, FlakyProvider
+from tests.func.remote_servers import free_port
 
 PREFIX = "arkai-responses"
 
@@ -26,7 +28,7 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "remote"
 
 
-def dvc_repo(tmp_path: Path, name: str, store_dir: Path) -> Path:
+def dvc_repo(tmp_path: Path, name: str, store_dir: Path | str) -> Path:
     """A DVC repo with no pipeline whose default remote ``team`` is the folder ``store_dir``
     (the configuration ``arkai remote add team DIR -d`` writes)."""
     root = tmp_path / name
@@ -193,4 +195,14 @@ def test_damaged_remote_entries_are_reported_not_used(tmp_path: Path, store_dir:
     assert [p.name for p in store(b).root.rglob("*") if p.is_file()] == [f"{keys[4]}.json"]
     # A damaged entry is not "present" either: fixed on the remote, the next pull takes it.
     shutil.copyfile(store(a).path(keys[0]), torn)
-    assert pull(b) == SyncResult(transferred=1, present=1, damaged=result.damaged[1:])
+    rest = tuple(d for d in result.damaged if d.key != keys[0])
+    assert pull(b) == SyncResult(transferred=1, present=1, damaged=rest)
+
+
+def test_an_unreachable_remote_is_a_pipeline_error(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    a = dvc_repo(tmp_path, "a", f"ssh://me@127.0.0.1:{port}/srv/library")
+    respond(a, 0)
+    with pytest.raises(PipelineError, match=r"remote team: cannot list ssh://me@127\.0\.0\.1"):
+        push(a)
+    assert len(store(a).list_keys()) == 1

@@ -87,6 +87,12 @@ class RemoteObjects:
         data = self._odb.fs.cat_file(self._odb.oid_to_path(oid))
         return bytes(data)
 
+    def prepare(self, oids: list[str]) -> None:
+        """Make the folders that ``oids`` go to, one at a time, before writing them from
+        several threads (what DVC's own ``ObjectDB.add`` does before a transfer)."""
+        for prefix in sorted({oid[:2] for oid in oids}):
+            self._odb._init(prefix)
+
     def write(self, oid: str, data: bytes) -> None:
         """Upload ``data`` as ``oid``. The file system makes it appear whole or not at all:
         a temporary name renamed into place on a folder or SFTP, one PUT on S3."""
