@@ -103,6 +103,25 @@ def test_cli_push_then_pull(tmp_path: Path, arkai: CLI, store_dir: Path) -> None
         assert store(b).path(key).read_bytes() == store(a).path(key).read_bytes()
 
 
+def test_cli_pull_when_dvc_fails(tmp_path: Path, arkai: CLI, store_dir: Path) -> None:
+    """A clone whose pipeline outputs were never pushed: ``dvc pull`` fails, the responses
+    are pulled all the same, and the command says so and exits 3."""
+    a = library(tmp_path, "a", arkai, store_dir)
+    keys = respond(a, 0)
+    assert push(a) == SyncResult(transferred=1, present=0)
+    c = tmp_path / "c"
+    code, _, err = arkai("init", c, "--no-git")
+    assert code == 0, err
+    dvc_repo(tmp_path, "c", store_dir)  # its dvc.yaml kept: outputs DVC has no hashes for
+    code, out, err = arkai("--repo", c, "remote", "pull", "--json")
+    assert code == 3, err
+    result = load_json(out)
+    assert result["dvc_error"] and not result["ok"] and result["dvc"] == ""
+    assert f"dvc pull failed: {result['dvc_error']}" in " ".join(err.split())
+    assert result["responses"] == {"transferred": 1, "present": 0, "damaged": []}
+    assert store(c).list_keys() == keys
+
+
 def test_cli_refusals(tmp_path: Path, arkai: CLI, store_dir: Path) -> None:
     a = library(tmp_path, "a", arkai, store_dir)
     respond(a, 0)
