@@ -1,13 +1,14 @@
 """What exchanging the response store through a DVC remote costs (docs/team.md). Prints JSON.
 
-    python bench/remote_responses.py [--count 1000] [--kb 4] [--ssh]
+    python bench/remote_responses.py [--count 1000] [--kb 4] [--ssh] [--s3]
 
 Writes ``--count`` sound response records of about ``--kb`` KB into a store, then times the
 exchange that ``arkai remote push|pull`` runs after ``dvc push|pull`` (the engine, in this
 process, through the file system DVC builds for the remote): the first push (everything
 sent), a second push (nothing to send: one listing of the remote), a pull into an empty
-store (everything checked and filed) and a second pull. The remote is a local folder, and
-with ``--ssh`` also OpenSSH's ``sshd`` on 127.0.0.1 (the tests' server, a throwaway key).
+store (everything checked and filed) and a second pull. The remote is a local folder, with
+``--ssh`` also OpenSSH's ``sshd`` on 127.0.0.1 (the tests' server, a throwaway key), with
+``--s3`` also moto's S3 server on 127.0.0.1 (the tests' server).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from arkai.providers.runner import ResponseStore, response_key  # noqa: E402
 from arkai.providers.sync import PREFIX, pull_responses, push_responses  # noqa: E402
 
 
-def dvc_repo(root: Path, url: str, keyfile: Path | None = None) -> Path:
+def dvc_repo(root: Path, url: str, setting: str = "") -> Path:
     (root / ".dvc").mkdir(parents=True)
     config = f"[core]\n    no_scm = True\n    remote = team\n['remote \"team\"']\n    url = {url}\n"
-    if keyfile is not None:
-        config += f"    keyfile = {keyfile}\n"
+    if setting:
+        config += f"    {setting}\n"
     (root / ".dvc" / "config").write_text(config)
     return root
 
@@ -63,9 +64,9 @@ def timed(step: Callable[[], Any]) -> tuple[float, Any]:
     return round(time.perf_counter() - start, 3), result
 
 
-def measure(base: Path, url: str, count: int, kb: int, keyfile: Path | None) -> dict[str, Any]:
-    a = dvc_repo(base / "a", url, keyfile)
-    b = dvc_repo(base / "b", url, keyfile)
+def measure(base: Path, url: str, count: int, kb: int, setting: str = "") -> dict[str, Any]:
+    a = dvc_repo(base / "a", url, setting)
+    b = dvc_repo(base / "b", url, setting)
     fill(ResponseStore(a / ".arkai" / "responses"), count, kb)
     out: dict[str, Any] = {}
     for name, repo, sync in (
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--kb", type=int, default=4, help="size of each response, in KB")
     parser.add_argument("--ssh", action="store_true", help="also through sshd on 127.0.0.1")
+    parser.add_argument("--s3", action="store_true", help="also through moto's S3 server")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="arkai-bench-responses-"))
     report: dict[str, Any] = {
@@ -101,15 +103,21 @@ def main() -> None:
         "kb": args.kb,
     }
     try:
-        report["folder"] = measure(base / "folder", str(base / "store"), args.count, args.kb, None)
+        report["folder"] = measure(base / "folder", str(base / "store"), args.count, args.kb)
         if args.ssh:
             from tests.func.remote_servers import SSHServer
 
             with SSHServer(base / "ssh") as server:
                 os.environ["HOME"] = str(server.home)  # known_hosts with the throwaway host key
-                report["ssh"] = measure(
-                    base / "over-ssh", server.url, args.count, args.kb, server.user_key
-                )
+                key = f"keyfile = {server.user_key}"
+                report["ssh"] = measure(base / "over-ssh", server.url, args.count, args.kb, key)
+        if args.s3:
+            from tests.func.remote_servers import AWS_ENV, S3Server
+
+            os.environ.update(AWS_ENV)
+            with S3Server(base) as s3:
+                endpoint = f"endpointurl = {s3.endpoint}"
+                report["s3"] = measure(base / "over-s3", s3.url, args.count, args.kb, endpoint)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(json.dumps(report, indent=2))
