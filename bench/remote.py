@@ -3,12 +3,14 @@
     python bench/remote.py [--repeat 3] [--keep DIR]
 
 Builds the four sample sources (``samples/``, builtin provider, default embedder) twice in fresh
-knowledge repos: once with the scaffold's ``dvc.yaml`` (responses, embeddings and indexes are
-cached DVC outputs) and once with every output ``cache: false`` (no DVC cache: the layout
-before remotes). For each: the full build, a no-op ``dvc repro`` (median of ``--repeat``), one
-item added then ``dvc repro``, and the size of ``.dvc/cache``. For the cached layout also:
-``dvc push`` to a local-folder remote, then ``git clone`` + ``dvc pull`` + ``dvc repro`` in a
-second clone, and what that rebuild embedded (the index stage's run log).
+knowledge repos: once with the scaffold's ``dvc.yaml`` (embeddings and indexes are cached DVC
+outputs) and once with every output ``cache: false`` (no DVC cache: the layout before
+remotes). For each: the full build, a no-op ``dvc repro`` (median of ``--repeat``), one item
+added then ``dvc repro``, and the size of ``.dvc/cache``. For the cached layout also:
+``arkai remote push`` (``dvc push`` and the responses) to a local-folder remote, then ``git
+clone`` + ``arkai remote pull`` + ``dvc repro`` in a second clone, and what that rebuild
+embedded (the index stage's run log). ``python bench/remote_responses.py`` times the response
+exchange alone, at larger counts.
 """
 
 from __future__ import annotations
@@ -97,11 +99,11 @@ def measure(base: Path, layout: str, repeat: int) -> dict[str, Any]:
         run(repo, "arkai", "remote", "add", "team", str(base / "store"), "--default")
         run(repo, "git", "add", "-A")
         run(repo, "git", "commit", "-qm", "library")
-        result["push_s"] = run(repo, "dvc", "push")
+        result["push_s"] = run(repo, "arkai", "remote", "push")
         result["remote_kb"] = size_kb(base / "store")
         clone = base / "clone"
         run(base, "git", "clone", "-q", str(repo), str(clone))
-        result["pull_s"] = run(clone, "dvc", "pull")
+        result["pull_s"] = run(clone, "arkai", "remote", "pull")
         result["clone_repro_s"] = run(clone, "dvc", "repro")
         result["clone_embedded"] = sum(embedded(clone))
     return result

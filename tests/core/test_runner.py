@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from arkai.errors import LibraryError
 from arkai.patterns import get_pattern
 from arkai.providers.base import ProviderError, Request, Response
 from arkai.providers.runner import (
@@ -17,6 +18,7 @@ from arkai.providers.runner import (
     RunnerConfig,
     chunk_lines,
     merge_outputs,
+    response_problem,
 )
 
 TEXT = "\n".join(
@@ -120,3 +122,28 @@ def test_breaker_opens_after_consecutive_failures(tmp_path: Path) -> None:
         runner.run(pattern, TEXT, {})
     with pytest.raises(CircuitOpen):
         runner.run(pattern, TEXT + "\nmore", {})
+
+
+def test_stored_records_check_against_their_keys(tmp_path: Path) -> None:
+    """What the runner stores passes ``response_problem`` (its key is the request's hash);
+    ``put_raw`` files only such records; ``list_keys`` skips temporary and foreign names."""
+    runner = make(tmp_path, FlakyProvider([]))
+    key = runner.run(get_pattern("extract_claims", None), TEXT, {"variables": {}}).keys[0]
+    store = runner.store
+    raw = store.read_raw(key)
+    assert raw is not None and response_problem(key, raw) is None
+    other = make(tmp_path / "o", FlakyProvider([]))
+    other_key = other.run(get_pattern("extract_claims", None), TEXT[:200], {}).keys[0]
+    with pytest.raises(LibraryError, match="its key is"):
+        store.put_raw(other_key, raw)
+    with pytest.raises(LibraryError, match="not valid JSON"):
+        store.put_raw(other_key, raw[: len(raw) // 2])
+    assert not store.path(other_key).exists()
+    (store.path(key).parent / f".{key}.json.x1.tmp").write_bytes(raw[:10])
+    (store.path(key).parent / "notes.json").write_bytes(b"{}")
+    assert store.list_keys() == [key]
+    other_raw = other.store.read_raw(other_key)
+    assert other_raw is not None
+    store.put_raw(other_key, other_raw)
+    assert store.list_keys() == sorted([key, other_key])
+    assert store.get(other_key) == other.store.get(other_key)

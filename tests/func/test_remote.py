@@ -1,10 +1,12 @@
 """Sharing a library's caches through a DVC remote, against real servers on 127.0.0.1.
 
 Clone A builds the library with the openai provider against the fake LLM server (which counts
-requests) and the real embedder, then pushes to a remote; clone B (a ``git clone`` of A) pulls
-and rebuilds: no provider request, nothing embedded. Remotes: a local folder, OpenSSH's
-``sshd`` through ``dvc-ssh``, and moto's S3 server through ``dvc-s3``. A remote that drops
-the connection mid-push leaves both sides consistent and the next push completes.
+requests) and the real embedder, then ``arkai remote push``es to a remote (``dvc push`` plus
+the response store); clone B (a ``git clone`` of A) ``arkai remote pull``s and rebuilds, the
+extraction from scratch: no provider request, nothing embedded. Remotes: a local folder,
+OpenSSH's ``sshd`` through ``dvc-ssh``, and moto's S3 server through ``dvc-s3``. A remote that
+drops the connection mid-push (of DVC's objects, of the responses) leaves both sides
+consistent and the next push completes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import pytest
 import yaml
 
 from arkai.adapters.events import list_runs, read_events
+from arkai.core.hashing import text_digest
+from arkai.providers.runner import ResponseStore, response_key, response_problem
 from tests.adapters.fake_llm import FakeLLM
 from tests.conftest import SAMPLES, tool_env
 from tests.func.remote_servers import (
@@ -110,24 +114,42 @@ def share(repo: Path, name: str, url: str, *options: str) -> None:
     sh(repo, "git", "commit", "-qam", f"remote {name}")
 
 
+def responses(repo: Path) -> dict[str, bytes]:
+    """The clone's response store: key → the file's bytes."""
+    store = ResponseStore(repo / ".arkai" / "responses")
+    return {key: store.path(key).read_bytes() for key in store.list_keys()}
+
+
+def remote_push(repo: Path, **env: str) -> dict[str, object]:
+    """``arkai remote push --json`` in ``repo``: DVC's objects and every response sent."""
+    out = json.loads(sh(repo, "arkai", "remote", "push", "--json", **env).stdout)
+    assert out["ok"] and out["dvc_error"] is None, out
+    assert out["responses"] == {"transferred": len(responses(repo)), "present": 0, "damaged": []}
+    return dict(out)
+
+
 def rebuild_in_clone(
     a: Path, b: Path, fake: FakeLLM, *, keyfile: Path | None = None, **env: str
 ) -> None:
-    """Clone A into B, ``dvc pull``, then rebuild: the extraction from scratch (extracted/
-    removed) and every stage up to the index and validation forced (the site is not shared:
-    it is left out). Neither calls the provider nor embeds anything, and
-    the rebuilt files are A's."""
+    """Clone A into B, ``arkai remote pull``, then rebuild: the extraction from scratch
+    (extracted/ removed) and every stage up to the index and validation forced (the site is
+    not shared: it is left out). Neither calls the provider nor embeds anything, and the
+    rebuilt files are A's."""
     sh(a.parent, "git", "clone", "-q", str(a), str(b))
     if keyfile is not None:
         # The key file is per machine: in A's .dvc/config.local, not committed; B sets its own.
         assert "keyfile" not in (b / ".dvc" / "config").read_text()
         sh(b, "dvc", "remote", "modify", "--local", "ssh", "keyfile", str(keyfile))
     calls = len(fake.chat_requests)
-    sh(b, "dvc", "pull", **env)
+    pulled = json.loads(sh(b, "arkai", "remote", "pull", "--json", **env).stdout)
+    assert pulled["ok"], pulled
+    assert pulled["responses"]["transferred"] == len(responses(a)) > 0
+    assert responses(b) == responses(a)
     # Everything the pipeline made is in place but the site (rebuilt from files, not shared).
     assert set(json.loads(sh(b, "dvc", "status", "--json").stdout)) == {"site"}
     assert (b / "index" / "vectors").is_dir() and (b / "index" / "beliefs").is_dir()
-    sh(b, "dvc", "repro", "--force", "index", "validate")
+    shutil.rmtree(b / "extracted")
+    sh(b, "dvc", "repro", "--force", "extract", "index", "validate")
     assert len(fake.chat_requests) == calls, "clone B called the provider"
     runs = index_runs(b)
     assert runs and not any(runs), f"clone B embedded chunks: {runs}"
@@ -140,8 +162,11 @@ def rebuild_in_clone(
 def test_local_remote(clone_a: Path, fake: FakeLLM, tmp_path: Path) -> None:
     store = tmp_path / "store"
     share(clone_a, "team", str(store))
-    sh(clone_a, "dvc", "push")
+    remote_push(clone_a)
     assert object_count(store) > 0 and bad_objects(store) == []
+    assert sorted(p.parent.name + p.name for p in (store / "arkai-responses").glob("*/*")) == [
+        key.removeprefix("sha256:") for key in sorted(responses(clone_a))
+    ]
     rebuild_in_clone(clone_a, tmp_path / "b", fake)
 
     # The control: a clone that did not pull calls the provider again (and A's own build
@@ -161,7 +186,7 @@ def test_local_remote(clone_a: Path, fake: FakeLLM, tmp_path: Path) -> None:
 def test_ssh_remote(clone_a: Path, fake: FakeLLM, tmp_path: Path) -> None:
     with SSHServer(tmp_path / "ssh") as server:
         share(clone_a, "ssh", server.url, "--keyfile", str(server.user_key))
-        sh(clone_a, "dvc", "push", HOME=str(server.home))
+        remote_push(clone_a, HOME=str(server.home))
         assert object_count(server.storage) > 0 and bad_objects(server.storage) == []
         rebuild_in_clone(
             clone_a, tmp_path / "b", fake, keyfile=server.user_key, HOME=str(server.home)
@@ -171,7 +196,7 @@ def test_ssh_remote(clone_a: Path, fake: FakeLLM, tmp_path: Path) -> None:
 def test_s3_remote(clone_a: Path, fake: FakeLLM, tmp_path: Path) -> None:
     with S3Server(tmp_path) as server:
         share(clone_a, "s3", server.url, "--endpoint-url", server.endpoint)
-        sh(clone_a, "dvc", "push", **AWS_ENV)
+        remote_push(clone_a, **AWS_ENV)
         rebuild_in_clone(clone_a, tmp_path / "b", fake, **AWS_ENV)
 
 
@@ -227,5 +252,83 @@ def test_push_dropped_mid_transfer_then_completes(
         assert bad_objects(server.storage) == []
         status = sh(a, "dvc", "status", "--cloud", "--json", **env)
         assert json.loads(status.stdout) == {}
+    finally:
+        server.kill()
+
+
+def entry_paths(storage: Path) -> dict[str, Path]:
+    """The responses on a folder or SFTP remote: key → path (temporary names left out)."""
+    out = {}
+    for path in sorted((storage / "arkai-responses").glob("*/*")):
+        oid = path.parent.name + path.name
+        if len(oid) == 64 and not path.name.startswith("."):
+            out[f"sha256:{oid}"] = path
+    return out
+
+
+def remote_entries(storage: Path) -> dict[str, bytes]:
+    """The responses on a folder or SFTP remote: key → bytes."""
+    return {key: path.read_bytes() for key, path in entry_paths(storage).items()}
+
+
+def test_response_push_dropped_mid_transfer_then_completes(clone_a: Path, tmp_path: Path) -> None:
+    """sshd killed (listener and sessions) while ``arkai remote push`` uploads responses: the
+    command fails naming the remote, every entry on the remote is whole (each upload goes to a
+    temporary name renamed into place), the local store is untouched, and the next push sends
+    the rest."""
+    a = tmp_path / "a"
+    shutil.copytree(clone_a, a, symlinks=True)
+    # Forty responses of 1 MB, sound records, so the connection drops in the middle of files.
+    store = ResponseStore(a / ".arkai" / "responses")
+    for n in range(40):
+        request = {
+            "provider": "openai",
+            "model": "fake-model",
+            "pattern": "extract_claims",
+            "pattern_digest": text_digest("a pattern"),
+            "input_digest": text_digest(f"input {n}"),
+            "options": {},
+        }
+        key = response_key(request)
+        text = os.urandom(512 * 1024).hex()
+        store.put(key, {"key": key, "request": request, "response": {"text": text}})
+    local = responses(a)
+    server = SSHServer(tmp_path / "ssh")
+    server.start()
+    try:
+        share(a, "ssh", server.url, "--keyfile", str(server.user_key))
+        env = tool_env(HOME=str(server.home))
+        push = subprocess.Popen(
+            ["arkai", "remote", "push", "--json"],
+            cwd=a,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + CMD_TIMEOUT_S
+        while len(entry_paths(server.storage)) < 8 and push.poll() is None:
+            assert time.monotonic() < deadline, "arkai remote push uploaded nothing"
+            time.sleep(0.01)
+        assert push.poll() is None, "the push finished before the connection could be dropped"
+        server.kill()
+        out, err = push.communicate(timeout=CMD_TIMEOUT_S)
+        assert push.returncode == 3, (out, err)
+        assert "remote ssh: push stopped after" in err, err
+        uploaded = remote_entries(server.storage)
+        assert 0 < len(uploaded) < len(local)
+        # Both sides consistent: every entry on the remote whole and sound, the store intact.
+        for key, raw in uploaded.items():
+            assert raw == local[key] and response_problem(key, raw) is None
+        assert responses(a) == local
+
+        server.start()
+        out = json.loads(sh(a, "arkai", "remote", "push", "--json", HOME=str(server.home)).stdout)
+        assert out["ok"] and out["responses"] == {
+            "transferred": len(local) - len(uploaded),
+            "present": len(uploaded),
+            "damaged": [],
+        }
+        assert remote_entries(server.storage) == local
     finally:
         server.kill()

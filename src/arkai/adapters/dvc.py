@@ -1,17 +1,22 @@
-"""Running DVC: the one place arkai starts ``dvc repro`` (a subprocess of this interpreter)."""
+"""Running DVC: the one place arkai starts ``dvc repro`` (a subprocess of this interpreter)
+and opens a DVC remote's file system (:func:`remote_objects`)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from arkai.errors import InvalidInputError, LibraryError
 
-__all__ = ["dvc_message", "repro", "run_dvc", "stage_names"]
+__all__ = ["RemoteObjects", "dvc_message", "remote_objects", "repro", "run_dvc", "stage_names"]
 
 
 def stage_names(root: Path) -> list[str]:
@@ -53,3 +58,67 @@ def dvc_message(proc: subprocess.CompletedProcess[str]) -> str:
     """DVC's own error line(s) of a failed call, without its log prefixes."""
     lines = [ln.removeprefix("ERROR: ").strip() for ln in (proc.stderr or proc.stdout).splitlines()]
     return " ".join(ln for ln in lines if ln) or f"dvc exited with {proc.returncode}"
+
+
+_OID = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class RemoteObjects:
+    """Content-addressed objects under ``prefix`` of a DVC remote, through the file system
+    object DVC itself builds for that remote (dvc-objects over fsspec: a local folder, SFTP
+    through dvc-ssh, S3 through dvc-s3), so the remote's URL, credentials and key files are
+    the ones ``dvc push`` uses. Objects are named by 64 hex digits, stored as
+    ``<prefix>/ab/cdef…`` like DVC's own cache."""
+
+    name: str
+    url: str
+    _odb: Any
+
+    def oids(self) -> set[str]:
+        """The names of every object there (an upload's temporary name is not one)."""
+        try:
+            found = {str(oid) for oid in self._odb.all()}
+        except FileNotFoundError:  # nothing was ever pushed under the prefix
+            return set()
+        return {oid for oid in found if _OID.fullmatch(oid)}
+
+    def read(self, oid: str) -> bytes:
+        data = self._odb.fs.cat_file(self._odb.oid_to_path(oid))
+        return bytes(data)
+
+    def prepare(self, oids: list[str]) -> None:
+        """Make the folders that ``oids`` go to, one at a time, before writing them from
+        several threads (what DVC's own ``ObjectDB.add`` does before a transfer)."""
+        for prefix in sorted({oid[:2] for oid in oids}):
+            self._odb._init(prefix)
+
+    def write(self, oid: str, data: bytes) -> None:
+        """Upload ``data`` as ``oid``. The file system makes it appear whole or not at all:
+        a temporary name renamed into place on a folder or SFTP, one PUT on S3."""
+        self._odb.add_bytes(oid, data)
+
+
+@contextmanager
+def remote_objects(root: Path, name: str | None, prefix: str) -> Iterator[RemoteObjects]:
+    """The objects under ``prefix`` of remote ``name`` (the default remote when None) of the
+    DVC repo at ``root``. A missing, unknown or misconfigured remote is an InvalidInputError."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo as DvcRepo
+    from dvc_objects.db import ObjectDB
+
+    try:
+        dvc = DvcRepo(str(root))
+    except Exception as exc:  # NotDvcRepoError, a config DVC cannot read
+        raise LibraryError(f"{root}: DVC cannot open the repo ({exc})") from None
+    with dvc:
+        try:
+            remote = dvc.cloud.get_remote(name, "push")
+        except DvcException as exc:  # no default, an unknown name, a plugin not installed
+            raise InvalidInputError(
+                f"remote {name or '(default)'}: {exc}",
+                hint="`arkai remote list` shows the remotes; `arkai remote add` adds one",
+            ) from None
+        odb = ObjectDB(remote.fs, remote.fs.join(remote.path, prefix))
+        url = str(dvc.config["remote"][remote.name]["url"])
+        yield RemoteObjects(remote.name, url, odb)

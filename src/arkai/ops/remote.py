@@ -1,11 +1,13 @@
 """``arkai remote``: the DVC remote through which a team shares a library's caches.
 
-The extract and index stages keep provider responses (``.arkai/responses``), embeddings
-(``index/vectors``) and the built indexes as cached DVC outputs (``dvc.yaml``), so ``dvc push``
-sends them to a remote and ``dvc pull`` in another clone brings them back: a rebuild there
-calls no provider and embeds nothing (docs/team.md). This operation wraps ``dvc remote add``
-with the settings each kind of remote needs; credentials and key files go to the clone's own
-``.dvc/config.local``, never into the committed ``.dvc/config``.
+The index and beliefs stages keep embeddings (``index/vectors``, ``index/beliefs``) and the
+built indexes as cached DVC outputs (``dvc.yaml``), so ``dvc push`` sends them to a remote and
+``dvc pull`` in another clone brings them back. Provider responses (``.arkai/responses``) are
+no stage's output; :func:`push` and :func:`pull` run ``dvc push|pull`` and then exchange the
+response store through the same remote (:mod:`arkai.providers.sync`), so a rebuild in the
+other clone calls no provider and embeds nothing (docs/team.md). :func:`add_remote` wraps
+``dvc remote add`` with the settings each kind of remote needs; credentials and key files go
+to the clone's own ``.dvc/config.local``, never into the committed ``.dvc/config``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.dvc import dvc_message, run_dvc
+from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, LibraryError
+from arkai.ops.extract import RESPONSES
+from arkai.providers.runner import ResponseStore
+from arkai.providers.sync import PREFIX, Progress, SyncResult, pull_responses, push_responses
 
-__all__ = ["Remote", "add_remote", "list_remotes"]
+__all__ = ["Remote", "Transfer", "add_remote", "list_remotes", "pull", "push"]
 
 #: URL scheme → (the DVC plugin module that serves it, its pip package).
 PLUGINS: dict[str, tuple[str, str]] = {
@@ -143,3 +148,65 @@ def list_remotes(repo: Repo) -> list[Remote]:
         elif key.startswith("remote.") and key.endswith(".url"):
             urls[key[len("remote.") : -len(".url")]] = value
     return [Remote(name, url, name == default) for name, url in urls.items()]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """What ``arkai remote push`` or ``pull`` did: DVC's summary and the response exchange."""
+
+    direction: str
+    remote: str
+    url: str
+    dvc: str
+    """DVC's last line of output (``3 files pushed``, ``Everything is up to date.``)."""
+    responses: SyncResult
+    dvc_error: str | None = None
+    """Why ``dvc push|pull`` failed (the responses were exchanged all the same)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.dvc_error is None and not self.responses.damaged
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "remote": {"name": self.remote, "url": self.url},
+            "dvc": self.dvc,
+            "dvc_error": self.dvc_error,
+            "responses": self.responses.to_dict(),
+            "ok": self.ok,
+        }
+
+
+def _transfer(repo: Repo, direction: str, name: str | None, progress: Progress | None) -> Transfer:
+    """``dvc push|pull``, then the response exchange, which runs even when DVC failed (a
+    clone whose index was never pushed still gets the responses); DVC's failure is reported
+    in the result. A remote that fails the exchange itself raises PipelineError."""
+    root = repo.root
+    if not (root / ".dvc").is_dir():
+        raise LibraryError(f"{root} is not a DVC repo (no .dvc/)", hint="`arkai init` makes one")
+    with remote_objects(root, name, PREFIX) as objects:
+        if progress:
+            progress(0, 0, f"dvc {direction}")
+        proc = run_dvc(root, direction, "--remote", objects.name)
+        error = None if proc.returncode == 0 else dvc_message(proc)
+        lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
+        store = ResponseStore(root / RESPONSES)
+        sync = push_responses if direction == "push" else pull_responses
+        result = sync(store, objects, progress)
+        summary = lines[-1] if lines and error is None else ""
+        return Transfer(direction, objects.name, objects.url, summary, result, error)
+
+
+def push(repo: Repo, name: str | None = None, progress: Progress | None = None) -> Transfer:
+    """``dvc push`` to remote ``name`` (the default one when None), then send the response
+    entries the remote lacks. Damaged local entries are reported in the result, not sent;
+    ``Transfer.ok`` is False when DVC failed or an entry was damaged."""
+    return _transfer(repo, "push", name, progress)
+
+
+def pull(repo: Repo, name: str | None = None, progress: Progress | None = None) -> Transfer:
+    """``dvc pull`` from remote ``name`` (the default one when None), then file the response
+    entries this clone lacks. Damaged remote entries are reported in the result, not used;
+    ``Transfer.ok`` is False when DVC failed or an entry was damaged."""
+    return _transfer(repo, "pull", name, progress)

@@ -9,7 +9,9 @@ metadata that produced it.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -17,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import interrupt
+from arkai.adapters.fs import read_repo_file, write_if_changed
 from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
-from arkai.errors import InvalidInputError, PipelineError
+from arkai.errors import InvalidInputError, LibraryError, PipelineError
 from arkai.formats.cue import fix_surrogates
 from arkai.patterns import (
     OutputError,
@@ -100,6 +103,51 @@ class CallResult:
     chunks: int = 1
 
 
+def response_key(request: dict[str, Any]) -> str:
+    """The store key of a response: ``sha256:`` of the canonical JSON of the request fields
+    that decide the answer (provider, model, pattern name and digest, input digest, options).
+
+    Every stored record carries these fields under ``request``, so a record read from
+    elsewhere (a teammate's remote) can be checked against the key it is filed under.
+    """
+    blob = canonjson.dumps(
+        {
+            "provider": request.get("provider"),
+            "model": request.get("model"),
+            "pattern": request.get("pattern"),
+            "pattern_digest": request.get("pattern_digest"),
+            "input": request.get("input_digest"),
+            "options": request.get("options"),
+        }
+    )
+    return "sha256:" + sha256_hex(blob.encode("utf-8"))
+
+
+_KEY = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def response_problem(key: str, raw: bytes) -> str | None:
+    """Why ``raw`` is not a usable record for ``key`` (None when it is): not UTF-8 JSON, not
+    an object, filed under another key, a request that does not hash to its key (edited or
+    foreign), or no response text. A torn transfer fails here too (truncated JSON)."""
+    if not _KEY.fullmatch(key):
+        return f"{key!r} is not a response key"
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return f"not valid JSON ({exc})"
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("key") != key:
+        return f"filed under {key} but its key is {record.get('key')!r}"
+    request, response = record.get("request"), record.get("response")
+    if not isinstance(request, dict) or response_key(request) != key:
+        return "its request does not hash to its key"
+    if not isinstance(response, dict) or not isinstance(response.get("text"), str):
+        return "no response text"
+    return None
+
+
 class ResponseStore:
     """Raw responses on disk, one canonical JSON file per key (``<root>/ab/<key>.json``)."""
 
@@ -109,6 +157,23 @@ class ResponseStore:
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
+
+    def list_keys(self) -> list[str]:
+        """Every key with a file in the store, sorted (temporary and foreign names left out)."""
+        found = (p.name.removesuffix(".json") for p in self.root.glob("*/*.json"))
+        return sorted(k for k in found if _KEY.fullmatch(k) and self.path(k).is_file())
+
+    def read_raw(self, key: str) -> bytes | None:
+        """The file's bytes as stored, or None when there is none."""
+        return read_repo_file(self.path(key), self.root, missing_ok=True)
+
+    def put_raw(self, key: str, raw: bytes) -> None:
+        """File ``raw`` under ``key`` atomically; it must be a usable record for that key
+        (:func:`response_problem`), or LibraryError says why not and nothing is written."""
+        problem = response_problem(key, raw)
+        if problem is not None:
+            raise LibraryError(f"response {key}: {problem}")
+        write_if_changed(self.path(key), raw)
 
     def get(self, key: str) -> dict[str, Any] | None:
         try:
@@ -203,17 +268,16 @@ class Runner:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def key(self, pattern: Pattern, input_text: str, options: dict[str, Any]) -> str:
-        blob = canonjson.dumps(
+        return response_key(
             {
                 "provider": self.provider.name,
                 "model": self.model,
                 "pattern": pattern.name,
                 "pattern_digest": pattern.digest,
-                "input": text_digest(input_text),
+                "input_digest": text_digest(input_text),
                 "options": options,
             }
         )
-        return "sha256:" + sha256_hex(blob.encode("utf-8"))
 
     def run(self, pattern: Pattern, input_text: str, options: dict[str, Any]) -> CallResult:
         """Apply ``pattern`` to ``input_text`` (chunked when too long), parsed and validated.
