@@ -61,6 +61,10 @@ mode                       answer
                            error_then_ok`` …
 =========================  =================================================================
 
+Concurrency: :attr:`FakeLLM.in_flight` counts completions being answered now and
+:attr:`FakeLLM.max_in_flight` the most at once; while :attr:`FakeLLM.gate` holds an unset
+``threading.Event``, every completion waits for it (at most ``hang_seconds``) before answering.
+
 Every request is recorded in :attr:`FakeLLM.requests` (headers with lower-cased names, parsed
 JSON body, the mode and pattern chosen); ``fake.chat_requests`` keeps only completions.
 
@@ -215,6 +219,9 @@ class FakeLLM(LoopbackServer):
         """The ``Retry-After`` header value of ``rate_limit`` answers (``""``: none sent)."""
         self.hang_seconds = 60.0
         self.trickle_interval = 1.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.gate: threading.Event | None = None
         self._calls: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
         super().__init__()
@@ -580,7 +587,17 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not req.messages:
             self._send(400, _error("request body must be JSON with messages", "invalid_request"))
             return
-        self._answer(req)
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            gate = fake.gate
+            if gate is not None:
+                gate.wait(fake.hang_seconds)
+            self._answer(req)
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
 
     def _answer(self, req: FakeRequest) -> None:
         fake, mode = self.fake, req.mode
