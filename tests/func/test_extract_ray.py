@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -46,6 +47,9 @@ class Cluster:
     address: str
     groups: list[int]
     """Process groups of the `ray start` commands: every daemon and worker of the cluster."""
+    auth: dict[str, str]
+    """Ray's token authentication, set explicitly for the cluster and its drivers (what Ray
+    would otherwise do depends on a token file in the home folder)."""
 
 
 def _free_port() -> int:
@@ -76,14 +80,15 @@ def ray_cluster() -> Iterator[Cluster]:
     folder (short: Ray's socket paths must fit in 107 bytes); killed and removed after."""
     temp = tempfile.mkdtemp(prefix="arkray")
     port = _free_port()
-    env = tool_env(RAY_USAGE_STATS_ENABLED="0")
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env = tool_env(RAY_USAGE_STATS_ENABLED="0", **auth)
     common = ["--num-cpus=1", "--object-store-memory=80000000", "--disable-usage-stats"]
     groups: list[int] = []
     try:
         head = ["--head", f"--port={port}", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}"]
         _ray_start([*head, "--include-dashboard=false", *common], env, groups)
         _ray_start([f"--address=127.0.0.1:{port}", *common], env, groups)
-        yield Cluster(f"127.0.0.1:{port}", groups)
+        yield Cluster(f"127.0.0.1:{port}", groups, auth)
     finally:
         _kill_groups(groups)
         shutil.rmtree(temp, ignore_errors=True)
@@ -92,6 +97,8 @@ def ray_cluster() -> Iterator[Cluster]:
 @pytest.fixture
 def on_cluster(ray_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     monkeypatch.setenv(ENV_ADDRESS, ray_cluster.address)
+    for name, value in ray_cluster.auth.items():
+        monkeypatch.setenv(name, value)
     return ray_cluster
 
 
@@ -143,7 +150,9 @@ def test_ray_writes_the_bytes_of_a_local_run_with_bounded_calls(
     tmp_path: Path, kr: Path, arkai: Runner, fake_llm: FakeLLM, on_cluster: Cluster
 ) -> None:
     # Tasks reserve half a CPU: the two-CPU cluster could run four at once; concurrency is 2.
-    local = _library(kr, arkai, fake_llm, SOURCES, concurrency=2, ray={"num_cpus": 0.5})
+    # Held calls must not time out (a retried call would be one more in flight).
+    local = _library(kr, arkai, fake_llm, SOURCES, concurrency=2, ray={"num_cpus": 0.5},
+                     timeout_s=HANG_GUARD_S)  # fmt: skip
     remote = tmp_path / "remote"
     shutil.copytree(local, remote)
     got = extract(local, "local")
@@ -207,7 +216,7 @@ def _client_pid(server_port: int) -> int | None:
 def test_a_worker_killed_mid_task_is_retried_without_partial_outputs(
     tmp_path: Path, kr: Path, arkai: Runner, fake_llm: FakeLLM, on_cluster: Cluster
 ) -> None:
-    library = _library(kr, arkai, fake_llm, SOURCES[:2], concurrency=2)
+    library = _library(kr, arkai, fake_llm, SOURCES[:2], concurrency=2, timeout_s=HANG_GUARD_S)
     reference = tmp_path / "reference"
     shutil.copytree(library, reference)
     fake_llm.gate = threading.Event()
@@ -276,3 +285,15 @@ def test_a_killed_driver_resumes_without_redoing_finished_items(
     ]
     stuck_id = json.loads((stuck.parent / "metadata.json").read_text())["id"]
     assert redone == [stuck_id]
+
+
+def test_the_circuit_breaker_counts_failed_items_across_workers(
+    kr: Path, arkai: Runner, fake_llm: FakeLLM, on_cluster: Cluster
+) -> None:
+    library = _library(kr, arkai, fake_llm, SOURCES, concurrency=1, retries=0, circuit_breaker=2)
+    fake_llm.set_mode("server_error")
+    code, out, err = arkai("--repo", library, "extract", "--executor", "ray", "--json")
+    assert code == 3 and "2 provider calls failed in a row" in out + err
+    # Each worker's runner saw one failure; the driver's breaker saw two in a row and stopped
+    # the run before the third item was sent.
+    assert len(fake_llm.chat_requests) == 2

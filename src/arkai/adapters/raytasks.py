@@ -109,7 +109,8 @@ def session(cfg: RayConfig) -> Iterator[None]:
     if cfg.address is None:
         options["include_dashboard"] = False
     try:
-        ray.init(address=cfg.address, **options)
+        # "local": a new cluster, never one ray.init would otherwise find on this machine.
+        ray.init(address=cfg.address or "local", **options)
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError …
         where = cfg.address or "a local cluster"
         raise PipelineError(

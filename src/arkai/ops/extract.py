@@ -45,7 +45,8 @@ from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
 from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Verdict
-from arkai.patterns import Pattern, claims_input, get_pattern
+from arkai.patterns import OutputError, Pattern, claims_input, get_pattern
+from arkai.providers.base import ProviderError
 from arkai.providers.registry import get_provider
 from arkai.providers.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, ShippingStore
 from arkai.providers.runner import Stats as Stats
@@ -577,9 +578,17 @@ def _on_ray(
         out: Future[ItemOutput] = Future()
         try:
             result = fut.result()
+        except (ProviderError, OutputError) as exc:
+            try:  # the breaker counts across every worker, as one runner's does locally
+                runner.remote_outcome(failed=True)
+                out.set_exception(exc)
+            except CircuitOpen as tripped:
+                tripped.__cause__ = exc
+                out.set_exception(tripped)
         except Exception as exc:
             out.set_exception(exc)
         else:
+            runner.remote_outcome(failed=False)
             runner.stats.add(result.stats)
             for key, record in result.responses.items():
                 runner.store.put(key, record)

@@ -325,7 +325,14 @@ class Runner:
     def _failed(self) -> None:
         with self._lock:
             self.stats.failures += 1
-            self._consecutive += 1
+        self.remote_outcome(failed=True)
+
+    def remote_outcome(self, *, failed: bool) -> None:
+        """Feed the circuit breaker with the outcome of work whose calls another runner made (a
+        Ray worker's, which counts them in its own stats): a failure counts as a failed call in
+        a row, a success starts the count again. Raises CircuitOpen when the breaker trips."""
+        with self._lock:
+            self._consecutive = self._consecutive + 1 if failed else 0
             tripped = self._consecutive >= self.config.breaker_threshold
         if tripped:
             raise CircuitOpen(
