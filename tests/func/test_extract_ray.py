@@ -297,3 +297,25 @@ def test_the_circuit_breaker_counts_failed_items_across_workers(
     # Each worker's runner saw one failure; the driver's breaker saw two in a row and stopped
     # the run before the third item was sent.
     assert len(fake_llm.chat_requests) == 2
+
+
+def test_sigterm_stops_a_ray_run_cleanly(
+    kr: Path, arkai: Runner, fake_llm: FakeLLM, on_cluster: Cluster
+) -> None:
+    library = _library(kr, arkai, fake_llm, SOURCES, concurrency=2, timeout_s=HANG_GUARD_S)
+    fake_llm.set_mode("hang")
+    driver = subprocess.Popen(
+        [str(BIN / "arkai"), "--repo", str(library), "extract", "--executor", "ray"],
+        env=tool_env(), start_new_session=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: len(fake_llm.chat_requests) >= 1, "a call in flight")
+        driver.send_signal(signal.SIGTERM)
+        _, err = driver.communicate(timeout=HANG_GUARD_S)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(driver.pid, signal.SIGKILL)
+    # arkai's handler, not Ray's (ray.init installs one for SIGTERM): exit 130, work kept.
+    assert driver.returncode == 130, err
+    assert "interrupted" in err and not list((library / "extracted").rglob("extraction.json"))

@@ -632,8 +632,9 @@ def run_extract(
     done = summary.skipped
     with (
         events.run(root, "extract", items=summary.items, todo=len(plans), executor=where) as log,
-        interrupt.stop_on_signals(),
+        # Connected before the handlers go in: ray.init installs its own for SIGTERM.
         raytasks.session(cluster) if cluster is not None and plans else nullcontext(),
+        interrupt.stop_on_signals(),
     ):
         if progress:
             progress(done, summary.items, "", runner.stats)
