@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,19 @@ def test_extract_json_names_the_executor(kr: Path, arkai: Runner) -> None:
     assert json.loads(out)["executor"] == "local"
     code, _, err = arkai("--repo", kr, "extract", "--executor", "spark", "--json")
     assert code == 2 and "spark" in err
+
+
+def test_an_unreachable_cluster_fails_at_once_and_a_no_op_never_connects(
+    kr: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv(ENV_ADDRESS, address)
+    code, out, err = arkai("--repo", kr, "extract", "--executor", "ray", "--json")
+    assert code == 0 and json.loads(out)["executor"] == "ray", err  # nothing to do
+    code, _, err = arkai("--repo", kr, "add", SAMPLES / "beekeeping-talk.vtt", "--quiet")
+    assert code == 0, err
+    code, _, err = arkai("--repo", kr, "extract", "--executor", "ray", "--json")
+    assert code == 3 and f"cannot reach the Ray cluster at {address}" in err
+    assert not list((kr / "extracted").rglob("extraction.json"))

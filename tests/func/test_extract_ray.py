@@ -58,12 +58,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ray_start(args: list[str], env: dict[str, str], groups: list[int]) -> None:
+def _ray_start(args: list[str], env: dict[str, str], groups: list[int]) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [str(BIN / "ray"), "start", *args], env=env, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     groups.append(proc.pid)
+    return proc
+
+
+def _started(proc: subprocess.Popen[str]) -> None:
     out, _ = proc.communicate(timeout=HANG_GUARD_S)
     assert proc.returncode == 0, out
 
@@ -86,8 +90,11 @@ def ray_cluster() -> Iterator[Cluster]:
     groups: list[int] = []
     try:
         head = ["--head", f"--port={port}", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}"]
-        _ray_start([*head, "--include-dashboard=false", *common], env, groups)
-        _ray_start([f"--address=127.0.0.1:{port}", *common], env, groups)
+        # Both at once: the worker node waits for the head's GCS to answer.
+        starting = [_ray_start([*head, "--include-dashboard=false", *common], env, groups),
+                    _ray_start([f"--address=127.0.0.1:{port}", *common], env, groups)]  # fmt: skip
+        for proc in starting:
+            _started(proc)
         yield Cluster(f"127.0.0.1:{port}", groups, auth)
     finally:
         _kill_groups(groups)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -97,6 +98,22 @@ def _ray() -> Any:
     return ray
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail at once when nothing listens at a ``host:port`` (or ``ray://host:port``) address:
+    ``ray.init`` would keep retrying for minutes. Other forms (``auto``) are left to Ray."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise PipelineError(
+            f"cannot reach the Ray cluster at {address}: {exc}",
+            hint=f"check extract.ray.address / ${ENV_ADDRESS} (`ray status` on the head "
+            "node), or set extract.executor: local",
+        ) from None
+
+
 @contextmanager
 def session(cfg: RayConfig) -> Iterator[None]:
     """Connected to the cluster for the block (a local one started when there is no address),
@@ -108,6 +125,8 @@ def session(cfg: RayConfig) -> Iterator[None]:
     options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
     if cfg.address is None:
         options["include_dashboard"] = False
+    else:
+        check_reachable(cfg.address)
     try:
         # "local": a new cluster, never one ray.init would otherwise find on this machine.
         ray.init(address=cfg.address or "local", **options)

@@ -14,7 +14,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -559,7 +559,7 @@ def compute_remote(job: RemoteJob) -> RemoteResult:
 
 def _on_ray(
     plans: list[Plan], runner: Runner, params: dict[str, Any], now: str, refresh: bool,
-    root: Path, in_flight: int,
+    root: Path, cfg: raytasks.RayConfig, in_flight: int,
 ) -> Iterator[tuple[Plan, Future[ItemOutput]]]:  # fmt: skip
     """Each plan with its computed output, computed by Ray tasks (the driver reads each item's
     previous outputs first, and stores the responses the workers got)."""
@@ -571,7 +571,6 @@ def _on_ray(
             failed: Future[ItemOutput] = Future()
             failed.set_exception(exc)
             yield plan, failed
-    cfg = raytasks.RayConfig.from_params(params["extract"].get("ray"))
     for job, fut in raytasks.completed(
         jobs, compute_remote, in_flight=in_flight, cfg=cfg, name="arkai-extract"
     ):
@@ -632,9 +631,8 @@ def run_extract(
     done = summary.skipped
     with (
         events.run(root, "extract", items=summary.items, todo=len(plans), executor=where) as log,
-        # Connected before the handlers go in: ray.init installs its own for SIGTERM.
-        raytasks.session(cluster) if cluster is not None and plans else nullcontext(),
         interrupt.stop_on_signals(),
+        ExitStack() as connection,
     ):
         if progress:
             progress(done, summary.items, "", runner.stats)
@@ -645,12 +643,20 @@ def run_extract(
                 info["claims"] = claims
                 return claims, orphans
 
+        connected: list[bool] = []
+
         def finished(todo: list[Plan]) -> Iterator[tuple[Plan, Future[tuple[int, list[str]]]]]:
             if cluster is None:
                 yield from _completed(todo, work, workers)
                 return
+            if not connected:  # on first use: a run with nothing to do never connects
+                connection.enter_context(raytasks.session(cluster))
+                # ray.init installs its own SIGTERM handler: arkai's go back on top.
+                connection.enter_context(interrupt.stop_on_signals())
+                connected.append(True)
             in_flight = max(1, int(xp.get("concurrency", 4)))
-            for plan, computed in _on_ray(todo, runner, params, now, refresh, root, in_flight):
+            computed_items = _on_ray(todo, runner, params, now, refresh, root, cluster, in_flight)
+            for plan, computed in computed_items:
                 written: Future[tuple[int, list[str]]] = Future()
                 try:
                     with log.step("extract", content_id=plan.item.id, executor=where) as info:
