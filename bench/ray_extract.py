@@ -118,6 +118,8 @@ def main() -> None:
     ap.add_argument("--cpus", type=int, default=2)
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="arkraybench"))
+    # The cluster `ray_local` starts keeps its logs and sockets here (removed at the end).
+    os.environ["RAY_TMPDIR"] = str(base)
     group: int | None = None
     result: dict[str, Any] = {
         "items": args.items,
