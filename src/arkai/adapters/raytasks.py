@@ -14,6 +14,7 @@ as that exception. Leaving early (an error, a stop request) cancels what is stil
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -186,4 +187,5 @@ def completed(
                 yield job, fut
     finally:
         for ref in pending:
-            ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):  # never hide why the loop ended
+                ray.cancel(ref, force=True)
