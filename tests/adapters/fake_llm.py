@@ -61,6 +61,12 @@ mode                       answer
                            error_then_ok`` …
 =========================  =================================================================
 
+Concurrency: :attr:`FakeLLM.in_flight` counts completions being answered now and
+:attr:`FakeLLM.max_in_flight` the most at once; while :attr:`FakeLLM.gate` holds an unset
+``threading.Event``, every completion waits for it (at most ``hang_seconds``) before answering;
+:attr:`FakeLLM.latency` (seconds, default 0) makes every completion take that long, as a real
+model's answers do (bench/ray_extract.py).
+
 Every request is recorded in :attr:`FakeLLM.requests` (headers with lower-cased names, parsed
 JSON body, the mode and pattern chosen); ``fake.chat_requests`` keeps only completions.
 
@@ -215,6 +221,10 @@ class FakeLLM(LoopbackServer):
         """The ``Retry-After`` header value of ``rate_limit`` answers (``""``: none sent)."""
         self.hang_seconds = 60.0
         self.trickle_interval = 1.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.gate: threading.Event | None = None
+        self.latency = 0.0
         self._calls: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
         super().__init__()
@@ -580,7 +590,27 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not req.messages:
             self._send(400, _error("request body must be JSON with messages", "invalid_request"))
             return
-        self._answer(req)
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        self._counted = True
+        try:
+            gate = fake.gate
+            if gate is not None:
+                gate.wait(fake.hang_seconds)
+            if fake.latency > 0:
+                fake._stopping.wait(fake.latency)
+            self._answer(req)
+        finally:
+            self._uncount()
+
+    def _uncount(self) -> None:
+        """The request is being answered: no longer in flight (before its first byte goes out,
+        so a client that sends its next request at once is never counted twice)."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            with self.fake._lock:
+                self.fake.in_flight -= 1
 
     def _answer(self, req: FakeRequest) -> None:
         fake, mode = self.fake, req.mode
@@ -593,6 +623,7 @@ class _Handler(BaseHTTPRequestHandler):
             data = json.dumps(self._completion(req, "ok")).encode("utf-8")
             head = ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n")  # fmt: skip
+            self._uncount()
             fake.trickle(self.wfile, head.encode("ascii") + data, fake.trickle_interval)
             self.close_connection = True
             return
@@ -656,6 +687,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_bytes(
         self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
     ) -> None:
+        self._uncount()
         with contextlib.suppress(OSError):
             self.send_response(status)
             self.send_header("Content-Type", ctype)

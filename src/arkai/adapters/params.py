@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from arkai.adapters.fs import read_repo_file
+from arkai.adapters.raytasks import EXECUTORS
 from arkai.errors import LibraryError
 from arkai.model.status import MODES
 
@@ -41,6 +42,8 @@ DEFAULTS: dict[str, Any] = {
         "backoff_s": 1.0,
         "circuit_breaker": 5,
         "retry_after_max_s": 60,
+        "executor": "local",
+        "ray": {"address": None, "max_retries": 3, "num_cpus": 1},
     },
     "providers": {
         "builtin": {},
@@ -110,6 +113,11 @@ def _check(params: dict[str, Any]) -> None:
     mode = params["extract"].get("match_mode")
     if mode not in MODES:
         raise ValueError(f"extract.match_mode must be one of {', '.join(MODES)}, got {mode!r}")
+    executor = params["extract"].get("executor")
+    if executor not in EXECUTORS:
+        raise ValueError(
+            f"extract.executor must be one of {', '.join(EXECUTORS)}, got {executor!r}"
+        )
 
 
 def load_params(root: Path) -> dict[str, Any]:
@@ -140,6 +148,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str | None]] = {
     "ARKAI_EMBEDDER": ("index.embedder", "default"),
     "ARKAI_OPENAI_BASE_URL": ("providers.openai.base_url", None),
     "ARKAI_OPENAI_MODEL": ("providers.openai.model", None),
+    "ARKAI_RAY_ADDRESS": ("extract.ray.address", None),
 }
 
 

@@ -73,12 +73,16 @@ def evidence_line(obj: Any) -> EvidenceLine:
     return EvidenceLine.from_dict(obj)
 
 
-def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:
-    """Write the lines canonically, sorted, deduplicated by ID. True if the file changed."""
+def evidence_bytes(lines: Iterable[EvidenceLine]) -> bytes:
+    """The bytes of an ``evidence.jsonl``: the lines canonically, sorted, deduplicated by ID."""
     unique = {line.id: line for line in lines}
     ordered = sorted(unique.values(), key=evidence_sort_key)
-    text = canonjson.dumps_lines(line.to_dict() for line in ordered)
-    return write_if_changed(path, text.encode("utf-8"))
+    return canonjson.dumps_lines(line.to_dict() for line in ordered).encode("utf-8")
+
+
+def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:
+    """Write the lines canonically, sorted, deduplicated by ID. True if the file changed."""
+    return write_if_changed(path, evidence_bytes(lines))
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -97,9 +101,14 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return obj
 
 
+def json_bytes(obj: Any) -> bytes:
+    """The bytes :func:`write_json` writes: canonical JSON."""
+    return canonjson.dumps(obj).encode("utf-8")
+
+
 def write_json(path: Path, obj: Any) -> bool:
     """Canonical JSON, atomically, only when the content changed."""
-    return write_if_changed(path, canonjson.dumps(obj).encode("utf-8"))
+    return write_if_changed(path, json_bytes(obj))
 
 
 def read_entities(path: Path) -> dict[str, Any]:

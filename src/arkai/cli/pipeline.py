@@ -40,11 +40,10 @@ def show_extract(summary: ExtractSummary, *, as_json: bool = False, quiet: bool 
 
 
 def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh: bool,
-             as_json: bool, quiet: bool) -> None:  # fmt: skip
+             as_json: bool, quiet: bool, executor: str | None = None) -> None:  # fmt: skip
     with progress_bar("extract", quiet=quiet) as bar:
-        summary = run_extract(
-            get_repo(ctx), only=ids, force=force, refresh=refresh, progress=extract_progress(bar)
-        )
+        summary = run_extract(get_repo(ctx), only=ids, force=force, refresh=refresh,
+                              progress=extract_progress(bar), executor=executor)  # fmt: skip
     show_extract(summary, as_json=as_json, quiet=quiet)
 
 
@@ -52,16 +51,18 @@ def _extract(ctx: click.Context, ids: Iterable[str] | None, force: bool, refresh
 @click.option("--force", is_flag=True, help="Re-extract even when nothing changed.")
 @click.option("--refresh", is_flag=True, help="Ignore cached provider responses.")
 @click.option("--only", "only", multiple=True, help="Content ID (or prefix) to extract.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
+              help="Where items are computed this run (default: extract.executor).")  # fmt: skip
 @json_option
 @quiet_option
 @click.pass_context
 def extract(
-    ctx: click.Context, force: bool, refresh: bool, only: tuple[str, ...], as_json: bool,
-    quiet: bool,
+    ctx: click.Context, force: bool, refresh: bool, only: tuple[str, ...],
+    executor: str | None, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Run the extract stage: patterns through the provider for every changed item —
     claims, entities, wisdom, summary — every quote resolved to transcript bytes."""
-    _extract(ctx, only or None, force, refresh, as_json, quiet)
+    _extract(ctx, only or None, force, refresh, as_json, quiet, executor)
 
 
 @click.command()

@@ -14,11 +14,12 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from arkai.adapters import events, interrupt
+from arkai.adapters import events, interrupt, raytasks
 from arkai.adapters.fs import write_if_changed
 from arkai.adapters.layout import (
     ENTITIES,
@@ -34,7 +35,7 @@ from arkai.adapters.layout import (
 )
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import match_reviews, parse_review
-from arkai.adapters.store import read_evidence, read_json, write_evidence, write_json
+from arkai.adapters.store import evidence_bytes, json_bytes, read_evidence, read_json, write_json
 from arkai.core import canonjson
 from arkai.core.document import Document
 from arkai.core.entities import entities_document, resolve_entities
@@ -44,9 +45,10 @@ from arkai.core.resolve import resolve_quote
 from arkai.errors import ArkaiError, PipelineError
 from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Verdict
-from arkai.patterns import Pattern, claims_input, get_pattern
+from arkai.patterns import OutputError, Pattern, claims_input, get_pattern
+from arkai.providers.base import ProviderError
 from arkai.providers.registry import get_provider
-from arkai.providers.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig
+from arkai.providers.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, ShippingStore
 from arkai.providers.runner import Stats as Stats
 from arkai.site.render_item import render_claims_md, render_wisdom_md
 
@@ -59,6 +61,9 @@ RESPONSES = Path(".arkai") / "responses"
 CLAIMS = "extract_claims"
 ENTITY_PATTERN = "extract_entities"
 VERIFY = "validate_claims"
+#: Extract params that change how a run goes, never what it writes: not part of an item's key
+#: (a run on Ray redoes nothing a local run finished, and the other way round).
+NOT_IN_KEY = ("concurrency", "progress", "executor", "ray")
 
 
 @dataclass
@@ -76,9 +81,12 @@ class ExtractSummary:
     """Item folders that could not be read (bad or linked ``metadata.json``): skipped."""
     orphaned_reviews: dict[str, list[str]] = field(default_factory=dict)
     """Content ID → ``review.yaml`` keys that matched no claim of this extraction."""
+    executor: str = "local"
+    """Where the items were computed: ``local`` or ``ray`` (``extract.executor``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "executor": self.executor,
             "items": self.items,
             "extracted": self.extracted,
             "skipped": self.skipped,
@@ -142,7 +150,7 @@ def plan_item(
             "provider": provider,
             "model": model,
             "patterns": {p.name: p.digest for p in chosen},
-            "params": {k: v for k, v in xp.items() if k not in ("concurrency", "progress")},
+            "params": {k: v for k, v in xp.items() if k not in NOT_IN_KEY},
         }
     )
     return Plan(item, data, chosen, "sha256:" + sha256_hex(blob.encode("utf-8")),
@@ -235,11 +243,35 @@ def _with_verdicts(lines: list[EvidenceLine], value: Any) -> list[EvidenceLine]:
     return out
 
 
-def extract_item(
-    plan: Plan, runner: Runner, params: dict[str, Any], now: str, log: events.RunLog
-) -> tuple[int, list[str]]:
-    """Run every pattern for one item and write its files; returns the claim count and the
-    ``review.yaml`` keys that matched no claim (kept in the file, reported)."""
+@dataclass(frozen=True)
+class Prior:
+    """What an item's previous extraction carries into the next: its evidence (timestamps and
+    review matches are kept) and its entities document (``extracted_at`` kept when unchanged)."""
+
+    evidence: list[EvidenceLine]
+    entities: dict[str, Any] | None
+
+
+def read_prior(item: Item) -> Prior:
+    """The item's previous outputs, read by the driver (a remote worker may not see them)."""
+    return Prior(previous_evidence(item), read_json(item.extracted / ENTITIES))
+
+
+@dataclass(frozen=True)
+class ItemOutput:
+    """One item's extraction as the bytes of its files, in the order they are written
+    (``extraction.json`` last, the marker of a finished item), and what the run reports."""
+
+    files: tuple[tuple[str, bytes], ...]
+    lines: tuple[EvidenceLine, ...]
+    orphans: tuple[str, ...]
+
+
+def compute_item(
+    plan: Plan, runner: Runner, params: dict[str, Any], now: str, prior: Prior
+) -> ItemOutput:
+    """Run every pattern for one item (through ``runner``) and build its files; writes
+    nothing under ``extracted/``, so it runs as well on a remote worker as here."""
     item, xp = plan.item, params["extract"]
     text = plan.transcript.decode("utf-8", errors="replace")
     doc = Document(plan.transcript)
@@ -254,7 +286,7 @@ def extract_item(
         results[pattern.name] = res.value
         calls[pattern.name] = {"version": pattern.version, "digest": pattern.digest,
                                "chunks": res.chunks, "keys": res.keys}  # fmt: skip
-    before = previous_evidence(item)
+    before = prior.evidence
     lines = _claims(plan, doc, results.get(CLAIMS, []), xp, now, before)
     verify = next((p for p in plan.patterns if p.name == VERIFY), None)
     checkable = [ln for ln in lines if ln.verified]
@@ -268,54 +300,67 @@ def extract_item(
                          "chunks": res.chunks, "keys": res.keys}  # fmt: skip
     matched = match_reviews(lines, parse_review(plan.review, item.path / REVIEW), before)
     lines = matched.lines
-    out = item.extracted
-    out.mkdir(parents=True, exist_ok=True)
-    write_evidence(out / EVIDENCE, lines)
     raw_entities = (results.get(ENTITY_PATTERN) or {}).get("entities", [])
     entities = entities_document(
         resolve_entities(doc, raw_entities, mode=str(xp["match_mode"])),
         extracted_by=ENTITY_PATTERN,
         extracted_at=now,
     )
-    old = read_json(out / ENTITIES)
+    old = prior.entities
     if old is not None and old.get("entities") == entities["entities"]:
         entities["extracted_at"] = old.get("extracted_at", now)
-    write_json(out / ENTITIES, entities)
     wisdom = {k: v for k, v in results.items() if k not in (CLAIMS, ENTITY_PATTERN)}
     sections = resolve_sections(doc, wisdom)
-    write_json(out / "wisdom.json", sections)
-    write_if_changed(out / "wisdom.md", render_wisdom_md(item, sections).encode("utf-8"))
-    write_if_changed(
-        out / "claims.md", render_claims_md(item, lines, plan.transcript).encode("utf-8")
-    )
     counts = Counter(line.status for line in lines)
-    write_json(
-        out / EXTRACTION,
-        {
-            "schema_version": 2,
-            "content_id": item.id,
-            "key": plan.key,
-            "transcript_digest": digest(plan.transcript),
-            "provider": runner.provider.name,
-            "model": runner.model,
-            "patterns": calls,
-            "counts": {
-                **{s: counts.get(s, 0) for s in ("resolved", "ambiguous", "unresolved")},
-                "unverified": sum(
-                    1 for ln in lines if not ln.verified and ln.status != "unresolved"
-                ),
-                "claims": len(lines),
-                "entities": len(entities["entities"]),
-                "rejected": sum(1 for ln in lines if ln.rejected),
-            },
-            "orphaned_reviews": sorted(matched.orphans),
-            "status": "ok",
+    marker = {
+        "schema_version": 2,
+        "content_id": item.id,
+        "key": plan.key,
+        "transcript_digest": digest(plan.transcript),
+        "provider": runner.provider.name,
+        "model": runner.model,
+        "patterns": calls,
+        "counts": {
+            **{s: counts.get(s, 0) for s in ("resolved", "ambiguous", "unresolved")},
+            "unverified": sum(1 for ln in lines if not ln.verified and ln.status != "unresolved"),
+            "claims": len(lines),
+            "entities": len(entities["entities"]),
+            "rejected": sum(1 for ln in lines if ln.rejected),
         },
+        "orphaned_reviews": sorted(matched.orphans),
+        "status": "ok",
+    }
+    files = (
+        (EVIDENCE, evidence_bytes(lines)),
+        (ENTITIES, json_bytes(entities)),
+        ("wisdom.json", json_bytes(sections)),
+        ("wisdom.md", render_wisdom_md(item, sections).encode("utf-8")),
+        ("claims.md", render_claims_md(item, lines, plan.transcript).encode("utf-8")),
+        (EXTRACTION, json_bytes(marker)),
     )
-    for line in lines:
+    return ItemOutput(files, tuple(lines), tuple(sorted(matched.orphans)))
+
+
+def write_item(item: Item, output: ItemOutput, log: events.RunLog) -> tuple[int, list[str]]:
+    """Write one item's files (each atomically, only when changed; ``extraction.json`` last)
+    — the one writer of ``extracted/``, whichever executor computed them; returns the claim
+    count and the ``review.yaml`` keys that matched no claim (kept in the file, reported)."""
+    out = item.extracted
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in output.files:
+        write_if_changed(out / name, data)
+    for line in output.lines:
         log.emit("EvidenceAppended", content_id=item.id, evidence_id=line.id,
                  status=line.status, extractor=line.extractor)  # fmt: skip
-    return len(lines), sorted(matched.orphans)
+    return len(output.lines), list(output.orphans)
+
+
+def extract_item(
+    plan: Plan, runner: Runner, params: dict[str, Any], now: str, log: events.RunLog
+) -> tuple[int, list[str]]:
+    """Extract one item here and write its files (:func:`compute_item`, :func:`write_item`)."""
+    output = compute_item(plan, runner, params, now, read_prior(plan.item))
+    return write_item(plan.item, output, log)
 
 
 def resolve_sections(doc: Document, sections: dict[str, Any]) -> dict[str, Any]:
@@ -373,7 +418,16 @@ def record_item_failure(item: Item, runner: Runner, error: str, *, key: str | No
     )
 
 
-def make_runner(root: Path, params: dict[str, Any], *, refresh: bool, now: str) -> Runner:
+def make_runner(
+    root: Path,
+    params: dict[str, Any],
+    *,
+    refresh: bool,
+    now: str,
+    store: ResponseStore | None = None,
+) -> Runner:
+    """The runner of ``extract.provider``; responses go to ``store`` (default: the repo's
+    response store)."""
     xp = params["extract"]
     name = str(xp["provider"])
     config = dict((params.get("providers") or {}).get(name) or {})
@@ -382,7 +436,7 @@ def make_runner(root: Path, params: dict[str, Any], *, refresh: bool, now: str) 
     cfg = RunnerConfig.from_params(xp)
     return Runner(
         provider=provider,
-        store=ResponseStore(root / RESPONSES),
+        store=store if store is not None else ResponseStore(root / RESPONSES),
         config=cfg,
         model=str(model) if model else None,
         refresh=refresh,
@@ -472,6 +526,75 @@ def _completed(
                 other.cancel()
 
 
+@dataclass(frozen=True)
+class RemoteJob:
+    """One item for a Ray worker: everything :func:`compute_item` needs, read by the driver."""
+
+    plan: Plan
+    prior: Prior
+    params: dict[str, Any]
+    now: str
+    refresh: bool
+    root: str
+    """The repo on the driver: a worker that sees this path reads its response store."""
+
+
+@dataclass(frozen=True)
+class RemoteResult:
+    """What a worker sends back: the item's files, its runner's figures, and the responses it
+    got from the provider (the driver stores them: the worker writes nothing)."""
+
+    output: ItemOutput
+    stats: Stats
+    responses: dict[str, dict[str, Any]]
+
+
+def compute_remote(job: RemoteJob) -> RemoteResult:
+    """A Ray task: :func:`compute_item` with a runner built on the worker."""
+    store = ShippingStore(Path(job.root) / RESPONSES)
+    runner = make_runner(Path(job.root), job.params, refresh=job.refresh, now=job.now, store=store)
+    output = compute_item(job.plan, runner, job.params, job.now, job.prior)
+    return RemoteResult(output, runner.stats, store.new)
+
+
+def _on_ray(
+    plans: list[Plan], runner: Runner, params: dict[str, Any], now: str, refresh: bool,
+    root: Path, cfg: raytasks.RayConfig, in_flight: int,
+) -> Iterator[tuple[Plan, Future[ItemOutput]]]:  # fmt: skip
+    """Each plan with its computed output, computed by Ray tasks (the driver reads each item's
+    previous outputs first, and stores the responses the workers got)."""
+    jobs: list[RemoteJob] = []
+    for plan in plans:
+        try:
+            jobs.append(RemoteJob(plan, read_prior(plan.item), params, now, refresh, str(root)))
+        except (ArkaiError, OSError) as exc:
+            failed: Future[ItemOutput] = Future()
+            failed.set_exception(exc)
+            yield plan, failed
+    for job, fut in raytasks.completed(
+        jobs, compute_remote, in_flight=in_flight, cfg=cfg, name="arkai-extract"
+    ):
+        out: Future[ItemOutput] = Future()
+        try:
+            result = fut.result()
+        except (ProviderError, OutputError) as exc:
+            try:  # the breaker counts across every worker, as one runner's does locally
+                runner.remote_outcome(failed=True)
+                out.set_exception(exc)
+            except CircuitOpen as tripped:
+                tripped.__cause__ = exc
+                out.set_exception(tripped)
+        except Exception as exc:
+            out.set_exception(exc)
+        else:
+            runner.remote_outcome(failed=False)
+            runner.stats.add(result.stats)
+            for key, record in result.responses.items():
+                runner.store.put(key, record)
+            out.set_result(result.output)
+        yield job.plan, out
+
+
 def run_extract(
     repo: Repo,
     *,
@@ -480,6 +603,7 @@ def run_extract(
     force: bool = False,
     refresh: bool = False,
     progress: ProgressFn | None = None,
+    executor: str | None = None,
 ) -> ExtractSummary:
     """Extract every item whose key changed (or, with ``force``, those in ``only``).
 
@@ -488,23 +612,27 @@ def run_extract(
     run, so the stage ends having seen every item present at its end. Folders that cannot be
     read and items that fail are reported, skipped, and make the run end with a
     :class:`PipelineError` after every other item is done. ``only`` names items by content
-    ID, ≥ 8-character prefix or source ID.
+    ID, ≥ 8-character prefix or source ID. ``executor`` (``local`` or ``ray``) overrides
+    ``extract.executor`` for this run; either way only this process writes ``extracted/``.
     """
     root = repo.root
     now = now or events.utc_now()
     only = {repo.item(i).id for i in only} if only is not None else None
     params = repo.params
     xp = params["extract"]
+    where = raytasks.executor_of(xp, executor)
+    cluster = raytasks.RayConfig.from_params(xp.get("ray")) if where == "ray" else None
     runner = make_runner(root, params, refresh=refresh, now=now)
-    summary = ExtractSummary(stats=runner.stats)
+    summary = ExtractSummary(stats=runner.stats, executor=where)
     loaded: dict[str, Pattern] = {}
     seen: dict[str, str] = {}
     plans = _todo(root, params, runner, loaded, summary, seen, only, force)
     workers = 1 if runner.provider.name == "builtin" else max(1, int(xp.get("concurrency", 4)))
     done = summary.skipped
     with (
-        events.run(root, "extract", items=summary.items, todo=len(plans)) as log,
+        events.run(root, "extract", items=summary.items, todo=len(plans), executor=where) as log,
         interrupt.stop_on_signals(),
+        ExitStack() as connection,
     ):
         if progress:
             progress(done, summary.items, "", runner.stats)
@@ -515,10 +643,34 @@ def run_extract(
                 info["claims"] = claims
                 return claims, orphans
 
+        connected: list[bool] = []
+
+        def finished(todo: list[Plan]) -> Iterator[tuple[Plan, Future[tuple[int, list[str]]]]]:
+            if cluster is None:
+                yield from _completed(todo, work, workers)
+                return
+            if not connected:  # on first use: a run with nothing to do never connects
+                connection.enter_context(raytasks.session(cluster))
+                # ray.init installs its own SIGTERM handler: arkai's go back on top.
+                connection.enter_context(interrupt.stop_on_signals())
+                connected.append(True)
+            in_flight = max(1, int(xp.get("concurrency", 4)))
+            computed_items = _on_ray(todo, runner, params, now, refresh, root, cluster, in_flight)
+            for plan, computed in computed_items:
+                written: Future[tuple[int, list[str]]] = Future()
+                try:
+                    with log.step("extract", content_id=plan.item.id, executor=where) as info:
+                        claims, orphans = write_item(plan.item, computed.result(), log)
+                        info["claims"] = claims
+                    written.set_result((claims, orphans))
+                except Exception as exc:  # KeyboardInterrupt (a signal) propagates at once
+                    written.set_exception(exc)
+                yield plan, written
+
         rounds = 0
         while plans:
             rounds += 1
-            for plan, fut in _completed(plans, work, workers):
+            for plan, fut in finished(plans):
                 done += 1
                 try:
                     claims, orphans = fut.result()

@@ -84,6 +84,13 @@ class Stats:
     retries: int = 0
     failures: int = 0
 
+    def add(self, other: Stats) -> None:
+        """Count ``other``'s figures in (a remote worker's runner, on the driver)."""
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        self.retries += other.retries
+        self.failures += other.failures
+
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
 
@@ -183,6 +190,22 @@ class ResponseStore:
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         write_json(self.path(key), record)
+
+
+class ShippingStore(ResponseStore):
+    """A remote worker's view of the response store: it reads the shared store when this
+    machine sees its folder, and keeps the responses it gets in :attr:`new` instead of
+    writing them, so the driver stores them (one writer, the same bytes as a local run)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.new: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.new.get(key) or super().get(key)
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        self.new[key] = record
 
 
 def _parsed(pattern: Pattern, text: str) -> Any:
@@ -361,7 +384,14 @@ class Runner:
     def _failed(self) -> None:
         with self._lock:
             self.stats.failures += 1
-            self._consecutive += 1
+        self.remote_outcome(failed=True)
+
+    def remote_outcome(self, *, failed: bool) -> None:
+        """Feed the circuit breaker with the outcome of work whose calls another runner made (a
+        Ray worker's, which counts them in its own stats): a failure counts as a failed call in
+        a row, a success starts the count again. Raises CircuitOpen when the breaker trips."""
+        with self._lock:
+            self._consecutive = self._consecutive + 1 if failed else 0
             tripped = self._consecutive >= self.config.breaker_threshold
         if tripped:
             raise CircuitOpen(
