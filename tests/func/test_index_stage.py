@@ -344,7 +344,12 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     first = run_index(Repo.at(repo))
     assert first.cache_hits == 0 and first.items == 2
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
-    assert run_index(Repo.at(repo)).cache_hits == 2  # nothing changed: nothing re-derived
+    noop = run_index(Repo.at(repo))
+    assert noop.cache_hits == 2 and noop.written == []  # nothing changed: nothing re-derived
+    # An output edited by hand is not trusted: the next run rebuilds it.
+    (repo / "index" / "graph.json").write_text("{}")
+    assert run_index(Repo.at(repo)).written == ["graph.json"]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
     # One transcript changed: only that item is re-derived, the result is a fresh build's.
     transcript = sorted((repo / "library").rglob("transcript.md"))[0]
@@ -393,8 +398,10 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     stale["key"] = "sha256:" + "0" * 64
     cites[1].write_text(canonjson.dumps(stale))
 
+    # Without the manifest the stage cannot trust its outputs: every record is read again.
+    (repo / "index" / "manifest.json").unlink()
     again = run_index(Repo.at(repo))
     assert again.cache_rejected == 3 and again.cache_hits == 1
-    assert built(repo) == before and again.written == []
+    assert built(repo) == before and again.written == ["lexical"]  # rebuilt, same bytes
     # …and the entries were written again, whole: the next run uses them all.
     assert run_index(Repo.at(repo)).cache_hits == 2

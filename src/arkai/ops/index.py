@@ -292,6 +292,20 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+#: Files whose bytes the ``inputs`` digest of the manifest determines.
+DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, f"{LEXICAL}/")
+
+
+def _intact(out: Path, manifest: dict[str, Any]) -> bool:
+    """True when the derived files are the ones the manifest lists, byte for byte."""
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return False
+    listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
+    current = {k: v for k, v in _file_digests(out).items() if k.startswith(DERIVED)}
+    return bool(listed) and listed == current
+
+
 #: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
 NOT_OURS = ("beliefs/",)
 
@@ -422,6 +436,22 @@ def run_index(
             info["items"] = len(loaded)
 
         old_manifest = read_json(out / MANIFEST) or {}
+        synonyms = load_synonyms(root / SYNONYMS)
+        # Everything lexical/, topics.json and the graph are functions of: when it equals the
+        # last run's and those files are as that run left them, they are not rebuilt.
+        inputs = _digest(
+            canonjson.dumps(
+                {
+                    "settings": settings.decode("utf-8"),
+                    "params": {k: ip[k] for k in ("bm25", "chunks", "topics", "graph")},
+                    "synonyms": synonyms,
+                    "catalog": catalog,
+                    "items": [d.key for d in loaded],
+                }
+            ).encode("utf-8")
+        )
+        reuse = not full and old_manifest.get("inputs") == inputs and _intact(out, old_manifest)
+        old_counts = old_manifest.get("counts") or {}
 
         # One more pass over the items' cached terms records, one item at a time: the BM25
         # tokens (when the chunks changed) and the topic ranks (IDF from document frequencies).
@@ -429,7 +459,6 @@ def run_index(
         lexical = {"k1": k1, "b": b, "chunks": _digest(chunk_bytes), "n_docs": summary.chunks}
         have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
         rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
-        synonyms = load_synonyms(root / SYNONYMS)
         topic_settings = TopicSettings.from_params(ip["topics"])
         builder: TopicBuilder | None = None
 
@@ -446,17 +475,20 @@ def run_index(
         with log.step("lexical") as info:
             from arkai.search.bm25 import BM25Index
 
-            n_items, df = document_frequencies(_terms(d, ip, settings, cache)[0] for d in loaded)
-            builder = TopicBuilder(n_items, df, synonyms, topic_settings)
-            if rebuild_lexical:
-                BM25Index.build_from_tokens(tokens(), k1=k1, b=b).save(out / LEXICAL)
-                summary.lexical_rebuilt = True
-                written.append(LEXICAL)
-            else:
-                for _ in tokens():
-                    pass
-            info["rebuilt"] = summary.lexical_rebuilt
-        del df
+            if not reuse:
+                n_items, df = document_frequencies(
+                    _terms(d, ip, settings, cache)[0] for d in loaded
+                )
+                builder = TopicBuilder(n_items, df, synonyms, topic_settings)
+                del df
+                if rebuild_lexical:
+                    BM25Index.build_from_tokens(tokens(), k1=k1, b=b).save(out / LEXICAL)
+                    summary.lexical_rebuilt = True
+                    written.append(LEXICAL)
+                else:
+                    for _ in tokens():
+                        pass
+            info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
 
         with log.step("vectors") as info:
             requested = requested_embedder(ip)
@@ -478,49 +510,58 @@ def run_index(
         del chunks
 
         with log.step("topics") as info:
-            assert builder is not None
-            topics = builder.result()
-            put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
-            summary.topics = len(topics.doc["topics"])
-            info["topics"] = summary.topics
-            if progress:
-                progress(1, 1, "topics")
+            if reuse:
+                summary.topics = int(old_counts.get("topics", 0))
+                info.update(topics=summary.topics, unchanged=True)
+            else:
+                assert builder is not None
+                topics = builder.result()
+                put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
+                summary.topics = len(topics.doc["topics"])
+                info["topics"] = summary.topics
+                if progress:
+                    progress(1, 1, "topics")
 
         with log.step("graph") as info:
-            needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
-                                   for d in loaded)  # fmt: skip
-            needles_key = _digest(
-                canonjson.dumps(sorted([n.target, n.text] for n in needles)).encode("utf-8")
-            )
-            graph = build_graph(
-                [
-                    GraphItem(
-                        content_id=d.item.id,
-                        title=d.item.title,
-                        path=d.path,
-                        content_type=str(d.item.metadata.get("content_type") or ""),
-                        url=d.item.metadata.get("url") or None,
-                        tags=[str(t) for t in d.item.metadata.get("tags") or []],
-                        quotes=d.record.quotes,
-                        mentions=d.record.mentions,
-                        cites=_cites(d, needles, needles_key, cache),
-                        high_topics=[
-                            (t.term, t.score)
-                            for t in topics.terms.get(d.item.id, [])
-                            if t.relevance == "high"
-                        ],
-                    )
-                    for d in loaded
-                ],
-                GraphSettings.from_params(ip["graph"]),
-            )
-            put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
-            put(GRAPHML, to_graphml(graph))
-            summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
-            info.update(nodes=summary.nodes, edges=summary.edges)
-            summary.cache_rejected = cache.rejected
-            if progress:
-                progress(1, 1, "graph")
+            if reuse:
+                summary.nodes = int(old_counts.get("nodes", 0))
+                summary.edges = int(old_counts.get("edges", 0))
+                info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
+            else:
+                needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
+                                       for d in loaded)  # fmt: skip
+                needles_key = _digest(
+                    canonjson.dumps(sorted([n.target, n.text] for n in needles)).encode("utf-8")
+                )
+                graph = build_graph(
+                    [
+                        GraphItem(
+                            content_id=d.item.id,
+                            title=d.item.title,
+                            path=d.path,
+                            content_type=str(d.item.metadata.get("content_type") or ""),
+                            url=d.item.metadata.get("url") or None,
+                            tags=[str(t) for t in d.item.metadata.get("tags") or []],
+                            quotes=d.record.quotes,
+                            mentions=d.record.mentions,
+                            cites=_cites(d, needles, needles_key, cache),
+                            high_topics=[
+                                (t.term, t.score)
+                                for t in topics.terms.get(d.item.id, [])
+                                if t.relevance == "high"
+                            ],
+                        )
+                        for d in loaded
+                    ],
+                    GraphSettings.from_params(ip["graph"]),
+                )
+                put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
+                put(GRAPHML, to_graphml(graph))
+                summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
+                info.update(nodes=summary.nodes, edges=summary.edges)
+                if progress:
+                    progress(1, 1, "graph")
+        summary.cache_rejected = cache.rejected
 
         with log.step("shards") as info:
             shards = shard_library(Repo.at(root), log)
@@ -545,7 +586,8 @@ def run_index(
                     if summary.embedder
                     else None
                 ),
-                "lexical": lexical,
+                "lexical": old_manifest.get("lexical") if reuse else lexical,
+                "inputs": inputs,
                 "files": _file_digests(out),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's
