@@ -197,3 +197,17 @@ def test_scores_are_scikit_learns_tfidf() -> None:
             if term.source == "keyphrase":
                 assert term.score == round(reference_scores(matrix, vocab, n)[term.term], 6)
     assert checked >= 30
+
+
+def test_stopwords_are_scikit_learns_list_without_importing_it() -> None:
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from arkai.search.topics import _sklearn_stop_words
+
+    assert _sklearn_stop_words() == ENGLISH_STOP_WORDS
+    code = "import sys; from arkai.search.topics import stopwords; stopwords(); "
+    code += "assert 'sklearn' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -389,14 +389,13 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     cites = sorted(cache.rglob("*.cites.json"))
     assert len(mains) == len(terms) == len(cites) == 2
     # A readable entry whose data was altered (a chunk's text): its digest no longer matches.
-    entry = json.loads(mains[0].read_text())
-    entry["data"]["chunks"][0]["text"] = "tampered"
-    mains[0].write_text(canonjson.dumps(entry))
+    header, body = mains[0].read_text().split("\n", 1)
+    mains[0].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
     # A truncated one, and one made from other inputs (a stale key, digest intact).
     terms[1].write_bytes(terms[1].read_bytes()[:100])
-    stale = json.loads(cites[1].read_text())
-    stale["key"] = "sha256:" + "0" * 64
-    cites[1].write_text(canonjson.dumps(stale))
+    header, body = cites[1].read_text().split("\n", 1)
+    stale = json.loads(header) | {"key": "sha256:" + "0" * 64}
+    cites[1].write_text(canonjson.dumps_line(stale) + body)
 
     # Without the manifest the stage cannot trust its outputs: every record is read again.
     (repo / "index" / "manifest.json").unlink()

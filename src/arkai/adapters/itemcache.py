@@ -4,14 +4,16 @@ read, chunked or analysed again (docs/index-format.md, "Incremental builds").
 
 Canonical JSON files per item and part, ``.arkai/index-cache/<2 chars>/<content id>.<part>.json``
 (local and derived like the rest of ``.arkai/``: git-ignored, not a DVC output, rebuilt when
-absent)::
+absent): a header line, then the data, each one line of canonical JSON::
 
-    {"version": 1, "key": "sha256:…", "digest": "sha256:…", "data": {…}}
+    {"digest": "sha256:…", "key": "sha256:…", "version": 1}
+    {…}
 
-``key`` is the caller's digest of the item's inputs; ``digest`` is the SHA-256 of ``data``'s
-canonical JSON. An entry is used only when it parses, has this version, the expected key and a
-matching digest — anything else (a truncated file, an edited one, a stale one) is a miss that
-the caller rebuilds and :attr:`ItemCache.rejected` counts; it is never used.
+``key`` is the caller's digest of the item's inputs; ``digest`` is the SHA-256 of the bytes
+after the header line (checked before they are parsed). An entry is used only when it parses,
+has this version, the expected key and a matching digest — anything else (a truncated file, an
+edited one, a stale one) is a miss that the caller rebuilds and :attr:`ItemCache.rejected`
+counts; it is never used.
 """
 
 from __future__ import annotations
@@ -55,36 +57,34 @@ class ItemCache:
         except FileNotFoundError:
             self.misses += 1
             return None
+        header, _, body = raw.partition(b"\n")
         try:
-            entry = json.loads(raw.decode("utf-8"))
-            data = entry["data"]
+            entry = json.loads(header.decode("utf-8"))
             ok = (
-                entry.get("version") == CACHE_VERSION
+                isinstance(entry, dict)
+                and entry.get("version") == CACHE_VERSION
                 and entry.get("key") == key
-                and isinstance(data, dict)
-                and entry.get("digest") == _digest(canonjson.dumps(data).encode("utf-8"))
+                and entry.get("digest") == _digest(body)
             )
-        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
-            ok = False
-        if not ok:
+            data = json.loads(body.decode("utf-8")) if ok else None
+        except (ValueError, UnicodeDecodeError):
+            ok, data = False, None
+        if not ok or not isinstance(data, dict):
             self.rejected += 1
             self.misses += 1
             return None
         self.hits += 1
-        result: dict[str, Any] = data
-        return result
+        return data
 
     def put(self, content_id: str, key: str, part: str, data: dict[str, Any]) -> None:
-        body = canonjson.dumps(data)
-        entry = {
-            "version": CACHE_VERSION,
-            "key": key,
-            "digest": _digest(body.encode("utf-8")),
-            "data": data,
-        }
+        body = canonjson.dumps_line(data).encode("utf-8")
+        header = {"digest": _digest(body), "key": key, "version": CACHE_VERSION}
         # Derived data, rebuilt when lost: no fsync (a torn entry fails its digest check).
-        atomic_write_bytes(self.path(content_id, part), canonjson.dumps(entry).encode("utf-8"),
-                           fsync=False)  # fmt: skip
+        atomic_write_bytes(
+            self.path(content_id, part),
+            canonjson.dumps_line(header).encode("utf-8") + body,
+            fsync=False,
+        )
 
     def prune(self, keep: set[str]) -> int:
         """Remove the entries of items not in ``keep`` (content IDs); how many went."""

@@ -57,10 +57,29 @@ def stopwords() -> frozenset[str]:
     """sklearn's English list, less a few content nouns it contains, plus speech fillers and
     the halves of contractions (tokens split at apostrophes). Loaded on first use: importing
     scikit-learn costs over a second, which every CLI command would otherwise pay."""
+    content = {"system", "bill", "fire", "interest", "computer", "mill"}
+    return (_sklearn_stop_words() - content) | _FILLERS | TEXT_STOPWORDS
+
+
+def _sklearn_stop_words() -> frozenset[str]:
+    """scikit-learn's English list, read from its module file: importing the ``sklearn``
+    package for this one constant costs about a second (its ``__init__`` loads SciPy), which
+    an index run that re-analyses a single changed item would otherwise pay."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is not None and spec.origin:
+        path = Path(spec.origin).parent / "feature_extraction" / "_stop_words.py"
+        sub = importlib.util.spec_from_file_location("_arkai_sklearn_stop_words", path)
+        if path.is_file() and sub is not None and sub.loader is not None:
+            module = importlib.util.module_from_spec(sub)
+            sub.loader.exec_module(module)
+            words = getattr(module, "ENGLISH_STOP_WORDS", None)
+            if isinstance(words, frozenset):
+                return words
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    content = {"system", "bill", "fire", "interest", "computer", "mill"}
-    return (frozenset(ENGLISH_STOP_WORDS) - content) | _FILLERS | TEXT_STOPWORDS
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 _SEGMENT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\]+|\s[-–—]+\s|\n")
