@@ -404,3 +404,4 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     assert built(repo) == before and again.written == ["lexical"]  # rebuilt, same bytes
     # …and the entries were written again, whole: the next run uses them all.
     assert run_index(Repo.at(repo)).cache_hits == 2
+    assert run_index(Repo.at(repo), full=True).cache_hits == 0  # --full trusts no record

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import arkai
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file, write_if_changed
 from arkai.adapters.itemcache import ItemCache
@@ -166,12 +167,11 @@ def _decode(data: bytes, path: Path) -> str:
 
 
 def _settings_key(ip: dict[str, Any]) -> bytes:
-    """What, besides an item's files, its cached records depend on."""
+    """What, besides an item's files, its cached records (and the manifest's ``inputs``)
+    depend on: a new arkai version re-derives everything once."""
     cp, gs = ip["chunks"], GraphSettings.from_params(ip["graph"])
-    return canonjson.dumps(
-        [DERIVE_VERSION, int(cp["target_words"]), int(cp["max_words"]), gs.min_confidence,
-         gs.max_evidence]
-    ).encode("utf-8")  # fmt: skip
+    shape = [int(cp["target_words"]), int(cp["max_words"]), gs.min_confidence, gs.max_evidence]
+    return canonjson.dumps([arkai.__version__, DERIVE_VERSION, *shape]).encode("utf-8")
 
 
 def _inputs_key(item: Item, settings: bytes) -> tuple[str, bytes | None, bytes | None]:
@@ -232,12 +232,12 @@ def _derive(
     )
 
 
-def _load(item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> _Loaded:
-    """The item's main record, from the cache when its inputs are unchanged (else derived and
-    cached with its terms record)."""
+def _load(item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, full: bool) -> _Loaded:
+    """The item's main record, from the cache when its inputs are unchanged (else, or with
+    ``full``, derived and cached with its terms record)."""
     key, text_raw, evidence_raw = _inputs_key(item, settings)
     path = (Path(LIBRARY) / item.rel).as_posix()
-    cached = cache.get(item.id, key, "main")
+    cached = None if full else cache.get(item.id, key, "main")
     if cached is not None:
         return _Loaded(item, path, key, ItemRecord.from_dict(cached))
     record, terms = _derive(item, text_raw, evidence_raw, ip)
@@ -416,7 +416,7 @@ def run_index(
         with log.step("chunks") as info:
             loaded: list[_Loaded] = []
             for n, item in enumerate(items, 1):
-                loaded.append(_load(item, ip, settings, cache))
+                loaded.append(_load(item, ip, settings, cache, full))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
