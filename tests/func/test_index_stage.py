@@ -343,6 +343,13 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     set_params(repo, embedder="none")
     first = run_index(Repo.at(repo))
     assert first.cache_hits == 0 and first.items == 2
+    # The lexical index from the cached stems is the one the chunk texts give.
+    from arkai.search.bm25 import BM25Index
+
+    texts = [json.loads(x)["text"] for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    BM25Index.build(texts).save(tmp_path / "reference")
+    for name in ("bm25.json", "bm25.npz"):
+        assert (tmp_path / "reference" / name).read_bytes() == built(repo)[f"lexical/{name}"]
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     noop = run_index(Repo.at(repo))
     assert noop.cache_hits == 2 and noop.written == []  # nothing changed: nothing re-derived

@@ -5,7 +5,9 @@ depend on the rest of the library, so it is cached per item (docs/index-format.m
 - :class:`ItemRecord` (``main``): the item's chunks, claim and entity counts for the catalog,
   and its graph contributions (throttled quotes, entity mentions);
 - ``terms``: the item's :class:`arkai.search.topics.ItemTerms` (phrase counts, stemmed chunk
-  and condensed-chunk texts, entity names) and the BM25 tokens of each chunk.
+  and condensed-chunk texts, entity names). A chunk's stemmed text is its BM25 tokens joined
+  by spaces (both are :func:`arkai.search.text.tokenize`, whose tokens have no whitespace), so
+  the tokens are not stored twice.
 
 The global structures (IDF, BM25 weights, topic ranks, RELATED_TO and CITES edges) are then
 computed from these records, never from the texts again.
@@ -21,11 +23,10 @@ from arkai.adapters.review import is_rejected
 from arkai.model.evidence import EvidenceLine
 from arkai.search.chunks import Chunk, chunk_transcript, claim_chunks
 from arkai.search.graph import GraphSettings, entity_mentions, throttled_quotes
-from arkai.search.text import tokenize
 from arkai.search.topics import ItemTerms, item_terms
 
 #: Bump when what is derived (or how) changes: every cached record is then rebuilt.
-DERIVE_VERSION = 1
+DERIVE_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,21 +90,21 @@ def derive_item(
         [str(e.get("name", "")) for e in entities],
         condensed,
     )
-    return record, terms_to_dict(terms, [tokenize(c.text) for c in chunks])
+    return record, terms_to_dict(terms)
 
 
-def terms_to_dict(terms: ItemTerms, tokens: Sequence[Sequence[str]]) -> dict[str, Any]:
+def terms_to_dict(terms: ItemTerms) -> dict[str, Any]:
     return {
         "counts": dict(terms.counts),
         "chunk_stems": list(terms.chunk_stems),
         "entities": list(terms.entities),
         "condensed": [[n, k] for n, k in terms.condensed],
-        "tokens": [list(t) for t in tokens],
     }
 
 
 def terms_from_dict(content_id: str, d: Mapping[str, Any]) -> tuple[ItemTerms, list[list[str]]]:
-    """The :class:`ItemTerms` and the chunks' BM25 tokens of a ``terms`` record."""
+    """The :class:`ItemTerms` and the chunks' BM25 tokens (``tokenize(chunk.text)``) of a
+    ``terms`` record."""
     terms = ItemTerms(
         content_id=content_id,
         counts=d["counts"],
@@ -111,4 +112,4 @@ def terms_from_dict(content_id: str, d: Mapping[str, Any]) -> tuple[ItemTerms, l
         entities=d["entities"],
         condensed=[(int(n), str(k)) for n, k in d["condensed"]],
     )
-    return terms, d["tokens"]
+    return terms, [stems.split() for stems in terms.chunk_stems]
