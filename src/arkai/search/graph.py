@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -312,42 +311,62 @@ def _value(value: Any, kind: str) -> str:
     return str(value)
 
 
+_ATTR_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;", "\n": "&#10;",
+     "\t": "&#09;"}
+)  # fmt: skip
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def _data(key: str, text: str) -> str:
+    if not text:
+        return f'      <data key="{key}" />\n'
+    return f'      <data key="{key}">{text.translate(_TEXT_ESCAPES)}</data>\n'
+
+
 def to_graphml(graph: Graph) -> bytes:
-    """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated)."""
-    ET.register_namespace("", GRAPHML_NS)
-    ET.register_namespace("xsi", _XSI)
-    root = ET.Element(
-        f"{{{GRAPHML_NS}}}graphml", {f"{{{_XSI}}}schemaLocation": f"{GRAPHML_NS} {_SCHEMA}"}
-    )
-    key_ids: dict[tuple[str, str], str] = {}
+    """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated),
+    written line by line: the bytes ``xml.etree.ElementTree`` gives for the same document
+    indented by two spaces (tested), at a fraction of the cost of building the tree."""
+
+    def attr(value: str) -> str:
+        return value.translate(_ATTR_ESCAPES)
+
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>\n',
+        f'<graphml xmlns="{GRAPHML_NS}" xmlns:xsi="{_XSI}" '
+        f'xsi:schemaLocation="{attr(f"{GRAPHML_NS} {_SCHEMA}")}">\n',
+    ]
     for scope, attrs, prefix in (("node", _NODE_ATTRS, "n"), ("edge", _EDGE_ATTRS, "e")):
         for name, kind in attrs:
-            kid = f"{prefix}_{name}"
-            key_ids[(scope, name)] = kid
-            ET.SubElement(
-                root,
-                f"{{{GRAPHML_NS}}}key",
-                {"id": kid, "for": scope, "attr.name": name, "attr.type": kind},
+            out.append(
+                f'  <key id="{prefix}_{name}" for="{scope}" attr.name="{name}" '
+                f'attr.type="{kind}" />\n'
             )
-    g = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"id": "arkai", "edgedefault": "directed"})
-    for node in graph.nodes:
-        el = ET.SubElement(g, f"{{{GRAPHML_NS}}}node", {"id": node["id"]})
-        for name, kind in _NODE_ATTRS:
-            if node.get(name) not in (None, ""):
-                d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": key_ids[("node", name)]})
-                d.text = _value(node[name], kind)
-    for n, edge in enumerate(graph.edges):
-        el = ET.SubElement(
-            g,
-            f"{{{GRAPHML_NS}}}edge",
-            {"id": f"e{n}", "source": edge["source"], "target": edge["target"]},
-        )
-        for name, kind in _EDGE_ATTRS:
-            value = edge.get(name)
-            if value is None or (isinstance(value, list) and not value):
-                continue
-            d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": key_ids[("edge", name)]})
-            d.text = _value(value, kind)
-    ET.indent(root, space="  ")
-    body: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=False)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + body + b"\n"
+    if not graph.nodes and not graph.edges:
+        out.append('  <graph id="arkai" edgedefault="directed" />\n')
+    else:
+        out.append('  <graph id="arkai" edgedefault="directed">\n')
+        for node in graph.nodes:
+            body = [
+                _data(f"n_{name}", _value(node[name], kind))
+                for name, kind in _NODE_ATTRS
+                if node.get(name) not in (None, "")
+            ]
+            head = f'    <node id="{attr(node["id"])}"'
+            out.append(f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n")
+        for n, edge in enumerate(graph.edges):
+            body = [
+                _data(f"e_{name}", _value(edge[name], kind))
+                for name, kind in _EDGE_ATTRS
+                if edge.get(name) is not None
+                and not (isinstance(edge[name], list) and not edge[name])
+            ]
+            head = (
+                f'    <edge id="e{n}" source="{attr(edge["source"])}" '
+                f'target="{attr(edge["target"])}"'
+            )
+            out.append(f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n")
+        out.append("  </graph>\n")
+    out.append("</graphml>\n")
+    return "".join(out).encode("utf-8")
