@@ -428,6 +428,8 @@ def run_index(
             summary.transcript_chunks = summary.chunks - summary.claim_chunks
             chunk_bytes = canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
             put(CHUNKS, chunk_bytes)
+            chunks_digest = _digest(chunk_bytes)
+            del chunk_bytes
             info.update(chunks=summary.chunks, cached=summary.cache_hits)
 
         with log.step("catalog") as info:
@@ -456,7 +458,7 @@ def run_index(
         # One more pass over the items' cached terms records, one item at a time: the BM25
         # tokens (when the chunks changed) and the topic ranks (IDF from document frequencies).
         k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
-        lexical = {"k1": k1, "b": b, "chunks": _digest(chunk_bytes), "n_docs": summary.chunks}
+        lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": summary.chunks}
         have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
         rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
         topic_settings = TopicSettings.from_params(ip["topics"])
@@ -516,6 +518,7 @@ def run_index(
             else:
                 assert builder is not None
                 topics = builder.result()
+                builder = None  # its document frequencies are not needed any more
                 put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
                 summary.topics = len(topics.doc["topics"])
                 info["topics"] = summary.topics
