@@ -207,9 +207,8 @@ def _derive(
     try:
         condensed_file = read_condensed(item.condensed / CONDENSED_FILE, item.root)
     except LibraryError:
-        condensed_file = (
-            None  # a damaged file: `arkai validate` names it, `arkai condense` redoes it
-        )
+        # A damaged file: `arkai validate` names it, `arkai condense` redoes it.
+        condensed_file = None
     data = text.encode("utf-8")
     condensed = [
         (c.chunk, data[c.start : c.end].decode("utf-8", errors="replace"))
@@ -252,6 +251,8 @@ def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache
     raw = cache.get(d.item.id, d.key, "terms")
     if raw is None:
         key, text_raw, evidence_raw = _inputs_key(d.item, settings)
+        if key != d.key:
+            raise LibraryError(f"{d.item.path}: changed while the index was being built; run again")
         record, raw = _derive(d.item, text_raw, evidence_raw, ip)
         cache.put(d.item.id, key, "main", record.to_dict())
         cache.put(d.item.id, key, "terms", raw)
