@@ -200,3 +200,65 @@ def test_empty_graph() -> None:
     g = build_graph([])
     assert g.to_dict() == {"version": 1, "nodes": [], "edges": []}
     ET.fromstring(to_graphml(g))
+
+
+def _etree_graphml(graph: Any) -> bytes:
+    """The reference: the same document built with ElementTree and indented by two spaces."""
+    from arkai.search.graph import _EDGE_ATTRS, _NODE_ATTRS, _SCHEMA, _XSI, _value
+
+    ET.register_namespace("", GRAPHML_NS)
+    ET.register_namespace("xsi", _XSI)
+    root = ET.Element(
+        f"{{{GRAPHML_NS}}}graphml", {f"{{{_XSI}}}schemaLocation": f"{GRAPHML_NS} {_SCHEMA}"}
+    )
+    for scope, attrs, prefix in (("node", _NODE_ATTRS, "n"), ("edge", _EDGE_ATTRS, "e")):
+        for name, kind in attrs:
+            ET.SubElement(
+                root,
+                f"{{{GRAPHML_NS}}}key",
+                {"id": f"{prefix}_{name}", "for": scope, "attr.name": name, "attr.type": kind},
+            )
+    g = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"id": "arkai", "edgedefault": "directed"})
+    for node in graph.nodes:
+        el = ET.SubElement(g, f"{{{GRAPHML_NS}}}node", {"id": node["id"]})
+        for name, kind in _NODE_ATTRS:
+            if node.get(name) not in (None, ""):
+                d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": f"n_{name}"})
+                d.text = _value(node[name], kind)
+    for n, edge in enumerate(graph.edges):
+        el = ET.SubElement(
+            g, f"{{{GRAPHML_NS}}}edge", {"id": f"e{n}", "source": edge["source"],
+                                          "target": edge["target"]}
+        )  # fmt: skip
+        for name, kind in _EDGE_ATTRS:
+            value = edge.get(name)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": f"e_{name}"})
+            d.text = _value(value, kind)
+    ET.indent(root, space="  ")
+    body: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=False)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + body + b"\n"
+
+
+def test_graphml_is_the_elementtree_document() -> None:
+    from arkai.search.graph import Graph
+
+    assert to_graphml(build_graph(items())) == _etree_graphml(build_graph(items()))
+    assert to_graphml(build_graph([])) == _etree_graphml(build_graph([]))
+    # Characters both writers must escape, in labels, URLs, IDs and evidence.
+    odd = Graph(
+        nodes=[
+            {"id": "content:a", "type": "Content", "label": 'Bees & <wasps> "here"\ttab\r\n',
+             "url": "https://x.test/?a=1&b=<2>", "path": "library/a", "content_id": "a"},
+            {"id": 'tag:q"&<>', "type": "Tag", "label": " "},
+            {"id": "entity:x", "type": "Entity", "entity_type": "person"},
+        ],
+        edges=[
+            {"source": "content:a", "target": 'tag:q"&<>', "type": "TAGGED_WITH", "weight": 1.0,
+             "evidence": []},
+            {"source": "content:a", "target": "entity:x", "type": "MENTIONS", "weight": 0.1 + 0.2,
+             "evidence": ["e&1", "e<2>"]},
+        ],
+    )  # fmt: skip
+    assert to_graphml(odd) == _etree_graphml(odd)

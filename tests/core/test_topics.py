@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,3 +159,55 @@ def test_grep_library(kr: Path) -> None:
     ]
     assert len(grep_library(kr, "varroa", limit=1)) == 1
     assert grep_library(kr, "", limit=5) == []
+
+
+def reference_scores(matrix: Any, vocab: Any, n: int) -> dict[str, float]:
+    row = matrix.getrow(n)
+    return {str(vocab[j]): float(v) for j, v in zip(row.indices, row.data, strict=True)}
+
+
+def test_scores_are_scikit_learns_tfidf() -> None:
+    """The scores from per-item counts and document frequencies are TfidfVectorizer's
+    (smoothed IDF, raw counts, L2 norm) on the same analysed texts."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from arkai.search.topics import (
+        TopicSettings,
+        _analyze,
+        _ranked,
+        document_frequencies,
+        item_terms,
+    )
+
+    items = sorted(inputs(), key=lambda it: it.content_id)
+    stats = [item_terms(it.content_id, it.text, []) for it in items]
+    n_items, df = document_frequencies(stats)
+    vec = TfidfVectorizer(analyzer=_analyze)
+    matrix = vec.fit_transform([it.text for it in items]).tocsr()
+    vocab = vec.get_feature_names_out()
+    idx = build_topics(items)
+    checked = 0
+    for n, it in enumerate(items):
+        reference = reference_scores(matrix, vocab, n)
+        for term, score in _ranked(stats[n].counts, df, n_items, TopicSettings(min_phrase_count=0)):
+            assert score == pytest.approx(reference.pop(term), rel=1e-12)
+            checked += 1
+        assert not reference  # every phrase scored
+        for term in idx.terms[it.content_id]:
+            if term.source == "keyphrase":
+                assert term.score == round(reference_scores(matrix, vocab, n)[term.term], 6)
+    assert checked >= 30
+
+
+def test_stopwords_are_scikit_learns_list_without_importing_it() -> None:
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from arkai.search.topics import _sklearn_stop_words
+
+    assert _sklearn_stop_words() == ENGLISH_STOP_WORDS
+    code = "import sys; from arkai.search.topics import stopwords; stopwords(); "
+    code += "assert 'sklearn' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

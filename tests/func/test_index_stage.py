@@ -315,3 +315,100 @@ def test_dvc_repro_builds_the_index(tmp_path: Path) -> None:
     catalog = json.loads((out / "catalog.json").read_text())["items"]
     new = next(e for e in catalog if e["title"] == "Queen rearing")
     assert runs[1] == len(item_keys(repo, new["id"])) > 0
+
+
+# -- incremental builds (per-item cache, docs/index-format.md "Incremental builds") -------
+
+BUILT = (*FILES, "manifest.json", "lexical/bm25.json", "lexical/bm25.npz")
+
+
+def built(root: Path) -> dict[str, bytes]:
+    return {name: (root / "index" / name).read_bytes() for name in BUILT}
+
+
+def scratch_build(root: Path, dest: Path) -> dict[str, bytes]:
+    """The index of a copy of ``root`` built from nothing (no index/, no cache)."""
+    from arkai.ops.index import run_index
+
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns("index", ".arkai"))
+    summary = run_index(Repo.at(dest))
+    assert summary.cache_hits == 0
+    return built(dest)
+
+
+def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Path) -> None:
+    from arkai.ops.index import run_index
+
+    set_params(repo, embedder="none")
+    first = run_index(Repo.at(repo))
+    assert first.cache_hits == 0 and first.items == 2
+    # The lexical index from the cached stems is the one the chunk texts give.
+    from arkai.search.bm25 import BM25Index
+
+    texts = [json.loads(x)["text"] for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    BM25Index.build(texts).save(tmp_path / "reference")
+    for name in ("bm25.json", "bm25.npz"):
+        assert (tmp_path / "reference" / name).read_bytes() == built(repo)[f"lexical/{name}"]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    noop = run_index(Repo.at(repo))
+    assert noop.cache_hits == 2 and noop.written == []  # nothing changed: nothing re-derived
+    # An output edited by hand is not trusted: the next run rebuilds it.
+    (repo / "index" / "graph.json").write_text("{}")
+    assert run_index(Repo.at(repo)).written == ["graph.json"]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+    # One transcript changed: only that item is re-derived, the result is a fresh build's.
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    changed = run_index(Repo.at(repo))
+    assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+    # One item added, then one removed.
+    assert (
+        main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
+    )
+    added = run_index(Repo.at(repo))
+    assert added.items == 3 and added.cache_hits == 2
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
+    gone = next(e for e in catalog if e["title"] == "Compilers podcast")
+    shutil.rmtree(repo / gone["path"])
+    removed = run_index(Repo.at(repo))
+    assert removed.items == 2 and removed.cache_hits == 2
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # The removed item's cache entries went with it.
+    assert not list((repo / ".arkai" / "index-cache").rglob(f"{gone['id']}.*"))
+
+
+def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
+    from arkai.adapters.itemcache import CACHE_DIR
+    from arkai.core import canonjson
+    from arkai.ops.index import run_index
+
+    set_params(repo, embedder="none")
+    run_index(Repo.at(repo))
+    before = built(repo)
+    cache = repo / CACHE_DIR
+    mains = sorted(cache.rglob("*.main.json"))
+    terms = sorted(cache.rglob("*.terms.json"))
+    cites = sorted(cache.rglob("*.cites.json"))
+    assert len(mains) == len(terms) == len(cites) == 2
+    # A readable entry whose data was altered (a chunk's text): its digest no longer matches.
+    header, body = mains[0].read_text().split("\n", 1)
+    mains[0].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
+    # A truncated one, and one made from other inputs (a stale key, digest intact).
+    terms[1].write_bytes(terms[1].read_bytes()[:100])
+    header, body = cites[1].read_text().split("\n", 1)
+    stale = json.loads(header) | {"key": "sha256:" + "0" * 64}
+    cites[1].write_text(canonjson.dumps_line(stale) + body)
+
+    # Without the manifest the stage cannot trust its outputs: every record is read again.
+    (repo / "index" / "manifest.json").unlink()
+    again = run_index(Repo.at(repo))
+    assert again.cache_rejected == 3 and again.cache_hits == 1
+    assert built(repo) == before and again.written == ["lexical"]  # rebuilt, same bytes
+    # …and the entries were written again, whole: the next run uses them all.
+    assert run_index(Repo.at(repo)).cache_hits == 2
+    assert run_index(Repo.at(repo), full=True).cache_hits == 0  # --full trusts no record

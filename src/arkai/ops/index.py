@@ -21,25 +21,41 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import arkai
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file, write_if_changed
-from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, Item
+from arkai.adapters.itemcache import ItemCache
+from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
-from arkai.adapters.review import apply_review, is_rejected, load_item_review
+from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
-from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
+from arkai.adapters.store import parse_evidence, read_entities, read_json, write_json
 from arkai.core import canonjson
 from arkai.errors import LibraryError
-from arkai.model.evidence import EvidenceLine
 from arkai.ops.shards import shard_library
-from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk, chunk_transcript, claim_chunks
-from arkai.search.graph import GraphItem, GraphSettings, build_graph, to_graphml
-from arkai.search.topics import TopicInput, TopicSettings, build_topics, load_synonyms
+from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk
+from arkai.search.derive import DERIVE_VERSION, ItemRecord, derive_item, terms_from_dict
+from arkai.search.graph import (
+    GraphItem,
+    GraphSettings,
+    Needle,
+    build_graph,
+    cite_needles,
+    find_cites,
+    to_graphml,
+)
+from arkai.search.topics import (
+    ItemTerms,
+    TopicBuilder,
+    TopicSettings,
+    document_frequencies,
+    load_synonyms,
+)
 
 CATALOG_VERSION = 1
 MANIFEST_VERSION = 1
@@ -86,6 +102,10 @@ class IndexSummary:
     nodes: int = 0
     edges: int = 0
     lexical_rebuilt: bool = False
+    cache_hits: int = 0
+    """Items whose cached records were used (their files unchanged since they were made)."""
+    cache_rejected: int = 0
+    """Cache entries found damaged or stale, and rebuilt."""
     written: list[str] = field(default_factory=list)
     """Index files whose bytes changed."""
     shards: dict[str, Any] | None = None
@@ -106,6 +126,8 @@ class IndexSummary:
             "nodes": self.nodes,
             "edges": self.edges,
             "lexical_rebuilt": self.lexical_rebuilt,
+            "cache_hits": self.cache_hits,
+            "cache_rejected": self.cache_rejected,
             "written": sorted(self.written),
             "shards": self.shards,
         }
@@ -123,51 +145,133 @@ def index_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class _ItemData:
+class _Loaded:
+    """What the first pass keeps of one item: its record, never its text."""
+
     item: Item
     path: str
-    text: str
-    evidence: list[EvidenceLine]
-    entities: list[dict[str, Any]]
-    chunks: list[Chunk]
-    condensed: list[tuple[int, str]]
-    """(chunk number, chunk text) of the item's condensed chunks (``condensed/``)."""
+    key: str
+    record: ItemRecord
 
 
 def _read_text(path: Path, root: Path) -> str:
     data = read_repo_file(path, root, missing_ok=True)
-    if data is None:
-        return ""
+    return "" if data is None else _decode(data, path)
+
+
+def _decode(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LibraryError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
-def _load_item(item: Item, cp: dict[str, Any]) -> _ItemData:
-    text = _read_text(item.transcript, item.root)
-    lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_item_review(item))
+def _settings_key(ip: dict[str, Any]) -> bytes:
+    """What, besides an item's files, its cached records (and the manifest's ``inputs``)
+    depend on: a new arkai version re-derives everything once."""
+    cp, gs = ip["chunks"], GraphSettings.from_params(ip["graph"])
+    shape = [int(cp["target_words"]), int(cp["max_words"]), gs.min_confidence, gs.max_evidence]
+    return canonjson.dumps([arkai.__version__, DERIVE_VERSION, *shape]).encode("utf-8")
+
+
+def _inputs_key(item: Item, settings: bytes) -> tuple[str, bytes | None, bytes | None]:
+    """The digest of everything an item's records are derived from (its transcript, evidence,
+    review, entities and condensed chunks, byte for byte, and the settings), with the
+    transcript's and the evidence's bytes."""
+    h = hashlib.sha256(settings)
+    h.update(item.id.encode("utf-8") + b"\0")
+    files = (
+        item.transcript,
+        item.extracted / EVIDENCE,
+        item.path / REVIEW,
+        item.extracted / ENTITIES,
+        item.condensed / CONDENSED_FILE,
+    )
+    raws = [read_repo_file(f, item.root, missing_ok=True) for f in files]
+    for raw in raws:
+        h.update(b"-" if raw is None else b"%d:" % len(raw) + raw)
+    return "sha256:" + h.hexdigest(), raws[0], raws[1]
+
+
+def _derive(
+    item: Item, text_raw: bytes | None, evidence_raw: bytes | None, ip: dict[str, Any]
+) -> tuple[ItemRecord, dict[str, Any]]:
+    text = "" if text_raw is None else _decode(text_raw, item.transcript)
+    evidence = (
+        [] if evidence_raw is None else parse_evidence(evidence_raw, item.extracted / EVIDENCE)
+    )
+    lines = apply_review(evidence, load_item_review(item))
     entities = [
         e for e in read_entities(item.extracted / ENTITIES)["entities"] if isinstance(e, dict)
     ]
-    chunks = chunk_transcript(
-        item.id, text, target_words=int(cp["target_words"]), max_words=int(cp["max_words"])
-    ) + claim_chunks(item.id, text, lines)
-    chunks.sort(key=lambda c: c.sort_key)
-    path = (Path(LIBRARY) / item.rel).as_posix()
     try:
-        record = read_condensed(item.condensed / CONDENSED_FILE, item.root)
+        condensed_file = read_condensed(item.condensed / CONDENSED_FILE, item.root)
     except LibraryError:
-        record = None  # a damaged file: `arkai validate` names it, `arkai condense` redoes it
+        # A damaged file: `arkai validate` names it, `arkai condense` redoes it.
+        condensed_file = None
     data = text.encode("utf-8")
     condensed = [
         (c.chunk, data[c.start : c.end].decode("utf-8", errors="replace"))
-        for c in (record.chunks if record is not None and record.content_id == item.id else ())
+        for c in (
+            condensed_file.chunks
+            if condensed_file is not None and condensed_file.content_id == item.id
+            else ()
+        )
     ]
-    return _ItemData(item, path, text, lines, entities, chunks, condensed)
+    cp = ip["chunks"]
+    return derive_item(
+        item.id,
+        text,
+        lines,
+        entities,
+        condensed,
+        target_words=int(cp["target_words"]),
+        max_words=int(cp["max_words"]),
+        graph=GraphSettings.from_params(ip["graph"]),
+    )
 
 
-def catalog_entry(d: _ItemData) -> dict[str, Any]:
+def _load(item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, full: bool) -> _Loaded:
+    """The item's main record, from the cache when its inputs are unchanged (else, or with
+    ``full``, derived and cached with its terms record)."""
+    key, text_raw, evidence_raw = _inputs_key(item, settings)
+    path = (Path(LIBRARY) / item.rel).as_posix()
+    cached = None if full else cache.get(item.id, key, "main")
+    if cached is not None:
+        return _Loaded(item, path, key, ItemRecord.from_dict(cached))
+    record, terms = _derive(item, text_raw, evidence_raw, ip)
+    cache.put(item.id, key, "main", record.to_dict())
+    cache.put(item.id, key, "terms", terms)
+    return _Loaded(item, path, key, record)
+
+
+def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache
+           ) -> tuple[ItemTerms, list[list[str]]]:  # fmt: skip
+    """The item's terms record (re-derived when its cache entry went missing meanwhile)."""
+    raw = cache.get(d.item.id, d.key, "terms")
+    if raw is None:
+        key, text_raw, evidence_raw = _inputs_key(d.item, settings)
+        if key != d.key:
+            raise LibraryError(f"{d.item.path}: changed while the index was being built; run again")
+        record, raw = _derive(d.item, text_raw, evidence_raw, ip)
+        cache.put(d.item.id, key, "main", record.to_dict())
+        cache.put(d.item.id, key, "terms", raw)
+    return terms_from_dict(d.item.id, raw)
+
+
+def _cites(d: _Loaded, needles: list[Needle], needles_key: str, cache: ItemCache
+           ) -> dict[str, int]:  # fmt: skip
+    """The item's CITES counts: cached per (inputs, every item's title and URL)."""
+    key = f"{d.key}+{needles_key}"
+    cached = cache.get(d.item.id, key, "cites")
+    if cached is not None:
+        return {str(k): int(v) for k, v in cached.items()}
+    found = find_cites(d.item.id, _read_text(d.item.transcript, d.item.root), needles)
+    cache.put(d.item.id, key, "cites", dict(found))
+    return found
+
+
+def catalog_entry(d: _Loaded) -> dict[str, Any]:
     m = d.item.metadata
     return {
         "id": d.item.id,
@@ -179,14 +283,28 @@ def catalog_entry(d: _ItemData) -> dict[str, Any]:
         "path": d.path,
         "published": m.get("published"),
         "source_id": m.get("source_id"),
-        "claims": sum(1 for ln in d.evidence if not is_rejected(ln)),
-        "entities": len(d.entities),
-        "chunks": len(d.chunks),
+        "claims": d.record.claims,
+        "entities": d.record.entities,
+        "chunks": len(d.record.chunks),
     }
 
 
 def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+#: Files whose bytes the ``inputs`` digest of the manifest determines.
+DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, f"{LEXICAL}/")
+
+
+def _intact(out: Path, manifest: dict[str, Any]) -> bool:
+    """True when the derived files are the ones the manifest lists, byte for byte."""
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return False
+    listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
+    current = {k: v for k, v in _file_digests(out).items() if k.startswith(DERIVED)}
+    return bool(listed) and listed == current
 
 
 #: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
@@ -294,20 +412,26 @@ def run_index(
             written.append(name)
 
     with events.run(root, "index", items=len(items), full=full) as log:
+        settings = _settings_key(ip)
+        cache = ItemCache(root)
         with log.step("chunks") as info:
-            loaded: list[_ItemData] = []
+            loaded: list[_Loaded] = []
             for n, item in enumerate(items, 1):
-                loaded.append(_load_item(item, ip["chunks"]))
+                loaded.append(_load(item, ip, settings, cache, full))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
-            chunks = [c for d in loaded for c in d.chunks]
+            summary.cache_hits = cache.hits
+            cache.prune({d.item.id for d in loaded})
+            chunks = [c for d in loaded for c in d.record.chunks]
             summary.chunks = len(chunks)
             summary.claim_chunks = sum(1 for c in chunks if c.kind == "claim")
             summary.transcript_chunks = summary.chunks - summary.claim_chunks
             chunk_bytes = canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
             put(CHUNKS, chunk_bytes)
-            info["chunks"] = summary.chunks
+            chunks_digest = _digest(chunk_bytes)
+            del chunk_bytes
+            info.update(chunks=summary.chunks, cached=summary.cache_hits)
 
         with log.step("catalog") as info:
             catalog = {"version": CATALOG_VERSION, "items": [catalog_entry(d) for d in loaded]}
@@ -315,17 +439,59 @@ def run_index(
             info["items"] = len(loaded)
 
         old_manifest = read_json(out / MANIFEST) or {}
+        synonyms = load_synonyms(root / SYNONYMS)
+        # Everything lexical/, topics.json and the graph are functions of: when it equals the
+        # last run's and those files are as that run left them, they are not rebuilt.
+        inputs = _digest(
+            canonjson.dumps(
+                {
+                    "settings": settings.decode("utf-8"),
+                    "params": {k: ip[k] for k in ("bm25", "chunks", "topics", "graph")},
+                    "synonyms": synonyms,
+                    "catalog": catalog,
+                    "items": [d.key for d in loaded],
+                }
+            ).encode("utf-8")
+        )
+        reuse = not full and old_manifest.get("inputs") == inputs and _intact(out, old_manifest)
+        old_counts = old_manifest.get("counts") or {}
+
+        # One more pass over the items' cached terms records, one item at a time: the BM25
+        # tokens (when the chunks changed) and the topic ranks (IDF from document frequencies).
+        k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
+        lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": summary.chunks}
+        have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
+        rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
+        topic_settings = TopicSettings.from_params(ip["topics"])
+        builder: TopicBuilder | None = None
+
+        def tokens() -> Iterator[list[str]]:
+            position = 0
+            for d in loaded:
+                terms, toks = _terms(d, ip, settings, cache)
+                count = len(d.record.chunks)
+                assert builder is not None
+                builder.add(terms, range(position, position + count))
+                position += count
+                yield from toks
+
         with log.step("lexical") as info:
             from arkai.search.bm25 import BM25Index
 
-            k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
-            lexical = {"k1": k1, "b": b, "chunks": _digest(chunk_bytes), "n_docs": len(chunks)}
-            have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
-            if full or not have or old_manifest.get("lexical") != lexical:
-                BM25Index.build([c.text for c in chunks], k1=k1, b=b).save(out / LEXICAL)
-                summary.lexical_rebuilt = True
-                written.append(LEXICAL)
-            info["rebuilt"] = summary.lexical_rebuilt
+            if not reuse:
+                n_items, df = document_frequencies(
+                    _terms(d, ip, settings, cache)[0] for d in loaded
+                )
+                builder = TopicBuilder(n_items, df, synonyms, topic_settings)
+                del df
+                if rebuild_lexical:
+                    BM25Index.build_from_tokens(tokens(), k1=k1, b=b).save(out / LEXICAL)
+                    summary.lexical_rebuilt = True
+                    written.append(LEXICAL)
+                else:
+                    for _ in tokens():
+                        pass
+            info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
 
         with log.step("vectors") as info:
             requested = requested_embedder(ip)
@@ -344,57 +510,62 @@ def run_index(
                     pruned=summary.pruned,
                     embedder=summary.embedder,
                 )
+        del chunks
 
         with log.step("topics") as info:
-            position = {id(c): i for i, c in enumerate(chunks)}
-            inputs = [
-                TopicInput(
-                    content_id=d.item.id,
-                    text=d.text,
-                    chunks=[(position[id(c)], c.text) for c in d.chunks],
-                    entities=[str(e.get("name", "")) for e in d.entities],
-                    condensed=d.condensed,
-                )
-                for d in loaded
-            ]
-            topics = build_topics(
-                inputs, load_synonyms(root / SYNONYMS), TopicSettings.from_params(ip["topics"])
-            )
-            put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
-            summary.topics = len(topics.doc["topics"])
-            info["topics"] = summary.topics
-            if progress:
-                progress(1, 1, "topics")
+            if reuse:
+                summary.topics = int(old_counts.get("topics", 0))
+                info.update(topics=summary.topics, unchanged=True)
+            else:
+                assert builder is not None
+                topics = builder.result()
+                builder = None  # its document frequencies are not needed any more
+                put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
+                summary.topics = len(topics.doc["topics"])
+                info["topics"] = summary.topics
+                if progress:
+                    progress(1, 1, "topics")
 
         with log.step("graph") as info:
-            graph = build_graph(
-                [
-                    GraphItem(
-                        content_id=d.item.id,
-                        title=d.item.title,
-                        path=d.path,
-                        content_type=str(d.item.metadata.get("content_type") or ""),
-                        url=d.item.metadata.get("url") or None,
-                        tags=[str(t) for t in d.item.metadata.get("tags") or []],
-                        text=d.text,
-                        evidence=d.evidence,
-                        entities=d.entities,
-                        high_topics=[
-                            (t.term, t.score)
-                            for t in topics.terms.get(d.item.id, [])
-                            if t.relevance == "high"
-                        ],
-                    )
-                    for d in loaded
-                ],
-                GraphSettings.from_params(ip["graph"]),
-            )
-            put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
-            put(GRAPHML, to_graphml(graph))
-            summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
-            info.update(nodes=summary.nodes, edges=summary.edges)
-            if progress:
-                progress(1, 1, "graph")
+            if reuse:
+                summary.nodes = int(old_counts.get("nodes", 0))
+                summary.edges = int(old_counts.get("edges", 0))
+                info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
+            else:
+                needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
+                                       for d in loaded)  # fmt: skip
+                needles_key = _digest(
+                    canonjson.dumps(sorted([n.target, n.text] for n in needles)).encode("utf-8")
+                )
+                graph = build_graph(
+                    [
+                        GraphItem(
+                            content_id=d.item.id,
+                            title=d.item.title,
+                            path=d.path,
+                            content_type=str(d.item.metadata.get("content_type") or ""),
+                            url=d.item.metadata.get("url") or None,
+                            tags=[str(t) for t in d.item.metadata.get("tags") or []],
+                            quotes=d.record.quotes,
+                            mentions=d.record.mentions,
+                            cites=_cites(d, needles, needles_key, cache),
+                            high_topics=[
+                                (t.term, t.score)
+                                for t in topics.terms.get(d.item.id, [])
+                                if t.relevance == "high"
+                            ],
+                        )
+                        for d in loaded
+                    ],
+                    GraphSettings.from_params(ip["graph"]),
+                )
+                put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
+                put(GRAPHML, to_graphml(graph))
+                summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
+                info.update(nodes=summary.nodes, edges=summary.edges)
+                if progress:
+                    progress(1, 1, "graph")
+        summary.cache_rejected = cache.rejected
 
         with log.step("shards") as info:
             shards = shard_library(Repo.at(root), log)
@@ -419,7 +590,8 @@ def run_index(
                     if summary.embedder
                     else None
                 ),
-                "lexical": lexical,
+                "lexical": old_manifest.get("lexical") if reuse else lexical,
+                "inputs": inputs,
                 "files": _file_digests(out),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +64,24 @@ class GraphItem:
     """``entities.json`` entries: ``name``, ``type``, ``mentions``."""
     high_topics: Sequence[tuple[str, float]] = ()
     """(term, TF-IDF score) of the item's high-relevance topics."""
+    quotes: Sequence[tuple[str, str]] | None = None
+    """:func:`throttled_quotes` of ``evidence``, when the caller has them (cached): then
+    ``evidence`` is not looked at."""
+    mentions: Sequence[tuple[str, str, int]] | None = None
+    """:func:`entity_mentions` of ``entities``, when the caller has them: then ``entities``
+    is not looked at."""
+    cites: Mapping[str, int] | None = None
+    """:func:`find_cites` of ``text``, when the caller has them: then ``text`` is not read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """What a CITES edge looks for: an item's URL or exact title."""
+
+    target: str
+    """The cited item's node ID."""
+    text: str
+    words: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +137,47 @@ def throttle(
     return kept[: max(0, cap)]
 
 
+def throttled_quotes(lines: Iterable[EvidenceLine], s: GraphSettings) -> list[tuple[str, str]]:
+    """(claim ID, case-folded quote) of the claims a MENTIONS edge may cite as evidence."""
+    kept = throttle(lines, min_confidence=s.min_confidence, cap=s.max_evidence)
+    return [(ln.id, ln.quote.casefold()) for ln in kept]
+
+
+def entity_mentions(entities: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, int]]:
+    """(name, type, mention count ≥ 1) of ``entities.json`` entries."""
+    out = []
+    for ent in entities:
+        mentions = ent.get("mentions")
+        weight = max(1, len(mentions)) if isinstance(mentions, list) else 1
+        out.append((str(ent.get("name", "")), str(ent.get("type", "")), weight))
+    return out
+
+
+def cite_needles(items: Iterable[tuple[str, str, str | None]]) -> list[Needle]:
+    """The needles of (content ID, title, URL) triples: the URL, and the title when it has
+    at least ``MIN_TITLE_CHARS`` characters."""
+    out = []
+    for content_id, title, url in items:
+        dst = node_id("content", content_id)
+        title = title.strip()
+        for needle in (url or "", title if len(title) >= MIN_TITLE_CHARS else ""):
+            if needle:
+                out.append(Needle(dst, needle, frozenset(_WORDS.findall(needle))))
+    return out
+
+
+def find_cites(content_id: str, text: str, needles: Sequence[Needle]) -> dict[str, int]:
+    """Cited node ID → occurrences in ``text``. A needle is searched for only in a text that
+    has all of its words (cheap to rule out the rest)."""
+    src = node_id("content", content_id)
+    words = frozenset(_WORDS.findall(text))
+    cites: Counter[str] = Counter()
+    for n in needles:
+        if n.target != src and n.words <= words:
+            cites[n.target] += text.count(n.text)
+    return {dst: count for dst, count in sorted(cites.items()) if count}
+
+
 def _round(x: float) -> float:
     return round(float(x), 6)
 
@@ -167,20 +225,18 @@ def build_graph(items: Sequence[GraphItem], settings: GraphSettings | None = Non
             tid = node_id("tag", tag)
             nodes.setdefault(tid, {"id": tid, "type": "Tag", "label": tag})
             edge(cid, tid, "TAGGED_WITH", 1.0)
-        kept = throttle(it.evidence, min_confidence=s.min_confidence, cap=s.max_evidence)
-        quotes = [(ln.id, ln.quote.casefold()) for ln in kept]
+        quotes = it.quotes if it.quotes is not None else throttled_quotes(it.evidence, s)
+        mentions = it.mentions if it.mentions is not None else entity_mentions(it.entities)
         ents: set[str] = set()
-        for ent in it.entities:
-            name = str(ent.get("name", "")).strip()
-            etype = str(ent.get("type", "")).strip().lower() or "other"
+        for raw_name, raw_type, weight in mentions:
+            name = raw_name.strip()
+            etype = raw_type.strip().lower() or "other"
             norm = normalize_term(name)
             if not norm:
                 continue
             eid = node_id("entity", etype, norm)
             labels.setdefault(eid, Counter())[" ".join(name.split())] += 1
             nodes.setdefault(eid, {"id": eid, "type": "Entity", "entity_type": etype})
-            mentions = ent.get("mentions")
-            weight = max(1, len(mentions)) if isinstance(mentions, list) else 1
             evidence = [eid_ for eid_, q in quotes if norm in q]
             edge(cid, eid, "MENTIONS", float(weight), evidence)
             ents.add(eid)
@@ -214,22 +270,11 @@ def build_graph(items: Sequence[GraphItem], settings: GraphSettings | None = Non
             jaccard = len(features[a] & features[b]) / len(union) if union else 0.0
             edge(a, b, "RELATED_TO", jaccard)
 
-    # CITES: an item's transcript holds another item's URL or exact title. A needle is
-    # searched for only in texts that have all of its words (cheap to rule out the rest).
-    needles: list[tuple[str, str, frozenset[str]]] = []
-    for other in items:
-        dst = node_id("content", other.content_id)
-        title = other.title.strip()
-        for needle in (other.url or "", title if len(title) >= MIN_TITLE_CHARS else ""):
-            if needle:
-                needles.append((dst, needle, frozenset(_WORDS.findall(needle))))
+    # CITES: an item's transcript holds another item's URL or exact title.
+    needles = cite_needles((it.content_id, it.title, it.url) for it in items)
     for it in items:
         src = node_id("content", it.content_id)
-        words = frozenset(_WORDS.findall(it.text))
-        cites: Counter[str] = Counter()
-        for dst, needle, needed in needles:
-            if dst != src and needed <= words:
-                cites[dst] += it.text.count(needle)
+        cites = it.cites if it.cites is not None else find_cites(it.content_id, it.text, needles)
         for dst, count in sorted(cites.items()):
             if count:
                 edge(src, dst, "CITES", float(count))
@@ -266,42 +311,62 @@ def _value(value: Any, kind: str) -> str:
     return str(value)
 
 
+_ATTR_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;", "\n": "&#10;",
+     "\t": "&#09;"}
+)  # fmt: skip
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def _data(key: str, text: str) -> str:
+    if not text:
+        return f'      <data key="{key}" />\n'
+    return f'      <data key="{key}">{text.translate(_TEXT_ESCAPES)}</data>\n'
+
+
 def to_graphml(graph: Graph) -> bytes:
-    """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated)."""
-    ET.register_namespace("", GRAPHML_NS)
-    ET.register_namespace("xsi", _XSI)
-    root = ET.Element(
-        f"{{{GRAPHML_NS}}}graphml", {f"{{{_XSI}}}schemaLocation": f"{GRAPHML_NS} {_SCHEMA}"}
-    )
-    key_ids: dict[tuple[str, str], str] = {}
+    """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated),
+    written line by line: the bytes ``xml.etree.ElementTree`` gives for the same document
+    indented by two spaces (tested), at a fraction of the cost of building the tree."""
+
+    def attr(value: str) -> str:
+        return value.translate(_ATTR_ESCAPES)
+
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>\n',
+        f'<graphml xmlns="{GRAPHML_NS}" xmlns:xsi="{_XSI}" '
+        f'xsi:schemaLocation="{attr(f"{GRAPHML_NS} {_SCHEMA}")}">\n',
+    ]
     for scope, attrs, prefix in (("node", _NODE_ATTRS, "n"), ("edge", _EDGE_ATTRS, "e")):
         for name, kind in attrs:
-            kid = f"{prefix}_{name}"
-            key_ids[(scope, name)] = kid
-            ET.SubElement(
-                root,
-                f"{{{GRAPHML_NS}}}key",
-                {"id": kid, "for": scope, "attr.name": name, "attr.type": kind},
+            out.append(
+                f'  <key id="{prefix}_{name}" for="{scope}" attr.name="{name}" '
+                f'attr.type="{kind}" />\n'
             )
-    g = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"id": "arkai", "edgedefault": "directed"})
-    for node in graph.nodes:
-        el = ET.SubElement(g, f"{{{GRAPHML_NS}}}node", {"id": node["id"]})
-        for name, kind in _NODE_ATTRS:
-            if node.get(name) not in (None, ""):
-                d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": key_ids[("node", name)]})
-                d.text = _value(node[name], kind)
-    for n, edge in enumerate(graph.edges):
-        el = ET.SubElement(
-            g,
-            f"{{{GRAPHML_NS}}}edge",
-            {"id": f"e{n}", "source": edge["source"], "target": edge["target"]},
-        )
-        for name, kind in _EDGE_ATTRS:
-            value = edge.get(name)
-            if value is None or (isinstance(value, list) and not value):
-                continue
-            d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": key_ids[("edge", name)]})
-            d.text = _value(value, kind)
-    ET.indent(root, space="  ")
-    body: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=False)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + body + b"\n"
+    if not graph.nodes and not graph.edges:
+        out.append('  <graph id="arkai" edgedefault="directed" />\n')
+    else:
+        out.append('  <graph id="arkai" edgedefault="directed">\n')
+        for node in graph.nodes:
+            body = [
+                _data(f"n_{name}", _value(node[name], kind))
+                for name, kind in _NODE_ATTRS
+                if node.get(name) not in (None, "")
+            ]
+            head = f'    <node id="{attr(node["id"])}"'
+            out.append(f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n")
+        for n, edge in enumerate(graph.edges):
+            body = [
+                _data(f"e_{name}", _value(edge[name], kind))
+                for name, kind in _EDGE_ATTRS
+                if edge.get(name) is not None
+                and not (isinstance(edge[name], list) and not edge[name])
+            ]
+            head = (
+                f'    <edge id="e{n}" source="{attr(edge["source"])}" '
+                f'target="{attr(edge["target"])}"'
+            )
+            out.append(f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n")
+        out.append("  </graph>\n")
+    out.append("</graphml>\n")
+    return "".join(out).encode("utf-8")

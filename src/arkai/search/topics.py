@@ -1,15 +1,16 @@
 """The topic index (``index/topics.json``, seed 001 "Stage 5: Index"): term → items → chunks.
 
-Terms per item are TF-IDF keyphrases (scikit-learn ``TfidfVectorizer`` over the items'
-transcripts, 1–3-word phrases that never cross a stopword, punctuation or a line end) — the
-``top_terms`` best per item — plus the names of the item's entities (``entities.json``).
-Relevance comes from the phrase's TF-IDF rank in its item: ``high`` for the first
-``high_rank`` terms (when their score is at least ``high_min_score``), ``medium`` up to
-``medium_rank``, ``low`` after that. Each item entry lists the chunks (positions in
-``index/chunks.jsonl``) whose stemmed text contains the term, and, for an item the ``condense``
-stage has chunked, ``condensed_chunks``: the numbers of its condensed chunks (``chunk`` in
-``condensed.json`` and the shards, 1-based within the item — the seed's ``chunks: [1, 3]``)
-whose text contains it.
+Terms per item are TF-IDF keyphrases (scikit-learn ``TfidfVectorizer``'s defaults over the
+items' transcripts, 1–3-word phrases that never cross a stopword, punctuation or a line end,
+computed by :class:`TopicBuilder` from per-item phrase counts and the library's document
+frequencies, so the index stage caches an item's counts) — the ``top_terms`` best per item —
+plus the names of the item's entities (``entities.json``). Relevance comes from the phrase's
+TF-IDF rank in its item: ``high`` for the first ``high_rank`` terms (when their score is at
+least ``high_min_score``), ``medium`` up to ``medium_rank``, ``low`` after that. Each item
+entry lists the chunks (positions in ``index/chunks.jsonl``) whose stemmed text contains the
+term, and, for an item the ``condense`` stage has chunked, ``condensed_chunks``: the numbers of
+its condensed chunks (``chunk`` in ``condensed.json`` and the shards, 1-based within the item —
+the seed's ``chunks: [1, 3]``) whose text contains it.
 
 ``synonyms.yaml`` (``term: [synonym, …]``, user-edited) is merged in symmetrically: every
 member of a group lists the others. :func:`lookup_topic` expands a query with them and matches
@@ -19,6 +20,7 @@ terms stemming-insensitively; :func:`grep_library` is the fallback for terms not
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -55,10 +57,29 @@ def stopwords() -> frozenset[str]:
     """sklearn's English list, less a few content nouns it contains, plus speech fillers and
     the halves of contractions (tokens split at apostrophes). Loaded on first use: importing
     scikit-learn costs over a second, which every CLI command would otherwise pay."""
+    content = {"system", "bill", "fire", "interest", "computer", "mill"}
+    return (_sklearn_stop_words() - content) | _FILLERS | TEXT_STOPWORDS
+
+
+def _sklearn_stop_words() -> frozenset[str]:
+    """scikit-learn's English list, read from its module file: importing the ``sklearn``
+    package for this one constant costs about a second (its ``__init__`` loads SciPy), which
+    an index run that re-analyses a single changed item would otherwise pay."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is not None and spec.origin:
+        path = Path(spec.origin).parent / "feature_extraction" / "_stop_words.py"
+        sub = importlib.util.spec_from_file_location("_arkai_sklearn_stop_words", path)
+        if path.is_file() and sub is not None and sub.loader is not None:
+            module = importlib.util.module_from_spec(sub)
+            sub.loader.exec_module(module)
+            words = getattr(module, "ENGLISH_STOP_WORDS", None)
+            if isinstance(words, frozenset):
+                return words
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    content = {"system", "bill", "fire", "interest", "computer", "mill"}
-    return (frozenset(ENGLISH_STOP_WORDS) - content) | _FILLERS | TEXT_STOPWORDS
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 _SEGMENT = re.compile(r"[.!?;:,()\[\]{}\"“”…|/\\]+|\s[-–—]+\s|\n")
@@ -183,40 +204,116 @@ def _chunks_with(key: str, chunk_keys: Sequence[tuple[int, str]]) -> tuple[int, 
     return tuple(i for i, text in chunk_keys if needle in text)
 
 
+@dataclass(frozen=True, slots=True)
+class ItemTerms:
+    """What the topic index needs of one item, all of it from the item's own files — so the
+    index stage caches it per item (``ops/index.py``) and never re-analyses an unchanged
+    transcript."""
+
+    content_id: str
+    counts: Mapping[str, int]
+    """Phrase → how often the item's analysed transcript has it (the TF-IDF count row)."""
+    chunk_stems: Sequence[str]
+    """:func:`stem_key` of each of the item's chunks, in the item's chunk order."""
+    entities: Sequence[str] = ()
+    condensed: Sequence[tuple[int, str]] = ()
+    """(condensed chunk number, :func:`stem_key` of its text)."""
+
+
+def item_terms(
+    content_id: str,
+    text: str,
+    chunk_texts: Iterable[str],
+    entities: Iterable[str] = (),
+    condensed: Iterable[tuple[int, str]] = (),
+) -> ItemTerms:
+    """The :class:`ItemTerms` of one item (the only place its transcript is analysed)."""
+    return ItemTerms(
+        content_id=content_id,
+        counts=dict(sorted(Counter(_analyze(text)).items())),
+        chunk_stems=[stem_key(t) for t in chunk_texts],
+        entities=list(entities),
+        condensed=[(n, stem_key(t)) for n, t in condensed],
+    )
+
+
+def document_frequencies(items: Iterable[ItemTerms]) -> tuple[int, Counter[str]]:
+    """(number of items, phrase → number of items that have it): the IDF's only global input."""
+    n = 0
+    df: Counter[str] = Counter()
+    for it in items:
+        n += 1
+        df.update(it.counts.keys())
+    return n, df
+
+
+def _ranked(counts: Mapping[str, int], df: Mapping[str, int], n: int, s: TopicSettings
+            ) -> list[tuple[str, float]]:  # fmt: skip
+    """The item's phrases by TF-IDF, best first: raw count × smoothed IDF
+    (``ln((1 + n) / (1 + df)) + 1``), L2-normalised over the item's phrases — scikit-learn's
+    ``TfidfVectorizer`` defaults, with the norm summed exactly (``math.fsum``) so a score
+    depends on nothing but the item's counts and the document frequencies."""
+    if not counts:
+        return []
+    idf: dict[int, float] = {}
+    raw: list[tuple[str, float]] = []
+    for term, count in counts.items():
+        d = df[term]
+        if d not in idf:
+            idf[d] = math.log((1 + n) / (1 + d)) + 1.0
+        raw.append((term, float(count) * idf[d]))
+    norm = math.sqrt(math.fsum(v * v for _, v in raw))
+    pairs = [
+        (term, v / norm) for term, v in raw if " " not in term or counts[term] >= s.min_phrase_count
+    ]
+    pairs.sort(key=lambda p: (-p[1], p[0]))
+    return pairs
+
+
 def build_topics(
     items: Sequence[TopicInput],
     synonyms: Mapping[str, Sequence[str]] | None = None,
     settings: TopicSettings | None = None,
 ) -> TopicIndex:
     """The topic index over ``items`` (any order; the result does not depend on it)."""
-    s = settings or TopicSettings()
-    items = sorted(items, key=lambda it: it.content_id)
-    result = TopicIndex(doc={})
-    ranked: list[list[tuple[str, float]]] = [[] for _ in items]
-    if items:
-        from sklearn.feature_extraction.text import TfidfVectorizer
+    stats = [
+        (
+            item_terms(it.content_id, it.text, (t for _, t in it.chunks), it.entities,
+                       it.condensed),
+            [i for i, _ in it.chunks],
+        )
+        for it in items
+    ]  # fmt: skip
+    n, df = document_frequencies(t for t, _ in stats)
+    builder = TopicBuilder(n, df, synonyms, settings)
+    for it, positions in stats:
+        builder.add(it, positions)
+    return builder.result()
 
-        vec = TfidfVectorizer(analyzer=_analyze, min_df=1)
-        try:
-            matrix = vec.fit_transform([it.text for it in items]).tocsr()
-        except ValueError:  # no phrase in any item
-            matrix = None
-        if matrix is not None:
-            vocab = vec.get_feature_names_out()
-            counts = [Counter(_analyze(it.text)) for it in items]
-            for n in range(len(items)):
-                row = matrix.getrow(n)
-                pairs = [
-                    (str(vocab[j]), float(v))
-                    for j, v in zip(row.indices, row.data, strict=True)
-                    if " " not in vocab[j] or counts[n].get(str(vocab[j]), 0) >= s.min_phrase_count
-                ]
-                pairs.sort(key=lambda p: (-p[1], p[0]))
-                ranked[n] = pairs
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for it, pairs in zip(items, ranked, strict=True):
-        chunk_keys = [(i, f" {stem_key(text)} ") for i, text in it.chunks]
-        condensed_keys = [(n, f" {stem_key(text)} ") for n, text in it.condensed]
+
+class TopicBuilder:
+    """The topic index from per-item statistics, one item at a time (any order): ``n`` and
+    ``df`` are :func:`document_frequencies` over all the items that will be added."""
+
+    def __init__(
+        self,
+        n: int,
+        df: Mapping[str, int],
+        synonyms: Mapping[str, Sequence[str]] | None = None,
+        settings: TopicSettings | None = None,
+    ) -> None:
+        self.n, self.df = n, df
+        self.synonyms = synonyms or {}
+        self.settings = settings or TopicSettings()
+        self.terms: dict[str, list[Term]] = {}
+        self.topics: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, it: ItemTerms, positions: Sequence[int]) -> None:
+        """Add one item; ``positions`` are its chunks' positions in ``chunks.jsonl``."""
+        s, topics = self.settings, self.topics
+        pairs = _ranked(it.counts, self.df, self.n, s)
+        chunk_keys = [(i, f" {k} ") for i, k in zip(positions, it.chunk_stems, strict=True)]
+        condensed_keys = [(c, f" {k} ") for c, k in it.condensed]
         rank_of = {t: r for r, (t, _) in enumerate(pairs)}
         score_of = dict(pairs)
         terms: dict[str, Term] = {}
@@ -235,9 +332,9 @@ def build_topics(
                 term,
                 round(score, 6),
                 _relevance(rank, score, s),
-                _chunks_with(stem_key(term), chunk_keys),
+                _chunks_with(key, chunk_keys),
                 "keyphrase",
-                _chunks_with(stem_key(term), condensed_keys),
+                _chunks_with(key, condensed_keys),
             )
         for name in sorted({normalize_term(e) for e in it.entities if normalize_term(e)}):
             if name in terms:
@@ -254,22 +351,27 @@ def build_topics(
                 _chunks_with(stem_key(name), condensed_keys),
             )
         ordered = sorted(terms.values(), key=lambda t: (_RANK[t.relevance], -t.score, t.term))
-        result.terms[it.content_id] = ordered
+        self.terms[it.content_id] = ordered
         for t in ordered:
             entry: dict[str, Any] = {"content_id": it.content_id, "relevance": t.relevance,
                                      "chunks": list(t.chunks)}  # fmt: skip
             if it.condensed:
                 entry["condensed_chunks"] = list(t.condensed)
             topics.setdefault(t.term, []).append(entry)
-    result.doc = {
-        "version": TOPICS_VERSION,
-        "topics": {
-            term: {"items": sorted(entries, key=lambda e: (_RANK[e["relevance"]], e["content_id"]))}
-            for term, entries in sorted(topics.items())
-        },
-        "synonyms": merge_synonyms(synonyms or {}),
-    }
-    return result
+
+    def result(self) -> TopicIndex:
+        """The index of every item added so far."""
+        doc = {
+            "version": TOPICS_VERSION,
+            "topics": {
+                term: {
+                    "items": sorted(entries, key=lambda e: (_RANK[e["relevance"]], e["content_id"]))
+                }
+                for term, entries in sorted(self.topics.items())
+            },
+            "synonyms": merge_synonyms(self.synonyms),
+        }
+        return TopicIndex(doc=doc, terms=self.terms)
 
 
 def _as_phrase(name: str) -> str:
