@@ -2,25 +2,41 @@
 
 A stage script names the operation it runs and how its result is shown::
 
-    raise SystemExit(run_stage("index", lambda repo, progress: run_index(repo, progress=progress),
-                               show_index))
+    exit_stage(run_stage("index", lambda repo, progress: run_index(repo, progress=progress),
+                         show_index))
 
 :func:`run_stage` opens the repo (``$ARKAI_REPO`` or the current folder), shows a progress bar
 on stderr when attached to a terminal, calls the operation, renders its result and maps
 errors to exit codes exactly as the CLI does (:func:`arkai.cli.guarded`) — without going
-through the CLI's argument parsing.
+through the CLI's argument parsing. :func:`exit_stage` then ends the process without the
+interpreter's teardown (see its docstring for why that is safe).
+
+With ``$ARKAI_STAGE_METRICS`` set to a file, each stage appends one JSON line to it: the stage,
+its exit code, the seconds from the process's start to the end of the stage (``wall_s``), of
+which ``import_s`` before the runner was called, and its peak resident memory (``maxrss_mb``;
+``children_maxrss_mb`` for the subprocesses it waited for) — what ``bench/scale.py`` reads.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import resource
+import sys
+import threading
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 from arkai.cli import guarded
 from arkai.cli.output import progress_bar
 from arkai.ops import Repo
 
 T = TypeVar("T")
+
+METRICS_ENV = "ARKAI_STAGE_METRICS"
 
 
 def run_stage(
@@ -29,6 +45,7 @@ def run_stage(
     show: Callable[[T], int],
 ) -> int:
     """Run stage ``name``: ``op(repo, progress)``, then ``show(result)``; the exit code."""
+    called = time.time()
 
     def body() -> int:
         repo = Repo.open()
@@ -40,4 +57,68 @@ def run_stage(
             result = op(repo, progress)
         return show(result)
 
-    return guarded(body)
+    code = guarded(body)
+    metrics = os.environ.get(METRICS_ENV)
+    if metrics:
+        _record(Path(metrics), name, code, called)
+    return code
+
+
+def _age() -> float:
+    """Seconds since this process started (Linux: ``/proc``, to the clock tick)."""
+    with open("/proc/self/stat", encoding="ascii") as fh:
+        fields = fh.read().rpartition(")")[2].split()
+    with open("/proc/uptime", encoding="ascii") as fh:
+        uptime = float(fh.read().split()[0])
+    return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def _record(path: Path, name: str, code: int, called: float) -> None:
+    from arkai.ops.runs import record_stage
+
+    end = time.time()
+    started = end - _age()
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    record_stage(
+        path,
+        {
+            "stage": name,
+            "exit_code": code,
+            "started": round(started, 3),
+            "wall_s": round(end - started, 3),
+            "import_s": round(max(0.0, called - started), 3),
+            "maxrss_mb": round(own / 1024, 1),
+            "children_maxrss_mb": round(children / 1024, 1),
+        },
+    )
+
+
+def exit_stage(code: int) -> NoReturn:
+    """End a stage process with ``code`` without tearing the interpreter down.
+
+    Python's teardown frees every object and module one by one: at 1,000 items that was about
+    a second per stage (models, indexes, the library in memory) — spent after the work is done
+    and the outputs written. It is safe to skip because, by the time a stage's operation has
+    returned, every output it wrote is on disk: files go through the one atomic writer
+    (temp file, ``fsync``, rename) and are closed, and appended logs are flushed line by line;
+    ``os._exit`` discards no data the kernel already has. What could still be pending is
+    flushed or run here: stdout and stderr, and the ``atexit`` handlers (logging's flush,
+    ``weakref.finalize`` clean-ups such as temporary folders). A non-daemon thread still
+    running could be writing something: then the process exits the ordinary way, which waits
+    for it.
+    """
+    _flush()
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if any(t.is_alive() for t in others):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        # A closed pipe or stream: nothing more can reach it.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
