@@ -61,20 +61,21 @@ def _env(metrics: Path) -> dict[str, str]:
     }
 
 
-def _call(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
+def _call(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Run ``cmd``; its wall seconds and the CPU seconds of it and every process it waited for."""
+    t0, c0 = time.perf_counter(), os.times()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    dt = time.perf_counter() - t0
+    dt, c1 = time.perf_counter() - t0, os.times()
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
         raise SystemExit(f"{' '.join(cmd)} failed with {proc.returncode} in {cwd}")
-    return dt
+    return dt, (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
 
 
 def repro(repo: Path, metrics: Path) -> dict[str, Any]:
     """One timed ``dvc repro``: total seconds, each stage's seconds and peak RSS, DVC's rest."""
     metrics.unlink(missing_ok=True)
-    total = _call(["dvc", "repro"], repo, _env(metrics))
+    total, cpu = _call(["dvc", "repro"], repo, _env(metrics))
     stages = (
         [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
     )
@@ -83,6 +84,9 @@ def repro(repo: Path, metrics: Path) -> dict[str, Any]:
         "total_s": round(total, 3),
         "dvc_s": round(total - own, 3),
         "stages": {s["stage"]: s["wall_s"] for s in stages},
+        "cpu_s": round(cpu, 3),
+        "dvc_cpu_s": round(cpu - sum(s.get("cpu_s", 0.0) for s in stages), 3),
+        "stage_cpu_s": {s["stage"]: s.get("cpu_s") for s in stages},
         "import_s": {s["stage"]: s["import_s"] for s in stages},
         "rss_mb": {s["stage"]: max(s["maxrss_mb"], s["children_maxrss_mb"]) for s in stages},
     }
@@ -94,6 +98,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "min_s": min(totals),
         "median_s": round(statistics.median(totals), 3),
+        "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
         "median_run": med,  # the per-stage breakdown of the (lower) median run
         "runs": runs,
     }
@@ -111,7 +116,7 @@ def measure(n: int, repeat: int, work: Path) -> dict[str, Any]:
         f.rename(inbox / f.name)
     env = _env(metrics)
     _call(["arkai", "init", str(repo)], work, env)
-    add_s = _call(["arkai", "add", str(inbox), "--quiet"], repo, env)
+    add_s = _call(["arkai", "add", str(inbox), "--quiet"], repo, env)[0]
     print(f"n={n}: {n} items added in {add_s:.1f} s; full build", file=sys.stderr)
     full = repro(repo, metrics)
     loops: dict[str, list[dict[str, Any]]] = {loop: [] for loop in LOOPS}

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT, Runner, sh, tool_env
 
@@ -101,6 +102,7 @@ def test_each_stage_records_its_time_and_peak_memory(kr: Path, tmp_path: Path) -
     for row in rows:
         assert row["stage"] == "validate" and row["exit_code"] == 0
         assert 0 < row["import_s"] < row["wall_s"] < 900
+        assert 0 < row["cpu_s"] < 900
         assert 10 < row["maxrss_mb"] < 4096 and row["children_maxrss_mb"] >= 0
     assert rows[0]["started"] < rows[1]["started"]
     # Without the variable nothing is recorded anywhere.
@@ -135,3 +137,20 @@ def test_exit_stage_flushes_runs_atexit_and_waits_for_threads(tmp_path: Path, ca
     assert (tmp_path / "atexit").read_text() == "ran"
     # A non-daemon thread still running: the process exits the ordinary way, after it.
     assert (tmp_path / "thread").exists() == (case == "thread")
+
+
+@pytest.mark.parametrize(
+    "path", [ROOT / "dvc.yaml", ROOT / "src" / "arkai" / "scaffold" / "dvc.yaml.in"]
+)
+def test_stages_depend_only_on_what_they_read(path: Path) -> None:
+    # Issue 17: DVC hashes every file of every directory dependency on each run. The site reads
+    # three files of index/ (not lexical/, vectors/, shards/); condense reads transcripts only.
+    stages = yaml.safe_load(path.read_text(encoding="utf-8"))["stages"]
+    site = stages["site"]["deps"]
+    assert "index" not in site
+    index_outs = {next(iter(o)) if isinstance(o, dict) else o for o in stages["index"]["outs"]}
+    read = {d for d in site if str(d).startswith("index/")}
+    assert read == {"index/topics.json", "index/chunks.jsonl", "index/graph.json"}
+    assert read <= index_outs  # so DVC still runs the site after the index
+    assert "extracted" not in stages["condense"]["deps"]
+    assert "library" in stages["condense"]["deps"]

@@ -13,7 +13,8 @@ interpreter's teardown (see its docstring for why that is safe).
 
 With ``$ARKAI_STAGE_METRICS`` set to a file, each stage appends one JSON line to it: the stage,
 its exit code, the seconds from the process's start to the end of the stage (``wall_s``), of
-which ``import_s`` before the runner was called, and its peak resident memory (``maxrss_mb``;
+which ``import_s`` before the runner was called, the CPU seconds it used (``cpu_s``, its
+waited-for subprocesses included) and its peak resident memory (``maxrss_mb``;
 ``children_maxrss_mb`` for the subprocesses it waited for) — what ``bench/scale.py`` reads.
 """
 
@@ -78,8 +79,8 @@ def _record(path: Path, name: str, code: int, called: float) -> None:
 
     end = time.time()
     started = end - _age()
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     record_stage(
         path,
         {
@@ -88,8 +89,10 @@ def _record(path: Path, name: str, code: int, called: float) -> None:
             "started": round(started, 3),
             "wall_s": round(end - started, 3),
             "import_s": round(max(0.0, called - started), 3),
-            "maxrss_mb": round(own / 1024, 1),
-            "children_maxrss_mb": round(children / 1024, 1),
+            # CPU seconds (user + system) hold on a machine that others load too.
+            "cpu_s": round(sum(r.ru_utime + r.ru_stime for r in (own, children)), 3),
+            "maxrss_mb": round(own.ru_maxrss / 1024, 1),  # KiB on Linux
+            "children_maxrss_mb": round(children.ru_maxrss / 1024, 1),
         },
     )
 
