@@ -154,3 +154,12 @@ def test_stages_depend_only_on_what_they_read(path: Path) -> None:
     assert read <= index_outs  # so DVC still runs the site after the index
     assert "extracted" not in stages["condense"]["deps"]
     assert "library" in stages["condense"]["deps"]
+
+
+def test_dvc_parses_yaml_with_the_c_parser() -> None:
+    # Issue 17: DVC parses params.yaml once per stage with params, and dvc.yaml and dvc.lock,
+    # each run; without ruamel.yaml.clib ruamel falls back to its pure-Python parser (5x slower).
+    from ruamel.yaml import YAML
+
+    parser = YAML(typ="safe").Parser
+    assert parser is not None and parser.__name__ == "CParser", parser
