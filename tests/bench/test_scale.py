@@ -54,9 +54,25 @@ def test_targets_and_table(scale: ModuleType) -> None:
     sizes = {"100": _size(100, 1.0, 9.0, 9.5), "1000": _size(1000, 1.9, 9.9, 10.4)}
     got = scale.analyse(sizes)
     assert got["fit"]["noop"]["projected_s"]["10000"] == pytest.approx(10.9)
-    assert got["targets"] == {"changed_le_10s_at_10000": False, "noop_le_3s_at_10000": False}
+    assert got["targets"] == {
+        "changed_le_10s_at_10000": False,
+        "changed_cpu_le_10s_at_10000": None,  # no CPU figures: no fit
+        "noop_le_3s_at_10000": False,
+        "noop_cpu_le_3s_at_10000": None,
+    }
     flat = {"100": _size(100, 1.0, 5.0, 5.0), "1000": _size(1000, 1.0, 5.0, 5.0)}
-    assert all(scale.analyse(flat)["targets"].values())
+    for size in flat.values():
+        for loop in ("noop", "changed", "added"):
+            size[loop]["median_cpu_s"] = 0.5 * size[loop]["median_s"]
+        size["full"]["cpu_s"] = 1.0
+    flat_fit = scale.analyse(flat)
+    assert all(flat_fit["targets"].values())
+    assert flat_fit["fit_cpu"]["changed"]["projected_s"]["100000"] == pytest.approx(2.5)
+    assert (
+        scale.markdown(flat)
+        .splitlines()[2]
+        .startswith("| 100 | 50 s (1.0 s CPU) | 1.0 s (0.5 s CPU) | 5.0 s (2.5 s CPU) |")
+    )
     table = scale.markdown(sizes).splitlines()
     assert table[0] == (
         "| N | full build | no-op | one changed | one added | extract MB | index MB |"
