@@ -2,10 +2,10 @@
 byte-exact quotes (``condensed/``); the ``index`` stage then builds the shards from them."""
 
 from arkai.cli.condense import show_condense
-from arkai.cli.stage import run_stage
+from arkai.cli.stage import exit_stage, run_stage
 from arkai.ops.condense import condense
 
-raise SystemExit(
+exit_stage(
     run_stage("condense", lambda repo, bar: condense(repo, shards=False, progress=bar),
               show_condense)
 )  # fmt: skip

@@ -3,11 +3,9 @@
 from pathlib import Path
 
 from arkai.cli.pipeline import show_validate
-from arkai.cli.stage import run_stage
+from arkai.cli.stage import exit_stage, run_stage
 from arkai.ops.validate import validate
 
 REPORT = Path("reports/validation.json")
 
-raise SystemExit(
-    run_stage("validate", lambda repo, _: validate(repo, report=REPORT), show_validate)
-)
+exit_stage(run_stage("validate", lambda repo, _: validate(repo, report=REPORT), show_validate))

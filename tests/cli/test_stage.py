@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.conftest import ROOT, Runner, sh
+from tests.conftest import ROOT, Runner, sh, tool_env
 
 STAGE_DIRS = [ROOT / "stages", ROOT / "src" / "arkai" / "scaffold" / "stages"]
 
@@ -40,6 +41,7 @@ def test_stage_scripts_call_an_operation_through_the_runner(folder: Path) -> Non
     for script in scripts:
         names = _imports(script)
         assert "arkai.cli.stage.run_stage" in names, script
+        assert "arkai.cli.stage.exit_stage" in names, script
         assert any(n.startswith("arkai.ops.") for n in names), script
         assert "arkai.cli.main" not in names and "arkai.cli" not in names, script
 
@@ -69,3 +71,95 @@ def test_stage_failures_map_to_the_cli_exit_codes(kr: Path, arkai: Runner, tmp_p
     assert lost.returncode == 1
     assert lost.stderr.startswith("arkai: error: ") and "not inside an arkai" in lost.stderr
     assert "Traceback" not in lost.stderr
+
+
+def test_a_stage_script_imports_no_other_command(tmp_path: Path) -> None:
+    # Issue 17: importing one command module ran arkai.cli's __init__, which imported every
+    # command and what lies behind them (seconds per stage process under load).
+    probe = (
+        "import sys\n"
+        "import arkai.cli.stage, arkai.cli.pipeline, arkai.cli.site, arkai.cli.index\n"
+        "import arkai.cli.memory, arkai.cli.condense\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('arkai.cli'))))\n"
+    )
+    done = sh(tmp_path, sys.executable, "-c", probe)
+    loaded = set(done.stdout.split())
+    assert "arkai.cli.stage" in loaded and "arkai.cli.site" in loaded
+    assert not loaded & {"arkai.cli.app", "arkai.cli.search", "arkai.cli.mcp", "arkai.cli.ask"}
+    # The command line itself still has every command (the group is built on first use).
+    help_ = sh(tmp_path, sys.executable, "-m", "arkai.cli.main", "--help").stdout
+    assert all(f" {cmd} " in help_ for cmd in ("search", "mcp", "ask", "site", "recall"))
+
+
+def test_each_stage_records_its_time_and_peak_memory(kr: Path, tmp_path: Path) -> None:
+    log = tmp_path / "stages.jsonl"
+    env = tool_env(ARKAI_STAGE_METRICS=str(log))
+    for _ in range(2):
+        done = sh(kr, sys.executable, kr / "stages" / "validate.py", env=env)
+        assert done.stdout.startswith("validate: 0 items"), done.stdout
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["stage"] == "validate" and row["exit_code"] == 0
+        assert 0 < row["import_s"] < row["wall_s"] < 900
+        assert 0 < row["cpu_s"] < 900
+        assert 10 < row["maxrss_mb"] < 4096 and row["children_maxrss_mb"] >= 0
+    assert rows[0]["started"] < rows[1]["started"]
+    # Without the variable nothing is recorded anywhere.
+    sh(kr, sys.executable, kr / "stages" / "validate.py")
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 2
+
+
+_EXIT = """
+import atexit, sys, threading
+from pathlib import Path
+from arkai.cli.stage import exit_stage
+out = Path(sys.argv[1])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+if sys.argv[2] == "thread":
+    never = threading.Event()
+    def late() -> None:
+        never.wait(2)
+        (out / "thread").write_text("finished")
+    threading.Thread(target=late).start()
+sys.stdout.write("no newline, still buffered")
+exit_stage(3)
+"""
+
+
+@pytest.mark.parametrize("case", ["plain", "thread"])
+def test_exit_stage_flushes_runs_atexit_and_waits_for_threads(tmp_path: Path, case: str) -> None:
+    script = tmp_path / "stage.py"
+    script.write_text(_EXIT, encoding="utf-8")
+    done = sh(tmp_path, sys.executable, script, tmp_path, case, check=False)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "no newline, still buffered"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    # A non-daemon thread still running: the process exits the ordinary way, after it.
+    assert (tmp_path / "thread").exists() == (case == "thread")
+
+
+@pytest.mark.parametrize(
+    "path", [ROOT / "dvc.yaml", ROOT / "src" / "arkai" / "scaffold" / "dvc.yaml.in"]
+)
+def test_stages_depend_only_on_what_they_read(path: Path) -> None:
+    # Issue 17: DVC hashes every file of every directory dependency on each run. The site reads
+    # three files of index/ (not lexical/, vectors/, shards/); condense reads transcripts only.
+    stages = yaml.safe_load(path.read_text(encoding="utf-8"))["stages"]
+    site = stages["site"]["deps"]
+    assert "index" not in site
+    index_outs = {next(iter(o)) if isinstance(o, dict) else o for o in stages["index"]["outs"]}
+    read = {d for d in site if str(d).startswith("index/")}
+    assert read == {"index/topics.json", "index/chunks.jsonl", "index/graph.json"}
+    assert read <= index_outs  # so DVC still runs the site after the index
+    assert "extracted" not in stages["condense"]["deps"]
+    assert "library" in stages["condense"]["deps"]
+
+
+def test_dvc_parses_yaml_with_the_c_parser() -> None:
+    # Issue 17: DVC parses params.yaml once per stage with params, and dvc.yaml and dvc.lock,
+    # each run; without ruamel.yaml.clib ruamel falls back to its pure-Python parser (5x slower).
+    from ruamel.yaml import YAML
+
+    parser = YAML(typ="safe").Parser
+    assert parser is not None and parser.__name__ == "CParser", parser

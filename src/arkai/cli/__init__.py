@@ -4,70 +4,32 @@ operation; errors are mapped to exit codes here, in one place."""
 from __future__ import annotations
 
 import os
-import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
-from arkai.cli.agents import feedback, log_turn
-from arkai.cli.ask import ask
-from arkai.cli.condense import condense
-from arkai.cli.config import config
-from arkai.cli.do import do
-from arkai.cli.doctor import doctor
-from arkai.cli.eval import eval_
-from arkai.cli.evidence import evidence
-from arkai.cli.index import reindex
-from arkai.cli.items import add, ingest, init, remember
-from arkai.cli.mcp import agent, mcp
-from arkai.cli.memory import belief, beliefs, forget, memory, prune, recall, reflect
-from arkai.cli.patterns import patterns
-from arkai.cli.pipeline import extract, reprocess, runs, status, validate
-from arkai.cli.remote import remote
-from arkai.cli.review import diff, log, review
-from arkai.cli.run import resume, run_
-from arkai.cli.search import context, library, search, show, topics
-from arkai.cli.site import site
-from arkai.cli.tasks import goal, task
 from arkai.core.redact import scrub
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="arkai")
-@click.option(
-    "--repo",
-    "-C",
-    type=click.Path(file_okay=False, path_type=str),
-    envvar="ARKAI_REPO",
-    help="Knowledge repo to work in (default: the one containing the current folder).",
-)
-@click.pass_context
-def cli(ctx: click.Context, repo: str | None) -> None:
-    """arkai: a git repository as a knowledge library whose every claim has a receipt."""
-    ctx.ensure_object(dict)
-    ctx.obj["repo"] = repo
-
-
-for command in (
-    init, add, ingest, remember, extract, reprocess, validate, evidence, patterns, runs, status,
-    reindex, search, context, library, show, topics, eval_, site, diff, log, review, config,
-    doctor, run_, resume, condense,
-    feedback, log_turn, do, ask, mcp, agent, remote,
-    task, goal, recall, beliefs, belief, forget, prune, reflect, memory,
-):  # fmt: skip
-    cli.add_command(command)
-
 
 INTERRUPTED = "arkai: interrupted (finished work is kept; run the command again to resume)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 1 error, 2 usage, 3 pipeline, 4 limit, 5 none)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    # Outside standalone mode click returns the code given to ``ctx.exit`` (or None).
-    return guarded(lambda: cli.main(args=args, prog_name="arkai", standalone_mode=False))
+    from arkai.cli.app import main as run
+
+    return run(argv)
+
+
+def __getattr__(name: str) -> Any:
+    # ``arkai.cli.cli``, the click group, is built on first use (arkai.cli.app).
+    if name == "cli":
+        from arkai.cli.app import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def guarded(run: Callable[[], object]) -> int:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
 from arkai.adapters.repo import Repo
 from arkai.errors import NotFoundError
 
-__all__ = ["RunInfo", "RunStatus", "list_runs", "run_status"]
+__all__ = ["RunInfo", "RunStatus", "list_runs", "record_stage", "run_status"]
 
 NO_END = "running or interrupted"
 """The status of a run with no ``RunCompleted`` event."""
@@ -84,3 +85,9 @@ def run_status(repo: Repo, run_id: str | None = None) -> RunStatus:
     for e in evs:
         counts[str(e.get("type"))] = counts.get(str(e.get("type")), 0) + 1
     return RunStatus(rid, str(end.get("status")) if end else NO_END, counts, evs)
+
+
+def record_stage(path: Path, record: dict[str, Any]) -> None:
+    """Append one DVC stage's process figures (``$ARKAI_STAGE_METRICS``, :mod:`arkai.cli.stage`)
+    to ``path`` as one JSON line: what ``bench/scale.py`` reads."""
+    events.append_jsonl(path, record)

