@@ -45,6 +45,8 @@ ANN_FILE = "ann.faiss"
 ANN_META = "ann.json"
 #: Train the centroids on at most this many rows (a fixed-seed sample).
 TRAIN_ROWS = 100_000
+#: k-means iterations when training (FAISS's default is 25; 10 measured the same recall).
+KMEANS_ITERATIONS = 10
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 
@@ -60,7 +62,7 @@ class AnnSettings:
     threshold: int = 200_000
     """Chunks from which the ANN index is built and used (below: exact scan only)."""
     nlist: int = 0
-    """Inverted lists (k-means centroids); 0: ``4 * sqrt(rows)`` rounded, within 64–65,536."""
+    """Inverted lists (k-means centroids); 0: ``2 * sqrt(rows)`` rounded, within 64–65,536."""
     nprobe: int = 48
     """Lists visited per query."""
     rebuild_fraction: float = 0.2
@@ -87,7 +89,7 @@ class AnnSettings:
     def lists_for(self, rows: int) -> int:
         if self.nlist:
             return self.nlist
-        return int(min(65_536, max(64, round(4 * math.sqrt(rows)))))
+        return int(min(65_536, max(64, round(2 * math.sqrt(rows)))))
 
 
 def key_ids(keys: list[str]) -> I64:
@@ -148,6 +150,7 @@ class AnnIndex:
             sample = np.ascontiguousarray(rows[pick])
         else:
             sample = np.ascontiguousarray(rows)
+        index.cp.niter = KMEANS_ITERATIONS
         index.train(sample)
         ids = key_ids(store.keys)
         for lo in range(0, n, 100_000):
