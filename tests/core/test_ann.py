@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from arkai.errors import InvalidInputError
 from arkai.ops.index import DEFAULTS, update_ann
 from arkai.search.ann import ANN_FILE, ANN_META, AnnError, AnnIndex, AnnSettings
 from arkai.search.pipeline import Corpus, build_lexical, rank
@@ -98,14 +99,27 @@ def test_below_threshold_exact_scan_unchanged(tmp_path: Path) -> None:
         assert got.ranked  # hybrid still fuses over the exact lane
 
 
-def test_above_threshold_ann_used_with_recall(tmp_path: Path) -> None:
+def test_above_threshold_ann_used_with_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = _hashed_store()
     assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
     ann = AnnIndex.load(tmp_path, store.keys, DIM)
     assert ann.count == N and ann.meta["nlist"] == AnnSettings().lists_for(N)
+    calls: list[object] = []
+    plain = VectorStore.search
+
+    def spy(self: VectorStore, *a: object, **kw: object) -> object:
+        calls.append(kw.get("among"))
+        return plain(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VectorStore, "search", spy)
     assert _recall_at_10(ann, store) >= 0.95
-    # The ANN really is used: an index that proposes no row leaves the lane to the exact
-    # fallback, and one that proposes a few rows gives exactly those rows' exact scores.
+    # The ANN really is used: every exact-corpus query scans all rows (among=None); every
+    # ANN-corpus query scores only the index's candidates, with no fallback scan.
+    assert [c is None for c in calls] == [True, False] * len(_queries())
+    monkeypatch.undo()
+    # Candidates are scored exactly: a few proposed rows get those rows' exact scores.
     q = _queries(1)[0]
     few = ann.candidates(q, 5, store)
     assert 0 < len(few) <= 5
@@ -143,6 +157,13 @@ def test_incremental_add_and_prune_then_rebuild(tmp_path: Path) -> None:
     assert update_ann(tmp_path, store, before, {"threshold": 1000}) == "rebuilt"
     ann = AnnIndex.load(tmp_path, store.keys, DIM)
     assert ann.meta["removed_since_training"] == 0 and ann.meta["trained_count"] == len(store)
+
+
+def test_colliding_key_ids_are_refused() -> None:
+    store = VectorStore(DIM, "test-model")
+    store.add(["sha256:" + "a" * 15 + "0" * 49, "sha256:" + "a" * 15 + "1" * 49], _vectors(2))
+    with pytest.raises(InvalidInputError, match="first 60 bits"):
+        AnnIndex.build(store, AnnSettings(threshold=1))
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "stale-meta", "no-file"])

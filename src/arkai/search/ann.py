@@ -153,6 +153,10 @@ class AnnIndex:
         index.cp.niter = KMEANS_ITERATIONS
         index.train(sample)
         ids = key_ids(store.keys)
+        if len(np.unique(ids)) != n:
+            raise InvalidInputError(
+                "two chunk keys share their first 60 bits: the ANN index cannot address them"
+            )
         for lo in range(0, n, 100_000):
             index.add_with_ids(
                 np.ascontiguousarray(rows[lo : lo + 100_000]), ids[lo : lo + 100_000]
