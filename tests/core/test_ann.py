@@ -97,6 +97,8 @@ def test_below_threshold_exact_scan_unchanged(tmp_path: Path) -> None:
         vec = rank(corpus, "", mode="vector", query_vec=q, answer_floor=-1.0, min_similarity=-1)
         assert [(r.doc, r.score) for r in vec.ranked] == hits  # the exact scan, bit for bit
         assert got.ranked  # hybrid still fuses over the exact lane
+        for r in got.ranked:  # every cosine fusion saw is the row's own dot product, bit for bit
+            assert r.lanes["vector"]["score"] == float(store.rows[r.doc] @ q)
 
 
 def test_above_threshold_ann_used_with_recall(

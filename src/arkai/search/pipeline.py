@@ -269,18 +269,18 @@ class _Lanes:
 
     def cosines(self, lane: str, docs: Sequence[int]) -> list[float]:
         """The cosine of each document in ``docs`` with a vector lane's query (0.0 for a
-        document without a row), computed once per lane and document, in one batch."""
+        document without a row), computed once per lane and document. One row's dot product
+        at a time, as always (a batched product could differ in the last bits, and with it a
+        near-tie in the fused ranking)."""
         qvec = self.vectors[lane]
         known = self._cosines.setdefault(lane, {})
         todo = [d for d in dict.fromkeys(docs) if d not in known]
         if todo:
             assert self.store is not None and self.rows is not None
-            rows = self.rows[np.asarray(todo, dtype=np.int64)]
-            has = rows >= 0
-            got = np.zeros(len(todo), dtype=np.float32)
-            if has.any():
-                got[has] = self.store.rows[rows[has]] @ qvec
-            known.update(zip(todo, got.tolist(), strict=True))
+            matrix = self.store.rows
+            for d, row in zip(todo, self.rows[np.asarray(todo, dtype=np.int64)].tolist(),
+                              strict=True):  # fmt: skip
+                known[d] = float(matrix[row] @ qvec) if row >= 0 else 0.0
         return [known[d] for d in docs]
 
     def raw(self, lane: str, doc: int) -> float:
@@ -434,10 +434,6 @@ def _fuse(lanes: _Lanes, fusion: str) -> list[Ranked]:
             fill={lane: lanes.fill(lane) for lane in found},
             top_bonus=TOP_BONUS,
         )
-    docs = [int(f.id) for f in fused]
-    for lane in lanes.vectors:
-        if lanes.rows is not None:
-            lanes.cosines(lane, docs)  # one batch for the explanations below
     out = []
     for f in fused:
         i = int(f.id)
@@ -481,7 +477,6 @@ def rank(
         raise InvalidInputError(f"unknown fusion {fusion!r}", hint=f"use one of {FUSIONS}")
     n = corpus.size
     allowed = np.ones(n, dtype=bool) if mask is None else mask
-    lex_mask = None if mask is None else mask
     lanes = _Lanes()
     best: float | None = None
     used: dict[str, str] = {}
@@ -494,7 +489,7 @@ def rank(
             if corpus.lexical is None:
                 raise InvalidInputError("no lexical index to search")
             for lane, words in [(LEXICAL, text), *_of(used, LEXICAL)]:
-                lanes.lexical[lane] = corpus.lexical.scores(words, lex_mask)
+                lanes.lexical[lane] = corpus.lexical.scores(words, mask)
                 lanes.found[lane] = top_k(lanes.lexical[lane], depth)
         if mode in ("hybrid", VECTOR):
             if corpus.store is None or query_vec is None:
