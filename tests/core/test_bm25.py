@@ -112,3 +112,18 @@ def test_load_does_not_import_model_libraries(tmp_path: Path) -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_build_from_ids_matches_build_over_joined_texts() -> None:
+    """bench/ann.py builds texts as token ids of sentences tokenised once: the tokenizer is
+    word-local, so that index equals the one built from the joined texts."""
+    sentences = ["Bees forage on clover.", "The queen's brood frame!", "Varroa mites, again"]
+    picks = [[0, 1], [2], [1, 2, 0], [0]]
+    vocab: dict[str, int] = {}
+    sent_ids = [[vocab.setdefault(t, len(vocab)) for t in tokenize(s)] for s in sentences]
+    ids = [i for p in picks for s in p for i in sent_ids[s]]
+    ptr = np.cumsum([0] + [sum(len(sent_ids[s]) for s in p) for p in picks])
+    fast = BM25Index.build_from_ids(np.asarray(ids, np.int32), ptr.astype(np.int64), vocab)
+    slow = BM25Index.build(" ".join(sentences[s] for s in p) for p in picks)
+    for q in ("bees clover", "queen brood mites", "frame"):
+        assert fast.search(q, 4) == slow.search(q, 4)

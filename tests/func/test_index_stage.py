@@ -245,6 +245,30 @@ def test_vectors_off(repo: Path) -> None:
     assert json.loads((repo / "index/manifest.json").read_text())["embedder"] is None
 
 
+def test_ann_index_above_threshold(repo: Path, fake: FakeEmbedder) -> None:
+    """From ``index.ann.threshold`` chunks the stage writes index/vectors/ann.*, keeps it when
+    nothing changed, and removes it once the library is below the threshold again."""
+    from arkai.ops.index import run_index
+    from arkai.ops.search import search
+
+    set_params(repo, ann={"threshold": 5})
+    summary = run_index(Repo.at(repo))
+    vectors = repo / "index" / "vectors"
+    assert summary.ann == "built" and summary.chunks >= 5
+    assert (vectors / "ann.faiss").is_file() and (vectors / "ann.json").is_file()
+    meta = json.loads((vectors / "ann.json").read_text())
+    assert meta["count"] == len(json.loads((vectors / "keys.json").read_text())) >= 5
+    manifest = json.loads((repo / "index" / "manifest.json").read_text())
+    assert "vectors/ann.faiss" in manifest["files"]
+    again = run_index(Repo.at(repo))
+    assert again.ann == "kept" and again.written == []
+    got = search(Repo.at(repo), "bees hive", k=3)
+    assert got.results and not [w for w in got.warnings if "ann" in w]
+    set_params(repo, ann={"threshold": 10**6})
+    assert run_index(Repo.at(repo)).ann == "removed"
+    assert not (vectors / "ann.faiss").exists() and not (vectors / "ann.json").exists()
+
+
 def test_reindex_command(repo: Path, fake: FakeEmbedder) -> None:
     from click.testing import CliRunner
 

@@ -77,6 +77,7 @@ DEFAULTS: dict[str, Any] = {
     "chunks": {"target_words": TARGET_WORDS, "max_words": MAX_WORDS},
     "topics": {},
     "graph": {},
+    "ann": {"threshold": 200_000, "nlist": 0, "nprobe": 48, "rebuild_fraction": 0.2},
 }
 
 ProgressFn = Callable[[int, int, str], None]
@@ -106,6 +107,9 @@ class IndexSummary:
     """Items whose cached records were used (their files unchanged since they were made)."""
     cache_rejected: int = 0
     """Cache entries found damaged or stale, and rebuilt."""
+    ann: str | None = None
+    """What happened to the ANN index (``built``, ``rebuilt``, ``updated``, ``kept``,
+    ``removed``); ``None``: below ``index.ann.threshold``, none there."""
     written: list[str] = field(default_factory=list)
     """Index files whose bytes changed."""
     shards: dict[str, Any] | None = None
@@ -128,6 +132,7 @@ class IndexSummary:
             "lexical_rebuilt": self.lexical_rebuilt,
             "cache_hits": self.cache_hits,
             "cache_rejected": self.cache_rejected,
+            "ann": self.ann,
             "written": sorted(self.written),
             "shards": self.shards,
         }
@@ -139,7 +144,7 @@ def index_params(params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise LibraryError("params.yaml: `index` must be a mapping")
     out = {**DEFAULTS, **raw}
-    for sub in ("bm25", "chunks", "topics", "graph"):
+    for sub in ("bm25", "chunks", "topics", "graph", "ann"):
         out[sub] = {**DEFAULTS[sub], **(raw.get(sub) or {})}
     return out
 
@@ -343,7 +348,8 @@ def _embed(
     summary: IndexSummary,
     progress: ProgressFn | None,
 ) -> None:
-    """Embed the chunks whose key the vector store lacks; prune the keys that are gone.
+    """Embed the chunks whose key the vector store lacks; prune the keys that are gone;
+    then bring the ANN index (above ``index.ann.threshold``) in line with the store.
 
     The model is loaded only when something must be embedded: the store is opened under the
     model name the last run recorded in the manifest (``previous``) when params still ask for
@@ -370,11 +376,13 @@ def _embed(
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
         store = VectorStore.load(folder, name, dim=dim)
+    old_keys = store.keys if store is not None else []
     if store is None or store.missing(keys):
         embedder = embed.get_embedder(requested)
         if store is None or embedder.name != name or int(embedder.dim) != dim:
             name, dim = embedder.name, int(embedder.dim)
             store = VectorStore.load(folder, name, dim=dim)
+            old_keys = store.keys
             if full:
                 summary.pruned += store.prune([])
         todo = store.missing(keys)
@@ -393,6 +401,37 @@ def _embed(
     summary.embedder, summary.dim = name, dim
     if summary.embedded or summary.pruned or full or not (folder / "meta.json").is_file():
         store.save(folder)
+    summary.ann = update_ann(folder, store, old_keys, ip["ann"], full=full)
+
+
+def update_ann(
+    folder: Path, store: Any, old_keys: list[str], raw: Any, *, full: bool = False
+) -> str | None:
+    """Build, update, keep or remove ``folder``'s ANN index for ``store`` (whose keys were
+    ``old_keys`` when the index was last written); returns what was done (see
+    :class:`IndexSummary`). A damaged or mismatched index is rebuilt."""
+    from arkai.search.ann import AnnError, AnnIndex, AnnSettings
+
+    settings = AnnSettings.from_params(raw)
+    if len(store) < settings.threshold:
+        return "removed" if AnnIndex.remove(folder) else None
+    ann: AnnIndex | None = None
+    how = "built"
+    if not full and (folder / "ann.json").exists():
+        try:
+            ann = AnnIndex.load(folder, old_keys, store.dim)
+        except AnnError:
+            how = "rebuilt"
+    if ann is None:
+        ann = AnnIndex.build(store, settings)
+    elif old_keys == store.keys and ann.meta.get("nprobe") == settings.nprobe:
+        return "kept"
+    else:
+        before = ann.meta.get("trained_count")
+        ann = ann.update(store, old_keys, settings)
+        how = "updated" if ann.meta.get("trained_count") == before else "rebuilt"
+    ann.save(folder, store)
+    return how
 
 
 def run_index(

@@ -540,6 +540,22 @@ def _vector_store(index: SearchIndex) -> tuple[Any, npt.NDArray[np.int64]]:
     return store, rows
 
 
+def _ann_index(index: SearchIndex, store: Any, warnings: list[str]) -> Any:
+    """The ANN index the index stage wrote beside the store (above ``index.ann.threshold``),
+    or ``None``: none there, or one that does not match the store — then the vector lane scans
+    exactly, with a warning naming the file, rather than answer from a wrong index."""
+    folder = index.folder / "vectors"
+    if not (folder / "ann.json").exists():
+        return None
+    from arkai.search.ann import AnnError, AnnIndex
+
+    try:
+        return AnnIndex.load(folder, store.keys, store.dim)
+    except AnnError as exc:
+        warnings.append(f"{exc}; exact vector scan instead ({_REBUILD})")
+        return None
+
+
 def _query_vector(index: SearchIndex, text: str) -> npt.NDArray[np.float32]:
     # Imported here: the model libraries (torch, onnxruntime) load only for this lane.
     from arkai.search.embed import get_embedder
@@ -560,7 +576,7 @@ def _corpus(index: SearchIndex, mode: str, warnings: list[str]) -> Corpus:
             corpus = Corpus(lexical)
         else:
             store, rows = _vector_store(index)
-            corpus = Corpus(lexical, store, rows)
+            corpus = Corpus(lexical, store, rows, _ann_index(index, store, warnings))
         index._corpora[mode] = corpus
     return corpus
 

@@ -90,9 +90,33 @@ class BM25Index:
                     tid = vocab[t] = len(vocab)
                 term_ids.append(tid)
             doc_ptr.append(len(term_ids))
+        return cls.build_from_ids(
+            np.asarray(term_ids, dtype=np.int32),
+            np.asarray(doc_ptr, dtype=np.int64),
+            vocab,
+            k1=k1,
+            b=b,
+            tokenizer=tokenizer,
+        )
+
+    @classmethod
+    def build_from_ids(
+        cls,
+        term_ids: npt.NDArray[np.int32],
+        doc_ptr: npt.NDArray[np.int64],
+        vocab: dict[str, int],
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        tokenizer: Tokenizer = tokenize,
+    ) -> BM25Index:
+        """Build from term ids (``vocab`` maps each token to its id): document ``d``'s tokens
+        are ``term_ids[doc_ptr[d]:doc_ptr[d + 1]]``. No per-token Python work, so a caller
+        that already has ids (a benchmark of millions of documents) skips tokenising."""
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise InvalidInputError(f"BM25 parameters out of range: k1={k1}, b={b}")
         n_docs = len(doc_ptr) - 1
-        ptr = np.asarray(doc_ptr, dtype=np.int64)
-        doc_len = np.diff(ptr).astype(np.int32)
+        doc_len = np.diff(doc_ptr).astype(np.int32)
         cols = np.asarray(term_ids, dtype=np.int32)
         rows = np.repeat(np.arange(n_docs, dtype=np.int32), doc_len)
         # (doc, term) -> tf; duplicates are summed by the COO -> CSR conversion.

@@ -55,6 +55,7 @@ SciFact claims have one or two relevant abstracts, and expansion drifts).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arkai.errors import InvalidInputError
+from arkai.search.ann import AnnIndex
 from arkai.search.bm25 import BM25Index, top_k
 from arkai.search.fusion import DEFAULT_K, Fused, ScoreFn, convex, normalise, rrf
 from arkai.search.vectors import VectorStore
@@ -156,6 +158,9 @@ class Corpus:
     rows: npt.NDArray[np.int64] | None = None
     """Per document, its row in ``store`` (-1 where it has none); ``None``: row ``i`` is
     document ``i``."""
+    ann: AnnIndex | None = None
+    """An ANN index over ``store`` (above ``index.ann.threshold``): the vector lane takes its
+    candidates from it and scores them exactly; ``None``: the lane scans every row."""
 
     @property
     def size(self) -> int:
@@ -168,6 +173,18 @@ class Corpus:
     _by_row: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], bool] | None = field(
         default=None, repr=False
     )
+    _covers: bool | None = field(default=None, repr=False)
+
+    def covers_store(self) -> bool:
+        """Whether every store row belongs to some document and every document has a row
+        (then an unfiltered vector search needs no row mask)."""
+        if self._covers is None:
+            rows = self.doc_rows()
+            n = len(self.store) if self.store is not None else 0
+            used = np.zeros(n, dtype=bool)
+            used[rows[rows >= 0]] = True
+            self._covers = bool(used.all() and (rows >= 0).all())
+        return self._covers
 
     def doc_rows(self) -> npt.NDArray[np.int64]:
         if self.rows is None:
@@ -248,36 +265,43 @@ class _Lanes:
     """Vector lane → its query embedding."""
     store: VectorStore | None = None
     rows: npt.NDArray[np.int64] | None = None
-    _cosines: dict[tuple[str, int], float] = field(default_factory=dict)
+    _cosines: dict[str, dict[int, float]] = field(default_factory=dict)
+
+    def cosines(self, lane: str, docs: Sequence[int]) -> list[float]:
+        """The cosine of each document in ``docs`` with a vector lane's query (0.0 for a
+        document without a row), computed once per lane and document. One row's dot product
+        at a time, as always (a batched product could differ in the last bits, and with it a
+        near-tie in the fused ranking)."""
+        qvec = self.vectors[lane]
+        known = self._cosines.setdefault(lane, {})
+        todo = [d for d in dict.fromkeys(docs) if d not in known]
+        if todo:
+            assert self.store is not None and self.rows is not None
+            matrix = self.store.rows
+            for d, row in zip(todo, self.rows[np.asarray(todo, dtype=np.int64)].tolist(),
+                              strict=True):  # fmt: skip
+                known[d] = float(matrix[row] @ qvec) if row >= 0 else 0.0
+        return [known[d] for d in docs]
 
     def raw(self, lane: str, doc: int) -> float:
         """A document's raw score in a lane, whether or not the lane returned it."""
         if lane in self.lexical:
             return float(self.lexical[lane][doc])
-        qvec = self.vectors.get(lane)
-        if qvec is not None and self.rows is not None:
-            # One row's dot product, as for every candidate (a batched product could differ in
-            # the last bits); computed once per lane, document and query.
-            cos = self._cosines.get((lane, doc))
-            if cos is None:
-                row = int(self.rows[doc])
-                assert self.store is not None
-                cos = float(self.store.rows[row] @ qvec) if row >= 0 else 0.0
-                self._cosines[(lane, doc)] = cos
-            return cos
+        if lane in self.vectors and self.rows is not None:
+            return self.cosines(lane, [doc])[0]
         return 0.0
 
     def fill(self, lane: str) -> ScoreFn:
         scores = self.lexical.get(lane)
         if scores is not None:
             return lambda ids: scores[[int(i) for i in ids]].tolist()
-        return lambda ids: [self.raw(lane, int(i)) for i in ids]
+        return lambda ids: self.cosines(lane, [int(i) for i in ids])
 
 
 def _vector_lane(
     corpus: Corpus,
     qvec: F32,
-    mask: BoolArray,
+    mask: BoolArray | None,
     depth: int,
     min_similarity: float,
     lanes: _Lanes,
@@ -291,12 +315,18 @@ def _vector_lane(
     lanes.vectors[lane] = qvec
     lanes.found[lane] = []
     order, sorted_rows, one_doc_per_row = corpus.by_row()
-    ok = mask & (rows >= 0) if mask is not None else rows >= 0
-    row_mask = np.zeros(len(store), dtype=bool)
-    row_mask[rows[ok]] = True
-    if not row_mask.any():
-        return None
-    hits = store.search(qvec, depth, None if row_mask.all() else row_mask)
+    ok: BoolArray
+    if (mask is None or mask.all()) and corpus.covers_store():
+        ok, row_mask, allowed_rows = np.ones(len(rows), dtype=bool), None, len(store)
+    else:
+        ok = mask & (rows >= 0) if mask is not None else rows >= 0
+        full = np.zeros(len(store), dtype=bool)
+        full[rows[ok]] = True
+        allowed_rows = int(full.sum())
+        if not allowed_rows:
+            return None
+        row_mask = None if allowed_rows == len(store) else full
+    hits = _vector_hits(corpus, qvec, depth, row_mask, allowed_rows)
     # Documents with identical text share a row: each row answers for its first allowed doc.
     hit_rows = np.asarray([row for row, _ in hits], dtype=np.int64)
     lo = np.searchsorted(sorted_rows, hit_rows, side="left")
@@ -312,6 +342,30 @@ def _vector_lane(
         (d, s) for d, (_, s) in zip(docs, hits, strict=True) if s >= min_similarity
     ]
     return hits[0][1] if hits else None
+
+
+#: With a filter, the ANN index is asked for this many times the candidates the filter would
+#: keep on average (at most), before the exact scan of the allowed rows takes over.
+MAX_OVERSAMPLE = 16
+
+
+def _vector_hits(
+    corpus: Corpus, qvec: F32, depth: int, row_mask: BoolArray | None, allowed_rows: int
+) -> list[tuple[int, float]]:
+    """The vector lane's best ``depth`` rows: exact scores over the ANN index's candidates
+    when there is one, else over every allowed row. A filter that leaves the ANN too few
+    candidates falls back to the exact scan of the allowed rows."""
+    store = corpus.store
+    assert store is not None
+    if corpus.ann is not None:
+        share = len(store) / allowed_rows
+        if share <= MAX_OVERSAMPLE:
+            want = int(min(len(store), depth * math.ceil(share)))
+            cand = corpus.ann.candidates(qvec, want, store)
+            hits = store.search(qvec, depth, row_mask, among=cand)
+            if len(hits) >= min(depth, allowed_rows):
+                return hits
+    return store.search(qvec, depth, row_mask)
 
 
 def fuse(
@@ -435,7 +489,7 @@ def rank(
             if corpus.lexical is None:
                 raise InvalidInputError("no lexical index to search")
             for lane, words in [(LEXICAL, text), *_of(used, LEXICAL)]:
-                lanes.lexical[lane] = corpus.lexical.scores(words, allowed)
+                lanes.lexical[lane] = corpus.lexical.scores(words, mask)
                 lanes.found[lane] = top_k(lanes.lexical[lane], depth)
         if mode in ("hybrid", VECTOR):
             if corpus.store is None or query_vec is None:
@@ -450,7 +504,7 @@ def rank(
                     raise InvalidInputError(f"query variant {used[lane]!r} has no embedding")
                 qvec = given() if callable(given) else given
                 qvec = np.asarray(qvec, dtype=np.float32).reshape(-1)
-                top = _vector_lane(corpus, qvec, allowed, depth, min_similarity, lanes, lane)
+                top = _vector_lane(corpus, qvec, mask, depth, min_similarity, lanes, lane)
                 if top is not None and (best is None or top > best):
                     best = top
             lexical_hit = any(p for lane, p in lanes.found.items() if lane in lanes.lexical)

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from arkai.adapters.fs import atomic_write
 from arkai.errors import InvalidInputError, NotFoundError
 
-__all__ = ["FORMAT", "VectorStore"]
+__all__ = ["FORMAT", "VectorStore", "keys_digest"]
 
 FORMAT = 1
 VECTORS_FILE = "vectors.npy"
@@ -41,7 +41,7 @@ META_FILE = "meta.json"
 F32 = npt.NDArray[np.float32]
 
 
-def _keys_digest(keys: Sequence[str]) -> str:
+def keys_digest(keys: Sequence[str]) -> str:
     h = hashlib.sha256()
     for k in keys:
         h.update(k.encode("utf-8"))
@@ -160,10 +160,12 @@ class VectorStore:
         query_vec: npt.ArrayLike,
         k: int,
         rows_mask: npt.NDArray[np.bool_] | None = None,
+        among: npt.NDArray[np.int64] | None = None,
     ) -> list[tuple[int, float]]:
         """The ``k`` rows with the largest dot product with ``query_vec``, best first, as
         ``(row, score)``; ties by row. ``rows_mask`` (boolean, one per row) restricts the
-        search to the rows marked True."""
+        search to the rows marked True; ``among`` (row numbers, e.g. an ANN index's
+        candidates) to those rows."""
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise InvalidInputError(f"query vector has width {q.shape[0]}, expected {self.dim}")
@@ -173,8 +175,16 @@ class VectorStore:
         if k <= 0 or n == 0:
             return []
         rows = self.rows
-        if rows_mask is None:
-            candidates: npt.NDArray[np.int64] | None = None
+        if among is not None:
+            candidates: npt.NDArray[np.int64] | None = np.unique(np.asarray(among, np.int64))
+            assert candidates is not None
+            if rows_mask is not None:
+                candidates = candidates[np.asarray(rows_mask, dtype=bool)[candidates]]
+            if candidates.size == 0:
+                return []
+            scores = rows[candidates] @ q
+        elif rows_mask is None:
+            candidates = None
             scores = rows @ q
         else:
             mask = np.asarray(rows_mask, dtype=bool)
@@ -215,7 +225,7 @@ class VectorStore:
             "model": self.model_name,
             "dim": self.dim,
             "count": len(self._keys),
-            "keys_sha256": _keys_digest(self._keys),
+            "keys_sha256": keys_digest(self._keys),
         }
         meta_text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write(d / META_FILE, lambda f: f.write(meta_text.encode("utf-8")))
@@ -254,7 +264,7 @@ class VectorStore:
             or rows.shape != (count, width)
             or len(keys) != count
             or len(set(keys)) != count
-            or meta.get("keys_sha256") != _keys_digest(keys)
+            or meta.get("keys_sha256") != keys_digest(keys)
         ):
             return store
         store._buf = np.ascontiguousarray(rows, dtype=np.float32)

@@ -1,0 +1,225 @@
+"""The vector lane above ``index.ann.threshold``: a FAISS IVF index proposes candidates, the
+store scores them exactly (arkai.search.ann, arkai.ops.index.update_ann).
+
+Below the threshold nothing changes (no ANN file, the exact scan, the same rankings); above
+it the index is built, kept in step with the store incrementally (added and pruned keys), rebuilt
+when too much was removed, and a damaged or stale file is refused by name — search then scans
+exactly instead of answering from it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from arkai.errors import InvalidInputError
+from arkai.ops.index import DEFAULTS, update_ann
+from arkai.search.ann import ANN_FILE, ANN_META, AnnError, AnnIndex, AnnSettings
+from arkai.search.pipeline import Corpus, build_lexical, rank
+from arkai.search.vectors import VectorStore
+
+DIM = 48
+N = 4000
+
+
+def _unit(a: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    out: npt.NDArray[np.float32] = (a / np.linalg.norm(a, axis=-1, keepdims=True)).astype(
+        np.float32
+    )
+    return out
+
+
+def _vectors(n: int, seed: int = 0) -> npt.NDArray[np.float32]:
+    """Clustered unit vectors (200 topics plus noise), like embeddings of related passages."""
+    rng = np.random.default_rng(seed)
+    centers = _unit(rng.standard_normal((200, DIM), dtype=np.float32))
+    pick = rng.integers(0, 200, n)
+    return _unit(centers[pick] + 0.12 * rng.standard_normal((n, DIM), dtype=np.float32))
+
+
+def _keys(n: int, prefix: str) -> list[str]:
+    import hashlib
+
+    return ["sha256:" + hashlib.sha256(f"{prefix}{i}".encode()).hexdigest() for i in range(n)]
+
+
+def _hashed_store(n: int = N, seed: int = 0, prefix: str = "a") -> VectorStore:
+    store = VectorStore(DIM, "test-model")
+    store.add(_keys(n, prefix), _vectors(n, seed))
+    return store
+
+
+def _queries(m: int = 40) -> npt.NDArray[np.float32]:
+    return _vectors(m, seed=99)
+
+
+def _recall_at_10(ann: AnnIndex, store: VectorStore) -> float:
+    corpus_exact = Corpus(None, store)
+    corpus_ann = Corpus(None, store, ann=ann)
+    hit = total = 0
+    for q in _queries():
+        exact = rank(corpus_exact, "", mode="vector", query_vec=q, answer_floor=-1.0)
+        approx = rank(corpus_ann, "", mode="vector", query_vec=q, answer_floor=-1.0)
+        want = {r.doc for r in exact.ranked[:10]}
+        hit += len(want & {r.doc for r in approx.ranked[:10]})
+        total += len(want)
+    return hit / total
+
+
+def test_defaults_and_params_agree() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    params = yaml.safe_load((root / "params.yaml").read_text())["index"]["ann"]
+    assert params == DEFAULTS["ann"]
+    assert AnnSettings.from_params(params) == AnnSettings()
+    with pytest.raises(Exception, match=r"unknown `index\.ann` keys"):
+        AnnSettings.from_params({"treshold": 5})
+
+
+def test_below_threshold_exact_scan_unchanged(tmp_path: Path) -> None:
+    store = _hashed_store()
+    store.save(tmp_path)
+    # An index left from a larger library is removed once the store is below the threshold.
+    AnnIndex.build(store, AnnSettings(threshold=1)).save(tmp_path, store)
+    assert update_ann(tmp_path, store, store.keys, {"threshold": N + 1}) == "removed"
+    assert not (tmp_path / ANN_FILE).exists() and not (tmp_path / ANN_META).exists()
+    assert update_ann(tmp_path, store, store.keys, {"threshold": N + 1}) is None
+    texts = [f"word{i % 37} other{i % 11}" for i in range(N)]
+    corpus = Corpus(build_lexical([("", t) for t in texts]), store)
+    for q in _queries(8):
+        got = rank(corpus, "word3 other5", query_vec=q)
+        hits = store.search(q, 100)
+        vec = rank(corpus, "", mode="vector", query_vec=q, answer_floor=-1.0, min_similarity=-1)
+        assert [(r.doc, r.score) for r in vec.ranked] == hits  # the exact scan, bit for bit
+        assert got.ranked  # hybrid still fuses over the exact lane
+        for r in got.ranked:  # every cosine fusion saw is the row's own dot product, bit for bit
+            assert r.lanes["vector"]["score"] == float(store.rows[r.doc] @ q)
+
+
+def test_above_threshold_ann_used_with_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _hashed_store()
+    assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
+    ann = AnnIndex.load(tmp_path, store.keys, DIM)
+    assert ann.count == N and ann.meta["nlist"] == AnnSettings().lists_for(N)
+    calls: list[object] = []
+    plain = VectorStore.search
+
+    def spy(self: VectorStore, *a: object, **kw: object) -> object:
+        calls.append(kw.get("among"))
+        return plain(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VectorStore, "search", spy)
+    assert _recall_at_10(ann, store) >= 0.95
+    # The ANN really is used: every exact-corpus query scans all rows (among=None); every
+    # ANN-corpus query scores only the index's candidates, with no fallback scan.
+    assert [c is None for c in calls] == [True, False] * len(_queries())
+    monkeypatch.undo()
+    # Candidates are scored exactly: a few proposed rows get those rows' exact scores.
+    q = _queries(1)[0]
+    few = ann.candidates(q, 5, store)
+    assert 0 < len(few) <= 5
+    scored = store.search(q, 100, among=few)
+    assert sorted(r for r, _ in scored) == sorted(few.tolist())
+    for r, s in scored:
+        assert s == float(store.rows[r] @ q) or abs(s - float(store.rows[r] @ q)) < 1e-6
+
+
+def test_incremental_add_and_prune_then_rebuild(tmp_path: Path) -> None:
+    store = _hashed_store()
+    assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
+    old = store.keys
+    assert update_ann(tmp_path, store, old, {"threshold": 1000}) == "kept"
+    # 100 new keys, 300 pruned (7.5 %: under the rebuild fraction).
+    new_keys = _keys(100, "new")
+    new_vecs = _vectors(100, seed=7)
+    store.add(new_keys, new_vecs)
+    gone = set(old[:300])
+    store.prune([k for k in store.keys if k not in gone])
+    assert update_ann(tmp_path, store, old, {"threshold": 1000}) == "updated"
+    ann = AnnIndex.load(tmp_path, store.keys, DIM)
+    assert ann.count == len(store) == N - 200
+    assert ann.meta["removed_since_training"] == 300
+    corpus = Corpus(None, store, ann=ann)
+    for key, vec in zip(new_keys[:10], new_vecs[:10], strict=True):
+        got = rank(corpus, "", mode="vector", query_vec=vec, answer_floor=-1.0)
+        assert store.keys[got.ranked[0].doc] == key  # an added vector is found
+    gone_rows = ann.candidates(_queries(1)[0], len(store), store)
+    assert not {store.keys[r] for r in gone_rows} & gone  # a pruned key never comes back
+    assert _recall_at_10(ann, store) >= 0.95
+    # Pruning past the rebuild fraction (20 % of what it was trained on) retrains.
+    before = store.keys
+    store.prune(before[: len(before) - 900])
+    assert update_ann(tmp_path, store, before, {"threshold": 1000}) == "rebuilt"
+    ann = AnnIndex.load(tmp_path, store.keys, DIM)
+    assert ann.meta["removed_since_training"] == 0 and ann.meta["trained_count"] == len(store)
+
+
+def test_colliding_key_ids_are_refused() -> None:
+    store = VectorStore(DIM, "test-model")
+    store.add(["sha256:" + "a" * 15 + "0" * 49, "sha256:" + "a" * 15 + "1" * 49], _vectors(2))
+    with pytest.raises(InvalidInputError, match="first 60 bits"):
+        AnnIndex.build(store, AnnSettings(threshold=1))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "stale-meta", "no-file"])
+def test_damaged_ann_is_named_and_rebuilt(tmp_path: Path, damage: str) -> None:
+    store = _hashed_store()
+    assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
+    path = tmp_path / ANN_FILE
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    elif damage == "truncate":
+        path.write_bytes(bytes(data[: len(data) // 3]))
+    elif damage == "stale-meta":
+        meta = json.loads((tmp_path / ANN_META).read_text())
+        meta["keys_sha256"] = "sha256:" + "0" * 64
+        (tmp_path / ANN_META).write_text(json.dumps(meta))
+    else:
+        path.unlink()
+    with pytest.raises(AnnError) as err:
+        AnnIndex.load(tmp_path, store.keys, DIM)
+    named = ANN_META if damage == "stale-meta" else ANN_FILE
+    assert str(tmp_path / named) in str(err.value)
+    assert update_ann(tmp_path, store, store.keys, {"threshold": 1000}) == "rebuilt"
+    assert AnnIndex.load(tmp_path, store.keys, DIM).count == N
+
+
+def test_search_refuses_a_damaged_ann_and_scans_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arkai.ops import Repo
+    from arkai.ops.search import search
+    from arkai.search import embed
+    from tests.core.test_search_golden import _queries as golden_queries
+    from tests.core.test_search_golden import _QueryEmbedder, _write_index
+
+    fake = _QueryEmbedder()
+    monkeypatch.setattr(embed, "get_embedder", lambda name="default", **kw: fake)
+    _write_index(tmp_path)
+    text = golden_queries()[0][0]
+    exact = search(Repo.at(tmp_path), text, k=10, explain=True).to_dict()
+    folder = tmp_path / "index" / "vectors"
+    store = VectorStore.load(folder, "golden")
+    assert update_ann(folder, store, [], {"threshold": 100}) == "built"
+    ann_path = folder / ANN_FILE
+    data = bytearray(ann_path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    ann_path.write_bytes(bytes(data))
+    (tmp_path / "index" / "manifest.json").touch()  # a new index for the process cache
+    from arkai.ops import search as search_mod
+
+    search_mod._CACHE.clear()
+    got = search(Repo.at(tmp_path), text, k=10, explain=True).to_dict()
+    warnings = got.pop("warnings", [])
+    exact.pop("warnings", None)
+    assert any(str(ann_path) in w and "exact vector scan" in w for w in warnings), warnings
+    assert got == exact
