@@ -384,6 +384,9 @@ class OnnxMiniLMEmbedder:
             so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             so.log_severity_level = 3
+            # Idle intra-op threads sleep instead of spinning: on two shared cores a spinning
+            # thread steals the time the query's own work (and numpy's scan) needs.
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
             path = self.export_dir() / str(meta.get("file", ONNX_FILE))
             self._session = ort.InferenceSession(
                 str(path), sess_options=so, providers=["CPUExecutionProvider"]
