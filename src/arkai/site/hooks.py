@@ -2,8 +2,11 @@
 
 1. Pages arkai generated (they start with :data:`arkai.site.html.MARKER`) are raw HTML
    already: their Markdown conversion is skipped and the HTML is used as is — faster, and no
-   Markdown extension ever sees transcript text. A right-hand table of contents is rebuilt
-   from the page's ``<h2 id>`` headings, and the theme's indentation is dropped.
+   Markdown extension ever sees transcript text. MkDocs reads every page before it renders
+   any; arkai's pages keep no content in between (their HTML is read again from the page's
+   file just before its template is rendered and dropped right after), so one page's HTML is
+   in memory at a time, not the whole site's. A right-hand table of contents is rebuilt from
+   the page's ``<h2 id>`` headings, and the theme's indentation is dropped.
 2. Search: arkai's pages are excluded from Material's search plugin, which would parse all
    their HTML; after the build their entries, written by the generator next to each page
    (:mod:`arkai.site.search`), are added to ``search/search_index.json``. The index is
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mkdocs.structure.toc import get_toc
+from mkdocs.utils.meta import get_data
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.site.html import MARKER
@@ -37,7 +41,7 @@ _VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2\s*>)", re.S | re
 _INDENT = re.compile(r"\n\s+")
 _ENTITY_SEPARATOR = "&(?:lt|gt|amp|quot);"
 
-_state: dict[str, Any] = {"command": None, "dirty": False, "stash": {}, "ours": set(), "files": []}
+_state: dict[str, Any] = {"command": None, "dirty": False, "ours": set(), "files": []}
 
 
 class _DropDirtyWarning(logging.Filter):
@@ -50,7 +54,7 @@ class _DropDirtyWarning(logging.Filter):
 
 
 def on_startup(command: str, dirty: bool) -> None:
-    _state.update(command=command, dirty=dirty, stash={}, ours=set(), files=[])
+    _state.update(command=command, dirty=dirty, ours=set(), files=[])
     build_log = logging.getLogger("mkdocs.commands.build")
     if not any(isinstance(f, _DropDirtyWarning) for f in build_log.filters):
         build_log.addFilter(_DropDirtyWarning())
@@ -58,21 +62,22 @@ def on_startup(command: str, dirty: bool) -> None:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if markdown.startswith(MARKER):
-        _state["stash"][page.file.src_uri] = markdown
         _state["ours"].add(page.file.src_uri)
         return ""
     return markdown
 
 
-def on_page_content(html_text: str, page: Any, config: Any, files: Any) -> str:
-    body = _state["stash"].pop(page.file.src_uri, None)
-    if body is None:
-        return html_text
+def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
+    """Load an arkai page's HTML just before its template is rendered (see the module doc)."""
+    if page.file.src_uri not in _state["ours"]:
+        return context
+    body, _ = get_data(page.file.content_string)
     # Heading text is escaped already, as the theme expects of TOC titles.
     page.toc = get_toc(
         [{"level": 2, "id": m[1], "name": m[2], "children": []} for m in _H2.finditer(body)]
     )
-    return str(body)
+    page.content = body
+    return context
 
 
 def on_post_page(output: str, page: Any, config: Any) -> str:
@@ -88,6 +93,7 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
     # (they carry no Markdown links to validate), and on a big library it is most of the
     # build's memory.
     page.content = ""
+    page.toc = get_toc([])
     return _squeeze(output)
 
 
