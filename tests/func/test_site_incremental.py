@@ -2,11 +2,13 @@
 changed, added or removed, the pages that list it follow, the others are not made again, the
 search index holds the new text, and everything equals what a clean build makes — including
 when parsed items are not kept between the generator's two passes (the memory bound). MkDocs
-holds no arkai page's HTML between reading the pages and rendering them."""
+holds no arkai page's HTML between reading the pages and rendering them, and the search index
+of a dirty build copies unchanged pages' entries from the previous one."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -99,6 +101,18 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     index = json.loads((site / "search" / "search_index.json").read_text())
     hits = {d["location"].split("#")[0] for d in index["docs"] if "Zqxincremental" in d["text"]}
     assert hits == {f"transcripts/{changed}/"}
+
+    # The entries of unchanged pages are copied from the previous index, not read again: an
+    # unreadable entries file with its old size and time changes nothing.
+    rows = build / "search" / f"{sorted(others)[0]}.json"
+    original, st = rows.read_bytes(), rows.stat()
+    rows.write_bytes(b"x" * len(original))
+    os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
+    before_index = (site / "search" / "search_index.json").read_bytes()
+    assert build_site(repo).mkdocs == "dirty"
+    assert (site / "search" / "search_index.json").read_bytes() == before_index
+    rows.write_bytes(original)
+    os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
 
     # One letter of a sentence an entity page shows changes case: the same length, so every
     # span stays valid and the entity's own data is unchanged — only the transcript differs.

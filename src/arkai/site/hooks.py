@@ -11,6 +11,10 @@
    their HTML; after the build their entries, written by the generator next to each page
    (:mod:`arkai.site.search`), are added to ``search/search_index.json``. The index is
    therefore complete after ``mkdocs build --dirty`` too, which renders only changed pages.
+   On such a build the previous index is set aside before MkDocs writes its own, and the
+   entries of every page whose entries file is unchanged are copied from it as bytes (where
+   they lie is kept in ``search-ranges.json``): only changed pages' entries are parsed and
+   serialised again.
 3. After a dirty build the HTML of pages that no longer exist is removed, so the site is
    what a full build would leave.
 
@@ -21,10 +25,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import shutil
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from jinja2 import FileSystemBytecodeCache
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils.meta import get_data
 
@@ -35,6 +43,11 @@ SEARCH_INDEX = "search/search_index.json"
 #: Folder of the search entries of each page (``<page>.md.json``), in the build folder.
 SEARCH_DIR = "search"
 PAGES = "pages.json"
+#: Where each page's entries lie in the last search index written (see the module doc).
+SEARCH_RANGES = "search-ranges.json"
+PREVIOUS_INDEX = "search_index.previous.json"
+#: Compiled theme templates (see :func:`on_env`).
+JINJA_CACHE = "jinja"
 _H2 = re.compile(r'<h2 id="([^"<>]+)">([^<]*)</h2>')
 # Whitespace-sensitive elements, left exactly as they are by ``_squeeze``.
 _VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2\s*>)", re.S | re.I)
@@ -110,10 +123,46 @@ def _squeeze(text: str) -> str:
     return "".join(out)
 
 
+def on_env(env: Any, config: Any, files: Any) -> Any:
+    """Keep the theme's compiled templates between builds (compiling them was a third of a
+    no-change rebuild). Jinja checks each template's source against its cached code; the
+    folder is named after the versions that make the environment, so another MkDocs, theme
+    or Jinja starts a new one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "-"
+
+    name = "-".join(ver(d) for d in ("mkdocs", "mkdocs-material", "jinja2"))
+    base = Path(config.config_file_path).parent / JINJA_CACHE
+    for other in base.glob("*"):
+        if other.name != name:
+            shutil.rmtree(other, ignore_errors=True)
+    (base / name).mkdir(parents=True, exist_ok=True)
+    env.bytecode_cache = FileSystemBytecodeCache(str(base / name))
+    return env
+
+
+def on_pre_build(config: Any) -> None:
+    """On a dirty build, set the previous search index aside (MkDocs is about to replace it):
+    the entries of unchanged pages are copied from it."""
+    build_dir = Path(config.config_file_path).parent
+    previous = build_dir / PREVIOUS_INDEX
+    previous.unlink(missing_ok=True)
+    if _state["command"] == "build" and _state["dirty"]:
+        # None yet, or on another file system: every page's entries are dumped.
+        with suppress(OSError):
+            os.replace(Path(config.site_dir) / SEARCH_INDEX, previous)
+
+
 def on_post_build(config: Any) -> None:
     build_dir = Path(config.config_file_path).parent
     site = Path(config.site_dir)
     _add_search_entries(site, build_dir)
+    (build_dir / PREVIOUS_INDEX).unlink(missing_ok=True)
     if _state["command"] == "build":
         _remove_deleted_pages(site, build_dir, sorted(f.dest_uri for f in _state["files"]))
 
@@ -141,10 +190,13 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
         config["separator"] = with_entity_separator(config["separator"])
 
+    reuse = _previous_ranges(build_dir)
+    ranges: dict[str, list[int]] = {}
+
     def dump(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
-    def write(fh: BinaryIO) -> None:
+    def write(fh: BinaryIO, old: BinaryIO | None) -> None:
         # Byte for byte what json.dumps of the whole index would give.
         fh.write(b"{")
         for n, (key, value) in enumerate(data.items()):
@@ -154,15 +206,45 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
                 fh.write(dump(value))
                 continue
             fh.write(b"[")
-            first = True
-            for docs in (value, *map(_entries, ours)):  # Material's, then each page's
-                if docs:
-                    fh.write(dump(docs)[1:-1] if first else b"," + dump(docs)[1:-1])
+            first = not value
+            if value:
+                fh.write(dump(value)[1:-1])  # Material's entries, then each page's
+            for url, rows_file in ours:
+                st = rows_file.stat()
+                known = reuse.get(url)
+                if old is not None and known and known[:2] == [st.st_size, st.st_mtime_ns]:
+                    old.seek(known[2])
+                    body = old.read(known[3])
+                else:
+                    body = dump(_entries((url, rows_file)))[1:-1]
+                if body:
+                    fh.write(b"" if first else b",")
                     first = False
+                ranges[url] = [st.st_size, st.st_mtime_ns, fh.tell(), len(body)]
+                fh.write(body)
             fh.write(b"]")
         fh.write(b"}")
 
-    atomic_write(index, write, fsync=False)
+    previous = build_dir / PREVIOUS_INDEX
+    with previous.open("rb") if reuse and previous.is_file() else nullcontext() as old:
+        atomic_write(index, lambda fh: write(fh, old), fsync=False)
+    st = index.stat()
+    record = {"index": [st.st_size, st.st_mtime_ns], "pages": ranges}
+    atomic_write_text(build_dir / SEARCH_RANGES, json.dumps(record), fsync=False)
+
+
+def _previous_ranges(build_dir: Path) -> dict[str, list[int]]:
+    """Where each page's entries lie in the index set aside by :func:`on_pre_build` (empty
+    when there is none, or it is not the index the record describes)."""
+    try:
+        record = json.loads((build_dir / SEARCH_RANGES).read_bytes())
+        st = (build_dir / PREVIOUS_INDEX).stat()
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict) or record.get("index") != [st.st_size, st.st_mtime_ns]:
+        return {}
+    pages = record.get("pages")
+    return pages if isinstance(pages, dict) else {}
 
 
 def _entries(page: tuple[str, Path]) -> list[dict[str, Any]]:
