@@ -6,7 +6,9 @@ Incremental at two levels:
 - Pages. Each item's pages are regenerated only when one of its files changed (a digest
   of them is kept in ``.site-build/cache.json`` with the item's summary) or what its item
   page shows from elsewhere (related items, topics, entity pages) changed; every page is
-  written only when its bytes differ, so unchanged pages keep their mtime.
+  written only when its bytes differ, so unchanged pages keep their mtime. Library-wide
+  pages are made one at a time; an entity page — the costly kind, it reads transcripts — is
+  rendered only when its key (:func:`arkai.site.indexes.entity_key`) changed.
 - HTML. MkDocs renders every page on a normal build. When the configuration, theme and
   arkai's version are unchanged since the last successful build, ``mkdocs build --dirty``
   is used instead: it renders just the pages whose Markdown is newer than their HTML. That
@@ -18,20 +20,21 @@ Incremental at two levels:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import metadata as importlib_metadata
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
+from arkai.adapters.fs import atomic_write, atomic_write_bytes, atomic_write_text
 from arkai.adapters.layout import INDEX, Item, iter_items
 from arkai.adapters.memory import read_changes, read_state
 from arkai.adapters.params import load_params
@@ -71,12 +74,15 @@ from arkai.site.siteurl import derive_site_url
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 CACHE = "cache.json"
 STATE = "state.json"
 CONFIG = "mkdocs.yml"
 MAX_RELATED = 10
 MAX_TOPICS = 20
+#: Transcript bytes of parsed items kept between the two passes of :func:`generate_pages`
+#: (more are parsed again: a full build of a big library must not hold them all).
+LOADED_BYTES = 4_000_000
 _RELEVANCE = {"high": 0, "medium": 1, "low": 2}
 
 log = logging.getLogger(__name__)
@@ -296,7 +302,14 @@ def generate_pages(
     report: SiteReport,
     progress: Callable[[int, int], None] | None = None,
 ) -> Library:
-    """Write every page into ``.site-build/docs`` (unchanged pages are left alone)."""
+    """Write every page into ``.site-build/docs`` (unchanged pages are left alone).
+
+    Memory stays bounded by the item summaries: an item's files are parsed when its pages
+    must be made, its transcript page is written at once, and the parsed item is kept for
+    its item page (written once the library-wide context is known) only within
+    :data:`LOADED_BYTES`; beyond that it is parsed again. Library-wide pages are made and
+    written one at a time; an entity page is rendered only when its inputs changed.
+    """
     build = root / BUILD_DIR
     docs = build / DOCS_DIR
     urls = Urls(user.directory_urls)
@@ -307,8 +320,12 @@ def generate_pages(
     }
     cache = read_json(build / CACHE) if (build / CACHE).is_file() else None
     cached: dict[str, Any] = {}
+    cached_pages: dict[str, Any] = {}
     if cache and cache.get("setting") == setting and isinstance(cache.get("items"), dict):
         cached = cache["items"]
+        if isinstance(cache.get("pages"), dict):
+            cached_pages = cache["pages"]
+    del cache
     items: list[Item] = []
     seen: set[str] = set()
     for item in iter_items(root):
@@ -318,20 +335,46 @@ def generate_pages(
         seen.add(item.id)
         items.append(item)
     loaded: dict[str, ItemData] = {}
+    loaded_bytes = 0
     entries: dict[str, dict[str, Any]] = {}
+    regenerated: set[str] = set()
+    keep: set[str] = set()
+
+    def fresh(entry: dict[str, Any], slot: str, key: str, src: str) -> bool:
+        return (
+            entry.get(slot) == key
+            and (docs / src).is_file()
+            and (build / SEARCH_DIR / f"{src}.json").is_file()
+        )
+
     for n, item in enumerate(items, 1):
         stats = input_stats(item)
-        entry = cached.get(item.id)
+        entry = cached.pop(item.id, None)
+        data: ItemData | None = None
         if not isinstance(entry, dict) or entry.get("stats") != stats:
             blobs = read_inputs(item, stats)
             dg = input_digest(blobs)
             if not isinstance(entry, dict) or entry.get("digest") != dg:
-                data = loaded[item.id] = load_item(item, blobs)
+                data = load_item(item, blobs)
                 entry = {"digest": dg, "summary": summarize_item(data)}
             entry["stats"] = stats
         entries[item.id] = entry
+        # The transcript page depends on the item's files only: made now.
+        src = links.transcript_page(item.id)
+        keep.add(src)
+        if not fresh(entry, "transcript_key", entry["digest"], src):
+            data = data or load_item(item)
+            text = render_transcript_page(data, entry["summary"], urls)
+            _write(build, src, text, transcript_sections(data, entry["summary"]["title"]), report)
+            entry["transcript_key"] = entry["digest"]
+            regenerated.add(item.id)
+        if data is not None and loaded_bytes + len(data.data) <= LOADED_BYTES:
+            loaded[item.id] = data
+            loaded_bytes += len(data.data)
+        del data
         if progress is not None:
             progress(n, len(items) * 2)
+    del cached
     summaries = [entries[i.id]["summary"] for i in items]
     index = root / INDEX
     topics, item_topics = _load_topics(index)
@@ -344,6 +387,7 @@ def generate_pages(
         entity_min_items=options.entity_min_items,
         topic_min_items=options.topic_min_items,
         root=root,
+        digests={cid: e["digest"] for cid, e in entries.items()},
     )
     wanted = {
         c
@@ -354,13 +398,10 @@ def generate_pages(
     }
     lib.chunks = _load_chunks(index, wanted)
     related = _load_related(index, {s["id"]: s["title"] for s in summaries})
-    keep: set[str] = set()
     for n, item in enumerate(items, 1):
         entry, summary = entries[item.id], entries[item.id]["summary"]
         ctx = ItemContext(
-            entity_pages=sorted(
-                {e["key"] for e in summary["entities"] if lib.entity_has_page(e["key"])}
-            ),
+            entity_pages=sorted({e[0] for e in summary["entities"] if lib.entity_has_page(e[0])}),
             topics=[
                 [t, r, "1" if lib.topic_has_page(t) else ""]
                 for t, r in item_topics.get(item.id, [])[:MAX_TOPICS]
@@ -370,55 +411,49 @@ def generate_pages(
         item_key = hashlib.sha256(
             (entry["digest"] + json.dumps(ctx.to_dict(), sort_keys=True)).encode()
         ).hexdigest()
-        targets = (
-            (links.item_page(item.id), "item_key", item_key),
-            (links.transcript_page(item.id), "transcript_key", entry["digest"]),
-        )
-        regenerated = False
-        for src, slot, key in targets:
-            keep.add(src)
-            if (
-                entry.get(slot) == key
-                and (docs / src).is_file()
-                and (build / SEARCH_DIR / f"{src}.json").is_file()
-            ):
-                continue
-            data = loaded.get(item.id) or loaded.setdefault(item.id, load_item(item))
-            regenerated = True
-            if slot == "item_key":
-                text = render_item_page(data, summary, ctx, urls)
-                wisdom = [
-                    (
-                        anchor,
-                        heading,
-                        [value] if isinstance(value, str) else [entry_text(v) for v in value],
-                    )
-                    for anchor, heading, value in wisdom_sections(data)
-                ]
-                sections = item_sections(data, summary, wisdom)
-            else:
-                text = render_transcript_page(data, summary, urls)
-                sections = transcript_sections(data, summary["title"])
-            _write(build, src, text, sections, report)
-            entry[slot] = key
-        report.items_regenerated += regenerated
+        src = links.item_page(item.id)
+        keep.add(src)
+        if not fresh(entry, "item_key", item_key, src):
+            data = loaded.pop(item.id, None) or load_item(item)
+            text = render_item_page(data, summary, ctx, urls)
+            wisdom = [
+                (
+                    anchor,
+                    heading,
+                    [value] if isinstance(value, str) else [entry_text(v) for v in value],
+                )
+                for anchor, heading, value in wisdom_sections(data)
+            ]
+            _write(build, src, text, item_sections(data, summary, wisdom), report)
+            entry["item_key"] = item_key
+            regenerated.add(item.id)
+            del data
         loaded.pop(item.id, None)
         if progress is not None:
             progress(len(items) + n, len(items) * 2)
-    pages = {
-        links.HOME: indexes.home(lib),
-        links.LIBRARY: indexes.library_by_type(lib),
-        links.LIBRARY_DATES: indexes.library_by_date(lib),
-        links.VALIDATION: indexes.validation(lib),
-        **indexes.tag_pages(lib),
-        **indexes.entity_pages(lib),
-        **indexes.topic_pages(lib),
-    }
-    if lib.beliefs is not None:
-        pages[links.BELIEFS] = indexes.beliefs(lib)
-    for src, text in pages.items():
-        keep.add(src)
-        _write(build, src, text, lib.sections.get(src), report)
+    report.items_regenerated = len(regenerated)
+    page_keys: dict[str, str] = {}
+
+    def unchanged(src: str, key: str) -> bool:
+        page_keys[src] = key
+        return cached_pages.get(src) == key and fresh({"k": key}, "k", key, src)
+
+    pages: Iterable[indexes.PageOut] = itertools.chain(
+        [
+            (links.HOME, indexes.home(lib), None),
+            (links.LIBRARY, indexes.library_by_type(lib), None),
+            (links.LIBRARY_DATES, indexes.library_by_date(lib), None),
+            (links.VALIDATION, indexes.validation(lib), None),
+        ],
+        ((tag_src, tag_text, None) for tag_src, tag_text in indexes.tag_pages(lib).items()),
+        indexes.entity_pages(lib, unchanged),
+        indexes.topic_pages(lib),
+        [(links.BELIEFS, indexes.beliefs(lib), None)] if lib.beliefs is not None else [],
+    )
+    for page_src, body, sections in pages:
+        keep.add(page_src)
+        if body is not None:
+            _write(build, page_src, body, sections, report)
     for name, src in (("arkai.css", CSS), ("arkai.js", JS)):
         keep.add(src)
         write_page(docs / src, _asset(name))
@@ -426,9 +461,25 @@ def generate_pages(
     _remove_others(build / SEARCH_DIR, keep, ".json")
     report.items = len(items)
     report.pages = len([k for k in keep if k.endswith(".md")])
-    cache_text = json.dumps({"setting": setting, "items": entries}, separators=(",", ":"))
-    write_page(build / CACHE, cache_text.encode("utf-8"))
+    _write_cache(build / CACHE, setting, entries, page_keys)
     return lib
+
+
+def _write_cache(
+    path: Path, setting: dict[str, Any], entries: dict[str, Any], pages: dict[str, str]
+) -> None:
+    """``cache.json``, one item at a time (the whole cache as one string was a peak)."""
+
+    def dump(obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(b'{"setting":' + dump(setting) + b',"items":{')
+        for n, (cid, entry) in enumerate(entries.items()):
+            fh.write((b"," if n else b"") + dump(cid) + b":" + dump(entry))
+        fh.write(b'},"pages":' + dump(pages) + b"}")
+
+    atomic_write(path, write, fsync=False)
 
 
 # --------------------------------------------------------------------------- mkdocs

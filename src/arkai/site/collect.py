@@ -368,16 +368,18 @@ def summarize_item(d: ItemData) -> dict[str, Any]:
         "digest_ok": d.digest_ok,
         "edited": d.edited,
         "mentions_stale": sum(e.stale for e in d.entities),
+        # [key, name, type, mentions, said]: a list of short strings, not a dict of nested
+        # lists (a big library's summaries hold one per entity of every item, and the
+        # library-wide pages hold them all): mentions "12 40 0 …" (each mention's line, 0
+        # without a valid span), said "line:start:end …".
         "entities": [
-            {
-                "key": e.key,
-                "name": e.name,
-                "type": e.type,
-                "mentions": list(e.mentions),
-                # "line:start:end …": one short string, not nested lists (a big library's
-                # summaries hold one per entity of every item).
-                "said": " ".join(f"{ln}:{a}:{b}" for ln, a, b in e.said),
-            }
+            [
+                e.key,
+                e.name,
+                e.type,
+                " ".join(str(m or 0) for m in e.mentions),
+                " ".join(f"{ln}:{a}:{b}" for ln, a, b in e.said),
+            ]
             for e in d.entities
         ],
         "issues": issues,

@@ -2,12 +2,19 @@
 
 1. Pages arkai generated (they start with :data:`arkai.site.html.MARKER`) are raw HTML
    already: their Markdown conversion is skipped and the HTML is used as is — faster, and no
-   Markdown extension ever sees transcript text. A right-hand table of contents is rebuilt
-   from the page's ``<h2 id>`` headings, and the theme's indentation is dropped.
+   Markdown extension ever sees transcript text. MkDocs reads every page before it renders
+   any; arkai's pages keep no content in between (their HTML is read again from the page's
+   file just before its template is rendered and dropped right after), so one page's HTML is
+   in memory at a time, not the whole site's. A right-hand table of contents is rebuilt from
+   the page's ``<h2 id>`` headings, and the theme's indentation is dropped.
 2. Search: arkai's pages are excluded from Material's search plugin, which would parse all
    their HTML; after the build their entries, written by the generator next to each page
    (:mod:`arkai.site.search`), are added to ``search/search_index.json``. The index is
    therefore complete after ``mkdocs build --dirty`` too, which renders only changed pages.
+   On such a build the previous index is set aside before MkDocs writes its own, and the
+   entries of every page whose entries file is unchanged are copied from it as bytes (where
+   they lie is kept in ``search-ranges.json``): only changed pages' entries are parsed and
+   serialised again.
 3. After a dirty build the HTML of pages that no longer exist is removed, so the site is
    what a full build would leave.
 
@@ -18,11 +25,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import shutil
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from jinja2 import FileSystemBytecodeCache
 from mkdocs.structure.toc import get_toc
+from mkdocs.utils.meta import get_data
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.site.html import MARKER
@@ -31,13 +43,18 @@ SEARCH_INDEX = "search/search_index.json"
 #: Folder of the search entries of each page (``<page>.md.json``), in the build folder.
 SEARCH_DIR = "search"
 PAGES = "pages.json"
+#: Where each page's entries lie in the last search index written (see the module doc).
+SEARCH_RANGES = "search-ranges.json"
+PREVIOUS_INDEX = "search_index.previous.json"
+#: Compiled theme templates (see :func:`on_env`).
+JINJA_CACHE = "jinja"
 _H2 = re.compile(r'<h2 id="([^"<>]+)">([^<]*)</h2>')
 # Whitespace-sensitive elements, left exactly as they are by ``_squeeze``.
 _VERBATIM = re.compile(r"(<(pre|script|style|textarea)\b.*?</\2\s*>)", re.S | re.I)
 _INDENT = re.compile(r"\n\s+")
 _ENTITY_SEPARATOR = "&(?:lt|gt|amp|quot);"
 
-_state: dict[str, Any] = {"command": None, "dirty": False, "stash": {}, "ours": set(), "files": []}
+_state: dict[str, Any] = {"command": None, "dirty": False, "ours": set(), "files": []}
 
 
 class _DropDirtyWarning(logging.Filter):
@@ -50,7 +67,7 @@ class _DropDirtyWarning(logging.Filter):
 
 
 def on_startup(command: str, dirty: bool) -> None:
-    _state.update(command=command, dirty=dirty, stash={}, ours=set(), files=[])
+    _state.update(command=command, dirty=dirty, ours=set(), files=[])
     build_log = logging.getLogger("mkdocs.commands.build")
     if not any(isinstance(f, _DropDirtyWarning) for f in build_log.filters):
         build_log.addFilter(_DropDirtyWarning())
@@ -58,21 +75,22 @@ def on_startup(command: str, dirty: bool) -> None:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if markdown.startswith(MARKER):
-        _state["stash"][page.file.src_uri] = markdown
         _state["ours"].add(page.file.src_uri)
         return ""
     return markdown
 
 
-def on_page_content(html_text: str, page: Any, config: Any, files: Any) -> str:
-    body = _state["stash"].pop(page.file.src_uri, None)
-    if body is None:
-        return html_text
+def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
+    """Load an arkai page's HTML just before its template is rendered (see the module doc)."""
+    if page.file.src_uri not in _state["ours"]:
+        return context
+    body, _ = get_data(page.file.content_string)
     # Heading text is escaped already, as the theme expects of TOC titles.
     page.toc = get_toc(
         [{"level": 2, "id": m[1], "name": m[2], "children": []} for m in _H2.finditer(body)]
     )
-    return str(body)
+    page.content = body
+    return context
 
 
 def on_post_page(output: str, page: Any, config: Any) -> str:
@@ -88,6 +106,7 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
     # (they carry no Markdown links to validate), and on a big library it is most of the
     # build's memory.
     page.content = ""
+    page.toc = get_toc([])
     return _squeeze(output)
 
 
@@ -104,10 +123,46 @@ def _squeeze(text: str) -> str:
     return "".join(out)
 
 
+def on_env(env: Any, config: Any, files: Any) -> Any:
+    """Keep the theme's compiled templates between builds (compiling them was a third of a
+    no-change rebuild). Jinja checks each template's source against its cached code; the
+    folder is named after the versions that make the environment, so another MkDocs, theme
+    or Jinja starts a new one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "-"
+
+    name = "-".join(ver(d) for d in ("mkdocs", "mkdocs-material", "jinja2"))
+    base = Path(config.config_file_path).parent / JINJA_CACHE
+    for other in base.glob("*"):
+        if other.name != name:
+            shutil.rmtree(other, ignore_errors=True)
+    (base / name).mkdir(parents=True, exist_ok=True)
+    env.bytecode_cache = FileSystemBytecodeCache(str(base / name))
+    return env
+
+
+def on_pre_build(config: Any) -> None:
+    """On a dirty build, set the previous search index aside (MkDocs is about to replace it):
+    the entries of unchanged pages are copied from it."""
+    build_dir = Path(config.config_file_path).parent
+    previous = build_dir / PREVIOUS_INDEX
+    previous.unlink(missing_ok=True)
+    if _state["command"] == "build" and _state["dirty"]:
+        # None yet, or on another file system: every page's entries are dumped.
+        with suppress(OSError):
+            os.replace(Path(config.site_dir) / SEARCH_INDEX, previous)
+
+
 def on_post_build(config: Any) -> None:
     build_dir = Path(config.config_file_path).parent
     site = Path(config.site_dir)
     _add_search_entries(site, build_dir)
+    (build_dir / PREVIOUS_INDEX).unlink(missing_ok=True)
     if _state["command"] == "build":
         _remove_deleted_pages(site, build_dir, sorted(f.dest_uri for f in _state["files"]))
 
@@ -135,10 +190,13 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
         config["separator"] = with_entity_separator(config["separator"])
 
+    reuse = _previous_ranges(build_dir)
+    ranges: dict[str, list[int]] = {}
+
     def dump(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
-    def write(fh: BinaryIO) -> None:
+    def write(fh: BinaryIO, old: BinaryIO | None) -> None:
         # Byte for byte what json.dumps of the whole index would give.
         fh.write(b"{")
         for n, (key, value) in enumerate(data.items()):
@@ -148,15 +206,45 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
                 fh.write(dump(value))
                 continue
             fh.write(b"[")
-            first = True
-            for docs in (value, *map(_entries, ours)):  # Material's, then each page's
-                if docs:
-                    fh.write(dump(docs)[1:-1] if first else b"," + dump(docs)[1:-1])
+            first = not value
+            if value:
+                fh.write(dump(value)[1:-1])  # Material's entries, then each page's
+            for url, rows_file in ours:
+                st = rows_file.stat()
+                known = reuse.get(url)
+                if old is not None and known and known[:2] == [st.st_size, st.st_mtime_ns]:
+                    old.seek(known[2])
+                    body = old.read(known[3])
+                else:
+                    body = dump(_entries((url, rows_file)))[1:-1]
+                if body:
+                    fh.write(b"" if first else b",")
                     first = False
+                ranges[url] = [st.st_size, st.st_mtime_ns, fh.tell(), len(body)]
+                fh.write(body)
             fh.write(b"]")
         fh.write(b"}")
 
-    atomic_write(index, write, fsync=False)
+    previous = build_dir / PREVIOUS_INDEX
+    with previous.open("rb") if reuse and previous.is_file() else nullcontext() as old:
+        atomic_write(index, lambda fh: write(fh, old), fsync=False)
+    st = index.stat()
+    record = {"index": [st.st_size, st.st_mtime_ns], "pages": ranges}
+    atomic_write_text(build_dir / SEARCH_RANGES, json.dumps(record), fsync=False)
+
+
+def _previous_ranges(build_dir: Path) -> dict[str, list[int]]:
+    """Where each page's entries lie in the index set aside by :func:`on_pre_build` (empty
+    when there is none, or it is not the index the record describes)."""
+    try:
+        record = json.loads((build_dir / SEARCH_RANGES).read_bytes())
+        st = (build_dir / PREVIOUS_INDEX).stat()
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict) or record.get("index") != [st.st_size, st.st_mtime_ns]:
+        return {}
+    pages = record.get("pages")
+    return pages if isinstance(pages, dict) else {}
 
 
 def _entries(page: tuple[str, Path]) -> list[dict[str, Any]]:

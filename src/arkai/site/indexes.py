@@ -4,8 +4,10 @@ home, library by type and by date, tags, entities, topics, beliefs and validatio
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +39,9 @@ class Entity:
     key: str
     type: str
     names: Counter[str] = field(default_factory=Counter)
-    items: dict[str, list[int | None]] = field(default_factory=dict)
-    """content id → the line of each mention (None: unresolved or stale)."""
+    items: dict[str, str] = field(default_factory=dict)
+    """content id → the line of each mention, ``"12 40 0 …"`` (0: unresolved or stale; see
+    :func:`mention_lines`) — one short string per item, as in the item summaries."""
     said: dict[str, str] = field(default_factory=dict)
     """content id → ``"line:start:end …"`` of its first mentions (see :func:`said_spans`)."""
 
@@ -48,7 +51,16 @@ class Entity:
 
     @property
     def mentions(self) -> int:
-        return sum(len(m) for m in self.items.values())
+        return sum(mention_count(m) for m in self.items.values())
+
+
+def mention_lines(text: str) -> list[int | None]:
+    """``"12 40 0"`` (an entity's mentions in an item summary) → ``[12, 40, None]``."""
+    return [int(n) or None for n in text.split()]
+
+
+def mention_count(text: str) -> int:
+    return text.count(" ") + 1 if text else 0
 
 
 @dataclass
@@ -74,10 +86,11 @@ class Library:
     """``beliefs/beliefs.json`` with each belief's changes (see ``site.build._load_beliefs``)."""
     entity_min_items: int = 1
     topic_min_items: int = 1
-    sections: dict[str, list[Section]] = field(default_factory=dict)
-    """Search entries of the entity and topic pages, by page."""
     root: Path | None = None
     """The knowledge repo (entity pages read mention sentences from transcripts)."""
+    digests: dict[str, str] = field(default_factory=dict)
+    """content id → digest of the item's files (part of the key of the pages that read its
+    transcript: :func:`entity_key`)."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -89,12 +102,14 @@ class Library:
             if not topic.items:
                 del self.topics[term]
         for s in self.summaries:
-            for e in s["entities"]:
-                ent = self.entities.setdefault(e["key"], Entity(e["key"], e["type"]))
-                ent.names[e["name"]] += 1
-                ent.items.setdefault(s["id"], []).extend(e["mentions"])
-                if e.get("said"):
-                    ent.said[s["id"]] = (ent.said.get(s["id"], "") + " " + e["said"]).strip()
+            # [key, name, type, mentions, said]: see arkai.site.collect.summarize_item.
+            for key, name, etype, mentions, said in s["entities"]:
+                ent = self.entities.setdefault(key, Entity(key, etype))
+                ent.names[name] += 1
+                before = ent.items.get(s["id"])
+                ent.items[s["id"]] = f"{before} {mentions}".strip() if before else mentions
+                if said:
+                    ent.said[s["id"]] = (ent.said.get(s["id"], "") + " " + said).strip()
 
     def transcript(self, cid: str) -> bytes:
         """An item's ``transcript.md`` (the last few kept: entity pages of one library ask
@@ -287,8 +302,40 @@ def tag_pages(lib: Library) -> dict[str, str]:
     return pages
 
 
-def entity_pages(lib: Library) -> dict[str, str]:
-    pages = {}
+#: A library-wide page: its source path, its text — None when the caller's ``unchanged``
+#: said the page on disk was made from the same inputs — and its search entries.
+PageOut = tuple[str, str | None, list[Section] | None]
+
+
+def _never(src: str, key: str) -> bool:
+    return False
+
+
+def entity_key(lib: Library, ent: Entity) -> str:
+    """Digest of everything an entity's page is made from: the entity (names, each item's
+    mention lines and spans), its items' titles, the files of the items whose sentences it
+    shows, the URL style and this module's limits."""
+    said = [cid for cid, _ in _ranked(lib, ent)[:SAID_ITEMS] if ent.said.get(cid)]
+    obj = [
+        ent.key,
+        ent.type,
+        sorted(ent.names.items()),
+        [[cid, lines, ent.said.get(cid, ""), lib.title(cid)] for cid, lines in ent.items.items()],
+        [[cid, lib.digests.get(cid, "")] for cid in said],
+        lib.urls.directory_urls,
+        SAID_ITEMS,
+    ]
+    return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
+
+
+def _ranked(lib: Library, ent: Entity) -> list[tuple[str, str]]:
+    return sorted(ent.items.items(), key=lambda kv: (-mention_count(kv[1]), lib.title(kv[0])))
+
+
+def entity_pages(lib: Library, unchanged: Callable[[str, str], bool] = _never) -> Iterator[PageOut]:
+    """The entities index, and one page per entity that has one, one at a time. An entity
+    page is rendered only when ``unchanged(src, entity_key(…))`` is false (its transcript
+    reads are most of the cost of a rebuild after one item changed)."""
     by_type: dict[str, list[Entity]] = defaultdict(list)
     for ent in lib.entities.values():
         by_type[ent.type].append(ent)
@@ -308,11 +355,12 @@ def entity_pages(lib: Library) -> dict[str, str]:
             if lib.entity_has_page(ent.key):
                 src = links.entity_page(ent.key)
                 chips.append(a(lib.urls.href(links.ENTITIES, src), label) + count)
-                pages[src] = _entity_page(lib, ent, src)
+                if unchanged(src, entity_key(lib, ent)):
+                    yield src, None, None
+                    continue
                 titles = ", ".join(lib.title(cid) for cid in ent.items)
-                lib.sections[src] = [
-                    Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)
-                ]
+                sections = [Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)]
+                yield src, _entity_page(lib, ent, src), sections
             else:
                 only = next(iter(ent.items))
                 chips.append(
@@ -320,8 +368,7 @@ def entity_pages(lib: Library) -> dict[str, str]:
                     + count
                 )
         index.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
-    pages[links.ENTITIES] = page("Entities", index, kind="entities")
-    return pages
+    yield links.ENTITIES, page("Entities", index, kind="entities"), None
 
 
 def _entity_page(lib: Library, ent: Entity, src: str) -> str:
@@ -333,13 +380,13 @@ def _entity_page(lib: Library, ent: Entity, src: str) -> str:
     others = sorted(n for n in ent.names if n != ent.name)
     if others:
         out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
-    ranked = sorted(ent.items.items(), key=lambda kv: (-len(kv[1]), lib.title(kv[0])))
+    ranked = _ranked(lib, ent)
     # Sentences for the items that mention it most; a hub entity of a big library lists
     # the other items compactly, with line links only, so the page stays small.
     for cid, mentions in ranked[:SAID_ITEMS]:
         target = links.transcript_page(cid)
         said = said_spans(ent.said.get(cid, ""))
-        out.append(_group_head(lib, src, cid, plural(len(mentions), "mention")))
+        out.append(_group_head(lib, src, cid, plural(mention_count(mentions), "mention")))
         data = lib.transcript(cid) if said else b""
         said = [x for x in said if x[2] <= len(data)]
         if said:
@@ -348,7 +395,7 @@ def _entity_page(lib: Library, ent: Entity, src: str) -> str:
                 href = lib.urls.href(src, target, f"L{line}")
                 out.append(_said(href, line, *sentence_around(data, start, end)))
             out.append("</ul>")
-        tail = _line_links(lib, src, target, mentions, {x[0] for x in said})
+        tail = _line_links(lib, src, target, mention_lines(mentions), {x[0] for x in said})
         if tail:
             out.append(f'<p class="ak-also">{"also " if said else ""}{tail}</p>')
         out.append("</div>")
@@ -356,9 +403,10 @@ def _entity_page(lib: Library, ent: Entity, src: str) -> str:
         out.append(f"<p>Also mentioned in {plural(len(ranked) - SAID_ITEMS, 'item')}:</p>")
         out.append('<ul class="ak-mentions">')
         for cid, mentions in ranked[SAID_ITEMS:]:
-            tail = _line_links(lib, src, links.transcript_page(cid), mentions, set())
+            tail = _line_links(lib, src, links.transcript_page(cid), mention_lines(mentions), set())
+            count = mention_count(mentions)
             out.append(
-                f'<li>{_item_link(lib, src, cid)} <span class="ak-count">{len(mentions)}</span>'
+                f'<li>{_item_link(lib, src, cid)} <span class="ak-count">{count}</span>'
                 f" <span>{tail}</span></li>"
             )
         out.append("</ul>")
@@ -405,15 +453,16 @@ def _said(href: str, line: int, before: str, words: str, after: str) -> str:
     )
 
 
-def topic_pages(lib: Library) -> dict[str, str]:
-    pages = {}
+def topic_pages(lib: Library) -> Iterator[PageOut]:
+    """The topics index and one page per topic that has one, one at a time."""
     out = ["<h1>Topics</h1>"]
     if not lib.topics:
         out.append(
             "<p><em>No topic index yet: it is built by the <code>index</code> stage "
             "(<code>dvc repro index</code>).</em></p>"
         )
-        return {links.TOPICS: page("Topics", out, kind="topics", hide=("toc",))}
+        yield links.TOPICS, page("Topics", out, kind="topics", hide=("toc",)), None
+        return
     ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
     out.append(f"<p>{plural(len(ranked), 'topic')} (number of items).</p>")
     chips = []
@@ -421,15 +470,14 @@ def topic_pages(lib: Library) -> dict[str, str]:
         count = f'&#160;<span class="ak-count">{len(t.items)}</span>'
         if lib.topic_has_page(t.term):
             src = links.topic_page(t.term)
-            pages[src] = _topic_page(lib, t, src)
             titles = ", ".join(lib.title(i["content_id"]) for i in t.items)
-            lib.sections[src] = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
+            sections = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
+            yield src, _topic_page(lib, t, src), sections
             chips.append(a(lib.urls.href(links.TOPICS, src), t.term) + count)
         else:
             chips.append(esc(t.term) + count)
     out.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
-    pages[links.TOPICS] = page("Topics", out, kind="topics", hide=("toc",))
-    return pages
+    yield links.TOPICS, page("Topics", out, kind="topics", hide=("toc",)), None
 
 
 def topic_passage(term: str, chunk: dict[str, Any]) -> tuple[int, str, str, str] | None:

@@ -1,0 +1,180 @@
+"""Incremental site builds on a real repo with real ``mkdocs build --dirty``: after an item is
+changed, added or removed, the pages that list it follow, the others are not made again, the
+search index holds the new text, and everything equals what a clean build makes — including
+when parsed items are not kept between the generator's two passes (the memory bound). MkDocs
+holds no arkai page's HTML between reading the pages and rendering them, and the search index
+of a dirty build copies unchanged pages' entries from the previous one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arkai.site import build as site_build
+from arkai.site.build import build_site, clean
+from arkai.site.collect import sentence_around
+from arkai.site.indexes import said_spans
+from tests.conftest import Runner
+from tests.func.test_site_build import check_links, html_text, item_dirs, make_repo
+
+#: A user hook that records, once MkDocs has read every page and before it renders any,
+#: how many pages hold their HTML (arkai's pages must hold none: one at a time is rendered).
+PROBE = """
+import json
+from pathlib import Path
+
+def on_env(env, config, files):
+    held = [f.src_uri for f in files.documentation_pages() if f.page and f.page.content]
+    out = Path(config.config_file_path).parent.parent / "probe.json"
+    out.write_text(json.dumps({"held": held, "pages": len(files.documentation_pages())}))
+    return env
+"""
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if
+            p.is_file()}  # fmt: skip
+
+
+def entity_pages_listing(docs: Path, cid: str) -> tuple[set[str], set[str]]:
+    """Entity pages (source paths) that link to item ``cid``, and those that do not."""
+    listing, others = set(), set()
+    for page in (docs / "entities").rglob("*.md"):
+        rel = page.relative_to(docs).as_posix()
+        (listing if f"items/{cid}/" in page.read_text() else others).add(rel)
+    return listing, others
+
+
+def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path, arkai)
+    (repo / "probe.py").write_text(PROBE)
+    user = yaml.safe_load((repo / "mkdocs.yml").read_text())
+    user["hooks"] = ["probe.py"]
+    (repo / "mkdocs.yml").write_text(yaml.safe_dump(user))
+    # Parsed items are never kept between the two passes: every kept-item path is re-parsed.
+    monkeypatch.setattr(site_build, "LOADED_BYTES", 0)
+    assert build_site(repo).mkdocs == "full"
+    probe = json.loads((repo / "probe.json").read_text())
+    assert probe["pages"] > 50 and probe["held"] == []
+
+    build, site = repo / ".site-build", repo / "site"
+    docs = build / "docs"
+    items = item_dirs(repo)
+    cache = json.loads((build / "cache.json").read_text())
+    # The changed item: one that shares an entity with another item and has its sentence
+    # shown on that entity's page.
+    changed = next(
+        cid
+        for cid in sorted(items)
+        if any(e[4] for e in cache["items"][cid]["summary"]["entities"])
+        and entity_pages_listing(docs, cid)[0]
+    )
+    listing, others = entity_pages_listing(docs, changed)
+    assert listing and others
+    before = {p: p.stat().st_mtime_ns for p in docs.rglob("*.md")}
+
+    # Change: a new title and a new transcript line.
+    meta_path = items[changed] / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta["title"] = "Retitled for the incremental test"
+    meta_path.write_text(json.dumps(meta, indent=2))
+    transcript = items[changed] / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"[09:59:00] Zqxincremental is new.\n")
+
+    report = build_site(repo)
+    assert report.mkdocs == "dirty" and report.items_regenerated == 1
+    for page in (f"items/{changed}.md", f"transcripts/{changed}.md", "index.md", *listing):
+        assert (docs / page).stat().st_mtime_ns != before[docs / page], page
+    # Entity pages that do not list the item are neither made again nor rewritten.
+    for page in others:
+        assert (docs / page).stat().st_mtime_ns == before[docs / page], page
+    for page in listing:
+        assert "Retitled for the incremental test" in (site / page[:-3] / "index.html").read_text()
+    assert "Retitled for the incremental test" in (site / "index.html").read_text()
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    hits = {d["location"].split("#")[0] for d in index["docs"] if "Zqxincremental" in d["text"]}
+    assert hits == {f"transcripts/{changed}/"}
+
+    # The entries of unchanged pages are copied from the previous index, not read again: an
+    # unreadable entries file with its old size and time changes nothing.
+    rows = build / "search" / f"{sorted(others)[0]}.json"
+    original, st = rows.read_bytes(), rows.stat()
+    rows.write_bytes(b"x" * len(original))
+    os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
+    before_index = (site / "search" / "search_index.json").read_bytes()
+    assert build_site(repo).mkdocs == "dirty"
+    assert (site / "search" / "search_index.json").read_bytes() == before_index
+    rows.write_bytes(original)
+    os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    # One letter of a sentence an entity page shows changes case: the same length, so every
+    # span stays valid and the entity's own data is unchanged — only the transcript differs.
+    data = bytearray(transcript.read_bytes())
+    spans = [x for e in cache["items"][changed]["summary"]["entities"] for x in said_spans(e[4])]
+    for _, start, end in spans:
+        after = sentence_around(bytes(data), start, end)[2]
+        k = next((i for i, ch in enumerate(after) if "a" <= ch <= "z"), None)
+        if k is not None:
+            at = end + len(after[:k].encode())
+            break
+    data[at : at + 1] = data[at : at + 1].swapcase()
+    transcript.write_bytes(bytes(data))
+    shown = "".join(sentence_around(bytes(data), start, end))
+
+    def on_entity_pages() -> bool:
+        return any(shown in html_text((site / p[:-3] / "index.html").read_text()) for p in listing)
+
+    assert not on_entity_pages(), shown
+    assert build_site(repo).items_regenerated == 1
+    assert on_entity_pages(), shown
+
+    # Add an item (a copy of another under a new ID), then remove one.
+    donor = next(c for c in sorted(items) if c != changed)
+    added = "f00dfeedf00dfeed"
+    rel = items[donor].relative_to(repo / "library")
+    new_rel = rel.parent / "Added for the incremental test (f00dfeed)"
+    shutil.copytree(items[donor], repo / "library" / new_rel)
+    if (repo / "extracted" / rel).is_dir():
+        shutil.copytree(repo / "extracted" / rel, repo / "extracted" / new_rel)
+        for path in (repo / "extracted" / new_rel).iterdir():
+            path.write_text(path.read_text().replace(donor, added))
+    new_meta = repo / "library" / new_rel / "metadata.json"
+    obj = json.loads(new_meta.read_text())
+    obj.update(id=added, title="Added for the incremental test")
+    new_meta.write_text(json.dumps(obj, indent=2))
+    report = build_site(repo)
+    assert report.mkdocs == "dirty" and report.items_regenerated == 1
+    assert "Added for the incremental test" in (site / "library" / "index.html").read_text()
+    donor_listing, _ = entity_pages_listing(docs, donor)
+    for page in donor_listing:
+        assert f"items/{added}/" in (docs / page).read_text(), page
+
+    gone = next(c for c in sorted(items) if c not in (changed, donor))
+    gone_listing, _ = entity_pages_listing(docs, gone)
+    shutil.rmtree(items[gone])
+    shutil.rmtree(repo / "extracted" / items[gone].relative_to(repo / "library"), True)
+    report = build_site(repo)
+    assert report.mkdocs == "dirty" and report.items_regenerated == 0
+    assert not (site / "items" / gone).exists() and not (site / "transcripts" / gone).exists()
+    for page in gone_listing:
+        if (docs / page).exists():  # an entity only the removed item had is gone
+            assert f"items/{gone}/" not in (docs / page).read_text(), page
+            assert f"items/{gone}/" not in (site / page[:-3] / "index.html").read_text()
+    check_links(site)
+
+    # The same pages, search entries and site as a clean build with the default memory bound.
+    pages, entries = tree(docs), tree(build / "search")
+    dirty_site = tree(site)
+    monkeypatch.undo()
+    clean(repo)
+    assert build_site(repo).mkdocs == "full"
+    assert tree(docs) == pages
+    assert tree(build / "search") == entries
+    assert tree(site) == dirty_site
