@@ -30,6 +30,7 @@ except the files named by ``--out`` and ``--plot``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -42,8 +43,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from extract import BIN, make_items
+
+def _sibling(name: str) -> Any:
+    """bench/<name>.py loaded by path: putting bench/ on sys.path would let its scripts
+    (bench/mcp.py) shadow real packages in a process that imports this one (the tests)."""
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_extract = _sibling("extract")
+BIN, make_items = _extract.BIN, _extract.make_items
 
 LOOPS = ("noop", "changed", "added")
 PROJECT = (10_000, 100_000)
