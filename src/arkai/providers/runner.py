@@ -20,10 +20,11 @@ from typing import Any
 
 from arkai.adapters import interrupt
 from arkai.adapters.fs import read_repo_file, write_if_changed
+from arkai.adapters.params import positive_number
 from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
-from arkai.errors import InvalidInputError, LibraryError, PipelineError
+from arkai.errors import LibraryError, PipelineError
 from arkai.formats.cue import fix_surrogates
 from arkai.patterns import (
     OutputError,
@@ -56,25 +57,12 @@ class RunnerConfig:
         """The knobs from ``params.yaml``'s ``extract`` section; a bad value is an
         InvalidInputError naming the key."""
         return cls(
-            timeout_s=_positive(xp, "timeout_s", 120.0),
-            retries=int(_positive(xp, "retries", 3, zero=True)),
-            backoff_base_s=_positive(xp, "backoff_s", 1.0, zero=True),
-            retry_after_max_s=_positive(xp, "retry_after_max_s", 60.0, zero=True),
-            breaker_threshold=int(_positive(xp, "circuit_breaker", 5)),
+            timeout_s=positive_number(xp, "extract.timeout_s", 120.0),
+            retries=int(positive_number(xp, "extract.retries", 3, zero=True)),
+            backoff_base_s=positive_number(xp, "extract.backoff_s", 1.0, zero=True),
+            retry_after_max_s=positive_number(xp, "extract.retry_after_max_s", 60.0, zero=True),
+            breaker_threshold=int(positive_number(xp, "extract.circuit_breaker", 5)),
         )
-
-
-def _positive(xp: dict[str, Any], key: str, default: float, *, zero: bool = False) -> float:
-    value = xp.get(key, default)
-    if value is None:
-        return default
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):
-        raise InvalidInputError(
-            f"params.yaml: extract.{key} must be a {'non-negative' if zero else 'positive'} "
-            f"number, got {value!r}"
-        )
-    return float(value)
 
 
 @dataclass

@@ -50,6 +50,7 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
+from arkai.adapters.params import positive_number
 from arkai.core.grammar import speaker_of
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
@@ -573,12 +574,7 @@ def episode_canonical(feed: Feed, ep: Episode) -> str:
 
 
 def _timeout(opts: AddOptions) -> float:
-    raw = (opts.params.get("podcast") or {}).get("timeout_s", 20)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"params podcast.timeout_s: not a number ({raw!r})") from None
-    return value if value > 0 else 20.0
+    return positive_number(opts.params.get("podcast"), "podcast.timeout_s", 20.0)
 
 
 class _Skipped(Exception):

@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
+from arkai.adapters.params import positive_number
 from arkai.core.hashing import digest
 from arkai.core.youtube import video_id
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
@@ -317,17 +318,6 @@ def _languages(params: dict[str, Any]) -> list[str]:
     return langs or list(DEFAULT_LANGUAGES)
 
 
-def _timeout(params: dict[str, Any]) -> float:
-    raw = (params.get("youtube") or {}).get("timeout_s", DEFAULT_TIMEOUT_S)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"params youtube.timeout_s: not a number ({raw!r})") from None
-    if not value > 0:
-        raise InvalidInputError(f"params youtube.timeout_s: must be positive ({raw!r})")
-    return value
-
-
 def _iso_date(value: Any) -> str | None:
     text = str(value or "")
     if re.fullmatch(r"\d{8}", text):
@@ -403,7 +393,9 @@ class YouTubeSource:
 
     def _download(self, ref: str, vid: str, canonical: str, opts: AddOptions) -> Acquired:
         languages = _languages(opts.params)
-        budget = _Budget(_timeout(opts.params))
+        budget = _Budget(
+            positive_number(opts.params.get("youtube"), "youtube.timeout_s", DEFAULT_TIMEOUT_S)
+        )
         reasons: list[str] = []
         captions: Captions | None = None
         try:
