@@ -116,8 +116,8 @@ def checker(repo: Repo) -> tuple[Checker, str]:
     if name == "builtin":
         return contradict.check, "builtin"
     from arkai.adapters.events import utc_now
-    from arkai.ops.extract import make_runner
     from arkai.patterns import OutputError, get_pattern
+    from arkai.providers.runner import make_runner
 
     params = dict(repo.params)
     model = repo.param("memory.model") or params["extract"].get("model")

@@ -21,8 +21,7 @@ from typing import Any
 from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, LibraryError
-from arkai.ops.extract import RESPONSES
-from arkai.providers.runner import ResponseStore
+from arkai.providers.runner import RESPONSES, ResponseStore
 from arkai.providers.sync import PREFIX, Progress, SyncResult, pull_responses, push_responses
 
 __all__ = ["Remote", "Transfer", "add_remote", "list_remotes", "pull", "push"]

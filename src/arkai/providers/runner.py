@@ -35,6 +35,11 @@ from arkai.patterns import (
     render_system,
 )
 from arkai.providers.base import Provider, ProviderError, Request, Response
+from arkai.providers.registry import get_provider
+
+#: The response store: a local, content-addressed cache (not in git, not a DVC output, so a
+#: fresh clone's `dvc repro` is a no-op; extraction results themselves are in git).
+RESPONSES = Path(".arkai") / "responses"
 
 
 @dataclass
@@ -421,3 +426,29 @@ class Runner:
                 hint="re-run later (finished items are kept) or raise extract.retry_after_max_s",
             ) from None
         return max(0.0, asked)
+
+
+def make_runner(
+    root: Path,
+    params: dict[str, Any],
+    *,
+    refresh: bool,
+    now: str,
+    store: ResponseStore | None = None,
+) -> Runner:
+    """The runner of ``extract.provider``; responses go to ``store`` (default: the repo's
+    response store)."""
+    xp = params["extract"]
+    name = str(xp["provider"])
+    config = dict((params.get("providers") or {}).get(name) or {})
+    model = xp.get("model") or config.get("model")
+    provider = get_provider(name, config)
+    cfg = RunnerConfig.from_params(xp)
+    return Runner(
+        provider=provider,
+        store=store if store is not None else ResponseStore(root / RESPONSES),
+        config=cfg,
+        model=str(model) if model else None,
+        refresh=refresh,
+        now=lambda: now,
+    )
