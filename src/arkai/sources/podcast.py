@@ -156,11 +156,6 @@ def looks_like_feed(head: bytes) -> bool:
     return _HEAD_RE.search(head[:8192]) is not None
 
 
-def list_episodes(feed_bytes: bytes, feed_url: str) -> list[Episode]:
-    """The episodes of a feed, in feed order (see :func:`parse_feed`)."""
-    return parse_feed(feed_bytes, feed_url).episodes
-
-
 def parse_feed(data: bytes, name: str, *, base_url: str | None = None) -> Feed:
     """Parse RSS/Atom bytes. ``name`` names the feed in errors; ``base_url`` (the feed's URL,
     when it came from one) resolves relative links. Raises :class:`SourceFormatError`."""
