@@ -54,7 +54,7 @@ from arkai.adapters.params import positive_number
 from arkai.core.grammar import speaker_of
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import Cue, ParsedSource, detect_format, parse_source, render_transcript
+from arkai.formats import Cue, ParsedSource, detect_format, parse_source, transcript_bytes
 from arkai.formats.cue import clean_text, parse_clock
 from arkai.sources.base import Acquired, AddOptions
 
@@ -680,9 +680,7 @@ class PodcastSource:
             try:
                 resp = fetch(link.url, timeout=_timeout(opts), max_bytes=opts.max_bytes)
                 parsed = parse_transcript(kind, link.url, resp.data)
-                transcript = render_transcript(parsed).encode("utf-8")
-                if not transcript.strip():
-                    raise SourceFormatError(f"{link.url}: no text found")
+                transcript = transcript_bytes(parsed, link.url)
             except ArkaiError as exc:
                 errors.append(exc)
                 continue
@@ -708,9 +706,7 @@ class PodcastSource:
         data = read_input_file(file, max_bytes=opts.max_bytes)
         fmt = detect_format(file.name, data)
         parsed = parse_source(file.name, data, fmt)
-        transcript = render_transcript(parsed).encode("utf-8")
-        if not transcript.strip():
-            raise SourceFormatError(f"{file}: no text found")
+        transcript = transcript_bytes(parsed, file)
         return self._item(
             feed,
             ep,

@@ -46,8 +46,8 @@ from arkai.adapters.http import FetchError, fetch
 from arkai.adapters.params import positive_number
 from arkai.core.hashing import digest
 from arkai.core.youtube import video_id
-from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import detect_format, parse_source, render_transcript
+from arkai.errors import ArkaiError, InvalidInputError
+from arkai.formats import detect_format, parse_source, transcript_bytes
 from arkai.sources.base import Acquired, AddOptions
 
 T = TypeVar("T")
@@ -365,9 +365,7 @@ class YouTubeSource:
         data = read_input_file(file, max_bytes=opts.max_bytes)
         fmt = detect_format(file.name, data)
         parsed = parse_source(file.name, data, fmt)
-        transcript = render_transcript(parsed).encode("utf-8")
-        if not transcript.strip():
-            raise SourceFormatError(f"{file}: no text found")
+        transcript = transcript_bytes(parsed, file)
         meta = {
             "video_id": vid,
             "channel": None,
@@ -429,9 +427,7 @@ class YouTubeSource:
             )
         name = f"{canonical} captions"
         parsed = parse_source(name, captions.data, captions.format)
-        transcript = render_transcript(parsed).encode("utf-8")
-        if not transcript.strip():
-            raise SourceFormatError(f"{name}: no text found")
+        transcript = transcript_bytes(parsed, name)
         info = info or {}
         title = str(info.get("title") or "").strip()
         channel = info.get("channel") or info.get("uploader")
