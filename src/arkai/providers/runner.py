@@ -14,7 +14,7 @@ import math
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
 from arkai.errors import LibraryError, PipelineError
 from arkai.formats.cue import fix_surrogates
+from arkai.model.record import AsDict
 from arkai.patterns import (
     OutputError,
     Pattern,
@@ -71,7 +72,7 @@ class RunnerConfig:
 
 
 @dataclass
-class Stats:
+class Stats(AsDict):
     calls: int = 0
     cache_hits: int = 0
     retries: int = 0
@@ -83,9 +84,6 @@ class Stats:
         self.cache_hits += other.cache_hits
         self.retries += other.retries
         self.failures += other.failures
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class CircuitOpen(PipelineError):
