@@ -19,7 +19,6 @@ from arkai.sources.base import AddOptions
 from arkai.sources.podcast import (
     PodcastSource,
     TranscriptLink,
-    list_episodes,
     looks_like_feed,
     parse_feed,
 )
@@ -97,7 +96,7 @@ def test_match_urls_and_files(tmp_path: Path) -> None:
 
 def test_list_episodes_reads_every_podcast_transcript() -> None:
     base = "http://127.0.0.1:9"
-    episodes = list_episodes(_fixture("feed.rss", base), f"{base}/feed.rss")
+    episodes = parse_feed(_fixture("feed.rss", base), f"{base}/feed.rss").episodes
     assert [e.number for e in episodes] == [1, 2, 3]
     assert [e.guid for e in episodes] == ["orchard-0003", "orchard-0002", "orchard-0001"]
     mail, pruning, bees = episodes

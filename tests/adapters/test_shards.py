@@ -41,12 +41,12 @@ def _chunk(n: int) -> CondensedChunk:
 
 def test_round_trip_and_stable_bytes(tmp_path: Path) -> None:
     chunks = [_chunk(1), _chunk(2)]
-    shards.write_shard(tmp_path, "shard-001.jsonl", chunks)
+    shards.write_shard_text(tmp_path, "shard-001.jsonl", shards.encode_shard(chunks))
     first = (shards.shards_dir(tmp_path) / "shard-001.jsonl").read_bytes()
     back = list(shards.read_shard(tmp_path, "shard-001.jsonl"))
     assert back == chunks
     assert back[1].message_id(2) == "shard-001:chunk-2:msg-2"
-    shards.write_shard(tmp_path, "shard-001.jsonl", back)
+    shards.write_shard_text(tmp_path, "shard-001.jsonl", shards.encode_shard(back))
     assert (shards.shards_dir(tmp_path) / "shard-001.jsonl").read_bytes() == first
     man = ShardManifest(
         shard_tokens=800_000,

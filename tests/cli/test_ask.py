@@ -10,7 +10,7 @@ import pytest
 
 from arkai.adapters.events import list_runs, read_events
 from arkai.adapters.repo import Repo
-from arkai.adapters.shards import shard_file_name, write_manifest, write_shard
+from arkai.adapters.shards import encode_shard, shard_file_name, write_manifest, write_shard_text
 from arkai.core.document import Document
 from arkai.core.hashing import digest
 from arkai.core.tokens import count_tokens
@@ -96,7 +96,7 @@ def _shards_from(root: Path, item_id: str) -> None:
             tokens=count_tokens(text), condensed_tokens=1, summary="s", date=day,
             messages=tuple(part), shard=f"shard-{number:03d}", number=number,
         )  # fmt: skip
-        write_shard(root, shard_file_name(number), [chunk])
+        write_shard_text(root, shard_file_name(number), encode_shard([chunk]))
         infos.append(ShardInfo(f"shard-{number:03d}", shard_file_name(number), day, day,
                                (item.id,), 1, chunk.tokens, "sha256:x"))  # fmt: skip
     write_manifest(root, ShardManifest(shard_tokens=800_000, token_counter="chars/4",

@@ -9,7 +9,7 @@ import pytest
 
 from arkai.core import canonjson
 from arkai.core.document import Document
-from arkai.core.evidence import build_evidence
+from arkai.core.evidence import evidence_from_match
 from arkai.core.resolve import resolve_quote
 from arkai.model.evidence import EvidenceLine, Span
 
@@ -158,15 +158,14 @@ def test_fuzzy_mode_labels_method_and_reports_score() -> None:
 def test_fuzzy_evidence_line_round_trips_through_jsonl() -> None:
     # The score is written with 2 decimals; the line read back must equal the line built.
     text = "The quick brown fox jumps over the lazy dog near the river bank."
-    line = build_evidence(
-        Document(text.encode()),
+    line = evidence_from_match(
+        match=resolve_quote(Document(text.encode()), "quick brown fax jumps over", mode="fuzzy"),
         content_id="0" * 16,
         claim="a fox jumped",
         quote="quick brown fax jumps over",
         confidence=0.5,
         extractor="extract_claims",
         ts="2026-01-12T10:00:00Z",
-        mode="fuzzy",
     )
     assert line.resolution.method == "fuzzy"
     encoded = canonjson.dumps_line(line.to_dict())

@@ -9,7 +9,8 @@ import pytest
 
 from arkai.adapters.review import match_reviews, parse_review, review_for, review_key
 from arkai.core.document import Document
-from arkai.core.evidence import build_evidence
+from arkai.core.evidence import evidence_from_match
+from arkai.core.resolve import resolve_quote
 from arkai.errors import LibraryError
 from arkai.model.evidence import EvidenceLine, Review
 
@@ -17,8 +18,9 @@ TEXT = b"Alpha beta gamma. Delta epsilon zeta. Eta theta iota.\n"
 
 
 def line(quote: str, text: bytes = TEXT) -> EvidenceLine:
-    return build_evidence(
-        Document(text), content_id="c" * 16, claim=quote, quote=quote, confidence=0.9,
+    return evidence_from_match(
+        match=resolve_quote(Document(text), quote), content_id="c" * 16, claim=quote, quote=quote,
+        confidence=0.9,
         extractor="extract_claims", ts="2026-01-01T00:00:00Z",
     )  # fmt: skip
 

@@ -10,10 +10,18 @@ from typing import Any
 
 import pytest
 
+from arkai.adapters import events
 from arkai.adapters.repo import Repo
 from arkai.ops.init import init_repo
+from arkai.tools.audit import AUDIT_DIR
 from tests.cli.test_search import ITEMS, FakeEmbedder, _write_item
 from tests.conftest import tool_env
+
+
+def read_audit(root: Path) -> list[dict[str, Any]]:
+    """Every audit line the tools wrote under ``root``, oldest file first."""
+    return [line for path in sorted((root / AUDIT_DIR).glob("*.jsonl"))
+            for line in events.read_events(path)]  # fmt: skip
 
 
 def build_library(root: Path) -> dict[str, Any]:

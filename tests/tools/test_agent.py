@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from arkai.tools.audit import read_audit
 from tests.conftest import Runner
+from tests.tools.conftest import read_audit
 from tests.tools.test_registry import _files
 
 HOOK = r"""

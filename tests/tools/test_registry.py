@@ -11,10 +11,10 @@ import jsonschema
 import pytest
 
 from arkai.adapters.repo import Repo
-from arkai.tools.audit import read_audit
 from arkai.tools.catalog import default_registry
 from arkai.tools.registry import Caller, Limits, Registry, Tool
 from tests.conftest import Runner
+from tests.tools.conftest import read_audit
 
 READER = Caller(role="viewer", transport="test")
 EDITOR = Caller(role="editor", transport="test", allow_write=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import yaml
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.raytasks import EXECUTORS
-from arkai.errors import LibraryError
+from arkai.errors import InvalidInputError, LibraryError
 from arkai.model.status import MODES
 
 DEFAULTS: dict[str, Any] = {
@@ -89,6 +90,24 @@ DEFAULTS: dict[str, Any] = {
         "insight_min_items": 2,
     },
 }
+
+
+def positive_number(
+    section: Mapping[str, Any] | None, where: str, default: float, *, zero: bool = False
+) -> float:
+    """The number at ``where`` (``"extract.timeout_s"``) in ``section``, its last key's parent.
+
+    Missing or null gives ``default``; anything but a finite number above zero (or zero itself,
+    with ``zero``) is an :class:`InvalidInputError` naming the key and the value.
+    """
+    value = (section or {}).get(where.rpartition(".")[2], default)
+    if value is None:
+        return default
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not zero):
+        kind = "non-negative" if zero else "positive"
+        raise InvalidInputError(f"params.yaml: {where} must be a {kind} number, got {value!r}")
+    return float(value)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:

@@ -63,12 +63,6 @@ def read_shard(root: Path, file: str) -> Iterator[CondensedChunk]:
     yield from iter_jsonl(data, path, "not a condensed chunk", CondensedChunk.from_dict)
 
 
-def write_shard(root: Path, file: str, chunks: Iterable[CondensedChunk]) -> None:
-    path = shards_dir(root) / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, encode_shard(chunks))
-
-
 def write_shard_text(root: Path, file: str, text: str) -> bool:
     """Write an encoded shard (:func:`encode_shard`) only when its bytes change, so an
     unchanged shard keeps its bytes and its mtime."""

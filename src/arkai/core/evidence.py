@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from arkai.core.document import Document
 from arkai.core.hashing import evidence_id, text_digest
-from arkai.core.resolve import ARTIFACT, Match, resolve_quote
+from arkai.core.resolve import Match
 from arkai.model.evidence import EvidenceLine
-from arkai.model.status import MODE_EXACT
 
 
 def evidence_from_match(
@@ -34,30 +32,4 @@ def evidence_from_match(
         confidence=round(float(confidence), 4),
         extractor=extractor,
         ts=ts,
-    )
-
-
-def build_evidence(
-    doc: Document,
-    *,
-    content_id: str,
-    claim: str,
-    quote: str,
-    confidence: float,
-    extractor: str,
-    ts: str,
-    mode: str = MODE_EXACT,
-    artifact: str = ARTIFACT,
-    fuzzy_threshold: float = 90.0,
-) -> EvidenceLine:
-    """Resolve ``quote`` in ``doc`` and wrap the result as an evidence line."""
-    match = resolve_quote(doc, quote, mode=mode, artifact=artifact, fuzzy_threshold=fuzzy_threshold)
-    return evidence_from_match(
-        content_id=content_id,
-        claim=claim,
-        quote=quote,
-        confidence=confidence,
-        extractor=extractor,
-        ts=ts,
-        match=match,
     )

@@ -45,14 +45,3 @@ def evidence_id(
     if span is not None:
         key += f"{span[0]}{span[1]}"
     return sha256_hex(key.encode("utf-8"))[:16]
-
-
-def is_digest(value: str) -> bool:
-    """True when ``value`` is a well-formed ``sha256:<64 hex>`` string."""
-    if not value.startswith(DIGEST_PREFIX) or len(value) != len(DIGEST_PREFIX) + 64:
-        return False
-    try:
-        int(value[len(DIGEST_PREFIX) :], 16)
-    except ValueError:
-        return False
-    return True

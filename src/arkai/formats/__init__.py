@@ -11,7 +11,7 @@ from __future__ import annotations
 from arkai.core.grammar import format_timestamp
 from arkai.formats.cue import FORMATS, Cue, ParsedSource
 from arkai.formats.decode import MAX_SOURCE_BYTES, decode_text, detect_format, parse_source
-from arkai.formats.render import render_transcript
+from arkai.formats.render import render_transcript, transcript_bytes
 
 __all__ = [
     "FORMATS",
@@ -23,4 +23,5 @@ __all__ = [
     "format_timestamp",
     "parse_source",
     "render_transcript",
+    "transcript_bytes",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from arkai.core.grammar import format_timed
+from arkai.errors import SourceFormatError
 from arkai.formats.cue import Cue, ParsedSource
 
 MIN_LINE_CHARS = 60
@@ -52,6 +53,15 @@ def render_transcript(parsed: ParsedSource) -> str:
         lines = list(_timed_lines(parsed.cues))
         return "\n".join(lines) + "\n" if lines else ""
     return _untimed_text(parsed)
+
+
+def transcript_bytes(parsed: ParsedSource, name: object) -> bytes:
+    """:func:`render_transcript` as UTF-8; no text at all is a :class:`SourceFormatError` that
+    names the source (``name``)."""
+    data = render_transcript(parsed).encode("utf-8")
+    if not data.strip():
+        raise SourceFormatError(f"{name}: no text found")
+    return data
 
 
 def _timed_lines(cues: tuple[Cue, ...]) -> Iterator[str]:

@@ -11,9 +11,10 @@ to bytes of the item's ``transcript.md`` (V1 rules); only a verified span (``res
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from arkai.model.record import AsDict
 from arkai.model.status import is_verified
 
 GROUNDED = "grounded"
@@ -101,14 +102,11 @@ class Match:
 
 
 @dataclass(frozen=True, slots=True)
-class Coverage:
+class Coverage(AsDict):
     method: str
     """``full_scan`` | ``sampled``."""
     chunks_examined: int
     chunks_with_matches: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

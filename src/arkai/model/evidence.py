@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from arkai.model.record import AsDict
 from arkai.model.status import STATUSES, UNRESOLVED, is_verified
 
 
@@ -254,16 +255,13 @@ class Review:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(AsDict):
     """A model's check of a claim against its quote (``validate_claims``)."""
 
     verdict: str | None
     """``grounded`` | ``partially_grounded`` | ``unsupported`` (``None`` when the model gave
     none)."""
     note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:

@@ -17,7 +17,7 @@ session back; a line that cannot be read is reported, never dropped silently.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from arkai.adapters.store import iter_jsonl
 from arkai.core import canonjson
 from arkai.core.redact import redact
 from arkai.errors import InvalidInputError, LibraryError, NotFoundError
+from arkai.model.record import AsDict
 
 __all__ = ["LOGS", "MAX_TURN_CHARS", "ROLES", "Turn", "log_turn", "replay", "session_path"]
 
@@ -38,7 +39,7 @@ _SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 @dataclass(frozen=True)
-class Turn:
+class Turn(AsDict):
     """One logged turn."""
 
     session: str
@@ -47,9 +48,6 @@ class Turn:
     text: str
     at: str
     redacted: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def session_path(root: Path, session: str) -> Path:

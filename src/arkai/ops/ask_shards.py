@@ -27,14 +27,13 @@ from arkai.core.document import Document
 from arkai.core.resolve import make_span, resolve_quote
 from arkai.errors import NotFoundError, PipelineError
 from arkai.model.answer import Coverage, Match, Scope, ShardAnswer, Uncertainty
-from arkai.ops.extract import RESPONSES
 from arkai.ops.search import item_date
 from arkai.patterns import OutputError, Pattern, get_pattern
 from arkai.providers.base import ProviderError, Request, Response
 from arkai.providers.builtin import VERSION as BUILTIN_VERSION
 from arkai.providers.builtin import BuiltinProvider
 from arkai.providers.registry import get_provider
-from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
+from arkai.providers.runner import RESPONSES, ResponseStore, Runner, RunnerConfig
 from arkai.search.markup import Query
 from arkai.search.research import (
     EvidenceLine,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters import events, interrupt
+from arkai.adapters import events, interrupt, raytasks
 from arkai.adapters.layout import CONDENSED, LIBRARY, TRANSCRIPT, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.shards import CONDENSED_FILE, CondensedFile, read_condensed, write_condensed
@@ -34,10 +34,9 @@ from arkai.core.resolve import prefer_within, resolve_quote
 from arkai.core.tokens import count_tokens
 from arkai.errors import ArkaiError, LibraryError, PipelineError
 from arkai.model.shard import CondensedChunk, Finding
-from arkai.ops.extract import _completed, make_runner
 from arkai.ops.shards import ShardSummary, shard_library
 from arkai.patterns import Pattern, get_pattern
-from arkai.providers.runner import CircuitOpen, Runner, Stats
+from arkai.providers.runner import CircuitOpen, Runner, Stats, make_runner
 from arkai.search.condense_chunks import TextChunk, chunk_messages, condense_params
 
 STAGE_VERSION = "1"
@@ -269,7 +268,7 @@ def condense(
                 info["chunks"] = len(chunks)
                 return chunks
 
-        for job, fut in _completed(todo, work, workers):
+        for job, fut in raytasks.completed_locally(todo, work, workers):
             item, data, key = job
             done += 1
             try:

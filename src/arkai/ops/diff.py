@@ -14,7 +14,7 @@ so a diff shows the claims a transcript edit made stale; the library-wide figure
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from arkai.adapters.review import review_for, review_key
 from arkai.adapters.store import evidence_line, iter_jsonl
 from arkai.core.hashing import digest
 from arkai.core.receipts import span_is_valid
+from arkai.model.record import AsDict
 
 VALIDATION_REPORT = "reports/validation.json"
 #: Review fields compared (and shown) for a claim.
@@ -395,14 +396,11 @@ def diff_item(cid: str, left: ItemState | None, right: ItemState | None) -> Item
 
 
 @dataclass
-class Side:
+class Side(AsDict):
     rev: str
     """What the user asked for (``HEAD``, ``main``, ``WORKTREE``…)."""
     label: str
     commit: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass

@@ -5,11 +5,12 @@ Works on a labelled corpus folder, not on a knowledge repo, so it takes no :clas
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arkai.errors import InvalidInputError
+from arkai.model.record import AsDict
 from arkai.search.eval import MODES, load_beir, run_eval, split_queries
 
 __all__ = ["MODES", "RetrievalReport", "parse_modes", "retrieval"]
@@ -28,7 +29,7 @@ def parse_modes(value: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class RetrievalReport:
+class RetrievalReport(AsDict):
     """``arkai eval retrieval``: the corpus, and each mode's metrics (``ndcg@10``,
     ``recall@100``, ``mrr@10``, ``queries``, ``seconds``, ``qps``, ``search_qps``); ``build``
     holds the index build times (``lexical_seconds``, ``vector_seconds``, ``vector_cached``,
@@ -43,9 +44,6 @@ class RetrievalReport:
     build: dict[str, Any]
     query_embedding_seconds: float | None
     modes: dict[str, dict[str, Any]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def retrieval(

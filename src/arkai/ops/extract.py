@@ -13,11 +13,11 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from arkai.adapters import events, interrupt, raytasks
 from arkai.adapters.fs import write_if_changed
@@ -47,17 +47,13 @@ from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Verdict
 from arkai.patterns import OutputError, Pattern, claims_input, get_pattern
 from arkai.providers.base import ProviderError
-from arkai.providers.registry import get_provider
-from arkai.providers.runner import CircuitOpen, ResponseStore, Runner, RunnerConfig, ShippingStore
+from arkai.providers.runner import RESPONSES, CircuitOpen, Runner, ShippingStore, make_runner
 from arkai.providers.runner import Stats as Stats
 from arkai.site.render_item import render_claims_md, render_wisdom_md
 
 #: 3: shared quotes merged visibly, verdicts only on exact matches, wisdom quotes as receipts,
 #: escaped Markdown.
 STAGE_VERSION = "3"
-#: The response store: a local, content-addressed cache (not in git, not a DVC output, so a
-#: fresh clone's `dvc repro` is a no-op; extraction results themselves are in git).
-RESPONSES = Path(".arkai") / "responses"
 CLAIMS = "extract_claims"
 ENTITY_PATTERN = "extract_entities"
 VERIFY = "validate_claims"
@@ -418,32 +414,6 @@ def record_item_failure(item: Item, runner: Runner, error: str, *, key: str | No
     )
 
 
-def make_runner(
-    root: Path,
-    params: dict[str, Any],
-    *,
-    refresh: bool,
-    now: str,
-    store: ResponseStore | None = None,
-) -> Runner:
-    """The runner of ``extract.provider``; responses go to ``store`` (default: the repo's
-    response store)."""
-    xp = params["extract"]
-    name = str(xp["provider"])
-    config = dict((params.get("providers") or {}).get(name) or {})
-    model = xp.get("model") or config.get("model")
-    provider = get_provider(name, config)
-    cfg = RunnerConfig.from_params(xp)
-    return Runner(
-        provider=provider,
-        store=store if store is not None else ResponseStore(root / RESPONSES),
-        config=cfg,
-        model=str(model) if model else None,
-        refresh=refresh,
-        now=lambda: now,
-    )
-
-
 ProgressFn = Callable[[int, int, str, Stats], None]
 
 
@@ -493,37 +463,6 @@ def _todo(
             plans.append(plan)
     summary.items = len(seen) + len(summary.unreadable)
     return plans
-
-
-_T = TypeVar("_T")
-_J = TypeVar("_J")
-
-
-def _completed(
-    plans: list[_J], work: Callable[[_J], _T], workers: int
-) -> Iterator[tuple[_J, Future[_T]]]:
-    """Run ``work`` on every plan; yield each plan with its finished future, in the order they
-    finish. One worker runs the items inline, in the calling (main) thread, so SIGTERM or
-    Ctrl-C interrupts a CPU-bound item (the builtin provider) at once instead of waiting for a
-    pool thread to finish it; more workers share a thread pool (their waits watch the stop
-    flag). Leaving early cancels what has not started."""
-    if workers <= 1:
-        for plan in plans:
-            fut: Future[_T] = Future()
-            try:
-                fut.set_result(work(plan))
-            except Exception as exc:  # KeyboardInterrupt (a signal) propagates at once
-                fut.set_exception(exc)
-            yield plan, fut
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(work, p): p for p in plans}
-        try:
-            for done in as_completed(futures):
-                yield futures[done], done
-        finally:
-            for other in futures:
-                other.cancel()
 
 
 @dataclass(frozen=True)
@@ -647,7 +586,7 @@ def run_extract(
 
         def finished(todo: list[Plan]) -> Iterator[tuple[Plan, Future[tuple[int, list[str]]]]]:
             if cluster is None:
-                yield from _completed(todo, work, workers)
+                yield from raytasks.completed_locally(todo, work, workers)
                 return
             if not connected:  # on first use: a run with nothing to do never connects
                 connection.enter_context(raytasks.session(cluster))

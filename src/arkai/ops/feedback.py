@@ -22,7 +22,7 @@ skipped with a warning naming the file and the line; nothing is ever rewritten.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from arkai.adapters.repo import Repo
 from arkai.adapters.store import iter_jsonl
 from arkai.core import canonjson
 from arkai.errors import InvalidInputError
+from arkai.model.record import AsDict
 
 __all__ = ["FEEDBACK", "Feedback", "feedback", "feedback_path", "net_votes", "normalise_query"]
 
@@ -52,7 +53,7 @@ def feedback_path(root: Path, query: str) -> Path:
 
 
 @dataclass(frozen=True)
-class Feedback:
+class Feedback(AsDict):
     """What one vote did."""
 
     query: str
@@ -63,9 +64,6 @@ class Feedback:
     """The item's net votes under this query, this one included."""
     path: str
     """The file the vote went to, relative to the repo root."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def net_votes(root: Path, query: str, warnings: list[str] | None = None) -> dict[str, int]:

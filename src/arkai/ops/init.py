@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
-from typing import Any
 
 from arkai import __version__
 from arkai.adapters.fs import atomic_write_bytes
 from arkai.errors import ArkaiError
+from arkai.model.record import AsDict
 
 #: Scaffold files whose stored name differs from the name in the repo.
 #: ``dvc.yaml`` is stored as ``dvc.yaml.in`` so DVC never mistakes the scaffold inside this
@@ -75,16 +75,13 @@ def _run(cmd: list[str], cwd: Path) -> None:
 
 
 @dataclass(frozen=True)
-class InitResult:
+class InitResult(AsDict):
     """``arkai init``: where the repo is and which scaffold files were written or kept."""
 
     path: str
     created: list[str]
     kept: list[str]
     """Files already there (never overwritten)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def init_repo(directory: Path, *, git: bool = True) -> InitResult:

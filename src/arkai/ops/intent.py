@@ -28,8 +28,8 @@ from arkai.adapters.events import utc_now
 from arkai.adapters.repo import Repo
 from arkai.core.intent import find_urls, normalise_phrase, shell_syntax, split_tags
 from arkai.errors import InvalidInputError
-from arkai.ops.extract import make_runner
 from arkai.patterns import OutputError, get_pattern
+from arkai.providers.runner import make_runner
 from arkai.sources.route import ROUTES, learn_phrase, load_phrases, route
 
 __all__ = ["LAYERS", "PATTERN", "IntentRefused", "Plan", "learn", "plan"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from arkai.memory.contradict import Conflict
 from arkai.memory.episodes import item_episodes, ordered
 from arkai.memory.replay import Checker, Decisions, ReplayParams, effective_confidence, replay
 from arkai.model.belief import ACTIVE, BELIEF_STATUSES, TYPES, Belief, Change, Episode
+from arkai.model.record import AsDict
 
 MIN_PREFIX = 8
 RECALL_THRESHOLD = 0.3
@@ -55,15 +56,12 @@ def replay_params(repo: Repo) -> ReplayParams:
 
 
 @dataclass(frozen=True, slots=True)
-class BuildResult:
+class BuildResult(AsDict):
     episodes: int
     beliefs: int
     by_status: dict[str, int]
     embedded: int
     changed: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def collect_episodes(repo: Repo) -> list[Episode]:
@@ -116,8 +114,8 @@ def checker(repo: Repo) -> tuple[Checker, str]:
     if name == "builtin":
         return contradict.check, "builtin"
     from arkai.adapters.events import utc_now
-    from arkai.ops.extract import make_runner
     from arkai.patterns import OutputError, get_pattern
+    from arkai.providers.runner import make_runner
 
     params = dict(repo.params)
     model = repo.param("memory.model") or params["extract"].get("model")
@@ -519,7 +517,7 @@ def reflect(repo: Repo, *, as_of: date, similarity: float = 0.8, stale: float = 
 
 
 @dataclass(frozen=True)
-class MemoryStats:
+class MemoryStats(AsDict):
     """``arkai memory stats``: belief counts by status and type, episodes, decisions."""
 
     as_of: str
@@ -529,9 +527,6 @@ class MemoryStats:
     by_type: dict[str, int]
     average_effective_confidence: float | None
     decisions: dict[str, int]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def stats(repo: Repo, *, as_of: date) -> MemoryStats:
@@ -553,26 +548,20 @@ def stats(repo: Repo, *, as_of: date) -> MemoryStats:
 
 
 @dataclass(frozen=True)
-class Exported:
+class Exported(AsDict):
     """``arkai memory export``: how many beliefs and changes were written."""
 
     beliefs: int
     changes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Imported:
+class Imported(AsDict):
     """``arkai memory import``: beliefs added, skipped (known or inactive), decisions added."""
 
     beliefs_added: int
     skipped: int
     decisions_added: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def export(repo: Repo, path: Path) -> Exported:

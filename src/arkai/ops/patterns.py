@@ -12,9 +12,8 @@ from pathlib import Path
 from arkai.adapters.events import utc_now
 from arkai.adapters.params import DEFAULTS
 from arkai.adapters.repo import Repo
-from arkai.ops.extract import make_runner
 from arkai.patterns import Pattern, get_pattern, get_patterns
-from arkai.providers.runner import CallResult
+from arkai.providers.runner import CallResult, make_runner
 
 __all__ = ["Pattern", "list_patterns", "run_pattern", "show_pattern"]
 

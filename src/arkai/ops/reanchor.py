@@ -14,7 +14,7 @@ the acceptance in the item's ``review.yaml`` through :func:`arkai.ops.review.rev
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from arkai.core.resolve import Match, all_occurrences, make_span
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.model.entity import Mention
 from arkai.model.evidence import EvidenceLine, Resolution, Span
+from arkai.model.record import AsDict
 from arkai.model.status import (
     AMBIGUOUS,
     METHOD_REANCHOR_ACCEPTED,
@@ -119,7 +120,7 @@ class ItemReanchor:
 
 
 @dataclass(frozen=True)
-class Accepted:
+class Accepted(AsDict):
     """``arkai evidence reanchor --accept``: the suggestion that became an exact receipt."""
 
     content_id: str
@@ -130,9 +131,6 @@ class Accepted:
     new_text: str
     diff: str
     review_file: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def render_outputs(item: Item, data: bytes) -> None:

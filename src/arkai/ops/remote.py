@@ -21,8 +21,8 @@ from typing import Any
 from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, LibraryError
-from arkai.ops.extract import RESPONSES
-from arkai.providers.runner import ResponseStore
+from arkai.model.record import AsDict
+from arkai.providers.runner import RESPONSES, ResponseStore
 from arkai.providers.sync import PREFIX, Progress, SyncResult, pull_responses, push_responses
 
 __all__ = ["Remote", "Transfer", "add_remote", "list_remotes", "pull", "push"]
@@ -43,15 +43,12 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
-class Remote:
+class Remote(AsDict):
     """One configured DVC remote."""
 
     name: str
     url: str
     default: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "url": self.url, "default": self.default}
 
 
 def _scheme(url: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from arkai.adapters.review import (
 )
 from arkai.adapters.store import read_evidence
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError
+from arkai.model.record import AsDict
 from arkai.ops.evidence import find_evidence
 
 #: Key order inside one entry; other keys follow, sorted.
@@ -294,7 +295,7 @@ def review_claim(
 
 
 @dataclass(frozen=True)
-class PendingClaim:
+class PendingClaim(AsDict):
     """A claim with no ``review.yaml`` entry."""
 
     id: str
@@ -306,12 +307,9 @@ class PendingClaim:
     line: int | None
     file: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class OrphanedReview:
+class OrphanedReview(AsDict):
     """A ``review.yaml`` entry that names no claim of the item's current extraction."""
 
     key: str
@@ -319,9 +317,6 @@ class OrphanedReview:
     title: str
     review: dict[str, Any]
     file: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,8 @@ unchanged shards keep their IDs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file
@@ -50,6 +49,7 @@ from arkai.core.canonjson import dumps_line
 from arkai.core.hashing import digest
 from arkai.core.tokens import CHARS_PER_TOKEN, count_tokens
 from arkai.errors import ArkaiError
+from arkai.model.record import AsDict
 from arkai.model.shard import CondensedChunk, ShardInfo, ShardManifest
 from arkai.search.condense_chunks import SHARD_TOKENS, condense_params
 
@@ -58,7 +58,7 @@ TOKEN_COUNTER = f"chars/{CHARS_PER_TOKEN}"
 
 
 @dataclass
-class ShardSummary:
+class ShardSummary(AsDict):
     """What one shard build did."""
 
     shards: int = 0
@@ -73,9 +73,6 @@ class ShardSummary:
     """The first shard packed again, when any was."""
     resharded: str | None = None
     """Why every shard was rebuilt (a new ``shard_tokens``, a new token counter), if so."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def order_key(c: CondensedChunk) -> tuple[str, str, int]:

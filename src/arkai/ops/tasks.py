@@ -277,9 +277,9 @@ def advice(repo: Repo, ranked: list[Suggestion], *, today: date) -> str | None:
 
     from arkai.adapters.events import utc_now
     from arkai.errors import ArkaiError, PipelineError
-    from arkai.ops.extract import make_runner
     from arkai.ops.memory import memory_context
     from arkai.patterns import get_pattern
+    from arkai.providers.runner import make_runner
 
     name = str(repo.param("tasks.provider") or "builtin")
     if name == "builtin" or not ranked:

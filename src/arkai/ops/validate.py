@@ -20,7 +20,7 @@ on. Every record is re-derived from its quote and the current transcript
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from arkai.core.receipts import (
 )
 from arkai.errors import ArkaiError, LibraryError
 from arkai.model.evidence import Resolution, Span
+from arkai.model.record import AsDict
 from arkai.model.status import REANCHORED_FUZZY, UNRESOLVED, VERIFIED
 
 WISDOM = "wisdom.json"
@@ -131,7 +132,7 @@ def span_file(item: Item, name: str) -> Path:
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(AsDict):
     """One record whose receipt does not hold."""
 
     file: str
@@ -143,20 +144,14 @@ class Problem:
     """``stale`` (transcript edited under the span), ``invalid`` (the record is wrong) or
     ``pending`` (a re-anchor suggestion nobody has accepted yet)."""
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
 
 @dataclass
-class Counts:
+class Counts(AsDict):
     valid: int = 0
     stale: int = 0
     invalid: int = 0
     unverified: int = 0
     unresolved: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 @dataclass

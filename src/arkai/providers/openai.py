@@ -46,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arkai.adapters import http
+from arkai.adapters.params import positive_number
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
 
@@ -92,16 +93,22 @@ class OpenAIProvider:
         self.base_url = _normalise_base_url(base_url or DEFAULT_BASE_URL)
         self.model = os.environ.get("ARKAI_OPENAI_MODEL") or _str(cfg, "model") or DEFAULT_MODEL
         self.api_key_env = _str(cfg, "api_key_env") or DEFAULT_KEY_ENV
-        self.temperature = _number(cfg, "temperature", 0.0)
+        self.temperature = positive_number(cfg, "providers.openai.temperature", 0.0, zero=True)
         max_tokens = cfg.get("max_tokens")
-        self.max_tokens = None if max_tokens is None else int(_number(cfg, "max_tokens", 0))
+        self.max_tokens = (
+            None
+            if max_tokens is None
+            else int(positive_number(cfg, "providers.openai.max_tokens", 0))
+        )
         self.json_mode = _str(cfg, "json_mode") or "auto"
         if self.json_mode not in JSON_MODES:
             raise InvalidInputError(
                 f"providers.openai.json_mode: {self.json_mode!r} is not one of "
                 + ", ".join(JSON_MODES)
             )
-        self._context_chars = int(_number(cfg, "context_chars", DEFAULT_CONTEXT_CHARS))
+        self._context_chars = int(
+            positive_number(cfg, "providers.openai.context_chars", DEFAULT_CONTEXT_CHARS)
+        )
         headers = cfg.get("extra_headers") or {}
         if not isinstance(headers, Mapping):
             raise InvalidInputError("providers.openai.extra_headers: expected a mapping")
@@ -321,15 +328,6 @@ def _str(cfg: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str):
         raise InvalidInputError(f"providers.openai.{key}: expected a string, got {value!r}")
     return value
-
-
-def _number(cfg: Mapping[str, Any], key: str, default: float) -> float:
-    value = cfg.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"providers.openai.{key}: expected a number, got {value!r}")
-    return float(value)
 
 
 def _normalise_base_url(url: str) -> str:

@@ -14,17 +14,19 @@ import math
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arkai.adapters import interrupt
 from arkai.adapters.fs import read_repo_file, write_if_changed
+from arkai.adapters.params import positive_number
 from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
-from arkai.errors import InvalidInputError, LibraryError, PipelineError
+from arkai.errors import LibraryError, PipelineError
 from arkai.formats.cue import fix_surrogates
+from arkai.model.record import AsDict
 from arkai.patterns import (
     OutputError,
     Pattern,
@@ -34,6 +36,11 @@ from arkai.patterns import (
     render_system,
 )
 from arkai.providers.base import Provider, ProviderError, Request, Response
+from arkai.providers.registry import get_provider
+
+#: The response store: a local, content-addressed cache (not in git, not a DVC output, so a
+#: fresh clone's `dvc repro` is a no-op; extraction results themselves are in git).
+RESPONSES = Path(".arkai") / "responses"
 
 
 @dataclass
@@ -56,29 +63,16 @@ class RunnerConfig:
         """The knobs from ``params.yaml``'s ``extract`` section; a bad value is an
         InvalidInputError naming the key."""
         return cls(
-            timeout_s=_positive(xp, "timeout_s", 120.0),
-            retries=int(_positive(xp, "retries", 3, zero=True)),
-            backoff_base_s=_positive(xp, "backoff_s", 1.0, zero=True),
-            retry_after_max_s=_positive(xp, "retry_after_max_s", 60.0, zero=True),
-            breaker_threshold=int(_positive(xp, "circuit_breaker", 5)),
+            timeout_s=positive_number(xp, "extract.timeout_s", 120.0),
+            retries=int(positive_number(xp, "extract.retries", 3, zero=True)),
+            backoff_base_s=positive_number(xp, "extract.backoff_s", 1.0, zero=True),
+            retry_after_max_s=positive_number(xp, "extract.retry_after_max_s", 60.0, zero=True),
+            breaker_threshold=int(positive_number(xp, "extract.circuit_breaker", 5)),
         )
-
-
-def _positive(xp: dict[str, Any], key: str, default: float, *, zero: bool = False) -> float:
-    value = xp.get(key, default)
-    if value is None:
-        return default
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):
-        raise InvalidInputError(
-            f"params.yaml: extract.{key} must be a {'non-negative' if zero else 'positive'} "
-            f"number, got {value!r}"
-        )
-    return float(value)
 
 
 @dataclass
-class Stats:
+class Stats(AsDict):
     calls: int = 0
     cache_hits: int = 0
     retries: int = 0
@@ -90,9 +84,6 @@ class Stats:
         self.cache_hits += other.cache_hits
         self.retries += other.retries
         self.failures += other.failures
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class CircuitOpen(PipelineError):
@@ -433,3 +424,29 @@ class Runner:
                 hint="re-run later (finished items are kept) or raise extract.retry_after_max_s",
             ) from None
         return max(0.0, asked)
+
+
+def make_runner(
+    root: Path,
+    params: dict[str, Any],
+    *,
+    refresh: bool,
+    now: str,
+    store: ResponseStore | None = None,
+) -> Runner:
+    """The runner of ``extract.provider``; responses go to ``store`` (default: the repo's
+    response store)."""
+    xp = params["extract"]
+    name = str(xp["provider"])
+    config = dict((params.get("providers") or {}).get(name) or {})
+    model = xp.get("model") or config.get("model")
+    provider = get_provider(name, config)
+    cfg = RunnerConfig.from_params(xp)
+    return Runner(
+        provider=provider,
+        store=store if store is not None else ResponseStore(root / RESPONSES),
+        config=cfg,
+        model=str(model) if model else None,
+        refresh=refresh,
+        now=lambda: now,
+    )

@@ -18,6 +18,7 @@ from typing import Any
 from arkai.adapters import interrupt
 from arkai.adapters.dvc import RemoteObjects
 from arkai.errors import ArkaiError, PipelineError
+from arkai.model.record import AsDict
 from arkai.providers.runner import ResponseStore, response_problem
 
 __all__ = ["PREFIX", "SyncResult", "pull_responses", "push_responses"]
@@ -33,15 +34,12 @@ Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
-class Damaged:
+class Damaged(AsDict):
     """An entry that was not used: its key, where it is, and what is wrong with it."""
 
     key: str
     where: str
     problem: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"key": self.key, "where": self.where, "problem": self.problem}
 
 
 @dataclass(frozen=True)

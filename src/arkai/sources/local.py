@@ -8,8 +8,8 @@ from pathlib import Path
 
 from arkai.adapters.fs import read_input_file
 from arkai.core.hashing import digest, sha256_hex
-from arkai.errors import InvalidInputError, SourceFormatError
-from arkai.formats import detect_format, parse_source, render_transcript
+from arkai.errors import InvalidInputError
+from arkai.formats import detect_format, parse_source, render_transcript, transcript_bytes
 from arkai.sources.base import Acquired, AddOptions
 
 _EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
@@ -33,9 +33,7 @@ def acquire_file(path: Path, data: bytes, content_type: str, opts: AddOptions) -
     """Parse a local subtitle/text file into an item (identity = hash of its bytes)."""
     fmt = detect_format(path.name, data)
     parsed = parse_source(path.name, data, fmt)
-    transcript = render_transcript(parsed).encode("utf-8")
-    if not transcript.strip():
-        raise SourceFormatError(f"{path}: no text found")
+    transcript = transcript_bytes(parsed, path)
     sha = sha256_hex(data)
     return Acquired(
         canonical=f"file:sha256:{sha}",

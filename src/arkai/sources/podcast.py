@@ -50,10 +50,11 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
+from arkai.adapters.params import positive_number
 from arkai.core.grammar import speaker_of
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import Cue, ParsedSource, detect_format, parse_source, render_transcript
+from arkai.formats import Cue, ParsedSource, detect_format, parse_source, transcript_bytes
 from arkai.formats.cue import clean_text, parse_clock
 from arkai.sources.base import Acquired, AddOptions
 
@@ -153,11 +154,6 @@ class Feed:
 def looks_like_feed(head: bytes) -> bool:
     """True when a file's first bytes open an RSS or Atom document."""
     return _HEAD_RE.search(head[:8192]) is not None
-
-
-def list_episodes(feed_bytes: bytes, feed_url: str) -> list[Episode]:
-    """The episodes of a feed, in feed order (see :func:`parse_feed`)."""
-    return parse_feed(feed_bytes, feed_url).episodes
 
 
 def parse_feed(data: bytes, name: str, *, base_url: str | None = None) -> Feed:
@@ -573,12 +569,7 @@ def episode_canonical(feed: Feed, ep: Episode) -> str:
 
 
 def _timeout(opts: AddOptions) -> float:
-    raw = (opts.params.get("podcast") or {}).get("timeout_s", 20)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"params podcast.timeout_s: not a number ({raw!r})") from None
-    return value if value > 0 else 20.0
+    return positive_number(opts.params.get("podcast"), "podcast.timeout_s", 20.0)
 
 
 class _Skipped(Exception):
@@ -689,9 +680,7 @@ class PodcastSource:
             try:
                 resp = fetch(link.url, timeout=_timeout(opts), max_bytes=opts.max_bytes)
                 parsed = parse_transcript(kind, link.url, resp.data)
-                transcript = render_transcript(parsed).encode("utf-8")
-                if not transcript.strip():
-                    raise SourceFormatError(f"{link.url}: no text found")
+                transcript = transcript_bytes(parsed, link.url)
             except ArkaiError as exc:
                 errors.append(exc)
                 continue
@@ -717,9 +706,7 @@ class PodcastSource:
         data = read_input_file(file, max_bytes=opts.max_bytes)
         fmt = detect_format(file.name, data)
         parsed = parse_source(file.name, data, fmt)
-        transcript = render_transcript(parsed).encode("utf-8")
-        if not transcript.strip():
-            raise SourceFormatError(f"{file}: no text found")
+        transcript = transcript_bytes(parsed, file)
         return self._item(
             feed,
             ep,

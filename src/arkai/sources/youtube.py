@@ -43,10 +43,11 @@ from typing import Any, TypeVar
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
+from arkai.adapters.params import positive_number
 from arkai.core.hashing import digest
 from arkai.core.youtube import video_id
-from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import detect_format, parse_source, render_transcript
+from arkai.errors import ArkaiError, InvalidInputError
+from arkai.formats import detect_format, parse_source, transcript_bytes
 from arkai.sources.base import Acquired, AddOptions
 
 T = TypeVar("T")
@@ -317,17 +318,6 @@ def _languages(params: dict[str, Any]) -> list[str]:
     return langs or list(DEFAULT_LANGUAGES)
 
 
-def _timeout(params: dict[str, Any]) -> float:
-    raw = (params.get("youtube") or {}).get("timeout_s", DEFAULT_TIMEOUT_S)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"params youtube.timeout_s: not a number ({raw!r})") from None
-    if not value > 0:
-        raise InvalidInputError(f"params youtube.timeout_s: must be positive ({raw!r})")
-    return value
-
-
 def _iso_date(value: Any) -> str | None:
     text = str(value or "")
     if re.fullmatch(r"\d{8}", text):
@@ -375,9 +365,7 @@ class YouTubeSource:
         data = read_input_file(file, max_bytes=opts.max_bytes)
         fmt = detect_format(file.name, data)
         parsed = parse_source(file.name, data, fmt)
-        transcript = render_transcript(parsed).encode("utf-8")
-        if not transcript.strip():
-            raise SourceFormatError(f"{file}: no text found")
+        transcript = transcript_bytes(parsed, file)
         meta = {
             "video_id": vid,
             "channel": None,
@@ -403,7 +391,9 @@ class YouTubeSource:
 
     def _download(self, ref: str, vid: str, canonical: str, opts: AddOptions) -> Acquired:
         languages = _languages(opts.params)
-        budget = _Budget(_timeout(opts.params))
+        budget = _Budget(
+            positive_number(opts.params.get("youtube"), "youtube.timeout_s", DEFAULT_TIMEOUT_S)
+        )
         reasons: list[str] = []
         captions: Captions | None = None
         try:
@@ -437,9 +427,7 @@ class YouTubeSource:
             )
         name = f"{canonical} captions"
         parsed = parse_source(name, captions.data, captions.format)
-        transcript = render_transcript(parsed).encode("utf-8")
-        if not transcript.strip():
-            raise SourceFormatError(f"{name}: no text found")
+        transcript = transcript_bytes(parsed, name)
         info = info or {}
         title = str(info.get("title") or "").strip()
         channel = info.get("channel") or info.get("uploader")

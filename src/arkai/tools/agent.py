@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from arkai.adapters.hooks import HookError, run_hook
 from arkai.adapters.process import parse_argv
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, ResourceLimitError
+from arkai.model.record import AsDict
 from arkai.tools.registry import Caller, Limits, Registry
 
 SYSTEM = (
@@ -51,15 +52,12 @@ class AgentConfig:
 
 
 @dataclass
-class AgentResult:
+class AgentResult(AsDict):
     answer: str
     steps: int
     session: str
     calls: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _tool_calls(message: dict[str, Any], label: str) -> list[dict[str, Any]]:

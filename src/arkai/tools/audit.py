@@ -62,12 +62,3 @@ class AuditLog:
         }
         events.append_jsonl(self.path_for(now), line)
         return line
-
-
-def read_audit(root: Path) -> list[dict[str, Any]]:
-    """Every audit line, oldest file first (for tests and ``docs/agents.md`` examples)."""
-    out: list[dict[str, Any]] = []
-    folder = root / AUDIT_DIR
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        out.extend(events.read_events(path))
-    return out

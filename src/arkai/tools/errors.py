@@ -4,9 +4,8 @@ no internal paths, a code an agent can branch on)."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from arkai.adapters.interrupt import Interrupted
 from arkai.core.redact import scrub as redact_secrets
@@ -21,6 +20,7 @@ from arkai.errors import (
     UnsafeFileError,
     ValidationFailed,
 )
+from arkai.model.record import AsDict
 
 #: (class, code, severity, retryable) — the first class that matches wins (subclasses first).
 _MAP: tuple[tuple[type[ArkaiError], str, str, bool], ...] = (
@@ -41,16 +41,13 @@ MAX_MESSAGE = 500
 
 
 @dataclass(frozen=True)
-class ToolError:
+class ToolError(AsDict):
     """The ``error`` of an envelope."""
 
     code: str
     message: str
     severity: str = "error"
     retryable: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class ToolFailure(Exception):

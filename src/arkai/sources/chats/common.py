@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +22,7 @@ from arkai.core.grammar import format_chat_header
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.redact import redact, redact_json, redact_many, scrub
 from arkai.formats.cue import fix_surrogates
+from arkai.model.record import AsDict
 from arkai.sources.base import Acquired, AddOptions
 
 PLATFORMS = ("chatgpt", "claude", "gemini")
@@ -38,7 +39,7 @@ _EPOCH_MAX = 253402300799.0  # 9999-12-31T23:59:59Z
 
 
 @dataclass
-class Message:
+class Message(AsDict):
     """One kept message in the seed-001 normalized shape."""
 
     role: str
@@ -46,9 +47,6 @@ class Message:
     content: str
     timestamp: str | None = None
     """ISO-8601 UTC (``2026-01-01T10:00:00Z``) or None when the export has none."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
