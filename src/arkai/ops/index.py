@@ -68,6 +68,8 @@ TOPICS = "topics.json"
 GRAPH_JSON = "graph.json"
 GRAPHML = "graph.graphml"
 MANIFEST = "manifest.json"
+#: The digest of what the last run's derived files are a function of (in the item cache).
+INPUTS = "inputs.json"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -492,7 +494,11 @@ def run_index(
                 }
             ).encode("utf-8")
         )
-        reuse = not full and old_manifest.get("inputs") == inputs and _intact(out, old_manifest)
+        # Kept beside the item cache, not in the manifest: the record keys digest the items'
+        # files, extraction timestamps included, and the manifest is a function of the index
+        # files alone (a clone that re-extracts the same claims writes the same manifest).
+        last = read_json(cache.folder / INPUTS) or {}
+        reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest)
         old_counts = old_manifest.get("counts") or {}
 
         # One more pass over the items' cached terms records, one item at a time: the BM25
@@ -630,10 +636,10 @@ def run_index(
                     else None
                 ),
                 "lexical": old_manifest.get("lexical") if reuse else lexical,
-                "inputs": inputs,
                 "files": _file_digests(out),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
+            write_json(cache.folder / INPUTS, {"inputs": inputs})
     return summary
