@@ -101,12 +101,25 @@ def ray_cluster() -> Iterator[Cluster]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
+def _reset_ray_auth() -> None:
+    """Ray reads its authentication settings once per process and caches them: a test that
+    ran Ray code earlier in this process (tests/adapters/test_raytasks.py) would leave this
+    driver without the cluster's token. Ray's own test helper drops that cache."""
+    from ray._private.authentication_test_utils import reset_auth_token_state
+
+    reset_auth_token_state()
+
+
 @pytest.fixture
-def on_cluster(ray_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Cluster:
+def on_cluster(ray_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
     monkeypatch.setenv(ENV_ADDRESS, ray_cluster.address)
     for name, value in ray_cluster.auth.items():
         monkeypatch.setenv(name, value)
-    return ray_cluster
+    _reset_ray_auth()
+    yield ray_cluster
+    for name in ray_cluster.auth:
+        monkeypatch.delenv(name)
+    _reset_ray_auth()
 
 
 def _library(
