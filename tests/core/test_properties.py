@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from arkai.core import canonjson
 from arkai.core.document import Document
-from arkai.core.evidence import build_evidence
+from arkai.core.evidence import evidence_from_match
 from arkai.core.resolve import resolve_quote
 from arkai.model.evidence import EvidenceLine
 
@@ -260,7 +260,7 @@ def test_evidence_line_round_trips_through_jsonl(
         "extractor": extractor,
         "ts": "2026-01-12T10:00:00Z",
     }
-    line = build_evidence(doc, **kw)  # type: ignore[arg-type]
+    line = evidence_from_match(match=resolve_quote(doc, quote), **kw)  # type: ignore[arg-type]
     encoded = canonjson.dumps_line(line.to_dict())
     assert encoded.endswith("\n") and encoded.count("\n") == 1
     back = EvidenceLine.from_dict(json.loads(encoded))
@@ -268,7 +268,8 @@ def test_evidence_line_round_trips_through_jsonl(
     assert canonjson.dumps_line(back.to_dict()) == encoded
 
     # Deterministic: a fresh document and a second build give the same line and ID.
-    again = build_evidence(Document(text.encode("utf-8")), **kw)  # type: ignore[arg-type]
+    fresh = Document(text.encode("utf-8"))
+    again = evidence_from_match(match=resolve_quote(fresh, quote), **kw)  # type: ignore[arg-type]
     assert again == line
 
     quote_sha = sha(quote.encode("utf-8"))

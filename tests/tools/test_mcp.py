@@ -22,8 +22,8 @@ import anyio
 import jsonschema
 import pytest
 
-from arkai.tools.audit import read_audit
 from tests.conftest import tool_env
+from tests.tools.conftest import read_audit
 from tests.tools.test_registry import _files, _read_calls
 
 pytestmark = pytest.mark.slow  # real servers in subprocesses
