@@ -8,7 +8,6 @@ the call ended at all), with generous hang guards instead of tight timings.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
 from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
 from tests.adapters.httpserver import LocalHTTPServer, http_server_fixture  # noqa: F401
 from tests.adapters.test_provider_command import alive
+from tests.conftest import in_thread
 
 HANG_GUARD_S = 30.0
 HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "providers"
@@ -40,21 +40,6 @@ def _lowered_flag() -> Iterator[None]:
     interrupt.clear_stop()
     yield
     interrupt.clear_stop()
-
-
-def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
-    """Run ``fn`` in a daemon thread; the dict gets ``result`` or ``error``."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, box
 
 
 def wait_for(predicate: Callable[[], bool]) -> None:

@@ -32,7 +32,7 @@ from arkai.adapters.raytasks import ENV_ADDRESS
 from arkai.adapters.repo import Repo
 from arkai.ops.extract import ExtractSummary, run_extract
 from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
-from tests.conftest import BIN, SAMPLES, Runner, tool_env
+from tests.conftest import BIN, SAMPLES, Runner, in_thread, tool_env
 from tests.func.test_extract_runner import SOURCES, use_fake
 
 pytestmark = pytest.mark.slow
@@ -143,20 +143,6 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def extract(kr: Path, executor: str) -> ExtractSummary:
     return run_extract(Repo.open(kr), now=NOW, executor=executor)
-
-
-def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, box
 
 
 def wait_for(predicate: Callable[[], bool], what: str) -> None:
