@@ -26,7 +26,7 @@ Quotes, each recorded with its class:
 
 Measured: the floor (one ``bytes.find`` and one ``bytes.count`` per quote over its transcript's
 bytes, quotes pre-encoded), arkai's ``resolve_quote`` (exact mode, a fresh ``Document`` per
-transcript so its lazy indexes are paid for) and ``resolve_quotes`` (the batch form), exact-mode
+transcript so its lazy indexes are paid for), exact-mode
 correctness, fuzzy mode on a sample, and langextract's ``Resolver.align`` on a subset (through
 ``bench/_langextract_align.py`` under a separate interpreter).
 
@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from arkai.core.document import Document  # noqa: E402
 from arkai.core.fuzzy import DEFAULT_THRESHOLD  # noqa: E402
 from arkai.core.hashing import digest  # noqa: E402
-from arkai.core.resolve import Match, resolve_quote, resolve_quotes  # noqa: E402
+from arkai.core.resolve import Match, resolve_quote  # noqa: E402
 
 SEED = 20240611
 EXACT, ALTERED, CASE, ABSENT = "exact", "altered", "case", "absent"
@@ -394,10 +394,6 @@ def run_single(docs: list[Doc], texts: list[list[str]], mode: str = "exact") -> 
         d = Document(doc.data)
         out.append([resolve_quote(d, q, mode=mode) for q in qs])
     return out
-
-
-def run_batch(docs: list[Doc], texts: list[list[str]]) -> list[list[Match]]:
-    return [resolve_quotes(Document(doc.data), qs) for doc, qs in zip(docs, texts, strict=True)]
 
 
 def _rate(n_quotes: int, scanned: int, seconds: list[float]) -> dict[str, Any]:
@@ -758,49 +754,43 @@ def run_langextract(
     for local, q in subset:
         by_local.setdefault(local, []).append(q.text)
 
-    def arkai(mode: str, batch: bool) -> tuple[float, list[Match]]:
+    def arkai(mode: str) -> tuple[float, list[Match]]:
         def go() -> list[Match]:
             res: list[Match] = []
             for local, texts_ in by_local.items():
                 d = Document(docs[doc_ids[local]].data)
-                if batch:
-                    res.extend(resolve_quotes(d, texts_, mode=mode))
-                else:
-                    res.extend(resolve_quote(d, t, mode=mode) for t in texts_)
+                res.extend(resolve_quote(d, t, mode=mode) for t in texts_)
             return res
 
         return _timed(go)
 
     ark: dict[str, Any] = {}
     for mode in ("exact", "fuzzy"):
-        for batch in (False, True):
-            seconds, results = min((arkai(mode, batch) for _ in range(3)), key=lambda r: r[0])
-            pairs = [
-                (
-                    local,
-                    q,
-                    m.resolution.status in GROUNDED,
-                    m.span.start if m.span else None,
-                    m.span.end if m.span else None,
-                )
-                for (local, q), m in zip(subset, results, strict=True)
-            ]
-            name = f"{mode}_{'resolve_quotes' if batch else 'resolve_quote'}"
-            ark[name] = {
-                "seconds": round(seconds, 4),
-                "quotes_per_s": round(len(subset) / seconds),
-                **rates(pairs, in_chars=False),
-            }
+        seconds, results = min((arkai(mode) for _ in range(3)), key=lambda r: r[0])
+        pairs = [
+            (
+                local,
+                q,
+                m.resolution.status in GROUNDED,
+                m.span.start if m.span else None,
+                m.span.end if m.span else None,
+            )
+            for (local, q), m in zip(subset, results, strict=True)
+        ]
+        ark[f"{mode}_resolve_quote"] = {
+            "seconds": round(seconds, 4),
+            "quotes_per_s": round(len(subset) / seconds),
+            **rates(pairs, in_chars=False),
+        }
     report["arkai_same_quotes"] = ark
     for lx_run, mode in (("batched_fuzzy_off", "exact"), ("batched_fuzzy_on", "fuzzy")):
         lx_qps = report["runs"][lx_run]["quotes_per_s"]
         if not lx_qps:
             continue
-        for api in ("resolve_quotes", "resolve_quote"):
-            report[f"speedup_arkai_{mode}_{api}_vs_{lx_run}"] = round(
-                ark[f"{mode}_{api}"]["quotes_per_s"] / lx_qps, 1
-            )
-    sp = report.get("speedup_arkai_exact_resolve_quotes_vs_batched_fuzzy_off")
+        report[f"speedup_arkai_{mode}_resolve_quote_vs_{lx_run}"] = round(
+            ark[f"{mode}_resolve_quote"]["quotes_per_s"] / lx_qps, 1
+        )
+    sp = report.get("speedup_arkai_exact_resolve_quote_vs_batched_fuzzy_off")
     report["speedup_target_200x_met"] = sp is not None and sp >= 200
     return report
 
@@ -867,9 +857,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     floor_s: list[float] = []
     single_s: list[float] = []
-    batch_s: list[float] = []
     single_res: list[list[Match]] = []
-    batch_res: list[list[Match]] = []
     for rep in range(reps):
         log(f"timing round {rep + 1}/{reps}")
         dt, _ = _timed(lambda: run_floor(docs, qbytes))
@@ -879,29 +867,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rep == 0:
             single_res = res
         del res
-        dt, res = _timed(lambda: run_batch(docs, texts))
-        batch_s.append(dt)
-        if rep == 0:
-            batch_res = res
-        del res
-        log(f"  floor {floor_s[-1]:.2f}s, single {single_s[-1]:.2f}s, batch {batch_s[-1]:.2f}s")
+        log(f"  floor {floor_s[-1]:.2f}s, single {single_s[-1]:.2f}s")
 
     floor = _rate(n_quotes, scanned, floor_s)
     floor["what"] = "bytes.find + bytes.count per quote over its transcript (quotes pre-encoded)"
     single = _rate(n_quotes, scanned, single_s)
     single["what"] = "resolve_quote(doc, quote) in exact mode, fresh Document per transcript"
-    batch = _rate(n_quotes, scanned, batch_s)
-    batch["what"] = "resolve_quotes(doc, quotes) in exact mode, fresh Document per transcript"
-    same = all(
-        a == b
-        for ra, rb in zip(single_res, batch_res, strict=True)
-        for a, b in zip(ra, rb, strict=True)
-    )
-    batch["identical_to_resolve_quote"] = same
 
     log("checking exact-mode results")
     correctness = check_exact(docs, quotes, single_res, random.Random(args.seed + 1))
-    del single_res, batch_res
+    del single_res
 
     log("fuzzy mode")
     fuzzy = run_fuzzy(docs, quotes, fuzzy_sample, random.Random(args.seed + 2))
@@ -918,7 +893,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     ratio = min(single_s) / min(floor_s)
-    ratio_batch = min(batch_s) / min(floor_s)
     report = {
         "mode": "quick" if quick else "full",
         "seed": args.seed,
@@ -938,10 +912,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "floor": floor,
         "arkai_exact": single,
-        "arkai_batch": batch,
         "ratio_to_floor": round(ratio, 3),
-        "ratio_to_floor_batch": round(ratio_batch, 3),
-        "ratio_target_1_5_met": min(ratio, ratio_batch) <= 1.5,
+        "ratio_target_1_5_met": ratio <= 1.5,
         "exact_correctness": correctness,
         "fuzzy": fuzzy,
         "langextract": lx,

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from arkai.core.document import MIN_INDEXED, Document
+from arkai.core.document import Document
 from arkai.core.fuzzy import DEFAULT_THRESHOLD, SMALL_TEXT, FuzzyIndex, fuzzy_find
-from arkai.core.resolve import INDEX_MIN_BYTES, INDEX_MIN_QUOTES, resolve_quote, resolve_quotes
+from arkai.core.resolve import resolve_quote
 
 WORDS = [
     "river",
@@ -181,52 +181,3 @@ def test_resolve_quote_exact_mode_ignores_fuzzy_matches() -> None:
     quote = _swap(SENTENCES[70], 6, "saxophone")
     match = resolve_quote(Document(TEXT.encode()), quote)
     assert match.resolution.status == "unresolved"
-
-
-# --- the batch path: resolve_quotes and the document's byte index ----------------------------
-# (Exact matching, not fuzzy; kept here with the other tests of code added alongside the fuzzy
-# index, until it moves next to the resolver's own tests.)
-
-
-def _naive_occurrences(data: bytes, needle: bytes) -> list[int]:
-    return [i for i in range(len(data) - len(needle) + 1) if data[i : i + len(needle)] == needle]
-
-
-@pytest.mark.parametrize("alphabet", [b"a", b"ab", b"abc \n", bytes(range(256))])
-def test_byte_index_finds_every_occurrence(alphabet: bytes) -> None:
-    rng = random.Random(len(alphabet))
-    for _ in range(40):
-        data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 300)))
-        doc = Document(data)
-        assert doc.occurrences(b"x" * MIN_INDEXED) is None  # not built yet
-        doc.build_byte_index()
-        for _ in range(10):
-            i = rng.randint(0, len(data))
-            needle = data[i : i + rng.randint(MIN_INDEXED - 3, 50)]
-            found = doc.occurrences(needle)
-            if len(needle) < MIN_INDEXED:
-                assert found is None
-            else:
-                assert found == _naive_occurrences(data, needle)
-
-
-def test_resolve_quotes_equals_resolve_quote_with_and_without_index() -> None:
-    rng = random.Random(3)
-    text = _transcript(_sentences(400, seed=5) + ["Café — naïve 🚀 façade."] * 3)
-    data = text.encode("utf-8")
-    assert len(data) >= INDEX_MIN_BYTES
-    quotes = [SENTENCES[0].upper(), "Café — naïve 🚀 façade.", "went by.\n[00:00:01] Speaker"]
-    while len(quotes) < INDEX_MIN_QUOTES + 20:
-        i = rng.randint(0, len(text) - 1)
-        quotes.append(text[i : i + rng.randint(1, 90)])
-    quotes += quotes[:5]  # repeats
-    for mode in ("exact", "insensitive"):
-        batch = resolve_quotes(Document(data), quotes, mode=mode)
-        single = [resolve_quote(Document(data), q, mode=mode) for q in quotes]
-        assert batch == single
-    indexed = Document(data)
-    resolve_quotes(indexed, quotes)
-    assert indexed.has_byte_index
-    small = Document(data)
-    resolve_quotes(small, quotes[:3])
-    assert not small.has_byte_index

@@ -21,12 +21,6 @@ _TS_AFTER_NL = re.compile(b"\n" + STAMP.encode("ascii"))
 
 ANCHOR_CHARS = 80
 
-#: Window length and spacing of the byte index (``Document.build_byte_index``); needles of at
-#: least ``MIN_INDEXED`` bytes are looked up in it, shorter ones are searched for directly.
-GRAM = 12
-GRAM_STRIDE = 16
-MIN_INDEXED = GRAM + GRAM_STRIDE - 1
-
 #: The ASCII characters ``str.isspace`` accepts, each mapped to a space.
 _ASCII_SPACES = bytes.maketrans(b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 9)
 #: Every other character ``str.isspace`` accepts.
@@ -72,7 +66,6 @@ class Document:
         "_ascii",
         "_folded",
         "_fuzzy",
-        "_grams",
         "_line_starts",
         "_norm_bytes",
         "_offset_text",
@@ -93,7 +86,6 @@ class Document:
         self._offset_text: str | None = None
         self._folded: str | None = None
         self._fuzzy: FuzzyIndex | None = None
-        self._grams: dict[bytes, int | list[int]] | None = None
 
     @property
     def is_ascii(self) -> bool:
@@ -168,59 +160,6 @@ class Document:
         if self._fuzzy is None:
             self._fuzzy = FuzzyIndex(self.offset_text)
         return self._fuzzy
-
-    def build_byte_index(self) -> None:
-        """Index every ``GRAM_STRIDE``-th ``GRAM``-byte window, for :meth:`occurrences`.
-
-        One pass over the bytes; worth it when many quotes are searched in one document (each
-        search then costs a few dictionary lookups instead of a scan of the whole document).
-        """
-        if self._grams is not None:
-            return
-        data, k = self.data, GRAM
-        grams: dict[bytes, int | list[int]] = {}
-        get = grams.get
-        for i, key in enumerate(
-            [data[p : p + k] for p in range(0, len(data) - k + 1, GRAM_STRIDE)]
-        ):
-            seen = get(key)
-            if seen is None:
-                grams[key] = i
-            elif isinstance(seen, int):
-                grams[key] = [seen, i]
-            else:
-                seen.append(i)
-        self._grams = grams
-
-    @property
-    def has_byte_index(self) -> bool:
-        return self._grams is not None
-
-    def occurrences(self, needle: bytes) -> list[int] | None:
-        """Every start offset of ``needle`` (overlapping ones too), ascending, from the byte index.
-
-        ``None`` when the index is not built or ``needle`` is shorter than ``MIN_INDEXED`` bytes.
-        Any occurrence at ``x`` covers exactly one indexed window start ``p`` in
-        ``[x, x + GRAM_STRIDE)``, and that window lies inside the needle, at ``p - x``: looking up
-        the needle's window at each of those ``GRAM_STRIDE`` offsets finds every occurrence once.
-        """
-        grams = self._grams
-        if grams is None or len(needle) < MIN_INDEXED:
-            return None
-        data, k, stride = self.data, GRAM, GRAM_STRIDE
-        get = grams.get
-        startswith = data.startswith
-        found: list[int] = []
-        for j in range(stride):
-            seen = get(needle[j : j + k])
-            if seen is None:
-                continue
-            for i in (seen,) if isinstance(seen, int) else seen:
-                x = i * stride - j
-                if x >= 0 and startswith(needle, x):
-                    found.append(x)
-        found.sort()
-        return found
 
     def line_starts(self) -> list[int]:
         if self._line_starts is None:

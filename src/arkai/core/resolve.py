@@ -10,14 +10,10 @@ asked for (``mode``), only after exact search fails, and get their own statuses
 Cost: an exact quote costs one pass of ``bytes.find`` over the document (to its first match, then
 on to a second one or the end); everything else a span needs (lines, timestamps, the folded and
 normalised texts, the fuzzy word index) is built once per ``Document`` on first use.
-:func:`resolve_quotes` resolves a batch against one document; for a large batch it first builds
-the document's byte index (``Document.build_byte_index``), after which a quote costs a few
-dictionary lookups instead of a pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from arkai.core.document import Document, normalize_text
@@ -58,12 +54,6 @@ class Match:
     resolution: Resolution
     span: Span | None
 
-
-#: ``resolve_quotes`` indexes the document first when it has this many distinct quotes for one
-#: at least that big. Building the index costs about as much as 80 scans of the document (each
-#: quote saves one), whatever its size; small documents are cheap to scan anyway.
-INDEX_MIN_QUOTES = 80
-INDEX_MIN_BYTES = 16_384
 
 _UNMATCHED = Match(_NO_MATCH, None)
 _HINTED = Match(_HINT_ONLY, None)
@@ -167,28 +157,28 @@ def _fuzzy(doc: Document, quote: str, artifact: str, threshold: float) -> Match 
     return Match(res, make_span(doc, start, end, artifact))
 
 
-def _check_mode(mode: str) -> None:
+def resolve_quote(
+    doc: Document,
+    quote: str,
+    *,
+    mode: str = MODE_EXACT,
+    artifact: str = ARTIFACT,
+    fuzzy_threshold: float = DEFAULT_THRESHOLD,
+) -> Match:
+    """Resolve ``quote`` against ``doc``.
+
+    ``mode`` is ``exact`` (V1, default), ``insensitive`` (exact, then case-insensitive) or
+    ``fuzzy`` (exact, then case-insensitive, then fuzzy at ``fuzzy_threshold`` 0–100).
+    """
     if mode not in MODES:
         raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MODES)}")
-
-
-def _resolve(doc: Document, quote: str, mode: str, artifact: str, fuzzy_threshold: float) -> Match:
     needle = quote.encode("utf-8")
     if not needle.strip():
         return _UNMATCHED
-    hits = doc.occurrences(needle)
-    if hits is None:
-        data = doc.data
-        first = data.find(needle)
-        count = 0
-        if first >= 0:
-            count = (
-                1 if data.find(needle, first + 1) < 0 else count_occurrences(data, needle, first)
-            )
-    else:
-        count = len(hits)
-        first = hits[0] if hits else -1
+    data = doc.data
+    first = data.find(needle)
     if first >= 0:
+        count = 1 if data.find(needle, first + 1) < 0 else count_occurrences(data, needle, first)
         if count == 1:
             res = _EXACT_ONE
         else:
@@ -205,55 +195,6 @@ def _resolve(doc: Document, quote: str, mode: str, artifact: str, fuzzy_threshol
             if found is not None:
                 return found
     return _unresolved(doc, quote)
-
-
-def resolve_quote(
-    doc: Document,
-    quote: str,
-    *,
-    mode: str = MODE_EXACT,
-    artifact: str = ARTIFACT,
-    fuzzy_threshold: float = DEFAULT_THRESHOLD,
-) -> Match:
-    """Resolve ``quote`` against ``doc``.
-
-    ``mode`` is ``exact`` (V1, default), ``insensitive`` (exact, then case-insensitive) or
-    ``fuzzy`` (exact, then case-insensitive, then fuzzy at ``fuzzy_threshold`` 0–100).
-    """
-    _check_mode(mode)
-    return _resolve(doc, quote, mode, artifact, fuzzy_threshold)
-
-
-def resolve_quotes(
-    doc: Document,
-    quotes: Iterable[str],
-    *,
-    mode: str = MODE_EXACT,
-    artifact: str = ARTIFACT,
-    fuzzy_threshold: float = DEFAULT_THRESHOLD,
-) -> list[Match]:
-    """Resolve every quote of ``quotes`` against ``doc``, in order.
-
-    Equal to ``[resolve_quote(doc, q, ...) for q in quotes]``; a quote that repeats is resolved
-    once (``Match`` is immutable, so the same object is returned for each repeat). With at least
-    ``INDEX_MIN_QUOTES`` distinct quotes and a document of at least ``INDEX_MIN_BYTES``, its
-    byte index is built first (one pass), so each quote costs a few lookups instead of a scan;
-    later ``resolve_quote`` calls on the same ``Document`` use it too.
-    """
-    _check_mode(mode)
-    if not isinstance(quotes, list | tuple):
-        quotes = list(quotes)
-    if len(doc.data) >= INDEX_MIN_BYTES and len(set(quotes)) >= INDEX_MIN_QUOTES:
-        doc.build_byte_index()
-    done: dict[str, Match] = {}
-    out: list[Match] = []
-    append = out.append
-    for quote in quotes:
-        match = done.get(quote)
-        if match is None:
-            match = done[quote] = _resolve(doc, quote, mode, artifact, fuzzy_threshold)
-        append(match)
-    return out
 
 
 def prefer_within(doc: Document, match: Match, start: int, end: int) -> Match:

@@ -14,22 +14,14 @@ from collections.abc import Iterable
 from arkai.adapters.layout import EVIDENCE, Item
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.store import read_evidence
+from arkai.core.itemdate import item_date
 from arkai.model.belief import Episode
-
-
-def item_date(item: Item) -> str:
-    meta = item.metadata
-    for key in ("published", "created", "created_at"):
-        value = meta.get(key)
-        if isinstance(value, str) and value:
-            return value[:10]
-    return "0000-00-00"
 
 
 def item_episodes(item: Item) -> list[Episode]:
     """The episodes of one item: its exact, not-rejected claims."""
     lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_item_review(item))
-    day = item_date(item)
+    day = (item_date(item.metadata) or "0000-00-00")[:10]
     out = []
     for line in lines:
         if not line.verified or line.rejected or line.span is None or not line.claim.strip():

@@ -21,7 +21,6 @@ GROUNDED = "grounded"
 PARTIAL = "partial"
 UNSUPPORTED = "unsupported"
 VERDICTS = (GROUNDED, PARTIAL, UNSUPPORTED)
-RETRACTED = "retracted"
 
 MAX_ROUNDS = 3
 """Rounds of the bounce-back loop (seed 001: "Round 3 (max)")."""

@@ -21,7 +21,6 @@ INVALIDATED = "invalidated"
 FORGOTTEN = "forgotten"
 PRUNED = "pruned"
 BELIEF_STATUSES = (ACTIVE, INVALIDATED, FORGOTTEN, PRUNED)
-CHANGE_KINDS = ("create", "reinforce", "contradict", "forget", "prune", "pin", "conflict")
 
 
 @dataclass(frozen=True, slots=True)

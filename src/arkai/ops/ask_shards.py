@@ -24,10 +24,10 @@ from arkai.adapters.layout import Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.shards import read_manifest, read_shard
 from arkai.core.document import Document
+from arkai.core.itemdate import item_day
 from arkai.core.resolve import make_span, resolve_quote
 from arkai.errors import NotFoundError, PipelineError
 from arkai.model.answer import Coverage, Match, Scope, ShardAnswer, Uncertainty
-from arkai.ops.search import item_date
 from arkai.patterns import OutputError, Pattern, get_pattern
 from arkai.providers.base import ProviderError, Request, Response
 from arkai.providers.builtin import VERSION as BUILTIN_VERSION
@@ -140,7 +140,7 @@ def _keep(item: Item, q: Query) -> bool:
 
 
 def _date(item: Item) -> str | None:
-    d = item_date(item.metadata)
+    d = item_day(item.metadata)
     return d.isoformat() if d else None
 
 

@@ -30,6 +30,7 @@ from arkai.adapters.shards import CONDENSED_FILE, CondensedFile, read_condensed,
 from arkai.core import canonjson
 from arkai.core.document import Document
 from arkai.core.hashing import digest, sha256_hex, text_digest
+from arkai.core.itemdate import item_date
 from arkai.core.resolve import prefer_within, resolve_quote
 from arkai.core.tokens import count_tokens
 from arkai.errors import ArkaiError, LibraryError, PipelineError
@@ -76,16 +77,6 @@ class CondenseSummary:
             **self.stats.to_dict(),
             "shards": self.shards.to_dict() if self.shards is not None else None,
         }
-
-
-def item_date(item: Item) -> str | None:
-    """The date shards order by: a chat's ``created``, else ``published``, else ``created_at``."""
-    m = item.metadata
-    for key in ("created", "published", "created_at"):
-        value = m.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def item_key(data: bytes, params: dict[str, Any], runner: Runner, pattern: Pattern) -> str:
@@ -187,7 +178,7 @@ def condense_item(
                 condensed_tokens=_condensed_tokens(summary, findings),
                 summary=summary,
                 title=item.title,
-                date=item_date(item),
+                date=item_date(item.metadata),
                 messages=chunk.messages,
                 findings=tuple(findings),
                 oversized=chunk.oversized,

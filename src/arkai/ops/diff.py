@@ -45,8 +45,6 @@ from arkai.core.receipts import span_is_valid
 from arkai.model.record import AsDict
 
 VALIDATION_REPORT = "reports/validation.json"
-#: Review fields compared (and shown) for a claim.
-REVIEW_FIELDS = ("status", "by", "at", "note")
 
 
 # -- one item at one revision ------------------------------------------------------------

@@ -32,7 +32,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from arkai.adapters.params import load_params
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, is_rejected, load_review
 from arkai.adapters.store import read_evidence, read_json
+from arkai.core.itemdate import item_day
 from arkai.errors import ArkaiError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.evidence import EvidenceLine
 from arkai.ops.feedback import feedback_path, net_votes
@@ -389,21 +389,6 @@ class SearchResult:
 
 # -- filters -------------------------------------------------------------------------------
 
-_DATE_PREFIX = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?")
-
-
-def item_date(entry: dict[str, Any]) -> date | None:
-    """The item's ``published`` date when known, else its ``created_at`` (None if neither)."""
-    for key in ("published", "created_at"):
-        value = entry.get(key)
-        m = _DATE_PREFIX.match(value) if isinstance(value, str) else None
-        if m:
-            try:
-                return date(int(m[1]), int(m[2] or 1), int(m[3] or 1))
-            except ValueError:
-                continue
-    return None
-
 
 def matches_filters(entry: dict[str, Any], q: Query) -> bool:
     """Whether a catalog entry passes ``in:``, ``tag:``, ``after:`` and ``before:``."""
@@ -420,7 +405,7 @@ def matches_filters(entry: dict[str, Any], q: Query) -> bool:
     if not set(q.tags) <= tags or tags & set(q.exclude_tags):
         return False
     if q.after or q.before:
-        when = item_date(entry)
+        when = item_day(entry)
         if when is None:
             return False
         if q.after and when < q.after.start:
