@@ -7,7 +7,6 @@ import json
 from arkai.core import canonjson
 from arkai.core.document import Document
 from arkai.core.entities import entities_document, resolve_entities
-from arkai.model.entity import Entity
 
 DOC = Document(b"[00:00:01] Naval said that wealth is leverage.\n[00:00:09] Naval again.\n")
 
@@ -55,4 +54,4 @@ def test_document_round_trip() -> None:
         "method": "exact",
         "reason": "multiple_matches",
     }
-    assert [Entity.from_dict(e) for e in back["entities"]] == ents
+    assert back["entities"] == [e.to_dict() for e in ents]

@@ -63,12 +63,3 @@ class Entity:
             "confidence": self.confidence,
             "mentions": [m.to_dict() for m in self.mentions],
         }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Entity:
-        return cls(
-            name=str(d["name"]),
-            type=str(d.get("type", "concept")),
-            confidence=float(d.get("confidence", 0.0)),
-            mentions=tuple(Mention.from_dict(m) for m in d.get("mentions", [])),
-        )

@@ -100,11 +100,7 @@ class Replay:
     """Lines of the log that could not be read (file:line and why)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "turns": [t.to_dict() for t in self.turns],
-            "problems": self.problems,
-        }
+        return {**vars(self), "turns": [t.to_dict() for t in self.turns]}
 
 
 def replay(repo: Repo, session: str) -> Replay:

@@ -84,25 +84,9 @@ class ContextEntry:
         return f"{self.n}. {quoted.lstrip()}\n\n   {self.citation()}\n"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "kind": self.kind,
-            "content_id": self.content_id,
-            "title": self.title,
-            "path": self.path,
-            "evidence_id": self.evidence_id,
-            "claim": self.claim,
-            "text": self.text,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "link": self.link,
-            "timestamp": self.timestamp,
-            **({} if self.page is None else {"page": self.page}),
-            "citation": self.citation(),
-            "score": round(self.score, 6),
-            "tokens": self.tokens,
-            "truncated": self.truncated,
-        }
+        # ``page`` only for PDF entries, so other items' JSON is unchanged.
+        out = {k: v for k, v in vars(self).items() if k != "page" or v is not None}
+        return out | {"citation": self.citation(), "score": round(self.score, 6)}
 
 
 @dataclass
@@ -125,15 +109,10 @@ class ContextPack:
         return estimate_tokens(self.markdown)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "budget": self.budget,
+        out = {k: v for k, v in vars(self).items() if k != "entries"}
+        return out | {
             "tokens_used": self.tokens_used,
-            "candidates": self.candidates,
-            "skipped": self.skipped,
             "entries": [e.to_dict() for e in self.entries],
-            "beliefs": self.beliefs,
-            "markdown": self.markdown,
         }
 
 

@@ -423,13 +423,10 @@ class LibraryDiff:
         ents = {"added": 0, "removed": 0, "changed": 0}
         for d in self.items:
             items[d.state] += 1
-            claims["added"] += len(d.claims.added)
-            claims["removed"] += len(d.claims.removed)
-            claims["changed"] += len(d.claims.changed)
-            claims["moved"] += len(d.claims.moved)
-            ents["added"] += len(d.entities.added)
-            ents["removed"] += len(d.entities.removed)
-            ents["changed"] += len(d.entities.changed)
+            for kind in claims:
+                claims[kind] += len(getattr(d.claims, kind))
+            for kind in ents:
+                ents[kind] += len(getattr(d.entities, kind))
         return {"items": items, "claims": claims, "entities": ents}
 
     @property

@@ -55,19 +55,7 @@ class ItemHealth:
         return not self.actions
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "content_id": self.content_id,
-            "title": self.title,
-            "path": self.path,
-            "acquired": self.acquired,
-            "extraction": self.extraction,
-            "error": self.error,
-            "stale_spans": self.stale_spans,
-            "indexed": self.indexed,
-            "on_site": self.on_site,
-            "healthy": self.healthy,
-            "actions": self.actions,
-        }
+        return {**vars(self), "healthy": self.healthy}
 
 
 @dataclass

@@ -9,23 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.errors import InvalidInputError
 from arkai.model.record import AsDict
 from arkai.search.eval import MODES, load_beir, run_eval, split_queries
 
-__all__ = ["MODES", "RetrievalReport", "parse_modes", "retrieval"]
-
-
-def parse_modes(value: str) -> list[str]:
-    """``lexical,vector`` → the modes, in order, once each; unknown ones are an error."""
-    modes = [m.strip() for m in value.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
-    if bad or not modes:
-        raise InvalidInputError(
-            f"unknown mode(s) in --modes: {', '.join(bad) or '(none)'}",
-            hint=f"choose from {', '.join(MODES)}",
-        )
-    return list(dict.fromkeys(modes))
+__all__ = ["MODES", "RetrievalReport", "retrieval"]
 
 
 @dataclass(frozen=True)
@@ -59,9 +46,8 @@ def retrieval(
 ) -> RetrievalReport:
     """Score each of ``modes`` (comma-separated) on ``corpus``'s ``split``; ``half`` (``a`` or
     ``b``) keeps one half of a fixed 50/50 split of the queries."""
-    chosen = parse_modes(modes)
-    if limit_queries is not None and limit_queries <= 0:
-        raise InvalidInputError("--limit-queries must be a positive number")
+    # ``run_eval`` checks the modes and the query limit (before reading the corpus).
+    chosen = list(dict.fromkeys(m.strip() for m in modes.split(",") if m.strip()))
     query_ids = None
     if half is not None:
         a, b = split_queries(load_beir(corpus, split).judged_queries)

@@ -65,14 +65,7 @@ class Plan:
         return "arkai " + shlex.join(self.argv)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "words": self.words,
-            "layer": self.layer,
-            "why": self.why,
-            "argv": list(self.argv),
-            "command": self.command,
-            "provider": self.provider,
-        }
+        return {**vars(self), "argv": list(self.argv), "command": self.command}
 
 
 def _checked(argv: list[str], validate: Validator, source: str) -> tuple[str, ...]:

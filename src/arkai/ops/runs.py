@@ -9,6 +9,7 @@ from typing import Any
 from arkai.adapters import events
 from arkai.adapters.repo import Repo
 from arkai.errors import NotFoundError
+from arkai.model.record import AsDict
 
 __all__ = ["RunInfo", "RunStatus", "list_runs", "record_stage", "run_status"]
 
@@ -17,7 +18,7 @@ NO_END = "running or interrupted"
 
 
 @dataclass(frozen=True)
-class RunInfo:
+class RunInfo(AsDict):
     """One row of ``arkai runs``."""
 
     run_id: str
@@ -28,21 +29,15 @@ class RunInfo:
     duration_ms: int | None
     events: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass(frozen=True)
-class RunStatus:
+class RunStatus(AsDict):
     """``arkai status``: one run's status, event counts and events."""
 
     run_id: str
     status: str
     event_counts: dict[str, int]
     events: list[dict[str, Any]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _events(repo: Repo, run_id: str) -> list[dict[str, Any]]:

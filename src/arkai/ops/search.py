@@ -228,18 +228,7 @@ class ClaimRef:
     """The PDF page of the quote (``page`` in JSON only when known)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "evidence_id": self.evidence_id,
-            "claim": self.claim,
-            "quote": self.quote,
-            "line": self.line,
-            "link": self.link,
-            "timestamp": self.timestamp,
-            **_page_field(self.page),
-            "status": self.status,
-            "matched": self.matched,
-            "verdict": self.verdict,
-        }
+        return {k: v for k, v in vars(self).items() if k != "page"} | _page_field(self.page)
 
 
 def _page_field(page: int | None) -> dict[str, int]:
