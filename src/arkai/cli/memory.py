@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from arkai.cli.common import get_repo, json_option, parse_day, quiet_option
-from arkai.cli.output import emit_json, progress_bar, say
+from arkai.cli.output import emit_json, progress_bar, say, show_rows
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.belief import BELIEF_STATUSES, TYPES
 from arkai.ops import memory as ops
@@ -31,20 +31,6 @@ def _line(s: ops.Scored) -> str:
         f"{b.id[:8]} {b.type:<7} {s.effective:.2f}{extra}{status}{pin}  {b.statement}"
         f"  ({len(b.episodes)} episode{'s' if len(b.episodes) != 1 else ''})"
     )
-
-
-def _listing(
-    ctx: click.Context, found: list[ops.Scored], as_json: bool, key: str, empty: str
-) -> None:
-    if as_json:
-        emit_json({key: [s.to_dict() for s in found]})
-    else:
-        for s in found:
-            say(_line(s))
-        if not found:
-            say(empty)
-    if not found:
-        ctx.exit(EXIT_NO_RESULTS)
 
 
 @click.command()
@@ -75,7 +61,7 @@ def recall(
         threshold=threshold,
         include_all=include_all,
     )
-    _listing(ctx, found, as_json, "beliefs", "no beliefs match")
+    show_rows(found, as_json, "beliefs", _line, "no beliefs match")
 
 
 @click.command()
@@ -97,7 +83,7 @@ def beliefs(
 ) -> None:
     """Beliefs sorted by effective confidence."""
     found = ops.list_beliefs(get_repo(ctx), as_of=parse_day(as_of), status=status, kind=kind)
-    _listing(ctx, found[:limit] if limit else found, as_json, "beliefs", "no beliefs")
+    show_rows(found[:limit] if limit else found, as_json, "beliefs", _line, "no beliefs")
 
 
 @click.group()
@@ -192,7 +178,7 @@ def prune(
         ops.apply_prune(
             repo, found, f"arkai prune --threshold {threshold}" if threshold else "arkai prune"
         )
-    _listing(ctx, found, as_json, "beliefs", "nothing to prune")
+    show_rows(found, as_json, "beliefs", _line, "nothing to prune")
 
 
 @click.command()

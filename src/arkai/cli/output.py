@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -18,6 +19,7 @@ from rich.progress import (
 )
 
 from arkai.core import canonjson
+from arkai.errors import EXIT_NO_RESULTS
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -32,6 +34,22 @@ def emit_json(obj: Any) -> None:
     """Canonical JSON on stdout (sorted keys, UTF-8)."""
     sys.stdout.write(canonjson.dumps(obj))
     sys.stdout.flush()
+
+
+def show_rows(
+    rows: Sequence[Any], as_json: bool, key: str, line: Callable[[Any], str], empty: str
+) -> None:
+    """A listing: ``{key: [row.to_dict(), …]}`` as JSON, else ``line(row)`` a row (``empty``
+    when there are none); no rows exit 5 (no results) either way."""
+    if as_json:
+        emit_json({key: [r.to_dict() for r in rows]})
+    else:
+        for r in rows:
+            say(line(r))
+        if not rows:
+            say(empty)
+    if not rows:
+        raise click.exceptions.Exit(EXIT_NO_RESULTS)
 
 
 def show_progress(quiet: bool) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from arkai.cli.common import get_repo, json_option, parse_day
-from arkai.cli.output import emit_json, say
+from arkai.cli.output import emit_json, say, show_rows
 from arkai.errors import EXIT_NO_RESULTS
 from arkai.model.task import PRIORITIES, Goal, Task
 from arkai.ops import tasks as ops
@@ -22,6 +22,10 @@ def _task_line(t: Task) -> str:
     if t.evidence:
         bits.append(f"(evidence {', '.join(e[:8] for e in t.evidence)})")
     return " ".join(bits)
+
+
+def _goal_line(g: Goal) -> str:
+    return f"{g.id[:8]} {'[x]' if g.status == 'done' else '[ ]'} {g.title}"
 
 
 def _show(t: Task | Goal, as_json: bool, verb: str) -> None:
@@ -72,14 +76,9 @@ def task_add(
 def task_list(ctx: click.Context, status: str, as_json: bool) -> None:
     """List tasks (exit 5 when there are none)."""
     found = ops.list_tasks(get_repo(ctx), status=status)
-    if as_json:
-        emit_json({"tasks": [t.to_dict() for t in found]})
-    for t in [] if as_json else found:
-        say(_task_line(t))
-    if not found:
-        if not as_json:
-            say(f"no {'' if status == 'all' else status + ' '}tasks")
-        ctx.exit(EXIT_NO_RESULTS)
+    show_rows(
+        found, as_json, "tasks", _task_line, f"no {'' if status == 'all' else status + ' '}tasks"
+    )
 
 
 def _set_done(name: str, done: bool, verb: str, doc: str) -> None:
@@ -173,15 +172,7 @@ def goal_add(
 def goal_list(ctx: click.Context, status: str, as_json: bool) -> None:
     """List goals (exit 5 when there are none)."""
     found = ops.list_goals(get_repo(ctx), status=status)
-    if as_json:
-        emit_json({"goals": [g.to_dict() for g in found]})
-    else:
-        for g in found:
-            say(f"{g.id[:8]} {'[x]' if g.status == 'done' else '[ ]'} {g.title}")
-        if not found:
-            say("no goals")
-    if not found:
-        ctx.exit(EXIT_NO_RESULTS)
+    show_rows(found, as_json, "goals", _goal_line, "no goals")
 
 
 @goal.command("done")

@@ -279,13 +279,8 @@ def item_changes(d: ItemDiff) -> list[dict[str, Any]]:
     extracted = [f["path"] for f in d.files if f["tree"] == "extracted"]
     if extracted:
         cl, en = d.claims, d.entities
-        claims = {
-            "added": len(cl.added),
-            "removed": len(cl.removed),
-            "changed": len(cl.changed),
-            "moved": len(cl.moved),
-        }
-        ents = {"added": len(en.added), "removed": len(en.removed), "changed": len(en.changed)}
+        claims = {k: len(getattr(cl, k)) for k in ("added", "removed", "changed", "moved")}
+        ents = {k: len(getattr(en, k)) for k in ("added", "removed", "changed")}
         parts = []
         if cl:
             moved = f" >{claims['moved']}" if claims["moved"] else ""
