@@ -27,7 +27,7 @@ MAX_ROUNDS = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Scope:
+class Scope(AsDict):
     """What the researcher decided to search."""
 
     after: str | None
@@ -43,17 +43,6 @@ class Scope:
     """No shards were built: each item's transcript is one chunk of one implicit shard."""
     text: str = ""
     """The question without its markup (what the shards rank by)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "after": self.after,
-            "before": self.before,
-            "all_shards": self.all_shards,
-            "reason": self.reason,
-            "shards": list(self.shards),
-            "implicit": self.implicit,
-            "text": self.text,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +98,10 @@ class Coverage(AsDict):
 
 
 @dataclass(frozen=True, slots=True)
-class Uncertainty:
+class Uncertainty(AsDict):
     gaps: tuple[str, ...]
     """Periods in scope with no data in the shard."""
     confidence: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"gaps": list(self.gaps), "confidence": self.confidence}
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,19 +125,16 @@ class ShardAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(AsDict):
     """A claim of the synthesizer, citing match ids."""
 
     id: str
     text: str
     evidence: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "evidence": list(self.evidence)}
-
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(AsDict):
     """The validator's judgement of one claim (it judges, it never rewrites)."""
 
     claim: str
@@ -163,15 +146,6 @@ class Verdict:
     notes: str
     temporal: str = "consistent"
     """``consistent`` or what the dates of the evidence contradict."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "claim": self.claim,
-            "verdict": self.verdict,
-            "evidence": list(self.evidence),
-            "notes": self.notes,
-            "temporal": self.temporal,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arkai.model.evidence import Resolution
+from arkai.model.record import AsDict
 
 SHARD_FORMAT = 1
 
@@ -227,7 +228,7 @@ class CondensedChunk:
 
 
 @dataclass(frozen=True, slots=True)
-class ShardInfo:
+class ShardInfo(AsDict):
     """One shard in the manifest."""
 
     id: str
@@ -241,18 +242,6 @@ class ShardInfo:
     tokens: int
     digest: str
     """``sha256:<hex>`` of the shard file's bytes."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "file": self.file,
-            "first_date": self.first_date,
-            "last_date": self.last_date,
-            "items": list(self.items),
-            "chunks": self.chunks,
-            "tokens": self.tokens,
-            "digest": self.digest,
-        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShardInfo:
