@@ -93,14 +93,11 @@ def log_turn(repo: Repo, session: str, role: str, text: str, *, now: str | None 
 
 
 @dataclass(frozen=True)
-class Replay:
+class Replay(AsDict):
     session: str
     turns: list[Turn]
     problems: list[str]
     """Lines of the log that could not be read (file:line and why)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**vars(self), "turns": [t.to_dict() for t in self.turns]}
 
 
 def replay(repo: Repo, session: str) -> Replay:

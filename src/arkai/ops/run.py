@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from arkai.adapters import dvc, events
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, PipelineError
+from arkai.model.record import AsDict
 
 __all__ = ["ResumePlan", "plan_resume", "resume", "run_pipeline"]
 
@@ -30,7 +31,7 @@ def run_pipeline(repo: Repo, stages: tuple[str, ...] = (), *, force: bool = Fals
 
 
 @dataclass(frozen=True)
-class ResumePlan:
+class ResumePlan(AsDict):
     run_id: str
     pipeline: str
     status: str
@@ -41,10 +42,6 @@ class ResumePlan:
     @property
     def short_id(self) -> str:
         return events.short_run_id(self.run_id)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"run_id": self.run_id, "pipeline": self.pipeline, "status": self.status,
-                "stages": list(self.stages)}  # fmt: skip
 
 
 def plan_resume(repo: Repo, run_id: str | None = None) -> ResumePlan:
