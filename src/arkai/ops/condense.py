@@ -65,18 +65,9 @@ class CondenseSummary:
     """Item folders that could not be read (named with their problem): skipped."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "items": self.items,
-            "condensed": self.condensed,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "removed": self.removed,
-            "chunks": self.chunks,
-            "oversized": self.oversized,
-            "unreadable": self.unreadable,
-            **self.stats.to_dict(),
-            "shards": self.shards.to_dict() if self.shards is not None else None,
-        }
+        out = {k: v for k, v in vars(self).items() if k not in ("stats", "shards")}
+        shards = self.shards.to_dict() if self.shards is not None else None
+        return out | self.stats.to_dict() | {"shards": shards}
 
 
 def item_key(data: bytes, params: dict[str, Any], runner: Runner, pattern: Pattern) -> str:

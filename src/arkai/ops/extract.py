@@ -81,18 +81,8 @@ class ExtractSummary:
     """Where the items were computed: ``local`` or ``ray`` (``extract.executor``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "executor": self.executor,
-            "items": self.items,
-            "extracted": self.extracted,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "unreadable": [p.to_dict() for p in self.unreadable],
-            "orphaned_reviews": self.orphaned_reviews,
-            "removed": self.removed,
-            "claims": self.claims,
-            **self.stats.to_dict(),
-        }
+        out = {k: v for k, v in vars(self).items() if k != "stats"}
+        return out | {"unreadable": [p.to_dict() for p in self.unreadable]} | self.stats.to_dict()
 
 
 def patterns_for(item: Item, xp: dict[str, Any]) -> list[str]:
