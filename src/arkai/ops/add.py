@@ -70,16 +70,8 @@ class AddResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {
-            "source": self.source,
-            "status": self.status,
-            "id": self.id,
-            "title": self.title,
-            "path": self.path,
-            "error": self.error,
-        }
-        d.update(self.details)
-        return d
+        out = {k: v for k, v in vars(self).items() if k not in ("exit_code", "details")}
+        return out | self.details
 
 
 def parse_tags(raw: str | Sequence[str] | None) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -197,16 +197,9 @@ class ReviewResult:
     """The stable claim ID the entry is filed under in ``review.yaml``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.evidence_id,
-            "key": self.key,
-            "content_id": self.content_id,
-            "title": self.title,
-            "claim": self.claim,
-            "file": self.file,
-            "review": self.entry,
-            "previous": self.previous,
-        }
+        d = asdict(self)
+        d["id"], d["review"] = d.pop("evidence_id"), d.pop("entry")
+        return d
 
 
 def review_claim(

@@ -268,22 +268,14 @@ class Hit:
         return mark(self.snippet, self.highlights)
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "kind": self.kind,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "link": self.link,
-            "timestamp": self.timestamp,
-            **_page_field(self.page),
-            "snippet": self.snippet,
+        # The chunk's index and whole text stay internal; ``explain`` only when asked for.
+        hidden = {"chunk", "text", "page"} | (set() if explain else {"explain"})
+        out = {k: v for k, v in vars(self).items() if k not in hidden} | _page_field(self.page)
+        return out | {
             "highlights": [list(h) for h in self.highlights],
             "score": round(self.score, 6),
-            "evidence_id": self.evidence_id,
             "claims": [c.to_dict() for c in self.claims],
         }
-        if explain:
-            d["explain"] = self.explain
-        return d
 
 
 @dataclass
