@@ -278,6 +278,9 @@ class Hit:
         }
 
 
+_BEST_FIELDS = ("start_line", "end_line", "link", "timestamp", "snippet")
+
+
 @dataclass
 class ItemResult:
     """One item with its best hits, best first."""
@@ -295,22 +298,11 @@ class ItemResult:
         return self.hits[0]
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        best = self.best
-        return {
-            "rank": self.rank,
-            "content_id": self.content_id,
-            "title": self.title,
-            "path": self.path,
-            "content_type": self.content_type,
-            "score": round(self.score, 6),
-            "start_line": best.start_line,
-            "end_line": best.end_line,
-            "link": best.link,
-            "timestamp": best.timestamp,
-            **_page_field(best.page),
-            "snippet": best.snippet,
-            "hits": [h.to_dict(explain=explain) for h in self.hits],
-        }
+        # Where the best hit is, at the top level too (most callers want only that).
+        best = {k: getattr(self.best, k) for k in _BEST_FIELDS} | _page_field(self.best.page)
+        out = {k: v for k, v in vars(self).items() if k != "hits"} | best
+        hits = [h.to_dict(explain=explain) for h in self.hits]
+        return out | {"score": round(self.score, 6), "hits": hits}
 
 
 @dataclass
