@@ -516,34 +516,27 @@ def diff_revisions(repo: Repo, rev_a: str | None = None, rev_b: str | None = Non
     request shows it) or ``A..B``; ``WORKTREE`` names the working tree on either side.
     """
     git = repo.git
+    left: Snapshot
     if rev_a and rev_b is None and ".." in rev_a:
         three = "..." in rev_a
         a_part, b_part = rev_a.split("..." if three else "..", 1)
         left_id, right_id = git.resolve_range(rev_a)
         left, right = git.snapshot(left_id), git.snapshot(right_id)
-        a_name, b_name = a_part or "HEAD", b_part or "HEAD"
-        result = diff_snapshots(
-            left,
-            right,
-            left_rev=f"merge-base({a_name}, {b_name})" if three else a_name,
-            right_rev=b_name,
-            items_left=git.items(left),
-            items_right=git.items(right),
-        )
-        result.prefix = git.prefix
-        return result
-    a = rev_a or "HEAD"
-    b = rev_b or WORKTREE
-    unborn = a == "HEAD" and git.head() is None
-    left_snap: Snapshot = EmptySnapshot() if unborn else git.snapshot(a)
-    right_snap = git.snapshot(b)
+        a, b = a_part or "HEAD", b_part or "HEAD"
+        left_rev = f"merge-base({a}, {b})" if three else a
+    else:
+        a = left_rev = rev_a or "HEAD"
+        b = rev_b or WORKTREE
+        unborn = a == "HEAD" and git.head() is None
+        left = EmptySnapshot() if unborn else git.snapshot(a)
+        right = git.snapshot(b)
     result = diff_snapshots(
-        left_snap,
-        right_snap,
-        left_rev=a,
+        left,
+        right,
+        left_rev=left_rev,
         right_rev=b,
-        items_left=git.items(left_snap),
-        items_right=git.items(right_snap),
+        items_left=git.items(left),
+        items_right=git.items(right),
     )
     result.prefix = git.prefix
     return result
