@@ -22,7 +22,8 @@ from arkai.search import embed
 from tests.conftest import SAMPLES, sh
 
 NOW = "2026-11-22T12:00:00Z"
-FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml")
+FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml",
+         "related.jsonl")  # fmt: skip
 
 
 class FakeEmbedder:
