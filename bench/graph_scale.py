@@ -118,8 +118,10 @@ def main() -> None:
     ap.add_argument("--items", type=int, nargs="+", default=[1000, 3000])
     ap.add_argument("--entities", type=int, default=8)
     ap.add_argument("--vocabulary", type=int, default=400)
+    ap.add_argument("--keep", type=Path, help="Keep the files here (one folder per N).")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="arkai-graph-bench-"))
+    tmp = args.keep or Path(tempfile.mkdtemp(prefix="arkai-graph-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     try:
         results = [run(args, n, tmp) for n in args.items]
         print(json.dumps({
@@ -127,7 +129,8 @@ def main() -> None:
             "load_avg_1m": round(os.getloadavg()[0], 1), "results": results,
         }, indent=2))  # fmt: skip
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from arkai.search.graph import (
     node_id,
     related_lists,
     to_graphml,
+    to_json,
 )
 from arkai.search.graphcache import update_related
 from arkai.search.topics import (
@@ -492,8 +493,9 @@ def _graph(
         full=full,
     )
     graph = build_graph(items, settings, related.edges)
+    info["related_recomputed"] = related.changed
     del items, nodes, related
-    put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
+    put(GRAPH_JSON, to_json(graph))
     put(GRAPHML, to_graphml(graph))
     put(RELATED, canonjson.dumps_lines(related_lists(graph)).encode("utf-8"))
     summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)

@@ -24,10 +24,12 @@ Node IDs are XML NMTOKENs (GraphML requires it), the same in both files: ``conte
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _encode_str  # the C one where built
 from typing import Any
 
 from arkai.adapters.review import is_rejected
@@ -327,6 +329,55 @@ def build_graph(
         nodes=[nodes[k] for k in sorted(nodes)],
         edges=[edges[k] for k in sorted(edges)],
     )
+
+
+# -- graph.json ----------------------------------------------------------------------------
+
+
+def _scalar(v: Any) -> str:
+    """A JSON scalar as :func:`json.dumps` writes it (``ensure_ascii=False``)."""
+    if isinstance(v, str):
+        return _encode_str(v)
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return _FLOATS.get(repr(v), repr(v))
+    if isinstance(v, int):
+        return int.__repr__(v)
+    return json.dumps(v, ensure_ascii=False)
+
+
+_FLOATS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _indented(v: Any, pad: str) -> str:
+    """``v`` as ``json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)`` writes it
+    nested at indent ``pad``."""
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        if not all(isinstance(k, str) for k in v):
+            text = json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)
+            return text.replace("\n", "\n" + pad)
+        inner = pad + "  "
+        body = ",\n".join(f"{inner}{_encode_str(k)}: {_indented(v[k], inner)}" for k in sorted(v))
+        return f"{{\n{body}\n{pad}}}"
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        inner = pad + "  "
+        body = ",\n".join(inner + _indented(x, inner) for x in v)
+        return f"[\n{body}\n{pad}]"
+    return _scalar(v)
+
+
+def to_json(graph: Graph) -> bytes:
+    """``graph.json``: the bytes :func:`arkai.core.canonjson.dumps` gives for
+    :meth:`Graph.to_dict` (tested), without the standard library's pure-Python encoder that
+    an indented document goes through (several times slower on a large graph)."""
+    return (_indented(graph.to_dict(), "") + "\n").encode("utf-8")
 
 
 # -- related.jsonl -------------------------------------------------------------------------
