@@ -265,7 +265,7 @@ def test_graphml_is_the_elementtree_document() -> None:
 
 
 def test_graph_json_is_the_canonical_document() -> None:
-    from arkai.search.graph import Graph, to_json
+    from arkai.search.graph import Graph, iter_graphml, iter_json, to_json
 
     assert to_json(build_graph(items())) == canonjson.dumps(build_graph(items()).to_dict()).encode()
     odd = Graph(
@@ -281,3 +281,9 @@ def test_graph_json_is_the_canonical_document() -> None:
     )
     assert to_json(odd) == canonjson.dumps(odd.to_dict()).encode()
     assert to_json(Graph()) == canonjson.dumps(Graph().to_dict()).encode()
+    # In pieces of any size, the same bytes (both files).
+    g = build_graph(items())
+    for batch in (1, 2, 3):
+        assert b"".join(iter_json(g, batch)) == to_json(g)
+        assert b"".join(iter_graphml(g, batch)) == to_graphml(g)
+    assert len(list(iter_json(g, 1))) > len(g.edges)

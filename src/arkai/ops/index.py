@@ -31,7 +31,7 @@ from typing import Any
 
 import arkai
 from arkai.adapters import events
-from arkai.adapters.fs import read_repo_file, write_if_changed
+from arkai.adapters.fs import read_repo_file, write_chunks_if_changed, write_if_changed
 from arkai.adapters.itemcache import ItemCache
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
@@ -51,10 +51,10 @@ from arkai.search.graph import (
     cite_needles,
     features,
     find_cites,
+    iter_graphml,
+    iter_json,
     node_id,
     related_lists,
-    to_graphml,
-    to_json,
 )
 from arkai.search.graphcache import update_related
 from arkai.search.topics import (
@@ -447,6 +447,7 @@ def update_ann(
 
 def _graph(
     root: Path,
+    out: Path,
     loaded: list[_Loaded],
     ip: dict[str, Any],
     terms: dict[str, list[Any]],
@@ -495,8 +496,10 @@ def _graph(
     graph = build_graph(items, settings, related.edges)
     info["related_recomputed"] = related.changed
     del items, nodes, related
-    put(GRAPH_JSON, to_json(graph))
-    put(GRAPHML, to_graphml(graph))
+    # In pieces, never whole in memory (each file about as large as the graph's objects).
+    for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
+        if write_chunks_if_changed(out / name, pieces):
+            summary.written.append(name)
     put(RELATED, canonjson.dumps_lines(related_lists(graph)).encode("utf-8"))
     summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
     info.update(nodes=summary.nodes, edges=summary.edges)
@@ -643,7 +646,7 @@ def run_index(
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                _graph(root, loaded, ip, topics.terms, cache, full, summary, put, info)
+                _graph(root, out, loaded, ip, topics.terms, cache, full, summary, put, info)
                 if progress:
                     progress(1, 1, "graph")
         summary.cache_rejected = cache.rejected

@@ -373,11 +373,32 @@ def _indented(v: Any, pad: str) -> str:
     return _scalar(v)
 
 
+def iter_json(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
+    """``graph.json`` in pieces (a few thousand nodes or edges each): the bytes
+    :func:`arkai.core.canonjson.dumps` gives for :meth:`Graph.to_dict` (tested), without the
+    standard library's pure-Python encoder that an indented document goes through (several
+    times slower on a large graph) and without the whole document in memory."""
+    doc = graph.to_dict()
+    if set(doc) != {"edges", "nodes", "version"}:  # pragma: no cover - to_dict's shape
+        yield (_indented(doc, "") + "\n").encode("utf-8")
+        return
+    yield b"{\n"
+    for key in ("edges", "nodes"):
+        rows = doc[key]
+        if not rows:
+            yield f'  "{key}": [],\n'.encode()
+            continue
+        yield f'  "{key}": [\n'.encode()
+        for start in range(0, len(rows), batch):
+            part = ",\n".join("    " + _indented(r, "    ") for r in rows[start : start + batch])
+            yield (part + (",\n" if start + batch < len(rows) else "\n")).encode("utf-8")
+        yield b"  ],\n"
+    yield f'  "version": {_scalar(doc["version"])}\n}}\n'.encode()
+
+
 def to_json(graph: Graph) -> bytes:
-    """``graph.json``: the bytes :func:`arkai.core.canonjson.dumps` gives for
-    :meth:`Graph.to_dict` (tested), without the standard library's pure-Python encoder that
-    an indented document goes through (several times slower on a large graph)."""
-    return (_indented(graph.to_dict(), "") + "\n").encode("utf-8")
+    """:func:`iter_json`, whole."""
+    return b"".join(iter_json(graph))
 
 
 # -- related.jsonl -------------------------------------------------------------------------
@@ -454,9 +475,15 @@ def _data(key: str, text: str) -> str:
 
 
 def to_graphml(graph: Graph) -> bytes:
+    """:func:`iter_graphml`, whole."""
+    return b"".join(iter_graphml(graph))
+
+
+def iter_graphml(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
     """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated),
-    written line by line: the bytes ``xml.etree.ElementTree`` gives for the same document
-    indented by two spaces (tested), at a fraction of the cost of building the tree."""
+    written line by line, in pieces of a few thousand nodes or edges: the bytes
+    ``xml.etree.ElementTree`` gives for the same document indented by two spaces (tested), at
+    a fraction of the cost of building the tree."""
 
     def attr(value: str) -> str:
         return value.translate(_ATTR_ESCAPES)
@@ -484,6 +511,9 @@ def to_graphml(graph: Graph) -> bytes:
             ]
             head = f'    <node id="{attr(node["id"])}"'
             out.append(f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n")
+            if len(out) >= batch:
+                yield "".join(out).encode("utf-8")
+                out.clear()
         for n, edge in enumerate(graph.edges):
             body = [
                 _data(f"e_{name}", _value(edge[name], kind))
@@ -496,6 +526,9 @@ def to_graphml(graph: Graph) -> bytes:
                 f'target="{attr(edge["target"])}"'
             )
             out.append(f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n")
+            if len(out) >= batch:
+                yield "".join(out).encode("utf-8")
+                out.clear()
         out.append("  </graph>\n")
     out.append("</graphml>\n")
-    return "".join(out).encode("utf-8")
+    yield "".join(out).encode("utf-8")
