@@ -29,7 +29,8 @@ from pathlib import Path
 from arkai.adapters.itemcache import ItemCache
 from arkai.core import canonjson
 from arkai.search.graph import GraphItem, build_graph, features, node_id, related_lists
-from arkai.search.graph import related_edges, to_graphml
+from arkai.search.graph import iter_graphml, iter_json, related_edges
+from arkai.adapters.fs import write_chunks_if_changed, write_if_changed
 from arkai.search.graphcache import update_related
 
 root, phase, n, k, vocab = Path(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:6])
@@ -65,13 +66,12 @@ if phase == "changed":  # what computing every pair again (the code before the c
     scratch_s = time.process_time() - t0
     started += time.process_time() - t0
 graph = build_graph(items, related=up.edges)
-data = canonjson.dumps(graph.to_dict()).encode()
-graphml = to_graphml(graph)
-lines = canonjson.dumps_lines(related_lists(graph)).encode()
-(root / "index").mkdir(exist_ok=True)
-(root / "index" / "graph.json").write_bytes(data)
-(root / "index" / "graph.graphml").write_bytes(graphml)
-(root / "index" / "related.jsonl").write_bytes(lines)
+index = root / "index"
+# The index stage's writers (arkai.ops.index._graph).
+write_chunks_if_changed(index / "graph.json", iter_json(graph))
+write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
+write_if_changed(index / "related.jsonl",
+                 canonjson.dumps_lines(related_lists(graph)).encode())
 print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up.changed,
                   "graph_step_s": round(time.process_time() - started, 2),
                   "edges": len(graph.edges)}
