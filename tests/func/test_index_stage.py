@@ -394,6 +394,13 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # …from the cached RELATED_TO edges: no item's features changed, none was recomputed.
     assert graph_step(repo)["related_recomputed"] == 0
+    # An index from before related.jsonl existed (not in the manifest either) gets it.
+    (repo / "index" / "related.jsonl").unlink()
+    manifest = json.loads((repo / "index" / "manifest.json").read_text())
+    del manifest["files"]["related.jsonl"]
+    (repo / "index" / "manifest.json").write_text(json.dumps(manifest))
+    assert run_index(Repo.at(repo)).written == ["related.jsonl"]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
     # One transcript changed: only that item is re-derived, the result is a fresh build's.
     transcript = sorted((repo / "library").rglob("transcript.md"))[0]

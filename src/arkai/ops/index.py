@@ -320,7 +320,9 @@ def _intact(out: Path, manifest: dict[str, Any]) -> bool:
         return False
     listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
     current = {k: v for k, v in _file_digests(out).items() if k.startswith(DERIVED)}
-    return bool(listed) and listed == current
+    # Every derived file there (an index from before one was added lacks it).
+    present = all(any(k.startswith(d) for k in current) for d in DERIVED)
+    return bool(listed) and listed == current and present
 
 
 #: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
