@@ -262,3 +262,28 @@ def test_graphml_is_the_elementtree_document() -> None:
         ],
     )  # fmt: skip
     assert to_graphml(odd) == _etree_graphml(odd)
+
+
+def test_graph_json_is_the_canonical_document() -> None:
+    from arkai.search.graph import Graph, iter_graphml, iter_json, to_json
+
+    assert to_json(build_graph(items())) == canonjson.dumps(build_graph(items()).to_dict()).encode()
+    odd = Graph(
+        nodes=[
+            {"id": "tag:x", "type": "Tag", "label": 'q"uo\\te\n\tcafé \u2028 \U0001f41d'},
+            {"id": "n", "type": "X", "extra": {"b": [], "a": {}}, "n": None, "t": True, "i": 3},
+        ],
+        edges=[
+            {"source": "a", "target": "b", "type": "CITES", "weight": 1e-7, "evidence": []},
+            {"source": "a", "target": "c", "type": "R", "weight": -0.0, "evidence": ["x", "y"]},
+            {"source": "a", "target": "d", "type": "R", "weight": float("inf"), "evidence": [[]]},
+        ],
+    )
+    assert to_json(odd) == canonjson.dumps(odd.to_dict()).encode()
+    assert to_json(Graph()) == canonjson.dumps(Graph().to_dict()).encode()
+    # In pieces of any size, the same bytes (both files).
+    g = build_graph(items())
+    for batch in (1, 2, 3):
+        assert b"".join(iter_json(g, batch)) == to_json(g)
+        assert b"".join(iter_graphml(g, batch)) == to_graphml(g)
+    assert len(list(iter_json(g, 1))) > len(g.edges)

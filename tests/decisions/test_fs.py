@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,34 @@ def test_write_if_changed_replaces_a_symlink_instead_of_writing_through_it(tmp_p
     link.symlink_to(outside)
     assert write_if_changed(link, b"keep") is True
     assert outside.read_bytes() == b"keep" and not link.is_symlink()
+
+
+def test_write_chunks_if_changed_keeps_an_identical_file(tmp_path: Path) -> None:
+    from arkai.adapters.fs import write_chunks_if_changed
+
+    path = tmp_path / "g.json"
+    assert write_chunks_if_changed(path, iter([b"ab", b"", b"c"])) is True
+    inode = path.stat().st_ino
+    # The same bytes in other pieces: the file (its inode, so DVC's state) is left alone.
+    assert write_chunks_if_changed(path, iter([b"a", b"bc"])) is False
+    assert path.stat().st_ino == inode and path.read_bytes() == b"abc"
+    assert write_chunks_if_changed(path, iter([b"abd"]), fsync=False) is True
+    assert path.read_bytes() == b"abd"
+
+    def failing() -> Iterator[bytes]:
+        yield b"partial"
+        raise RuntimeError("generator failed")
+
+    with pytest.raises(RuntimeError):
+        write_chunks_if_changed(path, failing())
+    assert path.read_bytes() == b"abd" and [p.name for p in tmp_path.iterdir()] == ["g.json"]
+    # A symbolic link is replaced, not written through (as write_if_changed does).
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"x")
+    path.unlink()
+    path.symlink_to(outside)
+    assert write_chunks_if_changed(path, iter([b"x"])) is True
+    assert not path.is_symlink() and outside.read_bytes() == b"x"
 
 
 def test_one_atomic_writer_in_the_source() -> None:

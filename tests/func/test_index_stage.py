@@ -22,7 +22,8 @@ from arkai.search import embed
 from tests.conftest import SAMPLES, sh
 
 NOW = "2026-11-22T12:00:00Z"
-FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml")
+FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml",
+         "related.jsonl")  # fmt: skip
 
 
 class FakeEmbedder:
@@ -361,12 +362,22 @@ def scratch_build(root: Path, dest: Path) -> dict[str, bytes]:
     return built(dest)
 
 
+def graph_step(root: Path) -> dict[str, Any]:
+    """The last index run's graph step (its events)."""
+    from arkai.adapters.events import list_runs, read_events
+
+    run = list_runs(root)[-1]
+    events = read_events(root / ".arkai" / "runs" / run / "events.jsonl")
+    return next(e for e in events if e.get("step") == "graph" and e["type"] == "StepCompleted")
+
+
 def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Path) -> None:
     from arkai.ops.index import run_index
 
     set_params(repo, embedder="none")
     first = run_index(Repo.at(repo))
     assert first.cache_hits == 0 and first.items == 2
+    assert graph_step(repo)["related_recomputed"] == 2
     # The lexical index from the cached stems is the one the chunk texts give.
     from arkai.search.bm25 import BM25Index
 
@@ -380,6 +391,15 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     # An output edited by hand is not trusted: the next run rebuilds it.
     (repo / "index" / "graph.json").write_text("{}")
     assert run_index(Repo.at(repo)).written == ["graph.json"]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # …from the cached RELATED_TO edges: no item's features changed, none was recomputed.
+    assert graph_step(repo)["related_recomputed"] == 0
+    # An index from before related.jsonl existed (not in the manifest either) gets it.
+    (repo / "index" / "related.jsonl").unlink()
+    manifest = json.loads((repo / "index" / "manifest.json").read_text())
+    del manifest["files"]["related.jsonl"]
+    (repo / "index" / "manifest.json").write_text(json.dumps(manifest))
+    assert run_index(Repo.at(repo)).written == ["related.jsonl"]
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
     # One transcript changed: only that item is re-derived, the result is a fresh build's.

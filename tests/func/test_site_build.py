@@ -295,10 +295,11 @@ def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runne
             {"content_id": b, "relevance": "low", "chunks": [1]}]}},
         "synonyms": {"remote cache": ["build cache"]},
     }))  # fmt: skip
-    (index / "graph.json").write_text(json.dumps({
-        "nodes": [], "edges": [
-            {"source": f"content:{a}", "target": f"content:{b}", "type": "RELATED_TO",
-             "weight": 0.5, "evidence": []}]}))  # fmt: skip
+    # The index stage's per-item lists (an item the site does not know is left out).
+    (index / "related.jsonl").write_text(
+        json.dumps({"id": a, "related": [["f" * 16, "related", 0.9], [b, "related", 0.5]]})
+        + "\n" + json.dumps({"id": b, "related": [[a, "related", 0.5]]}) + "\n"
+    )  # fmt: skip
     belief = Belief(
         id="b" * 16, statement="Caches <need> validation", type="fact", confidence=0.8,
         status="active", created="2026-01-01", reinforced="2026-01-01", episodes=(first["id"],),

@@ -15,7 +15,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -28,13 +28,19 @@ from arkai.errors import (
 
 
 def atomic_write(
-    path: Path, write: Callable[[BinaryIO], object], *, fsync: bool = True, mode: int = 0o644
-) -> None:
+    path: Path,
+    write: Callable[[BinaryIO], object],
+    *,
+    fsync: bool = True,
+    mode: int = 0o644,
+    unless: Callable[[Path], bool] | None = None,
+) -> bool:
     """Create or replace ``path`` with what ``write`` writes to a binary file object.
 
     The data goes to a temp file beside ``path`` (same filesystem), is flushed (and fsynced
     unless ``fsync=False``, for derived data), then renamed over ``path``. On any error the temp
-    file is removed and ``path`` is left as it was.
+    file is removed and ``path`` is left as it was; so it is when ``unless`` returns True for
+    the flushed temp file. Returns whether ``path`` was replaced.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
@@ -42,6 +48,9 @@ def atomic_write(
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
+            if unless is not None and unless(Path(tmp)):
+                os.unlink(tmp)
+                return False
             if fsync:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -50,6 +59,7 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return True
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
@@ -60,6 +70,32 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
 def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """UTF-8 text with ``\\n`` line ends, written atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def write_chunks_if_changed(path: Path, chunks: Iterable[bytes], *, fsync: bool = True) -> bool:
+    """:func:`write_if_changed` for data made in pieces, never held whole: they are written
+    to the temp file, which is dropped when ``path`` already holds exactly its bytes."""
+
+    def write(fh: BinaryIO) -> None:
+        for chunk in chunks:
+            fh.write(chunk)
+
+    return atomic_write(path, write, fsync=fsync, unless=lambda tmp: _same_bytes(tmp, path))
+
+
+def _same_bytes(a: Path, b: Path, block: int = 1 << 20) -> bool:
+    try:
+        if not stat.S_ISREG(os.lstat(b).st_mode) or a.stat().st_size != b.stat().st_size:
+            return False
+        with a.open("rb") as fa, b.open("rb") as fb:
+            while True:
+                x, y = fa.read(block), fb.read(block)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
 
 
 def write_if_changed(path: Path, data: bytes, *, fsync: bool = True) -> bool:

@@ -8,7 +8,10 @@ One stage over the whole library, incremental inside:
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
   (``full`` re-embeds everything), keys no longer present are pruned;
 - ``topics.json`` — the topic index (:mod:`arkai.search.topics`), merged with ``synonyms.yaml``;
-- ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`);
+- ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`), its
+  RELATED_TO edges between items kept incrementally (:mod:`arkai.search.graphcache`);
+- ``related.jsonl`` — per item, the items it is related to, cites or is cited by (the site's
+  related-items lists, read line by line);
 - ``shards/`` — the condensed chunks of ``condensed/`` in shards (:mod:`arkai.ops.shards`;
   under ``dvc repro`` this stage, which owns ``index/``, builds them after ``condense``);
 - ``manifest.json`` — counts, embedder, lexical parameters and file digests.
@@ -28,7 +31,7 @@ from typing import Any
 
 import arkai
 from arkai.adapters import events
-from arkai.adapters.fs import read_repo_file, write_if_changed
+from arkai.adapters.fs import read_repo_file, write_chunks_if_changed, write_if_changed
 from arkai.adapters.itemcache import ItemCache
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
@@ -46,9 +49,14 @@ from arkai.search.graph import (
     Needle,
     build_graph,
     cite_needles,
+    features,
     find_cites,
-    to_graphml,
+    iter_graphml,
+    iter_json,
+    node_id,
+    related_lists,
 )
+from arkai.search.graphcache import update_related
 from arkai.search.topics import (
     ItemTerms,
     TopicBuilder,
@@ -67,6 +75,7 @@ VECTORS = "vectors"
 TOPICS = "topics.json"
 GRAPH_JSON = "graph.json"
 GRAPHML = "graph.graphml"
+RELATED = "related.jsonl"
 MANIFEST = "manifest.json"
 #: The digest of what the last run's derived files are a function of (in the item cache).
 INPUTS = "inputs.json"
@@ -301,7 +310,7 @@ def _digest(data: bytes) -> str:
 
 
 #: Files whose bytes the ``inputs`` digest of the manifest determines.
-DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, f"{LEXICAL}/")
+DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, RELATED, f"{LEXICAL}/")
 
 
 def _intact(out: Path, manifest: dict[str, Any]) -> bool:
@@ -311,7 +320,9 @@ def _intact(out: Path, manifest: dict[str, Any]) -> bool:
         return False
     listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
     current = {k: v for k, v in _file_digests(out).items() if k.startswith(DERIVED)}
-    return bool(listed) and listed == current
+    # Every derived file there (an index from before one was added lacks it).
+    present = all(any(k.startswith(d) for k in current) for d in DERIVED)
+    return bool(listed) and listed == current and present
 
 
 #: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
@@ -434,6 +445,66 @@ def update_ann(
         how = "updated" if ann.meta.get("trained_count") == before else "rebuilt"
     ann.save(folder, store)
     return how
+
+
+def _graph(
+    root: Path,
+    out: Path,
+    loaded: list[_Loaded],
+    ip: dict[str, Any],
+    terms: dict[str, list[Any]],
+    cache: ItemCache,
+    full: bool,
+    summary: IndexSummary,
+    put: Callable[[str, bytes], None],
+    info: dict[str, Any],
+) -> None:
+    """``graph.json``, ``graph.graphml`` and ``related.jsonl``: the RELATED_TO edges between
+    items kept in the item cache (only a changed item's are recomputed), CITES counts cached
+    per item."""
+    settings = GraphSettings.from_params(ip["graph"])
+    needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
+                           for d in loaded)  # fmt: skip
+    needles_key = _digest(
+        canonjson.dumps(sorted([n.target, n.text] for n in needles)).encode("utf-8")
+    )
+    items = [
+        GraphItem(
+            content_id=d.item.id,
+            title=d.item.title,
+            path=d.path,
+            content_type=str(d.item.metadata.get("content_type") or ""),
+            url=d.item.metadata.get("url") or None,
+            tags=[str(t) for t in d.item.metadata.get("tags") or []],
+            quotes=d.record.quotes,
+            mentions=d.record.mentions,
+            cites=_cites(d, needles, needles_key, cache),
+            high_topics=[
+                (t.term, t.score) for t in terms.get(d.item.id, []) if t.relevance == "high"
+            ],
+        )
+        for d in loaded
+    ]
+    nodes = {node_id("content", it.content_id): it for it in items}
+    # Its own instance: a stale `related` entry is the normal case for a changed item, not a
+    # damaged cache (IndexSummary.cache_rejected).
+    related = update_related(
+        {n: features(it) for n, it in nodes.items()},
+        {n: it.content_id for n, it in nodes.items()},
+        ItemCache(root),
+        settings.min_shared_entities,
+        full=full,
+    )
+    graph = build_graph(items, settings, related.edges)
+    info["related_recomputed"] = related.changed
+    del items, nodes, related
+    # In pieces, never whole in memory (each file about as large as the graph's objects).
+    for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
+        if write_chunks_if_changed(out / name, pieces):
+            summary.written.append(name)
+    put(RELATED, canonjson.dumps_lines(related_lists(graph)).encode("utf-8"))
+    summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
+    info.update(nodes=summary.nodes, edges=summary.edges)
 
 
 def run_index(
@@ -577,37 +648,7 @@ def run_index(
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
-                                       for d in loaded)  # fmt: skip
-                needles_key = _digest(
-                    canonjson.dumps(sorted([n.target, n.text] for n in needles)).encode("utf-8")
-                )
-                graph = build_graph(
-                    [
-                        GraphItem(
-                            content_id=d.item.id,
-                            title=d.item.title,
-                            path=d.path,
-                            content_type=str(d.item.metadata.get("content_type") or ""),
-                            url=d.item.metadata.get("url") or None,
-                            tags=[str(t) for t in d.item.metadata.get("tags") or []],
-                            quotes=d.record.quotes,
-                            mentions=d.record.mentions,
-                            cites=_cites(d, needles, needles_key, cache),
-                            high_topics=[
-                                (t.term, t.score)
-                                for t in topics.terms.get(d.item.id, [])
-                                if t.relevance == "high"
-                            ],
-                        )
-                        for d in loaded
-                    ],
-                    GraphSettings.from_params(ip["graph"]),
-                )
-                put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
-                put(GRAPHML, to_graphml(graph))
-                summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
-                info.update(nodes=summary.nodes, edges=summary.edges)
+                _graph(root, out, loaded, ip, topics.terms, cache, full, summary, put, info)
                 if progress:
                     progress(1, 1, "graph")
         summary.cache_rejected = cache.rejected

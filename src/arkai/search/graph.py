@@ -24,11 +24,12 @@ Node IDs are XML NMTOKENs (GraphML requires it), the same in both files: ``conte
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
+from json.encoder import encode_basestring as _encode_str  # the C one where built
 from typing import Any
 
 from arkai.adapters.review import is_rejected
@@ -182,16 +183,83 @@ def _round(x: float) -> float:
     return round(float(x), 6)
 
 
-def build_graph(items: Sequence[GraphItem], settings: GraphSettings | None = None) -> Graph:
-    """The graph over ``items`` (any order; the result does not depend on it)."""
+def _entities(it: GraphItem) -> Iterator[tuple[str, str, str, int]]:
+    """(name, type, normalised name, mention count) of the item's entities with a name."""
+    mentions = it.mentions if it.mentions is not None else entity_mentions(it.entities)
+    for raw_name, raw_type, weight in mentions:
+        name = raw_name.strip()
+        norm = normalize_term(name)
+        if norm:
+            yield name, raw_type.strip().lower() or "other", norm, weight
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What an item's RELATED_TO edges to other items are a function of: its entity and
+    high-relevance topic node IDs."""
+
+    entities: frozenset[str]
+    topics: frozenset[str]
+
+    @property
+    def all(self) -> frozenset[str]:
+        return self.entities | self.topics
+
+
+def features(it: GraphItem) -> Features:
+    return Features(
+        frozenset(node_id("entity", etype, norm) for _, etype, norm, _ in _entities(it)),
+        frozenset(node_id("topic", term) for term, _ in it.high_topics),
+    )
+
+
+def related_weight(a: Features, b: Features, min_shared_entities: int) -> float | None:
+    """The RELATED_TO weight of two items (Jaccard of their features), or None when they
+    share fewer than ``min_shared_entities`` entities and no topic."""
+    if len(a.entities & b.entities) < min_shared_entities and not (a.topics & b.topics):
+        return None
+    fa, fb = a.all, b.all
+    union = fa | fb
+    return _round(len(fa & fb) / len(union)) if union else 0.0
+
+
+def related_edges(
+    feats: Mapping[str, Features], min_shared_entities: int, among: Iterable[str] | None = None
+) -> dict[tuple[str, str], float]:
+    """RELATED_TO between items (content node IDs → :class:`Features`), each pair once as
+    ``(smaller ID, larger ID)``: every edge that touches an item of ``among`` (default: all).
+    Candidates come from an inverted index over the features those items have, not all pairs."""
+    todo = sorted(feats if among is None else set(among))
+    wanted = set().union(*(feats[a].all for a in todo)) if todo else set()
+    holders: dict[str, list[str]] = {f: [] for f in wanted}
+    for cid, fs in feats.items():
+        for f in fs.all & wanted:
+            holders[f].append(cid)
+    done: set[str] = set()
+    out: dict[tuple[str, str], float] = {}
+    for a in todo:
+        fa = feats[a]
+        others = {b for f in fa.all for b in holders[f]} - done - {a}
+        for b in others:
+            w = related_weight(fa, feats[b], min_shared_entities)
+            if w is not None:
+                out[(a, b) if a < b else (b, a)] = w
+        done.add(a)
+    return out
+
+
+def build_graph(
+    items: Sequence[GraphItem],
+    settings: GraphSettings | None = None,
+    related: Mapping[tuple[str, str], float] | None = None,
+) -> Graph:
+    """The graph over ``items`` (any order; the result does not depend on it). ``related``:
+    the :func:`related_edges` of the items when the caller has them (kept incrementally)."""
     s = settings or GraphSettings()
     items = sorted(items, key=lambda it: it.content_id)
     nodes: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str, str], dict[str, Any]] = {}
     labels: dict[str, Counter[str]] = {}
-    features: dict[str, set[str]] = {}
-    entity_sets: dict[str, set[str]] = {}
-    topic_sets: dict[str, set[str]] = {}
 
     def edge(src: str, dst: str, kind: str, weight: float, evidence: Iterable[str] = ()) -> None:
         key = (src, dst, kind)
@@ -226,49 +294,27 @@ def build_graph(items: Sequence[GraphItem], settings: GraphSettings | None = Non
             nodes.setdefault(tid, {"id": tid, "type": "Tag", "label": tag})
             edge(cid, tid, "TAGGED_WITH", 1.0)
         quotes = it.quotes if it.quotes is not None else throttled_quotes(it.evidence, s)
-        mentions = it.mentions if it.mentions is not None else entity_mentions(it.entities)
-        ents: set[str] = set()
-        for raw_name, raw_type, weight in mentions:
-            name = raw_name.strip()
-            etype = raw_type.strip().lower() or "other"
-            norm = normalize_term(name)
-            if not norm:
-                continue
+        for raw_name, etype, norm, weight in _entities(it):
             eid = node_id("entity", etype, norm)
-            labels.setdefault(eid, Counter())[" ".join(name.split())] += 1
+            labels.setdefault(eid, Counter())[" ".join(raw_name.split())] += 1
             nodes.setdefault(eid, {"id": eid, "type": "Entity", "entity_type": etype})
             evidence = [eid_ for eid_, q in quotes if norm in q]
             edge(cid, eid, "MENTIONS", float(weight), evidence)
-            ents.add(eid)
-        topics: set[str] = set()
         for term, score in it.high_topics:
             tid = node_id("topic", term)
             nodes.setdefault(tid, {"id": tid, "type": "Topic", "label": term})
             edge(cid, tid, "RELATED_TO", float(score))
-            topics.add(tid)
-        entity_sets[cid] = ents
-        topic_sets[cid] = topics
-        features[cid] = ents | topics
 
     for eid, counts in labels.items():
         # The most frequent spelling; ties go to the first in sort order.
         nodes[eid]["label"] = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
-    # RELATED_TO between items: candidate pairs from an inverted index, not all pairs.
-    holders: dict[str, list[str]] = {}
-    for cid, feats in features.items():
-        for f in feats:
-            holders.setdefault(f, []).append(cid)
-    pairs: set[tuple[str, str]] = set()
-    for owners in holders.values():
-        pairs.update(combinations(sorted(owners), 2))
-    for a, b in sorted(pairs):
-        shared_entities = len(entity_sets[a] & entity_sets[b])
-        shared_topics = len(topic_sets[a] & topic_sets[b])
-        if shared_entities >= s.min_shared_entities or shared_topics >= 1:
-            union = features[a] | features[b]
-            jaccard = len(features[a] & features[b]) / len(union) if union else 0.0
-            edge(a, b, "RELATED_TO", jaccard)
+    # RELATED_TO between items: from the caller (kept up to date incrementally) or computed.
+    if related is None:
+        related = related_edges({node_id("content", it.content_id): features(it) for it in items},
+                                s.min_shared_entities)  # fmt: skip
+    for (a, b), jaccard in sorted(related.items()):
+        edge(a, b, "RELATED_TO", jaccard)
 
     # CITES: an item's transcript holds another item's URL or exact title.
     needles = cite_needles((it.content_id, it.title, it.url) for it in items)
@@ -283,6 +329,110 @@ def build_graph(items: Sequence[GraphItem], settings: GraphSettings | None = Non
         nodes=[nodes[k] for k in sorted(nodes)],
         edges=[edges[k] for k in sorted(edges)],
     )
+
+
+# -- graph.json ----------------------------------------------------------------------------
+
+
+def _scalar(v: Any) -> str:
+    """A JSON scalar as :func:`json.dumps` writes it (``ensure_ascii=False``)."""
+    if isinstance(v, str):
+        return _encode_str(v)
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return _FLOATS.get(repr(v), repr(v))
+    if isinstance(v, int):
+        return int.__repr__(v)
+    return json.dumps(v, ensure_ascii=False)
+
+
+_FLOATS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _indented(v: Any, pad: str) -> str:
+    """``v`` as ``json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)`` writes it
+    nested at indent ``pad``."""
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        if not all(isinstance(k, str) for k in v):
+            text = json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)
+            return text.replace("\n", "\n" + pad)
+        inner = pad + "  "
+        body = ",\n".join(f"{inner}{_encode_str(k)}: {_indented(v[k], inner)}" for k in sorted(v))
+        return f"{{\n{body}\n{pad}}}"
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        inner = pad + "  "
+        body = ",\n".join(inner + _indented(x, inner) for x in v)
+        return f"[\n{body}\n{pad}]"
+    return _scalar(v)
+
+
+def iter_json(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
+    """``graph.json`` in pieces (a few thousand nodes or edges each): the bytes
+    :func:`arkai.core.canonjson.dumps` gives for :meth:`Graph.to_dict` (tested), without the
+    standard library's pure-Python encoder that an indented document goes through (several
+    times slower on a large graph) and without the whole document in memory."""
+    doc = graph.to_dict()
+    if set(doc) != {"edges", "nodes", "version"}:  # pragma: no cover - to_dict's shape
+        yield (_indented(doc, "") + "\n").encode("utf-8")
+        return
+    yield b"{\n"
+    for key in ("edges", "nodes"):
+        rows = doc[key]
+        if not rows:
+            yield f'  "{key}": [],\n'.encode()
+            continue
+        yield f'  "{key}": [\n'.encode()
+        for start in range(0, len(rows), batch):
+            part = ",\n".join("    " + _indented(r, "    ") for r in rows[start : start + batch])
+            yield (part + (",\n" if start + batch < len(rows) else "\n")).encode("utf-8")
+        yield b"  ],\n"
+    yield f'  "version": {_scalar(doc["version"])}\n}}\n'.encode()
+
+
+def to_json(graph: Graph) -> bytes:
+    """:func:`iter_json`, whole."""
+    return b"".join(iter_json(graph))
+
+
+# -- related.jsonl -------------------------------------------------------------------------
+
+#: Most related items listed per item in ``index/related.jsonl``.
+RELATED_LIMIT = 20
+_RELATIONS = {"RELATED_TO": ("related", "related"), "CITES": ("cites", "cited by")}
+
+
+def related_lists(graph: Graph, limit: int = RELATED_LIMIT) -> Iterator[dict[str, Any]]:
+    """Per item (by content ID, sorted) the items it is related to, cites or is cited by:
+    ``{"id", "related": [[content_id, relation, weight], …]}``, best first (weight, then the
+    other item's title), each other item once, at most ``limit``; items with none are left
+    out. What a reader of one item's neighbours needs without reading the whole graph."""
+    content = [n for n in graph.nodes if n["type"] == "Content"]
+    titles = {n["id"]: str(n.get("label", "")) for n in content}
+    ids = {n["id"]: str(n["content_id"]) for n in content}
+    scored: dict[str, list[tuple[float, str, str, str]]] = {}
+    for e in graph.edges:
+        kinds = _RELATIONS.get(e["type"])
+        s, t = e["source"], e["target"]
+        if kinds is None or s == t or s not in titles or t not in titles:
+            continue
+        w = float(e["weight"])
+        scored.setdefault(s, []).append((-w, titles[t], kinds[0], t))
+        scored.setdefault(t, []).append((-w, titles[s], kinds[1], s))
+    for src in sorted(scored, key=lambda n: ids[n]):
+        seen: set[str] = set()
+        rows: list[list[Any]] = []
+        for neg_w, _, rel, other in sorted(scored[src]):
+            if other not in seen and len(rows) < limit:
+                seen.add(other)
+                rows.append([ids[other], rel, -neg_w])
+        yield {"id": ids[src], "related": rows}
 
 
 # -- GraphML ------------------------------------------------------------------------------
@@ -325,9 +475,15 @@ def _data(key: str, text: str) -> str:
 
 
 def to_graphml(graph: Graph) -> bytes:
+    """:func:`iter_graphml`, whole."""
+    return b"".join(iter_graphml(graph))
+
+
+def iter_graphml(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
     """The graph as GraphML 1.0 (keys declared with types; ``evidence`` space-separated),
-    written line by line: the bytes ``xml.etree.ElementTree`` gives for the same document
-    indented by two spaces (tested), at a fraction of the cost of building the tree."""
+    written line by line, in pieces of a few thousand nodes or edges: the bytes
+    ``xml.etree.ElementTree`` gives for the same document indented by two spaces (tested), at
+    a fraction of the cost of building the tree."""
 
     def attr(value: str) -> str:
         return value.translate(_ATTR_ESCAPES)
@@ -355,6 +511,9 @@ def to_graphml(graph: Graph) -> bytes:
             ]
             head = f'    <node id="{attr(node["id"])}"'
             out.append(f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n")
+            if len(out) >= batch:
+                yield "".join(out).encode("utf-8")
+                out.clear()
         for n, edge in enumerate(graph.edges):
             body = [
                 _data(f"e_{name}", _value(edge[name], kind))
@@ -367,6 +526,9 @@ def to_graphml(graph: Graph) -> bytes:
                 f'target="{attr(edge["target"])}"'
             )
             out.append(f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n")
+            if len(out) >= batch:
+                yield "".join(out).encode("utf-8")
+                out.clear()
         out.append("  </graph>\n")
     out.append("</graphml>\n")
-    return "".join(out).encode("utf-8")
+    yield "".join(out).encode("utf-8")

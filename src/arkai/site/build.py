@@ -183,35 +183,29 @@ def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
 
 
 def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[str]]]:
-    """graph.json → per item ``[content_id, title, relation]`` (RELATED_TO, CITES)."""
-    obj = read_json(index / "graph.json") or {}
-    scored: dict[str, list[tuple[float, str, str]]] = {}
-    for e in obj.get("edges") or []:
-        if not isinstance(e, dict) or e.get("type") not in ("RELATED_TO", "CITES"):
-            continue
-        s, t = str(e.get("source", "")), str(e.get("target", ""))
-        if not (s.startswith("content:") and t.startswith("content:")):
-            continue
-        a, b = s[len("content:") :], t[len("content:") :]
-        if a not in titles or b not in titles or a == b:
-            continue
-        w = float(e.get("weight") or 0)
-        if e["type"] == "CITES":
-            scored.setdefault(a, []).append((w, b, "cites"))
-            scored.setdefault(b, []).append((w, a, "cited by"))
-        else:
-            scored.setdefault(a, []).append((w, b, "related"))
-            scored.setdefault(b, []).append((w, a, "related"))
-    out = {}
-    for cid, rows in scored.items():
-        rows.sort(key=lambda r: (-r[0], titles[r[1]], r[2]))
-        seen: set[str] = set()
-        picked = []
-        for _, other, rel in rows:
-            if other not in seen:
-                seen.add(other)
-                picked.append([other, titles[other], rel])
-        out[cid] = picked[:MAX_RELATED]
+    """index/related.jsonl → per item ``[content_id, title, relation]`` (RELATED_TO, CITES),
+    read line by line: the best :data:`MAX_RELATED` the site knows, in the index's order."""
+    out: dict[str, list[list[str]]] = {}
+    path = index / "related.jsonl"
+    if not path.is_file():
+        return out
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            cid = obj.get("id") if isinstance(obj, dict) else None
+            rows = obj.get("related") if isinstance(obj, dict) else None
+            if cid not in titles or not isinstance(rows, list):
+                continue
+            picked = [
+                [r[0], titles[r[0]], str(r[1])]
+                for r in rows
+                if isinstance(r, list) and len(r) >= 2 and r[0] in titles and r[0] != cid
+            ]
+            if picked:
+                out[str(cid)] = picked[:MAX_RELATED]
     return out
 
 

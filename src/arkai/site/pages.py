@@ -52,7 +52,7 @@ class ItemContext:
     topics: list[list[str]] = field(default_factory=list)
     """``[term, relevance, has_page ("1"/"")]`` for the item, best first."""
     related: list[list[str]] = field(default_factory=list)
-    """``[content_id, title, relation]`` of related items (graph.json)."""
+    """``[content_id, title, relation]`` of related items (index/related.jsonl)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
