@@ -166,3 +166,12 @@ def test_a_new_validator_version_rechecks_everything(
     checks.clear()
     run(arkai, lib)
     assert len(checks) == 2
+
+
+def test_ci_rechecks_everything_from_scratch() -> None:
+    """CI keeps the guarantee "every digest and span re-checked": it runs --full, in the
+    project's script and in the one a new knowledge repo gets."""
+    root = Path(__file__).resolve().parents[2]
+    for script in ("scripts/ci/validate.sh", "src/arkai/scaffold/scripts/ci/validate.sh"):
+        text = (root / script).read_text(encoding="utf-8")
+        assert "if arkai validate --full; then" in text, script
