@@ -21,7 +21,8 @@ and the builtin rules run on real text. Dates advance one day per 100 episodes.
 * ``mid_change_*`` (per size) — the episode in the middle of the timeline changes: the replay
   resumed from the full replay's log (:class:`arkai.memory.replay.ReplayLog`) vs one from
   scratch, and whether their beliefs, changes and vectors agree; ``unchanged_resumed_s`` is the
-  resumed replay when nothing changed.
+  resumed replay when nothing changed, ``one_added_at_end_resumed_s`` when one episode is added
+  at the end of the timeline (a new item dated today).
 * ``recall`` — a library folder holding ``beliefs/`` with ``--recall-size`` beliefs: ``arkai
   recall`` as a cold CLI process (best of 3 wall times) and warm in-process p50/p95 over 50
   queries (embedder loaded).
@@ -147,6 +148,12 @@ def resume_bench(
     t0 = time.perf_counter()
     noop = replay(eps, vecs, resume=res.log, **kw)
     noop_s = time.perf_counter() - t0
+    # The daily loop's usual case: a new item dated today adds episodes at the end.
+    last = eps[-1]
+    new_ep = dc_replace(last, id="f" * 16, statement=other, item="item-new", position=0)
+    t0 = time.perf_counter()
+    added = replay([*eps, new_ep], np.vstack([vecs, vecs2[mid : mid + 1]]), resume=res.log, **kw)
+    added_s = time.perf_counter() - t0
     return {
         "mid_change_resumed_s": round(resumed_s, 2),
         "mid_change_resumed_at": resumed.resumed_at,
@@ -154,6 +161,8 @@ def resume_bench(
         "mid_change_equal": same,
         "unchanged_resumed_s": round(noop_s, 2),
         "unchanged_resumed_at": noop.resumed_at,
+        "one_added_at_end_resumed_s": round(added_s, 2),
+        "one_added_at_end_resumed_at": added.resumed_at,
     }
 
 

@@ -175,3 +175,39 @@ def test_ci_rechecks_everything_from_scratch() -> None:
     for script in ("scripts/ci/validate.sh", "src/arkai/scaffold/scripts/ci/validate.sh"):
         text = (root / script).read_text(encoding="utf-8")
         assert "if arkai validate --full; then" in text, script
+
+
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The content IDs whose files are read and hashed for the cache key."""
+    seen: list[str] = []
+    real = op.cache_key
+
+    def spy(item: Any) -> str | None:
+        seen.append(item.id)
+        return real(item)
+
+    monkeypatch.setattr(op, "cache_key", spy)
+    return seen
+
+
+def test_unchanged_stats_skip_reading_and_a_write_is_seen(
+    lib: Path, arkai: Runner, checks: list[str], hashed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Files written just now are "racy": their stats are not trusted yet, they are hashed.
+    _, first, _ = run(arkai, lib)
+    hashed.clear()
+    run(arkai, lib)
+    assert len(hashed) == 2
+    monkeypatch.setattr(op, "RACY_NS", -(10**12))  # as if the files were written long ago
+    run(arkai, lib)
+    checks.clear()
+    hashed.clear()
+    assert run(arkai, lib)[1] == first
+    assert checks == [] and hashed == []  # a stat per file, nothing read
+    library, out = item_folders(lib, 1)
+    FORGERIES["wisdom"](library, out)
+    code, forged = same_as_full(arkai, lib)
+    assert code == 1 and forged["items"][1] != first["items"][1]
+    review = list(Repo.at(lib).items())[1].id
+    assert checks.count(review) == 2 and hashed == [review]  # incremental, then --full

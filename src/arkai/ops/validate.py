@@ -20,12 +20,18 @@ Incremental (the ``validate`` stage): an item's verdict is cached in the per-ite
 (:class:`arkai.adapters.itemcache.ItemCache`, part ``validation``) under a key made of the
 validator's version and the SHA-256 of every file the check reads (:func:`checked_files`), so an
 unchanged item costs reading and hashing its files, not resolving its spans again; any changed
-byte, a damaged entry or a new validator version re-checks the item. ``full=True`` (``arkai
+byte, a damaged entry or a new validator version re-checks the item. Where the files' ``lstat``
+(size, mtime, ctime, inode) is what it was when they were last hashed, that digest is taken
+without reading them (:func:`stat_key`; files changed within :data:`RACY_NS` of a run are hashed
+again next time). ``full=True`` (``arkai
 validate --full``, what CI runs) ignores the cache and re-checks every span from scratch.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -391,17 +397,62 @@ def _from_cache(d: dict[str, Any]) -> ItemReport | None:
     return rep
 
 
+#: A file changed this recently (ns) may change again within the clock's resolution: its stat
+#: is not trusted as a stand-in for its digest (git's "racy" entries), so it is hashed next time.
+RACY_NS = 2_000_000_000
+STAT_PART = "validation-stat"
+
+
+def stat_key(item: Item) -> tuple[str, int] | None:
+    """A digest of the checked files' ``lstat`` (size, mtime, ctime, inode — a write changes the
+    ctime, which no tool can set back) and the newest of those times; None when a file is not
+    a regular file."""
+    parts = [f"stat\0{VALIDATOR_VERSION}\0{__version__}\0{item.id}\0{item.title}"]
+    newest = 0
+    for path in checked_files(item):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            parts.append("-")
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+        parts.append(f"{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
+    return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8")), newest
+
+
 def _validate_cached(item: Item, cache: ItemCache) -> ItemReport:
-    key = cache_key(item)
+    """The cached verdict when the item's files are unchanged: their stats as last seen (no
+    read), else their digests (read and hashed); otherwise a fresh check, then cached."""
+    stats = stat_key(item)
+    seen = cache.get(item.id, stats[0], STAT_PART) if stats is not None else None
+    key = seen.get("key") if seen is not None else None
+    if not isinstance(key, str):
+        key = cache_key(item)
     if key is not None:
         hit = cache.get(item.id, key, CACHE_PART)
         rep = _from_cache(hit) if hit is not None else None
         if rep is not None and rep.content_id == item.id:
+            _remember_stats(cache, item, stats, key, seen)
             return rep
     rep = validate_item(item)
     if key is not None and rep.error is None:
         cache.put(item.id, key, CACHE_PART, _to_cache(rep))
+        _remember_stats(cache, item, stats, key, None)
     return rep
+
+
+def _remember_stats(
+    cache: ItemCache, item: Item, stats: tuple[str, int] | None, key: str, seen: Any
+) -> None:
+    if stats is None or (seen is not None and seen.get("key") == key):
+        return
+    if stats[1] >= time.time_ns() - RACY_NS:
+        return
+    cache.put(item.id, stats[0], STAT_PART, {"key": key})
 
 
 def validate_items(root: Path, items: list[Item], *, full: bool = True) -> list[ItemReport]:
