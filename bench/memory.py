@@ -18,6 +18,11 @@ and the builtin rules run on real text. Dates advance one day per 100 episodes.
 * ``one_new_episode`` — the replay is a full, deterministic re-run; one new episode costs one
   embedding (the store keeps the others) plus the replay of N + 1: reported as that replay's
   seconds at the largest size, with ``embed_one_s`` measured separately.
+* ``mid_change_*`` (per size) — the episode in the middle of the timeline changes: the replay
+  resumed from the full replay's log (:class:`arkai.memory.replay.ReplayLog`) vs one from
+  scratch, and whether their beliefs, changes and vectors agree; ``unchanged_resumed_s`` is the
+  resumed replay when nothing changed, ``one_added_at_end_resumed_s`` when one episode is added
+  at the end of the timeline (a new item dated today).
 * ``recall`` — a library folder holding ``beliefs/`` with ``--recall-size`` beliefs: ``arkai
   recall`` as a cold CLI process (best of 3 wall times) and warm in-process p50/p95 over 50
   queries (embedder loaded).
@@ -36,8 +41,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace as dc_replace
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +53,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from arkai.adapters.memory import write_state  # noqa: E402
 from arkai.memory.contradict import check  # noqa: E402
-from arkai.memory.replay import Decisions, ReplayParams, replay  # noqa: E402
+from arkai.memory.replay import Decisions, ReplayParams, ReplayResult, replay  # noqa: E402
 from arkai.model.belief import Belief, Episode  # noqa: E402
 
 _TIMING = re.compile(r"^\d+$|-->|^WEBVTT|^NOTE|^\s*$")
@@ -100,7 +107,7 @@ def episodes(texts: list[str], base: np.ndarray, n: int) -> tuple[list[Episode],
     return eps, vecs.astype(np.float32)
 
 
-def one(n: int, data: Path, cache: Path) -> dict[str, float]:
+def one(n: int, data: Path, cache: Path) -> dict[str, Any]:
     texts = sentences(data)
     base = base_vectors(texts, cache)
     eps, vecs = episodes(texts, base, n)
@@ -111,8 +118,52 @@ def one(n: int, data: Path, cache: Path) -> dict[str, float]:
     counts: dict[str, int] = {}
     for c in res.changes:
         counts[c.kind] = counts.get(c.kind, 0) + 1
-    return {"episodes": n, "seconds": round(seconds, 2), "peak_rss_mb": round(rss),
-            "beliefs": len(res.beliefs), "changes": counts}  # fmt: skip
+    out = {"episodes": n, "seconds": round(seconds, 2), "peak_rss_mb": round(rss),
+           "beliefs": len(res.beliefs), "changes": counts}  # fmt: skip
+    return out | resume_bench(eps, vecs, res, texts)
+
+
+def resume_bench(
+    eps: list[Episode], vecs: np.ndarray, res: ReplayResult, texts: list[str]
+) -> dict[str, Any]:
+    """The episode in the middle of the timeline changes (another sentence, its vector): the
+    replay resumed from ``res``'s log vs one from scratch (seconds, and whether they agree)."""
+    mid = len(eps) // 2
+    other = texts[(texts.index(eps[mid].statement) + 1) % len(texts)]
+    eps2 = [*eps[:mid], dc_replace(eps[mid], statement=other), *eps[mid + 1 :]]
+    vecs2 = vecs.copy()
+    vecs2[mid] = vecs[next(i for i, e in enumerate(eps) if e.statement == other)]
+    kw: dict[str, Any] = {"params": ReplayParams(), "decisions": Decisions(), "check": check}
+    t0 = time.perf_counter()
+    resumed = replay(eps2, vecs2, resume=res.log, **kw)
+    resumed_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    scratch = replay(eps2, vecs2, **kw)
+    scratch_s = time.perf_counter() - t0
+    same = (
+        [b.to_dict() for b in resumed.beliefs] == [b.to_dict() for b in scratch.beliefs]
+        and [c.to_dict() for c in resumed.changes] == [c.to_dict() for c in scratch.changes]
+        and resumed.vectors.tobytes() == scratch.vectors.tobytes()
+    )
+    t0 = time.perf_counter()
+    noop = replay(eps, vecs, resume=res.log, **kw)
+    noop_s = time.perf_counter() - t0
+    # The daily loop's usual case: a new item dated today adds episodes at the end.
+    last = eps[-1]
+    new_ep = dc_replace(last, id="f" * 16, statement=other, item="item-new", position=0)
+    t0 = time.perf_counter()
+    added = replay([*eps, new_ep], np.vstack([vecs, vecs2[mid : mid + 1]]), resume=res.log, **kw)
+    added_s = time.perf_counter() - t0
+    return {
+        "mid_change_resumed_s": round(resumed_s, 2),
+        "mid_change_resumed_at": resumed.resumed_at,
+        "mid_change_scratch_s": round(scratch_s, 2),
+        "mid_change_equal": same,
+        "unchanged_resumed_s": round(noop_s, 2),
+        "unchanged_resumed_at": noop.resumed_at,
+        "one_added_at_end_resumed_s": round(added_s, 2),
+        "one_added_at_end_resumed_at": added.resumed_at,
+    }
 
 
 def recall_bench(n: int, data: Path, cache: Path) -> dict[str, float]:

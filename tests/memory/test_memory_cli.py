@@ -258,6 +258,10 @@ def test_contradiction_check_through_a_provider(
     assert len(fake_llm.chat_requests) == calls, "a second replay must come from the cache"
     fake_llm.set_mode("malformed")
     shutil.rmtree(mem / ".arkai" / "responses")
+    # Nothing changed, so the replay reuses its log and asks nothing; without the log it asks.
+    code, _, err = arkai("--repo", mem, "memory", "build")
+    assert code == 0 and len(fake_llm.chat_requests) == calls
+    (mem / "index" / "beliefs" / "replay.json").unlink()
     code, _, err = arkai("--repo", mem, "memory", "build")
     assert code == 3 and "check_contradiction via openai" in err, err
 

@@ -114,11 +114,15 @@ def _print_reports(reports: list[ItemReport], verbose: bool) -> None:
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the summary as JSON here (a DVC metric).")  # fmt: skip
 @click.option("--verbose", "-v", is_flag=True, help="List every item, not only failing ones.")
+@click.option("--full", is_flag=True, help="Re-check every span from scratch (what CI runs).")
 @json_option
 @click.pass_context
-def validate(ctx: click.Context, report: Path | None, verbose: bool, as_json: bool) -> None:
+def validate(
+    ctx: click.Context, report: Path | None, verbose: bool, full: bool, as_json: bool
+) -> None:
     """Re-check every transcript digest and span hash in the library; exit 1 on stale spans."""
-    ctx.exit(show_validate(validate_op(get_repo(ctx), report=report), verbose, as_json))
+    result = validate_op(get_repo(ctx), report=report, full=full)
+    ctx.exit(show_validate(result, verbose, as_json))
 
 
 def show_validate(result: ValidateResult, verbose: bool = False, as_json: bool = False) -> int:

@@ -20,6 +20,13 @@ every active one whose effective confidence at the last episode's date is below 
 — off by default: a library of talks spans years, and an old fact is not wrong for being old),
 and groups of similar active facts from ≥ 2 items become
 **insights** (the group's most confident statement; its episodes are the union).
+
+Resumable: the result carries a :class:`ReplayLog` — each episode's fingerprint, what it did
+(its :data:`Action`) and its candidates. Given the log of an earlier replay with the same
+parameters, decisions and check, :func:`replay` re-applies the recorded actions of the episodes
+before the first changed one (rounded down to the start of its candidate block, so every
+similarity it reuses was computed over the same rows) and replays only from there: episode *i*'s
+outcome depends only on episodes ``< i``, so the result is the same as a replay from scratch.
 """
 
 from __future__ import annotations
@@ -88,6 +95,23 @@ class Decisions:
     prune: dict[str, str] = field(default_factory=dict)
 
 
+#: What one episode did: ``("c",)`` created a belief; ``("r", belief, similarity)`` reinforced
+#: it; ``("l", belief)`` was absorbed by a forgotten one; ``("x", belief, similarity, note)``
+#: created a belief that conflicts with ``belief``.
+Action = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayLog:
+    """What a replay did per episode, so a later one can resume at the first changed episode."""
+
+    fingerprints: list[str]
+    actions: list[Action]
+    cands: list[list[int]]
+    block: int
+    """The candidate search's block height (resuming needs the same blocks)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     beliefs: list[Belief]
@@ -95,6 +119,15 @@ class ReplayResult:
     vectors: F32
     """One row per belief (the vector of the statement it holds), in ``beliefs`` order."""
     as_of: str | None
+    log: ReplayLog | None = None
+    resumed_at: int = 0
+    """Episodes whose recorded outcome was re-applied instead of replayed."""
+
+
+def fingerprint(ep: Episode) -> str:
+    """Everything of an episode the replay reads (its vector follows from the statement)."""
+    fields = (ep.id, ep.statement, ep.date, ep.item or "", str(ep.position), ep.kind)
+    return sha256_hex("\0".join(fields).encode("utf-8"))[:32]
 
 
 def belief_id(kind: str, seed: str) -> str:
@@ -116,12 +149,26 @@ def effective_confidence(b: Belief, as_of: date, half_life_days: float) -> float
     return b.confidence * math.pow(0.5, days / half_life_days)
 
 
-def _candidates(vectors: F32, k: int) -> list[list[int]]:
-    """For each row, up to ``k`` earlier rows by descending similarity (blocked matmul)."""
+def block_rows(n: int) -> int:
+    """Rows per candidate block: a power of two (so it changes rarely as ``n`` grows)."""
+    rows = max(1, min(1024, BLOCK_CELLS // max(1, n)))
+    return 1 << (rows.bit_length() - 1)
+
+
+def block_start(p: int, block: int) -> int:
+    """The first row of the candidate block holding row ``p`` (blocks start at row 1)."""
+    return 0 if p <= 0 else 1 + (p - 1) // block * block
+
+
+def _candidates(vectors: F32, k: int, start: int = 0) -> list[list[int]]:
+    """For each row from ``start`` (a block start), up to ``k`` earlier rows by descending
+    similarity (blocked matmul); rows before ``start`` are left empty."""
     n = len(vectors)
     out: list[list[int]] = [[] for _ in range(n)]
-    block = max(1, min(1024, BLOCK_CELLS // max(1, n)))
+    block = block_rows(n)
     for lo in range(1, n, block):
+        if lo < start:
+            continue
         hi = min(n, lo + block)
         sims = vectors[lo:hi] @ vectors[:hi].T
         rows = np.arange(lo, hi)
@@ -192,56 +239,35 @@ def replay(
     params: ReplayParams,
     decisions: Decisions,
     check: Checker,
+    resume: ReplayLog | None = None,
 ) -> ReplayResult:
-    """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows)."""
+    """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows). With
+    ``resume`` — the log of a replay with the same parameters, decisions and check — the
+    episodes before the first changed one take their recorded outcome."""
     st = _State(params, decisions, check)
-    cands = _candidates(vectors, CANDIDATES)
-    for i, ep in enumerate(episodes):
-        scored: dict[str, float] = {}
-        for j in cands[i]:
-            bid = st.of_episode.get(j)
-            if bid is not None and bid not in scored:
-                scored[bid] = round(float(vectors[i] @ vectors[st.vec_row[bid]]), 6)
-        ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        forgotten = [(b, s) for b, s in ranked if st.beliefs[b].status == FORGOTTEN]
-        active = [(b, s) for b, s in ranked if st.beliefs[b].status == ACTIVE][: params.top_k]
-        if active and active[0][1] > params.reinforce:
-            best, sim = active[0]
-            conflict = check(st.beliefs[best].statement, ep.statement)
-            if conflict is None:
-                st.reinforce(st.beliefs[best], i, ep, sim)
-                continue
-        if (
-            forgotten
-            and forgotten[0][1] > params.reinforce
-            and (not active or forgotten[0][1] >= active[0][1])
-        ):
-            st.link(st.beliefs[forgotten[0][0]], i, ep)
-            continue
-        replaced = None
-        for bid, sim in active:
-            if sim < params.contradict:
+    fps = [fingerprint(ep) for ep in episodes]
+    block = block_rows(len(episodes))
+    start = 0
+    if resume is not None and resume.block == block:
+        same = 0
+        for a, b in zip(resume.fingerprints, fps, strict=False):
+            if a != b:
                 break
-            old = st.beliefs[bid]
-            conflict = check(old.statement, ep.statement)
-            if conflict is None:
-                continue
-            new = st.create(i, ep, ep.kind)
-            note = f"{conflict.rule}: {conflict.detail}"
-            if old.pinned:
-                st.log("conflict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
-                       note=note + " (pinned: kept)")  # fmt: skip
-            else:
-                st.beliefs[bid] = replace(
-                    old, status=INVALIDATED, contradicted_by=(*old.contradicted_by, ep.id),
-                    replaced_by=new.id,
-                )  # fmt: skip
-                st.log("contradict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
-                       note=note)  # fmt: skip
-            replaced = new
-            break
-        if replaced is None:
-            st.create(i, ep, ep.kind)
+            same += 1
+        full = same == len(fps) == len(resume.fingerprints)
+        start = len(fps) if full else block_start(same, block)
+        start = min(start, len(resume.actions), len(resume.cands))
+    cands = _candidates(vectors, CANDIDATES, start)
+    actions: list[Action] = []
+    if resume is not None and start:
+        cands[:start] = resume.cands[:start]
+        for i in range(start):
+            _apply(st, i, episodes[i], resume.actions[i])
+            actions.append(resume.actions[i])
+    for i in range(start, len(episodes)):
+        action = _decide(st, i, episodes[i], vectors, cands[i])
+        _apply(st, i, episodes[i], action)
+        actions.append(action)
     as_of = max((ep.date for ep in episodes), default=None)
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
@@ -249,7 +275,65 @@ def replay(
     rows = [st.vec_row[b] for b in st.order]
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     vecs = vectors[rows] if rows else np.zeros((0, dim), dtype=np.float32)
-    return ReplayResult([st.beliefs[b] for b in st.order], st.changes, vecs, as_of)
+    log = ReplayLog(fps, actions, cands, block)
+    return ReplayResult([st.beliefs[b] for b in st.order], st.changes, vecs, as_of, log, start)
+
+
+def _decide(st: _State, i: int, ep: Episode, vectors: F32, cands: list[int]) -> Action:
+    """What episode ``i`` does, given the beliefs of the episodes before it."""
+    params, check = st.p, st.check
+    scored: dict[str, float] = {}
+    for j in cands:
+        bid = st.of_episode.get(j)
+        if bid is not None and bid not in scored:
+            scored[bid] = round(float(vectors[i] @ vectors[st.vec_row[bid]]), 6)
+    ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+    forgotten = [(b, s) for b, s in ranked if st.beliefs[b].status == FORGOTTEN]
+    active = [(b, s) for b, s in ranked if st.beliefs[b].status == ACTIVE][: params.top_k]
+    if active and active[0][1] > params.reinforce:
+        best, sim = active[0]
+        if check(st.beliefs[best].statement, ep.statement) is None:
+            return ("r", best, sim)
+    if (
+        forgotten
+        and forgotten[0][1] > params.reinforce
+        and (not active or forgotten[0][1] >= active[0][1])
+    ):
+        return ("l", forgotten[0][0])
+    for bid, sim in active:
+        if sim < params.contradict:
+            break
+        conflict = check(st.beliefs[bid].statement, ep.statement)
+        if conflict is not None:
+            return ("x", bid, sim, f"{conflict.rule}: {conflict.detail}")
+    return ("c",)
+
+
+def _apply(st: _State, i: int, ep: Episode, action: Action) -> None:
+    """Carry out what :func:`_decide` chose (or a log recorded) for episode ``i``."""
+    kind = action[0]
+    if kind == "r":
+        st.reinforce(st.beliefs[action[1]], i, ep, action[2])
+    elif kind == "l":
+        st.link(st.beliefs[action[1]], i, ep)
+    elif kind == "c":
+        st.create(i, ep, ep.kind)
+    elif kind == "x":
+        bid, sim, note = action[1], action[2], action[3]
+        old = st.beliefs[bid]
+        new = st.create(i, ep, ep.kind)
+        if old.pinned:
+            st.log("conflict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
+                   note=note + " (pinned: kept)")  # fmt: skip
+        else:
+            st.beliefs[bid] = replace(
+                old, status=INVALIDATED, contradicted_by=(*old.contradicted_by, ep.id),
+                replaced_by=new.id,
+            )  # fmt: skip
+            st.log("contradict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
+                   note=note)  # fmt: skip
+    else:
+        raise ValueError(f"unknown replay action {kind!r}")
 
 
 def _prune(st: _State, today: date, day: str) -> None:

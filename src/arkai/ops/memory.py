@@ -35,7 +35,15 @@ from arkai.errors import (
 from arkai.memory import contradict
 from arkai.memory.contradict import Conflict
 from arkai.memory.episodes import item_episodes, ordered
-from arkai.memory.replay import Checker, Decisions, ReplayParams, effective_confidence, replay
+from arkai.memory.replay import (
+    CANDIDATES,
+    Checker,
+    Decisions,
+    ReplayParams,
+    effective_confidence,
+    replay,
+)
+from arkai.memory.resume import load_log, save_log
 from arkai.model.belief import ACTIVE, BELIEF_STATUSES, TYPES, Belief, Change, Episode
 from arkai.model.record import AsDict
 
@@ -62,6 +70,8 @@ class BuildResult(AsDict):
     by_status: dict[str, int]
     embedded: int
     changed: bool
+    resumed_at: int = 0
+    """Episodes whose recorded outcome was reused (the replay ran from there)."""
 
 
 def collect_episodes(repo: Repo) -> list[Episode]:
@@ -85,27 +95,59 @@ def _embedder(repo: Repo) -> Any:
     return _EMBEDDERS[name]
 
 
+def _stored_vectors(repo: Repo, folder: Path) -> Any:
+    """The statement store on disk when the embedder ``index.embedder`` names wrote it, read
+    without loading a model (for ``default``: either model it resolves to); None otherwise."""
+    import os
+
+    from arkai.search import embed
+    from arkai.search.vectors import META_FILE, VectorStore
+
+    name = str(repo.param("index.embedder", "default"))
+    if name in _EMBEDDERS:  # resolved in this process already
+        wanted = {str(_EMBEDDERS[name].name)}
+    elif name == "default":
+        forced = os.environ.get("ARKAI_EMBEDDER")
+        choices = (embed.OnnxMiniLMEmbedder.name, embed.MiniLMEmbedder.name)
+        wanted = {forced} if forced and forced != "default" else set(choices)
+    else:
+        wanted = {name}
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    model = meta.get("model") if isinstance(meta, dict) else None
+    if model not in wanted or not isinstance(meta.get("dim"), int):
+        return None
+    return VectorStore.load(folder, str(model))
+
+
 def embed_statements(
     repo: Repo, texts: list[str], progress: Progress | None = None
-) -> tuple[Any, int]:
-    """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded)."""
-    from arkai.search.vectors import VectorStore
+) -> tuple[Any, int, str]:
+    """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded,
+    model). The embedder is loaded only when a statement is not in the store."""
+    from arkai.search.vectors import META_FILE, VectorStore
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
-    embedder = _embedder(repo)
-    store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
-    todo = store.missing(dict.fromkeys(keys))
-    by_key = dict(zip(keys, texts, strict=True))
-    for start in range(0, len(todo), 256):
-        part = todo[start : start + 256]
-        store.add(part, embedder.encode([by_key[k] for k in part], batch_size=64))
-        if progress:
-            progress(min(start + 256, len(todo)), len(todo), "embedding beliefs")
-    store.prune(keys)
-    store.save(folder)
-    rows = store.get(keys) if keys else np.zeros((0, int(embedder.dim)), dtype=np.float32)
-    return rows, len(todo)
+    store = _stored_vectors(repo, folder)
+    todo: list[str] = []
+    if store is None or store.missing(dict.fromkeys(keys)):
+        embedder = _embedder(repo)
+        if store is None or store.model_name != embedder.name:
+            store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
+        todo = store.missing(dict.fromkeys(keys))
+        by_key = dict(zip(keys, texts, strict=True))
+        for start in range(0, len(todo), 256):
+            part = todo[start : start + 256]
+            store.add(part, embedder.encode([by_key[k] for k in part], batch_size=64))
+            if progress:
+                progress(min(start + 256, len(todo)), len(todo), "embedding beliefs")
+    if store.prune(keys) or todo or not (folder / META_FILE).is_file():
+        store.save(folder)
+    rows = store.get(keys) if keys else np.zeros((0, store.dim), dtype=np.float32)
+    return rows, len(todo), store.model_name
 
 
 def checker(repo: Repo) -> tuple[Checker, str]:
@@ -144,24 +186,41 @@ def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
         return _build(repo, progress)
 
 
+#: Bump when the replay's rules change: a persisted replay log of an older version is unused.
+REPLAY_VERSION = 1
+
+
 def _build(repo: Repo, progress: Progress | None) -> BuildResult:
     params = replay_params(repo)
     check, check_label = checker(repo)
     episodes = collect_episodes(repo)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
-    vectors, embedded = embed_statements(repo, [e.statement for e in episodes], progress)
-    result = replay(episodes, vectors, params=params, decisions=decisions, check=check)
+    vectors, embedded, model = embed_statements(repo, [e.statement for e in episodes], progress)
     header = {
         "format": 1,
-        "as_of": result.as_of,
+        "as_of": None,
         "episodes": len(episodes),
         "params": {k: getattr(params, k) for k in ReplayParams.__slots__},
         "contradiction_check": check_label,
     }
+    # Everything but the episodes that an outcome depends on: a change re-replays everything.
+    same = {"version": REPLAY_VERSION, "params": header["params"], "check": check_label,
+            "decisions": raw, "model": model, "candidates": CANDIDATES}  # fmt: skip
+    key = text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
+    folder = files.cache_dir(repo.root)
+    resume = load_log(folder, key)
+    result = replay(
+        episodes, vectors, params=params, decisions=decisions, check=check, resume=resume
+    )
+    header["as_of"] = result.as_of
     changed = files.write_state(repo.root, header, result.beliefs, result.changes, result.vectors)
+    if result.log is not None:
+        save_log(folder, key, result.log)
     counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
-    return BuildResult(len(episodes), len(result.beliefs), counts, embedded, changed)
+    return BuildResult(
+        len(episodes), len(result.beliefs), counts, embedded, changed, result.resumed_at
+    )
 
 
 # -- reading --------------------------------------------------------------------------------

@@ -15,20 +15,37 @@ on. Every record is re-derived from its quote and the current transcript
 - spans that are not exact matches (``matched_case_insensitive``, ``matched_fuzzy``,
   ``reanchored_fuzzy``) are counted as **unverified**, never as valid; an evidence line that is
   a re-anchor suggestion is also **pending** until a person accepts it.
+
+Incremental (the ``validate`` stage): an item's verdict is cached in the per-item cache
+(:class:`arkai.adapters.itemcache.ItemCache`, part ``validation``) under a key made of the
+validator's version and the SHA-256 of every file the check reads (:func:`checked_files`), so an
+unchanged item costs reading and hashing its files, not resolving its spans again; any changed
+byte, a damaged entry or a new validator version re-checks the item. Where the files' ``lstat``
+(size, mtime, ctime, inode) is what it was when they were last hashed, that digest is taken
+without reading them (:func:`stat_key`; files changed within :data:`RACY_NS` of a run are hashed
+again next time). ``full=True`` (``arkai
+validate --full``, what CI runs) ignores the cache and re-checks every span from scratch.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arkai import __version__
 from arkai.adapters import events
+from arkai.adapters.fs import read_repo_file
+from arkai.adapters.itemcache import ItemCache
 from arkai.adapters.layout import (
     ENTITIES,
     EVIDENCE,
     EXTRACTION,
+    REVIEW,
     TRANSCRIPT,
     Item,
     ItemProblem,
@@ -38,7 +55,7 @@ from arkai.adapters.review import load_item_review, match_reviews
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
 from arkai.core.document import Document
-from arkai.core.hashing import digest
+from arkai.core.hashing import digest, sha256_hex
 from arkai.core.receipts import (
     Receipt,
     check_receipt,
@@ -324,12 +341,128 @@ def _validate_item(item: Item) -> ItemReport:
     return report
 
 
-def validate_items(root: Path, items: list[Item]) -> list[ItemReport]:
-    """Validate ``items`` and log one ``EvidenceValidated`` event per item."""
+#: Bump when what a check concludes from the same bytes changes: older verdicts are re-checked.
+VALIDATOR_VERSION = 1
+CACHE_PART = "validation"
+
+
+def checked_files(item: Item) -> list[Path]:
+    """Every file :func:`validate_item` reads for ``item`` (the cache key's inputs)."""
+    own = [item.path / name for name in (TRANSCRIPT, "metadata.json", REVIEW)]
+    return [
+        *own,
+        item.extracted / EXTRACTION,
+        *(span_file(item, name) for name, _, _ in SPAN_FILES),
+    ]
+
+
+def cache_key(item: Item) -> str | None:
+    """The digest of the validator's version and the bytes of :func:`checked_files`; None when
+    a file cannot be read safely (the item is then checked, and its error reported)."""
+    parts = [f"validate\0{VALIDATOR_VERSION}\0{__version__}\0{item.id}\0{item.title}"]
+    try:
+        for path in checked_files(item):
+            data = read_repo_file(path, item.root, missing_ok=True)
+            rel = path.relative_to(item.root).as_posix()
+            parts.append(f"{rel}\0{'-' if data is None else sha256_hex(data)}")
+    except (ArkaiError, OSError):
+        return None
+    return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8"))
+
+
+def _to_cache(rep: ItemReport) -> dict[str, Any]:
+    return {
+        "content_id": rep.content_id, "title": rep.title, "path": rep.path,
+        "digest_ok": rep.digest_ok, "edited_since_add": rep.edited_since_add,
+        "extracted": rep.extracted, "counts": {k: c.to_dict() for k, c in rep.counts.items()},
+        "problems": [p.to_dict() for p in rep.problems], "error": rep.error,
+        "orphaned_reviews": rep.orphaned_reviews,
+    }  # fmt: skip
+
+
+def _from_cache(d: dict[str, Any]) -> ItemReport | None:
+    """The report a cache entry holds; None when it does not have the expected shape."""
+    try:
+        rep = ItemReport(
+            content_id=str(d["content_id"]), title=str(d["title"]), path=str(d["path"]),
+            digest_ok=bool(d["digest_ok"]), edited_since_add=bool(d["edited_since_add"]),
+            extracted=bool(d["extracted"]),
+            counts={str(k): Counts(**c) for k, c in d["counts"].items()},
+            problems=[Problem(**p) for p in d["problems"]],
+            error=None if d["error"] is None else str(d["error"]),
+            orphaned_reviews=[str(o) for o in d["orphaned_reviews"]],
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return rep
+
+
+#: A file changed this recently (ns) may change again within the clock's resolution: its stat
+#: is not trusted as a stand-in for its digest (git's "racy" entries), so it is hashed next time.
+RACY_NS = 2_000_000_000
+STAT_PART = "validation-stat"
+
+
+def stat_key(item: Item) -> tuple[str, int] | None:
+    """A digest of the checked files' ``lstat`` (size, mtime, ctime, inode — a write changes the
+    ctime, which no tool can set back) and the newest of those times; None when a file is not
+    a regular file."""
+    parts = [f"stat\0{VALIDATOR_VERSION}\0{__version__}\0{item.id}\0{item.title}"]
+    newest = 0
+    for path in checked_files(item):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            parts.append("-")
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+        parts.append(f"{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
+    return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8")), newest
+
+
+def _validate_cached(item: Item, cache: ItemCache) -> ItemReport:
+    """The cached verdict when the item's files are unchanged: their stats as last seen (no
+    read), else their digests (read and hashed); otherwise a fresh check, then cached."""
+    stats = stat_key(item)
+    seen = cache.get(item.id, stats[0], STAT_PART) if stats is not None else None
+    key = seen.get("key") if seen is not None else None
+    if not isinstance(key, str):
+        key = cache_key(item)
+    if key is not None:
+        hit = cache.get(item.id, key, CACHE_PART)
+        rep = _from_cache(hit) if hit is not None else None
+        if rep is not None and rep.content_id == item.id:
+            _remember_stats(cache, item, stats, key, seen)
+            return rep
+    rep = validate_item(item)
+    if key is not None and rep.error is None:
+        cache.put(item.id, key, CACHE_PART, _to_cache(rep))
+        _remember_stats(cache, item, stats, key, None)
+    return rep
+
+
+def _remember_stats(
+    cache: ItemCache, item: Item, stats: tuple[str, int] | None, key: str, seen: Any
+) -> None:
+    if stats is None or (seen is not None and seen.get("key") == key):
+        return
+    if stats[1] >= time.time_ns() - RACY_NS:
+        return
+    cache.put(item.id, stats[0], STAT_PART, {"key": key})
+
+
+def validate_items(root: Path, items: list[Item], *, full: bool = True) -> list[ItemReport]:
+    """Validate ``items`` and log one ``EvidenceValidated`` event per item; unless ``full``,
+    an item whose checked files are unchanged takes its cached verdict."""
     reports = []
-    with events.run(root, "validate", items=len(items)) as log:
+    cache = None if full else ItemCache(root)
+    with events.run(root, "validate", items=len(items), full=full) as log:
         for item in items:
-            rep = validate_item(item)
+            rep = validate_item(item) if cache is None else _validate_cached(item, cache)
             log.emit(
                 "EvidenceValidated",
                 content_id=rep.content_id,
@@ -406,11 +539,12 @@ class ValidateResult:
         return None
 
 
-def validate(repo: Repo, *, report: Path | None = None) -> ValidateResult:
+def validate(repo: Repo, *, report: Path | None = None, full: bool = False) -> ValidateResult:
     """Validate the whole library; also write the summary to ``report`` (a DVC metric,
-    relative to the repo root) when given."""
+    relative to the repo root) when given. Unchanged items take their cached verdict unless
+    ``full`` (every span re-checked; the verdicts are the same either way)."""
     items, problems = repo.scan()
-    reports = validate_items(repo.root, items)
+    reports = validate_items(repo.root, items, full=full)
     summary = summarize(reports, problems)
     if report is not None:
         write_json(repo.root / report, summary)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI check of a knowledge repo (.github/workflows/validate.yml runs it on every push and PR):
 #
-#   1. `arkai validate`: every transcript digest and span hash; fails on stale evidence.
+#   1. `arkai validate --full`: every transcript digest and span hash, re-checked from scratch
+#      (no cached verdicts); fails on stale evidence.
 #   2. `dvc status extract validate`: the committed dvc.lock matches library/, patterns/,
 #      params and extracted/ — the pipeline was re-run before committing. Only these stages:
 #      extraction results are in git, so no LLM is needed; the index stage's outputs are not.
@@ -32,7 +33,7 @@ emit() {
 note() { printf '%s\n' "$*" | emit; }
 
 echo "::group::arkai validate"
-if arkai validate; then
+if arkai validate --full; then
   validate_line="✅ \`arkai validate\`: no stale evidence"
 else
   failed+=("arkai validate")

@@ -1,0 +1,71 @@
+"""The persisted replay log (``index/beliefs/replay.json``): what the last replay did per
+episode, so the next ``beliefs`` run replays only from the first changed episode
+(:class:`arkai.memory.replay.ReplayLog`).
+
+Derived and rebuilt when unusable, like the vectors beside it: a header line, then the log, each
+one line of JSON::
+
+    {"digest": "sha256:…", "format": 1, "key": "sha256:…"}
+    {"actions": […], "block": 1024, "cands": […], "fingerprints": […]}
+
+``key`` is the caller's digest of everything besides the episodes that the outcome depends on
+(parameters, people's decisions, the contradiction check, the embedder); ``digest`` is the
+SHA-256 of the bytes after the header line. A log is used only when it parses, has this format,
+the expected key and a matching digest; anything else is ignored and the replay starts from the
+first episode.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.fs import atomic_write_bytes
+from arkai.core.hashing import sha256_hex
+from arkai.memory.replay import ReplayLog
+
+LOG_FILE = "replay.json"
+LOG_FORMAT = 1
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+def save_log(folder: Path, key: str, log: ReplayLog) -> None:
+    body = _dumps({"actions": log.actions, "block": log.block, "cands": log.cands,
+                   "fingerprints": log.fingerprints})  # fmt: skip
+    header = {"digest": "sha256:" + sha256_hex(body), "format": LOG_FORMAT, "key": key}
+    # Derived, rebuilt when lost: no fsync (a torn file fails its digest check).
+    atomic_write_bytes(folder / LOG_FILE, _dumps(header) + b"\n" + body, fsync=False)
+
+
+def load_log(folder: Path, key: str) -> ReplayLog | None:
+    """The log saved under ``key``, or None when there is none or it cannot be trusted."""
+    try:
+        raw = (folder / LOG_FILE).read_bytes()
+    except OSError:
+        return None
+    head, _, body = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+        if (
+            not isinstance(header, dict)
+            or header.get("format") != LOG_FORMAT
+            or header.get("key") != key
+            or header.get("digest") != "sha256:" + sha256_hex(body)
+        ):
+            return None
+        d = json.loads(body)
+        log = ReplayLog(
+            fingerprints=[str(f) for f in d["fingerprints"]],
+            actions=[tuple(a) for a in d["actions"]],
+            cands=[[int(j) for j in c] for c in d["cands"]],
+            block=int(d["block"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not len(log.fingerprints) == len(log.actions) == len(log.cands):
+        return None
+    return log

@@ -1,0 +1,213 @@
+"""`arkai validate` is incremental (issue 17): an item whose checked files are unchanged takes
+its cached verdict; any changed byte, a damaged cache entry or a new validator version re-checks
+it; the report always equals `arkai validate --full` (every span re-checked from scratch)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arkai.adapters.itemcache import ItemCache
+from arkai.adapters.repo import Repo
+from arkai.cli import main
+from arkai.ops import validate as op
+from arkai.ops.init import init_repo
+from tests.cli.test_receipts import SENTENCES, srt
+from tests.conftest import Runner
+
+OTHER = [
+    "The garden committee met on a rainy Tuesday in March.",
+    "Beekeepers inspect every hive once a week during the summer.",
+    "Tomatoes need full sun and steady watering to ripen well.",
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two extracted items, made once."""
+    base = tmp_path_factory.mktemp("validate-incremental")
+    kr = base / "kr"
+    init_repo(kr, git=False)
+    for name, sentences in (("review.srt", SENTENCES), ("garden.srt", OTHER)):
+        source = base / name
+        source.write_text(srt(sentences), encoding="utf-8")
+        assert main(["--repo", str(kr), "add", "-q", str(source)]) == 0
+    assert main(["--repo", str(kr), "extract", "--quiet"]) == 0
+    return kr
+
+
+@pytest.fixture
+def lib(template: Path, tmp_path: Path) -> Path:
+    kr = tmp_path / "kr"
+    shutil.copytree(template, kr, symlinks=True)
+    shutil.rmtree(kr / ".arkai" / "index-cache", ignore_errors=True)
+    return kr
+
+
+def run(arkai: Runner, kr: Path, *flags: str) -> tuple[int, dict[str, Any], bytes]:
+    code, out, _ = arkai("--repo", kr, "validate", "--json", "--report", "m.json", *flags)
+    return code, json.loads(out), (kr / "m.json").read_bytes()
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The content IDs :func:`validate_item` actually re-checks (cache misses)."""
+    seen: list[str] = []
+    real = op.validate_item
+
+    def spy(item: Any) -> op.ItemReport:
+        seen.append(item.id)
+        return real(item)
+
+    monkeypatch.setattr(op, "validate_item", spy)
+    return seen
+
+
+def same_as_full(arkai: Runner, kr: Path) -> tuple[int, dict[str, Any]]:
+    code, report, metric = run(arkai, kr)
+    full_code, full, full_metric = run(arkai, kr, "--full")
+    assert (code, report, metric) == (full_code, full, full_metric)
+    return code, report
+
+
+def item_folders(kr: Path, index: int) -> tuple[Path, Path]:
+    items = list(Repo.at(kr).items())
+    return items[index].path, items[index].extracted
+
+
+def test_unchanged_items_are_not_checked_again(lib: Path, arkai: Runner, checks: list[str]) -> None:
+    code, first, _ = run(arkai, lib)
+    assert code == 0 and first["summary"]["valid"] > 0 and len(checks) == 2
+    checks.clear()
+    assert same_as_full(arkai, lib)[1] == first
+    assert len(checks) == 2  # only the --full run re-checked; the incremental one hit both
+    checks.clear()
+    library, _ = item_folders(lib, 0)
+    (library / "transcript.md").write_bytes((library / "transcript.md").read_bytes() + b"\n")
+    run(arkai, lib)
+    assert checks == [next(iter(Repo.at(lib).items())).id]
+
+
+FORGERIES: dict[str, Callable[[Path, Path], None]] = {
+    # A duplicated sentence: every claim on it is now ambiguous (stale, a drift).
+    "transcript": lambda library, _: (library / "transcript.md").write_bytes(
+        (library / "transcript.md").read_bytes() + SENTENCES[3].encode() + b"\n"
+    ),
+    "evidence": lambda _, out: (out / "evidence.jsonl").write_text(
+        (out / "evidence.jsonl").read_text().replace('"line":2', '"line":3', 1)
+    ),
+    "wisdom": lambda _, out: (out / "wisdom.json").write_text(
+        (out / "wisdom.json").read_text().replace('"quote": "', '"quote": "never ', 1)
+    ),
+    "entities": lambda _, out: (out / "entities.json").write_text(
+        (out / "entities.json").read_text().replace('"line": ', '"line": 9', 1)
+    ),
+    "extraction": lambda _, out: (out / "extraction.json").write_text(
+        (out / "extraction.json")
+        .read_text()
+        .replace('"transcript_digest": "sha256:', '"transcript_digest": "sha256:0', 1)
+    ),
+    "metadata": lambda library, _: (library / "metadata.json").write_text(
+        (library / "metadata.json").read_text().replace('"title": "', '"title": "Renamed ', 1)
+    ),
+}
+
+
+@pytest.mark.parametrize("forged", sorted(FORGERIES))
+def test_a_forged_file_under_a_cached_item_changes_its_verdict(
+    lib: Path, arkai: Runner, forged: str
+) -> None:
+    code, before, _ = run(arkai, lib)
+    assert code == 0 and before["summary"]["ok"]
+    library, out = item_folders(lib, 1)  # the review: it has entities and wisdom
+    snapshot = {p: p.read_bytes() for p in (*library.iterdir(), *out.iterdir())}
+    FORGERIES[forged](library, out)
+    assert {p: p.read_bytes() for p in snapshot} != snapshot, "the forgery changed nothing"
+    _, after = same_as_full(arkai, lib)
+    assert after["items"][1] != before["items"][1]
+    assert after["items"][0] == before["items"][0]
+    if forged == "extraction":  # digest_ok turns false; the spans themselves still hold
+        assert not after["items"][1]["digest_ok"]
+    elif forged != "metadata":
+        assert not after["summary"]["ok"]
+
+
+def test_a_damaged_cache_entry_is_ignored_and_recomputed(
+    lib: Path, arkai: Runner, checks: list[str]
+) -> None:
+    _, first, metric = run(arkai, lib)
+    item = list(Repo.at(lib).items())[1]
+    entry = ItemCache(lib).path(item.id, op.CACHE_PART)
+    # A forged verdict whose body no longer matches its digest, then a truncated file.
+    for damage in (
+        entry.read_bytes().replace(b'"invalid":0', b'"invalid":1', 1),
+        entry.read_bytes()[:-7],
+        b"",
+    ):
+        entry.write_bytes(damage)
+        checks.clear()
+        assert run(arkai, lib)[1:] == (first, metric)
+        assert checks == [item.id]
+    checks.clear()
+    run(arkai, lib)
+    assert checks == []  # rewritten intact: a hit again
+
+
+def test_a_new_validator_version_rechecks_everything(
+    lib: Path, arkai: Runner, checks: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(arkai, lib)
+    monkeypatch.setattr(op, "VALIDATOR_VERSION", op.VALIDATOR_VERSION + 1)
+    checks.clear()
+    run(arkai, lib)
+    assert len(checks) == 2
+
+
+def test_ci_rechecks_everything_from_scratch() -> None:
+    """CI keeps the guarantee "every digest and span re-checked": it runs --full, in the
+    project's script and in the one a new knowledge repo gets."""
+    root = Path(__file__).resolve().parents[2]
+    for script in ("scripts/ci/validate.sh", "src/arkai/scaffold/scripts/ci/validate.sh"):
+        text = (root / script).read_text(encoding="utf-8")
+        assert "if arkai validate --full; then" in text, script
+
+
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The content IDs whose files are read and hashed for the cache key."""
+    seen: list[str] = []
+    real = op.cache_key
+
+    def spy(item: Any) -> str | None:
+        seen.append(item.id)
+        return real(item)
+
+    monkeypatch.setattr(op, "cache_key", spy)
+    return seen
+
+
+def test_unchanged_stats_skip_reading_and_a_write_is_seen(
+    lib: Path, arkai: Runner, checks: list[str], hashed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Files written just now are "racy": their stats are not trusted yet, they are hashed.
+    _, first, _ = run(arkai, lib)
+    hashed.clear()
+    run(arkai, lib)
+    assert len(hashed) == 2
+    monkeypatch.setattr(op, "RACY_NS", -(10**12))  # as if the files were written long ago
+    run(arkai, lib)
+    checks.clear()
+    hashed.clear()
+    assert run(arkai, lib)[1] == first
+    assert checks == [] and hashed == []  # a stat per file, nothing read
+    library, out = item_folders(lib, 1)
+    FORGERIES["wisdom"](library, out)
+    code, forged = same_as_full(arkai, lib)
+    assert code == 1 and forged["items"][1] != first["items"][1]
+    review = list(Repo.at(lib).items())[1].id
+    assert checks.count(review) == 2 and hashed == [review]  # incremental, then --full

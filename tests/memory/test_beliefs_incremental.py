@@ -1,0 +1,118 @@
+"""The beliefs step resumes from its persisted replay log (issue 17): a changed item in the
+middle of the timeline gives the same files as a replay from scratch, and an unchanged library
+loads no embedder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arkai.adapters import memory as files
+from arkai.adapters.repo import Repo
+from arkai.cli import main
+from arkai.memory import replay as rp
+from arkai.memory.resume import LOG_FILE
+from arkai.ops import memory as op
+from arkai.search import embed
+from tests.conftest import init_repo
+from tests.memory.test_memory_cli import JANUARY, MARCH, _date
+
+FEBRUARY = """# Build caches, February
+
+Remote build caches cut our clean build time to 11 minutes across the whole team.
+The hive sensors report their weight to the server every ten minutes.
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("beliefs-inc")
+    kr = base / "kr"
+    init_repo(kr, git=False)
+    notes = (("caches-january.md", JANUARY), ("caches-february.md", FEBRUARY),
+             ("caches-march.md", MARCH))  # fmt: skip
+    for name, text in notes:
+        (base / name).write_text(text)
+        assert main(["--repo", str(kr), "add", "--quiet", str(base / name)]) == 0
+    assert main(["--repo", str(kr), "extract", "--quiet"]) == 0
+    for title, day in (("January", "2026-01-15"), ("February", "2026-02-15"),
+                       ("March", "2026-03-15")):  # fmt: skip
+        _date(kr, title, day)
+    return kr
+
+
+@pytest.fixture
+def kr(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(rp, "BLOCK_CELLS", 1)  # one-row blocks: resume at the changed episode
+    path = tmp_path / "kr"
+    shutil.copytree(built, path, symlinks=True)
+    return path
+
+
+def outputs(kr: Path) -> dict[str, bytes]:
+    folders = (files.beliefs_dir(kr), files.cache_dir(kr))
+    return {str(p.relative_to(kr)): p.read_bytes() for d in folders for p in d.rglob("*")
+            if p.is_file()}  # fmt: skip
+
+
+def from_scratch(kr: Path, tmp_path: Path) -> dict[str, bytes]:
+    """The same inputs replayed from the first episode in a copy without beliefs/, the replay
+    log and the beliefs' vectors; the statement store stays (an embedding's last bits depend on
+    the batch it was computed in, so the same vectors need the same store)."""
+    copy = tmp_path / "scratch"
+    shutil.copytree(kr, copy, symlinks=True)
+    shutil.rmtree(files.beliefs_dir(copy))
+    (files.cache_dir(copy) / LOG_FILE).unlink()
+    (files.cache_dir(copy) / files.VECTORS).unlink()
+    op.build(Repo.at(copy))
+    return outputs(copy)
+
+
+def test_a_changed_item_mid_timeline_equals_a_replay_from_scratch(kr: Path, tmp_path: Path) -> None:
+    first = op.build(Repo.at(kr))
+    assert first.resumed_at == 0 and first.episodes >= 6
+    # A person rejects February's first claim: the timeline changes from February on.
+    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
+    claim = json.loads(evidence.read_text().splitlines()[0])
+    (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(
+        f"claims:\n  {claim['id']}: {{status: rejected}}\n"
+    )
+    again = op.build(Repo.at(kr))
+    assert again.episodes == first.episodes - 1
+    assert 0 < again.resumed_at < again.episodes  # January's outcome reused, the rest replayed
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_a_decision_replays_everything(kr: Path, tmp_path: Path) -> None:
+    op.build(Repo.at(kr))
+    state = op.load(Repo.at(kr))
+    op.decide(Repo.at(kr), "forget", state.beliefs[0].id, "wrong")
+    again = op.build(Repo.at(kr))
+    assert again.resumed_at == 0
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_a_damaged_log_is_ignored(kr: Path, tmp_path: Path) -> None:
+    op.build(Repo.at(kr))
+    log = files.cache_dir(kr) / LOG_FILE
+    log.write_bytes(log.read_bytes().replace(b'"r"', b'"c"', 1)[:-3])
+    again = op.build(Repo.at(kr))
+    assert again.resumed_at == 0
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_an_unchanged_library_loads_no_embedder(kr: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = op.build(Repo.at(kr))
+    before = outputs(kr)
+    monkeypatch.setattr(op, "_EMBEDDERS", {})
+
+    def refuse(name: str = "default") -> object:
+        raise AssertionError("every statement is in the store: no model to load")
+
+    monkeypatch.setattr(embed, "get_embedder", refuse)
+    again = op.build(Repo.at(kr))
+    assert again.embedded == 0 and again.resumed_at == first.episodes
+    assert outputs(kr) == before
