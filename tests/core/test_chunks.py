@@ -16,7 +16,6 @@ from arkai.search.chunks import (
     chunk_transcript,
     claim_chunks,
     is_chat,
-    item_chunks,
     split_lines,
 )
 
@@ -203,9 +202,12 @@ def test_review_yaml_rejection_applies() -> None:
     assert claim_chunks(CID, TRANSCRIPT, reviewed) == []
 
 
-def test_item_chunks_order_and_keys() -> None:
+def test_chunk_order_and_keys() -> None:
     lines = [line("a" * 16, TRANSCRIPT, "Varroa mites spread between hives.")]
-    chunks = item_chunks(CID, TRANSCRIPT, lines)
+    chunks = sorted(
+        chunk_transcript(CID, TRANSCRIPT) + claim_chunks(CID, TRANSCRIPT, lines),
+        key=lambda c: c.sort_key,
+    )
     assert [c.kind for c in chunks] == ["claim", "transcript"]
     assert chunks[0].key != chunks[1].key
     assert chunks[1].to_dict()["byte_range"] == [0, len(TRANSCRIPT.encode())]

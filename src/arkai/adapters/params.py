@@ -103,11 +103,27 @@ def positive_number(
     value = (section or {}).get(where.rpartition(".")[2], default)
     if value is None:
         return default
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):
+    if not is_number(value) or value < 0 or (value == 0 and not zero):
         kind = "non-negative" if zero else "positive"
         raise InvalidInputError(f"params.yaml: {where} must be a {kind} number, got {value!r}")
     return float(value)
+
+
+def whole_number(section: Mapping[str, Any] | None, where: str, default: int) -> int:
+    """As :func:`positive_number`, for a whole number of at least one."""
+    value = (section or {}).get(where.rpartition(".")[2], default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(
+            f"params.yaml: {where} must be a positive whole number, got {value!r}"
+        )
+    return value
+
+
+def is_number(value: Any) -> bool:
+    """A finite ``int`` or ``float`` (``True`` is not a number here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:

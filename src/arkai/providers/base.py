@@ -77,3 +77,9 @@ class Provider(Protocol):
     def context_chars(self, model: str | None) -> int:
         """How many input characters fit in one call; the runner chunks longer inputs."""
         ...
+
+
+def excerpt(data: bytes, limit: int) -> str:
+    """``data`` (a reply body, a program's output) on one line, cut to ``limit`` characters."""
+    text = " ".join(data.decode("utf-8", errors="replace").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -48,7 +48,7 @@ from urllib.parse import urlsplit, urlunsplit
 from arkai.adapters import http
 from arkai.adapters.params import positive_number
 from arkai.errors import InvalidInputError
-from arkai.providers.base import ProviderError, Request, Response
+from arkai.providers.base import ProviderError, Request, Response, excerpt
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -239,7 +239,7 @@ class OpenAIProvider:
         except (ValueError, RecursionError):
             raise ProviderError(
                 f"openai: malformed response from {where}: not JSON "
-                f"({_scrub(_excerpt(data), key)!r})",
+                f"({_scrub(excerpt(data, 200), key)!r})",
                 retryable=True,
                 status=200,
             ) from None
@@ -374,21 +374,16 @@ def _error_detail(data: bytes) -> str:
     try:
         body = json.loads(data)
     except (ValueError, RecursionError):
-        return _excerpt(data)
+        return excerpt(data, 200)
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return _excerpt(err["message"].encode("utf-8"))
+            return excerpt(err["message"].encode("utf-8"), 200)
         if isinstance(err, str):
-            return _excerpt(err.encode("utf-8"))
+            return excerpt(err.encode("utf-8"), 200)
         if isinstance(body.get("message"), str):
-            return _excerpt(body["message"].encode("utf-8"))
-    return _excerpt(data)
-
-
-def _excerpt(data: bytes, limit: int = 200) -> str:
-    text = " ".join(data.decode("utf-8", errors="replace").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+            return excerpt(body["message"].encode("utf-8"), 200)
+    return excerpt(data, 200)
 
 
 def _scrub(text: str, key: str | None) -> str:

@@ -310,9 +310,3 @@ def claim_chunks(
         )
     out.sort(key=lambda c: c.sort_key)
     return out
-
-
-def item_chunks(content_id: str, text: str, evidence: Iterable[EvidenceLine]) -> list[Chunk]:
-    """Every chunk of one item in ``chunks.jsonl`` order (kind, then start line)."""
-    chunks = chunk_transcript(content_id, text) + claim_chunks(content_id, text, evidence)
-    return sorted(chunks, key=lambda c: c.sort_key)
