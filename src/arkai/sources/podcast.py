@@ -54,9 +54,9 @@ from arkai.adapters.params import positive_number
 from arkai.core.grammar import speaker_of
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import Cue, ParsedSource, detect_format, parse_source, transcript_bytes
+from arkai.formats import Cue, ParsedSource, parse_source, transcript_bytes
 from arkai.formats.cue import clean_text, parse_clock
-from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.base import Acquired, AddOptions, read_transcript_file
 
 CONTENT_TYPE = "podcasts"
 #: Transcript kinds in order of preference.
@@ -88,7 +88,6 @@ _EXT_KINDS = {
     ".txt": "txt",
 }
 _SOURCE_EXT = {"vtt": "vtt", "srt": "srt", "json": "json", "html": "html", "txt": "txt"}
-_LOCAL_EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
 _FEED_SUFFIXES = (".rss", ".xml", ".atom")
 _HEAD_RE = re.compile(rb"<(?:[A-Za-z][\w.-]*:)?(?:rss|feed|RDF)[\s>/]")
 _TRACKING_PARAMS = re.compile(r"^(?:utm_[a-z]+|fbclid|gclid|mc_cid|mc_eid)$", re.IGNORECASE)
@@ -703,19 +702,16 @@ class PodcastSource:
         )
 
     def _attach(self, feed: Feed, ep: Episode, file: Path, opts: AddOptions) -> Acquired:
-        data = read_input_file(file, max_bytes=opts.max_bytes)
-        fmt = detect_format(file.name, data)
-        parsed = parse_source(file.name, data, fmt)
-        transcript = transcript_bytes(parsed, file)
+        _, parsed, files = read_transcript_file(file, opts.max_bytes)
         return self._item(
             feed,
             ep,
-            files={f"source.{_LOCAL_EXT[fmt]}": data, "transcript.md": transcript},
+            files=files,
             timed=parsed.timed,
-            source_format=fmt,
+            source_format=parsed.format,
             transcript_meta={
                 "transcript_url": None,
-                "transcript_type": fmt,
+                "transcript_type": parsed.format,
                 "transcript_language": None,
                 "transcript_source": "local",
                 "transcript_file": file.name,
