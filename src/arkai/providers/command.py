@@ -40,7 +40,7 @@ from arkai.adapters import process
 from arkai.adapters.params import whole_number
 from arkai.adapters.process import last_line, parse_argv
 from arkai.errors import InvalidInputError
-from arkai.providers.base import ProviderError, Request, Response, excerpt
+from arkai.providers.base import ProviderError, Request, Response, excerpt, usage_counts
 
 DEFAULT_CONTEXT_CHARS = 24_000
 PROTOCOL_VERSION = 1
@@ -120,16 +120,11 @@ class CommandProvider:
         output = envelope["output"]
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
         answered = envelope.get("model")
-        usage = envelope.get("usage")
         meta = envelope.get("meta")
         return Response(
             text=text,
             model=answered if isinstance(answered, str) and answered else model,
-            usage={
-                str(k): v
-                for k, v in (usage.items() if isinstance(usage, dict) else ())
-                if isinstance(v, int) and not isinstance(v, bool)
-            },
+            usage=usage_counts(envelope.get("usage")),
             meta=dict(meta) if isinstance(meta, dict) else {},
         )
 

@@ -48,7 +48,7 @@ from urllib.parse import urlsplit, urlunsplit
 from arkai.adapters import http
 from arkai.adapters.params import positive_number
 from arkai.errors import InvalidInputError
-from arkai.providers.base import ProviderError, Request, Response, excerpt
+from arkai.providers.base import ProviderError, Request, Response, excerpt, usage_counts
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -260,18 +260,12 @@ class OpenAIProvider:
                 retryable=False,
                 status=200,
             )
-        usage = body.get("usage")
-        counts = {
-            str(k): v
-            for k, v in (usage.items() if isinstance(usage, dict) else ())
-            if isinstance(v, int) and not isinstance(v, bool)
-        }
         answered = body.get("model")
         fmt = payload.get("response_format")
         return Response(
             text=content,
             model=answered if isinstance(answered, str) and answered else model,
-            usage=counts,
+            usage=usage_counts(body.get("usage")),
             meta={
                 "finish_reason": finish,
                 "response_format": fmt["type"] if isinstance(fmt, dict) else None,
