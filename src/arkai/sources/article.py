@@ -40,6 +40,7 @@ from lxml import html as lxml_html
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import fetch
+from arkai.adapters.params import positive_number
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import SourceFormatError
 from arkai.formats.cue import clean_text
@@ -376,16 +377,10 @@ def _title_from_name(name: str) -> str:
     return text[:1].upper() + text[1:] if text else "Untitled"
 
 
-def _add_params(opts: AddOptions) -> dict[str, Any]:
-    add = opts.params.get("add", {})
-    return add if isinstance(add, dict) else {}
-
-
 def fetch_options(opts: AddOptions) -> tuple[float, int]:
     """(timeout in seconds, size cap in bytes) for a fetch, from ``params.yaml``'s ``add``."""
-    add = _add_params(opts)
-    timeout = float(add.get("timeout_s", DEFAULT_TIMEOUT_S))
-    return timeout, opts.max_bytes
+    add = opts.params.get("add")
+    return positive_number(add, "add.timeout_s", DEFAULT_TIMEOUT_S), opts.max_bytes
 
 
 def build_article(
