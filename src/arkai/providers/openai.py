@@ -46,7 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arkai.adapters import http
-from arkai.adapters.params import positive_number
+from arkai.adapters.params import positive_number, whole_number
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response, excerpt, usage_counts
 
@@ -94,20 +94,17 @@ class OpenAIProvider:
         self.model = os.environ.get("ARKAI_OPENAI_MODEL") or _str(cfg, "model") or DEFAULT_MODEL
         self.api_key_env = _str(cfg, "api_key_env") or DEFAULT_KEY_ENV
         self.temperature = positive_number(cfg, "providers.openai.temperature", 0.0, zero=True)
-        max_tokens = cfg.get("max_tokens")
-        self.max_tokens = (
-            None
-            if max_tokens is None
-            else int(positive_number(cfg, "providers.openai.max_tokens", 0))
-        )
+        self.max_tokens: int | None = None
+        if cfg.get("max_tokens") is not None:
+            self.max_tokens = whole_number(cfg, "providers.openai.max_tokens", 1)
         self.json_mode = _str(cfg, "json_mode") or "auto"
         if self.json_mode not in JSON_MODES:
             raise InvalidInputError(
                 f"providers.openai.json_mode: {self.json_mode!r} is not one of "
                 + ", ".join(JSON_MODES)
             )
-        self._context_chars = int(
-            positive_number(cfg, "providers.openai.context_chars", DEFAULT_CONTEXT_CHARS)
+        self._context_chars = whole_number(
+            cfg, "providers.openai.context_chars", DEFAULT_CONTEXT_CHARS
         )
         headers = cfg.get("extra_headers") or {}
         if not isinstance(headers, Mapping):
