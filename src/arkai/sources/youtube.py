@@ -350,10 +350,8 @@ class YouTubeSource:
         return video_id(ref) is not None
 
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:
-        vid = video_id(ref)
-        if vid is None:
-            raise InvalidInputError(f"{ref}: not a YouTube video URL")
-        canonical = CANONICAL_PREFIX + vid
+        canonical = canonical_url(ref)
+        vid = canonical.removeprefix(CANONICAL_PREFIX)
         if opts.transcript is not None:
             return [self._attach(vid, canonical, opts.transcript, opts)]
         return [self._download(ref.strip(), vid, canonical, opts)]
