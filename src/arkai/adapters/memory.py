@@ -28,6 +28,7 @@ import yaml
 
 from arkai.adapters.fs import (
     atomic_write_text,
+    parse_yaml,
     read_repo_file,
     write_if_changed,
 )
@@ -70,10 +71,7 @@ def read_decisions(root: Path) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {k: {} for k in DECISION_KINDS}
     if data is None:
         return out
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    raw = parse_yaml(data, path)
     if raw is None:
         return out
     if not isinstance(raw, dict):

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from arkai.adapters.fs import read_repo_file
+from arkai.adapters.fs import parse_yaml, read_repo_file
 from arkai.adapters.raytasks import EXECUTORS
 from arkai.errors import InvalidInputError, LibraryError
 from arkai.model.status import MODES
@@ -161,10 +161,7 @@ def load_params(root: Path) -> dict[str, Any]:
     data = read_repo_file(path, root, missing_ok=True)
     if data is None:
         return copy.deepcopy(DEFAULTS)
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid YAML ({exc})") from None
+    raw = parse_yaml(data, path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
