@@ -45,6 +45,7 @@ from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import SourceFormatError
 from arkai.formats.cue import clean_text
 from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.route import is_url
 
 CONTENT_TYPE = "articles"
 MIN_ARTICLE_WORDS = 25
@@ -100,15 +101,6 @@ _BLOCK_TAGS = frozenset(
 # URLs
 
 
-def is_http_url(ref: str) -> bool:
-    """True for an ``http://`` or ``https://`` URL with a host."""
-    try:
-        parts = urlsplit(ref)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
-
-
 def _is_tracking(key: str) -> bool:
     key = key.lower()
     return key.startswith("utm_") or key in TRACKING_PARAMS
@@ -162,7 +154,7 @@ def _declared_canonical(tree: Any, base: str | None) -> str | None:
         if "canonical" not in rel or not href:
             continue
         absolute = urljoin(base, href) if base else href
-        if not is_http_url(absolute):
+        if not is_url(absolute):
             return None
         if urlsplit(absolute).path in ("", "/") and base and urlsplit(base).path not in ("", "/"):
             return None
@@ -431,7 +423,7 @@ class ArticleSource:
 
     def match(self, ref: str, path: Path | None, head: bytes) -> bool:
         if path is None:
-            return is_http_url(ref)
+            return is_url(ref)
         if path.suffix.lower() in (".html", ".htm", ".xhtml"):
             return True
         return looks_like_html(head)

@@ -57,6 +57,7 @@ from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
 from arkai.formats import Cue, ParsedSource, parse_source, transcript_bytes
 from arkai.formats.cue import clean_text, parse_clock
 from arkai.sources.base import Acquired, AddOptions, read_transcript_file
+from arkai.sources.route import is_url
 
 CONTENT_TYPE = "podcasts"
 #: Transcript kinds in order of preference.
@@ -175,13 +176,13 @@ def parse_feed(data: bytes, name: str, *, base_url: str | None = None) -> Feed:
         (
             str(link.get("href"))
             for link in channel.get("links") or []
-            if link.get("rel") == "self" and _is_http(str(link.get("href") or ""))
+            if link.get("rel") == "self" and is_url(str(link.get("href") or ""))
         ),
         None,
     )
     base = base_url or self_link or ""
     feed_url = self_link or base_url or str(channel.get("link") or "").strip()
-    if not _is_http(feed_url):
+    if not is_url(feed_url):
         feed_url = f"file:sha256:{sha256_hex(data)}"
     title = clean_text(str(channel.get("title") or "")) or name
     raw_links = _raw_transcripts(data)
@@ -225,15 +226,11 @@ def _is_real_entry(entry: Any) -> bool:
     return any(entry.get(k) for k in ("title", "id", "link", "enclosures", "summary"))
 
 
-def _is_http(url: str) -> bool:
-    return urlsplit(url).scheme.lower() in ("http", "https")
-
-
 def _absolute(url: str, base: str) -> str | None:
     url = url.strip()
     if not url:
         return None
-    return urljoin(base, url) if base and not _is_http(url) else url
+    return urljoin(base, url) if base and not is_url(url) else url
 
 
 def _iso(value: Any) -> str | None:
@@ -555,12 +552,12 @@ def canonical_episode_url(url: str) -> str:
 def episode_canonical(feed: Feed, ep: Episode) -> str:
     """The identity of an episode (see the module doc)."""
     guid = ep.guid
-    if guid and _is_http(guid):
+    if guid and is_url(guid):
         return canonical_episode_url(guid)
     if guid and len(guid) >= 8 and not guid.isdigit():
         return f"podcast-guid:{guid}"
     for url in (ep.audio_url, ep.link):
-        if url and _is_http(url):
+        if url and is_url(url):
             return canonical_episode_url(url)
     if guid:
         return f"podcast-guid:{feed.url}#{guid}"
@@ -729,7 +726,7 @@ class PodcastSource:
         transcript_meta: dict[str, Any],
     ) -> Acquired:
         canonical = episode_canonical(feed, ep)
-        human = next((u for u in (ep.link, ep.guid, ep.audio_url) if u and _is_http(u)), None)
+        human = next((u for u in (ep.link, ep.guid, ep.audio_url) if u and is_url(u)), None)
         return Acquired(
             canonical=canonical,
             source_id=sha256_hex(canonical.encode("utf-8"))[:8],
@@ -739,7 +736,7 @@ class PodcastSource:
             url=human,
             meta={
                 "podcast": feed.title,
-                "feed_url": feed.url if _is_http(feed.url) else None,
+                "feed_url": feed.url if is_url(feed.url) else None,
                 "episode_guid": ep.guid,
                 "published": ep.published,
                 "audio_url": ep.audio_url,
