@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     docs, qtexts, _ = load_scifact(args.data / "retrieval" / "scifact_beir")
     onnx = OnnxMiniLMEmbedder()
-    onnx.ensure_ready()
+    onnx.meta()
     log(f"embedding {args.base} real chunks")
     t = time.perf_counter()
     chunks = real_chunks(args.data, docs, args.base, rng)

@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,23 +57,10 @@ COMPARED = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.
 
 def index(repo: Path, mode: str = "auto") -> dict[str, Any]:
     """One ``run_index`` in a child process: its summary, wall and CPU seconds, peak RSS."""
-    started = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        with open(repo / ".bench-index.json", "wb") as fh:
-            os.dup2(fh.fileno(), 1)
-        os.execv(sys.executable, [sys.executable, "-c", INDEX, str(repo), mode])
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - started
-    if status:
-        raise SystemExit(f"index run failed (status {status})")
-    summary = json.loads((repo / ".bench-index.json").read_text().strip().splitlines()[-1])
-    return {
-        "wall_s": round(wall, 2),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "written": summary["written"],
-    }
+    summary, figures = _site.measured(
+        INDEX, [str(repo), mode], repo / ".bench-index.json", "index run"
+    )
+    return {**figures, "written": summary["written"]}
 
 
 def set_embedder(repo: Path, embedder: str) -> None:

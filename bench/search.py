@@ -761,7 +761,7 @@ def latency_only(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in (args.sizes or "10000,100000").split(",")]
     docs, queries, _ = load_scifact(args.data / "retrieval" / "scifact_beir")
     onnx = OnnxMiniLMEmbedder(cache_dir=args.cache_dir)
-    onnx.ensure_ready()
+    onnx.meta()
     base = np.asarray(onnx.encode(real_chunks(args.data, docs, args.chunks or 400, rng)))
     sentences = sentences_of(transcript_texts(args.data / "transcripts") + list(docs.values()))
     qpool = sorted(queries)
@@ -831,7 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     onnx = OnnxMiniLMEmbedder(cache_dir=args.cache_dir)
     existed = (onnx.export_dir() / "meta.json").is_file()
-    meta, t_export = timed(onnx.ensure_ready)
+    meta, t_export = timed(onnx.meta)
     _, t_load_onnx = timed(lambda: onnx.encode(["warm up"]))
     st = MiniLMEmbedder()
     _, t_load_st = timed(lambda: st.encode(["warm up"]))

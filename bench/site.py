@@ -126,22 +126,35 @@ def build(repo: Path, mode: str) -> dict[str, Any]:
     return report
 
 
-def peak_rss_mb(repo: Path, mode: str) -> tuple[dict[str, Any], float]:
+def measured(
+    code: str, args: list[str], out: Path, what: str
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """``python -c code *args`` as a fork+exec child (so its peak RSS is its own), stdout to
+    ``out``: the JSON of its last line, and its wall and CPU seconds and peak RSS (bench/
+    index_scale.py measures its index runs with this too)."""
     started = time.perf_counter()
     pid = os.fork()
-    if pid == 0:  # child: exec the build with stdout to a file
-        with open(repo / ".bench-out.json", "wb") as fh:
+    if pid == 0:  # child: exec the code with stdout to a file
+        with open(out, "wb") as fh:
             os.dup2(fh.fileno(), 1)
-        os.execv(sys.executable, [sys.executable, "-c", BUILD, str(repo), mode])
+        os.execv(sys.executable, [sys.executable, "-c", code, *args])
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - started
     if status:
-        raise SystemExit(f"site build failed (status {status})")
-    report = json.loads((repo / ".bench-out.json").read_text().strip().splitlines()[-1])
-    report["wall_s"] = round(wall, 2)
+        raise SystemExit(f"{what} failed (status {status})")
+    report = json.loads(out.read_text().strip().splitlines()[-1])
     # CPU time too: on a shared machine the wall clock also measures the neighbours.
-    report["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)
-    return report, round(usage.ru_maxrss / 1024, 1)
+    return report, {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
+
+
+def peak_rss_mb(repo: Path, mode: str) -> tuple[dict[str, Any], float]:
+    report, figures = measured(BUILD, [str(repo), mode], repo / ".bench-out.json", "site build")
+    report["wall_s"], report["cpu_s"] = figures["wall_s"], figures["cpu_s"]
+    return report, figures["peak_rss_mb"]
 
 
 def size_mb(path: Path) -> float:

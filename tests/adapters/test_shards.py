@@ -79,5 +79,8 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(LibraryError, match=r"shard-001\.jsonl:1: not a condensed chunk"):
         list(shards.read_shard(tmp_path, "shard-001.jsonl"))
     (d / "manifest.json").write_bytes(b"\xff")
+    with pytest.raises(LibraryError, match=r"manifest\.json: not valid JSON"):
+        shards.read_manifest(tmp_path)
+    (d / "manifest.json").write_text('{"shards": 3}')
     with pytest.raises(LibraryError, match=r"manifest\.json: not a shard manifest"):
         shards.read_manifest(tmp_path)

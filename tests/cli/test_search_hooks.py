@@ -175,7 +175,7 @@ def test_missing_hook_program_degrades(lib: dict[str, Any], arkai: Runner, tmp_p
     code, res, err = search(arkai, lib["root"], "varroa")
     assert code == 0, err
     assert any(
-        w.startswith("hook rerank failed: hook no-such-hook: cannot start") for w in res["warnings"]
+        w.startswith("hook rerank failed: hook no-such-hook: cannot run") for w in res["warnings"]
     )
 
 

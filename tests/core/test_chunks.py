@@ -9,14 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arkai.adapters.review import apply_review
+from arkai.core.grammar import is_chat_header
 from arkai.model.evidence import EvidenceLine
 from arkai.search.chunks import (
     MAX_WORDS,
     chunk_key,
     chunk_transcript,
     claim_chunks,
-    is_chat,
-    item_chunks,
     split_lines,
 )
 
@@ -107,7 +106,7 @@ def chat_text() -> str:
 
 def test_chat_chunks_at_message_boundaries() -> None:
     text = chat_text()
-    assert is_chat(text)
+    assert any(is_chat_header(line) for line in text.split("\n"))
     chunks = chunk_transcript(CID, text)
     check_cover(text, chunks)
     lines = split_lines(text)
@@ -203,9 +202,12 @@ def test_review_yaml_rejection_applies() -> None:
     assert claim_chunks(CID, TRANSCRIPT, reviewed) == []
 
 
-def test_item_chunks_order_and_keys() -> None:
+def test_chunk_order_and_keys() -> None:
     lines = [line("a" * 16, TRANSCRIPT, "Varroa mites spread between hives.")]
-    chunks = item_chunks(CID, TRANSCRIPT, lines)
+    chunks = sorted(
+        chunk_transcript(CID, TRANSCRIPT) + claim_chunks(CID, TRANSCRIPT, lines),
+        key=lambda c: c.sort_key,
+    )
     assert [c.kind for c in chunks] == ["claim", "transcript"]
     assert chunks[0].key != chunks[1].key
     assert chunks[1].to_dict()["byte_range"] == [0, len(TRANSCRIPT.encode())]

@@ -211,7 +211,7 @@ SENTENCES = [
 @pytest.fixture(scope="module")
 def onnx_emb() -> OnnxMiniLMEmbedder:
     emb = OnnxMiniLMEmbedder()  # the user's cache: the export is built once per machine
-    emb.ensure_ready()
+    emb.meta()
     return emb
 
 

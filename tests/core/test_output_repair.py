@@ -84,14 +84,12 @@ def test_error_details() -> None:
     assert isinstance(err, ArkaiError)
     assert err.kind == "invalid_json" and err.line == 1 and err.column == len(raw) + 1
     assert err.raw == raw
-    assert err.excerpt.startswith(raw[:2000]) and len(err.excerpt) < 2100
-    assert err.excerpt.endswith(f"[{len(raw) - 2000} more chars]")
     assert "truncated" in str(err)
 
     with pytest.raises(OutputError) as info:
         parse_json('[{"claim": 1, "quote": "q"}]', _pattern("extract_claims").schema)
     assert info.value.path == "$.[0].claim"
-    assert info.value.excerpt == info.value.raw
+    assert info.value.raw == '[{"claim": 1, "quote": "q"}]'
 
 
 def test_largest_candidate_error_wins() -> None:

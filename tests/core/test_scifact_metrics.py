@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from arkai.search.scifact import abstract_level, recall_at_k, sentence_level
+from arkai.errors import InvalidInputError
+from arkai.search.scifact import (
+    abstract_level,
+    load_claims,
+    load_corpus,
+    recall_at_k,
+    sentence_level,
+)
 
 GOLD = {
     1: {
@@ -50,3 +59,17 @@ def test_no_predictions_and_recall_at_k() -> None:
     assert recall_at_k(rankings, GOLD, 1) == 0.0
     assert recall_at_k(rankings, GOLD, 2) == 0.5
     assert recall_at_k(rankings, GOLD, 4) == 1.0
+
+
+def test_a_bad_line_of_the_claims_or_corpus_file_is_named(tmp_path: Path) -> None:
+    """SciFact files are read by the BEIR reader (one JSONL reader); the first bad line fails."""
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text('{"id": 1, "claim": "c"}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"claims\.jsonl:2: not a JSON object"):
+        load_claims(claims)
+    claims.write_text('{"id": 1, "claim": "c", "evidence": {"7": []}}\n', encoding="utf-8")
+    assert [c.evidence for c in load_claims(claims)] == [{"7": []}]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"doc_id": 7, "abstract": ["a."]}\n{"doc_id": 8\n', encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"corpus\.jsonl:2: not JSON"):
+        load_corpus(tmp_path)

@@ -17,10 +17,13 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+import yaml
 
 from arkai.errors import (
     InvalidInputError,
+    LibraryError,
     ResourceLimitError,
     SourceFormatError,
     UnsafeFileError,
@@ -245,6 +248,15 @@ def read_repo_text(path: Path, root: Path, *, missing_ok: bool = False) -> str |
         raise InvalidInputError(
             f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})"
         ) from None
+
+
+def parse_yaml(data: bytes, path: Path) -> Any:
+    """The YAML document in ``data`` (read from ``path``); bytes that are not UTF-8 YAML are a
+    :class:`LibraryError` naming the file, on one line."""
+    try:
+        return yaml.safe_load(data.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise LibraryError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
 
 
 def read_input_file(path: Path, *, max_bytes: int) -> bytes:

@@ -12,16 +12,11 @@ to its built-in path with a warning.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import selectors
-import signal
-import subprocess
-import threading
-import time
 from typing import Any
 
+from arkai.adapters.process import ProcessError, run_process
 from arkai.errors import HookError
 
 __all__ = ["MAX_OUTPUT_BYTES", "STDERR_TAIL", "HookError", "run_hook"]
@@ -44,53 +39,6 @@ def _tail(data: bytes) -> str:
     return f"; stderr: {'…' if len(text) > STDERR_TAIL else ''}{tail}"
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the hook's whole process group (its children too), then reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
-def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    """Write the payload to the hook's stdin and close it (a hook may exit without reading)."""
-    assert proc.stdin is not None
-    with contextlib.suppress(OSError):
-        proc.stdin.write(data)
-    with contextlib.suppress(OSError):
-        proc.stdin.close()
-
-
-def _collect(proc: subprocess.Popen[bytes], name: str, deadline: float) -> tuple[bytes, bytes]:
-    """Read stdout (at most MAX_OUTPUT_BYTES) and the tail of stderr until both close, then
-    wait for the exit; past ``deadline`` raise (the caller kills the group)."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out, err = bytearray(), bytearray()
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        sel.register(proc.stderr, selectors.EVENT_READ)
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(proc.args, 0)
-            for key, _ in sel.select(left):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                elif key.fileobj is proc.stdout:
-                    out += chunk
-                    if len(out) > MAX_OUTPUT_BYTES:
-                        raise HookError(
-                            f"hook {name}: printed more than {MAX_OUTPUT_BYTES} bytes; stopped"
-                        )
-                else:
-                    err = (err + chunk)[-4 * STDERR_TAIL :]
-    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    return bytes(out), bytes(err)
-
-
 def run_hook(cmd: list[str], payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """Run the hook ``cmd`` (an argv list, no shell) on ``payload``; its JSON object reply.
 
@@ -100,39 +48,14 @@ def run_hook(cmd: list[str], payload: dict[str, Any], timeout_s: float) -> dict[
         raise HookError(f"hook {cmd!r}: the command must be a non-empty list of strings")
     name = _name(cmd)
     data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    deadline = time.monotonic() + timeout_s
     try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+        code, out, err = run_process(
+            cmd, data, timeout=timeout_s, label=f"hook {name}", max_output=MAX_OUTPUT_BYTES
         )
-    except OSError as exc:
-        raise HookError(f"hook {name}: cannot start {cmd[0]} ({exc.strerror or exc})") from None
-    feeder = threading.Thread(target=_feed, args=(proc, data), daemon=True)
-    feeder.start()
-    try:
-        out, err = _collect(proc, name, deadline)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        raise HookError(f"hook {name}: no answer within {timeout_s:g}s; stopped") from None
-    except BaseException:
-        _kill(proc)
-        raise
-    finally:
-        for pipe in (proc.stdout, proc.stderr):
-            with contextlib.suppress(OSError):
-                if pipe is not None:
-                    pipe.close()
-        feeder.join(timeout=5)
-    if proc.returncode != 0:
-        how = (
-            f"killed by signal {-proc.returncode}"
-            if proc.returncode < 0
-            else f"exited with status {proc.returncode}"
-        )
+    except ProcessError as exc:
+        raise HookError(exc.message) from None
+    if code != 0:
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         raise HookError(f"hook {name}: {how}{_tail(err)}")
     try:
         reply = json.loads(out.decode("utf-8"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import read_repo_file
+from arkai.adapters.store import json_object, read_json_as
 from arkai.errors import AmbiguousIdError, ArkaiError, LibraryError, NotFoundError
 
 LIBRARY = "library"
@@ -110,17 +110,16 @@ def find_root(start: Path | None = None) -> Path:
 def load_metadata(folder: Path, root: Path | None = None) -> dict[str, Any]:
     """``metadata.json`` of an item folder, read safely; :class:`LibraryError` names the file."""
     path = folder / METADATA
-    data = read_repo_file(path, root or folder, missing_ok=True)
-    if data is None:
+    obj = read_json_as(path, root or folder, "not an arkai metadata object", _metadata)
+    if obj is None:
         raise LibraryError(f"{path}: missing")
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise LibraryError(f"{path}: not valid JSON (nested too deeply)") from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
-        raise LibraryError(f"{path}: not an arkai metadata object (no 'id')")
+    return obj
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    obj = json_object(value)
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        raise ValueError("no 'id'")
     return obj
 
 

@@ -28,10 +28,11 @@ import yaml
 
 from arkai.adapters.fs import (
     atomic_write_text,
+    parse_yaml,
     read_repo_file,
     write_if_changed,
 )
-from arkai.adapters.store import iter_jsonl
+from arkai.adapters.store import iter_jsonl, read_json_as
 from arkai.core.canonjson import dumps_line
 from arkai.core.hashing import sha256_hex
 from arkai.errors import LibraryError
@@ -70,10 +71,7 @@ def read_decisions(root: Path) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {k: {} for k in DECISION_KINDS}
     if data is None:
         return out
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    raw = parse_yaml(data, path)
     if raw is None:
         return out
     if not isinstance(raw, dict):
@@ -213,15 +211,11 @@ def read_recall_index(root: Path) -> RecallIndex | None:
 
 def read_state(root: Path) -> tuple[dict[str, Any], list[Belief]] | None:
     """The header and beliefs of ``beliefs/beliefs.json``, or None before the first replay."""
-    path = beliefs_dir(root) / BELIEFS
-    data = read_repo_file(path, root, missing_ok=True)
-    if data is None:
-        return None
-    try:
-        doc = json.loads(data.decode("utf-8"))
-        beliefs = [Belief.from_dict(b) for b in doc.pop("beliefs")]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LibraryError(f"{path}: not a beliefs file ({exc})") from None
+    return read_json_as(beliefs_dir(root) / BELIEFS, root, "not a beliefs file", _state)
+
+
+def _state(doc: Any) -> tuple[dict[str, Any], list[Belief]]:
+    beliefs = [Belief.from_dict(b) for b in doc.pop("beliefs")]
     return doc, beliefs
 
 

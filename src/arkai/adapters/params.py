@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from arkai.adapters.fs import read_repo_file
+from arkai.adapters.fs import parse_yaml, read_repo_file
 from arkai.adapters.raytasks import EXECUTORS
 from arkai.errors import InvalidInputError, LibraryError
 from arkai.model.status import MODES
@@ -103,11 +103,27 @@ def positive_number(
     value = (section or {}).get(where.rpartition(".")[2], default)
     if value is None:
         return default
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):
+    if not is_number(value) or value < 0 or (value == 0 and not zero):
         kind = "non-negative" if zero else "positive"
         raise InvalidInputError(f"params.yaml: {where} must be a {kind} number, got {value!r}")
     return float(value)
+
+
+def whole_number(section: Mapping[str, Any] | None, where: str, default: int) -> int:
+    """As :func:`positive_number`, for a whole number of at least one."""
+    value = (section or {}).get(where.rpartition(".")[2], default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(
+            f"params.yaml: {where} must be a positive whole number, got {value!r}"
+        )
+    return value
+
+
+def is_number(value: Any) -> bool:
+    """A finite ``int`` or ``float`` (``True`` is not a number here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:
@@ -145,10 +161,7 @@ def load_params(root: Path) -> dict[str, Any]:
     data = read_repo_file(path, root, missing_ok=True)
     if data is None:
         return copy.deepcopy(DEFAULTS)
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid YAML ({exc})") from None
+    raw = parse_yaml(data, path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shlex
 import signal
 import subprocess
-import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -29,69 +30,110 @@ class ProcessError(ArkaiError):
         self.timed_out = timed_out
 
 
+#: How much of a child's standard error is kept: its tail, enough for a traceback's last lines.
+STDERR_KEEP = 64 * 1024
+
+
 def run_process(
-    argv: Sequence[str], stdin: bytes, *, timeout: float, label: str
+    argv: Sequence[str],
+    stdin: bytes,
+    *,
+    timeout: float,
+    label: str,
+    max_output: int | None = None,
 ) -> tuple[int, bytes, bytes]:
     """Run ``argv`` in its own process group with ``stdin``; return ``(returncode, stdout,
-    stderr)``. ``timeout`` bounds the whole run: then the group is killed and a
-    :class:`ProcessError` with ``timed_out=True`` raised. A stop request kills it too and
+    stderr)`` (the tail of stderr: :data:`STDERR_KEEP`). ``timeout`` bounds the whole run: then
+    the group is killed and a :class:`ProcessError` with ``timed_out=True`` raised; so is one
+    that prints more than ``max_output`` bytes on stdout. A stop request kills it too and
     raises :class:`~arkai.adapters.interrupt.Interrupted`. An executable that cannot be
-    started raises a :class:`ProcessError`."""
-    kwargs: dict[str, Any] = {}
-    if sys.platform == "win32":
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
-    else:
-        kwargs["start_new_session"] = True
+    started raises a :class:`ProcessError`. A child may exit without reading its input."""
     try:
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            **kwargs,
+            start_new_session=True,
         )
     except OSError as exc:
         raise ProcessError(f"{label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
     deadline = time.monotonic() + max(timeout, 0.001)
-    pending: bytes | None = stdin
+    feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
+    feeder.start()
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                _kill_group(proc)
-                raise ProcessError(
-                    f"{label}: no answer within {timeout:g}s (timed out; process killed)",
-                    timed_out=True,
-                )
-            try:
-                # Short slices, so a stop request is seen within interrupt.POLL_S.
-                out, err = proc.communicate(pending, timeout=min(interrupt.POLL_S, left))
-                break
-            except subprocess.TimeoutExpired:
-                pending = None  # already handed over; communicate keeps feeding it
-                interrupt.check(label)
+        out, err = _collect(proc, label, deadline, max_output)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise ProcessError(
+            f"{label}: no answer within {timeout:g}s (timed out; process killed)", timed_out=True
+        ) from None
     except BaseException:
         _kill_group(proc)
         raise
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        feeder.join(timeout=5)
     return proc.returncode, out, err
 
 
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write ``data`` to the child's stdin and close it."""
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.write(data)
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], label: str, deadline: float, max_output: int | None
+) -> tuple[bytes, bytes]:
+    """Read stdout and the tail of stderr until both close, then wait for the exit; past
+    ``deadline`` raise TimeoutExpired. Checks for a stop request every ``interrupt.POLL_S``."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            for key, _ in sel.select(min(left, interrupt.POLL_S)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif key.fileobj is proc.stdout:
+                    out += chunk
+                    if max_output is not None and len(out) > max_output:
+                        raise ProcessError(
+                            f"{label}: printed more than {max_output} bytes; stopped"
+                        )
+                else:
+                    err = (err + chunk)[-STDERR_KEEP:]
+            interrupt.check(label)
+    while proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, 0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=min(left, interrupt.POLL_S))
+        interrupt.check(label)
+    return bytes(out), bytes(err)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if sys.platform == "win32":
+    """Kill the child's whole process group (what it started too), then reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
         proc.kill()
-    else:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        # A descendant left the group and still holds the pipes: stop waiting for it.
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        proc.kill()
-        proc.wait()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
 
 
 def last_line(data: bytes, limit: int = 300) -> str:

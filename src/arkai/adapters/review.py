@@ -25,9 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
-from arkai.adapters.fs import read_repo_file
+from arkai.adapters.fs import parse_yaml, read_repo_file
 from arkai.adapters.layout import MIN_PREFIX, REVIEW, Item
 from arkai.core.hashing import evidence_id
 from arkai.errors import LibraryError
@@ -51,11 +49,11 @@ def parse_review(data: bytes | None, path: Path, *, strict: bool = True) -> Entr
     if not data:
         return {}
     try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raw = parse_yaml(data, path)
+    except LibraryError:
         if not strict:
             return {}
-        raise LibraryError(f"{path}: not valid YAML ({exc})") from None
+        raise
     if raw is None:
         return {}
     claims = raw.get("claims") if isinstance(raw, dict) else None

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import atomic_write_text, read_repo_file, write_if_changed
-from arkai.adapters.store import iter_jsonl
+from arkai.adapters.store import iter_jsonl, read_json_as
 from arkai.core import canonjson
 from arkai.core.canonjson import dumps_line
-from arkai.errors import LibraryError
 from arkai.model.shard import CondensedChunk, ShardManifest
 
 SHARDS_DIR = "shards"
@@ -35,13 +34,7 @@ def shard_file_name(number: int) -> str:
 def read_manifest(root: Path) -> ShardManifest | None:
     """The manifest, or None when no shards were built yet."""
     path = shards_dir(root) / MANIFEST
-    data = read_repo_file(path, root, missing_ok=True)
-    if data is None:
-        return None
-    try:
-        return ShardManifest.from_dict(json.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LibraryError(f"{path}: not a shard manifest ({exc})") from None
+    return read_json_as(path, root, "not a shard manifest", ShardManifest.from_dict)
 
 
 def write_manifest(root: Path, manifest: ShardManifest) -> None:
@@ -117,25 +110,22 @@ class CondensedFile:
 def read_condensed(path: Path, root: Path) -> CondensedFile | None:
     """An item's ``condensed.json``, or None when there is none; a malformed one is a
     LibraryError naming the file."""
-    data = read_repo_file(path, root, missing_ok=True)
-    if data is None:
-        return None
-    try:
-        d = json.loads(data.decode("utf-8"))
-        if not isinstance(d, dict) or not isinstance(d.get("chunks"), list):
-            raise ValueError("expected an object with a list of chunks")
-        return CondensedFile(
-            content_id=str(d["content_id"]),
-            key=d.get("key"),
-            status=str(d.get("status", "failed")),
-            chunks=tuple(CondensedChunk.from_dict(c) for c in d["chunks"]),
-            error=d.get("error"),
-            provider=d.get("provider"),
-            model=d.get("model"),
-            transcript_digest=d.get("transcript_digest"),
-        )
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LibraryError(f"{path}: not a condensed-chunks file ({exc})") from None
+    return read_json_as(path, root, "not a condensed-chunks file", _condensed)
+
+
+def _condensed(d: Any) -> CondensedFile:
+    if not isinstance(d, dict) or not isinstance(d.get("chunks"), list):
+        raise ValueError("expected an object with a list of chunks")
+    return CondensedFile(
+        content_id=str(d["content_id"]),
+        key=d.get("key"),
+        status=str(d.get("status", "failed")),
+        chunks=tuple(CondensedChunk.from_dict(c) for c in d["chunks"]),
+        error=d.get("error"),
+        provider=d.get("provider"),
+        model=d.get("model"),
+        transcript_digest=d.get("transcript_digest"),
+    )
 
 
 def write_condensed(path: Path, record: CondensedFile) -> bool:

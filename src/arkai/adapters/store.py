@@ -44,6 +44,25 @@ def iter_jsonl(
         yield value
 
 
+def read_json_as(path: Path, root: Path, what: str, parse: Callable[[Any], T]) -> T | None:
+    """The JSON file ``path`` (read safely below ``root``) parsed by ``parse``; None when it is
+    missing. Bytes that are not UTF-8 JSON are a LibraryError ``<path>: not valid JSON (<why>)``,
+    a value ``parse`` rejects one ``<path>: <what> (<why>)``."""
+    data = read_repo_file(path, root, missing_ok=True)
+    if data is None:
+        return None
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise LibraryError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise LibraryError(f"{path}: not valid JSON (nested too deeply)") from None
+    try:
+        return parse(value)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LibraryError(f"{path}: {what} ({exc})") from None
+
+
 def evidence_sort_key(line: EvidenceLine) -> tuple[int, int, str]:
     """Stable order: by span start (unresolved last), then ID — deterministic and merge-friendly."""
     if line.span is None:
@@ -87,18 +106,15 @@ def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object file, or None when missing. Malformed files raise LibraryError."""
-    raw = read_repo_file(path, path.parent, missing_ok=True)
-    if raw is None:
-        return None
-    try:
-        obj = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise LibraryError(f"{path}: not valid JSON (nested too deeply)") from None
-    if not isinstance(obj, dict):
-        raise LibraryError(f"{path}: expected a JSON object")
-    return obj
+    return read_json_as(path, path.parent, "not a JSON object", json_object)
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object; a TypeError otherwise (a ``parse`` for the readers
+    above)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"got {canonjson.kind_of(value)}")
+    return value
 
 
 def json_bytes(obj: Any) -> bytes:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import yaml
 
-from arkai.adapters.fs import atomic_write_text, read_repo_file
+from arkai.adapters.fs import atomic_write_text, parse_yaml, read_repo_file
 from arkai.core.hashing import sha256_hex
 from arkai.errors import AmbiguousIdError, InvalidInputError, LibraryError, NotFoundError
 from arkai.model.task import Goal, Task, TaskFieldError
@@ -48,10 +48,7 @@ def _parse(path: Path, root: Path, cls: type[T]) -> T:
     assert data is not None
     if len(data) > MAX_FILE_BYTES:
         raise LibraryError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-    try:
-        raw: Any = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    raw = parse_yaml(data, path)
     if not isinstance(raw, dict):
         raise LibraryError(f"{path}: expected a mapping of fields")
     try:

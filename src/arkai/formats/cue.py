@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from arkai.errors import SourceFormatError
 
@@ -48,6 +50,20 @@ def fix_surrogates(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return text
+
+
+def fix_surrogates_in(value: Any) -> Any:
+    """Parsed JSON made writable: :func:`fix_surrogates` on every string and key, and NaN or an
+    infinity (which a JSON file cannot hold) as null."""
+    if isinstance(value, str):
+        return fix_surrogates(value)
+    if isinstance(value, list):
+        return [fix_surrogates_in(v) for v in value]
+    if isinstance(value, dict):
+        return {fix_surrogates(str(k)): fix_surrogates_in(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def clean_text(text: str) -> str:

@@ -45,9 +45,8 @@ from arkai.patterns.model import (
     first_violation,
 )
 
-__all__ = ["RAW_EXCERPT_CHARS", "OutputError", "iter_verbatim", "parse_json", "parse_output"]
+__all__ = ["OutputError", "iter_verbatim", "parse_json", "parse_output"]
 
-RAW_EXCERPT_CHARS = 2000
 Kind = Literal["no_json", "invalid_json", "schema"]
 
 
@@ -55,10 +54,9 @@ class OutputError(ArkaiError):
     """A model's output could not be turned into the pattern's JSON.
 
     ``message`` is one line: ``no JSON found``, ``invalid JSON at line L col C: …`` or
-    ``schema: $.[3].quote: required property missing``. ``raw`` is the whole text as received;
-    :attr:`excerpt` is it cut to 2,000 characters, for messages, logs and events. ``kind`` is
-    ``no_json``, ``invalid_json`` or ``schema``; ``path`` the JSON path of a schema violation;
-    ``line``/``column`` (1-based) where JSON parsing failed.
+    ``schema: $.[3].quote: required property missing``. ``raw`` is the whole text as received.
+    ``kind`` is ``no_json``, ``invalid_json`` or ``schema``; ``path`` the JSON path of a schema
+    violation; ``line``/``column`` (1-based) where JSON parsing failed.
     """
 
     exit_code = EXIT_PIPELINE
@@ -79,13 +77,6 @@ class OutputError(ArkaiError):
         self.path = path
         self.line = line
         self.column = column
-
-    @property
-    def excerpt(self) -> str:
-        """``raw`` cut to :data:`RAW_EXCERPT_CHARS` characters, marked when cut."""
-        if len(self.raw) <= RAW_EXCERPT_CHARS:
-            return self.raw
-        return self.raw[:RAW_EXCERPT_CHARS] + f"… [{len(self.raw) - RAW_EXCERPT_CHARS} more chars]"
 
 
 def parse_output(pattern: Pattern, text: str) -> Any:

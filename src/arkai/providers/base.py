@@ -77,3 +77,15 @@ class Provider(Protocol):
     def context_chars(self, model: str | None) -> int:
         """How many input characters fit in one call; the runner chunks longer inputs."""
         ...
+
+
+def excerpt(data: bytes, limit: int) -> str:
+    """``data`` (a reply body, a program's output) on one line, cut to ``limit`` characters."""
+    text = " ".join(data.decode("utf-8", errors="replace").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def usage_counts(usage: Any) -> dict[str, int]:
+    """The whole-number entries of a reply's ``usage`` object (token counts); nothing else."""
+    items = usage.items() if isinstance(usage, dict) else ()
+    return {str(k): v for k, v in items if isinstance(v, int) and not isinstance(v, bool)}

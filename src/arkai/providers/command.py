@@ -37,9 +37,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arkai.adapters import process
+from arkai.adapters.params import whole_number
 from arkai.adapters.process import last_line, parse_argv
 from arkai.errors import InvalidInputError
-from arkai.providers.base import ProviderError, Request, Response
+from arkai.providers.base import ProviderError, Request, Response, excerpt, usage_counts
 
 DEFAULT_CONTEXT_CHARS = 24_000
 PROTOCOL_VERSION = 1
@@ -73,10 +74,9 @@ class CommandProvider:
         self.argv = parse_argv(cfg["command"], "providers.command.command")
         model = cfg.get("model")
         self.model = str(model) if model else None
-        chars = cfg.get("context_chars", DEFAULT_CONTEXT_CHARS)
-        if isinstance(chars, bool) or not isinstance(chars, int) or chars <= 0:
-            raise InvalidInputError("providers.command.context_chars: expected a positive integer")
-        self._context_chars = chars
+        self._context_chars = whole_number(
+            cfg, "providers.command.context_chars", DEFAULT_CONTEXT_CHARS
+        )
 
     def __repr__(self) -> str:
         return f"CommandProvider(argv={self.argv!r})"
@@ -112,7 +112,7 @@ class CommandProvider:
         if envelope is None or envelope.get("ok") is not True:
             raise ProviderError(
                 f"command: {self.argv[0]} did not answer with a JSON envelope "
-                f'{{"ok": true, "output": ...}} on stdout (got {_excerpt(out)!r})',
+                f'{{"ok": true, "output": ...}} on stdout (got {excerpt(out, 120)!r})',
                 retryable=False,
             )
         if "output" not in envelope or envelope["output"] is None:
@@ -120,16 +120,11 @@ class CommandProvider:
         output = envelope["output"]
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
         answered = envelope.get("model")
-        usage = envelope.get("usage")
         meta = envelope.get("meta")
         return Response(
             text=text,
             model=answered if isinstance(answered, str) and answered else model,
-            usage={
-                str(k): v
-                for k, v in (usage.items() if isinstance(usage, dict) else ())
-                if isinstance(v, int) and not isinstance(v, bool)
-            },
+            usage=usage_counts(envelope.get("usage")),
             meta=dict(meta) if isinstance(meta, dict) else {},
         )
 
@@ -149,8 +144,3 @@ def _envelope_error(envelope: dict[str, Any], code: int) -> ProviderError:
     text = str(error.get("message") or "no message")
     retryable = error.get("retryable") is True or code == EX_TEMPFAIL
     return ProviderError(f"command: {kind}: {text}", retryable=retryable)
-
-
-def _excerpt(data: bytes, limit: int = 120) -> str:
-    text = " ".join(data.decode("utf-8", errors="replace").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from arkai.adapters.params import whole_number
 from arkai.adapters.process import last_line, parse_argv
 from arkai.errors import InvalidInputError
 from arkai.providers.base import ProviderError, Request, Response
@@ -54,10 +55,9 @@ class FabricProvider:
         self.model = str(model) if model else None
         extra = cfg.get("extra_args")
         self.extra_args = parse_argv(extra, "providers.fabric.extra_args") if extra else []
-        chars = cfg.get("context_chars", DEFAULT_CONTEXT_CHARS)
-        if isinstance(chars, bool) or not isinstance(chars, int) or chars <= 0:
-            raise InvalidInputError("providers.fabric.context_chars: expected a positive integer")
-        self._context_chars = chars
+        self._context_chars = whole_number(
+            cfg, "providers.fabric.context_chars", DEFAULT_CONTEXT_CHARS
+        )
 
     def __repr__(self) -> str:
         return f"FabricProvider(binary={self.binary!r}, model={self.model!r})"

@@ -46,9 +46,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from arkai.adapters import http
-from arkai.adapters.params import positive_number
+from arkai.adapters.params import positive_number, whole_number
 from arkai.errors import InvalidInputError
-from arkai.providers.base import ProviderError, Request, Response
+from arkai.providers.base import ProviderError, Request, Response, excerpt, usage_counts
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -94,20 +94,17 @@ class OpenAIProvider:
         self.model = os.environ.get("ARKAI_OPENAI_MODEL") or _str(cfg, "model") or DEFAULT_MODEL
         self.api_key_env = _str(cfg, "api_key_env") or DEFAULT_KEY_ENV
         self.temperature = positive_number(cfg, "providers.openai.temperature", 0.0, zero=True)
-        max_tokens = cfg.get("max_tokens")
-        self.max_tokens = (
-            None
-            if max_tokens is None
-            else int(positive_number(cfg, "providers.openai.max_tokens", 0))
-        )
+        self.max_tokens: int | None = None
+        if cfg.get("max_tokens") is not None:
+            self.max_tokens = whole_number(cfg, "providers.openai.max_tokens", 1)
         self.json_mode = _str(cfg, "json_mode") or "auto"
         if self.json_mode not in JSON_MODES:
             raise InvalidInputError(
                 f"providers.openai.json_mode: {self.json_mode!r} is not one of "
                 + ", ".join(JSON_MODES)
             )
-        self._context_chars = int(
-            positive_number(cfg, "providers.openai.context_chars", DEFAULT_CONTEXT_CHARS)
+        self._context_chars = whole_number(
+            cfg, "providers.openai.context_chars", DEFAULT_CONTEXT_CHARS
         )
         headers = cfg.get("extra_headers") or {}
         if not isinstance(headers, Mapping):
@@ -239,7 +236,7 @@ class OpenAIProvider:
         except (ValueError, RecursionError):
             raise ProviderError(
                 f"openai: malformed response from {where}: not JSON "
-                f"({_scrub(_excerpt(data), key)!r})",
+                f"({_scrub(excerpt(data, 200), key)!r})",
                 retryable=True,
                 status=200,
             ) from None
@@ -260,18 +257,12 @@ class OpenAIProvider:
                 retryable=False,
                 status=200,
             )
-        usage = body.get("usage")
-        counts = {
-            str(k): v
-            for k, v in (usage.items() if isinstance(usage, dict) else ())
-            if isinstance(v, int) and not isinstance(v, bool)
-        }
         answered = body.get("model")
         fmt = payload.get("response_format")
         return Response(
             text=content,
             model=answered if isinstance(answered, str) and answered else model,
-            usage=counts,
+            usage=usage_counts(body.get("usage")),
             meta={
                 "finish_reason": finish,
                 "response_format": fmt["type"] if isinstance(fmt, dict) else None,
@@ -374,21 +365,16 @@ def _error_detail(data: bytes) -> str:
     try:
         body = json.loads(data)
     except (ValueError, RecursionError):
-        return _excerpt(data)
+        return excerpt(data, 200)
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return _excerpt(err["message"].encode("utf-8"))
+            return excerpt(err["message"].encode("utf-8"), 200)
         if isinstance(err, str):
-            return _excerpt(err.encode("utf-8"))
+            return excerpt(err.encode("utf-8"), 200)
         if isinstance(body.get("message"), str):
-            return _excerpt(body["message"].encode("utf-8"))
-    return _excerpt(data)
-
-
-def _excerpt(data: bytes, limit: int = 200) -> str:
-    text = " ".join(data.decode("utf-8", errors="replace").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+            return excerpt(body["message"].encode("utf-8"), 200)
+    return excerpt(data, 200)
 
 
 def _scrub(text: str, key: str | None) -> str:

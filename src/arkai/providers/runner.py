@@ -25,7 +25,7 @@ from arkai.adapters.store import read_json, write_json
 from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex, text_digest
 from arkai.errors import LibraryError, PipelineError
-from arkai.formats.cue import fix_surrogates
+from arkai.formats.cue import fix_surrogates_in
 from arkai.model.record import AsDict
 from arkai.patterns import (
     OutputError,
@@ -202,17 +202,7 @@ class ShippingStore(ResponseStore):
 def _parsed(pattern: Pattern, text: str) -> Any:
     """The pattern's output parsed, every string made encodable: JSON may carry lone
     surrogates (``"\\udc00"``), which no UTF-8 file or span can hold; they become U+FFFD."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return fix_surrogates(value)
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        if isinstance(value, dict):
-            return {fix_surrogates(str(k)): clean(v) for k, v in value.items()}
-        return value
-
-    return clean(parse_output(pattern, text))
+    return fix_surrogates_in(parse_output(pattern, text))
 
 
 def chunk_lines(text: str, max_chars: int, overlap_lines: int) -> list[str]:

@@ -142,22 +142,13 @@ def split_lines(text: str) -> list[_Line]:
     return out
 
 
-def is_chat(text: str) -> bool:
-    """True when the transcript has chat message headers (``### user · 2024-05-01 10:00``)."""
-    return any(_is_header(line) for line in text.split("\n"))
-
-
-def _is_header(line: str) -> bool:
-    return is_chat_header(line)
-
-
 def _units(lines: list[_Line], chat: bool) -> list[list[_Line]]:
     """Indivisible runs of lines: single lines, or whole chat messages."""
     if not chat:
         return [[ln] for ln in lines]
     units: list[list[_Line]] = []
     for ln in lines:
-        if not units or _is_header(ln.text):
+        if not units or is_chat_header(ln.text):
             units.append([ln])
         else:
             units[-1].append(ln)
@@ -232,7 +223,7 @@ def chunk_transcript(
     """
     lines = split_lines(text)
     if chat is None:
-        chat = any(_is_header(ln.text) for ln in lines)
+        chat = any(is_chat_header(ln.text) for ln in lines)
     data = text.encode("utf-8")
     doc = Document(data)
     out: list[Chunk] = []
@@ -310,9 +301,3 @@ def claim_chunks(
         )
     out.sort(key=lambda c: c.sort_key)
     return out
-
-
-def item_chunks(content_id: str, text: str, evidence: Iterable[EvidenceLine]) -> list[Chunk]:
-    """Every chunk of one item in ``chunks.jsonl`` order (kind, then start line)."""
-    chunks = chunk_transcript(content_id, text) + claim_chunks(content_id, text, evidence)
-    return sorted(chunks, key=lambda c: c.sort_key)

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from arkai.adapters.params import whole_number
 from arkai.core.grammar import parse_line
 from arkai.core.tokens import count_tokens, tokens_for_chars
-from arkai.errors import InvalidInputError
 from arkai.model.shard import Message
 from arkai.search.chunks import split_lines
 
@@ -50,16 +50,11 @@ class TextChunk:
 
 def condense_params(params: dict[str, Any]) -> tuple[int, int]:
     """``(chunk_tokens, shard_tokens)`` from params; a bad value names its key."""
-    cp = params.get("condense") or {}
-    out = []
-    for key, default in (("chunk_tokens", CHUNK_TOKENS), ("shard_tokens", SHARD_TOKENS)):
-        value = cp.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(
-                f"params.yaml: condense.{key} must be a positive whole number, got {value!r}"
-            )
-        out.append(value)
-    return out[0], out[1]
+    cp = params.get("condense")
+    return (
+        whole_number(cp, "condense.chunk_tokens", CHUNK_TOKENS),
+        whole_number(cp, "condense.shard_tokens", SHARD_TOKENS),
+    )
 
 
 def split_messages(text: str) -> list[Message]:

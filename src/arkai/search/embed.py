@@ -326,10 +326,6 @@ class OnnxMiniLMEmbedder:
             self._meta = self._ensure_export()
         return self._meta
 
-    def ensure_ready(self) -> dict[str, Any]:
-        """Build the ONNX export if needed; return its metadata (with ``quality``)."""
-        return self.meta()
-
     @property
     def quality_ok(self) -> bool:
         q = self.meta().get("quality", {})

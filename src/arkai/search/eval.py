@@ -110,7 +110,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = "train") -> BeirData:
     problems: list[str] = []
     corpus: list[Document] = []
     seen: set[str] = set()
-    for where, obj in _jsonl(corpus_path, problems):
+    for where, obj in jsonl_objects(corpus_path, problems):
         doc_id, text = obj.get("_id"), obj.get("text")
         title = obj.get("title") or ""
         if not isinstance(doc_id, str | int) or not isinstance(text, str):
@@ -126,7 +126,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = "train") -> BeirData:
         seen.add(doc_id)
         corpus.append(Document(doc_id, title, text))
     queries: dict[str, str] = {}
-    for where, obj in _jsonl(queries_path, problems):
+    for where, obj in jsonl_objects(queries_path, problems):
         qid, text = obj.get("_id"), obj.get("text")
         if not isinstance(qid, str | int) or not isinstance(text, str):
             problems.append(f"{where}: needs string '_id' and 'text'")
@@ -140,7 +140,9 @@ def load_beir(folder: str | os.PathLike[str], split: str = "train") -> BeirData:
     return BeirData(corpus=corpus, queries=queries, qrels=qrels, problems=problems)
 
 
-def _jsonl(path: Path, problems: list[str]) -> Iterable[tuple[str, dict[str, Any]]]:
+def jsonl_objects(path: Path, problems: list[str]) -> Iterable[tuple[str, dict[str, Any]]]:
+    """``(where, object)`` for each JSON object line of ``path`` (streamed: corpora are large),
+    ``where`` being ``path:line``; a line that is not one goes to ``problems`` and is skipped."""
     with path.open(encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():

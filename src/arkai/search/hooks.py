@@ -17,12 +17,12 @@ the wrong shape, or runs past ``hooks.timeout_s`` — becomes a warning (on stde
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arkai.adapters.hooks import run_hook
+from arkai.adapters.params import is_number, positive_number
 from arkai.errors import HookError, InvalidInputError
 from arkai.search.pipeline import LEXICAL, MAX_VARIANTS, VECTOR
 
@@ -90,14 +90,8 @@ class SearchHooks:
     @classmethod
     def from_params(cls, params: dict[str, Any], root: Path) -> SearchHooks:
         """The ``hooks`` section of ``params``; a malformed one raises InvalidInputError."""
-        timeout = (params.get("hooks") or {}).get("timeout_s", DEFAULT_TIMEOUT_S)
-        ok = isinstance(timeout, int | float) and not isinstance(timeout, bool)
-        if not ok or not math.isfinite(timeout) or timeout <= 0:
-            raise InvalidInputError(
-                f"params.yaml: hooks.timeout_s must be a positive number, got {timeout!r}"
-            )
-        return cls(_command(params, "expand", root), _command(params, "rerank", root),
-                   float(timeout))  # fmt: skip
+        timeout = positive_number(params.get("hooks"), "hooks.timeout_s", DEFAULT_TIMEOUT_S)
+        return cls(_command(params, "expand", root), _command(params, "rerank", root), timeout)
 
     def expand(self, query: str, mode: str, warnings: list[str]) -> Expansion | None:
         """The expand hook's variants for ``query`` (``None``: no hook, or it failed)."""
@@ -137,7 +131,7 @@ class SearchHooks:
             scores = reply.get("scores")
             if not isinstance(scores, dict) or not scores:
                 raise _Shape("'scores' must be an object of key → number, with at least one key")
-            bad = [k for k, v in scores.items() if not _number(v)]
+            bad = [k for k, v in scores.items() if not is_number(v)]
             if bad:
                 raise _Shape(f"the score of {bad[0]!r} is not a finite number")
             known = {k: float(v) for k, v in scores.items() if k in keys}
@@ -158,10 +152,6 @@ class SearchHooks:
         return Reranked(
             known, {k: v[:MAX_SNIPPET_CHARS] for k, v in snippets.items() if k in keys and v}
         )
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _notes(reply: dict[str, Any], name: str, warnings: list[str]) -> None:

@@ -37,14 +37,7 @@ __all__ = ["CONTENT_TYPES", "DateBound", "Query", "parse_date", "parse_query"]
 
 #: Top folders of ``library/`` that ``in:`` accepts (with singular aliases below).
 CONTENT_TYPES = ("youtube", "podcasts", "articles", "pdfs", "chats", "notes", "transcripts")
-_TYPE_ALIASES = {
-    "podcast": "podcasts",
-    "article": "articles",
-    "pdf": "pdfs",
-    "chat": "chats",
-    "note": "notes",
-    "transcript": "transcripts",
-}
+_TYPE_ALIASES = {t.removesuffix("s"): t for t in CONTENT_TYPES if t.endswith("s")}
 FILTER_KEYS = ("in", "tag", "before", "after", "asof")
 
 _DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")

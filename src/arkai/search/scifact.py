@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.errors import InvalidInputError
+from arkai.search.eval import jsonl_objects
 
 MAX_ABSTRACT_SENTS = 3
 LABELS = ("SUPPORT", "CONTRADICT")
@@ -52,21 +53,16 @@ class ClaimRecord:
     evidence: dict[str, list[dict[str, Any]]]
 
 
-def _jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+def _jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The JSON objects of ``path`` with where they stand; the first bad line is an error."""
+    problems: list[str] = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        rows = list(jsonl_objects(path, problems))
+    except OSError as exc:
         raise InvalidInputError(f"{path}: cannot read ({exc})") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError as exc:
-            raise InvalidInputError(f"{path}:{n}: not JSON ({exc})") from None
-        if not isinstance(value, dict):
-            raise InvalidInputError(f"{path}:{n}: expected a JSON object")
-        yield n, value
+    if problems:
+        raise InvalidInputError(problems[0])
+    return rows
 
 
 def load_corpus(path: str | os.PathLike[str]) -> dict[str, Abstract]:
@@ -74,10 +70,10 @@ def load_corpus(path: str | os.PathLike[str]) -> dict[str, Abstract]:
     p = Path(path)
     p = p / "corpus.jsonl" if p.is_dir() else p
     out: dict[str, Abstract] = {}
-    for n, d in _jsonl(p):
+    for where, d in _jsonl(p):
         sents = d.get("abstract")
         if "doc_id" not in d or not isinstance(sents, list):
-            raise InvalidInputError(f"{p}:{n}: a SciFact corpus line needs doc_id and abstract")
+            raise InvalidInputError(f"{where}: a SciFact corpus line needs doc_id and abstract")
         out[str(d["doc_id"])] = Abstract(
             str(d["doc_id"]), str(d.get("title") or ""), tuple(str(s) for s in sents)
         )
@@ -87,12 +83,12 @@ def load_corpus(path: str | os.PathLike[str]) -> dict[str, Abstract]:
 def load_claims(path: str | os.PathLike[str]) -> list[ClaimRecord]:
     p = Path(path)
     out = []
-    for n, d in _jsonl(p):
+    for where, d in _jsonl(p):
         if "id" not in d or "claim" not in d:
-            raise InvalidInputError(f"{p}:{n}: a SciFact claim needs id and claim")
+            raise InvalidInputError(f"{where}: a SciFact claim needs id and claim")
         evidence = d.get("evidence") or {}
         if not isinstance(evidence, dict):
-            raise InvalidInputError(f"{p}:{n}: evidence must be an object")
+            raise InvalidInputError(f"{where}: evidence must be an object")
         out.append(
             ClaimRecord(int(d["id"]), str(d["claim"]), {str(k): v for k, v in evidence.items()})
         )

@@ -40,10 +40,12 @@ from lxml import html as lxml_html
 
 from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import fetch
+from arkai.adapters.params import positive_number
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import SourceFormatError
 from arkai.formats.cue import clean_text
 from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.route import is_url
 
 CONTENT_TYPE = "articles"
 MIN_ARTICLE_WORDS = 25
@@ -99,15 +101,6 @@ _BLOCK_TAGS = frozenset(
 # URLs
 
 
-def is_http_url(ref: str) -> bool:
-    """True for an ``http://`` or ``https://`` URL with a host."""
-    try:
-        parts = urlsplit(ref)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
-
-
 def _is_tracking(key: str) -> bool:
     key = key.lower()
     return key.startswith("utm_") or key in TRACKING_PARAMS
@@ -161,7 +154,7 @@ def _declared_canonical(tree: Any, base: str | None) -> str | None:
         if "canonical" not in rel or not href:
             continue
         absolute = urljoin(base, href) if base else href
-        if not is_http_url(absolute):
+        if not is_url(absolute):
             return None
         if urlsplit(absolute).path in ("", "/") and base and urlsplit(base).path not in ("", "/"):
             return None
@@ -376,16 +369,10 @@ def _title_from_name(name: str) -> str:
     return text[:1].upper() + text[1:] if text else "Untitled"
 
 
-def _add_params(opts: AddOptions) -> dict[str, Any]:
-    add = opts.params.get("add", {})
-    return add if isinstance(add, dict) else {}
-
-
 def fetch_options(opts: AddOptions) -> tuple[float, int]:
     """(timeout in seconds, size cap in bytes) for a fetch, from ``params.yaml``'s ``add``."""
-    add = _add_params(opts)
-    timeout = float(add.get("timeout_s", DEFAULT_TIMEOUT_S))
-    return timeout, opts.max_bytes
+    add = opts.params.get("add")
+    return positive_number(add, "add.timeout_s", DEFAULT_TIMEOUT_S), opts.max_bytes
 
 
 def build_article(
@@ -436,7 +423,7 @@ class ArticleSource:
 
     def match(self, ref: str, path: Path | None, head: bytes) -> bool:
         if path is None:
-            return is_http_url(ref)
+            return is_url(ref)
         if path.suffix.lower() in (".html", ".htm", ".xhtml"):
             return True
         return looks_like_html(head)

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from arkai.adapters.fs import read_input_file
+from arkai.formats import ParsedSource, detect_format, parse_source, transcript_bytes
+
+#: ``source.<ext>`` of a caption or text file, by the format :func:`detect_format` found.
+SOURCE_EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
+
 
 @dataclass
 class AddOptions:
@@ -82,3 +88,15 @@ class Source(Protocol):
         """Fetch/read and normalise. Raise ArkaiError subclasses naming ``ref`` on failure.
         Must not write anything anywhere."""
         ...
+
+
+def read_transcript_file(
+    path: Path, max_bytes: int
+) -> tuple[bytes, ParsedSource, dict[str, bytes]]:
+    """A local caption or text file (``arkai add FILE``, ``--transcript FILE``): its bytes, its
+    parse, and the item's files (``source.<ext>`` and the ``transcript.md`` rendered from it)."""
+    data = read_input_file(path, max_bytes=max_bytes)
+    fmt = detect_format(path.name, data)
+    parsed = parse_source(path.name, data, fmt)
+    transcript = transcript_bytes(parsed, path)
+    return data, parsed, {f"source.{SOURCE_EXT[fmt]}": data, "transcript.md": transcript}

@@ -6,13 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from arkai.adapters.fs import read_input_file
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import InvalidInputError
-from arkai.formats import detect_format, parse_source, render_transcript, transcript_bytes
-from arkai.sources.base import Acquired, AddOptions
+from arkai.formats import parse_source, render_transcript
+from arkai.sources.base import Acquired, AddOptions, read_transcript_file
 
-_EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
 _TRANSCRIPT_EXT = (".vtt", ".webvtt", ".srt", ".json", ".txt", ".text")
 _NOTE_EXT = (".md", ".markdown")
 
@@ -29,22 +27,22 @@ def title_from_filename(name: str) -> str:
     return title[:1].upper() + title[1:] if title else "Untitled"
 
 
-def acquire_file(path: Path, data: bytes, content_type: str, opts: AddOptions) -> Acquired:
+def acquire_file(ref: str, path: Path | None, content_type: str, opts: AddOptions) -> Acquired:
     """Parse a local subtitle/text file into an item (identity = hash of its bytes)."""
-    fmt = detect_format(path.name, data)
-    parsed = parse_source(path.name, data, fmt)
-    transcript = transcript_bytes(parsed, path)
+    if path is None:
+        raise InvalidInputError(f"{ref}: not a local file")
+    data, parsed, files = read_transcript_file(path, opts.max_bytes)
     sha = sha256_hex(data)
     return Acquired(
         canonical=f"file:sha256:{sha}",
         source_id=sha[:8],
         title=parsed.title or title_from_filename(path.name),
-        content_type="notes" if fmt == "md" else content_type,
-        files={f"source.{_EXT[fmt]}": data, "transcript.md": transcript},
+        content_type="notes" if parsed.format == "md" else content_type,
+        files=files,
         meta={"filename": path.name},
         timed=parsed.timed,
-        source_format=fmt,
-        content_hash=digest(transcript),
+        source_format=parsed.format,
+        content_hash=digest(files["transcript.md"]),
     )
 
 
@@ -62,10 +60,7 @@ class TranscriptSource:
         return start.startswith(b"WEBVTT") or bool(re.match(rb"\d+\r?\n\d\d:\d\d", start))
 
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:
-        if path is None:
-            raise InvalidInputError(f"{ref}: not a local file")
-        data = read_input_file(path, max_bytes=opts.max_bytes)
-        return [acquire_file(path, data, str(opts.params["add"]["default_type"]), opts)]
+        return [acquire_file(ref, path, str(opts.params["add"]["default_type"]), opts)]
 
 
 class NoteSource:
@@ -77,10 +72,7 @@ class NoteSource:
         return path is not None and path.suffix.lower() in _NOTE_EXT
 
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:
-        if path is None:
-            raise InvalidInputError(f"{ref}: not a local file")
-        data = read_input_file(path, max_bytes=opts.max_bytes)
-        return [acquire_file(path, data, "notes", opts)]
+        return [acquire_file(ref, path, "notes", opts)]
 
 
 def remember_text(text: str, opts: AddOptions) -> Acquired:

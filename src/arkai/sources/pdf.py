@@ -30,8 +30,9 @@ from arkai.core.grammar import format_page_marker
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import SourceFormatError
 from arkai.formats.cue import clean_text
-from arkai.sources.article import canonical_url, fetch_options, is_http_url
+from arkai.sources.article import canonical_url, fetch_options
 from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.route import is_url
 
 CONTENT_TYPE = "pdfs"
 PDF_MAGIC = b"%PDF-"
@@ -183,7 +184,7 @@ class PdfSource:
 
     def match(self, ref: str, path: Path | None, head: bytes) -> bool:
         if path is None:
-            return is_http_url(ref) and urlsplit(ref).path.lower().endswith(".pdf")
+            return is_url(ref) and urlsplit(ref).path.lower().endswith(".pdf")
         return path.suffix.lower() == ".pdf" or looks_like_pdf(head)
 
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:

@@ -54,9 +54,10 @@ from arkai.adapters.params import positive_number
 from arkai.core.grammar import speaker_of
 from arkai.core.hashing import digest, sha256_hex
 from arkai.errors import ArkaiError, InvalidInputError, SourceFormatError
-from arkai.formats import Cue, ParsedSource, detect_format, parse_source, transcript_bytes
+from arkai.formats import Cue, ParsedSource, parse_source, transcript_bytes
 from arkai.formats.cue import clean_text, parse_clock
-from arkai.sources.base import Acquired, AddOptions
+from arkai.sources.base import Acquired, AddOptions, read_transcript_file
+from arkai.sources.route import is_url
 
 CONTENT_TYPE = "podcasts"
 #: Transcript kinds in order of preference.
@@ -88,7 +89,6 @@ _EXT_KINDS = {
     ".txt": "txt",
 }
 _SOURCE_EXT = {"vtt": "vtt", "srt": "srt", "json": "json", "html": "html", "txt": "txt"}
-_LOCAL_EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
 _FEED_SUFFIXES = (".rss", ".xml", ".atom")
 _HEAD_RE = re.compile(rb"<(?:[A-Za-z][\w.-]*:)?(?:rss|feed|RDF)[\s>/]")
 _TRACKING_PARAMS = re.compile(r"^(?:utm_[a-z]+|fbclid|gclid|mc_cid|mc_eid)$", re.IGNORECASE)
@@ -176,13 +176,13 @@ def parse_feed(data: bytes, name: str, *, base_url: str | None = None) -> Feed:
         (
             str(link.get("href"))
             for link in channel.get("links") or []
-            if link.get("rel") == "self" and _is_http(str(link.get("href") or ""))
+            if link.get("rel") == "self" and is_url(str(link.get("href") or ""))
         ),
         None,
     )
     base = base_url or self_link or ""
     feed_url = self_link or base_url or str(channel.get("link") or "").strip()
-    if not _is_http(feed_url):
+    if not is_url(feed_url):
         feed_url = f"file:sha256:{sha256_hex(data)}"
     title = clean_text(str(channel.get("title") or "")) or name
     raw_links = _raw_transcripts(data)
@@ -226,15 +226,11 @@ def _is_real_entry(entry: Any) -> bool:
     return any(entry.get(k) for k in ("title", "id", "link", "enclosures", "summary"))
 
 
-def _is_http(url: str) -> bool:
-    return urlsplit(url).scheme.lower() in ("http", "https")
-
-
 def _absolute(url: str, base: str) -> str | None:
     url = url.strip()
     if not url:
         return None
-    return urljoin(base, url) if base and not _is_http(url) else url
+    return urljoin(base, url) if base and not is_url(url) else url
 
 
 def _iso(value: Any) -> str | None:
@@ -556,12 +552,12 @@ def canonical_episode_url(url: str) -> str:
 def episode_canonical(feed: Feed, ep: Episode) -> str:
     """The identity of an episode (see the module doc)."""
     guid = ep.guid
-    if guid and _is_http(guid):
+    if guid and is_url(guid):
         return canonical_episode_url(guid)
     if guid and len(guid) >= 8 and not guid.isdigit():
         return f"podcast-guid:{guid}"
     for url in (ep.audio_url, ep.link):
-        if url and _is_http(url):
+        if url and is_url(url):
             return canonical_episode_url(url)
     if guid:
         return f"podcast-guid:{feed.url}#{guid}"
@@ -703,19 +699,16 @@ class PodcastSource:
         )
 
     def _attach(self, feed: Feed, ep: Episode, file: Path, opts: AddOptions) -> Acquired:
-        data = read_input_file(file, max_bytes=opts.max_bytes)
-        fmt = detect_format(file.name, data)
-        parsed = parse_source(file.name, data, fmt)
-        transcript = transcript_bytes(parsed, file)
+        _, parsed, files = read_transcript_file(file, opts.max_bytes)
         return self._item(
             feed,
             ep,
-            files={f"source.{_LOCAL_EXT[fmt]}": data, "transcript.md": transcript},
+            files=files,
             timed=parsed.timed,
-            source_format=fmt,
+            source_format=parsed.format,
             transcript_meta={
                 "transcript_url": None,
-                "transcript_type": fmt,
+                "transcript_type": parsed.format,
                 "transcript_language": None,
                 "transcript_source": "local",
                 "transcript_file": file.name,
@@ -733,7 +726,7 @@ class PodcastSource:
         transcript_meta: dict[str, Any],
     ) -> Acquired:
         canonical = episode_canonical(feed, ep)
-        human = next((u for u in (ep.link, ep.guid, ep.audio_url) if u and _is_http(u)), None)
+        human = next((u for u in (ep.link, ep.guid, ep.audio_url) if u and is_url(u)), None)
         return Acquired(
             canonical=canonical,
             source_id=sha256_hex(canonical.encode("utf-8"))[:8],
@@ -743,7 +736,7 @@ class PodcastSource:
             url=human,
             meta={
                 "podcast": feed.title,
-                "feed_url": feed.url if _is_http(feed.url) else None,
+                "feed_url": feed.url if is_url(feed.url) else None,
                 "episode_guid": ep.guid,
                 "published": ep.published,
                 "audio_url": ep.audio_url,

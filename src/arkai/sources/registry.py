@@ -14,22 +14,8 @@ GROUP = "arkai.sources"
 #: Layer-1 routing order: specific kinds before general ones (an ``.json`` chat export before a
 #: youtube-transcript-api ``.json``; any http(s) URL falls to ``article`` last).
 ORDER = ("youtube", "podcast", "chat", "pdf", "note", "transcript", "article")
-#: Names people may give with ``--type`` for a kind.
-ALIASES = {
-    "youtube": "youtube",
-    "podcast": "podcast",
-    "podcasts": "podcast",
-    "chat": "chat",
-    "chats": "chat",
-    "pdf": "pdf",
-    "pdfs": "pdf",
-    "note": "note",
-    "notes": "note",
-    "transcript": "transcript",
-    "transcripts": "transcript",
-    "article": "article",
-    "articles": "article",
-}
+#: Names people may give with ``--type`` for a kind: its own, or its plural (a library folder).
+ALIASES = {alias: kind for kind in ORDER for alias in (kind, kind + "s") if alias != "youtubes"}
 
 
 @cache

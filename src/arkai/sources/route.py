@@ -41,7 +41,12 @@ class Route:
 
 
 def is_url(ref: str) -> bool:
-    return urlsplit(ref).scheme.lower() in ("http", "https")
+    """True for an ``http://`` or ``https://`` URL with a host."""
+    try:
+        parts = urlsplit(ref)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
 def host_of(ref: str) -> str:

@@ -41,14 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TypeVar
 
-from arkai.adapters.fs import read_input_file
 from arkai.adapters.http import FetchError, fetch
 from arkai.adapters.params import positive_number
 from arkai.core.hashing import digest
 from arkai.core.youtube import video_id
 from arkai.errors import ArkaiError, InvalidInputError
-from arkai.formats import detect_format, parse_source, transcript_bytes
-from arkai.sources.base import Acquired, AddOptions
+from arkai.formats import parse_source, transcript_bytes
+from arkai.sources.base import SOURCE_EXT, Acquired, AddOptions, read_transcript_file
 
 T = TypeVar("T")
 
@@ -56,7 +55,6 @@ CANONICAL_PREFIX = "https://www.youtube.com/watch?v="
 DEFAULT_LANGUAGES = ("en",)
 DEFAULT_TIMEOUT_S = 10.0
 
-_EXT = {"vtt": "vtt", "srt": "srt", "ytjson": "json", "txt": "txt", "md": "md"}
 _LANG_SUFFIX_RE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 
 
@@ -352,20 +350,15 @@ class YouTubeSource:
         return video_id(ref) is not None
 
     def acquire(self, ref: str, path: Path | None, opts: AddOptions) -> list[Acquired]:
-        vid = video_id(ref)
-        if vid is None:
-            raise InvalidInputError(f"{ref}: not a YouTube video URL")
-        canonical = CANONICAL_PREFIX + vid
+        canonical = canonical_url(ref)
+        vid = canonical.removeprefix(CANONICAL_PREFIX)
         if opts.transcript is not None:
             return [self._attach(vid, canonical, opts.transcript, opts)]
         return [self._download(ref.strip(), vid, canonical, opts)]
 
     def _attach(self, vid: str, canonical: str, file: Path, opts: AddOptions) -> Acquired:
         """Offline: the local caption file is this video's transcript."""
-        data = read_input_file(file, max_bytes=opts.max_bytes)
-        fmt = detect_format(file.name, data)
-        parsed = parse_source(file.name, data, fmt)
-        transcript = transcript_bytes(parsed, file)
+        _, parsed, files = read_transcript_file(file, opts.max_bytes)
         meta = {
             "video_id": vid,
             "channel": None,
@@ -381,12 +374,12 @@ class YouTubeSource:
             source_id=vid,
             title=opts.title or parsed.title or f"YouTube {vid}",
             content_type="youtube",
-            files={f"source.{_EXT[fmt]}": data, "transcript.md": transcript},
+            files=files,
             url=canonical,
             meta=meta,
             timed=parsed.timed,
-            source_format=fmt,
-            content_hash=digest(transcript),
+            source_format=parsed.format,
+            content_hash=digest(files["transcript.md"]),
         )
 
     def _download(self, ref: str, vid: str, canonical: str, opts: AddOptions) -> Acquired:
@@ -440,7 +433,7 @@ class YouTubeSource:
             "language": captions.language,
             "is_generated": captions.is_generated,
         }
-        ext = _EXT[captions.format]
+        ext = SOURCE_EXT[captions.format]
         return Acquired(
             canonical=canonical,
             source_id=vid,

@@ -22,24 +22,13 @@ under a second).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from arkai.providers.base import ProviderError, Request, Response
 
 VERSION = "3"
 """Bumped whenever an output for the same input may change."""
-
-PATTERNS = (
-    "extract_claims",
-    "extract_entities",
-    "extract_wisdom",
-    "summarize",
-    "condense_chat",
-    "validate_claims",
-    "route_intent",
-    "synthesize_answer",
-)
 
 NO_TEXT = "The input has no text."
 """The summary (and takeaway) of an empty input: the patterns' schemas require non-empty ones."""
@@ -62,6 +51,8 @@ _EMPTY: dict[str, Any] = {
     "route_intent": {"command": [], "why": "no words"},
     "synthesize_answer": {"claims": [], "retracted": []},
 }
+PATTERNS = tuple(_EMPTY)
+"""The patterns it implements (each with its answer to an empty input above)."""
 
 
 def _variables(options: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -69,64 +60,38 @@ def _variables(options: Mapping[str, Any]) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _claims(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.claims import extract_claims
+def _run(pattern: str, text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """The value (and warnings) of ``pattern`` on ``text``. Each engine is imported on first
+    use: spaCy and scikit-learn are slow to load."""
+    if pattern == "extract_claims":
+        from arkai.providers.builtin.claims import extract_claims
 
-    return extract_claims(text, variables), []
+        return extract_claims(text, variables), []
+    if pattern == "extract_entities":
+        from arkai.providers.builtin.entities import extract_entities
 
+        return extract_entities(text, variables), []
+    if pattern in ("extract_wisdom", "summarize"):
+        from arkai.providers.builtin.wisdom import extract_wisdom, summarize
 
-def _entities(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.entities import extract_entities
+        if pattern == "summarize":
+            return summarize(text, variables), []
+        return extract_wisdom(text, variables)
+    if pattern == "condense_chat":
+        from arkai.providers.builtin.condense import condense_chat
 
-    return extract_entities(text, variables), []
+        return condense_chat(text, variables), []
+    if pattern == "validate_claims":
+        from arkai.providers.builtin.verdicts import validate_claims
 
+        return validate_claims(text, stance=bool(variables.get("stance"))), []
+    if pattern == "route_intent":
+        from arkai.providers.builtin.intent import route_intent
 
-def _wisdom(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.wisdom import extract_wisdom
-
-    return extract_wisdom(text, variables)
-
-
-def _summary(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.wisdom import summarize
-
-    return summarize(text, variables), []
-
-
-def _condense(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.condense import condense_chat
-
-    return condense_chat(text, variables), []
-
-
-def _verdicts(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.verdicts import validate_claims
-
-    return validate_claims(text, stance=bool(variables.get("stance"))), []
-
-
-def _answer(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
+        return route_intent(text), []
     from arkai.providers.builtin.answer import synthesize_answer
 
     return synthesize_answer(text, variables), []
-
-
-def _intent(text: str, variables: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    from arkai.providers.builtin.intent import route_intent
-
-    return route_intent(text), []
-
-
-_HANDLERS: dict[str, Callable[[str, Mapping[str, Any]], tuple[Any, list[str]]]] = {
-    "extract_claims": _claims,
-    "extract_entities": _entities,
-    "extract_wisdom": _wisdom,
-    "summarize": _summary,
-    "condense_chat": _condense,
-    "validate_claims": _verdicts,
-    "route_intent": _intent,
-    "synthesize_answer": _answer,
-}
 
 
 class BuiltinProvider:
@@ -139,8 +104,7 @@ class BuiltinProvider:
         self.config: Mapping[str, Any] = dict(config or {})
 
     def complete(self, request: Request, *, timeout: float) -> Response:
-        handler = _HANDLERS.get(request.pattern)
-        if handler is None:
+        if request.pattern not in _EMPTY:
             raise ProviderError(
                 f"builtin provider has no implementation of pattern {request.pattern}; "
                 "use a remote provider"
@@ -150,7 +114,7 @@ class BuiltinProvider:
             value: Any = _EMPTY[request.pattern]
             warnings = ["empty input"]
         else:
-            value, warnings = handler(text, _variables(request.options))
+            value, warnings = _run(request.pattern, text, _variables(request.options))
         meta: dict[str, Any] = {"provider_version": VERSION}
         if warnings:
             meta["warnings"] = warnings

@@ -23,16 +23,15 @@ a bare JSON list of claims (no transcript), or the runner's ``CLAIMS:`` JSON lis
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
+from arkai.errors import InvalidInputError
+from arkai.patterns.render import CLAIMS_HEADER, split_claims_input
 from arkai.providers.base import ProviderError
 from arkai.providers.builtin.text import STOPWORDS, Unit, build_units, stem, tokens
 
 GROUNDED = 0.8
 PARTIAL = 0.4
-CLAIMS_HEADER = "CLAIMS:"
-TRANSCRIPT_HEADER = "TRANSCRIPT:"
 MAX_MISSING_SHOWN = 8
 _NEGATION_WORDS = (
     "not no never none nobody nothing without cannot cant neither nor lack lacks lacking "
@@ -48,35 +47,25 @@ OPPOSITES = (
 )  # fmt: skip
 
 
-def parse_input(raw: str) -> tuple[list[Mapping[str, Any]], str]:
+def parse_input(raw: str) -> tuple[list[dict[str, Any]], str]:
     """``(claims, transcript)`` from any of the accepted input forms (see the module doc)."""
     body = raw.removeprefix("\ufeff").lstrip()
-    value: Any
+    if body.startswith(CLAIMS_HEADER):  # the runner's form (patterns.claims_input)
+        try:
+            return split_claims_input(body)
+        except InvalidInputError as exc:
+            raise ProviderError(exc.message) from None
     transcript = ""
-    if body.startswith(CLAIMS_HEADER):
-        decoder = json.JSONDecoder()
-        pos = len(CLAIMS_HEADER)
-        while pos < len(body) and body[pos].isspace():
-            pos += 1
-        try:
-            value, pos = decoder.raw_decode(body, pos)
-        except json.JSONDecodeError as exc:
-            raise ProviderError(f"validate_claims input: bad CLAIMS JSON: {exc.msg}") from None
-        rest = body[pos:].lstrip()
-        if rest.startswith(TRANSCRIPT_HEADER):
-            transcript = rest[len(TRANSCRIPT_HEADER) :]
-            transcript = transcript[1:] if transcript.startswith("\n") else transcript
-    else:
-        try:
-            value = json.loads(body) if body else []
-        except json.JSONDecodeError as exc:
-            raise ProviderError(
-                f"validate_claims input is not JSON ({exc.msg})",
-                hint='send {"claims": [{"id", "claim", "quote"}], "transcript": "..."}',
-            ) from None
-        if isinstance(value, dict):
-            transcript = str(value.get("transcript") or "")
-            value = value.get("claims", [])
+    try:
+        value = json.loads(body) if body else []
+    except json.JSONDecodeError as exc:
+        raise ProviderError(
+            f"validate_claims input is not JSON ({exc.msg})",
+            hint='send {"claims": [{"id", "claim", "quote"}], "transcript": "..."}',
+        ) from None
+    if isinstance(value, dict):
+        transcript = str(value.get("transcript") or "")
+        value = value.get("claims", [])
     if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
         raise ProviderError("validate_claims input: claims must be a list of objects")
     return value, transcript

@@ -21,7 +21,7 @@ from arkai.core import canonjson
 from arkai.core.grammar import format_chat_header
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.redact import redact, redact_json, redact_many, scrub
-from arkai.formats.cue import fix_surrogates
+from arkai.formats.cue import fix_surrogates, fix_surrogates_in
 from arkai.model.record import AsDict
 from arkai.sources.base import Acquired, AddOptions
 
@@ -241,18 +241,6 @@ def redaction_enabled(opts: AddOptions) -> bool:
     return bool(add.get("redact_chats", True)) if isinstance(add, dict) else True
 
 
-def _sanitize_json(value: Any) -> Any:
-    if isinstance(value, str):
-        return fix_surrogates(value)
-    if isinstance(value, list):
-        return [_sanitize_json(v) for v in value]
-    if isinstance(value, dict):
-        return {fix_surrogates(str(k)): _sanitize_json(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 # --------------------------------------------------------------------------- rendering
 
 
@@ -352,7 +340,7 @@ def build_acquired(conv: Conversation, *, redact_on: bool) -> Acquired:
     """Redact (when on), render and package one conversation."""
     messages = [Message(m.role, fix_surrogates(m.content), m.timestamp) for m in conv.messages]
     title = one_line(drop_private_use(fix_surrogates(conv.title)))
-    raw = _sanitize_json(conv.raw)
+    raw = fix_surrogates_in(conv.raw)
     counts: dict[str, int] = {}
     cid = shown_cid = conv.conversation_id
     if redact_on:
