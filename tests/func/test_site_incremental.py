@@ -42,6 +42,25 @@ def tree(folder: Path) -> dict[str, bytes]:
             p.is_file()}  # fmt: skip
 
 
+def copy_item(repo: Path, source: Path, donor: str, cid: str, title: str) -> list[Path]:
+    """A copy of the item in ``source`` (and its extraction) under a new ID and title; returns
+    the folders made."""
+    rel = source.relative_to(repo / "library")
+    new_rel = rel.parent / f"{title} ({cid[:8]})"
+    shutil.copytree(source, repo / "library" / new_rel)
+    made = [repo / "library" / new_rel]
+    if (repo / "extracted" / rel).is_dir():
+        shutil.copytree(repo / "extracted" / rel, repo / "extracted" / new_rel)
+        made.append(repo / "extracted" / new_rel)
+        for path in (repo / "extracted" / new_rel).iterdir():
+            path.write_text(path.read_text().replace(donor, cid))
+    meta = repo / "library" / new_rel / "metadata.json"
+    obj = json.loads(meta.read_text())
+    obj.update(id=cid, title=title)
+    meta.write_text(json.dumps(obj, indent=2))
+    return made
+
+
 def stored_entities(build: Path, cid: str) -> list[list[str]]:
     """An item's ``[key, name, type, mentions, said]`` rows in the site's summary store."""
     db = sqlite3.connect(build / "summaries.sqlite")
@@ -150,17 +169,7 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     # Add an item (a copy of another under a new ID), then remove one.
     donor = next(c for c in sorted(items) if c != changed)
     added = "f00dfeedf00dfeed"
-    rel = items[donor].relative_to(repo / "library")
-    new_rel = rel.parent / "Added for the incremental test (f00dfeed)"
-    shutil.copytree(items[donor], repo / "library" / new_rel)
-    if (repo / "extracted" / rel).is_dir():
-        shutil.copytree(repo / "extracted" / rel, repo / "extracted" / new_rel)
-        for path in (repo / "extracted" / new_rel).iterdir():
-            path.write_text(path.read_text().replace(donor, added))
-    new_meta = repo / "library" / new_rel / "metadata.json"
-    obj = json.loads(new_meta.read_text())
-    obj.update(id=added, title="Added for the incremental test")
-    new_meta.write_text(json.dumps(obj, indent=2))
+    copy_item(repo, items[donor], donor, added, "Added for the incremental test")
     report = build_site(repo)
     assert report.mkdocs == "dirty" and report.items_regenerated == 1
     assert "Added for the incremental test" in (site / "library" / "index.html").read_text()
@@ -180,6 +189,34 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
             assert f"items/{gone}/" not in (docs / page).read_text(), page
             assert f"items/{gone}/" not in (site / page[:-3] / "index.html").read_text()
     check_links(site)
+
+    # A build that fails after writing an item's pages, then the item goes: its pages go too
+    # (the pages the last build left are known only after a build that completed).
+    failed = "badcafebadcafeba"
+    folders = copy_item(repo, items[donor], donor, failed, "Failed build item")
+    with monkeypatch.context() as patch:
+
+        def fail(lib: object) -> str:
+            raise site_build.SiteBuildError("a failure after the item pages")
+
+        patch.setattr(site_build.indexes, "home", fail)
+        with pytest.raises(site_build.SiteBuildError):
+            build_site(repo)
+    assert (docs / f"items/{failed}.md").is_file()
+    for folder in folders:
+        shutil.rmtree(folder)
+    build_site(repo)
+    assert not list(docs.rglob(f"*{failed}*")) and not list((build / "search").rglob(f"*{failed}*"))
+
+    # An item's folders renamed, its files as they were (same sizes and times): its pages
+    # show the new folder, as a clean build's would (checked below).
+    moved = items[donor].with_name(items[donor].name + " moved")
+    items[donor].rename(moved)
+    old_out = repo / "extracted" / items[donor].relative_to(repo / "library")
+    if old_out.is_dir():
+        old_out.rename(repo / "extracted" / moved.relative_to(repo / "library"))
+    build_site(repo)
+    assert moved.name in (docs / f"items/{donor}.md").read_text()
 
     # The summary store is derived data: an unreadable one is made again from the items, and
     # the pages it makes are the ones already there.

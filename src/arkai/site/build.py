@@ -298,6 +298,22 @@ def _remove_others(folder: Path, keep: set[str], suffix: str = "") -> int:
     return removed
 
 
+def _remove_files(folder: Path, gone: set[str], suffix: str = "") -> int:
+    """Delete the files ``gone`` (+ ``suffix``) under ``folder`` and the folders they leave
+    empty; return how many files went."""
+    removed = 0
+    for src in sorted(gone):
+        path = folder / f"{src}{suffix}"
+        if path.is_file():
+            path.unlink()
+            removed += 1
+        parent = path.parent
+        while parent != folder and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    return removed
+
+
 def generate_pages(
     root: Path,
     user: UserConfig,
@@ -336,6 +352,7 @@ def _generate(
 ) -> Library:
     build = root / BUILD_DIR
     docs = build / DOCS_DIR
+    before = store.take_files()
     # Content id → (cache entry, slim summary): the whole summaries stay in the store.
     stored = {cid: (entry, slim) for cid, entry, slim in store.entries()}
     cached_pages = store.page_keys()
@@ -347,7 +364,10 @@ def _generate(
             continue
         seen.add(item.id)
         items.append(item)
+    # The entities of the items that are new, changed or gone: only their pages can change.
+    dirty_entities: set[str] = set()
     for cid in set(stored) - seen:
+        dirty_entities.update(store.item_entity_keys(cid))
         store.remove(cid)
         del stored[cid]
     loaded: dict[str, ItemData] = {}
@@ -368,14 +388,18 @@ def _generate(
         stats = input_stats(item)
         entry, slim = stored.pop(item.id, (None, None))
         data: ItemData | None = None
-        if entry is None or slim is None or entry.get("stats") != stats:
+        # A folder renamed with its files unchanged: the summary holds the old path.
+        moved = slim is not None and slim.get("path") != item.path.relative_to(item.root).as_posix()
+        if entry is None or slim is None or moved or entry.get("stats") != stats:
             blobs = read_inputs(item, stats)
             dg = input_digest(blobs)
-            if entry is None or slim is None or entry.get("digest") != dg:
+            if entry is None or slim is None or moved or entry.get("digest") != dg:
                 data = load_item(item, blobs)
                 summary = summarize_item(data)
                 entry, slim = {"digest": dg, "stats": stats}, slim_summary(summary)
+                dirty_entities.update(store.item_entity_keys(item.id))
                 store.put(item.id, entry, summary)
+                dirty_entities.update(e[0] for e in summary["entities"])
                 del summary
             entry["stats"] = stats
             touched.add(item.id)
@@ -411,6 +435,7 @@ def _generate(
         root=root,
         digests={cid: e["digest"] for cid, (e, _) in entries.items()},
         store=store,
+        dirty_entities=dirty_entities,
     )
     wanted = {
         c
@@ -462,9 +487,11 @@ def _generate(
     report.items_regenerated = len(regenerated)
     page_keys: dict[str, str] = {}
 
-    def unchanged(src: str, key: str) -> bool:
-        page_keys[src] = key
-        return cached_pages.get(src) == key and fresh({"k": key}, "k", key, src)
+    def unchanged(src: str, key: str | None) -> bool:
+        """Whether the page on disk was made from ``key`` (None: from its last key)."""
+        old = cached_pages.get(src)
+        page_keys[src] = old if key is None and old is not None else key or ""
+        return old is not None and old == page_keys[src] and fresh({"k": old}, "k", old, src)
 
     pages: Iterable[indexes.PageOut] = itertools.chain(
         [
@@ -485,8 +512,13 @@ def _generate(
     for name, src in (("arkai.css", CSS), ("arkai.js", JS)):
         keep.add(src)
         write_page(docs / src, _asset(name))
-    report.pages_removed = _remove_others(docs, keep)
-    _remove_others(build / SEARCH_DIR, keep, ".json")
+    if before is None:
+        report.pages_removed = _remove_others(docs, keep)
+        _remove_others(build / SEARCH_DIR, keep, ".json")
+    else:
+        report.pages_removed = _remove_files(docs, before - keep)
+        _remove_files(build / SEARCH_DIR, before - keep, ".json")
+    store.set_files(keep)
     report.items = len(items)
     report.pages = len([k for k in keep if k.endswith(".md")])
     store.set_page_keys(page_keys)

@@ -100,6 +100,11 @@ class Library:
     transcript: :func:`entity_key`)."""
     store: SummaryStore | None = None
     """Where the item summaries are (their entities, issues and evidence IDs)."""
+    dirty_entities: set[str] = field(default_factory=set)
+    """Keys of the entities of the items that are new, changed or gone since the last build:
+    the others' pages are made from the same inputs (:func:`entity_key` reads only the
+    entity's items) and are not looked at again when the page on disk was made from its last
+    key."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -343,7 +348,7 @@ def tag_pages(lib: Library) -> dict[str, str]:
 PageOut = tuple[str, str | None, list[Section] | None]
 
 
-def _never(src: str, key: str) -> bool:
+def _never(src: str, key: str | None) -> bool:
     return False
 
 
@@ -371,10 +376,14 @@ def _ranked(lib: Library, found: EntityItems) -> list[tuple[str, str]]:
     return sorted(found.items.items(), key=lambda kv: (-mention_count(kv[1]), lib.title(kv[0])))
 
 
-def entity_pages(lib: Library, unchanged: Callable[[str, str], bool] = _never) -> Iterator[PageOut]:
+def entity_pages(
+    lib: Library, unchanged: Callable[[str, str | None], bool] = _never
+) -> Iterator[PageOut]:
     """The entities index, and one page per entity that has one, one at a time. An entity
     page is rendered only when ``unchanged(src, entity_key(…))`` is false (its transcript
-    reads are most of the cost of a rebuild after one item changed)."""
+    reads are most of the cost of a rebuild after one item changed); the key of an entity
+    none of whose items changed (not in ``lib.dirty_entities``) is not even computed when
+    ``unchanged(src, None)`` says the page was made from its last key."""
     by_type: dict[str, list[Entity]] = defaultdict(list)
     for ent in lib.entities.values():
         by_type[ent.type].append(ent)
@@ -394,6 +403,9 @@ def entity_pages(lib: Library, unchanged: Callable[[str, str], bool] = _never) -
             if lib.entity_has_page(ent.key):
                 src = links.entity_page(ent.key)
                 chips.append(a(lib.urls.href(links.ENTITIES, src), label) + count)
+                if ent.key not in lib.dirty_entities and unchanged(src, None):
+                    yield src, None, None
+                    continue
                 found = lib.entity_items(ent)
                 if unchanged(src, entity_key(lib, ent, found)):
                     yield src, None, None

@@ -11,7 +11,9 @@ show — and reads the rest from here when a page needs it:
 - ``claims``: each evidence ID of each item and whether its quote has a valid span (the
   beliefs page links to them);
 - ``pages``: the key each library-wide page was last made from;
-- ``meta``: the generator setting the cache was made with (another setting empties it).
+- ``meta``: the generator setting the cache was made with (another setting empties it), and
+  the files the last build left in the docs folder (so that pages no longer made are removed
+  without walking the folder).
 
 Only the rows of items that changed are written, in one transaction per build: a build that
 fails leaves the previous cache as it was. The store is derived data (``arkai site clean``
@@ -76,7 +78,7 @@ class SummaryStore:
             db.execute("BEGIN")
             row = db.execute("SELECT value FROM meta WHERE name = 'setting'").fetchone()
             if row is None or json.loads(row[0]) != setting:
-                for table in ("items", "mentions", "claims", "pages"):
+                for table in ("meta", "items", "mentions", "claims", "pages"):
                     db.execute(f"DELETE FROM {table}")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('setting', ?)", (_dump(setting),))
         except BaseException:
@@ -189,6 +191,19 @@ class SummaryStore:
         return out
 
     # ---------------------------------------------------------------- pages
+
+    def take_files(self) -> set[str] | None:
+        """The files the last build left in the docs folder (None when unknown), forgotten at
+        once (committed): a build that fails after writing pages leaves it unknown, and the
+        next build walks the folder."""
+        row = self._db.execute("SELECT value FROM meta WHERE name = 'files'").fetchone()
+        self._db.execute("DELETE FROM meta WHERE name = 'files'")
+        self._db.execute("COMMIT")
+        self._db.execute("BEGIN")
+        return None if row is None else set(json.loads(row[0]))
+
+    def set_files(self, files: set[str]) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('files', ?)", (_dump(sorted(files)),))
 
     def page_keys(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT src, key FROM pages").fetchall())
