@@ -422,6 +422,7 @@ def _generate(
             progress(n, len(items) * 2)
     del stored
     summaries = [entries[i.id][1] for i in items]
+    store.update_entities(dirty_entities, {i.id: n for n, i in enumerate(items)})
     index = root / INDEX
     topics, item_topics = _load_topics(index)
     lib = Library(

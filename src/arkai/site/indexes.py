@@ -116,25 +116,11 @@ class Library:
             topic.items = [i for i in topic.items if i["content_id"] in self.by_id]
             if not topic.items:
                 del self.topics[term]
-        # One pass over the store's entity rows (by key, then item): only each entity's
-        # totals are kept.
-        ent: Entity | None = None
-        last = ""
-        first = len(self.summaries)
-        for key, etype, name, cid, n in self.store.entity_rows() if self.store else ():
-            at = self.pos.get(cid)
-            if at is None:
-                continue
-            if ent is None or ent.key != key:
-                ent = self.entities[key] = Entity(key, etype)
-                last, first = "", len(self.summaries)
-            ent.names[name] += 1
-            ent.mentions += n
-            if cid != last:
-                ent.count += 1
-                last = cid
-                if at < first:
-                    ent.first, ent.type, first = cid, etype, at
+        # Only each entity's totals are held (kept up to date in the store).
+        for key, etype, first, count, mentions, names in (
+            self.store.entity_totals() if self.store else ()
+        ):
+            self.entities[key] = Entity(key, etype, Counter(names), count, mentions, first)
 
     def entity_items(self, ent: Entity) -> EntityItems:
         """The items of one entity with their mentions, in library order."""

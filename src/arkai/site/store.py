@@ -10,6 +10,8 @@ show — and reads the rest from here when a page needs it:
   :func:`arkai.site.collect.summarize_item`), read per entity when an entity page is made;
 - ``claims``: each evidence ID of each item and whether its quote has a valid span (the
   beliefs page links to them);
+- ``entities``: each entity's totals (type, first item, items, mentions, names), recounted
+  only for the entities of the items that changed;
 - ``pages``: the key each library-wide page was last made from;
 - ``meta``: the generator setting the cache was made with (another setting empties it), and
   the files the last build left in the docs folder (so that pages no longer made are removed
@@ -45,6 +47,9 @@ CREATE TABLE IF NOT EXISTS claims (
     PRIMARY KEY (cid, seq));
 CREATE INDEX IF NOT EXISTS claims_eid ON claims (eid);
 CREATE TABLE IF NOT EXISTS pages (src TEXT PRIMARY KEY, key TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entities (
+    key TEXT PRIMARY KEY, type TEXT NOT NULL, first TEXT NOT NULL, count INTEGER NOT NULL,
+    mentions INTEGER NOT NULL, names TEXT NOT NULL);
 """
 
 
@@ -78,7 +83,7 @@ class SummaryStore:
             db.execute("BEGIN")
             row = db.execute("SELECT value FROM meta WHERE name = 'setting'").fetchone()
             if row is None or json.loads(row[0]) != setting:
-                for table in ("meta", "items", "mentions", "claims", "pages"):
+                for table in ("meta", "items", "mentions", "claims", "pages", "entities"):
                     db.execute(f"DELETE FROM {table}")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('setting', ?)", (_dump(setting),))
         except BaseException:
@@ -161,11 +166,42 @@ class SummaryStore:
 
     # ---------------------------------------------------------------- entities
 
-    def entity_rows(self) -> Iterator[tuple[str, str, str, str, int]]:
-        """``(key, type, name, content id, mentions)`` of every entity row, by key."""
-        yield from self._db.execute(
-            "SELECT key, type, name, cid, n FROM mentions ORDER BY key, cid, seq"
-        )
+    def entity_totals(self) -> Iterator[tuple[str, str, str, int, int, dict[str, int]]]:
+        """``(key, type, first item, items, mentions, names)`` of every entity, by key."""
+        for key, etype, first, count, mentions, names in self._db.execute(
+            "SELECT key, type, first, count, mentions, names FROM entities ORDER BY key"
+        ):
+            yield key, etype, first, count, mentions, json.loads(names)
+
+    def update_entities(self, keys: Iterable[str], pos: dict[str, int]) -> None:
+        """Recount the totals of the entities ``keys`` (those of the items that are new,
+        changed or gone) from their rows; ``pos``: each item's place in library order."""
+        for key in sorted(set(keys)):
+            rows = [
+                r
+                for r in self._db.execute(
+                    "SELECT cid, seq, type, name, n FROM mentions WHERE key = ?", (key,)
+                )
+                if r[0] in pos
+            ]
+            if not rows:
+                self._db.execute("DELETE FROM entities WHERE key = ?", (key,))
+                continue
+            rows.sort(key=lambda r: (pos[r[0]], r[1]))
+            names: dict[str, int] = {}
+            for r in rows:
+                names[r[3]] = names.get(r[3], 0) + 1
+            self._db.execute(
+                "INSERT OR REPLACE INTO entities VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    rows[0][2],
+                    rows[0][0],
+                    len({r[0] for r in rows}),
+                    sum(r[4] for r in rows),
+                    _dump(dict(sorted(names.items()))),
+                ),
+            )
 
     def item_entity_keys(self, cid: str) -> list[str]:
         """The entity keys of one item."""
