@@ -2,7 +2,7 @@
 items, the site's size, peak memory, and the rebuilds after nothing changed, one item
 changed and one item added. Prints JSON.
 
-    python bench/site.py [--items 100 1000] [--keep DIR]
+    python bench/site.py [--items 300 1000 3000] [--keep DIR]
 
 Base items are the real transcripts in ../shared/data (five SubRip podcast episodes, the
 auto-captioned YouTube VTT and two youtube-transcript-api JSON files with their YouTube
@@ -223,12 +223,22 @@ def main() -> None:
             bases(repo)
         setup_s = round(time.perf_counter() - started, 1)
         results = [run(repo, n) for n in args.items]
+        # Growth of the full build's peak memory with the library (first to last size): what
+        # a 100,000-item build would add, projected linearly.
+        growth = None
+        if len(results) > 1 and results[-1]["items"] != results[0]["items"]:
+            lo, hi = results[0], results[-1]
+            per_item = (hi["peak_rss_mb"] - lo["peak_rss_mb"]) / (hi["items"] - lo["items"])
+            growth = {
+                "kb_per_item": round(per_item * 1024, 2),
+                "projected_100k_mb": round(hi["peak_rss_mb"] + per_item * (100_000 - hi["items"])),
+            }
         print(json.dumps({
             "bench": "site", "python": platform.python_version(), "cpus": os.cpu_count(),
         "load_avg_1m": round(os.getloadavg()[0], 1),
             "base_setup_s": setup_s, "targets": {"1000_items_s": 30, "1000_items_mb": 150,
                                                  "one_item_ratio": 0.25},
-            "results": results,
+            "results": results, "peak_rss_growth": growth,
         }, indent=2))  # fmt: skip
     finally:
         if args.keep is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,38 @@ def tree(folder: Path) -> dict[str, bytes]:
             p.is_file()}  # fmt: skip
 
 
+def copy_item(repo: Path, source: Path, donor: str, cid: str, title: str) -> list[Path]:
+    """A copy of the item in ``source`` (and its extraction) under a new ID and title; returns
+    the folders made."""
+    rel = source.relative_to(repo / "library")
+    new_rel = rel.parent / f"{title} ({cid[:8]})"
+    shutil.copytree(source, repo / "library" / new_rel)
+    made = [repo / "library" / new_rel]
+    if (repo / "extracted" / rel).is_dir():
+        shutil.copytree(repo / "extracted" / rel, repo / "extracted" / new_rel)
+        made.append(repo / "extracted" / new_rel)
+        for path in (repo / "extracted" / new_rel).iterdir():
+            path.write_text(path.read_text().replace(donor, cid))
+    meta = repo / "library" / new_rel / "metadata.json"
+    obj = json.loads(meta.read_text())
+    obj.update(id=cid, title=title)
+    meta.write_text(json.dumps(obj, indent=2))
+    return made
+
+
+def stored_entities(build: Path, cid: str) -> list[list[str]]:
+    """An item's ``[key, name, type, mentions, said]`` rows in the site's summary store."""
+    db = sqlite3.connect(build / "summaries.sqlite")
+    try:
+        rows = db.execute(
+            "SELECT key, name, type, mentions, said FROM mentions WHERE cid = ? ORDER BY seq",
+            (cid,),
+        ).fetchall()
+    finally:
+        db.close()
+    return [list(r) for r in rows]
+
+
 def entity_pages_listing(docs: Path, cid: str) -> tuple[set[str], set[str]]:
     """Entity pages (source paths) that link to item ``cid``, and those that do not."""
     listing, others = set(), set()
@@ -67,14 +100,12 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     build, site = repo / ".site-build", repo / "site"
     docs = build / "docs"
     items = item_dirs(repo)
-    cache = json.loads((build / "cache.json").read_text())
     # The changed item: one that shares an entity with another item and has its sentence
     # shown on that entity's page.
     changed = next(
         cid
         for cid in sorted(items)
-        if any(e[4] for e in cache["items"][cid]["summary"]["entities"])
-        and entity_pages_listing(docs, cid)[0]
+        if any(e[4] for e in stored_entities(build, cid)) and entity_pages_listing(docs, cid)[0]
     )
     listing, others = entity_pages_listing(docs, changed)
     assert listing and others
@@ -117,7 +148,7 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     # One letter of a sentence an entity page shows changes case: the same length, so every
     # span stays valid and the entity's own data is unchanged — only the transcript differs.
     data = bytearray(transcript.read_bytes())
-    spans = [x for e in cache["items"][changed]["summary"]["entities"] for x in said_spans(e[4])]
+    spans = [x for e in stored_entities(build, changed) for x in said_spans(e[4])]
     for _, start, end in spans:
         after = sentence_around(bytes(data), start, end)[2]
         k = next((i for i, ch in enumerate(after) if "a" <= ch <= "z"), None)
@@ -138,17 +169,7 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     # Add an item (a copy of another under a new ID), then remove one.
     donor = next(c for c in sorted(items) if c != changed)
     added = "f00dfeedf00dfeed"
-    rel = items[donor].relative_to(repo / "library")
-    new_rel = rel.parent / "Added for the incremental test (f00dfeed)"
-    shutil.copytree(items[donor], repo / "library" / new_rel)
-    if (repo / "extracted" / rel).is_dir():
-        shutil.copytree(repo / "extracted" / rel, repo / "extracted" / new_rel)
-        for path in (repo / "extracted" / new_rel).iterdir():
-            path.write_text(path.read_text().replace(donor, added))
-    new_meta = repo / "library" / new_rel / "metadata.json"
-    obj = json.loads(new_meta.read_text())
-    obj.update(id=added, title="Added for the incremental test")
-    new_meta.write_text(json.dumps(obj, indent=2))
+    copy_item(repo, items[donor], donor, added, "Added for the incremental test")
     report = build_site(repo)
     assert report.mkdocs == "dirty" and report.items_regenerated == 1
     assert "Added for the incremental test" in (site / "library" / "index.html").read_text()
@@ -168,6 +189,42 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
             assert f"items/{gone}/" not in (docs / page).read_text(), page
             assert f"items/{gone}/" not in (site / page[:-3] / "index.html").read_text()
     check_links(site)
+
+    # A build that fails after writing an item's pages, then the item goes: its pages go too
+    # (the pages the last build left are known only after a build that completed).
+    failed = "badcafebadcafeba"
+    folders = copy_item(repo, items[donor], donor, failed, "Failed build item")
+    with monkeypatch.context() as patch:
+
+        def fail(lib: object) -> str:
+            raise site_build.SiteBuildError("a failure after the item pages")
+
+        patch.setattr(site_build.indexes, "home", fail)
+        with pytest.raises(site_build.SiteBuildError):
+            build_site(repo)
+    assert (docs / f"items/{failed}.md").is_file()
+    for folder in folders:
+        shutil.rmtree(folder)
+    build_site(repo)
+    assert not list(docs.rglob(f"*{failed}*")) and not list((build / "search").rglob(f"*{failed}*"))
+
+    # An item's folders renamed, its files as they were (same sizes and times): its pages
+    # show the new folder, as a clean build's would (checked below).
+    moved = items[donor].with_name(items[donor].name + " moved")
+    items[donor].rename(moved)
+    old_out = repo / "extracted" / items[donor].relative_to(repo / "library")
+    if old_out.is_dir():
+        old_out.rename(repo / "extracted" / moved.relative_to(repo / "library"))
+    build_site(repo)
+    assert moved.name in (docs / f"items/{donor}.md").read_text()
+
+    # The summary store is derived data: an unreadable one is made again from the items, and
+    # the pages it makes are the ones already there.
+    pages = tree(docs)
+    (build / "summaries.sqlite").write_bytes(b"not a database" * 100)
+    report = build_site(repo)
+    assert report.items_regenerated == report.items and report.pages_written == 0
+    assert tree(docs) == pages and stored_entities(build, changed)
 
     # The same pages, search entries and site as a clean build with the default memory bound.
     pages, entries = tree(docs), tree(build / "search")

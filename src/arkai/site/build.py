@@ -4,7 +4,8 @@ MkDocs config that inherits the user's ``mkdocs.yml``, then ``mkdocs build`` int
 Incremental at two levels:
 
 - Pages. Each item's pages are regenerated only when one of its files changed (a digest
-  of them is kept in ``.site-build/cache.json`` with the item's summary) or what its item
+  of them is kept with the item's summary in ``.site-build/summaries.sqlite``, see
+  :mod:`arkai.site.store`; only a slim record per item is held in memory) or what its item
   page shows from elsewhere (related items, topics, entity pages) changed; every page is
   written only when its bytes differ, so unchanged pages keep their mtime. Library-wide
   pages are made one at a time; an entity page — the costly kind, it reads transcripts — is
@@ -32,9 +33,9 @@ from functools import cache
 from importlib import metadata as importlib_metadata
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from arkai.adapters.fs import atomic_write, atomic_write_bytes, atomic_write_text
+from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
 from arkai.adapters.layout import INDEX, Item, iter_items
 from arkai.adapters.memory import read_changes, read_state
 from arkai.adapters.params import load_params
@@ -71,11 +72,13 @@ from arkai.site.pages import (
 )
 from arkai.site.search import Section, encode, item_sections, transcript_sections
 from arkai.site.siteurl import derive_site_url
+from arkai.site.store import SummaryStore, slim_summary
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
 GENERATOR_VERSION = "2"
-CACHE = "cache.json"
+#: The summaries cache of earlier versions (one JSON file, read whole): removed.
+LEGACY_CACHE = "cache.json"
 STATE = "state.json"
 CONFIG = "mkdocs.yml"
 MAX_RELATED = 10
@@ -289,6 +292,22 @@ def _remove_others(folder: Path, keep: set[str], suffix: str = "") -> int:
     return removed
 
 
+def _remove_files(folder: Path, gone: set[str], suffix: str = "") -> int:
+    """Delete the files ``gone`` (+ ``suffix``) under ``folder`` and the folders they leave
+    empty; return how many files went."""
+    removed = 0
+    for src in sorted(gone):
+        path = folder / f"{src}{suffix}"
+        if path.is_file():
+            path.unlink()
+            removed += 1
+        parent = path.parent
+        while parent != folder and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    return removed
+
+
 def generate_pages(
     root: Path,
     user: UserConfig,
@@ -305,21 +324,32 @@ def generate_pages(
     written one at a time; an entity page is rendered only when its inputs changed.
     """
     build = root / BUILD_DIR
-    docs = build / DOCS_DIR
     urls = Urls(user.directory_urls)
     setting = {
         "version": GENERATOR_VERSION,
         "code": code_digest(),
         "directory_urls": urls.directory_urls,
     }
-    cache = read_json(build / CACHE) if (build / CACHE).is_file() else None
-    cached: dict[str, Any] = {}
-    cached_pages: dict[str, Any] = {}
-    if cache and cache.get("setting") == setting and isinstance(cache.get("items"), dict):
-        cached = cache["items"]
-        if isinstance(cache.get("pages"), dict):
-            cached_pages = cache["pages"]
-    del cache
+    (build / LEGACY_CACHE).unlink(missing_ok=True)
+    with SummaryStore(build, setting) as store:
+        return _generate(root, store, user, urls, options, report, progress)
+
+
+def _generate(
+    root: Path,
+    store: SummaryStore,
+    user: UserConfig,
+    urls: Urls,
+    options: SiteOptions,
+    report: SiteReport,
+    progress: Callable[[int, int], None] | None,
+) -> Library:
+    build = root / BUILD_DIR
+    docs = build / DOCS_DIR
+    before = store.take_files()
+    # Content id → (cache entry, slim summary): the whole summaries stay in the store.
+    stored = {cid: (entry, slim) for cid, entry, slim in store.entries()}
+    cached_pages = store.page_keys()
     items: list[Item] = []
     seen: set[str] = set()
     for item in iter_items(root):
@@ -328,9 +358,16 @@ def generate_pages(
             continue
         seen.add(item.id)
         items.append(item)
+    # The entities of the items that are new, changed or gone: only their pages can change.
+    dirty_entities: set[str] = set()
+    for cid in set(stored) - seen:
+        dirty_entities.update(store.item_entity_keys(cid))
+        store.remove(cid)
+        del stored[cid]
     loaded: dict[str, ItemData] = {}
     loaded_bytes = 0
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    touched: set[str] = set()
     regenerated: set[str] = set()
     keep: set[str] = set()
 
@@ -343,33 +380,43 @@ def generate_pages(
 
     for n, item in enumerate(items, 1):
         stats = input_stats(item)
-        entry = cached.pop(item.id, None)
+        entry, slim = stored.pop(item.id, (None, None))
         data: ItemData | None = None
-        if not isinstance(entry, dict) or entry.get("stats") != stats:
+        # A folder renamed with its files unchanged: the summary holds the old path.
+        moved = slim is not None and slim.get("path") != item.path.relative_to(item.root).as_posix()
+        if entry is None or slim is None or moved or entry.get("stats") != stats:
             blobs = read_inputs(item, stats)
             dg = input_digest(blobs)
-            if not isinstance(entry, dict) or entry.get("digest") != dg:
+            if entry is None or slim is None or moved or entry.get("digest") != dg:
                 data = load_item(item, blobs)
-                entry = {"digest": dg, "summary": summarize_item(data)}
+                summary = summarize_item(data)
+                entry, slim = {"digest": dg, "stats": stats}, slim_summary(summary)
+                dirty_entities.update(store.item_entity_keys(item.id))
+                store.put(item.id, entry, summary)
+                dirty_entities.update(e[0] for e in summary["entities"])
+                del summary
             entry["stats"] = stats
-        entries[item.id] = entry
+            touched.add(item.id)
+        entries[item.id] = (entry, slim)
         # The transcript page depends on the item's files only: made now.
         src = links.transcript_page(item.id)
         keep.add(src)
         if not fresh(entry, "transcript_key", entry["digest"], src):
             data = data or load_item(item)
-            text = render_transcript_page(data, entry["summary"], urls)
-            _write(build, src, text, transcript_sections(data, entry["summary"]["title"]), report)
+            text = render_transcript_page(data, slim, urls)
+            _write(build, src, text, transcript_sections(data, slim["title"]), report)
             entry["transcript_key"] = entry["digest"]
             regenerated.add(item.id)
+            touched.add(item.id)
         if data is not None and loaded_bytes + len(data.data) <= LOADED_BYTES:
             loaded[item.id] = data
             loaded_bytes += len(data.data)
         del data
         if progress is not None:
             progress(n, len(items) * 2)
-    del cached
-    summaries = [entries[i.id]["summary"] for i in items]
+    del stored
+    summaries = [entries[i.id][1] for i in items]
+    store.update_entities(dirty_entities, {i.id: n for n, i in enumerate(items)})
     index = root / INDEX
     topics, item_topics = _load_topics(index)
     lib = Library(
@@ -381,7 +428,9 @@ def generate_pages(
         entity_min_items=options.entity_min_items,
         topic_min_items=options.topic_min_items,
         root=root,
-        digests={cid: e["digest"] for cid, e in entries.items()},
+        digests={cid: e["digest"] for cid, (e, _) in entries.items()},
+        store=store,
+        dirty_entities=dirty_entities,
     )
     wanted = {
         c
@@ -393,9 +442,11 @@ def generate_pages(
     lib.chunks = _load_chunks(index, wanted)
     related = _load_related(index, {s["id"]: s["title"] for s in summaries})
     for n, item in enumerate(items, 1):
-        entry, summary = entries[item.id], entries[item.id]["summary"]
+        entry, summary = entries[item.id]
         ctx = ItemContext(
-            entity_pages=sorted({e[0] for e in summary["entities"] if lib.entity_has_page(e[0])}),
+            entity_pages=sorted(
+                {k for k in lib.item_entity_keys(item.id) if lib.entity_has_page(k)}
+            ),
             topics=[
                 [t, r, "1" if lib.topic_has_page(t) else ""]
                 for t, r in item_topics.get(item.id, [])[:MAX_TOPICS]
@@ -421,16 +472,21 @@ def generate_pages(
             _write(build, src, text, item_sections(data, summary, wisdom), report)
             entry["item_key"] = item_key
             regenerated.add(item.id)
+            touched.add(item.id)
             del data
         loaded.pop(item.id, None)
         if progress is not None:
             progress(len(items) + n, len(items) * 2)
+    for cid in touched:
+        store.put(cid, entries[cid][0], None)
     report.items_regenerated = len(regenerated)
     page_keys: dict[str, str] = {}
 
-    def unchanged(src: str, key: str) -> bool:
-        page_keys[src] = key
-        return cached_pages.get(src) == key and fresh({"k": key}, "k", key, src)
+    def unchanged(src: str, key: str | None) -> bool:
+        """Whether the page on disk was made from ``key`` (None: from its last key)."""
+        old = cached_pages.get(src)
+        page_keys[src] = old if key is None and old is not None else key or ""
+        return old is not None and old == page_keys[src] and fresh({"k": old}, "k", old, src)
 
     pages: Iterable[indexes.PageOut] = itertools.chain(
         [
@@ -451,29 +507,17 @@ def generate_pages(
     for name, src in (("arkai.css", CSS), ("arkai.js", JS)):
         keep.add(src)
         write_page(docs / src, _asset(name))
-    report.pages_removed = _remove_others(docs, keep)
-    _remove_others(build / SEARCH_DIR, keep, ".json")
+    if before is None:
+        report.pages_removed = _remove_others(docs, keep)
+        _remove_others(build / SEARCH_DIR, keep, ".json")
+    else:
+        report.pages_removed = _remove_files(docs, before - keep)
+        _remove_files(build / SEARCH_DIR, before - keep, ".json")
+    store.set_files(keep)
     report.items = len(items)
     report.pages = len([k for k in keep if k.endswith(".md")])
-    _write_cache(build / CACHE, setting, entries, page_keys)
+    store.set_page_keys(page_keys)
     return lib
-
-
-def _write_cache(
-    path: Path, setting: dict[str, Any], entries: dict[str, Any], pages: dict[str, str]
-) -> None:
-    """``cache.json``, one item at a time (the whole cache as one string was a peak)."""
-
-    def dump(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":")).encode("utf-8")
-
-    def write(fh: BinaryIO) -> None:
-        fh.write(b'{"setting":' + dump(setting) + b',"items":{')
-        for n, (cid, entry) in enumerate(entries.items()):
-            fh.write((b"," if n else b"") + dump(cid) + b":" + dump(entry))
-        fh.write(b'},"pages":' + dump(pages) + b"}")
-
-    atomic_write(path, write, fsync=False)
 
 
 # --------------------------------------------------------------------------- mkdocs

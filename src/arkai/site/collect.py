@@ -164,9 +164,11 @@ def input_stats(item: Item) -> list[list[int] | None]:
     """``[size, mtime_ns]`` of each input file (None when missing): when these are unchanged
     the files are not read again to recompute :func:`input_digest`."""
     out: list[list[int] | None] = []
-    for path in _input_paths(item):
+    # Plain strings, not Path objects: this runs for every item on every build.
+    library, extracted = str(item.path), str(item.extracted)
+    for tree, name in INPUTS:
         try:
-            st = os.stat(path)
+            st = os.stat(os.path.join(library if tree == "library" else extracted, name))
         except (FileNotFoundError, NotADirectoryError):
             out.append(None)
             continue

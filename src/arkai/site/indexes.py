@@ -21,6 +21,7 @@ from arkai.site.collect import sentence_around
 from arkai.site.html import a, badge, day, esc, h2, page, plural, table
 from arkai.site.links import Urls
 from arkai.site.search import INDEX_PAGE_BOOST, Section
+from arkai.site.store import SummaryStore, mention_count
 
 LATEST = 12
 CHUNK_LINKS = 6
@@ -34,33 +35,37 @@ SNIPPET_CHARS = 160
 
 @dataclass
 class Entity:
-    """One entity across the library."""
+    """One entity across the library: what its index entry shows (its items' mentions are in
+    the summary store, see :meth:`Library.entity_items`)."""
 
     key: str
     type: str
     names: Counter[str] = field(default_factory=Counter)
-    items: dict[str, str] = field(default_factory=dict)
-    """content id → the line of each mention, ``"12 40 0 …"`` (0: unresolved or stale; see
-    :func:`mention_lines`) — one short string per item, as in the item summaries."""
-    said: dict[str, str] = field(default_factory=dict)
-    """content id → ``"line:start:end …"`` of its first mentions (see :func:`said_spans`)."""
+    count: int = 0
+    """Items that mention it."""
+    mentions: int = 0
+    first: str = ""
+    """The content id of the first item (in library order) that mentions it."""
 
     @property
     def name(self) -> str:
         return min(self.names.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
-    @property
-    def mentions(self) -> int:
-        return sum(mention_count(m) for m in self.items.values())
+
+@dataclass(frozen=True)
+class EntityItems:
+    """The items of one entity, in library order."""
+
+    items: dict[str, str]
+    """content id → the line of each mention, ``"12 40 0 …"`` (0: unresolved or stale; see
+    :func:`mention_lines`) — one short string per item, as in the item summaries."""
+    said: dict[str, str]
+    """content id → ``"line:start:end …"`` of its first mentions (see :func:`said_spans`)."""
 
 
 def mention_lines(text: str) -> list[int | None]:
     """``"12 40 0"`` (an entity's mentions in an item summary) → ``[12, 40, None]``."""
     return [int(n) or None for n in text.split()]
-
-
-def mention_count(text: str) -> int:
-    return text.count(" ") + 1 if text else 0
 
 
 @dataclass
@@ -76,6 +81,8 @@ class Library:
     """Everything the library-wide pages need."""
 
     summaries: list[dict[str, Any]]
+    """The slim summary of each item (:func:`arkai.site.store.slim_summary`), in library
+    order; the rest of each summary is in ``store``."""
     site_name: str
     urls: Urls
     entities: dict[str, Entity] = field(default_factory=dict)
@@ -91,25 +98,45 @@ class Library:
     digests: dict[str, str] = field(default_factory=dict)
     """content id → digest of the item's files (part of the key of the pages that read its
     transcript: :func:`entity_key`)."""
+    store: SummaryStore | None = None
+    """Where the item summaries are (their entities, issues and evidence IDs)."""
+    dirty_entities: set[str] = field(default_factory=set)
+    """Keys of the entities of the items that are new, changed or gone since the last build:
+    the others' pages are made from the same inputs (:func:`entity_key` reads only the
+    entity's items) and are not looked at again when the page on disk was made from its last
+    key."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
+        self.pos = {s["id"]: n for n, s in enumerate(self.summaries)}
         # An index built before items were removed may name items that are gone.
         for term in list(self.topics):
             topic = self.topics[term]
             topic.items = [i for i in topic.items if i["content_id"] in self.by_id]
             if not topic.items:
                 del self.topics[term]
-        for s in self.summaries:
-            # [key, name, type, mentions, said]: see arkai.site.collect.summarize_item.
-            for key, name, etype, mentions, said in s["entities"]:
-                ent = self.entities.setdefault(key, Entity(key, etype))
-                ent.names[name] += 1
-                before = ent.items.get(s["id"])
-                ent.items[s["id"]] = f"{before} {mentions}".strip() if before else mentions
-                if said:
-                    ent.said[s["id"]] = (ent.said.get(s["id"], "") + " " + said).strip()
+        # Only each entity's totals are held (kept up to date in the store).
+        for key, etype, first, count, mentions, names in (
+            self.store.entity_totals() if self.store else ()
+        ):
+            self.entities[key] = Entity(key, etype, Counter(names), count, mentions, first)
+
+    def entity_items(self, ent: Entity) -> EntityItems:
+        """The items of one entity with their mentions, in library order."""
+        rows = self.store.entity_items(ent.key) if self.store else []
+        rows = sorted((r for r in rows if r[0] in self.pos), key=lambda r: (self.pos[r[0]], r[1]))
+        items: dict[str, str] = {}
+        said: dict[str, str] = {}
+        for cid, _, mentions, spans in rows:
+            before = items.get(cid)
+            items[cid] = f"{before} {mentions}".strip() if before else mentions
+            if spans:
+                said[cid] = (said.get(cid, "") + " " + spans).strip()
+        return EntityItems(items, said)
+
+    def item_entity_keys(self, cid: str) -> list[str]:
+        return self.store.item_entity_keys(cid) if self.store else []
 
     def transcript(self, cid: str) -> bytes:
         """An item's ``transcript.md`` (the last few kept: entity pages of one library ask
@@ -132,7 +159,7 @@ class Library:
 
     def entity_has_page(self, key: str) -> bool:
         ent = self.entities.get(key)
-        return ent is not None and len(ent.items) >= self.entity_min_items
+        return ent is not None and ent.count >= self.entity_min_items
 
     def topic_has_page(self, term: str) -> bool:
         t = self.topics.get(term)
@@ -162,7 +189,7 @@ def _item_rows(
             esc(day(s["published"])),
             tags,
             str(s["counts"]["claims"]),
-            str(len(s["entities"])),
+            str(s["entity_count"]),
         ]
         rows.append(row if with_type else row[:1] + row[2:])
     head = ["Title", "Type", "Added", "Published", "Tags", "Claims", "Entities"]
@@ -307,20 +334,23 @@ def tag_pages(lib: Library) -> dict[str, str]:
 PageOut = tuple[str, str | None, list[Section] | None]
 
 
-def _never(src: str, key: str) -> bool:
+def _never(src: str, key: str | None) -> bool:
     return False
 
 
-def entity_key(lib: Library, ent: Entity) -> str:
+def entity_key(lib: Library, ent: Entity, found: EntityItems) -> str:
     """Digest of everything an entity's page is made from: the entity (names, each item's
     mention lines and spans), its items' titles, the files of the items whose sentences it
     shows, the URL style and this module's limits."""
-    said = [cid for cid, _ in _ranked(lib, ent)[:SAID_ITEMS] if ent.said.get(cid)]
+    said = [cid for cid, _ in _ranked(lib, found)[:SAID_ITEMS] if found.said.get(cid)]
     obj = [
         ent.key,
         ent.type,
         sorted(ent.names.items()),
-        [[cid, lines, ent.said.get(cid, ""), lib.title(cid)] for cid, lines in ent.items.items()],
+        [
+            [cid, lines, found.said.get(cid, ""), lib.title(cid)]
+            for cid, lines in found.items.items()
+        ],
         [[cid, lib.digests.get(cid, "")] for cid in said],
         lib.urls.directory_urls,
         SAID_ITEMS,
@@ -328,14 +358,18 @@ def entity_key(lib: Library, ent: Entity) -> str:
     return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
 
 
-def _ranked(lib: Library, ent: Entity) -> list[tuple[str, str]]:
-    return sorted(ent.items.items(), key=lambda kv: (-mention_count(kv[1]), lib.title(kv[0])))
+def _ranked(lib: Library, found: EntityItems) -> list[tuple[str, str]]:
+    return sorted(found.items.items(), key=lambda kv: (-mention_count(kv[1]), lib.title(kv[0])))
 
 
-def entity_pages(lib: Library, unchanged: Callable[[str, str], bool] = _never) -> Iterator[PageOut]:
+def entity_pages(
+    lib: Library, unchanged: Callable[[str, str | None], bool] = _never
+) -> Iterator[PageOut]:
     """The entities index, and one page per entity that has one, one at a time. An entity
     page is rendered only when ``unchanged(src, entity_key(…))`` is false (its transcript
-    reads are most of the cost of a rebuild after one item changed)."""
+    reads are most of the cost of a rebuild after one item changed); the key of an entity
+    none of whose items changed (not in ``lib.dirty_entities``) is not even computed when
+    ``unchanged(src, None)`` says the page was made from its last key."""
     by_type: dict[str, list[Entity]] = defaultdict(list)
     for ent in lib.entities.values():
         by_type[ent.type].append(ent)
@@ -346,46 +380,49 @@ def entity_pages(lib: Library, unchanged: Callable[[str, str], bool] = _never) -
         "(number of items · mentions).</p>",
     ]
     for etype in sorted(by_type):
-        ents = sorted(by_type[etype], key=lambda e: (-len(e.items), -e.mentions, e.name.casefold()))
+        ents = sorted(by_type[etype], key=lambda e: (-e.count, -e.mentions, e.name.casefold()))
         index.append(h2("e-" + css_token(etype), f"{etype} ({len(ents)})"))
         chips = []
         for ent in ents:
             label = ent.name
-            count = f'&#160;<span class="ak-count">{len(ent.items)} · {ent.mentions}</span>'
+            count = f'&#160;<span class="ak-count">{ent.count} · {ent.mentions}</span>'
             if lib.entity_has_page(ent.key):
                 src = links.entity_page(ent.key)
                 chips.append(a(lib.urls.href(links.ENTITIES, src), label) + count)
-                if unchanged(src, entity_key(lib, ent)):
+                if ent.key not in lib.dirty_entities and unchanged(src, None):
                     yield src, None, None
                     continue
-                titles = ", ".join(lib.title(cid) for cid in ent.items)
+                found = lib.entity_items(ent)
+                if unchanged(src, entity_key(lib, ent, found)):
+                    yield src, None, None
+                    continue
+                titles = ", ".join(lib.title(cid) for cid in found.items)
                 sections = [Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)]
-                yield src, _entity_page(lib, ent, src), sections
+                yield src, _entity_page(lib, ent, found, src), sections
             else:
-                only = next(iter(ent.items))
                 chips.append(
-                    a(lib.urls.href(links.ENTITIES, links.item_page(only), "entities"), label)
+                    a(lib.urls.href(links.ENTITIES, links.item_page(ent.first), "entities"), label)
                     + count
                 )
         index.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
     yield links.ENTITIES, page("Entities", index, kind="entities"), None
 
 
-def _entity_page(lib: Library, ent: Entity, src: str) -> str:
+def _entity_page(lib: Library, ent: Entity, found: EntityItems, src: str) -> str:
     out = [
         f"<h1>{esc(ent.name)}</h1>",
         f"<p>{badge('type', ent.type)} mentioned {plural(ent.mentions, 'time')} in "
-        f"{plural(len(ent.items), 'item')}.</p>",
+        f"{plural(ent.count, 'item')}.</p>",
     ]
     others = sorted(n for n in ent.names if n != ent.name)
     if others:
         out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
-    ranked = _ranked(lib, ent)
+    ranked = _ranked(lib, found)
     # Sentences for the items that mention it most; a hub entity of a big library lists
     # the other items compactly, with line links only, so the page stays small.
     for cid, mentions in ranked[:SAID_ITEMS]:
         target = links.transcript_page(cid)
-        said = said_spans(ent.said.get(cid, ""))
+        said = said_spans(found.said.get(cid, ""))
         out.append(_group_head(lib, src, cid, plural(mention_count(mentions), "mention")))
         data = lib.transcript(cid) if said else b""
         said = [x for x in said if x[2] <= len(data)]
@@ -583,8 +620,11 @@ def validation(lib: Library) -> str:
     out.append(h2("items", f"Items needing attention ({len(rows)})"))
     head = ("Item", "Transcript", "Stale", "Unresolved", "Stale mentions", "Repair")
     out += table(head, rows) if rows else ["<p>None: every span matches its transcript.</p>"]
+    by_item = dict(lib.store.issues()) if lib.store else {}
     for status, heading in (("stale", "Stale evidence"), ("unresolved", "Unresolved evidence")):
-        issues = [(s, i) for s in lib.summaries for i in s["issues"] if i["status"] == status]
+        issues = [
+            (s, i) for s in lib.summaries for i in by_item.get(s["id"], []) if i["status"] == status
+        ]
         out.append(h2(status, f"{heading} ({len(issues)})"))
         if not issues:
             out.append("<p>None.</p>")
@@ -611,25 +651,45 @@ def validation(lib: Library) -> str:
     return page("Validation", out, kind="validation")
 
 
-def _belief_links(lib: Library, src: str, ids: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class _Claims:
+    """Where the evidence IDs the beliefs page links to are."""
+
+    stale: dict[str, str]
+    """evidence ID → content id, for stale quotes."""
+    owners: dict[str, tuple[str, bool]]
+    """evidence ID → (content id, whether its quote has a valid span)."""
+
+
+def _belief_claims(lib: Library, ids: Iterable[str]) -> _Claims:
+    stale = {
+        i["id"]: cid
+        for cid, issues in (lib.store.issues() if lib.store else ())
+        if cid in lib.pos
+        for i in issues
+        if i["status"] == "stale"
+    }
+    owners = lib.store.claim_owners(ids) if lib.store else {}
+    return _Claims(stale, {e: o for e, o in owners.items() if o[0] in lib.pos})
+
+
+def _belief_links(lib: Library, src: str, ids: list[str], claims: _Claims) -> list[str]:
     """Links to the highlighted quote of each evidence ID (a notice for stale ones, the item's
     claims when the quote has no valid span); imported or vanished episodes are counted."""
-    marked = {eid: s["id"] for s in lib.summaries for eid in s["marked"]}
-    stale = {i["id"]: s["id"] for s in lib.summaries for i in s["issues"] if i["status"] == "stale"}
-    owners = {eid: s["id"] for s in lib.summaries for eid in s["evidence"]}
     out, other = [], 0
     for eid in ids:
-        if eid in stale:
-            cid = stale[eid]
+        owner = claims.owners.get(eid)
+        if eid in claims.stale:
+            cid = claims.stale[eid]
             href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
             out.append(a(href, lib.title(cid), cls="ak-go") + " " + badge("stale"))
-        elif eid in marked:
-            cid = marked[eid]
+        elif owner is not None and owner[1]:
+            cid = owner[0]
             href = lib.urls.href(src, links.transcript_page(cid), "E" + links.anchor_id(eid))
             out.append(a(href, lib.title(cid), cls="ak-go"))
-        elif eid in owners:
-            href = lib.urls.href(src, links.item_page(owners[eid]), "claims")
-            out.append(a(href, lib.title(owners[eid]), cls="ak-go"))
+        elif owner is not None:
+            href = lib.urls.href(src, links.item_page(owner[0]), "claims")
+            out.append(a(href, lib.title(owner[0]), cls="ak-go"))
         else:
             other += 1
     if other:
@@ -662,6 +722,9 @@ def beliefs(lib: Library) -> str:
         b = Belief.from_dict(raw)
         eff = effective_confidence(b, day, float(data.get("half_life_days", 30))) if day else 0.0
         shown.append((order.get(b.status, 9), -eff, b.id, b, eff))
+    claims = _belief_claims(
+        lib, [e for *_, b, _ in shown for e in (*b.episodes, *b.contradicted_by)]
+    )
     for _, _, _, b, eff in sorted(shown, key=lambda t: t[:3]):
         history = [
             f"{esc(c['date'])} {esc(c['kind'])}"
@@ -671,14 +734,14 @@ def beliefs(lib: Library) -> str:
         cell = esc(b.statement)
         if history:
             cell += "<details><summary>history</summary>" + "<br>".join(history) + "</details>"
-        contra = _belief_links(lib, src, list(b.contradicted_by))
+        contra = _belief_links(lib, src, list(b.contradicted_by), claims)
         rows.append(
             [
                 cell,
                 esc(b.type),
                 f"{eff:.2f}" + (" " + badge("pinned") if b.pinned else ""),
                 badge(css_token(b.status), b.status),
-                " · ".join(_belief_links(lib, src, list(b.episodes))),
+                " · ".join(_belief_links(lib, src, list(b.episodes), claims)),
                 " · ".join(contra),
             ]
         )
