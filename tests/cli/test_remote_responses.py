@@ -162,6 +162,9 @@ def test_push_and_pull_are_a_union(tmp_path: Path, store_dir: Path) -> None:
     assert push(a) == SyncResult(transferred=3, present=0)
     for key in keys_a:
         assert remote_path(store_dir, key).read_bytes() == store(a).path(key).read_bytes()
+        # The same layout on both sides: ab/cdef… (a local entry ends in .json).
+        local = store(a).path(key).relative_to(store(a).root)
+        assert f"{local}" == f"{remote_path(store_dir, key).relative_to(store_dir / PREFIX)}.json"
     # B sends only what the remote lacks; A's entry under the shared key is not overwritten.
     shared = remote_path(store_dir, keys_a[2]).read_bytes()
     assert push(b) == SyncResult(transferred=1, present=1)
