@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,13 @@ from arkai.adapters.dvc import remote_objects
 from arkai.errors import PipelineError
 from arkai.patterns import get_pattern
 from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
-from arkai.providers.sync import SyncResult, pull_responses, push_responses
+from arkai.providers.sync import (
+    SyncResult,
+    _bounded,
+    _RemoteFailed,
+    pull_responses,
+    push_responses,
+)
 from tests.conftest import Runner as CLI
 from tests.conftest import in_thread, load_json
 from tests.core.test_runner import TEXT, FlakyProvider
@@ -296,3 +303,25 @@ def test_cli_push_to_a_silent_remote_exits_3(tmp_path: Path, arkai: CLI) -> None
     code, _, err = box["result"]
     assert code == 3, err
     assert f"remote team: cannot list {url}/{PREFIX}: no answer for 1 s" in " ".join(err.split())
+
+
+def test_what_a_failed_transfer_left_is_freed_on_its_worker() -> None:
+    """The remote file object of a failed upload (here a stand-in held by the failing frame)
+    is finalized on the worker, at once, not kept alive by the error's traceback. Left to the
+    garbage collector at interpreter exit, fsspec's SFTP file closed itself through an event
+    loop that was gone and the failed push never exited (seen with a dropped sshd)."""
+    freed: list[str] = []
+
+    class Upload:
+        def __del__(self) -> None:
+            freed.append(threading.current_thread().name)
+
+    def one(item: int) -> None:
+        upload = Upload()
+        assert upload
+        raise _RemoteFailed(OSError("connection lost"))
+
+    with pytest.raises(_RemoteFailed) as raised:
+        list(_bounded([1], one, 1, 60.0, "push"))
+    assert freed == ["arkai-push"]
+    assert raised.value.exc.__traceback__ is None

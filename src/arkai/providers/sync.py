@@ -10,6 +10,7 @@ sent or filed, so a damaged entry is reported and never used.
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 import time
@@ -102,7 +103,7 @@ def _stalled(
 
 
 #: What a push or pull that stopped early left undone.
-_LEFT = {"push": "not sent", "pull": "not received", "list": "not listed", "prepare": "not sent"}
+_LEFT = {"push": "not sent", "pull": "not received"}
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -134,8 +135,14 @@ def _bounded(
                 return
             try:
                 results.put((True, one(item)))
+                continue
             except BaseException as exc:  # handed to the caller below
-                results.put((False, exc))
+                failed = _detached(exc)
+            # What the failed transfer left in reference cycles is finalized now, on this
+            # thread, while fsspec's event loop still runs (best effort: a collection already
+            # under way on another thread makes this one a no-op).
+            gc.collect()
+            results.put((False, failed))
 
     workers = [
         threading.Thread(target=work, name=f"arkai-{what}", daemon=True)
@@ -165,6 +172,26 @@ def _bounded(
             yield value
     finally:
         stop.set()
+
+
+def _detached(exc: BaseException) -> BaseException:
+    """``exc`` and the exceptions it chains, without their tracebacks.
+
+    A traceback keeps the frames of the failed transfer alive, and with them the remote file
+    object it was writing (fsspec's SFTP file). Freed later by the garbage collector at
+    interpreter exit, that file's finalizer closes it through fsspec's event loop, whose
+    thread is gone by then, and waits for it forever: a push that failed hung at exit with
+    exit status 3 decided. Without the tracebacks the file is freed in the worker."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        one = todo.pop()
+        if one is None or id(one) in seen:
+            continue
+        seen.add(id(one))
+        one.__traceback__ = None
+        todo += [one.__cause__, one.__context__]
+    return exc
 
 
 def _call(what: str, remote: RemoteObjects, call: Callable[[], T], timeout: float) -> T:
