@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arkai.patterns import get_pattern
 from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
+from tests.conftest import in_thread
 from tests.core.test_runner import TEXT, FlakyProvider
 
 
@@ -93,3 +94,16 @@ def test_migration_loses_nothing(tmp_path: Path) -> None:
     assert old_place(root, clash).read_bytes() == entries[clash]
     # Every byte that was there is still there, under one name or the other.
     assert set(before.values()) <= set(files(root).values())
+
+
+def test_concurrent_migrations_lose_nothing(tmp_path: Path) -> None:
+    """Several processes (here threads) opening one old store at once: whatever the
+    interleaving, none fails and every entry ends at its new place with its bytes."""
+    root, entries = old_store(tmp_path, (0, 1, 2, 3))
+    outcomes = [in_thread(lambda: ResponseStore(root).list_keys()) for _ in range(6)]
+    for thread, box in outcomes:
+        thread.join(60)
+        assert not thread.is_alive() and "error" not in box, box
+    store = ResponseStore(root)
+    assert {key: store.path(key).read_bytes() for key in store.list_keys()} == entries
+    assert not (root / "sh").exists()

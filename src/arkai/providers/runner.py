@@ -197,15 +197,20 @@ class ResponseStore:
             try:
                 os.link(path, new)
             except FileExistsError:
-                if read_repo_file(new, self.root, missing_ok=True) != path.read_bytes():
+                try:  # the same entry at both names (an interrupted or concurrent migration)?
+                    same = read_repo_file(new, self.root, missing_ok=True) == path.read_bytes()
+                except FileNotFoundError:  # another process moved it meanwhile
+                    continue
+                if not same:
                     continue
             except FileNotFoundError:  # another process moved it meanwhile
                 continue
             except OSError:  # a file system without hard links: a rename, never over a file
                 if new.exists():
                     continue
-                os.replace(path, new)
-                moved += 1
+                with contextlib.suppress(FileNotFoundError):  # moved meanwhile
+                    os.replace(path, new)
+                    moved += 1
                 continue
             else:
                 moved += 1
