@@ -5,7 +5,12 @@ in which nothing is overwritten or deleted, and a damaged entry is reported, nev
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,9 +19,15 @@ from arkai.adapters.dvc import remote_objects
 from arkai.errors import PipelineError
 from arkai.patterns import get_pattern
 from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
-from arkai.providers.sync import SyncResult, pull_responses, push_responses
+from arkai.providers.sync import (
+    SyncResult,
+    _bounded,
+    _RemoteFailed,
+    pull_responses,
+    push_responses,
+)
 from tests.conftest import Runner as CLI
-from tests.conftest import load_json
+from tests.conftest import in_thread, load_json
 from tests.core.test_runner import TEXT, FlakyProvider
 from tests.func.remote_servers import free_port
 
@@ -38,7 +49,7 @@ def dvc_repo(tmp_path: Path, name: str, store_dir: Path | str) -> Path:
     return root
 
 
-def library(tmp_path: Path, name: str, arkai: CLI, store_dir: Path) -> Path:
+def library(tmp_path: Path, name: str, arkai: CLI, store_dir: Path | str) -> Path:
     """A scaffolded library, a DVC repo with no pipeline (``dvc push|pull`` have nothing of
     their own to move) whose default remote is a local folder."""
     root = tmp_path / name
@@ -158,6 +169,9 @@ def test_push_and_pull_are_a_union(tmp_path: Path, store_dir: Path) -> None:
     assert push(a) == SyncResult(transferred=3, present=0)
     for key in keys_a:
         assert remote_path(store_dir, key).read_bytes() == store(a).path(key).read_bytes()
+        # The same layout on both sides: ab/cdef… (a local entry ends in .json).
+        local = store(a).path(key).relative_to(store(a).root)
+        assert f"{local}" == f"{remote_path(store_dir, key).relative_to(store_dir / PREFIX)}.json"
     # B sends only what the remote lacks; A's entry under the shared key is not overwritten.
     shared = remote_path(store_dir, keys_a[2]).read_bytes()
     assert push(b) == SyncResult(transferred=1, present=1)
@@ -211,7 +225,7 @@ def test_damaged_remote_entries_are_reported_not_used(tmp_path: Path, store_dir:
     }
     # Only the sound entry reached the store; nothing of the damaged ones, no temp files.
     assert store(b).list_keys() == [keys[4]]
-    assert [p.name for p in store(b).root.rglob("*") if p.is_file()] == [f"{keys[4]}.json"]
+    assert [p for p in store(b).root.rglob("*") if p.is_file()] == [store(b).path(keys[4])]
     # A damaged entry is not "present" either: fixed on the remote, the next pull takes it.
     shutil.copyfile(store(a).path(keys[0]), torn)
     rest = tuple(d for d in result.damaged if d.key != keys[0])
@@ -225,3 +239,89 @@ def test_an_unreachable_remote_is_a_pipeline_error(tmp_path: Path) -> None:
     with pytest.raises(PipelineError, match=r"remote team: cannot list ssh://me@127\.0\.0\.1"):
         push(a)
     assert len(store(a).list_keys()) == 1
+
+
+@contextmanager
+def silent_listener() -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 that accepts connections and never says a word (a stalled
+    or frozen server); yields its port."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield int(listener.getsockname()[1])
+
+
+#: A hang guard on a loaded machine, far above the timeouts the tests set.
+GUARD_S = 120
+
+
+@pytest.mark.parametrize("sync", [push_responses, pull_responses])
+def test_a_remote_that_never_answers_fails_within_the_timeout(
+    tmp_path: Path, sync: Callable[..., SyncResult]
+) -> None:
+    with silent_listener() as port:
+        a = dvc_repo(tmp_path, "a", f"ssh://me@127.0.0.1:{port}/srv/library")
+        keys = respond(a, 0)
+        before = store(a).read_raw(keys[0])
+
+        def run() -> SyncResult:
+            with remote_objects(a, None, PREFIX) as objects:
+                return sync(store(a), objects, timeout=1.5)
+
+        thread, box = in_thread(run)
+        thread.join(GUARD_S)
+        assert not thread.is_alive(), "the exchange hung on a silent remote"
+    error = box.get("error")
+    assert isinstance(error, PipelineError), box
+    assert re.fullmatch(
+        rf"remote team: cannot list ssh://me@127\.0\.0\.1:{port}/srv/library/{PREFIX}: "
+        r"no answer for 1\.5 s; nothing was moved",
+        error.message,
+    ), error.message
+    assert "remote.timeout_s" in (error.hint or "")
+    assert store(a).list_keys() == keys and store(a).read_raw(keys[0]) == before
+
+
+def test_cli_push_to_a_silent_remote_exits_3(tmp_path: Path, arkai: CLI) -> None:
+    """The command bounds both steps by params.yaml: ``dvc push`` (stopped after
+    ``remote.dvc_timeout_s``) and the response exchange (``remote.timeout_s``)."""
+    with silent_listener() as port:
+        url = f"ssh://me@127.0.0.1:{port}/srv/library"
+        a = library(tmp_path, "a", arkai, url)
+        params = a / "params.yaml"
+        params.write_text(
+            params.read_text(encoding="utf-8").replace(
+                "  timeout_s: 60\n  dvc_timeout_s: 3600\n", "  timeout_s: 1\n  dvc_timeout_s: 2\n"
+            ),
+            encoding="utf-8",
+        )
+        assert "dvc_timeout_s: 2" in params.read_text(encoding="utf-8")
+        respond(a, 0)
+        thread, box = in_thread(lambda: arkai("--repo", a, "remote", "push"))
+        thread.join(GUARD_S)
+        assert not thread.is_alive(), "arkai remote push hung on a silent remote"
+    code, _, err = box["result"]
+    assert code == 3, err
+    assert f"remote team: cannot list {url}/{PREFIX}: no answer for 1 s" in " ".join(err.split())
+
+
+def test_what_a_failed_transfer_left_is_freed_on_its_worker() -> None:
+    """The remote file object of a failed upload (here a stand-in held by the failing frame)
+    is finalized on the worker, at once, not kept alive by the error's traceback. Left to the
+    garbage collector at interpreter exit, fsspec's SFTP file closed itself through an event
+    loop that was gone and the failed push never exited (seen with a dropped sshd)."""
+    freed: list[str] = []
+
+    class Upload:
+        def __del__(self) -> None:
+            freed.append(threading.current_thread().name)
+
+    def one(item: int) -> None:
+        upload = Upload()
+        assert upload
+        raise _RemoteFailed(OSError("connection lost"))
+
+    with pytest.raises(_RemoteFailed) as raised:
+        list(_bounded([1], one, 1, 60.0, "push"))
+    assert freed == ["arkai-push"]
+    assert raised.value.exc.__traceback__ is None

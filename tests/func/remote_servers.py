@@ -136,11 +136,30 @@ class SSHServer:
 
         _wait_for(banner, self.proc, "sshd", self.log)
 
+    def freeze(self) -> list[int]:
+        """Stop (SIGSTOP) the listener and every session process: connections stay open and
+        nothing answers, as from a hung or unreachable host. The listener is stopped first
+        so it forks no new session; the tree is walked again until it stops growing (a
+        session process may have been forking). Returns the stopped pids."""
+        if self.proc is None:
+            return []
+        stopped: list[int] = []
+        while True:
+            tree = [self.proc.pid, *_descendants(self.proc.pid)]
+            todo = [pid for pid in tree if pid not in stopped]
+            if not todo:
+                return stopped
+            for pid in todo:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped.extend(todo)
+
     def kill(self) -> None:
-        """Drop every connection at once: SIGKILL to the listener and its session processes."""
+        """Drop every connection at once: the tree frozen (so no session escapes being
+        found), then SIGKILL to the listener and its session processes."""
         if self.proc is None:
             return
-        for pid in [self.proc.pid, *_descendants(self.proc.pid)]:
+        for pid in self.freeze():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait(timeout=START_TIMEOUT_S)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -271,14 +272,49 @@ def remote_entries(storage: Path) -> dict[str, bytes]:
     return {key: path.read_bytes() for key, path in entry_paths(storage).items()}
 
 
+def start_push(repo: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["arkai", "remote", "push", "--json"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def freeze_midway(server: SSHServer, push: subprocess.Popen[str], count: int) -> None:
+    """Freeze sshd (SIGSTOP) once ``count`` entries are on the remote, while the push still
+    runs: from then on nothing the push sends is answered, however loaded the machine."""
+    deadline = time.monotonic() + CMD_TIMEOUT_S
+    while len(entry_paths(server.storage)) < count and push.poll() is None:
+        assert time.monotonic() < deadline, "arkai remote push uploaded nothing"
+        time.sleep(0.01)
+    server.freeze()
+    assert push.poll() is None, "the push finished before the server could be frozen"
+
+
+def consistent(storage: Path, local: dict[str, bytes]) -> dict[str, bytes]:
+    """Every entry on the remote whole and sound (uploads go to a temporary name renamed
+    into place); returns them."""
+    uploaded = remote_entries(storage)
+    for key, raw in uploaded.items():
+        assert raw == local[key] and response_problem(key, raw) is None
+    return uploaded
+
+
 def test_response_push_dropped_mid_transfer_then_completes(clone_a: Path, tmp_path: Path) -> None:
-    """sshd killed (listener and sessions) while ``arkai remote push`` uploads responses: the
-    command fails naming the remote, every entry on the remote is whole (each upload goes to a
-    temporary name renamed into place), the local store is untouched, and the next push sends
-    the rest."""
+    """``arkai remote push`` of the responses against an sshd that (1) freezes mid-transfer
+    (SIGSTOP: connections open, nothing answers) — the push gives up after
+    ``remote.timeout_s``, exit 3, saying what was not sent; (2) dies mid-transfer (SIGKILL:
+    connections dropped) — the push fails naming the remote. Each time every entry on the
+    remote is whole and the local store untouched, and the next push sends the rest."""
     a = tmp_path / "a"
     shutil.copytree(clone_a, a, symlinks=True)
-    # Forty responses of 1 MB, sound records, so the connection drops in the middle of files.
+    params = yaml.safe_load((a / "params.yaml").read_text())
+    params["remote"] = {**params.get("remote", {}), "timeout_s": 5}
+    (a / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    # Forty responses of 1 MB, sound records, so the server stops in the middle of files.
     store = ResponseStore(a / ".arkai" / "responses")
     for n in range(40):
         request = {
@@ -298,28 +334,31 @@ def test_response_push_dropped_mid_transfer_then_completes(clone_a: Path, tmp_pa
     try:
         share(a, "ssh", server.url, "--keyfile", str(server.user_key))
         env = tool_env(HOME=str(server.home))
-        push = subprocess.Popen(
-            ["arkai", "remote", "push", "--json"],
-            cwd=a,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + CMD_TIMEOUT_S
-        while len(entry_paths(server.storage)) < 8 and push.poll() is None:
-            assert time.monotonic() < deadline, "arkai remote push uploaded nothing"
-            time.sleep(0.01)
-        assert push.poll() is None, "the push finished before the connection could be dropped"
+
+        push = start_push(a, env)
+        freeze_midway(server, push, 8)
+        out, err = push.communicate(timeout=CMD_TIMEOUT_S)
+        assert push.returncode == 3, (out, err)
+        message = " ".join(err.split())
+        assert "remote ssh: push stalled:" in message and "did not answer for 5 s" in message
+        frozen = consistent(server.storage, local)
+        assert 0 < len(frozen) < len(local)
+        counts = re.search(r"(\d+) of (\d+) responses moved, (\d+) not sent", message)
+        assert counts, message
+        moved, total, unsent = map(int, counts.groups())
+        assert total == len(local) and moved + unsent == total and moved <= len(frozen)
+        assert responses(a) == local
+        server.kill()
+
+        server.start()
+        push = start_push(a, env)
+        freeze_midway(server, push, len(frozen) + 8)
         server.kill()
         out, err = push.communicate(timeout=CMD_TIMEOUT_S)
         assert push.returncode == 3, (out, err)
         assert "remote ssh: push stopped after" in err, err
-        uploaded = remote_entries(server.storage)
-        assert 0 < len(uploaded) < len(local)
-        # Both sides consistent: every entry on the remote whole and sound, the store intact.
-        for key, raw in uploaded.items():
-            assert raw == local[key] and response_problem(key, raw) is None
+        uploaded = consistent(server.storage, local)
+        assert len(frozen) < len(uploaded) < len(local)
         assert responses(a) == local
 
         server.start()

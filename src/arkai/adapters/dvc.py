@@ -47,11 +47,16 @@ def repro(root: Path, stages: Sequence[str] = (), *, force: bool = False) -> int
     return subprocess.run(cmd, cwd=root, check=False).returncode
 
 
-def run_dvc(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_dvc(
+    root: Path, *args: str, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
     """``dvc ARGS…`` in ``root`` with this interpreter's DVC, output captured (not raised on a
-    non-zero exit: the caller decides what a failure means)."""
+    non-zero exit: the caller decides what a failure means). Past ``timeout`` seconds DVC is
+    killed and ``subprocess.TimeoutExpired`` raised."""
     cmd = [sys.executable, "-m", "dvc", *args]
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        cmd, cwd=root, capture_output=True, text=True, check=False, timeout=timeout
+    )
 
 
 def dvc_message(proc: subprocess.CompletedProcess[str]) -> str:

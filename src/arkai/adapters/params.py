@@ -75,6 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "agent": {"max_steps": 8, "timeout_s": 60},
     "condense": {"chunk_tokens": 4000, "shard_tokens": 800000},
     "tasks": {"provider": "builtin", "model": None},
+    "remote": {"timeout_s": 60, "dvc_timeout_s": 3600},
     "memory": {
         "provider": "builtin",
         "model": None,

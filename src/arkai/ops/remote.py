@@ -14,16 +14,25 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
+from arkai.adapters.params import positive_number
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, LibraryError
 from arkai.model.record import AsDict
 from arkai.providers.runner import RESPONSES, ResponseStore
-from arkai.providers.sync import PREFIX, Progress, SyncResult, pull_responses, push_responses
+from arkai.providers.sync import (
+    PREFIX,
+    TIMEOUT_S,
+    Progress,
+    SyncResult,
+    pull_responses,
+    push_responses,
+)
 
 __all__ = ["Remote", "Transfer", "add_remote", "list_remotes", "pull", "push"]
 
@@ -38,6 +47,9 @@ PLUGINS: dict[str, tuple[str, str]] = {
     "webdav": ("dvc_webdav", "dvc-webdav"),
     "webdavs": ("dvc_webdav", "dvc-webdav"),
 }
+#: The longest ``dvc push|pull`` may run (params.yaml ``remote.dvc_timeout_s``): DVC reports no
+#: progress to watch when not on a terminal, so its bound is overall, generous for a large cache.
+DVC_TIMEOUT_S = 3600.0
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -178,19 +190,32 @@ class Transfer:
 def _transfer(repo: Repo, direction: str, name: str | None, progress: Progress | None) -> Transfer:
     """``dvc push|pull``, then the response exchange, which runs even when DVC failed (a
     clone whose index was never pushed still gets the responses); DVC's failure is reported
-    in the result. A remote that fails the exchange itself raises PipelineError."""
+    in the result. A remote that fails the exchange itself, or stops answering for
+    ``remote.timeout_s``, raises PipelineError; DVC is stopped after ``remote.dvc_timeout_s``."""
     root = repo.root
     if not (root / ".dvc").is_dir():
         raise LibraryError(f"{root} is not a DVC repo (no .dvc/)", hint="`arkai init` makes one")
+    section = repo.param("remote")
+    timeout = positive_number(section, "remote.timeout_s", TIMEOUT_S)
+    dvc_timeout = positive_number(section, "remote.dvc_timeout_s", DVC_TIMEOUT_S)
     with remote_objects(root, name, PREFIX) as objects:
         if progress:
             progress(0, 0, f"dvc {direction}")
-        proc = run_dvc(root, direction, "--remote", objects.name)
-        error = None if proc.returncode == 0 else dvc_message(proc)
-        lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
+        error: str | None
+        lines: list[str] = []
+        try:
+            proc = run_dvc(root, direction, "--remote", objects.name, timeout=dvc_timeout)
+        except subprocess.TimeoutExpired:
+            error = (
+                f"dvc {direction} did not finish within {dvc_timeout:g} s and was stopped "
+                "(remote.dvc_timeout_s); what it moved is whole, run it again for the rest"
+            )
+        else:
+            error = None if proc.returncode == 0 else dvc_message(proc)
+            lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
         store = ResponseStore(root / RESPONSES)
         sync = push_responses if direction == "push" else pull_responses
-        result = sync(store, objects, progress)
+        result = sync(store, objects, progress, timeout=timeout)
         summary = lines[-1] if lines and error is None else ""
         return Transfer(direction, objects.name, objects.url, summary, result, error)
 

@@ -9,8 +9,10 @@ metadata that produced it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -146,20 +148,76 @@ def response_problem(key: str, raw: bytes) -> str | None:
     return None
 
 
+#: The store's first layout filed every key under ``sh/`` (its folder was the first two
+#: characters of ``sha256:…``); :meth:`ResponseStore.migrate` moves such entries out.
+_OLD_FOLDER = "sh"
+_SHA = "sha256:"
+
+
 class ResponseStore:
-    """Raw responses on disk, one canonical JSON file per key (``<root>/ab/<key>.json``)."""
+    """Raw responses on disk, one canonical JSON file per key, fanned out by the key's hex
+    digest like the remote (``<root>/ab/cdef….json`` for ``sha256:abcdef…``). A store in the
+    first layout (``<root>/sh/sha256:….json``) is migrated when it is opened."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)  # DVC expects the output to exist
+        self.migrate()
 
     def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        digest = key.removeprefix(_SHA)
+        return self.root / digest[:2] / f"{digest[2:]}.json"
 
     def list_keys(self) -> list[str]:
         """Every key with a file in the store, sorted (temporary and foreign names left out)."""
-        found = (p.name.removesuffix(".json") for p in self.root.glob("*/*.json"))
+        found = (
+            _SHA + p.parent.name + p.name.removesuffix(".json") for p in self.root.glob("*/*.json")
+        )
         return sorted(k for k in found if _KEY.fullmatch(k) and self.path(k).is_file())
+
+    def migrate(self) -> int:
+        """Move the entries of the first layout to their place; returns how many moved.
+
+        Each entry is hard-linked to its new name (which never replaces a file there) and
+        only then unlinked from the old one, so at every moment it exists in one place at
+        least: a migration interrupted, or run by two processes at once, loses nothing and
+        the next one finishes it. An entry already at its new name wins; the old copy is
+        removed when it is the same bytes and otherwise left where it is. Symlinks and names
+        that are not keys are left alone. ``sh/`` goes once it is empty."""
+        old = self.root / _OLD_FOLDER
+        if old.is_symlink() or not old.is_dir():
+            return 0
+        moved = 0
+        for path in sorted(old.glob(f"{_SHA}*.json")):
+            key = path.name.removesuffix(".json")
+            if not _KEY.fullmatch(key) or path.is_symlink() or not path.is_file():
+                continue
+            new = self.path(key)
+            new.parent.mkdir(exist_ok=True)
+            try:
+                os.link(path, new)
+            except FileExistsError:
+                try:  # the same entry at both names (an interrupted or concurrent migration)?
+                    same = read_repo_file(new, self.root, missing_ok=True) == path.read_bytes()
+                except FileNotFoundError:  # another process moved it meanwhile
+                    continue
+                if not same:
+                    continue
+            except FileNotFoundError:  # another process moved it meanwhile
+                continue
+            except OSError:  # a file system without hard links: a rename, never over a file
+                if new.exists():
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # moved meanwhile
+                    os.replace(path, new)
+                    moved += 1
+                continue
+            else:
+                moved += 1
+            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: what was left stays
+            old.rmdir()
+        return moved
 
     def read_raw(self, key: str) -> bytes | None:
         """The file's bytes as stored, or None when there is none."""
