@@ -58,7 +58,8 @@ def test_only_extract_and_condense_hash_the_big_folders(path: Path) -> None:
                     ("extract", "extracted"),
                     ("condense", "condensed"),
                 }, (name, folder)
-    assert str(manifest.PATHS["site"]) in stages["site"]["outs"]
+    site_outs = [next(iter(o)) if isinstance(o, dict) else o for o in stages["site"]["outs"]]
+    assert site_outs == [str(manifest.PATHS["site"])]
 
 
 def test_one_change_reruns_its_readers_and_equals_a_build_from_scratch(tmp_path: Path) -> None:
