@@ -149,11 +149,12 @@ def test_stages_depend_only_on_what_they_read(path: Path) -> None:
     site = stages["site"]["deps"]
     assert "index" not in site
     index_outs = {next(iter(o)) if isinstance(o, dict) else o for o in stages["index"]["outs"]}
-    read = {d for d in site if str(d).startswith("index/")}
+    read = {d for d in site if str(d).startswith("index/") and "/manifests/" not in d}
     assert read == {"index/topics.json", "index/chunks.jsonl", "index/related.jsonl"}
     assert read <= index_outs  # so DVC still runs the site after the index
     assert "extracted" not in stages["condense"]["deps"]
-    assert "library" in stages["condense"]["deps"]
+    assert "index/manifests/extracted.tsv" not in stages["condense"]["deps"]
+    assert "index/manifests/library.tsv" in stages["condense"]["deps"]
 
 
 def test_dvc_parses_yaml_with_the_c_parser() -> None:

@@ -39,6 +39,11 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             click.echo("no search index built yet (`dvc repro` builds it)")
         if not report.site_built:
             click.echo("no site built yet (`dvc repro` builds it)")
+        if report.site_drift:
+            click.echo(f"site/ differs from its manifest ({len(report.site_drift)} files):")
+            for line in report.site_drift[:20]:
+                click.echo(f"    - {line}")
+            click.echo("    rebuild it: `dvc repro --force --single-item site`")
         click.echo(
             f"{t['items']} item{'s' * (t['items'] != 1)}: {t['healthy']} healthy, "
             f"{t['needs_attention']} need attention (failed {t['extraction_failed']}, "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arkai.adapters import manifest
 from arkai.adapters.layout import EXTRACTION, INDEX, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.store import read_json
@@ -63,10 +64,13 @@ class DoctorReport:
     items: list[ItemHealth]
     index_built: bool
     site_built: bool
+    #: site/ pages that differ from the site stage's manifest ("missing: PATH", "changed: …",
+    #: "extra: …"): DVC tracks the manifest, not site/'s files (docs/scale.md).
+    site_drift: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:
-        return all(i.healthy for i in self.items)
+        return all(i.healthy for i in self.items) and not self.site_drift
 
     def totals(self) -> dict[str, int]:
         out = {
@@ -89,6 +93,7 @@ class DoctorReport:
             "healthy": self.healthy,
             "index_built": self.index_built,
             "site_built": self.site_built,
+            "site_drift": list(self.site_drift),
             "totals": self.totals(),
             "items": [i.to_dict() for i in self.items],
         }
@@ -176,4 +181,22 @@ def diagnose(repo: Repo) -> DoctorReport:
         if health.on_site is False and health.extraction == OK:
             health.actions.append("not on the site: run `dvc repro` (or `arkai site build`)")
         out.append(health)
-    return DoctorReport(items=out, index_built=indexed is not None, site_built=pages is not None)
+    return DoctorReport(
+        items=out,
+        index_built=indexed is not None,
+        site_built=pages is not None,
+        site_drift=_site_drift(root) if pages is not None else (),
+    )
+
+
+def _site_drift(root: Path) -> tuple[str, ...]:
+    """How site/ differs from the manifest the site stage wrote (none written: no check)."""
+    if not (root / manifest.PATHS["site"]).is_file():
+        return ()
+    diff = manifest.check(root, "site", manifest.PATHS["site"])
+    return tuple(
+        f"{kind}: {path}"
+        for kind, paths in (("missing", diff.missing), ("changed", diff.changed),
+                            ("extra", diff.extra))
+        for path in paths
+    )  # fmt: skip

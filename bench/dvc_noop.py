@@ -1,0 +1,158 @@
+"""DVC's bookkeeping alone: a no-op ``dvc repro`` and ``dvc status`` at N items, without
+building N items.
+
+    python bench/dvc_noop.py --template KB --sizes 1000 3000 [--repeat 3] [--out FILE]
+
+KB is a knowledge repo built by the whole pipeline (``bench/scale.py --keep DIR`` leaves one
+in DIR/nN/kb). Its per-item folders (library/, extracted/, condensed/ item folders and site/'s
+per-page folders) are copied as hard links, under new names, until the repo holds N items;
+the manifests its dvc.yaml lists (``index/manifests/``) are written again and
+``dvc commit --force`` records the new state in dvc.lock without running a stage. Then
+``dvc repro`` (nothing to run) and ``dvc status`` are timed ``--repeat`` times after one warm-up
+run (CPU seconds of DVC's process: on a loaded machine the figure to read) — what each daily
+run pays before any stage works, as it grows with the library. Also printed: how many
+directories and files DVC's dependencies and outputs hold, counted once per stage that lists
+them. The template is copied first; nothing is written into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FOLDERS = ("library", "extracted", "condensed")
+
+
+def _env() -> dict[str, str]:
+    bin_dir = Path(sys.executable).parent
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "DVC_NO_UPDATER": "1",
+    }
+
+
+def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), os.times()
+    proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, check=False)
+    dt, c1 = time.perf_counter() - t0, os.times()
+    if proc.returncode != 0 or "Running stage" in proc.stdout:
+        sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-2000:])
+        raise SystemExit(f"{' '.join(cmd)}: not a no-op in {cwd}")
+    cpu = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
+    return dt, cpu
+
+
+def _items(repo: Path) -> list[Path]:
+    """The item folders of library/ (library/<type>/<item>)."""
+    return sorted(p for p in (repo / "library").glob("*/*") if p.is_dir())
+
+
+def grow(repo: Path, n: int) -> None:
+    """Hard-link copies of the per-item folders until library/ holds ``n`` items."""
+    items = _items(repo)
+    have, k = len(items), 0
+    site_dirs = sorted(p for p in (repo / "site").glob("*/*") if p.is_dir())
+    while have < n:
+        k += 1
+        for item in items:
+            if have >= n:
+                break
+            rel = item.relative_to(repo / "library")
+            for folder in FOLDERS:
+                src = repo / folder / rel
+                if src.is_dir():
+                    dst = src.with_name(f"{src.name} copy{k}")
+                    shutil.copytree(src, dst, copy_function=os.link)
+            have += 1
+        # site/'s page folders grow with the library in the same proportion
+        added = min(have - len(items) * k, len(items))
+        for src in site_dirs[: len(site_dirs) * added // len(items)]:
+            shutil.copytree(src, src.with_name(f"{src.name}-copy{k}"), copy_function=os.link)
+
+
+def counts(repo: Path) -> dict[str, int]:
+    """Directories and files DVC walks: each folder dependency or output, once per stage."""
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    dirs = files = 0
+    for stage in stages.values():
+        paths = list(stage.get("deps", []))
+        paths += [next(iter(o)) if isinstance(o, dict) else o for o in stage.get("outs", [])]
+        for rel in paths:
+            path = repo / str(rel)
+            if path.is_dir():
+                for _, _ds, fs in os.walk(path):
+                    dirs += 1
+                    files += len(fs)
+    return {"walked_dirs": dirs, "walked_files": files}
+
+
+def measure(template: Path, n: int, repeat: int, work: Path) -> dict[str, Any]:
+    repo = work / f"n{n}"
+    shutil.rmtree(repo, ignore_errors=True)
+    big = {*FOLDERS, "site"}
+
+    # Small files copied (DVC rewrites dvc.lock in place), the big folders hard-linked.
+    def skip(folder: str, _names: list[str]) -> set[str]:
+        return big if folder == str(template) else set()
+
+    shutil.copytree(template, repo, symlinks=True, ignore=skip)
+    for folder in big:
+        if (template / folder).is_dir():
+            shutil.copytree(template / folder, repo / folder, copy_function=os.link)
+    shutil.rmtree(repo / ".dvc" / "tmp", ignore_errors=True)  # state DB: the copy's inodes
+    grow(repo, n)
+    if (repo / "index" / "manifests").is_dir():
+        from arkai.adapters.manifest import PATHS, write
+
+        for folder, dest in PATHS.items():
+            if (repo / dest).is_file():
+                write(repo, folder, dest)
+    subprocess.run(["dvc", "commit", "--force", "--quiet"], cwd=repo, env=_env(), check=True)
+    _run(["dvc", "status"], repo)  # warm DVC's state database
+    out: dict[str, Any] = {"items": len(_items(repo)), **counts(repo)}
+    for name, cmd in (("noop_repro", ["dvc", "repro"]), ("status", ["dvc", "status"])):
+        runs = [_run(cmd, repo) for _ in range(repeat)]
+        out[name] = {
+            "median_s": round(statistics.median(r[0] for r in runs), 3),
+            "median_cpu_s": round(statistics.median(r[1] for r in runs), 3),
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--template", type=Path, required=True, help="a built knowledge repo")
+    ap.add_argument("--sizes", type=int, nargs="+", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", type=Path, help="also write the JSON here")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="arkai-dvc-noop-"))
+    try:
+        result = {
+            "template": str(args.template),
+            "sizes": [measure(args.template, n, args.repeat, work) for n in args.sizes],
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

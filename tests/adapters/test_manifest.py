@@ -1,0 +1,140 @@
+"""Folder manifests: what the pipeline's stages depend on instead of whole folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from arkai.adapters import manifest
+from arkai.errors import LibraryError
+
+DEST = Path("index/manifests/library.tsv")
+
+
+def _tree(root: Path) -> None:
+    (root / "library/a").mkdir(parents=True)
+    (root / "library/b/deep").mkdir(parents=True)
+    (root / "library/a/transcript.md").write_text("hello\n", encoding="utf-8")
+    (root / "library/b/deep/x.json").write_text("{}", encoding="utf-8")
+    (root / "library/.gitkeep").write_bytes(b"")
+
+
+def _lines(root: Path) -> list[str]:
+    return (root / DEST).read_text(encoding="utf-8").splitlines()
+
+
+def test_manifest_lists_every_file_sorted_with_size_and_sha256(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (tmp_path / "library/a/.DS_Store").write_bytes(b"x")
+    (tmp_path / "library/a/.transcript.md.123.tmp").write_bytes(b"half")
+    (tmp_path / "library/.adding-1").mkdir()
+    (tmp_path / "library/.adding-1/x").write_bytes(b"y")
+    assert manifest.write(tmp_path, "library", DEST)
+    assert _lines(tmp_path) == [
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\t0\t.gitkeep",
+        "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03\t6\ta/transcript.md",
+        "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a\t2\tb/deep/x.json",
+    ]
+
+
+def test_manifest_changes_exactly_when_a_file_does(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    first = (tmp_path / DEST).read_bytes()
+    stamp = (tmp_path / DEST).stat().st_mtime_ns
+    # Nothing changed: the file is not rewritten (DVC's state entry stays valid).
+    assert not manifest.write(tmp_path, "library", DEST)
+    assert (tmp_path / DEST).stat().st_mtime_ns == stamp
+    # Same size, same mtime restored, different content: the inode changes with a rewrite
+    # through rename, so the stat cache does not hide it.
+    path = tmp_path / "library/a/transcript.md"
+    st = path.stat()
+    tmp = path.with_name("new")
+    tmp.write_text("HELLO\n", encoding="utf-8")
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    tmp.replace(path)
+    assert manifest.write(tmp_path, "library", DEST)
+    assert (tmp_path / DEST).read_bytes() != first
+    # A file removed, a file added.
+    path.unlink()
+    manifest.write(tmp_path, "library", DEST)
+    assert not any("a/transcript.md" in line for line in _lines(tmp_path))
+    (tmp_path / "library/c.md").write_text("new", encoding="utf-8")
+    manifest.write(tmp_path, "library", DEST)
+    assert any(line.endswith("\tc.md") for line in _lines(tmp_path))
+
+
+def test_the_stat_cache_is_reused_and_a_damaged_one_is_rebuilt(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    want = (tmp_path / DEST).read_bytes()
+    caches = list((tmp_path / manifest.CACHE_DIR).iterdir())
+    assert len(caches) == 1
+    # The cache's digest is what is used for an unchanged file (no file is read again)...
+    cache = caches[0]
+    text = cache.read_text(encoding="utf-8")
+    good = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+    cache.write_text(text.replace(good, "f" * 64), encoding="utf-8")
+    manifest.write(tmp_path, "library", DEST)
+    assert "f" * 64 in (tmp_path / DEST).read_text(encoding="utf-8")
+    # ... and a damaged cache is ignored: every file is hashed again.
+    cache.write_text("{not json", encoding="utf-8")
+    manifest.write(tmp_path, "library", DEST)
+    assert (tmp_path / DEST).read_bytes() == want
+
+
+def test_check_names_pages_missing_edited_and_extra(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    assert manifest.check(tmp_path, "library", DEST).clean
+    (tmp_path / "library/a/transcript.md").write_text("edited\n", encoding="utf-8")
+    (tmp_path / "library/b/deep/x.json").unlink()
+    (tmp_path / "library/b/new.html").write_text("x", encoding="utf-8")
+    diff = manifest.check(tmp_path, "library", DEST)
+    assert diff == manifest.Difference(
+        missing=("b/deep/x.json",), changed=("a/transcript.md",), extra=("b/new.html",)
+    )
+    assert not diff.clean
+
+
+def test_a_missing_or_malformed_manifest_is_a_clear_error(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    with pytest.raises(LibraryError, match=r"library\.tsv: no manifest"):
+        manifest.check(tmp_path, "library", DEST)
+    (tmp_path / DEST).parent.mkdir(parents=True)
+    (tmp_path / DEST).write_text("abc\t1\tx\n", encoding="utf-8")
+    with pytest.raises(LibraryError, match=r"library\.tsv:1: not a manifest line"):
+        manifest.check(tmp_path, "library", DEST)
+
+
+def test_then_write_returns_the_result_after_writing(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    assert manifest.then_write(42, tmp_path, "library", "extracted") == 42
+    assert (tmp_path / manifest.PATHS["library"]).is_file()
+    assert (tmp_path / manifest.PATHS["extracted"]).read_bytes() == b""  # no folder: no files
+
+
+def test_rebuild_removes_hand_edited_files_before_building(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_text("page a", encoding="utf-8")
+    (site / "b.html").write_text("page b", encoding="utf-8")
+
+    def build() -> list[str]:  # an incremental build: writes only what is missing
+        seen = sorted(p.name for p in site.iterdir())
+        for name in ("a.html", "b.html"):
+            if not (site / name).exists():
+                (site / name).write_text(f"page {name[0]}", encoding="utf-8")
+        return seen
+
+    assert manifest.rebuild(tmp_path, "site", build) == ["a.html", "b.html"]
+    want = (tmp_path / manifest.PATHS["site"]).read_bytes()
+    (site / "b.html").write_text("edited by hand", encoding="utf-8")
+    (site / "extra.html").write_text("someone's", encoding="utf-8")
+    assert manifest.rebuild(tmp_path, "site", build) == ["a.html", "extra.html"]
+    assert (site / "b.html").read_text(encoding="utf-8") == "page b"
+    assert (site / "extra.html").is_file()  # not the build's: left alone, now listed
+    assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
+    assert (tmp_path / manifest.PATHS["site"]).read_bytes() != want
