@@ -419,9 +419,10 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     terms = sorted(cache.rglob("*.terms.json"))
     cites = sorted(cache.rglob("*.cites.json"))
     assert len(mains) == len(terms) == len(cites) == 2
-    # A readable entry whose data was altered (a chunk's text): its digest no longer matches.
+    # A readable entry whose data was altered (its claim count): its digest no longer matches.
     header, body = mains[0].read_text().split("\n", 1)
-    mains[0].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
+    assert '"claims":' in body
+    mains[0].write_text(header + "\n" + body.replace('"claims":', '"claims":1', 1))
     # A truncated one, and one made from other inputs (a stale key, digest intact).
     terms[1].write_bytes(terms[1].read_bytes()[:100])
     header, body = cites[1].read_text().split("\n", 1)
@@ -436,3 +437,67 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     # …and the entries were written again, whole: the next run uses them all.
     assert run_index(Repo.at(repo)).cache_hits == 2
     assert run_index(Repo.at(repo), full=True).cache_hits == 0  # --full trusts no record
+
+    # A damaged `lines` entry (an item's chunks.jsonl lines, stored unparsed) is rebuilt too:
+    # chunks.jsonl keeps a fresh build's bytes.
+    lines = sorted(cache.rglob("*.lines.json"))
+    assert len(lines) == 2
+    header, body = lines[1].read_text().split("\n", 1)
+    lines[1].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
+    # …and so is a truncated `tokens` entry (an item's BM25 segment).
+    tokens = sorted(cache.rglob("*.tokens.json"))
+    assert len(tokens) == 2
+    tokens[0].write_bytes(tokens[0].read_bytes()[:-4])
+    (repo / "index" / "manifest.json").unlink()
+    again = run_index(Repo.at(repo))
+    assert again.cache_rejected == 2 and b"tampered" not in lines[1].read_bytes()
+    assert built(repo) == before and again.written == ["lexical"]
+
+
+def test_file_digests_are_remembered_by_size_mtime_and_inode(tmp_path: Path) -> None:
+    """The manifest's digests: a file whose size, mtime and inode are those recorded (and
+    settled before the record) is not read again; any other file is hashed."""
+    import hashlib
+    import os
+
+    from arkai.ops.index import FileDigests
+
+    out = tmp_path / "index"
+    (out / "lexical").mkdir(parents=True)
+    a, b = out / "chunks.jsonl", out / "lexical" / "bm25.json"
+    a.write_bytes(b"one\n")
+    b.write_bytes(b"{}")
+    old = 1_600_000_000_000_000_000
+    for p in (a, b):
+        os.utime(p, ns=(old, old))
+    memo = tmp_path / "digests.json"
+    first = FileDigests(memo)
+    recorded = first.scan(out)
+    assert recorded == {
+        "chunks.jsonl": "sha256:" + hashlib.sha256(b"one\n").hexdigest(),
+        "lexical/bm25.json": "sha256:" + hashlib.sha256(b"{}").hexdigest(),
+    }
+    first.save()
+    # Edited in place with its size and mtime put back: the remembered digest is used…
+    with a.open("r+b") as fh:
+        fh.write(b"two\n")
+    os.utime(a, ns=(old, old))
+    assert FileDigests(memo).scan(out) == recorded
+    # …but a file edited by hand (new mtime) or replaced (new inode) is read again.
+    b.write_bytes(b"[]")
+    c = out / "new.json"
+    c.write_bytes(b"two\n")
+    os.utime(c, ns=(old, old))
+    c.replace(a)
+    again = FileDigests(memo).scan(out)
+    assert again["lexical/bm25.json"] == "sha256:" + hashlib.sha256(b"[]").hexdigest()
+    assert again["chunks.jsonl"] == "sha256:" + hashlib.sha256(b"two\n").hexdigest()
+    # A file that was fresh when the digests were recorded is never trusted from them.
+    fresh = FileDigests(memo)
+    fresh.scan(out)
+    fresh.save()
+    with b.open("r+b") as fh:
+        fh.write(b"{}")
+    assert (
+        FileDigests(memo).scan(out)["lexical/bm25.json"].endswith(hashlib.sha256(b"{}").hexdigest())
+    )

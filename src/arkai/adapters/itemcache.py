@@ -51,6 +51,22 @@ class ItemCache:
 
     def get(self, content_id: str, key: str, part: str) -> dict[str, Any] | None:
         """The entry's data when it is intact and made from inputs with this ``key``."""
+        body = self.get_bytes(content_id, key, part)
+        if body is None:
+            return None
+        try:
+            data = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if not isinstance(data, dict):
+            self.hits -= 1  # intact bytes, but not a record: counted as a rejected entry
+            self._reject()
+            return None
+        return data
+
+    def get_bytes(self, content_id: str, key: str, part: str) -> bytes | None:
+        """The entry's body, unparsed (a part stored with :meth:`put_bytes`), when it is
+        intact and made from inputs with this ``key``."""
         path = self.path(content_id, part)
         try:
             raw = path.read_bytes()
@@ -66,18 +82,23 @@ class ItemCache:
                 and entry.get("key") == key
                 and entry.get("digest") == _digest(body)
             )
-            data = json.loads(body.decode("utf-8")) if ok else None
         except (ValueError, UnicodeDecodeError):
-            ok, data = False, None
-        if not ok or not isinstance(data, dict):
-            self.rejected += 1
-            self.misses += 1
+            ok = False
+        if not ok:
+            self._reject()
             return None
         self.hits += 1
-        return data
+        return body
+
+    def _reject(self) -> None:
+        self.rejected += 1
+        self.misses += 1
 
     def put(self, content_id: str, key: str, part: str, data: dict[str, Any]) -> None:
-        body = canonjson.dumps_line(data).encode("utf-8")
+        self.put_bytes(content_id, key, part, canonjson.dumps_line(data).encode("utf-8"))
+
+    def put_bytes(self, content_id: str, key: str, part: str, body: bytes) -> None:
+        """Store ``body`` as it is (read back with :meth:`get_bytes`)."""
         header = {"digest": _digest(body), "key": key, "version": CACHE_VERSION}
         # Derived data, rebuilt when lost: no fsync (a torn entry fails its digest check).
         atomic_write_bytes(

@@ -3,7 +3,8 @@
 One stage over the whole library, incremental inside:
 
 - ``catalog.json`` — the seed's catalog plus counts, git-tracked, rewritten only when it changes;
-- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`);
+- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`),
+  streamed from the items' cached lines (never held whole);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
   (``full`` re-embeds everything), keys no longer present are pruned;
@@ -14,21 +15,24 @@ One stage over the whole library, incremental inside:
 - ``manifest.json`` — counts, embedder, lexical parameters and file digests.
 
 Every JSON file is canonical and written only when its bytes change, so re-running the stage
-over an unchanged library leaves ``index/`` as it was.
+over an unchanged library leaves ``index/`` as it was. The manifest's file digests are
+remembered by size, mtime and inode (:class:`FileDigests`), so an unchanged file is not read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import arkai
 from arkai.adapters import events
-from arkai.adapters.fs import read_repo_file, write_if_changed
+from arkai.adapters.fs import atomic_write, read_repo_file, write_if_changed
 from arkai.adapters.itemcache import ItemCache
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
@@ -39,7 +43,13 @@ from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.ops.shards import shard_library
 from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk
-from arkai.search.derive import DERIVE_VERSION, ItemRecord, derive_item, terms_from_dict
+from arkai.search.derive import (
+    DERIVE_VERSION,
+    ItemRecord,
+    chunk_tokens,
+    derive_item,
+    terms_from_dict,
+)
 from arkai.search.graph import (
     GraphItem,
     GraphSettings,
@@ -70,6 +80,8 @@ GRAPHML = "graph.graphml"
 MANIFEST = "manifest.json"
 #: The digest of what the last run's derived files are a function of (in the item cache).
 INPUTS = "inputs.json"
+#: The remembered digests of index/ files (in the item cache; :class:`FileDigests`).
+DIGESTS = "digests.json"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -202,7 +214,7 @@ def _inputs_key(item: Item, settings: bytes) -> tuple[str, bytes | None, bytes |
 
 def _derive(
     item: Item, text_raw: bytes | None, evidence_raw: bytes | None, ip: dict[str, Any]
-) -> tuple[ItemRecord, dict[str, Any]]:
+) -> tuple[ItemRecord, list[Chunk], dict[str, Any]]:
     text = "" if text_raw is None else _decode(text_raw, item.transcript)
     evidence = (
         [] if evidence_raw is None else parse_evidence(evidence_raw, item.extracted / EVIDENCE)
@@ -238,32 +250,79 @@ def _derive(
     )
 
 
+def _lines(chunks: Sequence[Chunk]) -> bytes:
+    """The chunks' ``chunks.jsonl`` lines."""
+    return canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
+
+
+def _store(
+    cache: ItemCache, content_id: str, key: str,
+    derived: tuple[ItemRecord, list[Chunk], dict[str, Any]],
+) -> ItemRecord:  # fmt: skip
+    """Cache every part of a freshly derived item: ``main``, ``lines``, ``terms`` and
+    ``tokens``."""
+    from arkai.search.bm25 import encode_segment
+
+    record, chunks, terms = derived
+    cache.put(content_id, key, "main", record.to_dict())
+    cache.put_bytes(content_id, key, "lines", _lines(chunks))
+    cache.put(content_id, key, "terms", terms)
+    cache.put_bytes(content_id, key, "tokens", encode_segment(chunk_tokens(terms)))
+    return record
+
+
 def _load(item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, full: bool) -> _Loaded:
     """The item's main record, from the cache when its inputs are unchanged (else, or with
-    ``full``, derived and cached with its terms record)."""
+    ``full``, derived and cached with its other parts)."""
     key, text_raw, evidence_raw = _inputs_key(item, settings)
     path = (Path(LIBRARY) / item.rel).as_posix()
     cached = None if full else cache.get(item.id, key, "main")
     if cached is not None:
         return _Loaded(item, path, key, ItemRecord.from_dict(cached))
-    record, terms = _derive(item, text_raw, evidence_raw, ip)
-    cache.put(item.id, key, "main", record.to_dict())
-    cache.put(item.id, key, "terms", terms)
+    record = _store(cache, item.id, key, _derive(item, text_raw, evidence_raw, ip))
     return _Loaded(item, path, key, record)
 
 
-def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache
-           ) -> tuple[ItemTerms, list[list[str]]]:  # fmt: skip
-    """The item's terms record (re-derived when its cache entry went missing meanwhile)."""
+def _rederive(
+    d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache
+) -> tuple[ItemRecord, list[Chunk], dict[str, Any]]:
+    """Derive an item again (one of its cache entries went missing meanwhile) and cache it."""
+    key, text_raw, evidence_raw = _inputs_key(d.item, settings)
+    if key != d.key:
+        raise LibraryError(f"{d.item.path}: changed while the index was being built; run again")
+    derived = _derive(d.item, text_raw, evidence_raw, ip)
+    _store(cache, d.item.id, key, derived)
+    return derived
+
+
+def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> ItemTerms:
+    """The item's terms record."""
     raw = cache.get(d.item.id, d.key, "terms")
     if raw is None:
-        key, text_raw, evidence_raw = _inputs_key(d.item, settings)
-        if key != d.key:
-            raise LibraryError(f"{d.item.path}: changed while the index was being built; run again")
-        record, raw = _derive(d.item, text_raw, evidence_raw, ip)
-        cache.put(d.item.id, key, "main", record.to_dict())
-        cache.put(d.item.id, key, "terms", raw)
+        raw = _rederive(d, ip, settings, cache)[2]
     return terms_from_dict(d.item.id, raw)
+
+
+def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
+    """The item's chunks' BM25 tokens, as a segment."""
+    from arkai.search.bm25 import encode_segment
+
+    raw = cache.get_bytes(d.item.id, d.key, "tokens")
+    if raw is None:
+        raw = encode_segment(chunk_tokens(_rederive(d, ip, settings, cache)[2]))
+    return raw
+
+
+def _chunk_lines(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
+    """The item's ``chunks.jsonl`` lines, as cached."""
+    raw = cache.get_bytes(d.item.id, d.key, "lines")
+    if raw is None:
+        raw = _lines(_rederive(d, ip, settings, cache)[1])
+    return raw
+
+
+def _chunks_of(raw: bytes) -> list[Chunk]:
+    return [Chunk.from_dict(json.loads(line)) for line in raw.splitlines()]
 
 
 def _cites(d: _Loaded, needles: list[Needle], needles_key: str, cache: ItemCache
@@ -292,7 +351,7 @@ def catalog_entry(d: _Loaded) -> dict[str, Any]:
         "source_id": m.get("source_id"),
         "claims": d.record.claims,
         "entities": d.record.entities,
-        "chunks": len(d.record.chunks),
+        "chunks": d.record.chunks,
     }
 
 
@@ -304,29 +363,75 @@ def _digest(data: bytes) -> str:
 DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, f"{LEXICAL}/")
 
 
-def _intact(out: Path, manifest: dict[str, Any]) -> bool:
+def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests) -> bool:
     """True when the derived files are the ones the manifest lists, byte for byte."""
     files = manifest.get("files")
     if not isinstance(files, dict):
         return False
     listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
-    current = {k: v for k, v in _file_digests(out).items() if k.startswith(DERIVED)}
+    current = {k: v for k, v in digests.scan(out).items() if k.startswith(DERIVED)}
     return bool(listed) and listed == current
 
 
 #: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
 NOT_OURS = ("beliefs/",)
 
+#: A remembered digest is trusted only for a file unchanged this long before it was recorded
+#: (a write in the same clock tick as the recording could otherwise go unnoticed).
+_SETTLED_NS = 2_000_000_000
 
-def _file_digests(out: Path) -> dict[str, str]:
-    digests: dict[str, str] = {}
-    for p in sorted(out.rglob("*")):
-        rel = p.relative_to(out).as_posix()
-        if rel.startswith(NOT_OURS):
-            continue
-        if p.is_file() and rel != MANIFEST and not p.name.startswith("."):
-            digests[rel] = _digest(p.read_bytes())
-    return digests
+
+class FileDigests:
+    """The SHA-256 of each file under ``index/``, remembered (in the item cache folder) with
+    the file's size, mtime and inode: a file whose three are unchanged is not read again.
+
+    Only files that had not changed for :data:`_SETTLED_NS` when the digests were recorded are
+    remembered, so a file rewritten within the same timestamp tick is always hashed again.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        raw = read_json(path) if path.is_file() else None
+        saved = raw.get("saved_ns") if isinstance(raw, dict) else None
+        files = raw.get("files") if isinstance(raw, dict) else None
+        self.known: dict[str, list[Any]] = {}
+        if isinstance(saved, int) and isinstance(files, dict):
+            self.known = {
+                k: v for k, v in files.items()
+                if isinstance(v, list) and len(v) == 4 and isinstance(v[1], int)
+                and v[1] + _SETTLED_NS < saved
+            }  # fmt: skip
+        self.seen: dict[str, list[Any]] = {}
+
+    def of(self, path: Path, rel: str) -> str:
+        st = path.stat()
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        known = self.known.get(rel)
+        if known is not None and known[:3] == stamp:
+            digest = str(known[3])
+        else:
+            h = hashlib.sha256()
+            with path.open("rb") as fh:
+                while block := fh.read(1 << 20):
+                    h.update(block)
+            digest = "sha256:" + h.hexdigest()
+        self.seen[rel] = [*stamp, digest]
+        return digest
+
+    def scan(self, out: Path) -> dict[str, str]:
+        """``{path under out: digest}`` of this stage's files (not the manifest, no dotfiles)."""
+        digests: dict[str, str] = {}
+        for p in sorted(out.rglob("*")):
+            rel = p.relative_to(out).as_posix()
+            if rel.startswith(NOT_OURS):
+                continue
+            if p.is_file() and rel != MANIFEST and not p.name.startswith("."):
+                digests[rel] = self.of(p, rel)
+        return digests
+
+    def save(self) -> None:
+        files = dict(sorted(self.seen.items()))
+        write_json(self.path, {"saved_ns": time.time_ns(), "files": files})
 
 
 def requested_embedder(ip: dict[str, Any]) -> str | None:
@@ -436,6 +541,38 @@ def update_ann(
     return how
 
 
+def _write_chunks(
+    out: Path,
+    loaded: Sequence[_Loaded],
+    ip: dict[str, Any],
+    settings: bytes,
+    cache: ItemCache,
+    digests: FileDigests,
+    written: list[str],
+) -> str:
+    """Bring ``chunks.jsonl`` (the items' cached lines, in order) up to date, one item at a time:
+    a pass that digests the lines, and, when that differs from the file's, a pass that writes
+    them. Returns the file's digest."""
+    h = hashlib.sha256()
+    for d in loaded:
+        h.update(_chunk_lines(d, ip, settings, cache))
+    wanted = "sha256:" + h.hexdigest()
+    path = out / CHUNKS
+    if path.is_file() and digests.of(path, CHUNKS) == wanted:
+        return wanted
+    h = hashlib.sha256()
+
+    def write(fh: Any) -> None:
+        for d in loaded:
+            raw = _chunk_lines(d, ip, settings, cache)
+            h.update(raw)
+            fh.write(raw)
+
+    atomic_write(path, write)
+    written.append(CHUNKS)
+    return "sha256:" + h.hexdigest()
+
+
 def run_index(
     repo: Repo, *, full: bool = False, progress: ProgressFn | None = None
 ) -> IndexSummary:
@@ -455,6 +592,7 @@ def run_index(
     with events.run(root, "index", items=len(items), full=full) as log:
         settings = _settings_key(ip)
         cache = ItemCache(root)
+        digests = FileDigests(cache.folder / DIGESTS)
         with log.step("chunks") as info:
             loaded: list[_Loaded] = []
             for n, item in enumerate(items, 1):
@@ -464,14 +602,10 @@ def run_index(
             loaded.sort(key=lambda d: d.path)
             summary.cache_hits = cache.hits
             cache.prune({d.item.id for d in loaded})
-            chunks = [c for d in loaded for c in d.record.chunks]
-            summary.chunks = len(chunks)
-            summary.claim_chunks = sum(1 for c in chunks if c.kind == "claim")
+            summary.chunks = sum(d.record.chunks for d in loaded)
+            summary.claim_chunks = sum(d.record.claim_chunks for d in loaded)
             summary.transcript_chunks = summary.chunks - summary.claim_chunks
-            chunk_bytes = canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
-            put(CHUNKS, chunk_bytes)
-            chunks_digest = _digest(chunk_bytes)
-            del chunk_bytes
+            chunks_digest = _write_chunks(out, loaded, ip, settings, cache, digests, written)
             info.update(chunks=summary.chunks, cached=summary.cache_hits)
 
         with log.step("catalog") as info:
@@ -498,44 +632,23 @@ def run_index(
         # files, extraction timestamps included, and the manifest is a function of the index
         # files alone (a clone that re-extracts the same claims writes the same manifest).
         last = read_json(cache.folder / INPUTS) or {}
-        reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest)
+        reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest, digests)
         old_counts = old_manifest.get("counts") or {}
 
-        # One more pass over the items' cached terms records, one item at a time: the BM25
-        # tokens (when the chunks changed) and the topic ranks (IDF from document frequencies).
+        # The BM25 index from the items' cached token segments (when the chunks changed).
         k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
         lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": summary.chunks}
         have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
         rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
-        topic_settings = TopicSettings.from_params(ip["topics"])
-        builder: TopicBuilder | None = None
-
-        def tokens() -> Iterator[list[str]]:
-            position = 0
-            for d in loaded:
-                terms, toks = _terms(d, ip, settings, cache)
-                count = len(d.record.chunks)
-                assert builder is not None
-                builder.add(terms, range(position, position + count))
-                position += count
-                yield from toks
 
         with log.step("lexical") as info:
-            from arkai.search.bm25 import BM25Index
+            if not reuse and rebuild_lexical:
+                from arkai.search.bm25 import BM25Index
 
-            if not reuse:
-                n_items, df = document_frequencies(
-                    _terms(d, ip, settings, cache)[0] for d in loaded
-                )
-                builder = TopicBuilder(n_items, df, synonyms, topic_settings)
-                del df
-                if rebuild_lexical:
-                    BM25Index.build_from_tokens(tokens(), k1=k1, b=b).save(out / LEXICAL)
-                    summary.lexical_rebuilt = True
-                    written.append(LEXICAL)
-                else:
-                    for _ in tokens():
-                        pass
+                segments = (_segment(d, ip, settings, cache) for d in loaded)
+                BM25Index.build_from_segments(segments, k1=k1, b=b).save(out / LEXICAL)
+                summary.lexical_rebuilt = True
+                written.append(LEXICAL)
             info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
 
         with log.step("vectors") as info:
@@ -546,7 +659,11 @@ def run_index(
                 info["skipped"] = True
             else:
                 previous = old_manifest.get("embedder")
+                chunks = [
+                    c for d in loaded for c in _chunks_of(_chunk_lines(d, ip, settings, cache))
+                ]
                 _embed(out, chunks, ip, requested, previous, full, summary, progress)
+                del chunks
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)
                 info.update(
@@ -555,16 +672,26 @@ def run_index(
                     pruned=summary.pruned,
                     embedder=summary.embedder,
                 )
-        del chunks
 
         with log.step("topics") as info:
             if reuse:
                 summary.topics = int(old_counts.get("topics", 0))
                 info.update(topics=summary.topics, unchanged=True)
             else:
-                assert builder is not None
+                # Two passes over the items' cached terms records, one item at a time: the
+                # document frequencies (the IDF), then each item's ranked terms.
+                n_items, df = document_frequencies(_terms(d, ip, settings, cache) for d in loaded)
+                builder = TopicBuilder(
+                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"])
+                )
+                del df
+                position = 0
+                for d in loaded:
+                    count = d.record.chunks
+                    builder.add(_terms(d, ip, settings, cache), range(position, position + count))
+                    position += count
                 topics = builder.result()
-                builder = None  # its document frequencies are not needed any more
+                del builder  # its document frequencies are not needed any more
                 put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
                 summary.topics = len(topics.doc["topics"])
                 info["topics"] = summary.topics
@@ -636,10 +763,11 @@ def run_index(
                     else None
                 ),
                 "lexical": old_manifest.get("lexical") if reuse else lexical,
-                "files": _file_digests(out),
+                "files": digests.scan(out),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
             write_json(cache.folder / INPUTS, {"inputs": inputs})
+            digests.save()
     return summary
