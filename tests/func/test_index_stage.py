@@ -460,7 +460,7 @@ def test_file_digests_are_remembered_by_size_mtime_and_inode(tmp_path: Path) -> 
     import hashlib
     import os
 
-    from arkai.ops.index import FileDigests
+    from arkai.adapters.itemcache import FileDigests
 
     out = tmp_path / "index"
     (out / "lexical").mkdir(parents=True)
@@ -501,3 +501,38 @@ def test_file_digests_are_remembered_by_size_mtime_and_inode(tmp_path: Path) -> 
     assert (
         FileDigests(memo).scan(out)["lexical/bm25.json"].endswith(hashlib.sha256(b"{}").hexdigest())
     )
+
+
+def test_unchanged_items_are_not_read_again(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item whose files keep their size, mtime and inode is not read (its inputs key is
+    remembered by those); an edited one is, and the result is a fresh build's."""
+    import os
+
+    import arkai.ops.index as index_op
+
+    set_params(repo, embedder="none")
+    old = 1_600_000_000_000_000_000
+    for p in repo.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(old, old))
+    index_op.run_index(Repo.at(repo))
+    reads: list[Path] = []
+    real = index_op.read_repo_file
+
+    def counting(path: Path, root: Path, *, missing_ok: bool = False) -> bytes | None:
+        reads.append(path)
+        return real(path, root, missing_ok=missing_ok)
+
+    monkeypatch.setattr(index_op, "read_repo_file", counting)
+    noop = index_op.run_index(Repo.at(repo))
+    assert noop.cache_hits == 2 and noop.written == [] and reads == []
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    changed = index_op.run_index(Repo.at(repo))
+    assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
+    assert transcript in reads and all(
+        p.parent == transcript.parent for p in reads if p.name == "transcript.md"
+    )
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")

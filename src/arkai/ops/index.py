@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 import arkai
 from arkai.adapters import events
 from arkai.adapters.fs import atomic_write, read_repo_file, write_if_changed
-from arkai.adapters.itemcache import ItemCache
+from arkai.adapters.itemcache import FileDigests, ItemCache, StatMemo, stamp
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
@@ -82,6 +81,8 @@ MANIFEST = "manifest.json"
 INPUTS = "inputs.json"
 #: The remembered digests of index/ files (in the item cache; :class:`FileDigests`).
 DIGESTS = "digests.json"
+#: The remembered inputs keys of the items, by their files' stamps (in the item cache).
+STAMPS = "stamps.json"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -193,23 +194,36 @@ def _settings_key(ip: dict[str, Any]) -> bytes:
     return canonjson.dumps([arkai.__version__, DERIVE_VERSION, *shape]).encode("utf-8")
 
 
-def _inputs_key(item: Item, settings: bytes) -> tuple[str, bytes | None, bytes | None]:
-    """The digest of everything an item's records are derived from (its transcript, evidence,
-    review, entities and condensed chunks, byte for byte, and the settings), with the
-    transcript's and the evidence's bytes."""
-    h = hashlib.sha256(settings)
-    h.update(item.id.encode("utf-8") + b"\0")
-    files = (
+def _inputs_files(item: Item) -> tuple[Path, ...]:
+    return (
         item.transcript,
         item.extracted / EVIDENCE,
         item.path / REVIEW,
         item.extracted / ENTITIES,
         item.condensed / CONDENSED_FILE,
     )
+
+
+def _inputs_key(
+    item: Item, settings: bytes, memo: StatMemo | None = None
+) -> tuple[str, bytes | None, bytes | None]:
+    """The digest of everything an item's records are derived from (its transcript, evidence,
+    review, entities and condensed chunks, byte for byte, and the settings), with the
+    transcript's and the evidence's bytes — or, when ``memo`` remembers the digest for the
+    files' unchanged stamps, the digest alone (the files are not read)."""
+    files = _inputs_files(item)
+    stamps = [stamp(f) for f in files] if memo is not None else []
+    if memo is not None and (known := memo.get(item.id, stamps)) is not None:
+        return known, None, None
+    h = hashlib.sha256(settings)
+    h.update(item.id.encode("utf-8") + b"\0")
     raws = [read_repo_file(f, item.root, missing_ok=True) for f in files]
     for raw in raws:
         h.update(b"-" if raw is None else b"%d:" % len(raw) + raw)
-    return "sha256:" + h.hexdigest(), raws[0], raws[1]
+    key = "sha256:" + h.hexdigest()
+    if memo is not None:
+        memo.put(item.id, stamps, key)
+    return key, raws[0], raws[1]
 
 
 def _derive(
@@ -271,14 +285,19 @@ def _store(
     return record
 
 
-def _load(item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, full: bool) -> _Loaded:
+def _load(
+    item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, memo: StatMemo, full: bool
+) -> _Loaded:
     """The item's main record, from the cache when its inputs are unchanged (else, or with
     ``full``, derived and cached with its other parts)."""
-    key, text_raw, evidence_raw = _inputs_key(item, settings)
+    key, text_raw, evidence_raw = _inputs_key(item, settings, None if full else memo)
     path = (Path(LIBRARY) / item.rel).as_posix()
     cached = None if full else cache.get(item.id, key, "main")
     if cached is not None:
         return _Loaded(item, path, key, ItemRecord.from_dict(cached))
+    if text_raw is None and evidence_raw is None:  # the key came from the memo: read the files
+        key, text_raw, evidence_raw = _inputs_key(item, settings)
+        memo.put(item.id, [stamp(f) for f in _inputs_files(item)], key)
     record = _store(cache, item.id, key, _derive(item, text_raw, evidence_raw, ip))
     return _Loaded(item, path, key, record)
 
@@ -369,69 +388,17 @@ def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests) -> bool:
     if not isinstance(files, dict):
         return False
     listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
-    current = {k: v for k, v in digests.scan(out).items() if k.startswith(DERIVED)}
+    current = {k: v for k, v in _scan(out, digests).items() if k.startswith(DERIVED)}
     return bool(listed) and listed == current
 
 
 #: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
 NOT_OURS = ("beliefs/",)
 
-#: A remembered digest is trusted only for a file unchanged this long before it was recorded
-#: (a write in the same clock tick as the recording could otherwise go unnoticed).
-_SETTLED_NS = 2_000_000_000
 
-
-class FileDigests:
-    """The SHA-256 of each file under ``index/``, remembered (in the item cache folder) with
-    the file's size, mtime and inode: a file whose three are unchanged is not read again.
-
-    Only files that had not changed for :data:`_SETTLED_NS` when the digests were recorded are
-    remembered, so a file rewritten within the same timestamp tick is always hashed again.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        raw = read_json(path) if path.is_file() else None
-        saved = raw.get("saved_ns") if isinstance(raw, dict) else None
-        files = raw.get("files") if isinstance(raw, dict) else None
-        self.known: dict[str, list[Any]] = {}
-        if isinstance(saved, int) and isinstance(files, dict):
-            self.known = {
-                k: v for k, v in files.items()
-                if isinstance(v, list) and len(v) == 4 and isinstance(v[1], int)
-                and v[1] + _SETTLED_NS < saved
-            }  # fmt: skip
-        self.seen: dict[str, list[Any]] = {}
-
-    def of(self, path: Path, rel: str) -> str:
-        st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
-        known = self.known.get(rel)
-        if known is not None and known[:3] == stamp:
-            digest = str(known[3])
-        else:
-            h = hashlib.sha256()
-            with path.open("rb") as fh:
-                while block := fh.read(1 << 20):
-                    h.update(block)
-            digest = "sha256:" + h.hexdigest()
-        self.seen[rel] = [*stamp, digest]
-        return digest
-
-    def scan(self, out: Path) -> dict[str, str]:
-        """``{path under out: digest}`` of this stage's files (not the manifest, no dotfiles)."""
-        digests: dict[str, str] = {}
-        for p in sorted(out.rglob("*")):
-            rel = p.relative_to(out).as_posix()
-            if rel.startswith(NOT_OURS):
-                continue
-            if p.is_file() and rel != MANIFEST and not p.name.startswith("."):
-                digests[rel] = self.of(p, rel)
-        return digests
-
-    def save(self) -> None:
-        files = dict(sorted(self.seen.items()))
-        write_json(self.path, {"saved_ns": time.time_ns(), "files": files})
+def _scan(out: Path, digests: FileDigests) -> dict[str, str]:
+    """The digests of this stage's files under ``out`` (not the manifest, no dotfiles)."""
+    return digests.scan(out, skip=NOT_OURS, name_skip=MANIFEST)
 
 
 def requested_embedder(ip: dict[str, Any]) -> str | None:
@@ -593,10 +560,11 @@ def run_index(
         settings = _settings_key(ip)
         cache = ItemCache(root)
         digests = FileDigests(cache.folder / DIGESTS)
+        memo = StatMemo(cache.folder / STAMPS, settings.decode("utf-8"))
         with log.step("chunks") as info:
             loaded: list[_Loaded] = []
             for n, item in enumerate(items, 1):
-                loaded.append(_load(item, ip, settings, cache, full))
+                loaded.append(_load(item, ip, settings, cache, memo, full))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
@@ -763,11 +731,12 @@ def run_index(
                     else None
                 ),
                 "lexical": old_manifest.get("lexical") if reuse else lexical,
-                "files": digests.scan(out),
+                "files": _scan(out, digests),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
             write_json(cache.folder / INPUTS, {"inputs": inputs})
             digests.save()
+            memo.save()
     return summary
