@@ -323,6 +323,10 @@ def idf(df: npt.NDArray[np.floating], n_docs: int) -> npt.NDArray[np.float64]:
     return np.log1p((n_docs - d + 0.5) / (d + 0.5))
 
 
+#: Weights computed per block of this many non-zeros (:func:`_weigh`).
+_WEIGH_BLOCK = 1 << 20
+
+
 def _weigh(
     tf: sparse.csr_matrix, doc_len: npt.NDArray[np.int32], k1: float, b: float
 ) -> sparse.csr_matrix:
@@ -331,11 +335,15 @@ def _weigh(
     df = np.diff(tf.indptr)
     term_idf = idf(df, n_docs)
     norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)  # per document
-    f = tf.data.astype(np.float64)
-    rows = np.repeat(np.arange(n_terms), df)
-    w = term_idf[rows] * f / (f + norm[tf.indices])
+    rows = np.repeat(np.arange(n_terms, dtype=np.int32), df)
+    w = np.empty(len(tf.data), dtype=np.float32)
+    # In blocks, so the float64 temporaries stay small whatever the index's size.
+    for lo in range(0, len(w), _WEIGH_BLOCK):
+        hi = lo + _WEIGH_BLOCK
+        f = tf.data[lo:hi].astype(np.float64)
+        w[lo:hi] = term_idf[rows[lo:hi]] * f / (f + norm[tf.indices[lo:hi]])
     out = sparse.csr_matrix(
-        (w.astype(np.float32), tf.indices.astype(np.int32), tf.indptr.astype(np.int64)),
+        (w, tf.indices.astype(np.int32), tf.indptr.astype(np.int64)),
         shape=tf.shape,
     )
     return out
