@@ -516,15 +516,20 @@ def _write_chunks(
     cache: ItemCache,
     digests: FileDigests,
     written: list[str],
+    known: str | None,
 ) -> str:
     """Bring ``chunks.jsonl`` (the items' cached lines, in order) up to date, one item at a time:
     a pass that digests the lines, and, when that differs from the file's, a pass that writes
-    them. Returns the file's digest."""
+    them. Returns the file's digest. ``known``: the digest the last run recorded for the same
+    item keys (the lines are a function of them) — when the file still has it, nothing is read.
+    """
+    path = out / CHUNKS
+    if known is not None and path.is_file() and digests.of(path, CHUNKS) == known:
+        return known
     h = hashlib.sha256()
     for d in loaded:
         h.update(_chunk_lines(d, ip, settings, cache))
     wanted = "sha256:" + h.hexdigest()
-    path = out / CHUNKS
     if path.is_file() and digests.of(path, CHUNKS) == wanted:
         return wanted
     h = hashlib.sha256()
@@ -573,7 +578,14 @@ def run_index(
             summary.chunks = sum(d.record.chunks for d in loaded)
             summary.claim_chunks = sum(d.record.claim_chunks for d in loaded)
             summary.transcript_chunks = summary.chunks - summary.claim_chunks
-            chunks_digest = _write_chunks(out, loaded, ip, settings, cache, digests, written)
+            # Kept beside the item cache, not in the manifest: the record keys digest the
+            # items' files, extraction timestamps included, and the manifest is a function of
+            # the index files alone (a clone that re-extracts the same claims writes the same
+            # manifest).
+            last = read_json(cache.folder / INPUTS) or {}
+            keys = _digest(canonjson.dumps([[d.item.id, d.key] for d in loaded]).encode("utf-8"))
+            known = last.get("chunks") if not full and last.get("keys") == keys else None
+            chunks_digest = _write_chunks(out, loaded, ip, settings, cache, digests, written, known)
             info.update(chunks=summary.chunks, cached=summary.cache_hits)
 
         with log.step("catalog") as info:
@@ -596,10 +608,6 @@ def run_index(
                 }
             ).encode("utf-8")
         )
-        # Kept beside the item cache, not in the manifest: the record keys digest the items'
-        # files, extraction timestamps included, and the manifest is a function of the index
-        # files alone (a clone that re-extracts the same claims writes the same manifest).
-        last = read_json(cache.folder / INPUTS) or {}
         reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest, digests)
         old_counts = old_manifest.get("counts") or {}
 
@@ -736,7 +744,8 @@ def run_index(
             # No build time: the manifest is a function of the files, so a fresh clone's
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
-            write_json(cache.folder / INPUTS, {"inputs": inputs})
+            write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
+                                               "keys": keys})  # fmt: skip
             digests.save()
             memo.save()
     return summary
