@@ -541,3 +541,11 @@ def test_unchanged_items_are_not_read_again(
         p.parent == transcript.parent for p in reads if p.name == "transcript.md"
     )
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def test_canonical_bytes_are_canonjson() -> None:
+    from arkai.core import canonjson
+    from arkai.ops.index import _canonical_bytes
+
+    doc = {"b": [1, 2.5, None, {"z": "é", "a": []}], "a": {"x": True}, "c": "line\nbreak"}
+    assert _canonical_bytes(doc) == canonjson.dumps(doc).encode("utf-8")

@@ -22,6 +22,7 @@ remembered by size, mtime and inode (:class:`FileDigests`), so an unchanged file
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -374,6 +375,18 @@ def catalog_entry(d: _Loaded) -> dict[str, Any]:
     }
 
 
+def _canonical_bytes(doc: Any) -> bytes:
+    """``canonjson.dumps(doc)`` as UTF-8, assembled piece by piece in one buffer: ``json.dumps``
+    with an indent first collects every piece (millions of small strings for a large document)
+    in a list, several times the document's size."""
+    buf = io.StringIO()
+    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, indent=2)
+    for piece in encoder.iterencode(doc):
+        buf.write(piece)
+    buf.write("\n")
+    return buf.getvalue().encode("utf-8")
+
+
 def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
@@ -668,7 +681,7 @@ def run_index(
                     position += count
                 topics = builder.result()
                 del builder  # its document frequencies are not needed any more
-                put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
+                put(TOPICS, _canonical_bytes(topics.doc))
                 summary.topics = len(topics.doc["topics"])
                 info["topics"] = summary.topics
                 if progress:
