@@ -63,8 +63,8 @@ from arkai.search.topics import (
     ItemTerms,
     TopicBuilder,
     TopicSettings,
-    document_frequencies,
     load_synonyms,
+    phrase_frequencies,
 )
 
 CATALOG_VERSION = 1
@@ -274,8 +274,8 @@ def _store(
     cache: ItemCache, content_id: str, key: str,
     derived: tuple[ItemRecord, list[Chunk], dict[str, Any]],
 ) -> ItemRecord:  # fmt: skip
-    """Cache every part of a freshly derived item: ``main``, ``lines``, ``terms`` and
-    ``tokens``."""
+    """Cache every part of a freshly derived item: ``main``, ``lines``, ``terms``, ``tokens``
+    and ``phrases``."""
     from arkai.search.bm25 import encode_segment
 
     record, chunks, terms = derived
@@ -283,7 +283,14 @@ def _store(
     cache.put_bytes(content_id, key, "lines", _lines(chunks))
     cache.put(content_id, key, "terms", terms)
     cache.put_bytes(content_id, key, "tokens", encode_segment(chunk_tokens(terms)))
+    cache.put_bytes(content_id, key, "phrases", _phrase_bytes(terms))
     return record
+
+
+def _phrase_bytes(terms: dict[str, Any]) -> bytes:
+    """The item's distinct phrases (its terms record's ``counts`` keys), one a line: phrases
+    never hold a line break (:func:`arkai.search.topics.phrases` splits at them)."""
+    return "\n".join(terms["counts"]).encode("utf-8")
 
 
 def _load(
@@ -321,6 +328,14 @@ def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) ->
     if raw is None:
         raw = _rederive(d, ip, settings, cache)[2]
     return terms_from_dict(d.item.id, raw)
+
+
+def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:
+    """The item's distinct phrases (for the document frequencies)."""
+    raw = cache.get_bytes(d.item.id, d.key, "phrases")
+    if raw is None:
+        raw = _phrase_bytes(_rederive(d, ip, settings, cache)[2])
+    return raw.decode("utf-8").split("\n") if raw else []
 
 
 def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
@@ -669,7 +684,7 @@ def run_index(
             else:
                 # Two passes over the items' cached terms records, one item at a time: the
                 # document frequencies (the IDF), then each item's ranked terms.
-                n_items, df = document_frequencies(_terms(d, ip, settings, cache) for d in loaded)
+                n_items, df = phrase_frequencies(_phrases(d, ip, settings, cache) for d in loaded)
                 builder = TopicBuilder(
                     n_items, df, synonyms, TopicSettings.from_params(ip["topics"])
                 )

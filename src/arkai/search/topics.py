@@ -266,11 +266,17 @@ def item_terms(
 
 def document_frequencies(items: Iterable[ItemTerms]) -> tuple[int, Counter[str]]:
     """(number of items, phrase → number of items that have it): the IDF's only global input."""
+    return phrase_frequencies(it.counts.keys() for it in items)
+
+
+def phrase_frequencies(items: Iterable[Iterable[str]]) -> tuple[int, Counter[str]]:
+    """:func:`document_frequencies` from each item's distinct phrases (the keys of its
+    :attr:`ItemTerms.counts`)."""
     n = 0
     df: Counter[str] = Counter()
-    for it in items:
+    for phrases in items:
         n += 1
-        df.update(it.counts.keys())
+        df.update(phrases)
     return n, df
 
 
