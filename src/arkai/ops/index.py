@@ -735,7 +735,7 @@ def run_index(
                     ],
                     GraphSettings.from_params(ip["graph"]),
                 )
-                put(GRAPH_JSON, canonjson.dumps(graph.to_dict()).encode("utf-8"))
+                put(GRAPH_JSON, _canonical_bytes(graph.to_dict()))
                 put(GRAPHML, to_graphml(graph))
                 summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
                 info.update(nodes=summary.nodes, edges=summary.edges)
