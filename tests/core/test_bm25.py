@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from arkai.errors import InvalidInputError
-from arkai.search.bm25 import BM25Index, top_k
+from arkai.search.bm25 import BM25Index, encode_segment, top_k
 from arkai.search.text import STOPWORDS, stem, tokenize, words
 
 DOCS = [
@@ -127,3 +127,31 @@ def test_build_from_ids_matches_build_over_joined_texts() -> None:
     slow = BM25Index.build(" ".join(sentences[s] for s in p) for p in picks)
     for q in ("bees clover", "queen brood mites", "frame"):
         assert fast.search(q, 4) == slow.search(q, 4)
+
+
+def test_build_from_segments_equals_build_from_tokens(tmp_path: Path) -> None:
+    """Per-item segments (each with its own term ids) merge into the index the token lists
+    give, byte for byte: same vocabulary order, same weights."""
+    docs = [
+        "Bees forage on clover.", "The queen's brood frame!", "", "Varroa mites, again",
+        "clover bees varroa", "A frame of brood; the queen lays.", "mites mites mites",
+    ]  # fmt: skip
+    tokens = [tokenize(d) for d in docs]
+    segments = [encode_segment(tokens[:2]), encode_segment([]), encode_segment(tokens[2:5]),
+                encode_segment(tokens[5:])]  # fmt: skip
+    BM25Index.build_from_tokens(tokens).save(tmp_path / "tokens")
+    merged = BM25Index.build_from_segments(segments)
+    merged.save(tmp_path / "segments")
+    for name in ("bm25.json", "bm25.npz"):
+        assert (tmp_path / "segments" / name).read_bytes() == (
+            tmp_path / "tokens" / name
+        ).read_bytes()
+    assert merged.n_docs == len(docs) and merged.search("queen brood", 3)
+    assert BM25Index.build_from_segments([]).n_docs == 0
+    for bad in (
+        b"",
+        b'{"lens":[2],"terms":["a"]}\n' + bytes(4),
+        b'{"lens":[1],"terms":[]}\n' + bytes(4),
+    ):
+        with pytest.raises(InvalidInputError, match="not a BM25 segment"):
+            BM25Index.build_from_segments([bad])

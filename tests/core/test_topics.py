@@ -211,3 +211,23 @@ def test_stopwords_are_scikit_learns_list_without_importing_it() -> None:
     code = "import sys; from arkai.search.topics import stopwords; stopwords(); "
     code += "assert 'sklearn' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_chunk_finder_equals_the_substring_search() -> None:
+    """The word-map prefilter finds exactly the chunks the plain phrase search finds."""
+    import random
+
+    from arkai.search.topics import _ChunkFinder, _chunks_with
+
+    rng = random.Random(7)
+    words = ["hive", "queen", "brood", "frame", "mite", "honey", "bee"]
+    chunk_keys = [
+        (10 + n, " " + " ".join(rng.choice(words) for _ in range(rng.randint(0, 12))) + " ")
+        for n in range(40)
+    ]
+    find = _ChunkFinder(chunk_keys)
+    keys = ["", "hive", "wax", "queen brood", "brood queen", "mite honey bee", "hive wax"]
+    keys += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 3))) for _ in range(200)]
+    for key in keys:
+        assert find(key) == _chunks_with(key, chunk_keys), key
+    assert find("queen brood")  # the random chunks do hold some phrases

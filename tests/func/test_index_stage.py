@@ -439,9 +439,10 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     terms = sorted(cache.rglob("*.terms.json"))
     cites = sorted(cache.rglob("*.cites.json"))
     assert len(mains) == len(terms) == len(cites) == 2
-    # A readable entry whose data was altered (a chunk's text): its digest no longer matches.
+    # A readable entry whose data was altered (its claim count): its digest no longer matches.
     header, body = mains[0].read_text().split("\n", 1)
-    mains[0].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
+    assert '"claims":' in body
+    mains[0].write_text(header + "\n" + body.replace('"claims":', '"claims":1', 1))
     # A truncated one, and one made from other inputs (a stale key, digest intact).
     terms[1].write_bytes(terms[1].read_bytes()[:100])
     header, body = cites[1].read_text().split("\n", 1)
@@ -456,3 +457,115 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     # …and the entries were written again, whole: the next run uses them all.
     assert run_index(Repo.at(repo)).cache_hits == 2
     assert run_index(Repo.at(repo), full=True).cache_hits == 0  # --full trusts no record
+
+    # A damaged `lines` entry (an item's chunks.jsonl lines, stored unparsed) is rebuilt too:
+    # chunks.jsonl keeps a fresh build's bytes.
+    lines = sorted(cache.rglob("*.lines.json"))
+    assert len(lines) == 2
+    header, body = lines[1].read_text().split("\n", 1)
+    lines[1].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
+    # …and so is a truncated `tokens` entry (an item's BM25 segment).
+    tokens = sorted(cache.rglob("*.tokens.json"))
+    assert len(tokens) == 2
+    tokens[0].write_bytes(tokens[0].read_bytes()[:-4])
+    (repo / "index" / "manifest.json").unlink()
+    again = run_index(Repo.at(repo))
+    # chunks.jsonl still has the digest recorded for these items' keys: no line is read.
+    assert again.cache_rejected == 1 and b"tampered" in lines[1].read_bytes()
+    assert built(repo) == before and again.written == ["lexical"]
+    (repo / "index" / "chunks.jsonl").unlink()
+    again = run_index(Repo.at(repo))
+    assert again.cache_rejected == 1 and b"tampered" not in lines[1].read_bytes()
+    assert built(repo) == before and again.written == ["chunks.jsonl"]
+
+
+def test_file_digests_are_remembered_by_size_mtime_and_inode(tmp_path: Path) -> None:
+    """The manifest's digests: a file whose size, mtime and inode are those recorded (and
+    settled before the record) is not read again; any other file is hashed."""
+    import hashlib
+    import os
+
+    from arkai.adapters.itemcache import FileDigests
+
+    out = tmp_path / "index"
+    (out / "lexical").mkdir(parents=True)
+    a, b = out / "chunks.jsonl", out / "lexical" / "bm25.json"
+    a.write_bytes(b"one\n")
+    b.write_bytes(b"{}")
+    old = 1_600_000_000_000_000_000
+    for p in (a, b):
+        os.utime(p, ns=(old, old))
+    memo = tmp_path / "digests.json"
+    first = FileDigests(memo)
+    recorded = first.scan(out)
+    assert recorded == {
+        "chunks.jsonl": "sha256:" + hashlib.sha256(b"one\n").hexdigest(),
+        "lexical/bm25.json": "sha256:" + hashlib.sha256(b"{}").hexdigest(),
+    }
+    first.save()
+    # Edited in place with its size and mtime put back: the remembered digest is used…
+    with a.open("r+b") as fh:
+        fh.write(b"two\n")
+    os.utime(a, ns=(old, old))
+    assert FileDigests(memo).scan(out) == recorded
+    # …but a file edited by hand (new mtime) or replaced (new inode) is read again.
+    b.write_bytes(b"[]")
+    c = out / "new.json"
+    c.write_bytes(b"two\n")
+    os.utime(c, ns=(old, old))
+    c.replace(a)
+    again = FileDigests(memo).scan(out)
+    assert again["lexical/bm25.json"] == "sha256:" + hashlib.sha256(b"[]").hexdigest()
+    assert again["chunks.jsonl"] == "sha256:" + hashlib.sha256(b"two\n").hexdigest()
+    # A file that was fresh when the digests were recorded is never trusted from them.
+    fresh = FileDigests(memo)
+    fresh.scan(out)
+    fresh.save()
+    with b.open("r+b") as fh:
+        fh.write(b"{}")
+    assert (
+        FileDigests(memo).scan(out)["lexical/bm25.json"].endswith(hashlib.sha256(b"{}").hexdigest())
+    )
+
+
+def test_unchanged_items_are_not_read_again(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item whose files keep their size, mtime and inode is not read (its inputs key is
+    remembered by those); an edited one is, and the result is a fresh build's."""
+    import os
+
+    import arkai.ops.index as index_op
+
+    set_params(repo, embedder="none")
+    old = 1_600_000_000_000_000_000
+    for p in repo.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(old, old))
+    index_op.run_index(Repo.at(repo))
+    reads: list[Path] = []
+    real = index_op.read_repo_file
+
+    def counting(path: Path, root: Path, *, missing_ok: bool = False) -> bytes | None:
+        reads.append(path)
+        return real(path, root, missing_ok=missing_ok)
+
+    monkeypatch.setattr(index_op, "read_repo_file", counting)
+    noop = index_op.run_index(Repo.at(repo))
+    assert noop.cache_hits == 2 and noop.written == [] and reads == []
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    changed = index_op.run_index(Repo.at(repo))
+    assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
+    assert transcript in reads and all(
+        p.parent == transcript.parent for p in reads if p.name == "transcript.md"
+    )
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def test_canonical_bytes_are_canonjson() -> None:
+    from arkai.core import canonjson
+    from arkai.ops.index import _canonical_bytes
+
+    doc = {"b": [1, 2.5, None, {"z": "é", "a": []}], "a": {"x": True}, "c": "line\nbreak"}
+    assert _canonical_bytes(doc) == canonjson.dumps(doc).encode("utf-8")

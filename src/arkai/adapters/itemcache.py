@@ -21,10 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import atomic_write_bytes
+from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
 from arkai.core import canonjson
 
 CACHE_DIR = Path(".arkai") / "index-cache"
@@ -51,6 +54,22 @@ class ItemCache:
 
     def get(self, content_id: str, key: str, part: str) -> dict[str, Any] | None:
         """The entry's data when it is intact and made from inputs with this ``key``."""
+        body = self.get_bytes(content_id, key, part)
+        if body is None:
+            return None
+        try:
+            data = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if not isinstance(data, dict):
+            self.hits -= 1  # intact bytes, but not a record: counted as a rejected entry
+            self._reject()
+            return None
+        return data
+
+    def get_bytes(self, content_id: str, key: str, part: str) -> bytes | None:
+        """The entry's body, unparsed (a part stored with :meth:`put_bytes`), when it is
+        intact and made from inputs with this ``key``."""
         path = self.path(content_id, part)
         try:
             raw = path.read_bytes()
@@ -66,18 +85,23 @@ class ItemCache:
                 and entry.get("key") == key
                 and entry.get("digest") == _digest(body)
             )
-            data = json.loads(body.decode("utf-8")) if ok else None
         except (ValueError, UnicodeDecodeError):
-            ok, data = False, None
-        if not ok or not isinstance(data, dict):
-            self.rejected += 1
-            self.misses += 1
+            ok = False
+        if not ok:
+            self._reject()
             return None
         self.hits += 1
-        return data
+        return body
+
+    def _reject(self) -> None:
+        self.rejected += 1
+        self.misses += 1
 
     def put(self, content_id: str, key: str, part: str, data: dict[str, Any]) -> None:
-        body = canonjson.dumps_line(data).encode("utf-8")
+        self.put_bytes(content_id, key, part, canonjson.dumps_line(data).encode("utf-8"))
+
+    def put_bytes(self, content_id: str, key: str, part: str, body: bytes) -> None:
+        """Store ``body`` as it is (read back with :meth:`get_bytes`)."""
         header = {"digest": _digest(body), "key": key, "version": CACHE_VERSION}
         # Derived data, rebuilt when lost: no fsync (a torn entry fails its digest check).
         atomic_write_bytes(
@@ -100,3 +124,121 @@ class ItemCache:
                     os.unlink(p)
                     removed += 1
         return removed
+
+
+#: A remembered value is trusted only for files unchanged this long before it was recorded
+#: (a write in the same timestamp tick as the recording could otherwise go unnoticed).
+SETTLED_NS = 2_000_000_000
+
+Stamp = list[int] | None
+
+
+def stamp(path: Path) -> Stamp:
+    """``[size, mtime_ns, inode]`` of a file (by ``lstat``: a symbolic link is not followed;
+    anything but a regular file gets a stamp that no recorded one equals); None when there
+    is none."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return [-1, -1, -1]
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+class StatMemo:
+    """Values (digests) remembered by name with the stamps (:func:`stamp`) of the files they
+    were computed from, in one JSON file of the cache folder: a value is returned only while
+    every stamp is unchanged, its files had settled (:data:`SETTLED_NS`) when it was recorded,
+    and the memo's ``salt`` (what else the values depend on) is the same.
+
+    The "racy timestamp" rule git applies: a file rewritten within one timestamp tick of its
+    recording keeps its size and mtime, so it is never trusted from the memo.
+    """
+
+    def __init__(self, path: Path, salt: str = "") -> None:
+        self.path = path
+        self.salt = salt
+        self.known: dict[str, list[Any]] = {}
+        self.seen: dict[str, list[Any]] = {}
+        try:
+            raw = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return
+        if not isinstance(raw, dict) or raw.get("salt") != salt:
+            return
+        saved, entries = raw.get("saved_ns"), raw.get("entries")
+        if not isinstance(saved, int) or not isinstance(entries, dict):
+            return
+        for name, entry in entries.items():
+            if (
+                isinstance(entry, list)
+                and len(entry) == 2
+                and isinstance(entry[0], list)
+                and isinstance(entry[1], str)
+                and all(_settled(s, saved) for s in entry[0])
+            ):
+                self.known[name] = entry
+
+    def get(self, name: str, stamps: Sequence[Stamp]) -> str | None:
+        entry = self.known.get(name)
+        if entry is not None and entry[0] == list(stamps):
+            self.seen[name] = entry
+            return str(entry[1])
+        return None
+
+    def put(self, name: str, stamps: Sequence[Stamp], value: str) -> None:
+        self.seen[name] = [list(stamps), value]
+
+    def save(self) -> None:
+        """Write the entries used or put since this memo was opened (no others)."""
+        doc = {"entries": dict(sorted(self.seen.items())), "salt": self.salt,
+               "saved_ns": time.time_ns()}  # fmt: skip
+        atomic_write_text(self.path, canonjson.dumps_line(doc), fsync=False)
+
+
+def _settled(s: Any, saved: int) -> bool:
+    if s is None:
+        return True
+    return (
+        isinstance(s, list)
+        and len(s) == 3
+        and isinstance(s[1], int)
+        and s[0] >= 0
+        and s[1] + SETTLED_NS < saved
+    )
+
+
+class FileDigests:
+    """The SHA-256 of each file under a folder (``index/``), remembered in a :class:`StatMemo`:
+    a file whose size, mtime and inode are unchanged is not read again."""
+
+    def __init__(self, path: Path) -> None:
+        self.memo = StatMemo(path)
+
+    def of(self, path: Path, rel: str) -> str:
+        stamps = [stamp(path)]
+        digest = self.memo.get(rel, stamps)
+        if digest is None:
+            h = hashlib.sha256()
+            with path.open("rb") as fh:
+                while block := fh.read(1 << 20):
+                    h.update(block)
+            digest = "sha256:" + h.hexdigest()
+            self.memo.put(rel, stamps, digest)
+        return digest
+
+    def scan(self, out: Path, skip: tuple[str, ...] = (), name_skip: str = "") -> dict[str, str]:
+        """``{path under out: digest}`` of the files under ``out``, but dotfiles, paths
+        starting with one of ``skip`` and the file ``name_skip``."""
+        digests: dict[str, str] = {}
+        for p in sorted(out.rglob("*")):
+            rel = p.relative_to(out).as_posix()
+            if rel.startswith(skip) or rel == name_skip or p.name.startswith("."):
+                continue
+            if p.is_file():
+                digests[rel] = self.of(p, rel)
+        return digests
+
+    def save(self) -> None:
+        self.memo.save()

@@ -3,7 +3,8 @@
 One stage over the whole library, incremental inside:
 
 - ``catalog.json`` — the seed's catalog plus counts, git-tracked, rewritten only when it changes;
-- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`);
+- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`),
+  streamed from the items' cached lines (never held whole);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
   (``full`` re-embeds everything), keys no longer present are pruned;
@@ -17,22 +18,30 @@ One stage over the whole library, incremental inside:
 - ``manifest.json`` — counts, embedder, lexical parameters and file digests.
 
 Every JSON file is canonical and written only when its bytes change, so re-running the stage
-over an unchanged library leaves ``index/`` as it was.
+over an unchanged library leaves ``index/`` as it was. The manifest's file digests are
+remembered by size, mtime and inode (:class:`FileDigests`), so an unchanged file is not read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import arkai
 from arkai.adapters import events
-from arkai.adapters.fs import read_repo_file, write_chunks_if_changed, write_if_changed
-from arkai.adapters.itemcache import ItemCache
+from arkai.adapters.fs import (
+    atomic_write,
+    read_repo_file,
+    write_chunks_if_changed,
+    write_if_changed,
+)
+from arkai.adapters.itemcache import FileDigests, ItemCache, StatMemo, stamp
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
@@ -42,7 +51,13 @@ from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.ops.shards import shard_library
 from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk
-from arkai.search.derive import DERIVE_VERSION, ItemRecord, derive_item, terms_from_dict
+from arkai.search.derive import (
+    DERIVE_VERSION,
+    ItemRecord,
+    chunk_tokens,
+    derive_item,
+    terms_from_dict,
+)
 from arkai.search.graph import (
     GraphItem,
     GraphSettings,
@@ -61,8 +76,8 @@ from arkai.search.topics import (
     ItemTerms,
     TopicBuilder,
     TopicSettings,
-    document_frequencies,
     load_synonyms,
+    phrase_frequencies,
 )
 
 CATALOG_VERSION = 1
@@ -79,6 +94,10 @@ RELATED = "related.jsonl"
 MANIFEST = "manifest.json"
 #: The digest of what the last run's derived files are a function of (in the item cache).
 INPUTS = "inputs.json"
+#: The remembered digests of index/ files (in the item cache; :class:`FileDigests`).
+DIGESTS = "digests.json"
+#: The remembered inputs keys of the items, by their files' stamps (in the item cache).
+STAMPS = "stamps.json"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -190,28 +209,41 @@ def _settings_key(ip: dict[str, Any]) -> bytes:
     return canonjson.dumps([arkai.__version__, DERIVE_VERSION, *shape]).encode("utf-8")
 
 
-def _inputs_key(item: Item, settings: bytes) -> tuple[str, bytes | None, bytes | None]:
-    """The digest of everything an item's records are derived from (its transcript, evidence,
-    review, entities and condensed chunks, byte for byte, and the settings), with the
-    transcript's and the evidence's bytes."""
-    h = hashlib.sha256(settings)
-    h.update(item.id.encode("utf-8") + b"\0")
-    files = (
+def _inputs_files(item: Item) -> tuple[Path, ...]:
+    return (
         item.transcript,
         item.extracted / EVIDENCE,
         item.path / REVIEW,
         item.extracted / ENTITIES,
         item.condensed / CONDENSED_FILE,
     )
+
+
+def _inputs_key(
+    item: Item, settings: bytes, memo: StatMemo | None = None
+) -> tuple[str, bytes | None, bytes | None]:
+    """The digest of everything an item's records are derived from (its transcript, evidence,
+    review, entities and condensed chunks, byte for byte, and the settings), with the
+    transcript's and the evidence's bytes — or, when ``memo`` remembers the digest for the
+    files' unchanged stamps, the digest alone (the files are not read)."""
+    files = _inputs_files(item)
+    stamps = [stamp(f) for f in files] if memo is not None else []
+    if memo is not None and (known := memo.get(item.id, stamps)) is not None:
+        return known, None, None
+    h = hashlib.sha256(settings)
+    h.update(item.id.encode("utf-8") + b"\0")
     raws = [read_repo_file(f, item.root, missing_ok=True) for f in files]
     for raw in raws:
         h.update(b"-" if raw is None else b"%d:" % len(raw) + raw)
-    return "sha256:" + h.hexdigest(), raws[0], raws[1]
+    key = "sha256:" + h.hexdigest()
+    if memo is not None:
+        memo.put(item.id, stamps, key)
+    return key, raws[0], raws[1]
 
 
 def _derive(
     item: Item, text_raw: bytes | None, evidence_raw: bytes | None, ip: dict[str, Any]
-) -> tuple[ItemRecord, dict[str, Any]]:
+) -> tuple[ItemRecord, list[Chunk], dict[str, Any]]:
     text = "" if text_raw is None else _decode(text_raw, item.transcript)
     evidence = (
         [] if evidence_raw is None else parse_evidence(evidence_raw, item.extracted / EVIDENCE)
@@ -247,32 +279,99 @@ def _derive(
     )
 
 
-def _load(item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, full: bool) -> _Loaded:
+def _lines(chunks: Sequence[Chunk]) -> bytes:
+    """The chunks' ``chunks.jsonl`` lines."""
+    return canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
+
+
+def _store(
+    cache: ItemCache, content_id: str, key: str,
+    derived: tuple[ItemRecord, list[Chunk], dict[str, Any]],
+) -> ItemRecord:  # fmt: skip
+    """Cache every part of a freshly derived item: ``main``, ``lines``, ``terms``, ``tokens``
+    and ``phrases``."""
+    from arkai.search.bm25 import encode_segment
+
+    record, chunks, terms = derived
+    cache.put(content_id, key, "main", record.to_dict())
+    cache.put_bytes(content_id, key, "lines", _lines(chunks))
+    cache.put(content_id, key, "terms", terms)
+    cache.put_bytes(content_id, key, "tokens", encode_segment(chunk_tokens(terms)))
+    cache.put_bytes(content_id, key, "phrases", _phrase_bytes(terms))
+    return record
+
+
+def _phrase_bytes(terms: dict[str, Any]) -> bytes:
+    """The item's distinct phrases (its terms record's ``counts`` keys), one a line: phrases
+    never hold a line break (:func:`arkai.search.topics.phrases` splits at them)."""
+    return "\n".join(terms["counts"]).encode("utf-8")
+
+
+def _load(
+    item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, memo: StatMemo, full: bool
+) -> _Loaded:
     """The item's main record, from the cache when its inputs are unchanged (else, or with
-    ``full``, derived and cached with its terms record)."""
-    key, text_raw, evidence_raw = _inputs_key(item, settings)
+    ``full``, derived and cached with its other parts)."""
+    key, text_raw, evidence_raw = _inputs_key(item, settings, None if full else memo)
     path = (Path(LIBRARY) / item.rel).as_posix()
     cached = None if full else cache.get(item.id, key, "main")
     if cached is not None:
         return _Loaded(item, path, key, ItemRecord.from_dict(cached))
-    record, terms = _derive(item, text_raw, evidence_raw, ip)
-    cache.put(item.id, key, "main", record.to_dict())
-    cache.put(item.id, key, "terms", terms)
+    if text_raw is None and evidence_raw is None:  # the key came from the memo: read the files
+        key, text_raw, evidence_raw = _inputs_key(item, settings)
+        memo.put(item.id, [stamp(f) for f in _inputs_files(item)], key)
+    record = _store(cache, item.id, key, _derive(item, text_raw, evidence_raw, ip))
     return _Loaded(item, path, key, record)
 
 
-def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache
-           ) -> tuple[ItemTerms, list[list[str]]]:  # fmt: skip
-    """The item's terms record (re-derived when its cache entry went missing meanwhile)."""
+def _rederive(
+    d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache
+) -> tuple[ItemRecord, list[Chunk], dict[str, Any]]:
+    """Derive an item again (one of its cache entries went missing meanwhile) and cache it."""
+    key, text_raw, evidence_raw = _inputs_key(d.item, settings)
+    if key != d.key:
+        raise LibraryError(f"{d.item.path}: changed while the index was being built; run again")
+    derived = _derive(d.item, text_raw, evidence_raw, ip)
+    _store(cache, d.item.id, key, derived)
+    return derived
+
+
+def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> ItemTerms:
+    """The item's terms record."""
     raw = cache.get(d.item.id, d.key, "terms")
     if raw is None:
-        key, text_raw, evidence_raw = _inputs_key(d.item, settings)
-        if key != d.key:
-            raise LibraryError(f"{d.item.path}: changed while the index was being built; run again")
-        record, raw = _derive(d.item, text_raw, evidence_raw, ip)
-        cache.put(d.item.id, key, "main", record.to_dict())
-        cache.put(d.item.id, key, "terms", raw)
+        raw = _rederive(d, ip, settings, cache)[2]
     return terms_from_dict(d.item.id, raw)
+
+
+def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:
+    """The item's distinct phrases (for the document frequencies)."""
+    raw = cache.get_bytes(d.item.id, d.key, "phrases")
+    if raw is None:
+        raw = _phrase_bytes(_rederive(d, ip, settings, cache)[2])
+    return raw.decode("utf-8").split("\n") if raw else []
+
+
+def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
+    """The item's chunks' BM25 tokens, as a segment."""
+    from arkai.search.bm25 import encode_segment
+
+    raw = cache.get_bytes(d.item.id, d.key, "tokens")
+    if raw is None:
+        raw = encode_segment(chunk_tokens(_rederive(d, ip, settings, cache)[2]))
+    return raw
+
+
+def _chunk_lines(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
+    """The item's ``chunks.jsonl`` lines, as cached."""
+    raw = cache.get_bytes(d.item.id, d.key, "lines")
+    if raw is None:
+        raw = _lines(_rederive(d, ip, settings, cache)[1])
+    return raw
+
+
+def _chunks_of(raw: bytes) -> list[Chunk]:
+    return [Chunk.from_dict(json.loads(line)) for line in raw.splitlines()]
 
 
 def _cites(d: _Loaded, needles: list[Needle], needles_key: str, cache: ItemCache
@@ -301,8 +400,20 @@ def catalog_entry(d: _Loaded) -> dict[str, Any]:
         "source_id": m.get("source_id"),
         "claims": d.record.claims,
         "entities": d.record.entities,
-        "chunks": len(d.record.chunks),
+        "chunks": d.record.chunks,
     }
+
+
+def _canonical_bytes(doc: Any) -> bytes:
+    """``canonjson.dumps(doc)`` as UTF-8, assembled piece by piece in one buffer: ``json.dumps``
+    with an indent first collects every piece (millions of small strings for a large document)
+    in a list, several times the document's size."""
+    buf = io.StringIO()
+    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, indent=2)
+    for piece in encoder.iterencode(doc):
+        buf.write(piece)
+    buf.write("\n")
+    return buf.getvalue().encode("utf-8")
 
 
 def _digest(data: bytes) -> str:
@@ -313,13 +424,13 @@ def _digest(data: bytes) -> str:
 DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, RELATED, f"{LEXICAL}/")
 
 
-def _intact(out: Path, manifest: dict[str, Any]) -> bool:
+def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests) -> bool:
     """True when the derived files are the ones the manifest lists, byte for byte."""
     files = manifest.get("files")
     if not isinstance(files, dict):
         return False
     listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
-    current = {k: v for k, v in _file_digests(out).items() if k.startswith(DERIVED)}
+    current = {k: v for k, v in _scan(out, digests).items() if k.startswith(DERIVED)}
     # Every derived file there (an index from before one was added lacks it).
     present = all(any(k.startswith(d) for k in current) for d in DERIVED)
     return bool(listed) and listed == current and present
@@ -329,15 +440,9 @@ def _intact(out: Path, manifest: dict[str, Any]) -> bool:
 NOT_OURS = ("beliefs/",)
 
 
-def _file_digests(out: Path) -> dict[str, str]:
-    digests: dict[str, str] = {}
-    for p in sorted(out.rglob("*")):
-        rel = p.relative_to(out).as_posix()
-        if rel.startswith(NOT_OURS):
-            continue
-        if p.is_file() and rel != MANIFEST and not p.name.startswith("."):
-            digests[rel] = _digest(p.read_bytes())
-    return digests
+def _scan(out: Path, digests: FileDigests) -> dict[str, str]:
+    """The digests of this stage's files under ``out`` (not the manifest, no dotfiles)."""
+    return digests.scan(out, skip=NOT_OURS, name_skip=MANIFEST)
 
 
 def requested_embedder(ip: dict[str, Any]) -> str | None:
@@ -507,6 +612,43 @@ def _graph(
     info.update(nodes=summary.nodes, edges=summary.edges)
 
 
+def _write_chunks(
+    out: Path,
+    loaded: Sequence[_Loaded],
+    ip: dict[str, Any],
+    settings: bytes,
+    cache: ItemCache,
+    digests: FileDigests,
+    written: list[str],
+    known: str | None,
+) -> str:
+    """Bring ``chunks.jsonl`` (the items' cached lines, in order) up to date, one item at a time:
+    a pass that digests the lines, and, when that differs from the file's, a pass that writes
+    them. Returns the file's digest. ``known``: the digest the last run recorded for the same
+    item keys (the lines are a function of them) — when the file still has it, nothing is read.
+    """
+    path = out / CHUNKS
+    if known is not None and path.is_file() and digests.of(path, CHUNKS) == known:
+        return known
+    h = hashlib.sha256()
+    for d in loaded:
+        h.update(_chunk_lines(d, ip, settings, cache))
+    wanted = "sha256:" + h.hexdigest()
+    if path.is_file() and digests.of(path, CHUNKS) == wanted:
+        return wanted
+    h = hashlib.sha256()
+
+    def write(fh: Any) -> None:
+        for d in loaded:
+            raw = _chunk_lines(d, ip, settings, cache)
+            h.update(raw)
+            fh.write(raw)
+
+    atomic_write(path, write)
+    written.append(CHUNKS)
+    return "sha256:" + h.hexdigest()
+
+
 def run_index(
     repo: Repo, *, full: bool = False, progress: ProgressFn | None = None
 ) -> IndexSummary:
@@ -526,23 +668,28 @@ def run_index(
     with events.run(root, "index", items=len(items), full=full) as log:
         settings = _settings_key(ip)
         cache = ItemCache(root)
+        digests = FileDigests(cache.folder / DIGESTS)
+        memo = StatMemo(cache.folder / STAMPS, settings.decode("utf-8"))
         with log.step("chunks") as info:
             loaded: list[_Loaded] = []
             for n, item in enumerate(items, 1):
-                loaded.append(_load(item, ip, settings, cache, full))
+                loaded.append(_load(item, ip, settings, cache, memo, full))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
             summary.cache_hits = cache.hits
             cache.prune({d.item.id for d in loaded})
-            chunks = [c for d in loaded for c in d.record.chunks]
-            summary.chunks = len(chunks)
-            summary.claim_chunks = sum(1 for c in chunks if c.kind == "claim")
+            summary.chunks = sum(d.record.chunks for d in loaded)
+            summary.claim_chunks = sum(d.record.claim_chunks for d in loaded)
             summary.transcript_chunks = summary.chunks - summary.claim_chunks
-            chunk_bytes = canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
-            put(CHUNKS, chunk_bytes)
-            chunks_digest = _digest(chunk_bytes)
-            del chunk_bytes
+            # Kept beside the item cache, not in the manifest: the record keys digest the
+            # items' files, extraction timestamps included, and the manifest is a function of
+            # the index files alone (a clone that re-extracts the same claims writes the same
+            # manifest).
+            last = read_json(cache.folder / INPUTS) or {}
+            keys = _digest(canonjson.dumps([[d.item.id, d.key] for d in loaded]).encode("utf-8"))
+            known = last.get("chunks") if not full and last.get("keys") == keys else None
+            chunks_digest = _write_chunks(out, loaded, ip, settings, cache, digests, written, known)
             info.update(chunks=summary.chunks, cached=summary.cache_hits)
 
         with log.step("catalog") as info:
@@ -565,48 +712,23 @@ def run_index(
                 }
             ).encode("utf-8")
         )
-        # Kept beside the item cache, not in the manifest: the record keys digest the items'
-        # files, extraction timestamps included, and the manifest is a function of the index
-        # files alone (a clone that re-extracts the same claims writes the same manifest).
-        last = read_json(cache.folder / INPUTS) or {}
-        reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest)
+        reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest, digests)
         old_counts = old_manifest.get("counts") or {}
 
-        # One more pass over the items' cached terms records, one item at a time: the BM25
-        # tokens (when the chunks changed) and the topic ranks (IDF from document frequencies).
+        # The BM25 index from the items' cached token segments (when the chunks changed).
         k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
         lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": summary.chunks}
         have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
         rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
-        topic_settings = TopicSettings.from_params(ip["topics"])
-        builder: TopicBuilder | None = None
-
-        def tokens() -> Iterator[list[str]]:
-            position = 0
-            for d in loaded:
-                terms, toks = _terms(d, ip, settings, cache)
-                count = len(d.record.chunks)
-                assert builder is not None
-                builder.add(terms, range(position, position + count))
-                position += count
-                yield from toks
 
         with log.step("lexical") as info:
-            from arkai.search.bm25 import BM25Index
+            if not reuse and rebuild_lexical:
+                from arkai.search.bm25 import BM25Index
 
-            if not reuse:
-                n_items, df = document_frequencies(
-                    _terms(d, ip, settings, cache)[0] for d in loaded
-                )
-                builder = TopicBuilder(n_items, df, synonyms, topic_settings)
-                del df
-                if rebuild_lexical:
-                    BM25Index.build_from_tokens(tokens(), k1=k1, b=b).save(out / LEXICAL)
-                    summary.lexical_rebuilt = True
-                    written.append(LEXICAL)
-                else:
-                    for _ in tokens():
-                        pass
+                segments = (_segment(d, ip, settings, cache) for d in loaded)
+                BM25Index.build_from_segments(segments, k1=k1, b=b).save(out / LEXICAL)
+                summary.lexical_rebuilt = True
+                written.append(LEXICAL)
             info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
 
         with log.step("vectors") as info:
@@ -617,7 +739,11 @@ def run_index(
                 info["skipped"] = True
             else:
                 previous = old_manifest.get("embedder")
+                chunks = [
+                    c for d in loaded for c in _chunks_of(_chunk_lines(d, ip, settings, cache))
+                ]
                 _embed(out, chunks, ip, requested, previous, full, summary, progress)
+                del chunks
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)
                 info.update(
@@ -626,17 +752,27 @@ def run_index(
                     pruned=summary.pruned,
                     embedder=summary.embedder,
                 )
-        del chunks
 
         with log.step("topics") as info:
             if reuse:
                 summary.topics = int(old_counts.get("topics", 0))
                 info.update(topics=summary.topics, unchanged=True)
             else:
-                assert builder is not None
+                # Two passes over the items' cached terms records, one item at a time: the
+                # document frequencies (the IDF), then each item's ranked terms.
+                n_items, df = phrase_frequencies(_phrases(d, ip, settings, cache) for d in loaded)
+                builder = TopicBuilder(
+                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"])
+                )
+                del df
+                position = 0
+                for d in loaded:
+                    count = d.record.chunks
+                    builder.add(_terms(d, ip, settings, cache), range(position, position + count))
+                    position += count
                 topics = builder.result()
-                builder = None  # its document frequencies are not needed any more
-                put(TOPICS, canonjson.dumps(topics.doc).encode("utf-8"))
+                del builder  # its document frequencies are not needed any more
+                put(TOPICS, _canonical_bytes(topics.doc))
                 summary.topics = len(topics.doc["topics"])
                 info["topics"] = summary.topics
                 if progress:
@@ -677,10 +813,13 @@ def run_index(
                     else None
                 ),
                 "lexical": old_manifest.get("lexical") if reuse else lexical,
-                "files": _file_digests(out),
+                "files": _scan(out, digests),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
-            write_json(cache.folder / INPUTS, {"inputs": inputs})
+            write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
+                                               "keys": keys})  # fmt: skip
+            digests.save()
+            memo.save()
     return summary

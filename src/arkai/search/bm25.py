@@ -10,8 +10,15 @@ project's baseline uses)::
     score(q, d) = sum over query tokens t of w(t, d)   (a repeated query token counts again)
 
 The index stores the matrix term-major (CSR, one row per term) as ``float32``, the vocabulary
-as a JSON list and the parameters next to it. ``load`` needs numpy, scipy and the tokenizer
-only: no model library is imported on this path.
+as a JSON list and the parameters next to it.
+
+A library's documents come in segments (one per item, :func:`encode_segment`: the segment's own
+vocabulary and its tokens as ids into it), which a caller caches per item:
+:meth:`BM25Index.build_from_segments` then merges them with one dictionary lookup per distinct
+term of a segment and array work for the tokens, into the very index
+:meth:`BM25Index.build_from_tokens` makes of the same token lists.
+
+``load`` needs numpy, scipy and the tokenizer only: no model library is imported on this path.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.errors import InvalidInputError
 from arkai.search.text import tokenize
 
-__all__ = ["DEFAULT_B", "DEFAULT_K1", "FORMAT_VERSION", "BM25Index"]
+__all__ = ["DEFAULT_B", "DEFAULT_K1", "FORMAT_VERSION", "BM25Index", "encode_segment"]
 
 DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
@@ -98,6 +105,34 @@ class BM25Index:
             b=b,
             tokenizer=tokenizer,
         )
+
+    @classmethod
+    def build_from_segments(
+        cls,
+        segments: Iterable[bytes],
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        tokenizer: Tokenizer = tokenize,
+    ) -> BM25Index:
+        """Build from :func:`encode_segment` outputs, in document order: the same index as
+        :meth:`build_from_tokens` over the segments' token lists one after the other (term ids
+        are numbered in order of first appearance either way)."""
+        vocab: dict[str, int] = {}
+        ids: list[npt.NDArray[np.int32]] = []
+        lens: list[npt.NDArray[np.int64]] = []
+        for raw in segments:
+            terms, seg_lens, local = decode_segment(raw)
+            remap = np.fromiter(
+                (vocab.setdefault(t, len(vocab)) for t in terms), dtype=np.int32, count=len(terms)
+            )
+            ids.append(remap[local])
+            lens.append(seg_lens)
+        term_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
+        doc_ptr = np.zeros(sum(len(x) for x in lens) + 1, dtype=np.int64)
+        if lens:
+            np.cumsum(np.concatenate(lens), out=doc_ptr[1:])
+        return cls.build_from_ids(term_ids, doc_ptr, vocab, k1=k1, b=b, tokenizer=tokenizer)
 
     @classmethod
     def build_from_ids(
@@ -247,10 +282,49 @@ class BM25Index:
         )
 
 
+def encode_segment(token_lists: Iterable[Sequence[str]]) -> bytes:
+    """Some documents' tokens as one segment for :meth:`BM25Index.build_from_segments`: a JSON
+    line (the segment's terms in order of first appearance, and each document's token count),
+    then the tokens as little-endian ``int32`` ids into those terms."""
+    vocab: dict[str, int] = {}
+    ids: list[int] = []
+    lens: list[int] = []
+    for tokens in token_lists:
+        ids.extend(vocab.setdefault(t, len(vocab)) for t in tokens)
+        lens.append(len(tokens))
+    head = json.dumps({"lens": lens, "terms": list(vocab)}, ensure_ascii=False)
+    return head.encode("utf-8") + b"\n" + np.asarray(ids, dtype="<i4").tobytes()
+
+
+def decode_segment(
+    raw: bytes,
+) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    """(terms, token count per document, token ids) of an :func:`encode_segment` output."""
+    head, sep, body = raw.partition(b"\n")
+    try:
+        meta = json.loads(head.decode("utf-8"))
+        terms = [str(t) for t in meta["terms"]]
+        lens = np.asarray(meta["lens"], dtype=np.int64)
+        local = np.frombuffer(body, dtype="<i4").astype(np.int32)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"not a BM25 segment: {exc}") from None
+    if (
+        not sep
+        or int(lens.sum()) != len(local)
+        or (len(local) and (int(local.min()) < 0 or int(local.max()) >= len(terms)))
+    ):
+        raise InvalidInputError("not a BM25 segment: its lengths or ids do not add up")
+    return terms, lens, local
+
+
 def idf(df: npt.NDArray[np.floating], n_docs: int) -> npt.NDArray[np.float64]:
     """Lucene's BM25 idf (always positive)."""
     d = df.astype(np.float64)
     return np.log1p((n_docs - d + 0.5) / (d + 0.5))
+
+
+#: Weights computed per block of this many non-zeros (:func:`_weigh`).
+_WEIGH_BLOCK = 1 << 20
 
 
 def _weigh(
@@ -261,11 +335,15 @@ def _weigh(
     df = np.diff(tf.indptr)
     term_idf = idf(df, n_docs)
     norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)  # per document
-    f = tf.data.astype(np.float64)
-    rows = np.repeat(np.arange(n_terms), df)
-    w = term_idf[rows] * f / (f + norm[tf.indices])
+    rows = np.repeat(np.arange(n_terms, dtype=np.int32), df)
+    w = np.empty(len(tf.data), dtype=np.float32)
+    # In blocks, so the float64 temporaries stay small whatever the index's size.
+    for lo in range(0, len(w), _WEIGH_BLOCK):
+        hi = lo + _WEIGH_BLOCK
+        f = tf.data[lo:hi].astype(np.float64)
+        w[lo:hi] = term_idf[rows[lo:hi]] * f / (f + norm[tf.indices[lo:hi]])
     out = sparse.csr_matrix(
-        (w.astype(np.float32), tf.indices.astype(np.int32), tf.indptr.astype(np.int64)),
+        (w, tf.indices.astype(np.int32), tf.indptr.astype(np.int64)),
         shape=tf.shape,
     )
     return out

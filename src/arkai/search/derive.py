@@ -2,12 +2,17 @@
 depend on the rest of the library, so it is cached per item (docs/index-format.md,
 "Incremental builds"). Pure: the item's parsed files in, plain JSON-able records out.
 
-- :class:`ItemRecord` (``main``): the item's chunks, claim and entity counts for the catalog,
-  and its graph contributions (throttled quotes, entity mentions);
+- :class:`ItemRecord` (``main``): the item's chunk, claim and entity counts for the catalog,
+  and its graph contributions (throttled quotes, entity mentions) — small, so the stage reads
+  every item's without reading a chunk text;
+- the item's chunks (the ``lines`` part: their ``chunks.jsonl`` lines, byte for byte, which the
+  stage concatenates without parsing);
 - ``terms``: the item's :class:`arkai.search.topics.ItemTerms` (phrase counts, stemmed chunk
   and condensed-chunk texts, entity names). A chunk's stemmed text is its BM25 tokens joined
   by spaces (both are :func:`arkai.search.text.tokenize`, whose tokens have no whitespace), so
-  the tokens are not stored twice.
+  the tokens are not stored twice;
+- ``tokens``: those tokens as a BM25 segment (:func:`arkai.search.bm25.encode_segment`), which
+  the stage merges into ``index/lexical`` without splitting a text.
 
 The global structures (IDF, BM25 weights, topic ranks, RELATED_TO and CITES edges) are then
 computed from these records, never from the texts again.
@@ -21,19 +26,22 @@ from typing import Any
 
 from arkai.adapters.review import is_rejected
 from arkai.model.evidence import EvidenceLine
-from arkai.search.chunks import Chunk, chunk_transcript, claim_chunks
+from arkai.search.chunks import CLAIM_KIND, Chunk, chunk_transcript, claim_chunks
 from arkai.search.graph import GraphSettings, entity_mentions, throttled_quotes
 from arkai.search.topics import ItemTerms, item_terms
 
 #: Bump when what is derived (or how) changes: every cached record is then rebuilt.
-DERIVE_VERSION = 2
+DERIVE_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
 class ItemRecord:
     """The ``main`` record of one item."""
 
-    chunks: list[Chunk]
+    chunks: int
+    """How many chunks the item has (its ``chunks.jsonl`` lines)."""
+    claim_chunks: int
+    """How many of them are claim chunks."""
     claims: int
     """Non-rejected claims (the catalog's ``claims``)."""
     entities: int
@@ -42,7 +50,8 @@ class ItemRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "chunks": [c.to_dict() for c in self.chunks],
+            "chunks": self.chunks,
+            "claim_chunks": self.claim_chunks,
             "claims": self.claims,
             "entities": self.entities,
             "quotes": [list(q) for q in self.quotes],
@@ -52,7 +61,8 @@ class ItemRecord:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ItemRecord:
         return cls(
-            chunks=[Chunk.from_dict(c) for c in d["chunks"]],
+            chunks=int(d["chunks"]),
+            claim_chunks=int(d["claim_chunks"]),
             claims=int(d["claims"]),
             entities=int(d["entities"]),
             quotes=[(str(a), str(b)) for a, b in d["quotes"]],
@@ -70,14 +80,16 @@ def derive_item(
     target_words: int,
     max_words: int,
     graph: GraphSettings,
-) -> tuple[ItemRecord, dict[str, Any]]:
-    """The item's ``main`` record and its ``terms`` record (:func:`terms_to_dict`)."""
+) -> tuple[ItemRecord, list[Chunk], dict[str, Any]]:
+    """The item's ``main`` record, its chunks (``chunks.jsonl`` order) and its ``terms``
+    record (:func:`terms_to_dict`)."""
     chunks = chunk_transcript(
         content_id, text, target_words=target_words, max_words=max_words
     ) + claim_chunks(content_id, text, evidence)
     chunks.sort(key=lambda c: c.sort_key)
     record = ItemRecord(
-        chunks=chunks,
+        chunks=len(chunks),
+        claim_chunks=sum(1 for c in chunks if c.kind == CLAIM_KIND),
         claims=sum(1 for ln in evidence if not is_rejected(ln)),
         entities=len(entities),
         quotes=throttled_quotes(evidence, graph),
@@ -90,7 +102,7 @@ def derive_item(
         [str(e.get("name", "")) for e in entities],
         condensed,
     )
-    return record, terms_to_dict(terms)
+    return record, chunks, terms_to_dict(terms)
 
 
 def terms_to_dict(terms: ItemTerms) -> dict[str, Any]:
@@ -102,14 +114,17 @@ def terms_to_dict(terms: ItemTerms) -> dict[str, Any]:
     }
 
 
-def terms_from_dict(content_id: str, d: Mapping[str, Any]) -> tuple[ItemTerms, list[list[str]]]:
-    """The :class:`ItemTerms` and the chunks' BM25 tokens (``tokenize(chunk.text)``) of a
-    ``terms`` record."""
-    terms = ItemTerms(
+def terms_from_dict(content_id: str, d: Mapping[str, Any]) -> ItemTerms:
+    """The :class:`ItemTerms` of a ``terms`` record."""
+    return ItemTerms(
         content_id=content_id,
         counts=d["counts"],
         chunk_stems=d["chunk_stems"],
         entities=d["entities"],
         condensed=[(int(n), str(k)) for n, k in d["condensed"]],
     )
-    return terms, [stems.split() for stems in terms.chunk_stems]
+
+
+def chunk_tokens(terms: Mapping[str, Any]) -> list[list[str]]:
+    """The BM25 tokens (``tokenize(chunk.text)``) of each chunk of a ``terms`` record."""
+    return [str(stems).split() for stems in terms["chunk_stems"]]
