@@ -21,6 +21,8 @@ if [[ -d .dvc && -n "$(dvc remote list 2>/dev/null)" ]]; then
 fi
 if [[ -f dvc.yaml ]] && grep -Eq '^  index:' dvc.yaml; then
   echo "::group::dvc repro --single-item index"
+  # Its inputs' manifests (index/manifests/, not in git) from the files, as the stages write them.
+  python -m arkai.adapters.manifest library extracted condensed
   dvc repro --single-item index
   echo "::endgroup::"
 else

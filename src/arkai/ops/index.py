@@ -436,8 +436,9 @@ def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests) -> bool:
     return bool(listed) and listed == current and present
 
 
-#: Folders of index/ that other stages write (the beliefs stage's vectors): not this stage's.
-NOT_OURS = ("beliefs/",)
+#: Folders of index/ that other stages write (the beliefs stage's vectors, the folder manifests of
+#: extract, condense and site): not this stage's.
+NOT_OURS = ("beliefs/", "manifests/")
 
 
 def _scan(out: Path, digests: FileDigests) -> dict[str, str]:

@@ -44,6 +44,9 @@ echo "::endgroup::"
 dvc_line=""
 if [[ "${ARKAI_SKIP_DVC:-}" != 1 && -f dvc.yaml ]]; then
   echo "::group::dvc status extract validate"
+  # The folder manifests the stages after extract depend on (index/manifests/, not in git):
+  # written from the files as the stages write them, so a fresh clone compares them too.
+  python -m arkai.adapters.manifest library extracted condensed
   # An output kept in DVC's cache but not in this clone's (the provider responses before a
   # `dvc pull`; docs/team.md) is reported "not in cache": that is no stale dvc.lock.
   if status_json="$(dvc status --json extract validate)" &&
