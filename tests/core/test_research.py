@@ -124,3 +124,12 @@ def test_builtin_synthesis_is_extractive_then_retracts_what_was_not_grounded() -
         "question": "q", "round": 2, "evidence": evidence, "claims": first["claims"],
         "feedback": [{"id": "c2", "verdict": "partial", "note": "n"}]}), {})  # fmt: skip
     assert second == {"claims": first["claims"][:1], "retracted": ["c2"]}
+
+
+@pytest.mark.parametrize("value", ["auto", "many", "0", -2, True, 2.5, None])
+def test_builtin_synthesis_reads_a_bad_max_claims_as_the_default(value: object) -> None:
+    evidence = [{"match_id": f"m{n}", "quote": f"Point number {n} holds."} for n in range(9)]
+    raw = json.dumps({"question": "q", "round": 1, "evidence": evidence})
+    out = synthesize_answer(raw, {"max_claims": value})
+    assert len(out["claims"]) == 6
+    assert len(synthesize_answer(raw, {"max_claims": "2"})["claims"]) == 2

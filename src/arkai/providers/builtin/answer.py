@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from arkai.providers.base import ProviderError
+from arkai.providers.builtin.text import positive_int
 
 MAX_CLAIMS = 6
 MIN_WORDS = 5
@@ -53,7 +54,7 @@ def synthesize_answer(raw: str, variables: Mapping[str, Any]) -> dict[str, Any]:
         claims = [c for c in payload.get("claims") or [] if isinstance(c, dict)]
         kept = [c for c in claims if str(c.get("id")) not in flagged]
         return {"claims": kept, "retracted": sorted(flagged)}
-    limit = int(variables.get("max_claims") or MAX_CLAIMS)
+    limit = positive_int(variables.get("max_claims")) or MAX_CLAIMS
     evidence = [ev for ev in payload.get("evidence") or [] if isinstance(ev, dict)]
     stating = [ev for ev in evidence if _states_something(str(ev.get("quote") or ""))]
     by_quote: dict[str, list[str]] = {}
