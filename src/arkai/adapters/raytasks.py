@@ -144,6 +144,13 @@ def session(cfg: RayConfig) -> Iterator[None]:
         ray.shutdown()
 
 
+def slots(cfg: RayConfig) -> int:
+    """How many tasks of ``cfg.num_cpus`` CPUs the connected cluster runs at once (at least 1).
+    Call inside :func:`session`."""
+    cpus = float(_ray().cluster_resources().get("CPU", 1.0))
+    return max(1, int(cpus / cfg.num_cpus) if cfg.num_cpus > 0 else int(cpus))
+
+
 def _failure(ray: Any, name: str, exc: BaseException) -> BaseException:
     """What a failed task's future holds: the function's own exception when Ray brought it
     back, else a PipelineError saying what happened to the task."""
