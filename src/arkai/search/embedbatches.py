@@ -61,11 +61,15 @@ def encoded(
     texts: Mapping[str, str],
     batch_size: int,
     extract: Mapping[str, Any] | None = None,
+    *,
+    encode_size: int | None = None,
 ) -> Iterator[tuple[list[str], F32]]:
     """Each batch of ``keys`` (at most ``batch_size`` each, in order) with its rows, in order;
-    computed by ``embedder`` here, or by Ray tasks when ``extract.executor`` is ``ray``."""
-    size = max(1, int(batch_size))
-    parts = [list(keys[i : i + size]) for i in range(0, len(keys), size)]
+    computed by ``embedder`` here, or by Ray tasks when ``extract.executor`` is ``ray``.
+    ``encode_size`` is the model's own batch size within a batch (default ``batch_size``)."""
+    step = max(1, int(batch_size))
+    size = max(1, int(encode_size or step))
+    parts = [list(keys[i : i + step]) for i in range(0, len(keys), step)]
     section = extract or {}
     if not parts or raytasks.executor_of(section) == "local":
         for part in parts:
