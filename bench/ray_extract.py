@@ -1,6 +1,7 @@
 """What extracting on Ray costs against extracting locally (docs/team.md). Prints JSON.
 
     python bench/ray_extract.py [--items 24] [--latency 0.25] [--concurrency 4] [--cpus 2]
+                                [--chunks 512] [--batch 64]
 
 Builds one knowledge repo of ``--items`` small transcripts (the sample talk, each with its own
 opening line) whose provider is an OpenAI-compatible server on 127.0.0.1 answering every call
@@ -14,7 +15,12 @@ server). Then, each in a fresh copy of the repo (an empty response store: every 
 - ``ray_local``: no address — the run starts (and stops) a local Ray cluster itself.
 
 Also the round trip of one empty Ray task on the warm cluster (median of 50), and whether the
-``extracted/`` trees are byte-identical. The cluster is killed (its process group) at the end.
+``extracted/`` trees are byte-identical. Then the index stage's embedding batches
+(:mod:`arkai.search.embedbatches`, the real ``minilm-onnx`` model): ``--chunks`` passages of
+about 80 words cut from the sample sources, in batches of ``--batch``, embedded here and as
+Ray tasks on the warm cluster (a first run that starts the workers and loads the model in
+each, then a warm one), and whether the rows are byte-identical. The cluster is killed (its
+process group) at the end.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from arkai.adapters.raytasks import ENV_ADDRESS  # noqa: E402
 from arkai.adapters.repo import Repo  # noqa: E402
 from arkai.ops.extract import run_extract  # noqa: E402
 from arkai.ops.init import init_repo  # noqa: E402
+from arkai.search import embed, embedbatches  # noqa: E402
 from tests.adapters.fake_llm import FakeLLM  # noqa: E402
 from tests.conftest import BIN, SAMPLES, tool_env  # noqa: E402
 
@@ -110,12 +117,49 @@ def task_round_trip(address: str) -> float:
         ray.shutdown()
 
 
+def passages(n: int) -> dict[str, str]:
+    """``n`` passages of about 80 words from the sample sources, each with its number."""
+    words = " ".join(p.read_text(encoding="utf-8") for p in sorted(SAMPLES.glob("*.txt"))).split()
+    out: dict[str, str] = {}
+    for i in range(n):
+        start = (i * 37) % max(1, len(words) - 80)
+        out[f"p{i:06d}"] = f"Passage {i}. " + " ".join(words[start : start + 80])
+    return out
+
+
+def embeddings(address: str, chunks: int, batch: int) -> dict[str, Any]:
+    """Seconds to embed ``chunks`` passages here and on the cluster (cold, then warm)."""
+    texts = passages(chunks)
+    keys = list(texts)
+    model = embed.get_embedder("minilm-onnx")
+    model.encode(["warm up"], kind="passage")  # the local model loaded before timing
+    t0 = time.perf_counter()
+    here = [rows for _, rows in embedbatches.encoded(model, keys, texts, batch)]
+    local_s = time.perf_counter() - t0
+    section = {"executor": "ray", "ray": {"address": address}}
+    runs = []
+    for _ in range(2):  # each run is a new Ray job: new workers, the model loaded in each
+        t0 = time.perf_counter()
+        there = [rows for _, rows in embedbatches.encoded(model, keys, texts, batch, section)]
+        runs.append(round(time.perf_counter() - t0, 2))
+    return {
+        "chunks": chunks,
+        "batch": batch,
+        "local_s": round(local_s, 2),
+        "ray_first_s": runs[0],
+        "ray_second_s": runs[1],
+        "identical": all(a.tobytes() == b.tobytes() for a, b in zip(here, there, strict=True)),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--items", type=int, default=24)
     ap.add_argument("--latency", type=float, default=0.25)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--chunks", type=int, default=512, help="passages to embed (0: skip)")
+    ap.add_argument("--batch", type=int, default=64, help="passages per embedding batch")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="arkraybench"))
     # The cluster `ray_local` starts keeps its logs and sockets here (removed at the end).
@@ -167,6 +211,8 @@ def main() -> None:
                 tree(base / name / "extracted") == reference for name in ("ray", "ray_local")
             )
             result["max_calls_in_flight"] = fake.max_in_flight
+            if args.chunks:
+                result["embedding"] = embeddings(address, args.chunks, args.batch)
     finally:
         if group is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):

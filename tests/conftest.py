@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +127,49 @@ def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread, box
+
+
+# One real local Ray cluster for the whole run, shared by the xdist workers (tests/raycluster.py).
+def pytest_configure(config: pytest.Config) -> None:
+    from tests import raycluster
+
+    raycluster.begin_run(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from tests import raycluster
+
+    raycluster.end_run(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from tests import raycluster
+
+    raycluster.count_users(session)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    try:
+        return (yield)
+    finally:
+        from tests import raycluster
+
+        raycluster.finished(item)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Any:
+    """The run's Ray cluster (a head and a worker node): started on first use, stopped after
+    the last test that uses it."""
+    from tests import raycluster
+
+    return raycluster.shared()
+
+
+@pytest.fixture
+def on_cluster(ray_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """This process as a driver of the run's Ray cluster for the test."""
+    from tests import raycluster
+
+    yield from raycluster.connected(ray_cluster, monkeypatch)

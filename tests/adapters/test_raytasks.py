@@ -1,6 +1,7 @@
 """``extract.executor`` and ``extract.ray`` settings: checked with errors naming the key, the
-environment override of the address, and an item's key independent of where it runs (the
-Ray cluster itself: tests/func/test_extract_ray.py)."""
+environment override of the address, an item's key independent of where it runs, and the
+embedding batches cut and handed on in order (the Ray cluster itself:
+tests/func/test_extract_ray.py, tests/func/test_index_ray.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import copy
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 from arkai.adapters.layout import scan_items
 from arkai.adapters.params import DEFAULTS, load_params
 from arkai.adapters.raytasks import ENV_ADDRESS, RayConfig, executor_of
-from arkai.errors import InvalidInputError, LibraryError
+from arkai.errors import InvalidInputError, LibraryError, PipelineError
 from arkai.ops.extract import plan_item
+from arkai.search import embedbatches
 from tests.conftest import SAMPLES, Runner
 
 
@@ -91,3 +95,38 @@ def test_an_unreachable_cluster_fails_at_once_and_a_no_op_never_connects(
     code, _, err = arkai("--repo", kr, "extract", "--executor", "ray", "--json")
     assert code == 3 and f"cannot reach the Ray cluster at {address}" in err
     assert not list((kr / "extracted").rglob("extraction.json"))
+
+
+class _Recording:
+    """An embedder that records each call (texts, batch size) and returns the call's number."""
+
+    name, dim = "recording", 2
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], int]] = []
+
+    def encode(self, texts: list[str], *, batch_size: int = 64, kind: str = "passage") -> Any:
+        assert kind == "passage"
+        self.calls.append((list(texts), batch_size))
+        return np.full((len(texts), self.dim), len(self.calls), dtype=np.float32)
+
+
+def test_local_embedding_batches_keep_the_order_and_the_model_batch_size() -> None:
+    texts = {f"k{i}": f"text {i}" for i in range(7)}
+    emb = _Recording()
+    got = list(embedbatches.encoded(emb, list(texts), texts, 3, {"executor": "local"}))
+    assert [part for part, _ in got] == [["k0", "k1", "k2"], ["k3", "k4", "k5"], ["k6"]]
+    assert [rows[:, 0].tolist() for _, rows in got] == [[1, 1, 1], [2, 2, 2], [3]]
+    assert [size for _, size in emb.calls] == [3, 3, 3]
+    emb.calls.clear()
+    list(embedbatches.encoded(emb, list(texts), texts, 4, None, encode_size=2))
+    assert [(len(t), size) for t, size in emb.calls] == [(4, 2), (3, 2)]
+    # Nothing to embed never reaches for Ray, whatever the executor.
+    assert list(embedbatches.encoded(emb, [], texts, 3, {"executor": "ray"})) == []
+
+
+def test_a_worker_whose_embedder_differs_refuses_the_batch() -> None:
+    batch = embedbatches.Batch("minilm-onnx", 999, ("a text",), 1)
+    with pytest.raises(PipelineError, match=r"embedder is minilm-onnx \(384 dimensions\), the "
+                       r"driver's minilm-onnx \(999\)"):  # fmt: skip
+        embedbatches.encode_batch(batch)

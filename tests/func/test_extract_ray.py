@@ -1,6 +1,6 @@
 """``extract.executor: ray`` on a real local Ray cluster: a head node and a worker node started
-with ``ray start`` as separate processes (one cluster for the module), the provider a real
-OpenAI-compatible server on 127.0.0.1 (tests/adapters/fake_llm.py).
+with ``ray start`` as separate processes (the run's one cluster: tests/raycluster.py), the
+provider a real OpenAI-compatible server on 127.0.0.1 (tests/adapters/fake_llm.py).
 
 Same bytes as a local run, at most ``extract.concurrency`` provider calls in flight across the
 cluster, a worker killed mid-task (the task is retried, nothing partial or doubled), and a
@@ -12,16 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import signal
-import socket
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,92 +30,12 @@ from arkai.ops.extract import ExtractSummary, run_extract
 from tests.adapters.fake_llm import FakeLLM, fake_llm_fixture  # noqa: F401
 from tests.conftest import BIN, SAMPLES, Runner, in_thread, tool_env
 from tests.func.test_extract_runner import SOURCES, use_fake
+from tests.raycluster import HANG_GUARD_S, Cluster
 
 pytestmark = pytest.mark.slow
 
 NOW = "2026-01-02T03:04:05Z"
-HANG_GUARD_S = 120.0
 PATTERNS = ["extract_claims", "extract_entities", "extract_wisdom", "summarize"]
-
-
-@dataclass
-class Cluster:
-    address: str
-    groups: list[int]
-    """Process groups of the `ray start` commands: every daemon and worker of the cluster."""
-    auth: dict[str, str]
-    """Ray's token authentication, set explicitly for the cluster and its drivers (what Ray
-    would otherwise do depends on a token file in the home folder)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ray_start(args: list[str], env: dict[str, str], groups: list[int]) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [str(BIN / "ray"), "start", *args], env=env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    groups.append(proc.pid)
-    return proc
-
-
-def _started(proc: subprocess.Popen[str]) -> None:
-    out, _ = proc.communicate(timeout=HANG_GUARD_S)
-    assert proc.returncode == 0, out
-
-
-def _kill_groups(groups: list[int]) -> None:
-    for group in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[Cluster]:
-    """A head node and a worker node, one CPU each, in their own process groups and temp
-    folder (short: Ray's socket paths must fit in 107 bytes); killed and removed after."""
-    temp = tempfile.mkdtemp(prefix="arkray")
-    port = _free_port()
-    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    env = tool_env(RAY_USAGE_STATS_ENABLED="0", **auth)
-    common = ["--num-cpus=1", "--object-store-memory=80000000", "--disable-usage-stats"]
-    groups: list[int] = []
-    try:
-        head = ["--head", f"--port={port}", "--node-ip-address=127.0.0.1", f"--temp-dir={temp}"]
-        # Both at once: the worker node waits for the head's GCS to answer.
-        starting = [_ray_start([*head, "--include-dashboard=false", *common], env, groups),
-                    _ray_start([f"--address=127.0.0.1:{port}", *common], env, groups)]  # fmt: skip
-        for proc in starting:
-            _started(proc)
-        yield Cluster(f"127.0.0.1:{port}", groups, auth)
-    finally:
-        _kill_groups(groups)
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _reset_ray_auth() -> None:
-    """Ray reads its authentication settings once per process and caches them: a test that
-    ran Ray code earlier in this process (tests/adapters/test_raytasks.py) would leave this
-    driver without the cluster's token. Ray's own test helper drops that cache."""
-    from ray._private.authentication_test_utils import reset_auth_token_state
-
-    reset_auth_token_state()
-
-
-@pytest.fixture
-def on_cluster(ray_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    monkeypatch.setenv(ENV_ADDRESS, ray_cluster.address)
-    for name, value in ray_cluster.auth.items():
-        monkeypatch.setenv(name, value)
-    _reset_ray_auth()
-    yield ray_cluster
-    for name in ray_cluster.auth:
-        monkeypatch.delenv(name)
-    _reset_ray_auth()
 
 
 def _library(

@@ -6,6 +6,7 @@ for the run — with at most ``in_flight`` tasks submitted at a time, so the num
 flight toward a provider is bounded across the whole cluster, whatever its size. It yields each
 job with its finished :class:`~concurrent.futures.Future` in the order they finish: the shape of
 the local executor, so a caller handles results (and writes them) in one code path for both.
+Extraction (ops/extract.py) and the embedding batches (arkai.search.embedbatches) run on it.
 
 A task whose worker process or node dies is re-run by Ray (``max_retries``); an exception the
 function raised is not retried here (the provider runner has its own retries) and comes back
@@ -142,6 +143,13 @@ def session(cfg: RayConfig) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def slots(cfg: RayConfig) -> int:
+    """How many tasks of ``cfg.num_cpus`` CPUs the connected cluster runs at once (at least 1).
+    Call inside :func:`session`."""
+    cpus = float(_ray().cluster_resources().get("CPU", 1.0))
+    return max(1, int(cpus / cfg.num_cpus) if cfg.num_cpus > 0 else int(cpus))
 
 
 def _failure(ray: Any, name: str, exc: BaseException) -> BaseException:

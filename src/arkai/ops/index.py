@@ -466,6 +466,7 @@ def _embed(
     full: bool,
     summary: IndexSummary,
     progress: ProgressFn | None,
+    extract: dict[str, Any] | None = None,
 ) -> None:
     """Embed the chunks whose key the vector store lacks; prune the keys that are gone;
     then bring the ANN index (above ``index.ann.threshold``) in line with the store.
@@ -474,7 +475,7 @@ def _embed(
     model name the last run recorded in the manifest (``previous``) when params still ask for
     the same embedder.
     """
-    from arkai.search import embed
+    from arkai.search import embed, embedbatches
     from arkai.search.vectors import VectorStore
 
     folder = out / VECTORS
@@ -508,9 +509,8 @@ def _embed(
         batch = max(1, int(ip["batch_size"]))
         if progress:
             progress(0, len(todo), "embedding")
-        for start in range(0, len(todo), batch):
-            part = todo[start : start + batch]
-            rows = embedder.encode([texts[k] for k in part], batch_size=batch, kind="passage")
+        # Here or as Ray tasks (extract.executor): the same batches, in the same order.
+        for part, rows in embedbatches.encoded(embedder, todo, texts, batch, extract):
             store.add(part, rows)
             summary.embedded += len(part)
             if progress:
@@ -743,7 +743,8 @@ def run_index(
                 chunks = [
                     c for d in loaded for c in _chunks_of(_chunk_lines(d, ip, settings, cache))
                 ]
-                _embed(out, chunks, ip, requested, previous, full, summary, progress)
+                _embed(out, chunks, ip, requested, previous, full, summary, progress,
+                       repo.params.get("extract"))  # fmt: skip
                 del chunks
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)

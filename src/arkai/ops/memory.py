@@ -127,6 +127,7 @@ def embed_statements(
 ) -> tuple[Any, int, str]:
     """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded,
     model). The embedder is loaded only when a statement is not in the store."""
+    from arkai.search import embedbatches
     from arkai.search.vectors import META_FILE, VectorStore
 
     keys = [text_digest(t) for t in texts]
@@ -139,11 +140,13 @@ def embed_statements(
             store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
         todo = store.missing(dict.fromkeys(keys))
         by_key = dict(zip(keys, texts, strict=True))
-        for start in range(0, len(todo), 256):
-            part = todo[start : start + 256]
-            store.add(part, embedder.encode([by_key[k] for k in part], batch_size=64))
+        # Here or as Ray tasks (extract.executor): the same batches, in the same order.
+        extract = repo.params.get("extract")
+        batches = embedbatches.encoded(embedder, todo, by_key, 256, extract, encode_size=64)
+        for n, (part, rows) in enumerate(batches, 1):
+            store.add(part, rows)
             if progress:
-                progress(min(start + 256, len(todo)), len(todo), "embedding beliefs")
+                progress(min(n * 256, len(todo)), len(todo), "embedding beliefs")
     if store.prune(keys) or todo or not (folder / META_FILE).is_file():
         store.save(folder)
     rows = store.get(keys) if keys else np.zeros((0, store.dim), dtype=np.float32)
