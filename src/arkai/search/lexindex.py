@@ -49,6 +49,7 @@ __all__ = [
     "LexicalEngine",
     "LexicalSettings",
     "exact_scores",
+    "query_terms",
     "update_engine",
 ]
 
@@ -341,7 +342,7 @@ class LexicalEngine:
         ties by lower index, and the lane's score of any document; ``None`` when the engine
         cannot answer for ``allowed`` (too few allowed candidates): run the exact lane."""
         weights = bm.term_weights(query)
-        terms = _terms_of(bm, query)
+        terms = query_terms(bm, query)
 
         def at(docs: Sequence[int]) -> list[float]:
             return exact_scores(bm, weights, docs)
@@ -367,7 +368,7 @@ class LexicalEngine:
         return found, at
 
 
-def _terms_of(bm: BM25Index, query: str) -> dict[str, float]:
+def query_terms(bm: BM25Index, query: str) -> dict[str, float]:
     """The query's known terms with their multiplicity (as :meth:`BM25Index.term_weights`)."""
     out: dict[str, float] = {}
     for t in bm.tokenizer(query):

@@ -456,11 +456,18 @@ def _fuse(lanes: _Lanes, fusion: str) -> list[Ranked]:
             fill={lane: lanes.fill(lane) for lane in found},
             top_bonus=TOP_BONUS,
         )
+    # The lexical lanes' raw scores of every fused document, one call per lane.
+    ids = [int(f.id) for f in fused]
+    lex = {lane: dict(zip(ids, at(ids), strict=True)) for lane, at in lanes.lexical.items()}
     out = []
     for f in fused:
         i = int(f.id)
         detail: dict[str, dict[str, float | int]] = {
-            lane: {"rank": r, "score": lanes.raw(lane, i), "contribution": contrib}
+            lane: {
+                "rank": r,
+                "score": lex[lane][i] if lane in lex else lanes.raw(lane, i),
+                "contribution": contrib,
+            }
             for lane, (r, contrib) in sorted(f.lanes.items())
         }
         out.append(Ranked(i, f.score, detail))
