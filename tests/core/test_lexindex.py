@@ -149,6 +149,19 @@ def test_filters_agree_or_fall_back(tmp_path: Path) -> None:
     assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
 
 
+def test_ties_ranked_by_document_whatever_order_the_engine_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = ["w1 w2"] * 150 + _texts(150) + ["w1 w2"] * 150
+    bm = _built(tmp_path, texts)
+    engine = LexicalEngine.load(tmp_path, bm, "sha256:a")
+    real = LexicalEngine.candidates
+    monkeypatch.setattr(LexicalEngine, "candidates", lambda self, t, k: real(self, t, k)[::-1])
+    want = rank(Corpus(bm), "w1 w2", mode="lexical", depth=40)
+    got = rank(Corpus(bm, engine=engine), "w1 w2", mode="lexical", depth=40)
+    assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+
+
 def _flip(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF

@@ -361,6 +361,9 @@ class LexicalEngine:
         exhausted = len(cand) < want
         if allowed is not None:
             cand = cand[allowed[cand]]
+        # In document order, so that equal scores are ranked by document as the exact lane does
+        # (tantivy orders its ties by its own addresses).
+        cand = np.unique(cand)
         vals = np.asarray(at(cand.tolist()), dtype=np.float32)
         found = [(int(cand[i]), s) for i, s in top_k(vals, depth)]
         if len(found) < depth and not exhausted:
