@@ -72,6 +72,7 @@ from arkai.search.graph import (
     related_lists,
 )
 from arkai.search.graphcache import update_related
+from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
     ItemTerms,
     TopicBuilder,
@@ -731,6 +732,13 @@ def run_index(
                 summary.lexical_rebuilt = True
                 written.append(LEXICAL)
             info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
+            # Above `index.lexical.threshold`: the tantivy engine beside it (search/lexindex.py).
+            engine_input = lambda: (_segment(d, ip, settings, cache) for d in loaded)  # noqa: E731
+            info["engine"] = update_engine(
+                out / LEXICAL, chunks_digest, summary.chunks, ip.get("lexical"), engine_input
+            )
+            if info["engine"] not in (None, "kept") and LEXICAL not in written:
+                written.append(LEXICAL)
 
         with log.step("vectors") as info:
             requested = requested_embedder(ip)

@@ -514,6 +514,23 @@ def _ann_index(index: SearchIndex, store: Any, warnings: list[str]) -> Any:
         return None
 
 
+def _lexical_engine(index: SearchIndex, bm: BM25Index, warnings: list[str]) -> Any:
+    """The lexical engine the index stage wrote beside the BM25 index (above
+    ``index.lexical.threshold``), or ``None``: none there, or one that does not match the
+    chunks — then the lexical lane runs exactly, with a warning naming the file."""
+    folder = index.folder / "lexical"
+    if not (folder / "engine.json").exists():
+        return None
+    from arkai.search.lexindex import EngineError, LexicalEngine
+
+    chunks = (index.manifest.get("lexical") or {}).get("chunks")
+    try:
+        return LexicalEngine.load(folder, bm, chunks if isinstance(chunks, str) else None)
+    except EngineError as exc:
+        warnings.append(f"{exc}; exact lexical lane instead ({_REBUILD})")
+        return None
+
+
 def _query_vector(index: SearchIndex, text: str) -> npt.NDArray[np.float32]:
     # Imported here: the model libraries (torch, onnxruntime) load only for this lane.
     from arkai.search.embed import get_embedder
@@ -535,6 +552,8 @@ def _corpus(index: SearchIndex, mode: str, warnings: list[str]) -> Corpus:
         else:
             store, rows = _vector_store(index)
             corpus = Corpus(lexical, store, rows, _ann_index(index, store, warnings))
+        if lexical is not None:
+            corpus.engine = _lexical_engine(index, lexical, warnings)
         index._corpora[mode] = corpus
     return corpus
 

@@ -67,6 +67,7 @@ from arkai.errors import InvalidInputError
 from arkai.search.ann import AnnIndex
 from arkai.search.bm25 import BM25Index, top_k
 from arkai.search.fusion import DEFAULT_K, Fused, ScoreFn, convex, normalise, rrf
+from arkai.search.lexindex import LexicalEngine, ScoreAt
 from arkai.search.vectors import VectorStore
 
 __all__ = [
@@ -161,6 +162,10 @@ class Corpus:
     ann: AnnIndex | None = None
     """An ANN index over ``store`` (above ``index.ann.threshold``): the vector lane takes its
     candidates from it and scores them exactly; ``None``: the lane scans every row."""
+    engine: LexicalEngine | None = None
+    """A lexical engine over ``lexical`` (above ``index.lexical.threshold``): the lexical lane
+    takes its candidates from it and scores them exactly; ``None``: the lane sums every
+    query term's postings (:mod:`arkai.search.lexindex`)."""
 
     @property
     def size(self) -> int:
@@ -259,8 +264,8 @@ def variant_weights(lanes: Sequence[str]) -> dict[str, float]:
 @dataclass
 class _Lanes:
     found: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    lexical: dict[str, F32] = field(default_factory=dict)
-    """Lexical lane → BM25 score of every document."""
+    lexical: dict[str, ScoreAt] = field(default_factory=dict)
+    """Lexical lane → the BM25 score of any documents."""
     vectors: dict[str, F32] = field(default_factory=dict)
     """Vector lane → its query embedding."""
     store: VectorStore | None = None
@@ -286,7 +291,7 @@ class _Lanes:
     def raw(self, lane: str, doc: int) -> float:
         """A document's raw score in a lane, whether or not the lane returned it."""
         if lane in self.lexical:
-            return float(self.lexical[lane][doc])
+            return float(self.lexical[lane]([doc])[0])
         if lane in self.vectors and self.rows is not None:
             return self.cosines(lane, [doc])[0]
         return 0.0
@@ -294,7 +299,7 @@ class _Lanes:
     def fill(self, lane: str) -> ScoreFn:
         scores = self.lexical.get(lane)
         if scores is not None:
-            return lambda ids: scores[[int(i) for i in ids]].tolist()
+            return lambda ids: scores([int(i) for i in ids])
         return lambda ids: self.cosines(lane, [int(i) for i in ids])
 
 
@@ -368,6 +373,23 @@ def _vector_hits(
     return store.search(qvec, depth, row_mask)
 
 
+def _lexical_lane(
+    corpus: Corpus, words: str, mask: BoolArray | None, depth: int
+) -> tuple[ScoreAt, list[tuple[int, float]]]:
+    """The lexical lane's scorer and best ``depth`` allowed documents: exact scores of the
+    engine's candidates when there is an engine and it can answer for ``mask``, else the
+    exact lane over every document (the same scores either way)."""
+    bm = corpus.lexical
+    assert bm is not None
+    if corpus.engine is not None:
+        got = corpus.engine.search(bm, words, depth, mask)
+        if got is not None:
+            found, at = got
+            return at, found
+    scores = bm.scores(words, mask)
+    return (lambda ids: scores[[int(i) for i in ids]].tolist()), top_k(scores, depth)
+
+
 def fuse(
     lexical: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
@@ -434,11 +456,18 @@ def _fuse(lanes: _Lanes, fusion: str) -> list[Ranked]:
             fill={lane: lanes.fill(lane) for lane in found},
             top_bonus=TOP_BONUS,
         )
+    # The lexical lanes' raw scores of every fused document, one call per lane.
+    ids = [int(f.id) for f in fused]
+    lex = {lane: dict(zip(ids, at(ids), strict=True)) for lane, at in lanes.lexical.items()}
     out = []
     for f in fused:
         i = int(f.id)
         detail: dict[str, dict[str, float | int]] = {
-            lane: {"rank": r, "score": lanes.raw(lane, i), "contribution": contrib}
+            lane: {
+                "rank": r,
+                "score": lex[lane][i] if lane in lex else lanes.raw(lane, i),
+                "contribution": contrib,
+            }
             for lane, (r, contrib) in sorted(f.lanes.items())
         }
         out.append(Ranked(i, f.score, detail))
@@ -489,8 +518,7 @@ def rank(
             if corpus.lexical is None:
                 raise InvalidInputError("no lexical index to search")
             for lane, words in [(LEXICAL, text), *_of(used, LEXICAL)]:
-                lanes.lexical[lane] = corpus.lexical.scores(words, mask)
-                lanes.found[lane] = top_k(lanes.lexical[lane], depth)
+                lanes.lexical[lane], lanes.found[lane] = _lexical_lane(corpus, words, mask, depth)
         if mode in ("hybrid", VECTOR):
             if corpus.store is None or query_vec is None:
                 raise InvalidInputError("no vector index or query embedding to search with")

@@ -1,0 +1,297 @@
+"""The lexical lane above ``index.lexical.threshold``: a real tantivy index proposes candidates,
+the BM25 matrix scores them exactly (arkai.search.lexindex)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from arkai.search.bm25 import BM25Index, encode_segment
+from arkai.search.lexindex import (
+    DOCS_FILE,
+    ENGINE_DIR,
+    ENGINE_META,
+    EngineError,
+    LexicalEngine,
+    LexicalSettings,
+    exact_scores,
+    update_engine,
+)
+from arkai.search.pipeline import Corpus, rank
+from arkai.search.text import tokenize
+
+N = 600
+#: Overlap@10 of the engine lane with the exact lane measured on this query set: every query's
+#: top 10 identical (docs/index-format.md gives the same at 500,000 synthetic chunks).
+OVERLAP_AT_10 = 1.0
+
+
+def _texts(n: int = N, seed: int = 0) -> list[str]:
+    """Zipf-like words and lengths from 3 to 400 tokens (tantivy stores long documents'
+    lengths approximately: the candidates must still contain the exact top)."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(500)]
+    weights = [1.0 / (i + 1) for i in range(len(vocab))]
+    out = []
+    for _ in range(n):
+        length = int(min(400, 3 + rng.paretovariate(1.2) * 10))
+        out.append(" ".join(rng.choices(vocab, weights, k=length)))
+    return out
+
+
+def _queries(m: int = 60) -> list[str]:
+    rng = random.Random(1)
+    return [
+        " ".join(f"w{int(rng.paretovariate(0.8)) % 500}" for _ in range(rng.randint(1, 6)))
+        for _ in range(m)
+    ] + ["w3 w3 w17", "nothing-here", "w499"]
+
+
+def _segments(texts: list[str]) -> list[bytes]:
+    toks = [tokenize(t) for t in texts]
+    return [encode_segment(toks[i : i + 37]) for i in range(0, len(toks), 37)]
+
+
+def _built(folder: Path, texts: list[str], digest: str = "sha256:a") -> BM25Index:
+    bm = BM25Index.build(texts)
+    bm.save(folder)
+    segs = _segments(texts)
+    assert update_engine(folder, digest, bm.n_docs, {"threshold": 100}, lambda: segs) == "built"
+    return bm
+
+
+def test_defaults_and_params_agree() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for path in (root / "params.yaml", root / "src/arkai/scaffold/params.yaml"):
+        params = yaml.safe_load(path.read_text())["index"]["lexical"]
+        assert LexicalSettings.from_params(params) == LexicalSettings()
+    assert LexicalSettings.from_params(None) == LexicalSettings()
+    with pytest.raises(Exception, match=r"unknown `index\.lexical` keys"):
+        LexicalSettings.from_params({"treshold": 5})
+    with pytest.raises(Exception, match="candidates >= 1"):
+        LexicalSettings.from_params({"candidates": 0})
+
+
+def test_below_threshold_no_engine(tmp_path: Path) -> None:
+    texts = _texts(50)
+    BM25Index.build(texts).save(tmp_path)
+    segs = _segments(texts)
+    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 51}, lambda: segs) is None
+    assert not (tmp_path / ENGINE_META).exists() and not (tmp_path / ENGINE_DIR).exists()
+    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 50}, lambda: segs) == "built"
+    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 51}, lambda: segs) == "removed"
+    assert not (tmp_path / ENGINE_META).exists() and not (tmp_path / ENGINE_DIR).exists()
+
+
+def test_engine_used_and_agrees_with_the_exact_lane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = _texts()
+    bm = _built(tmp_path, texts)
+    engine = LexicalEngine.load(tmp_path, bm, "sha256:a")
+    assert engine.count == N and engine.meta["n_docs"] == N
+    exact = {q: rank(Corpus(bm), q, mode="lexical", depth=100) for q in _queries()}
+    calls: list[str] = []
+
+    def spy(self: BM25Index, *a: Any, **kw: Any) -> Any:
+        calls.append("scores")
+        raise AssertionError("the exact lane ran")
+
+    monkeypatch.setattr(BM25Index, "scores", spy)
+    fast = Corpus(bm, engine=engine)
+    hits = total = 0
+    for q, want in exact.items():
+        got = rank(fast, q, mode="lexical", depth=100)
+        top_w, top_g = [r.doc for r in want.ranked[:10]], [r.doc for r in got.ranked[:10]]
+        hits += len(set(top_w) & set(top_g))
+        total += len(top_w)
+        # The candidates' scores are the exact lane's, bit for bit.
+        got_scores = {r.doc: r.score for r in got.ranked}
+        assert all(got_scores[r.doc] == r.score for r in want.ranked if r.doc in got_scores)
+    assert not calls
+    assert total and hits / total >= OVERLAP_AT_10
+    # Ranked lists at depth 100 agree too (the candidates are 2 x depth).
+    for q, want in exact.items():
+        got = rank(fast, q, mode="lexical", depth=100)
+        assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+
+
+def test_exact_scores_match_the_matrix() -> None:
+    texts = _texts(300)
+    bm = BM25Index.build(texts)
+    docs = [*range(0, 300, 7), 299]
+    for q in _queries(20):
+        weights = bm.term_weights(q)
+        want = bm.scores(q)[docs].tolist()
+        assert exact_scores(bm, weights, docs) == want
+
+
+def test_filters_agree_or_fall_back(tmp_path: Path) -> None:
+    texts = _texts()
+    bm = _built(tmp_path, texts)
+    engine = LexicalEngine.load(tmp_path, bm, "sha256:a")
+    half = np.asarray([random.Random(i).random() < 0.5 for i in range(N)], dtype=bool)
+    for q in _queries(20):
+        want = rank(Corpus(bm), q, mode="lexical", depth=50, mask=half)
+        got = rank(Corpus(bm, engine=engine), q, mode="lexical", depth=50, mask=half)
+        assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+    few = np.zeros(N, dtype=bool)
+    few[:10] = True  # 1 in 60 allowed: beyond the oversampling, the exact lane answers
+    assert engine.search(bm, "w1 w2", 10, few) is None
+    want = rank(Corpus(bm), "w1 w2", mode="lexical", mask=few)
+    got = rank(Corpus(bm, engine=engine), "w1 w2", mode="lexical", mask=few)
+    assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+
+
+def test_ties_ranked_by_document_whatever_order_the_engine_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = ["w1 w2"] * 150 + _texts(150) + ["w1 w2"] * 150
+    bm = _built(tmp_path, texts)
+    engine = LexicalEngine.load(tmp_path, bm, "sha256:a")
+    real = LexicalEngine.candidates
+    monkeypatch.setattr(LexicalEngine, "candidates", lambda self, t, k: real(self, t, k)[::-1])
+    want = rank(Corpus(bm), "w1 w2", mode="lexical", depth=40)
+    got = rank(Corpus(bm, engine=engine), "w1 w2", mode="lexical", depth=40)
+    assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["segment", "docmap", "record", "missing", "extra"])
+def test_damaged_engine_is_named_and_rebuilt(tmp_path: Path, damage: str) -> None:
+    texts = _texts(300)
+    bm = _built(tmp_path, texts)
+    target = tmp_path / ENGINE_DIR
+    if damage == "segment":
+        victim = max(
+            (p for p in target.iterdir() if p.suffix == ".idx"), key=lambda p: p.stat().st_size
+        )
+        _flip(victim)
+        named = str(victim)
+    elif damage == "docmap":
+        _flip(target / DOCS_FILE)
+        named = str(target / DOCS_FILE)
+    elif damage == "record":
+        (tmp_path / ENGINE_META).write_text("{not json")
+        named = str(tmp_path / ENGINE_META)
+    elif damage == "missing":
+        next(p for p in target.iterdir() if p.suffix == ".term").unlink()
+        named = str(target)
+    else:
+        (target / "stray.bin").write_bytes(b"x")
+        named = str(target)
+    with pytest.raises(EngineError) as err:
+        LexicalEngine.load(tmp_path, bm, "sha256:a")
+    assert named in str(err.value)
+    segs = _segments(texts)
+    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, lambda: segs) == "rebuilt"
+    LexicalEngine.load(tmp_path, bm, "sha256:a")  # intact again
+
+
+def test_stale_engine_refused_then_rebuilt_when_chunks_change(tmp_path: Path) -> None:
+    texts = _texts(300)
+    _built(tmp_path, texts)
+    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, lambda: []) == "kept"
+    # The chunks change: a new BM25 index, the old engine is stale.
+    new_texts = texts[:250] + _texts(80, seed=9)
+    bm = BM25Index.build(new_texts)
+    bm.save(tmp_path)
+    with pytest.raises(EngineError, match="built for other chunks"):
+        LexicalEngine.load(tmp_path, bm, "sha256:b")
+    # Same digest claimed, other documents (a record that lies): the counts give it away.
+    with pytest.raises(EngineError, match="other chunks"):
+        LexicalEngine.load(tmp_path, bm, "sha256:a")
+    segs = _segments(new_texts)
+    assert update_engine(tmp_path, "sha256:b", 330, {"threshold": 100}, lambda: segs) == "rebuilt"
+    engine = LexicalEngine.load(tmp_path, bm, "sha256:b")
+    assert json.loads((tmp_path / ENGINE_META).read_text())["chunks"] == "sha256:b"
+    for q in _queries(15):
+        want = rank(Corpus(bm), q, mode="lexical", depth=20)
+        got = rank(Corpus(bm, engine=engine), q, mode="lexical", depth=20)
+        assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+
+
+def test_engine_over_other_documents_of_the_same_count_is_refused(tmp_path: Path) -> None:
+    """A record whose digest and count match but whose engine indexes other texts."""
+    _built(tmp_path, _texts(300))
+    other = BM25Index.build(_texts(300, seed=4))
+    with pytest.raises(EngineError, match="documents there"):
+        LexicalEngine.load(tmp_path, other, "sha256:a")
+
+
+def test_golden_rankings_unchanged_with_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned rankings of every mode, mask and fusion (tests/core/test_search_golden.py)
+    come out the same when the lexical lane takes its candidates from the engine."""
+    from tests.core import test_search_golden as golden
+
+    def with_engine(lexical: BM25Index, *rest: Any, **kw: Any) -> Corpus:
+        texts, _, _ = golden._corpus()
+        lexical.save(tmp_path)
+        segs = _segments(texts)
+        update_engine(tmp_path, "sha256:g", lexical.n_docs, {"threshold": 1}, lambda: segs)
+        return Corpus(lexical, *rest, engine=LexicalEngine.load(tmp_path, lexical, "sha256:g"),
+                      **kw)  # fmt: skip
+
+    monkeypatch.setattr(golden, "Corpus", with_engine)
+    golden._compare("rank", golden._ranking_cases())
+
+
+def test_search_uses_the_engine_and_refuses_a_damaged_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arkai.ops import Repo
+    from arkai.ops import search as search_mod
+    from arkai.search import embed
+    from tests.core import test_search_golden as golden
+
+    fake = golden._QueryEmbedder()
+    monkeypatch.setattr(embed, "get_embedder", lambda name="default", **kw: fake)
+    golden._write_index(tmp_path)
+    text = golden._queries()[0][0]
+    search_mod._CACHE.clear()
+    exact = search_mod.search(Repo.at(tmp_path), text, k=10, explain=True).to_dict()
+    folder = tmp_path / "index" / "lexical"
+    texts, _, _ = golden._corpus()
+    segs = _segments(texts)
+    assert (
+        update_engine(folder, "sha256:g", len(texts), {"threshold": 100}, lambda: segs) == "built"
+    )
+    manifest_path = tmp_path / "index" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "lexical": {"chunks": "sha256:g"}}))
+    search_mod._CACHE.clear()
+    loads: list[int] = []
+    real_load = LexicalEngine.load.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[LexicalEngine], *a: Any, **kw: Any) -> LexicalEngine:
+        loads.append(1)
+        out: LexicalEngine = real_load(cls, *a, **kw)
+        return out
+
+    monkeypatch.setattr(LexicalEngine, "load", classmethod(counting))
+    got = search_mod.search(Repo.at(tmp_path), text, k=10, explain=True).to_dict()
+    assert loads and not got.pop("warnings", None)
+    exact.pop("warnings", None)
+    assert got == exact
+    # Damaged: refused with a warning naming the file, the exact lane answers the same.
+    victim = max((folder / ENGINE_DIR).iterdir(), key=lambda p: p.stat().st_size)
+    _flip(victim)
+    manifest_path.touch()
+    search_mod._CACHE.clear()
+    got = search_mod.search(Repo.at(tmp_path), text, k=10, explain=True).to_dict()
+    warnings = got.pop("warnings", [])
+    assert any(str(victim) in w and "exact lexical lane" in w for w in warnings), warnings
+    assert got == exact
