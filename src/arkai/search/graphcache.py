@@ -98,8 +98,9 @@ def update_related(
     keys = {n: _key(f, min_shared_entities, cap) for n, f in feats.items()}
     stored: dict[str, Neighbours] = {}
     changed: list[str] = []
+    names = {n: n for n in feats}  # one string per node ID, not one per mention of it
     for n in sorted(feats):
-        entry = _parse(None if full else cache.get(content_ids[n], keys[n], PART))
+        entry = _parse(None if full else cache.get(content_ids[n], keys[n], PART), names)
         if entry is None:
             changed.append(n)
         else:
@@ -155,7 +156,7 @@ def _put(cache: ItemCache, content_id: str, key: str, rows: Neighbours) -> None:
     cache.put(content_id, key, PART, {"related": [[o, w] for o, w in rows]})
 
 
-def _parse(data: dict[str, Any] | None) -> Neighbours | None:
+def _parse(data: dict[str, Any] | None, names: Mapping[str, str]) -> Neighbours | None:
     """The neighbours of an intact entry's data."""
     if data is None:
         return None
@@ -171,5 +172,5 @@ def _parse(data: dict[str, Any] | None) -> Neighbours | None:
             and isinstance(r[1], (int, float))
         ):
             return None
-        out.append((r[0], float(r[1])))
+        out.append((names.get(r[0], r[0]), float(r[1])))
     return out
