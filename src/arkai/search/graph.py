@@ -265,21 +265,23 @@ class RelatedIndex:
         idx = np.flatnonzero(ok)
         inter = shared_e[idx] + shared_t[idx]
         union = len(f.all) + self._sizes[idx] - inter
+        approx = inter / union  # the float ``related_weight`` rounds: i / u of the same ints
         if cap > 0 and len(idx) > cap:
             # Rounding to 6 digits moves a weight by at most 5e-7: every item whose rounded
-            # weight could reach the cap-th best's is within 2e-6 of it; only those are
-            # weighed exactly.
-            approx = inter / union
+            # weight could reach the cap-th best's is within 2e-6 of it.
             kth = float(np.partition(-approx, cap - 1)[cap - 1])
             near = approx >= -kth - 2e-6
-            idx, inter, union = idx[near], inter[near], union[near]
-        rows = [
-            (_round(i / u), j)
-            for j, i, u in zip(idx.tolist(), inter.tolist(), union.tolist(), strict=True)
-        ]
-        rows.sort(key=lambda r: (-r[0], r[1]))
+            idx, approx = idx[near], approx[near]
+        # Rounded as `_round` does, once per distinct value (weights of small sets repeat).
+        values, inverse = np.unique(approx, return_inverse=True)
+        rounded = np.array([_round(v) for v in values.tolist()], dtype=np.float64)[inverse]
+        order = np.lexsort((idx, -rounded))  # weight descending, then node ID
+        if cap > 0:
+            order = order[:cap]
         ids = self.ids
-        return [(ids[j], w) for w, j in (rows[:cap] if cap > 0 else rows)]
+        return [
+            (ids[j], w) for j, w in zip(idx[order].tolist(), rounded[order].tolist(), strict=True)
+        ]
 
 
 def related_edges(
