@@ -112,7 +112,8 @@ def update_related(
     fresh: dict[str, Neighbours] = {}
     entering: dict[str, dict[str, float]] = {}  # B(Y) of the unchanged items
     for x in changed:
-        rows = index.neighbours(x)
+        # All of its neighbours when unchanged items may take it in; else its best suffice.
+        rows = index.neighbours(x, 0 if stored else cap)
         fresh[x] = rows[:cap] if cap > 0 else rows
         for y, w in rows:
             if y in stored:
