@@ -10,10 +10,10 @@ high-topic node IDs), the graph settings and the cap.
 **Which lists are recomputed.** Call *changed* (C) the items whose entry is missing, damaged or
 made from other features or settings, *gone* the items that an entry names but that are no
 longer there, and *unchanged* (U) the rest. A changed item's list is computed from the
-inverted index (:class:`~arkai.search.graph.RelatedIndex`), with all of its neighbours, so
-each unchanged neighbour Y learns B(Y): the changed items that are its neighbours now, with
-their weights. An unchanged Y whose list names no changed or gone item and has no B(Y) keeps
-its list as it is; otherwise:
+inverted index (:class:`~arkai.search.graph.RelatedIndex`) with all of its neighbours (when
+any item is unchanged; else its best suffice), so each unchanged neighbour Y learns B(Y): the
+changed items that are its neighbours now, with their weights. An unchanged Y whose list names
+no changed or gone item and has no B(Y) keeps its list as it is; otherwise:
 
 - if ``cap`` is 0 or Y's list is shorter than ``cap``, or every changed item in it is still
   a neighbour with a weight no lower than the listed one, its new list is the best ``cap`` of
@@ -34,8 +34,9 @@ argument needs only that Y's list was right for *some* features of the items out
 holds whatever order runs ended in: entries of unchanged items are written before those of
 changed ones, and a run that stops between them leaves the changed items changed (recomputed
 next time) and every written list right. Entries of items that left are pruned by the index
-stage (``ItemCache.prune``) before this runs. Tested against the computation over every item
-with random rounds of changes, additions, removals and damaged entries.
+stage (``ItemCache.prune``) before this runs, so an item that comes back is changed. Tested
+against the computation over every item with random rounds of changes, additions, removals and
+damaged entries.
 
 **Cost.** A one-item change: that item's candidates, the lists it enters (a merge each) and
 the few full lists it leaves or falls in (recomputed): about ``2 × cap`` lists on average,
