@@ -1,9 +1,12 @@
 """Graph benchmark: the index stage's graph step over N synthetic items — from scratch, then
-one item's entities changed (its RELATED_TO edges recomputed from the per-item cache, the
-rest kept) — and the site's related-items reader on the ``related.jsonl`` it writes. Each
-phase is a child process so its CPU seconds and peak RSS are its own. Prints JSON.
+one item's entities changed (its RELATED_TO list recomputed from the per-item cache, the lists
+it enters or leaves brought up to date, the rest kept) — and the site's related-items reader on
+the ``related.jsonl`` it writes, for each cap on RELATED_TO neighbours per item
+(``index.graph.max_related``; 0: no cap, every related pair). Each phase is a child process so
+its CPU seconds and peak RSS are its own. Prints JSON.
 
-    python bench/graph_scale.py [--items 1000 3000] [--entities 8] [--vocabulary 400]
+    python bench/graph_scale.py [--items 1000 3000 10000] [--caps 0 20] [--uncapped-max 3000]
+                                [--entities 8] [--vocabulary 400]
 
 Items are random but seeded: each has ``--entities`` entities drawn from a vocabulary of
 ``--vocabulary`` names (Zipf-like, so popular entities make dense neighbourhoods, as copies of
@@ -29,11 +32,11 @@ from pathlib import Path
 from arkai.adapters.itemcache import ItemCache
 from arkai.core import canonjson
 from arkai.search.graph import GraphItem, build_graph, features, node_id, related_lists
-from arkai.search.graph import iter_graphml, iter_json, related_edges
+from arkai.search.graph import iter_graphml, iter_json
 from arkai.adapters.fs import write_chunks_if_changed, write_if_changed
 from arkai.search.graphcache import update_related
 
-root, phase, n, k, vocab = Path(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:6])
+root, phase, n, k, vocab, cap = Path(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:7])
 if phase == "site":
     from arkai.site.build import _load_related
     titles = {f"{i:016x}": f"Item {i}" for i in range(n + 1)}
@@ -58,13 +61,8 @@ if phase == "changed":
 started = time.process_time()
 nodes = {node_id("content", it.content_id): it for it in items}
 up = update_related({m: features(it) for m, it in nodes.items()},
-                    {m: it.content_id for m, it in nodes.items()}, ItemCache(root), 2)
+                    {m: it.content_id for m, it in nodes.items()}, ItemCache(root), 2, cap)
 related_s = time.process_time() - started
-if phase == "changed":  # what computing every pair again (the code before the cache) costs
-    t0 = time.process_time()
-    related_edges({m: features(it) for m, it in nodes.items()}, 2)
-    scratch_s = time.process_time() - t0
-    started += time.process_time() - t0
 graph = build_graph(items, related=up.edges)
 index = root / "index"
 # The index stage's writers (arkai.ops.index._graph).
@@ -73,14 +71,15 @@ write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
 write_if_changed(index / "related.jsonl",
                  canonjson.dumps_lines(related_lists(graph)).encode())
 print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up.changed,
+                  "neighbour_lists_merged": up.merged,
+                  "neighbour_lists_recomputed": up.recomputed,
                   "graph_step_s": round(time.process_time() - started, 2),
-                  "edges": len(graph.edges)}
-                 | ({"all_pairs_related_edges_s": round(scratch_s, 2)} if phase == "changed"
-                    else {})))
+                  "edges": len(graph.edges),
+                  "related_edges": len(up.edges)}))
 """
 
 
-def child(root: Path, phase: str, args: argparse.Namespace, n: int) -> dict[str, Any]:
+def child(root: Path, phase: str, args: argparse.Namespace, n: int, cap: int) -> dict[str, Any]:
     """One phase in a child process: its report, wall and CPU seconds, peak RSS."""
     started = time.perf_counter()
     report_path = root / f".{phase}.json"
@@ -89,7 +88,7 @@ def child(root: Path, phase: str, args: argparse.Namespace, n: int) -> dict[str,
         with open(report_path, "wb") as fh:
             os.dup2(fh.fileno(), 1)
         os.execv(sys.executable, [sys.executable, "-c", CHILD, str(root), phase, str(n),
-                                  str(args.entities), str(args.vocabulary)])  # fmt: skip
+                                  str(args.entities), str(args.vocabulary), str(cap)])  # fmt: skip
     _, status, usage = os.wait4(pid, 0)
     if status:
         raise SystemExit(f"{phase} failed (status {status})")
@@ -100,30 +99,50 @@ def child(root: Path, phase: str, args: argparse.Namespace, n: int) -> dict[str,
     return report
 
 
-def run(args: argparse.Namespace, n: int, tmp: Path) -> dict[str, Any]:
-    root = tmp / f"n{n}"
+def run(args: argparse.Namespace, n: int, cap: int, tmp: Path) -> dict[str, Any]:
+    root = tmp / f"n{n}-cap{cap}"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir()
-    result: dict[str, Any] = {"items": n}
+    result: dict[str, Any] = {"items": n, "max_related": cap}
     for phase in ("full", "noop", "changed", "site"):
-        result[phase] = child(root, "full" if phase == "noop" else phase, args, n)
+        result[phase] = child(root, "full" if phase == "noop" else phase, args, n, cap)
     index = root / "index"
     result["graph_json_mb"] = round((index / "graph.json").stat().st_size / 2**20, 1)
     result["related_jsonl_mb"] = round((index / "related.jsonl").stat().st_size / 2**20, 2)
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)  # the uncapped graphs are large
     return result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--items", type=int, nargs="+", default=[1000, 3000])
+    ap.add_argument("--items", type=int, nargs="+", default=[1000, 3000, 10000])
+    ap.add_argument(
+        "--caps",
+        type=int,
+        nargs="+",
+        default=[0, 20],
+        help="Values of index.graph.max_related to run (0: no cap).",
+    )
+    ap.add_argument(
+        "--uncapped-max",
+        type=int,
+        default=3000,
+        help="Largest N run with cap 0 (its edges grow with the square of N).",
+    )
     ap.add_argument("--entities", type=int, default=8)
     ap.add_argument("--vocabulary", type=int, default=400)
-    ap.add_argument("--keep", type=Path, help="Keep the files here (one folder per N).")
+    ap.add_argument("--keep", type=Path, help="Keep the files here (one folder per N and cap).")
     args = ap.parse_args()
     tmp = args.keep or Path(tempfile.mkdtemp(prefix="arkai-graph-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
-        results = [run(args, n, tmp) for n in args.items]
+        results = [
+            run(args, n, cap, tmp)
+            for n in args.items
+            for cap in args.caps
+            if cap > 0 or n <= args.uncapped_max
+        ]
         print(json.dumps({
             "bench": "graph_scale", "python": platform.python_version(), "cpus": os.cpu_count(),
             "load_avg_1m": round(os.getloadavg()[0], 1), "results": results,

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from arkai.adapters.itemcache import ItemCache
 from arkai.search.graph import (
     Features,
     Graph,
     GraphItem,
+    RelatedIndex,
     build_graph,
     features,
     related_edges,
     related_lists,
+    related_weight,
 )
 from arkai.search.graphcache import PART, update_related
 
@@ -29,6 +34,61 @@ def random_features(rng: random.Random) -> Features:
     )
 
 
+def reference(feats: dict[str, Features], mse: int, cap: int) -> dict[tuple[str, str], float]:
+    """The capped RELATED_TO edges by definition, every pair weighed with related_weight:
+    each item keeps its best `cap` (weight desc, then ID; 0: all), the union of those."""
+    edges: dict[tuple[str, str], float] = {}
+    for a in feats:
+        rows = []
+        for b in feats:
+            w = related_weight(feats[a], feats[b], mse) if a != b else None
+            if w is not None and feats[a].all & feats[b].all:
+                rows.append((-w, b))
+        rows.sort()
+        for neg_w, b in rows[:cap] if cap else rows:
+            edges[(a, b) if a < b else (b, a)] = -neg_w
+    return edges
+
+
+@pytest.mark.parametrize("cap", [0, 1, 3])
+def test_related_edges_are_the_capped_union(cap: int) -> None:
+    rng = random.Random(cap)
+    feats = {f"content:{i:04d}": random_features(rng) for i in range(50)}
+    want = reference(feats, 2, cap)
+    assert related_edges(feats, 2, cap) == want
+    if cap:
+        # The cap bites: fewer edges than all pairs, at most items × cap, and some item is
+        # in the union through the other end's list only.
+        assert len(want) < len(reference(feats, 2, 0)) and len(want) <= 50 * cap
+        kept = {a: RelatedIndex(feats, 2).neighbours(a, cap) for a in feats}
+        assert any(b not in dict(kept[a]) for a in feats for b in feats if (a, b) in want)
+
+
+def test_ties_go_to_the_smaller_id_and_rounding_is_exact() -> None:
+    # Four items tie with x at 2/4; a cap of 2 keeps the two smallest IDs.
+    base = frozenset(ENTITIES[:2])
+    feats = {
+        "content:x": Features(base | {ENTITIES[10]}, frozenset()),
+        **{f"content:{c}": Features(base | {ENTITIES[i]}, frozenset()) for c, i in
+           (("d", 5), ("b", 3), ("c", 4), ("a", 2))},
+    }  # fmt: skip
+    assert RelatedIndex(feats, 2).neighbours("content:x", 2) == [
+        ("content:a", 0.5),
+        ("content:b", 0.5),
+    ]
+    # Weights that differ before rounding to 6 digits but not after tie too: y's 50/1111 and
+    # z's 41/911 both give 0.045005, so y (the smaller ID) is x's best, though z's is larger.
+    many = [f"entity:person:q{i}" for i in range(3000)]
+    feats = {
+        "content:x": Features(frozenset(many[:59]), frozenset()),
+        "content:y": Features(frozenset(many[:50] + many[100:1152]), frozenset()),
+        "content:z": Features(frozenset(many[:41] + many[2000:2852]), frozenset()),
+    }
+    assert 41 / 911 > 50 / 1111 and round(41 / 911, 6) == round(50 / 1111, 6) == 0.045005
+    assert RelatedIndex(feats, 2).neighbours("content:x", 1) == [("content:y", 0.045005)]
+    assert related_edges(feats, 2, 1) == reference(feats, 2, 1)
+
+
 def test_incremental_edges_equal_a_full_computation(tmp_path: Path) -> None:
     rng = random.Random(7)
     feats = {f"content:{i:04d}": random_features(rng) for i in range(60)}
@@ -37,7 +97,7 @@ def test_incremental_edges_equal_a_full_computation(tmp_path: Path) -> None:
     def update(**kw: bool) -> int:
         ids = {n: n.split(":")[1] for n in feats}
         got = update_related(feats, ids, ItemCache(tmp_path), 2, **kw)
-        assert got.edges == related_edges(feats, 2)
+        assert got.edges == related_edges(feats, 2) == reference(feats, 2, 0)
         return got.changed
 
     assert update() == 60  # nothing cached: every item computed
@@ -66,6 +126,72 @@ def test_incremental_edges_equal_a_full_computation(tmp_path: Path) -> None:
     got = update_related(feats, ids, ItemCache(tmp_path), 1)
     assert got.changed == len(feats) and got.edges == related_edges(feats, 1)
     assert update(full=True) == len(feats)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_capped_incremental_edges_equal_a_full_computation(tmp_path: Path, cap: int) -> None:
+    """Random rounds of changes, additions and removals (their entries pruned, as the index
+    stage does), damaged and missing entries, runs cut short; a small cap so it bites and a
+    small feature vocabulary so weights tie."""
+    rng = random.Random(100 + cap)
+    feats = {f"content:{i:04d}": random_features(rng) for i in range(40)}
+    ids = {n: n.split(":")[1] for n in feats}
+    kinds = {"merged": 0, "recomputed": 0}
+
+    def update(**kw: bool) -> int:
+        ids.update({n: n.split(":")[1] for n in feats})
+        cache = ItemCache(tmp_path)
+        cache.prune({ids[n] for n in feats})
+        got = update_related(feats, ids, cache, 2, cap, **kw)
+        assert got.edges == reference(feats, 2, cap) == related_edges(feats, 2, cap)
+        kinds["merged"] += got.merged
+        kinds["recomputed"] += got.recomputed
+        return got.changed
+
+    assert update() == 40 and update() == 0
+    for round_ in range(30):
+        for n in rng.sample(sorted(feats), rng.randint(1, 3)):
+            feats[n] = random_features(rng)
+        if round_ % 3 == 0:
+            feats[f"content:{100 + round_:04d}"] = random_features(rng)
+        if round_ % 4 == 1:
+            del feats[rng.choice(sorted(feats))]
+        if round_ % 5 == 2:  # a damaged entry and a missing one
+            a, b = rng.sample(sorted(feats), 2)
+            path = ItemCache(tmp_path).path(ids[a], PART)
+            path.write_bytes(path.read_bytes()[:-7])
+            ItemCache(tmp_path).path(ids[b], PART).unlink()
+        update()
+    # Both ways of bringing an unchanged item's list up to date were taken.
+    assert kinds["merged"] > 0 and kinds["recomputed"] > 0
+    assert update() == 0
+
+
+def test_a_run_stopped_before_the_changed_entries_is_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries of unchanged items are written first: a run that stops after some of them
+    leaves the changed items changed, and the next run's result is still exact."""
+    rng = random.Random(5)
+    feats = {f"content:{i:04d}": random_features(rng) for i in range(40)}
+    ids = {n: n.split(":")[1] for n in feats}
+    update_related(feats, ids, ItemCache(tmp_path), 2, 2)
+    for n in rng.sample(sorted(feats), 4):
+        feats[n] = random_features(rng)
+    real, writes = ItemCache.put, [0]
+
+    def failing(self: ItemCache, *args: Any) -> None:
+        writes[0] += 1
+        if writes[0] == 3:
+            raise OSError("disk full")
+        real(self, *args)
+
+    monkeypatch.setattr(ItemCache, "put", failing)
+    with pytest.raises(OSError):
+        update_related(feats, ids, ItemCache(tmp_path), 2, 2)
+    monkeypatch.setattr(ItemCache, "put", real)
+    got = update_related(feats, ids, ItemCache(tmp_path), 2, 2)
+    assert got.changed == 4 and got.edges == reference(feats, 2, 2)
 
 
 def test_build_graph_with_given_edges_is_the_computed_graph() -> None:

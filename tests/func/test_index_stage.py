@@ -374,7 +374,10 @@ def graph_step(root: Path) -> dict[str, Any]:
 def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Path) -> None:
     from arkai.ops.index import run_index
 
-    set_params(repo, embedder="none")
+    # Each item keeps one RELATED_TO neighbour (index.graph.max_related): the cached lists
+    # are capped ones, and still what a build from scratch writes.
+    graph = yaml.safe_load((repo / "params.yaml").read_text())["index"]["graph"]
+    set_params(repo, embedder="none", graph=graph | {"max_related": 1})
     first = run_index(Repo.at(repo))
     assert first.cache_hits == 0 and first.items == 2
     assert graph_step(repo)["related_recomputed"] == 2

@@ -600,10 +600,12 @@ def _graph(
         {n: it.content_id for n, it in nodes.items()},
         ItemCache(root),
         settings.min_shared_entities,
+        settings.max_related,
         full=full,
     )
     graph = build_graph(items, settings, related.edges)
     info["related_recomputed"] = related.changed
+    info["related_neighbours_updated"] = related.merged + related.recomputed
     del items, nodes, related
     # In pieces, never whole in memory (each file about as large as the graph's objects).
     for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):

@@ -10,8 +10,9 @@ type), ``Tag``, ``Topic`` (terms that are highly relevant to some item). Edges:
 - ``TAGGED_WITH`` Content → Tag.
 - ``RELATED_TO`` Content ↔ Content (stored once, source < target) when two items share at
   least two entities or a high-relevance topic; weight = Jaccard similarity of their
-  entity-and-high-topic sets. Also Content → Topic for each high-relevance term (weight =
-  the term's TF-IDF score).
+  entity-and-high-topic sets. Each item keeps its best ``max_related`` such neighbours
+  (weight descending, then node ID; 0: all); an edge is in when either end keeps the other.
+  Also Content → Topic for each high-relevance term (weight = the term's TF-IDF score).
 - ``CITES`` Content → Content when an item's transcript contains another item's URL or its
   exact title (titles shorter than ``MIN_TITLE_CHARS`` are not looked for); weight = number
   of occurrences.
@@ -32,6 +33,9 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _encode_str  # the C one where built
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from arkai.adapters.review import is_rejected
 from arkai.model.evidence import EvidenceLine
 from arkai.search.topics import normalize_term
@@ -40,6 +44,7 @@ GRAPH_VERSION = 1
 MIN_CONFIDENCE = 0.8
 MAX_EVIDENCE = 50
 MIN_SHARED_ENTITIES = 2
+MAX_RELATED = 20
 MIN_TITLE_CHARS = 8
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 _XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -90,6 +95,8 @@ class GraphSettings:
     min_confidence: float = MIN_CONFIDENCE
     max_evidence: int = MAX_EVIDENCE
     min_shared_entities: int = MIN_SHARED_ENTITIES
+    max_related: int = MAX_RELATED
+    """RELATED_TO neighbours an item keeps (0: all)."""
 
     @classmethod
     def from_params(cls, p: Mapping[str, Any] | None) -> GraphSettings:
@@ -98,6 +105,7 @@ class GraphSettings:
             min_confidence=float(p.get("min_confidence", MIN_CONFIDENCE)),
             max_evidence=int(p.get("max_evidence", MAX_EVIDENCE)),
             min_shared_entities=int(p.get("min_shared_entities", MIN_SHARED_ENTITIES)),
+            max_related=int(p.get("max_related", MAX_RELATED)),
         )
 
 
@@ -223,29 +231,72 @@ def related_weight(a: Features, b: Features, min_shared_entities: int) -> float 
     return _round(len(fa & fb) / len(union)) if union else 0.0
 
 
+class RelatedIndex:
+    """An inverted index over the items' features (content node IDs → :class:`Features`):
+    one item's RELATED_TO neighbours in O(items) array work, not one Python set operation per
+    candidate pair. Candidates are the items that share a feature with it."""
+
+    def __init__(self, feats: Mapping[str, Features], min_shared_entities: int) -> None:
+        self.feats = feats
+        self.min_shared_entities = min_shared_entities
+        self.ids = sorted(feats)
+        self.pos = {n: i for i, n in enumerate(self.ids)}
+        holders: dict[str, list[int]] = {}
+        for i, n in enumerate(self.ids):
+            for f in feats[n].all:
+                holders.setdefault(f, []).append(i)
+        self._holders = {f: np.asarray(v, dtype=np.int64) for f, v in holders.items()}
+        self._sizes = np.fromiter((len(feats[n].all) for n in self.ids), np.int64, len(self.ids))
+
+    def _counts(self, fs: frozenset[str]) -> npt.NDArray[np.int64]:
+        arrays = [self._holders[f] for f in fs if f in self._holders]
+        if not arrays:
+            return np.zeros(len(self.ids), dtype=np.int64)
+        return np.bincount(np.concatenate(arrays), minlength=len(self.ids))
+
+    def neighbours(self, node: str, cap: int = 0) -> list[tuple[str, float]]:
+        """``node``'s RELATED_TO neighbours with their weights (as :func:`related_weight`
+        gives them), best first — weight descending, then node ID — the first ``cap`` of
+        them (0: all)."""
+        f = self.feats[node]
+        shared_e, shared_t = self._counts(f.entities), self._counts(f.topics)
+        ok = ((shared_e >= self.min_shared_entities) | (shared_t > 0)) & (shared_e + shared_t > 0)
+        ok[self.pos[node]] = False
+        idx = np.flatnonzero(ok)
+        inter = shared_e[idx] + shared_t[idx]
+        union = len(f.all) + self._sizes[idx] - inter
+        approx = inter / union  # the float ``related_weight`` rounds: i / u of the same ints
+        if cap > 0 and len(idx) > cap:
+            # Rounding to 6 digits moves a weight by at most 5e-7: every item whose rounded
+            # weight could reach the cap-th best's is within 2e-6 of it.
+            kth = float(np.partition(-approx, cap - 1)[cap - 1])
+            near = approx >= -kth - 2e-6
+            idx, approx = idx[near], approx[near]
+        # Rounded as `_round` does, once per distinct value (weights of small sets repeat).
+        values, inverse = np.unique(approx, return_inverse=True)
+        rounded = np.array([_round(v) for v in values.tolist()], dtype=np.float64)[inverse]
+        order = np.lexsort((idx, -rounded))  # weight descending, then node ID
+        if cap > 0:
+            order = order[:cap]
+        ids = self.ids
+        return [
+            (ids[j], w) for j, w in zip(idx[order].tolist(), rounded[order].tolist(), strict=True)
+        ]
+
+
 def related_edges(
-    feats: Mapping[str, Features], min_shared_entities: int, among: Iterable[str] | None = None
+    feats: Mapping[str, Features], min_shared_entities: int, cap: int = 0
 ) -> dict[tuple[str, str], float]:
     """RELATED_TO between items (content node IDs → :class:`Features`), each pair once as
-    ``(smaller ID, larger ID)``: every edge that touches an item of ``among`` (default: all).
-    Candidates come from an inverted index over the features those items have, not all pairs."""
-    todo = sorted(feats if among is None else set(among))
-    wanted = set().union(*(feats[a].all for a in todo)) if todo else set()
-    holders: dict[str, list[str]] = {f: [] for f in wanted}
-    for cid, fs in feats.items():
-        for f in fs.all & wanted:
-            holders[f].append(cid)
-    done: set[str] = set()
+    ``(smaller ID, larger ID)``: the union of every item's best ``cap`` neighbours
+    (:meth:`RelatedIndex.neighbours`; 0: all of them) — a pair is related when either keeps
+    the other — so at most items × ``cap`` edges."""
+    index = RelatedIndex(feats, min_shared_entities)
     out: dict[tuple[str, str], float] = {}
-    for a in todo:
-        fa = feats[a]
-        others = {b for f in fa.all for b in holders[f]} - done - {a}
-        for b in others:
-            w = related_weight(fa, feats[b], min_shared_entities)
-            if w is not None:
-                out[(a, b) if a < b else (b, a)] = w
-        done.add(a)
-    return out
+    for a in index.ids:
+        for b, w in index.neighbours(a, cap):
+            out[(a, b) if a < b else (b, a)] = w
+    return dict(sorted(out.items()))
 
 
 def build_graph(
@@ -312,7 +363,7 @@ def build_graph(
     # RELATED_TO between items: from the caller (kept up to date incrementally) or computed.
     if related is None:
         related = related_edges({node_id("content", it.content_id): features(it) for it in items},
-                                s.min_shared_entities)  # fmt: skip
+                                s.min_shared_entities, s.max_related)  # fmt: skip
     for (a, b), jaccard in sorted(related.items()):
         edge(a, b, "RELATED_TO", jaccard)
 

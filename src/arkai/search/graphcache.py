@@ -1,18 +1,47 @@
 """RELATED_TO edges between items, kept up to date incrementally in the per-item cache
-(docs/index-format.md, "Incremental builds").
+(docs/index-format.md, "Incremental builds" and "The graph at scale").
 
-An item's ``related`` cache entry holds all of its RELATED_TO neighbours with their weights as
-they were when it was written, and the *generation* of that write (one more than the highest
-generation among the entries there were), keyed by a digest of the item's
-:class:`~arkai.search.graph.Features` (entity and high-topic node IDs) and the graph settings.
-An item whose entry is missing, damaged or made from other features is *changed*: its edges
-are recomputed from an inverted index over the features the changed items have, and only its
-entry is written. The edge between two items is the one the newer of their two entries
-records (the same generation: written in one run, they agree): when that entry was written,
-the other item already had its current features (else its own entry would be newer), so it is
-what a computation over every item gives now (tested). A one-item change thus costs that
-item's candidate pairs and one entry, not every pair of the library; reading the entries is
-linear in the edges, like the graph files themselves.
+**What is kept.** Each item keeps its best ``cap`` RELATED_TO neighbours (weight descending,
+then node ID; ``cap`` 0: all of them), and the graph's RELATED_TO edges are the union of those
+lists (:func:`arkai.search.graph.related_edges`). An item's ``related`` cache entry holds its
+kept list, keyed by a digest of its :class:`~arkai.search.graph.Features` (entity and
+high-topic node IDs), the graph settings and the cap.
+
+**Which lists are recomputed.** Call *changed* (C) the items whose entry is missing, damaged or
+made from other features or settings, *gone* the items that an entry names but that are no
+longer there, and *unchanged* (U) the rest. A changed item's list is computed from the
+inverted index (:class:`~arkai.search.graph.RelatedIndex`) with all of its neighbours (when
+any item is unchanged; else its best suffice), so each unchanged neighbour Y learns B(Y): the
+changed items that are its neighbours now, with their weights. An unchanged Y whose list names
+no changed or gone item and has no B(Y) keeps its list as it is; otherwise:
+
+- if ``cap`` is 0 or Y's list is shorter than ``cap``, or every changed item in it is still
+  a neighbour with a weight no lower than the listed one, its new list is the best ``cap`` of
+  (its list less the changed and gone items) ∪ B(Y);
+- else (a listed neighbour left or its weight fell, and the list was full) Y's list is
+  recomputed from the inverted index.
+
+**Why that is the computation over every item.** A weight is a function of the two items'
+features, so Y's neighbours among U are what they were when its list was written, with the
+same weights. Its list was then the best ``cap`` of all its neighbours; every neighbour in U
+that is not in it ranked below all of it. Shorter than ``cap`` (or no cap), the list held all
+of its neighbours, so the neighbours now are its U part plus B(Y). Full, with no listed item
+having left or fallen, every listed item ranks now at least as high as it did, so each
+neighbour in U outside the list still ranks below ``cap`` items of (list ∪ B(Y)), and cannot
+be among the best ``cap``. What is left — a full list that lost an item or saw one fall —
+may need a neighbour from below the cut, which only the index knows: recomputed. The
+argument needs only that Y's list was right for *some* features of the items outside U, so it
+holds whatever order runs ended in: entries of unchanged items are written before those of
+changed ones, and a run that stops between them leaves the changed items changed (recomputed
+next time) and every written list right. Entries of items that left are pruned by the index
+stage (``ItemCache.prune``) before this runs, so an item that comes back is changed. Tested
+against the computation over every item with random rounds of changes, additions, removals and
+damaged entries.
+
+**Cost.** A one-item change: that item's candidates, the lists it enters (a merge each) and
+the few full lists it leaves or falls in (recomputed): about ``2 × cap`` lists on average,
+since the lists hold items × ``cap`` entries. Reading the entries is linear in items × ``cap``,
+like the graph files themselves.
 """
 
 from __future__ import annotations
@@ -24,10 +53,12 @@ from typing import Any
 
 from arkai.adapters.itemcache import ItemCache
 from arkai.core import canonjson
-from arkai.search.graph import Features, related_edges
+from arkai.search.graph import Features, RelatedIndex
 
 PART = "related"
-VERSION = 1
+VERSION = 2
+
+Neighbours = list[tuple[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +66,21 @@ class RelatedUpdate:
     edges: dict[tuple[str, str], float]
     """``(smaller node ID, larger node ID)`` → weight, every RELATED_TO between items."""
     changed: int
-    """Items whose edges were recomputed (and whose entries were written)."""
+    """Changed items: their lists were computed (and their entries written)."""
+    merged: int = 0
+    """Unchanged items whose list took in or lost changed items by a merge (entry written)."""
+    recomputed: int = 0
+    """Unchanged items whose list was computed again from the index (entry written)."""
 
 
-def _key(f: Features, min_shared_entities: int) -> str:
-    doc = [VERSION, min_shared_entities, sorted(f.entities), sorted(f.topics)]
+def _key(f: Features, min_shared_entities: int, cap: int) -> str:
+    doc = [VERSION, min_shared_entities, cap, sorted(f.entities), sorted(f.topics)]
     return "sha256:" + hashlib.sha256(canonjson.dumps_line({"f": doc}).encode()).hexdigest()
+
+
+def _best(rows: Neighbours, cap: int) -> Neighbours:
+    rows = sorted(rows, key=lambda r: (-r[1], r[0]))
+    return rows[:cap] if cap > 0 else rows
 
 
 def update_related(
@@ -48,52 +88,91 @@ def update_related(
     content_ids: Mapping[str, str],
     cache: ItemCache,
     min_shared_entities: int,
+    cap: int = 0,
     *,
     full: bool = False,
 ) -> RelatedUpdate:
     """The RELATED_TO edges between the items of ``feats`` (content node ID → features;
-    ``content_ids`` maps each to its content ID, the cache's name for it), from the cache
-    where it holds them and recomputed where not; the cache is brought up to date."""
-    keys = {n: _key(f, min_shared_entities) for n, f in feats.items()}
-    stored: dict[str, tuple[int, dict[str, float]]] = {}
-    changed: set[str] = set()
-    for n in feats:
-        entry = _parse(None if full else cache.get(content_ids[n], keys[n], PART))
+    ``content_ids`` maps each to its content ID, the cache's name for it) when each keeps its
+    best ``cap`` neighbours (0: all), from the cache where it holds them and recomputed where
+    not (module docstring); the cache is brought up to date."""
+    keys = {n: _key(f, min_shared_entities, cap) for n, f in feats.items()}
+    stored: dict[str, Neighbours] = {}
+    changed: list[str] = []
+    names = {n: n for n in feats}  # one string per node ID, not one per mention of it
+    for n in sorted(feats):
+        entry = _parse(None if full else cache.get(content_ids[n], keys[n], PART), names)
         if entry is None:
-            changed.add(n)
+            changed.append(n)
         else:
             stored[n] = entry
-    generation = 1 + max((g for g, _ in stored.values()), default=0)
-    fresh: dict[str, dict[str, float]] = {n: {} for n in changed}
-    if changed:
-        for (a, b), w in related_edges(feats, min_shared_entities, among=changed).items():
-            if a in fresh:
-                fresh[a][b] = w
-            if b in fresh:
-                fresh[b][a] = w
-    for n in sorted(changed):
-        rows = [[o, w] for o, w in sorted(fresh[n].items())]
-        cache.put(content_ids[n], keys[n], PART, {"generation": generation, "related": rows})
-        stored[n] = (generation, fresh[n])
+    if not changed and all(o in stored for rows in stored.values() for o, _ in rows):
+        return RelatedUpdate(_union(stored), 0)
+
+    index = RelatedIndex(feats, min_shared_entities)
+    fresh: dict[str, Neighbours] = {}
+    entering: dict[str, dict[str, float]] = {}  # B(Y) of the unchanged items
+    for x in changed:
+        # All of its neighbours when unchanged items may take it in; else its best suffice.
+        rows = index.neighbours(x, 0 if stored else cap)
+        fresh[x] = rows[:cap] if cap > 0 else rows
+        for y, w in rows:
+            if y in stored:
+                entering.setdefault(y, {})[x] = w
+    updates: dict[str, Neighbours] = {}
+    recompute: list[str] = []
+    for y, rows in stored.items():
+        b = entering.get(y, {})
+        out = [(o, w) for o, w in rows if o not in stored]  # changed or gone
+        if not out and not b:
+            continue
+        if cap > 0 and len(rows) >= cap and any(o not in b or b[o] < w for o, w in out):
+            recompute.append(y)
+            continue
+        merged = _best([(o, w) for o, w in rows if o in stored] + list(b.items()), cap)
+        if merged != rows:
+            updates[y] = merged
+    n_merged = len(updates)
+    for y in recompute:
+        updates[y] = index.neighbours(y, cap)
+    # Unchanged items' entries first: a run stopped before the changed items' are written
+    # finds them changed again, and every list written is right (module docstring).
+    for n in sorted(updates):
+        _put(cache, content_ids[n], keys[n], updates[n])
+        stored[n] = updates[n]
+    for n in changed:
+        _put(cache, content_ids[n], keys[n], fresh[n])
+        stored[n] = fresh[n]
+    return RelatedUpdate(_union(stored), len(changed), n_merged, len(recompute))
+
+
+def _union(lists: Mapping[str, Neighbours]) -> dict[tuple[str, str], float]:
     edges: dict[tuple[str, str], float] = {}
-    for a, (gen_a, nbs) in stored.items():
-        for b, w in nbs.items():
-            other = stored.get(b)  # None: an item no longer there
-            if other is not None and (gen_a > other[0] or (gen_a == other[0] and a < b)):
-                edges[(a, b) if a < b else (b, a)] = w
-    return RelatedUpdate(edges, len(changed))
+    for a, rows in lists.items():
+        for b, w in rows:
+            edges[(a, b) if a < b else (b, a)] = w
+    return edges
 
 
-def _parse(data: dict[str, Any] | None) -> tuple[int, dict[str, float]] | None:
-    """(generation, neighbours) of an intact entry's data."""
+def _put(cache: ItemCache, content_id: str, key: str, rows: Neighbours) -> None:
+    cache.put(content_id, key, PART, {"related": [[o, w] for o, w in rows]})
+
+
+def _parse(data: dict[str, Any] | None, names: Mapping[str, str]) -> Neighbours | None:
+    """The neighbours of an intact entry's data."""
     if data is None:
         return None
-    gen, rows = data.get("generation"), data.get("related")
-    if not isinstance(gen, int) or not isinstance(rows, list):
+    rows = data.get("related")
+    if not isinstance(rows, list):
         return None
-    out: dict[str, float] = {}
+    out: Neighbours = []
     for r in rows:
-        if not (isinstance(r, list) and len(r) == 2 and isinstance(r[0], str)):
+        if not (
+            isinstance(r, list)
+            and len(r) == 2
+            and isinstance(r[0], str)
+            and isinstance(r[1], (int, float))
+        ):
             return None
-        out[r[0]] = float(r[1])
-    return gen, out
+        out.append((names.get(r[0], r[0]), float(r[1])))
+    return out
