@@ -1,30 +1,65 @@
 """Whole-pipeline scale benchmark: the daily loop of a knowledge repo of N synthetic talks.
 
-    python bench/scale.py --sizes 100 1000 [--repeat 3] [--out scale.json] [--plot docs/scale.png]
+    python bench/scale.py --sizes 100 1000 [--base 100] [--repeat 3] [--out scale.json]
+    python bench/scale.py --sizes 10000 --repeat 1 --out scale.json     # merged into the file
+    python bench/scale.py --sizes 1000 --label before --out scale.json  # a labelled set
     python bench/scale.py --out scale.json --plot docs/scale.png --markdown   # re-render only
 
-For each N it builds a fresh knowledge repo of N synthetic ten-minute talks (bench/extract.py's
-``make_items``, cut from the real transcripts in ../shared/data), adds them with ``arkai add``
-and runs the whole pipeline with the real ``dvc repro`` (every stage of dvc.yaml). Measured:
+For each N it builds a fresh knowledge repo of N synthetic ten-minute talks, adds them with
+``arkai add`` and runs the whole pipeline with the real ``dvc repro`` (every stage of
+dvc.yaml). Measured:
 
-* ``full``: the first ``dvc repro`` (seconds, once);
+* ``full``: the first ``dvc repro`` (seconds, once): the seed build, see below;
 * ``noop``: ``dvc repro`` with nothing changed;
 * ``changed``: one transcript edited (a line appended to a different item each time), then
   ``dvc repro``;
-* ``added``: one new talk added with ``arkai add`` (not timed), then ``dvc repro``;
+* ``added``: one new talk (a transcript no other item has) added with ``arkai add`` (not
+  timed), then ``dvc repro``;
 
 each loop ``--repeat`` times (min and median reported). Every ``dvc repro`` runs with
 ``$ARKAI_STAGE_METRICS`` set, so each stage process appends its wall time (from process start),
-import time and peak RSS (:mod:`arkai.cli.stage`); ``dvc_s`` is the rest of the ``dvc repro``
-wall time: DVC's own work (hashing deps, checking outs, the lock file) plus starting DVC and
-each stage's interpreter shutdown. ``peak_rss_mb`` is each stage's highest peak over all runs.
+CPU seconds, import time and peak RSS (:mod:`arkai.cli.stage`); ``dvc_s`` is the rest of the
+``dvc repro`` wall time: DVC's own work (hashing deps, checking outs, the lock file) plus
+starting DVC and each stage's interpreter shutdown. Each loop keeps each stage's highest peak
+RSS over its runs (``peak_rss_mb``), the size its highest over all runs.
 
-The seconds of each loop are fitted against N by least squares (a line) and projected to
-10,000 and 100,000 items. With ``--out FILE`` the results are merged into FILE (sizes measured
-now replace the same sizes there), so sizes can be measured in separate runs. ``--plot PNG``
-draws seconds against N (log x) with the targets (one changed ≤ 10 s, no-op ≤ 3 s at 10,000);
-``--markdown`` prints the README table to stderr. Nothing is written into this repository
-except the files named by ``--out`` and ``--plot``.
+Growing a library cheaply (``--base B``, default 100). Extracting N talks from scratch costs
+about a CPU second each in the full build (1,000 took ≈ 9 minutes, 10,000 would take hours),
+and the loops, not the seed, are what is measured. So only B talks are distinct
+(``extract.py``'s ``make_items``: ten-minute windows cut from the real transcripts in
+../shared/data, each opened by its own "Session i" line); item i ≥ B is a *copy* of talk
+i mod B whose source file differs only in the number of its first SubRip cue (``i + 1``, a
+line the parser skips). So every item is an item of its own — its own file hash, content ID,
+folder, title (``Talk 0i``), evidence IDs, chunks and vectors (chunk keys include the content
+ID), graph node and site page — but a copy's ``transcript.md`` is byte-identical to its base
+talk's, so the provider calls on its text (the four transcript patterns, condensing) hit the
+content-addressed response store; verifying its claims is a call of its own (that input names
+the item's own evidence IDs; the builtin provider answers it in milliseconds). The seed build
+extracts B talks in full and N − B copies at ≈ 15 ms each instead of ≈ 300 ms; everything
+after extraction (condense, index, beliefs, validate, site) does its full work on N items. The
+seed is one plain ``dvc repro`` of the real pipeline over N items (no ``dvc commit``), and every
+timed loop is a plain ``dvc repro`` too: the changed item is a copy whose transcript then
+differs from every other (it really re-extracts), the added talk a new distinct one (a miss in
+the store).
+
+How the grown library differs from N independent talks: its text repeats every B items (the
+shared data holds only 26 distinct ten-minute windows, so ``make_items`` itself repeats them
+every 26 items, one opening line apart, and real talks of one library would differ more than
+either). Repeated text means the same entities and key phrases on N/B items: topic pages and
+RELATED_TO neighbourhoods are denser than in a library of unrelated talks, belief replay
+reinforces more and creates fewer beliefs, and the lexical lane's document frequencies are
+those of B texts repeated. The seed's ``full`` time is therefore not a full build of N
+independent talks (``base`` in the JSON says how many were extracted); ``--base 0`` (or
+B ≥ N) makes all N distinct.
+
+The seconds (wall and CPU) of each loop, and each stage's CPU seconds and peak RSS in each
+loop, are fitted against N by least squares (a line) and projected to 10,000 and 100,000 items.
+With ``--out FILE`` the results are merged into FILE (sizes measured now replace the same sizes
+there), so sizes can be measured in separate runs; ``--label NAME`` keeps them apart under
+``labels.NAME`` (a "before" set from older code). ``--plot PNG`` draws seconds against N (log
+x) with the targets (one changed ≤ 10 s, no-op ≤ 3 s at 10,000) and any labelled sets;
+``--markdown`` prints the README table(s) to stderr. Each size prints its wall time to stderr.
+Nothing is written into this repository except the files named by ``--out`` and ``--plot``.
 """
 
 from __future__ import annotations
@@ -105,33 +140,97 @@ def repro(repo: Path, metrics: Path) -> dict[str, Any]:
     }
 
 
+def _peak(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Each stage's highest peak RSS (MB) over ``runs``."""
+    peak: dict[str, float] = {}
+    for r in runs:
+        for stage, mb in r["rss_mb"].items():
+            peak[stage] = max(peak.get(stage, 0.0), mb)
+    return peak
+
+
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     totals = [r["total_s"] for r in runs]
     med = sorted(runs, key=lambda r: r["total_s"])[(len(runs) - 1) // 2]
+    stages = list(dict.fromkeys(st for r in runs for st in r["stage_cpu_s"]))
     return {
         "min_s": min(totals),
         "median_s": round(statistics.median(totals), 3),
         "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
+        # Each stage's median CPU seconds over the runs (0 where a run skipped the stage).
+        "stage_cpu_s": {
+            st: round(statistics.median(r["stage_cpu_s"].get(st) or 0.0 for r in runs), 3)
+            for st in stages
+        },
+        "peak_rss_mb": _peak(runs),
         "median_run": med,  # the per-stage breakdown of the (lower) median run
         "runs": runs,
     }
 
 
-def measure(n: int, repeat: int, work: Path) -> dict[str, Any]:
-    """Build a repo of ``n`` talks, the full build, then each loop ``repeat`` times."""
+def first_cue_number(data: bytes, number: int) -> bytes:
+    """SubRip ``data`` whose first cue is numbered ``number``: other bytes, the same cues (the
+    parser skips cue numbers), so the same ``transcript.md``."""
+    head, sep, rest = data.partition(b"\n")
+    if not (sep and head.strip().isdigit()):
+        raise ValueError("a SubRip file opening with its cue number expected")
+    return str(number).encode() + sep + rest
+
+
+def grow_items(
+    dest: Path, spare: Path, n: int, base: int, extra: int
+) -> tuple[list[Path], list[Path], int]:
+    """``n`` talk files in ``dest`` of which ``base`` are distinct and the rest copies (see the
+    module doc), and ``extra`` more distinct talks in ``spare`` for the "added" loop.
+    Returns the files, the extra files and the words of the distinct talks."""
+    base = n if base <= 0 or base >= n else base
+    made, words = make_items(spare, base + extra)
+    bodies = [f.read_bytes() for f in made[:base]]
+    for f in made[:base]:
+        f.unlink()
+    files = []
+    for i in range(n):
+        path = dest / f"talk-{i:05d}.srt"
+        path.write_bytes(first_cue_number(bodies[i % base], i + 1))
+        files.append(path)
+    return files, made[base:], words
+
+
+def _git(*args: str) -> str:
+    here = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        ["git", *args], cwd=here, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def _revision() -> str:
+    """The commit of the code measured (this checkout), ``+dirty`` with uncommitted changes."""
+    try:
+        rev = _git("rev-parse", "--short", "HEAD").strip()
+        dirty = _git("status", "--porcelain", "--untracked-files=no").strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
+def measure(n: int, repeat: int, work: Path, base: int = 100) -> dict[str, Any]:
+    """Build a repo of ``n`` talks (``base`` distinct), the seed build, then each loop
+    ``repeat`` times."""
+    t_start = time.perf_counter()
     repo, inbox, spare = work / "kb", work / "inbox", work / "spare"
     metrics = work / "stages.jsonl"
     shutil.rmtree(work, ignore_errors=True)
     inbox.mkdir(parents=True)
     spare.mkdir()
-    files, words = make_items(spare, n + repeat)
-    for f in files[:n]:
-        f.rename(inbox / f.name)
+    _, extras, words = grow_items(inbox, spare, n, base, repeat)
+    distinct = n if base <= 0 or base >= n else base
     env = _env(metrics)
     _call(["arkai", "init", str(repo)], work, env)
     add_s = _call(["arkai", "add", str(inbox), "--quiet"], repo, env)[0]
-    print(f"n={n}: {n} items added in {add_s:.1f} s; full build", file=sys.stderr)
+    print(f"n={n}: {n} items ({distinct} distinct) added in {add_s:.1f} s; seed build",
+          file=sys.stderr)  # fmt: skip
     full = repro(repo, metrics)
+    print(f"n={n}: seed build {full['total_s']:.0f} s", file=sys.stderr)
     loops: dict[str, list[dict[str, Any]]] = {loop: [] for loop in LOOPS}
     transcripts = sorted((repo / "library").rglob("transcript.md"))
     for k in range(repeat):
@@ -141,20 +240,20 @@ def measure(n: int, repeat: int, work: Path) -> dict[str, Any]:
         with open(edited, "a", encoding="utf-8") as fh:
             fh.write(f"[00:10:3{k}] An editor added sentence number {k} to this talk today.\n")
         loops["changed"].append(repro(repo, metrics))
-        _call(["arkai", "add", str(files[n + k]), "--quiet"], repo, env)
+        _call(["arkai", "add", str(extras[k]), "--quiet"], repo, env)
         loops["added"].append(repro(repo, metrics))
-    every = [full, *(r for runs in loops.values() for r in runs)]
-    peak: dict[str, float] = {}
-    for r in every:
-        for stage, mb in r["rss_mb"].items():
-            peak[stage] = max(peak.get(stage, 0.0), mb)
+    wall = time.perf_counter() - t_start
+    print(f"n={n}: measured in {wall:.0f} s of wall time", file=sys.stderr)
     return {
         "items": n,
-        "words_per_item": round(words / len(files)),
+        "base": distinct,
+        "words_per_item": round(words / (distinct + repeat)),
         "add_s": round(add_s, 2),
         "full": full,
         **{loop: _summary(runs) for loop, runs in loops.items()},
-        "peak_rss_mb": peak,
+        "peak_rss_mb": _peak([full, *(r for runs in loops.values() for r in runs)]),
+        "bench_wall_s": round(wall, 1),
+        "revision": _revision(),
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],  # others' work on the machine
     }
 
@@ -177,8 +276,18 @@ def fit(points: list[tuple[int, float]]) -> dict[str, Any]:
     }
 
 
+def _fit_field(ordered: list[dict[str, Any]], loop: str, field: str) -> dict[str, Any]:
+    """Per stage, the fit of ``size[loop][field][stage]`` against N (sizes that have it).
+    The keys are seconds-named; for ``peak_rss_mb`` read them as MB (``ms_per_item``: kB)."""
+    stages = list(dict.fromkeys(st for s in ordered for st in s[loop].get(field, {})))
+    return {
+        st: fit([(s["items"], s[loop][field][st]) for s in ordered if st in s[loop].get(field, {})])
+        for st in stages
+    }
+
+
 def analyse(sizes: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Fits over every measured size, and the targets at 10,000 items."""
+    """Fits over every measured size, per loop and per stage, and the targets at 10,000."""
     ordered = sorted(sizes.values(), key=lambda s: s["items"])
     fits = {
         "full": fit([(s["items"], s["full"]["total_s"]) for s in ordered]),
@@ -204,7 +313,15 @@ def analyse(sizes: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for name, fits_of in (("", fits), ("cpu_", cpu)):
             at = fits_of[loop].get("projected_s", {}).get("10000")
             targets[f"{loop}_{name}le_{limit:g}s_at_10000"] = None if at is None else at <= limit
-    return {"fit": fits, "fit_cpu": cpu, "targets": targets}
+    return {
+        "fit": fits,
+        "fit_cpu": cpu,
+        # Where each loop's growth is: each stage's median CPU seconds and peak RSS (MB)
+        # fitted against N, projected to 10,000 and 100,000.
+        "fit_stage_cpu": {loop: _fit_field(ordered, loop, "stage_cpu_s") for loop in LOOPS},
+        "fit_stage_rss_mb": {loop: _fit_field(ordered, loop, "peak_rss_mb") for loop in LOOPS},
+        "targets": targets,
+    }
 
 
 def _cpu(seconds: float | None) -> str:
@@ -219,7 +336,10 @@ def markdown(sizes: dict[str, dict[str, Any]]) -> str:
     head += [f"{st} MB" for st in stages]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in ordered:
-        cells = [f"{s['items']:,}", f"{s['full']['total_s']:.0f} s" + _cpu(s["full"].get("cpu_s"))]
+        n = f"{s['items']:,}"
+        if s.get("base", s["items"]) < s["items"]:
+            n += f" ({s['base']:,} distinct)"
+        cells = [n, f"{s['full']['total_s']:.0f} s" + _cpu(s["full"].get("cpu_s"))]
         cells += [
             f"{s[loop]['median_s']:.1f} s" + _cpu(s[loop].get("median_cpu_s")) for loop in LOOPS
         ]
@@ -228,8 +348,35 @@ def markdown(sizes: dict[str, dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def stage_table(result: dict[str, Any]) -> str:
+    """Per loop and stage: median CPU seconds and peak RSS at each N, and the CPU fit's growth
+    per 1,000 items and projection to 10,000 and 100,000 (what grows, and where)."""
+    ordered = sorted(result["sizes"].values(), key=lambda s: s["items"])
+    head = ["loop", "stage", *(f"CPU s at {s['items']:,}" for s in ordered)]
+    head += [*(f"MB at {s['items']:,}" for s in ordered)]
+    head += ["s per 1,000 more", "at 10,000", "at 100,000"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for loop in LOOPS:
+        fits = result.get("fit_stage_cpu", {}).get(loop, {})
+        stages = list(dict.fromkeys(st for s in ordered for st in s[loop].get("stage_cpu_s", {})))
+        for st in stages:
+            cells = [loop, st]
+            cells += [_num(s[loop].get("stage_cpu_s", {}).get(st)) for s in ordered]
+            cells += [_num(s[loop].get("peak_rss_mb", {}).get(st), "{:.0f}") for s in ordered]
+            f = fits.get(st, {})
+            cells.append(_num(f.get("ms_per_item")))  # ms per item = s per 1,000 items
+            cells += [_num(f.get("projected_s", {}).get(str(n))) for n in PROJECT]
+            rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _num(value: float | None, form: str = "{:.2f}") -> str:
+    return "—" if value is None else form.format(value)
+
+
 def plot(result: dict[str, Any], png: Path) -> None:
-    """Seconds against N (log x) for the three loops, their fitted lines and the targets."""
+    """Seconds against N (log x) for the three loops, their fitted lines and the targets; a
+    labelled set (``labels``: older code) as grey lines of its CPU seconds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,6 +398,12 @@ def plot(result: dict[str, Any], png: Path) -> None:
         if "ms_per_item" in f:
             line = [f["intercept_s"] + f["ms_per_item"] / 1000 * n for n in span]
             ax.plot(span, line, ":", color=colour, alpha=0.8)
+    for name, other in sorted(result.get("labels", {}).items()):
+        old = sorted(other["sizes"].values(), key=lambda s: s["items"])
+        for loop, mark in (("changed", "v"), ("noop", "^")):
+            ys = [s[loop].get("median_cpu_s", s[loop]["median_s"]) for s in old]
+            ax.plot([s["items"] for s in old], ys, mark + "--", color="grey", alpha=0.7,
+                    label=f"{name}: {labels[loop]}, CPU")  # fmt: skip
     ax.scatter([10_000], [TARGETS["changed"]], marker="*", s=160, color="tab:blue", zorder=5,
                label="target: one changed ≤ 10 s at 10,000")  # fmt: skip
     ax.scatter([10_000], [TARGETS["noop"]], marker="*", s=160, color="tab:green", zorder=5,
@@ -263,53 +416,85 @@ def plot(result: dict[str, Any], png: Path) -> None:
     ax.set_ylabel("dvc repro, seconds (median)")
     ax.set_title("arkai daily loop: medians measured (solid), CPU fitted (dotted)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png)
     plt.close(fig)
 
 
+def _load(path: Path | None) -> dict[str, Any]:
+    if path is None or not path.exists():
+        return {}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def merge(
+    old: dict[str, Any], measured: dict[str, dict[str, Any]], label: str | None, repeat: int
+) -> dict[str, Any]:
+    """``old`` results with the sizes ``measured`` now merged in (the main set, or the set
+    ``labels[label]``), every set re-analysed."""
+    sizes = dict(old.get("sizes", {}))
+    sets = {name: dict(other.get("sizes", {})) for name, other in old.get("labels", {}).items()}
+    if label is None:
+        sizes.update(measured)
+    else:
+        sets.setdefault(label, {}).update(measured)
+    result: dict[str, Any] = {"sizes": sizes}
+    if sizes:
+        result.update(analyse(sizes))
+    result["repeat"] = repeat if measured else old.get("repeat", repeat)
+    result["machine"] = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
+    if sets:
+        result["labels"] = {
+            name: {"sizes": got, **analyse(got)} for name, got in sorted(sets.items())
+        }
+    return result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="*", default=[], help="library sizes to measure")
+    ap.add_argument("--base", type=int, default=100,
+                    help="distinct talks; the rest are copies (0: all distinct)")  # fmt: skip
     ap.add_argument("--repeat", type=int, default=3, help="runs of each timed loop (≥ 3)")
     ap.add_argument("--out", type=Path, help="JSON file to merge the results into")
+    ap.add_argument("--label", help="merge into labels.LABEL (e.g. before), not the main set")
     ap.add_argument("--plot", type=Path, help="write the PNG here (matplotlib)")
-    ap.add_argument("--markdown", action="store_true", help="the README table on stderr")
+    ap.add_argument("--markdown", action="store_true", help="the README tables on stderr")
     ap.add_argument("--keep", type=Path, help="build the repos under this folder and keep them")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
-    sizes: dict[str, dict[str, Any]] = {}
-    if args.out and args.out.exists():
-        sizes = json.loads(args.out.read_text(encoding="utf-8")).get("sizes", {})
-    if not args.sizes and not sizes:
+    if not args.sizes and not _load(args.out).get("sizes"):
         ap.error("give --sizes, or --out naming results to re-render")
-    base = args.keep or Path(tempfile.mkdtemp(prefix="arkai-scale-"))
+    measured: dict[str, dict[str, Any]] = {}
+    work = args.keep or Path(tempfile.mkdtemp(prefix="arkai-scale-"))
     try:
         for n in args.sizes:
-            sizes[str(n)] = measure(n, args.repeat, base / f"n{n}")
+            measured[str(n)] = measure(n, args.repeat, work / f"n{n}", args.base)
     finally:
         if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
-    result = {
-        "sizes": sizes,
-        **analyse(sizes),
-        "repeat": args.repeat,
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_avg": [round(x, 2) for x in os.getloadavg()],
-        },
-    }
+            shutil.rmtree(work, ignore_errors=True)
+    # Read FILE again only now: another run may have merged its sizes meanwhile.
+    result = merge(_load(args.out), measured, args.label, args.repeat)
     text = json.dumps(result, indent=2)
     if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    if args.plot:
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(text + "\n", encoding="utf-8")
+        tmp.replace(args.out)
+    if args.plot and result["sizes"]:
         plot(result, args.plot)
     if args.markdown:
-        print(markdown(sizes), file=sys.stderr)
+        print(markdown(result["sizes"]), file=sys.stderr)
+        print("\n" + stage_table(result), file=sys.stderr)
+        for name, other in result.get("labels", {}).items():
+            print(f"\n{name}:\n" + markdown(other["sizes"]), file=sys.stderr)
     print(text)
 
 
