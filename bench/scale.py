@@ -530,6 +530,12 @@ def _load(path: Path | None) -> dict[str, Any]:
     return data
 
 
+def _write(path: Path, result: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
 def merge(
     old: dict[str, Any], measured: dict[str, dict[str, Any]], label: str | None, repeat: int
 ) -> dict[str, Any]:
@@ -579,6 +585,9 @@ def main() -> None:
     try:
         for n in args.sizes:
             measured[str(n)] = measure(n, args.repeat, work / f"n{n}", args.base)
+            if args.out:  # after each size: a later one that fails loses nothing measured
+                _write(args.out, merge(_load(args.out), {str(n): measured[str(n)]}, args.label,
+                                       args.repeat))  # fmt: skip
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -586,9 +595,7 @@ def main() -> None:
     result = merge(_load(args.out), measured, args.label, args.repeat)
     text = json.dumps(result, indent=2)
     if args.out:
-        tmp = args.out.with_name(args.out.name + ".tmp")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        tmp.replace(args.out)
+        _write(args.out, result)
     if args.plot and (result["sizes"] or result.get("labels")):
         plot(result, args.plot)
     if args.markdown:

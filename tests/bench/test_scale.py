@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -239,3 +240,29 @@ def test_grown_copies_are_items_of_their_own_answered_by_the_store(
     # row depends a little on the texts batched with it: the same direction, not the same bits.
     cosines = np.sum(store.get([c["key"] for c in sample]) * fresh, axis=1)
     assert cosines.min() > 0.99, cosines
+
+
+def test_re_rendering_reads_every_set(tmp_path: Path) -> None:
+    """``--out FILE --markdown`` without sizes re-renders what FILE holds, the labelled sets
+    included, and leaves the sizes in it as they were."""
+    out = tmp_path / "scale.json"
+    before = {"1000": _size(1000, 5.0, 40.0, 41.0)}
+    before["1000"]["base"] = 100
+    out.write_text(json.dumps({"sizes": {}, "labels": {"before": {"sizes": before}}}))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "scale.py"), "--out", str(out), "--markdown"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "before:\n| N | full build |" in proc.stderr
+    assert "| 1,000 (100 distinct) | 500 s | 5.0 s | 40.0 s | 41.0 s |" in proc.stderr
+    again = json.loads(out.read_text())
+    assert again["labels"]["before"]["sizes"] == before
+    assert again["labels"]["before"]["fit"]["noop"] == {"points": 1}
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "scale.py"), "--out", str(empty)],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "give --sizes" in proc.stderr
