@@ -166,10 +166,14 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "min_s": min(totals),
         "median_s": round(statistics.median(totals), 3),
         "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
-        # Each stage's median CPU seconds over the runs (0 where a run skipped the stage).
+        # Each stage's median CPU seconds over the runs (0 where a run skipped the stage), and
+        # ``dvc``: the rest of the run's CPU (DVC itself, process starts and exits).
         "stage_cpu_s": {
-            st: round(statistics.median(r["stage_cpu_s"].get(st) or 0.0 for r in runs), 3)
-            for st in stages
+            **{
+                st: round(statistics.median(r["stage_cpu_s"].get(st) or 0.0 for r in runs), 3)
+                for st in stages
+            },
+            "dvc": round(statistics.median(r["dvc_cpu_s"] for r in runs), 3),
         },
         "peak_rss_mb": _peak(runs),
         "median_run": med,  # the per-stage breakdown of the (lower) median run

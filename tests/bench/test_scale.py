@@ -266,3 +266,19 @@ def test_re_rendering_reads_every_set(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2 and "give --sizes" in proc.stderr
+
+
+def test_a_loop_summary_has_each_stage_and_dvc(scale: ModuleType) -> None:
+    def run(total: float, extract: float | None, dvc: float, rss: float) -> dict[str, Any]:
+        cpu = {"index": 2.0} | ({} if extract is None else {"extract": extract})
+        return {"total_s": total, "cpu_s": total / 2, "dvc_cpu_s": dvc, "stage_cpu_s": cpu,
+                "rss_mb": {"index": rss}}  # fmt: skip
+
+    got = scale._summary(
+        [run(3.0, 1.0, 0.5, 100.0), run(9.0, None, 0.7, 300.0), run(5.0, 3.0, 0.9, 200.0)]
+    )
+    assert (got["min_s"], got["median_s"], got["median_cpu_s"]) == (3.0, 5.0, 2.5)
+    # A run that skipped a stage counts 0 for it; ``dvc`` is the CPU outside the stages.
+    assert got["stage_cpu_s"] == {"index": 2.0, "extract": 1.0, "dvc": 0.7}
+    assert got["peak_rss_mb"] == {"index": 300.0}
+    assert got["median_run"]["total_s"] == 5.0
