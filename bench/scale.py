@@ -320,6 +320,7 @@ def measure(n: int, repeat: int, work: Path, base: int = 100) -> dict[str, Any]:
     """Build a repo of ``n`` talks (``base`` distinct), the seed build, then each loop
     ``repeat`` times."""
     t_start = time.perf_counter()
+    revision = _revision()  # the code measured: before the hour this may take
     repo, inbox, spare = work / "kb", work / "inbox", work / "spare"
     metrics = work / "stages.jsonl"
     shutil.rmtree(work, ignore_errors=True)
@@ -353,7 +354,7 @@ def measure(n: int, repeat: int, work: Path, base: int = 100) -> dict[str, Any]:
         **{loop: _summary(runs) for loop, runs in loops.items()},
         "peak_rss_mb": _peak([full, *(r for runs in loops.values() for r in runs)]),
         "bench_wall_s": round(wall, 1),
-        "revision": _revision(),
+        "revision": revision,
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],  # others' work on the machine
     }
 
