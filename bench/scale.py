@@ -499,6 +499,8 @@ def plot(result: dict[str, Any], png: Path) -> None:
     span = [lo * (hi / lo) ** (k / 60) for k in range(61)]  # even steps on the log axis
     labels = {"noop": "no-op", "changed": "one changed", "added": "one added"}
     for loop, colour in zip(LOOPS, ("tab:green", "tab:blue", "tab:orange"), strict=True):
+        if not ordered:
+            break
         ax.plot(xs, [s[loop]["median_s"] for s in ordered], "o-", color=colour, alpha=0.45,
                 label=f"{labels[loop]}: wall")  # fmt: skip
         cpu = [s[loop].get("median_cpu_s") for s in ordered]
@@ -514,6 +516,10 @@ def plot(result: dict[str, Any], png: Path) -> None:
             ys = [s[loop].get("median_cpu_s", s[loop]["median_s"]) for s in old]
             ax.plot([s["items"] for s in old], ys, mark + "--", color="grey", alpha=0.7,
                     label=f"{name}: {labels[loop]}, CPU")  # fmt: skip
+            f = other.get("fit_cpu", {}).get(loop, {})
+            if "ms_per_item" in f:
+                line = [f["intercept_s"] + f["ms_per_item"] / 1000 * n for n in span]
+                ax.plot(span, line, ":", color="grey", alpha=0.6)
     ax.scatter([10_000], [TARGETS["changed"]], marker="*", s=160, color="tab:blue", zorder=5,
                label="target: one changed ≤ 10 s at 10,000")  # fmt: skip
     ax.scatter([10_000], [TARGETS["noop"]], marker="*", s=160, color="tab:green", zorder=5,
