@@ -386,6 +386,36 @@ def test_validate_workflow_on_a_pull_request(venv: Venv, library: Path, tmp_path
 
 
 @pytest.mark.slow
+def test_validate_workflow_fails_a_library_change_committed_without_dvc_repro(
+    venv: Venv, library: Path, tmp_path: Path
+) -> None:
+    # Issue 17: DVC runs the extract stage on every repro (always changed) and no longer
+    # walks library/, so `dvc status` alone does not name an edited transcript. validate.sh
+    # writes the folder manifests first and ignores the "always changed" entries: a commit
+    # that changed the library without `dvc repro` still fails.
+    head = git(venv, library, "rev-parse", "more")
+    workspace = clone(venv, library, tmp_path / "kb", head)
+    transcript = sorted((workspace / "library").rglob("transcript.md"))[0]
+    with open(transcript, "a", encoding="utf-8") as fh:
+        fh.write("\nA line added without running the pipeline.\n")
+    git(venv, workspace, "commit", "-qam", "Edited, not rebuilt")
+    sha = git(venv, workspace, "rev-parse", "HEAD")
+    temp = tmp_path / "runner-temp"
+    ctx = github_ctx("push", "more", sha, before=head)
+    ctx["runner"]["temp"] = str(temp)
+    jobs = run_workflow(
+        ".github/workflows/validate.yml",
+        workspace,
+        venv,
+        ctx,
+        runner_env(workspace, temp, "http://127.0.0.1:9", "push"),
+    )
+    assert jobs["validate"].result == "failure"
+    summary = (temp / "summary.md").read_text(encoding="utf-8")
+    assert "❌ `dvc.lock` is out of date: run `dvc repro` and commit the result" in summary
+
+
+@pytest.mark.slow
 def test_site_workflow_publishes_a_complete_site(venv: Venv, library: Path, tmp_path: Path) -> None:
     # A push to another branch does not build the site.
     other = git(venv, library, "rev-parse", "more")
