@@ -8,8 +8,8 @@ bookkeeping and the stage processes DVC runs on every repro (the ``always_change
 KB is a knowledge repo built by the whole pipeline (``bench/scale.py --keep DIR`` leaves one
 in DIR/nN/kb). Its per-item folders (library/, extracted/, condensed/ item folders and site/'s
 per-page folders) are copied as hard links, under new names, until the repo holds N items.
-With ``--pipeline REPO`` the copy gets REPO's ``dvc.yaml`` and ``stages/`` (to compare two
-versions of the pipeline on one template). The manifests its dvc.yaml lists
+With ``--pipeline REPO`` the copy gets REPO's ``dvc.yaml``, ``.dvcignore`` and ``stages/`` (to
+compare two versions of the pipeline on one template). The manifests its dvc.yaml lists
 (``index/manifests/``) are written again and ``dvc commit --force`` records the new state in
 dvc.lock without running a stage; one ``dvc repro`` then lets the always-changed stages do
 their first (full) pass. Then ``dvc repro`` and ``dvc status`` are timed ``--repeat`` times
@@ -149,6 +149,7 @@ def measure(
     shutil.rmtree(repo / ".dvc" / "tmp", ignore_errors=True)  # state DB: the copy's inodes
     if pipeline is not None:
         shutil.copy2(pipeline / "dvc.yaml", repo / "dvc.yaml")
+        shutil.copy2(pipeline / ".dvcignore", repo / ".dvcignore")
         for script in (pipeline / "stages").glob("*.py"):
             shutil.copy2(script, repo / "stages" / script.name)
     grow(repo, n)

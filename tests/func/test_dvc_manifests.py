@@ -63,6 +63,8 @@ def test_dvc_walks_no_per_item_folder(path: Path) -> None:
         assert bool(stage.get("always_changed")) == (name in ALWAYS), name
         if name in ALWAYS:
             assert all(o.startswith("index/manifests/") for o in outs), (name, outs)
+            # kept while the stage runs: rewritten only when a file changed
+            assert all(o[next(iter(o))] == {"persist": True} for o in stage["outs"]), name
     outs = {n: [next(iter(o)) for o in stages[n]["outs"]] for n in ("extract", "condense", "site")}
     assert outs == {
         "extract": [str(manifest.PATHS["library"]), str(manifest.PATHS["extracted"])],
@@ -71,6 +73,14 @@ def test_dvc_walks_no_per_item_folder(path: Path) -> None:
     }
     # condense reads the transcripts through extract's manifest: it runs after extract.
     assert str(manifest.PATHS["library"]) in stages["condense"]["deps"]
+
+
+@pytest.mark.parametrize("path", [ROOT / ".dvcignore", ROOT / "src/arkai/scaffold/dvcignore"])
+def test_dvc_does_not_look_into_the_per_item_folders(path: Path) -> None:
+    # DVC walks every folder of the workspace that is no output, looking for pipeline files:
+    # measured at 10,000 items, 5.9 of a no-op's 7.5 CPU seconds (bench/dvc_noop.py).
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert {f"/{folder}/" for folder in FOLDERS} <= set(lines)
 
 
 def test_each_change_reruns_its_readers_and_a_noop_leaves_git_clean(tmp_path: Path) -> None:

@@ -401,15 +401,13 @@ def test_validate_workflow_fails_a_library_change_committed_without_dvc_repro(
     git(venv, workspace, "commit", "-qam", "Edited, not rebuilt")
     sha = git(venv, workspace, "rev-parse", "HEAD")
     temp = tmp_path / "runner-temp"
-    ctx = github_ctx("push", "more", sha, before=head)
+    event = {"pull_request": {"number": 8, "base": {"sha": head}, "head": {"sha": sha}}}
+    ctx = github_ctx("pull_request", "stale", sha, **event)
     ctx["runner"]["temp"] = str(temp)
-    jobs = run_workflow(
-        ".github/workflows/validate.yml",
-        workspace,
-        venv,
-        ctx,
-        runner_env(workspace, temp, "http://127.0.0.1:9", "push"),
-    )
+    with FakeGitHub() as gh:
+        api = f"http://127.0.0.1:{gh.port}"
+        env = runner_env(workspace, temp, api, "pull_request") | {"GITHUB_BASE_REF": "more"}
+        jobs = run_workflow(".github/workflows/validate.yml", workspace, venv, ctx, env)
     assert jobs["validate"].result == "failure"
     summary = (temp / "summary.md").read_text(encoding="utf-8")
     assert "❌ `dvc.lock` is out of date: run `dvc repro` and commit the result" in summary
