@@ -1,18 +1,24 @@
-"""DVC's bookkeeping alone: a no-op ``dvc repro`` and ``dvc status`` at N items, without
-building N items.
+"""A no-op ``dvc repro`` (and ``dvc status``) at N items, without building N items: DVC's
+bookkeeping and the stage processes DVC runs on every repro (the ``always_changed`` ones,
+``extract`` and ``condense``, which find nothing to do).
 
-    python bench/dvc_noop.py --template KB --sizes 1000 3000 [--repeat 3] [--out FILE]
+    python bench/dvc_noop.py --template KB --sizes 1000 10000 [--repeat 3] [--pipeline REPO]
+                             [--out FILE]
 
 KB is a knowledge repo built by the whole pipeline (``bench/scale.py --keep DIR`` leaves one
 in DIR/nN/kb). Its per-item folders (library/, extracted/, condensed/ item folders and site/'s
-per-page folders) are copied as hard links, under new names, until the repo holds N items;
-the manifests its dvc.yaml lists (``index/manifests/``) are written again and
-``dvc commit --force`` records the new state in dvc.lock without running a stage. Then
-``dvc repro`` (nothing to run) and ``dvc status`` are timed ``--repeat`` times after one warm-up
-run (CPU seconds of DVC's process: on a loaded machine the figure to read) — what each daily
-run pays before any stage works, as it grows with the library. Also printed: how many
-directories and files DVC's dependencies and outputs hold, counted once per stage that lists
-them. The template is copied first; nothing is written into this repository.
+per-page folders) are copied as hard links, under new names, until the repo holds N items.
+With ``--pipeline REPO`` the copy gets REPO's ``dvc.yaml``, ``.dvcignore`` and ``stages/`` (to
+compare two versions of the pipeline on one template). The manifests its dvc.yaml lists
+(``index/manifests/``) are written again and ``dvc commit --force`` records the new state in
+dvc.lock without running a stage; one ``dvc repro`` then lets the always-changed stages do
+their first (full) pass. Then ``dvc repro`` and ``dvc status`` are timed ``--repeat`` times
+after a warm-up (CPU seconds: on a loaded machine the figures to read). Each repro must run
+no stage but the always-changed ones and leave ``dvc.lock`` byte-identical; its CPU is split
+into the stage processes' own (``$ARKAI_STAGE_METRICS``: interpreter start, imports, the
+walk) and the rest (DVC). Also printed: how many directories and files DVC's dependencies
+and outputs hold, counted once per stage that lists them. The template is copied first;
+nothing is written into this repository.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,15 +51,40 @@ def _env() -> dict[str, str]:
     }
 
 
-def _run(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def _always_changed(repo: Path) -> set[str]:
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    return {name for name, stage in stages.items() if stage.get("always_changed")}
+
+
+def _run(cmd: list[str], cwd: Path, metrics: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of ``cmd`` (its children included); it must be a no-op: only the
+    always-changed stages run, and dvc.lock keeps its bytes."""
+    env = _env() | ({"ARKAI_STAGE_METRICS": str(metrics)} if metrics else {})
+    lock = (cwd / "dvc.lock").read_bytes()
     t0, c0 = time.perf_counter(), os.times()
-    proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     dt, c1 = time.perf_counter() - t0, os.times()
-    if proc.returncode != 0 or "Running stage" in proc.stdout:
+    ran = set(re.findall(r"Running stage '([\w-]+)'", proc.stdout))
+    if (
+        proc.returncode != 0
+        or ran - _always_changed(cwd)
+        or (cwd / "dvc.lock").read_bytes() != lock
+    ):
         sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-2000:])
-        raise SystemExit(f"{' '.join(cmd)}: not a no-op in {cwd}")
+        raise SystemExit(f"{' '.join(cmd)}: not a no-op in {cwd} (ran {sorted(ran)})")
     cpu = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     return dt, cpu
+
+
+def _stage_cpu(metrics: Path) -> dict[str, float]:
+    """CPU seconds of each stage process recorded in ``metrics`` (then emptied)."""
+    out: dict[str, float] = {}
+    if metrics.is_file():
+        for line in metrics.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            out[rec["stage"]] = out.get(rec["stage"], 0.0) + float(rec["cpu_s"])
+        metrics.unlink()
+    return out
 
 
 def _items(repo: Path) -> list[Path]:
@@ -99,7 +131,9 @@ def counts(repo: Path) -> dict[str, int]:
     return {"walked_dirs": dirs, "walked_files": files}
 
 
-def measure(template: Path, n: int, repeat: int, work: Path) -> dict[str, Any]:
+def measure(
+    template: Path, n: int, repeat: int, work: Path, pipeline: Path | None
+) -> dict[str, Any]:
     repo = work / f"n{n}"
     shutil.rmtree(repo, ignore_errors=True)
     big = {*FOLDERS, "site"}
@@ -113,6 +147,11 @@ def measure(template: Path, n: int, repeat: int, work: Path) -> dict[str, Any]:
         if (template / folder).is_dir():
             shutil.copytree(template / folder, repo / folder, copy_function=os.link)
     shutil.rmtree(repo / ".dvc" / "tmp", ignore_errors=True)  # state DB: the copy's inodes
+    if pipeline is not None:
+        shutil.copy2(pipeline / "dvc.yaml", repo / "dvc.yaml")
+        shutil.copy2(pipeline / ".dvcignore", repo / ".dvcignore")
+        for script in (pipeline / "stages").glob("*.py"):
+            shutil.copy2(script, repo / "stages" / script.name)
     grow(repo, n)
     if (repo / "index" / "manifests").is_dir():
         from arkai.adapters.manifest import PATHS, write
@@ -121,14 +160,30 @@ def measure(template: Path, n: int, repeat: int, work: Path) -> dict[str, Any]:
             if (repo / dest).is_file():
                 write(repo, folder, dest)
     subprocess.run(["dvc", "commit", "--force", "--quiet"], cwd=repo, env=_env(), check=True)
+    metrics = work / "stages.jsonl"
+    _run(["dvc", "repro"], repo)  # the always-changed stages' first pass (over every item)
     _run(["dvc", "status"], repo)  # warm DVC's state database
+    _run(["dvc", "repro"], repo)
     out: dict[str, Any] = {"items": len(_items(repo)), **counts(repo)}
     for name, cmd in (("noop_repro", ["dvc", "repro"]), ("status", ["dvc", "status"])):
-        runs = [_run(cmd, repo) for _ in range(repeat)]
+        runs, stage_runs = [], []
+        for _ in range(repeat):
+            runs.append(_run(cmd, repo, metrics))
+            stage_runs.append(_stage_cpu(metrics))
+        stages = {s: round(statistics.median(r.get(s, 0.0) for r in stage_runs), 3)
+                  for s in sorted({s for r in stage_runs for s in r})}  # fmt: skip
         out[name] = {
             "median_s": round(statistics.median(r[0] for r in runs), 3),
             "median_cpu_s": round(statistics.median(r[1] for r in runs), 3),
         }
+        if stages:
+            out[name]["stages_cpu_s"] = stages
+            out[name]["dvc_cpu_s"] = round(
+                statistics.median(
+                    r[1] - sum(st.values()) for r, st in zip(runs, stage_runs, strict=True)
+                ),
+                3,
+            )
     return out
 
 
@@ -137,13 +192,17 @@ def main() -> None:
     ap.add_argument("--template", type=Path, required=True, help="a built knowledge repo")
     ap.add_argument("--sizes", type=int, nargs="+", required=True)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--pipeline", type=Path, help="a repo whose dvc.yaml and stages/ to use")
     ap.add_argument("--out", type=Path, help="also write the JSON here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="arkai-dvc-noop-"))
     try:
         result = {
             "template": str(args.template),
-            "sizes": [measure(args.template, n, args.repeat, work) for n in args.sizes],
+            "pipeline": str(args.pipeline) if args.pipeline else None,
+            "sizes": [
+                measure(args.template, n, args.repeat, work, args.pipeline) for n in args.sizes
+            ],
             "load_avg": [round(x, 2) for x in os.getloadavg()],
         }
     finally:

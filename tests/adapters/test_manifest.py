@@ -70,17 +70,30 @@ def test_the_stat_cache_is_reused_and_a_damaged_one_is_rebuilt(tmp_path: Path) -
     _tree(tmp_path)
     manifest.write(tmp_path, "library", DEST)
     want = (tmp_path / DEST).read_bytes()
-    caches = list((tmp_path / manifest.CACHE_DIR).iterdir())
-    assert len(caches) == 1
-    # The cache's digest is what is used for an unchanged file (no file is read again)...
+    caches = list((tmp_path / manifest.CACHE_DIR).glob("*.json"))
+    quick = list((tmp_path / manifest.CACHE_DIR).glob("*.tsv"))
+    assert len(caches) == len(quick) == 1
+    # Every file's size, mtime and inode as last time: the manifest then made is used as it
+    # is (no file read, no per-file record looked up)...
+    mark, _, body = quick[0].read_bytes().partition(b"\n")
+    assert body == want
+    quick[0].write_bytes(mark + b"\n" + body.replace(b"a/transcript.md", b"a/tampered.md"))
+    manifest.write(tmp_path, "library", DEST)
+    assert b"a/tampered.md" in (tmp_path / DEST).read_bytes()
+    # ... and one file's stat changed: the per-file records are used, whose digest is what
+    # is used for an unchanged file (no file is read again)...
     cache = caches[0]
     text = cache.read_text(encoding="utf-8")
     good = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
     cache.write_text(text.replace(good, "f" * 64), encoding="utf-8")
+    (tmp_path / "library/b/deep/x.json").write_text("[]", encoding="utf-8")
     manifest.write(tmp_path, "library", DEST)
     assert "f" * 64 in (tmp_path / DEST).read_text(encoding="utf-8")
-    # ... and a damaged cache is ignored: every file is hashed again.
+    assert b"tampered" not in (tmp_path / DEST).read_bytes()
+    # ... and damaged caches are ignored: every file is hashed again.
     cache.write_text("{not json", encoding="utf-8")
+    quick[0].write_bytes(b"garbage")
+    (tmp_path / "library/b/deep/x.json").write_text("{}", encoding="utf-8")
     manifest.write(tmp_path, "library", DEST)
     assert (tmp_path / DEST).read_bytes() == want
 
@@ -109,11 +122,48 @@ def test_a_missing_or_malformed_manifest_is_a_clear_error(tmp_path: Path) -> Non
         manifest.check(tmp_path, "library", DEST)
 
 
-def test_then_write_returns_the_result_after_writing(tmp_path: Path) -> None:
+def test_a_snapshot_digest_covers_the_files_and_the_inputs(tmp_path: Path) -> None:
     _tree(tmp_path)
-    assert manifest.then_write(42, tmp_path, "library", "extracted") == 42
-    assert (tmp_path / manifest.PATHS["library"]).is_file()
-    assert (tmp_path / manifest.PATHS["extracted"]).read_bytes() == b""  # no folder: no files
+    inputs = {"params": {"a": 1}, "patterns": {"p": "sha256:1"}}
+    first = manifest.snapshot(tmp_path, ("library", "extracted"), inputs)
+    assert first.manifests["extracted"] == b""  # no folder: no files
+    assert manifest.snapshot(tmp_path, ("library", "extracted"), dict(inputs)) == first
+    assert manifest.snapshot(tmp_path, ("library", "extracted"), {**inputs, "params": {"a": 2}}
+                             ).digest != first.digest  # fmt: skip
+    (tmp_path / "extracted").mkdir()
+    (tmp_path / "extracted/x.json").write_text("{}", encoding="utf-8")
+    second = manifest.snapshot(tmp_path, ("library", "extracted"), inputs)
+    assert second.digest != first.digest
+    assert second.manifests["library"] == first.manifests["library"]
+    # publish writes the manifests named (default all) where their bytes differ
+    second.publish(tmp_path, "library")
+    assert (tmp_path / manifest.PATHS["library"]).read_bytes() == second.manifests["library"]
+    assert not (tmp_path / manifest.PATHS["extracted"]).exists()
+    stamp = (tmp_path / manifest.PATHS["library"]).stat().st_mtime_ns
+    second.publish(tmp_path)
+    assert (tmp_path / manifest.PATHS["library"]).stat().st_mtime_ns == stamp
+    assert (tmp_path / manifest.PATHS["extracted"]).read_bytes() == second.manifests["extracted"]
+
+
+def test_a_seal_holds_only_for_the_files_and_inputs_it_was_made_with(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    now = manifest.snapshot(tmp_path, ("library",), {"v": 1})
+    assert manifest.sealed_items(tmp_path, "extract", now) is None  # never sealed
+    manifest.seal(tmp_path, "extract", now, 7)
+    assert manifest.sealed_items(tmp_path, "extract", now) == 7
+    assert manifest.sealed_items(tmp_path, "condense", now) is None  # per stage
+    other = manifest.snapshot(tmp_path, ("library",), {"v": 2})
+    assert manifest.sealed_items(tmp_path, "extract", other) is None
+    (tmp_path / "library/a/transcript.md").write_text("edited\n", encoding="utf-8")
+    edited = manifest.snapshot(tmp_path, ("library",), {"v": 1})
+    assert manifest.sealed_items(tmp_path, "extract", edited) is None
+    # A damaged record is no seal; unseal forgets it.
+    seal = tmp_path / manifest.CACHE_DIR / "extract.done.json"
+    seal.write_text("{not json", encoding="utf-8")
+    assert manifest.sealed_items(tmp_path, "extract", now) is None
+    manifest.seal(tmp_path, "extract", now, 7)
+    manifest.unseal(tmp_path, "extract")
+    assert manifest.sealed_items(tmp_path, "extract", now) is None
 
 
 def test_rebuild_removes_hand_edited_files_before_building(tmp_path: Path) -> None:

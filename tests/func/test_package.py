@@ -386,6 +386,32 @@ def test_validate_workflow_on_a_pull_request(venv: Venv, library: Path, tmp_path
 
 
 @pytest.mark.slow
+def test_validate_workflow_fails_a_library_change_committed_without_dvc_repro(
+    venv: Venv, library: Path, tmp_path: Path
+) -> None:
+    # Issue 17: DVC runs the extract stage on every repro (always changed) and no longer
+    # walks library/, so `dvc status` alone does not name an edited transcript. validate.sh
+    # writes the folder manifests first and ignores the "always changed" entries: a commit
+    # that changed the library without `dvc repro` still fails.
+    head = git(venv, library, "rev-parse", "more")
+    workspace = clone(venv, library, tmp_path / "kb", head)
+    transcript = sorted((workspace / "library").rglob("transcript.md"))[0]
+    with open(transcript, "a", encoding="utf-8") as fh:
+        fh.write("\nA line added without running the pipeline.\n")
+    git(venv, workspace, "commit", "-qam", "Edited, not rebuilt")
+    # The workflow's step (run_workflow stops at a failing step): the script as CI runs it.
+    temp = tmp_path / "runner-temp"
+    env = runner_env(workspace, temp, "http://127.0.0.1:9", "push") | {"ARKAI_DIFF_BASE": head}
+    proc = venv.run(workspace, "bash", "scripts/ci/validate.sh", check=False, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "failed: dvc status" in proc.stderr
+    assert "modified:           index/manifests/library.tsv" in proc.stdout
+    summary = (temp / "summary.md").read_text(encoding="utf-8")
+    assert "❌ `dvc.lock` is out of date: run `dvc repro` and commit the result" in summary
+    assert "✅ `arkai validate`" in summary  # the spans still verify: only dvc.lock is stale
+
+
+@pytest.mark.slow
 def test_site_workflow_publishes_a_complete_site(venv: Venv, library: Path, tmp_path: Path) -> None:
     # A push to another branch does not build the site.
     other = git(venv, library, "rev-parse", "more")

@@ -147,7 +147,9 @@ def rebuild_in_clone(
     assert pulled["responses"]["transferred"] == len(responses(a)) > 0
     assert responses(b) == responses(a)
     # Everything the pipeline made is in place but the site (rebuilt from files, not shared).
-    assert set(json.loads(sh(b, "dvc", "status", "--json").stdout)) == {"site"}
+    # (extract and condense run on every repro: "always changed" is no missing output)
+    status = json.loads(sh(b, "dvc", "status", "--json").stdout)
+    assert {stage for stage, changes in status.items() if changes != ["always changed"]} == {"site"}
     assert (b / "index" / "vectors").is_dir() and (b / "index" / "beliefs").is_dir()
     shutil.rmtree(b / "extracted")
     sh(b, "dvc", "repro", "--force", "extract", "index", "validate")

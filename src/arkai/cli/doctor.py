@@ -44,6 +44,12 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             for line in report.site_drift[:20]:
                 click.echo(f"    - {line}")
             click.echo("    rebuild it: `dvc repro --force --single-item site`")
+        if report.library_changed:
+            n = len(report.library_changed)
+            click.echo(f"library/ changed since the last `dvc repro` ({n} files):")
+            for line in report.library_changed[:20]:
+                click.echo(f"    - {line}")
+            click.echo("    `dvc repro` brings the pipeline up to date")
         click.echo(
             f"{t['items']} item{'s' * (t['items'] != 1)}: {t['healthy']} healthy, "
             f"{t['needs_attention']} need attention (failed {t['extraction_failed']}, "

@@ -17,13 +17,14 @@ Then :func:`arkai.ops.shards.build_shards` brings ``index/shards/`` up to date (
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters import events, interrupt, raytasks
+from arkai.adapters import events, interrupt, manifest, raytasks
 from arkai.adapters.layout import CONDENSED, LIBRARY, TRANSCRIPT, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.shards import CONDENSED_FILE, CondensedFile, read_condensed, write_condensed
@@ -314,3 +315,52 @@ def _record_failure(item: Item, runner: Runner, key: str, error: str) -> None:
                       chunks=prev.chunks if prev is not None else (), error=error,
                       provider=runner.provider.name, model=runner.model),
     )  # fmt: skip
+
+
+def _stage_inputs(repo: Repo) -> dict[str, Any] | None:
+    """What every item's key depends on besides its transcript (:func:`item_key`): the stage
+    version, the params, the provider settings (and the model named in the environment) and
+    the pattern's digest; and the transcripts, through the manifest of library/ that the
+    ``extract`` stage wrote before this one ran. None when the pattern cannot be loaded (the
+    run reports it) or there is no such manifest."""
+    try:
+        pattern = get_pattern(PATTERN, repo.root).digest
+        library = sha256_hex((repo.root / manifest.PATHS[LIBRARY]).read_bytes())
+    except (ArkaiError, OSError):
+        return None
+    return {
+        "stage": STAGE_VERSION,
+        "condense": repo.params.get("condense"),
+        "extract": repo.params.get("extract"),
+        "providers": repo.params.get("providers"),
+        "model_env": os.environ.get("ARKAI_OPENAI_MODEL"),
+        "pattern": pattern,
+        "library": library,
+    }
+
+
+def condense_stage(repo: Repo, *, progress: ProgressFn | None = None) -> CondenseSummary:
+    """The DVC stage ``condense``: :func:`condense` without the shards (the ``index`` stage
+    builds them), then the manifest of condensed/.
+
+    Like ``extract`` (:func:`arkai.ops.extract.extract_stage`) DVC runs it on every
+    ``dvc repro``, after ``extract`` (it depends on the manifest of library/). When condensed/
+    (its manifest, from a stat walk), that manifest of library/ and :func:`_stage_inputs` are
+    what its last complete run left, nothing is planned or read. A run is sealed as complete
+    when no item failed and the library, walked again at its end, is what that manifest says.
+    """
+    root = repo.root
+    inputs = _stage_inputs(repo)
+    before = manifest.snapshot(root, (CONDENSED,), inputs)
+    if inputs is not None:
+        items = manifest.sealed_items(root, "condense", before)
+        if items is not None:
+            before.publish(root)
+            return CondenseSummary(items=items, skipped=items)
+    manifest.unseal(root, "condense")
+    summary = condense(repo, shards=False, progress=progress)
+    after = manifest.snapshot(root, (CONDENSED,), inputs)
+    after.publish(root)
+    if inputs is not None and manifest.up_to_date(root, LIBRARY):
+        manifest.seal(root, "condense", after, summary.items)
+    return summary

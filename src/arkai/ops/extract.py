@@ -10,6 +10,7 @@ stage ends with a PipelineError (exit 3) so ``dvc repro`` can simply be re-run.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters import events, interrupt, raytasks
+from arkai.adapters import events, interrupt, manifest, raytasks
 from arkai.adapters.fs import write_if_changed
 from arkai.adapters.layout import (
     ENTITIES,
@@ -641,4 +642,59 @@ def run_extract(
                 "items: " + "; ".join(parts),
                 hint="fix the cause and re-run `dvc repro`; finished items are not redone",
             )
+    return summary
+
+
+#: The folders whose manifests the ``extract`` stage writes (``index/manifests/``): the stages
+#: after it depend on these instead of the folders (docs/scale.md).
+MANIFESTS = ("library", "extracted")
+
+
+def _stage_inputs(repo: Repo) -> dict[str, Any] | None:
+    """What every item's key depends on besides the item's own files: the stage version, the
+    extract params that shape the output, the provider settings (and the model named in the
+    environment) and the digest of every pattern an item can use. None when a pattern cannot
+    be loaded (the run reports it)."""
+    xp = repo.params["extract"]
+    names = {CLAIMS, ENTITY_PATTERN, VERIFY}
+    for listed in (xp.get("patterns") or {}).values():
+        names.update(str(n) for n in listed or ())
+    try:
+        patterns = {n: get_pattern(n, repo.root).digest for n in sorted(names)}
+    except (ArkaiError, OSError):
+        return None
+    return {
+        "stage": STAGE_VERSION,
+        "params": {k: v for k, v in xp.items() if k not in NOT_IN_KEY},
+        "providers": repo.params.get("providers"),
+        "model_env": os.environ.get("ARKAI_OPENAI_MODEL"),
+        "patterns": patterns,
+    }
+
+
+def extract_stage(repo: Repo, *, progress: ProgressFn | None = None) -> ExtractSummary:
+    """The DVC stage ``extract``: :func:`run_extract` over the whole library, then the manifests
+    of library/ and extracted/ (:data:`MANIFESTS`).
+
+    DVC runs the stage on every ``dvc repro`` (``always_changed``: it does not walk the
+    folders, docs/scale.md), so its no-op must be cheap: when the folders (their manifests,
+    from a stat walk) and :func:`_stage_inputs` are what the last complete run left, running
+    again would skip every item, and nothing is planned or read — the manifests are only
+    written again if one was deleted. A run is complete (sealed) when no item failed and the
+    library did not change while it ran (an item added meanwhile is then extracted next time).
+    """
+    root = repo.root
+    inputs = _stage_inputs(repo)
+    before = manifest.snapshot(root, MANIFESTS, inputs)
+    if inputs is not None:
+        items = manifest.sealed_items(root, "extract", before)
+        if items is not None:
+            before.publish(root)
+            return ExtractSummary(items=items, skipped=items)
+    manifest.unseal(root, "extract")
+    summary = run_extract(repo, progress=progress)
+    after = manifest.snapshot(root, MANIFESTS, inputs)
+    after.publish(root)
+    if inputs is not None and after.manifests["library"] == before.manifests["library"]:
+        manifest.seal(root, "extract", after, summary.items)
     return summary

@@ -4,8 +4,10 @@
 #   1. `arkai validate --full`: every transcript digest and span hash, re-checked from scratch
 #      (no cached verdicts); fails on stale evidence.
 #   2. `dvc status extract validate`: the committed dvc.lock matches library/, patterns/,
-#      params and extracted/ — the pipeline was re-run before committing. Only these stages:
-#      extraction results are in git, so no LLM is needed; the index stage's outputs are not.
+#      params and extracted/ (through their manifests, written here first) — the pipeline was
+#      re-run before committing. Only these stages: extraction results are in git, so no LLM
+#      is needed; the index stage's outputs are not. The extract stage is `always_changed`
+#      (DVC walks no per-item folder, docs/scale.md): that entry is no change and is ignored.
 #   3. `arkai diff --format markdown` of the change (a PR: base...head; a push: before..after)
 #      appended to $GITHUB_STEP_SUMMARY (stdout when unset).
 #
@@ -56,6 +58,8 @@ left = {}
 for stage, changes in json.load(sys.stdin).items():
     kept = []
     for change in changes:
+        if change == "always changed":
+            continue  # the extract stage runs on every repro: not a stale dvc.lock
         outs = change.get("changed outs") if isinstance(change, dict) else None
         if outs is None:
             kept.append(change)

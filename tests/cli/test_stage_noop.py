@@ -1,0 +1,203 @@
+"""The ``extract`` and ``condense`` stages run on every ``dvc repro`` (always changed): with
+nothing changed since their last complete run they plan and read no item, and they write the
+manifests the later stages depend on (docs/scale.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arkai.adapters import manifest
+from arkai.errors import PipelineError
+from arkai.ops import Repo
+from arkai.ops import condense as condense_op
+from arkai.ops import extract as extract_op
+from tests.conftest import SAMPLES, Runner
+
+NOTES = [SAMPLES / "note-2026-11-20.md", SAMPLES / "note-2026-11-23.md"]
+
+
+@pytest.fixture
+def notes(kr: Path, arkai: Runner) -> Path:
+    code, _, err = arkai("--repo", kr, "add", *NOTES, "--quiet")
+    assert code == 0, err
+    return kr
+
+
+def _no_work(*_: Any, **__: Any) -> Any:
+    raise AssertionError("the stage planned the items although nothing changed")
+
+
+def _transcripts(root: Path) -> list[Path]:
+    return sorted((root / "library").rglob("transcript.md"))
+
+
+def test_extract_stage_skips_planning_when_nothing_changed(
+    notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = extract_op.extract_stage(Repo.at(notes))
+    assert (first.items, first.extracted) == (2, 2)
+    library = (notes / manifest.PATHS["library"]).read_bytes()
+    extracted = (notes / manifest.PATHS["extracted"]).read_bytes()
+    assert b"transcript.md" in library and b"claims.md" in extracted
+
+    real = extract_op.run_extract
+    monkeypatch.setattr(extract_op, "run_extract", _no_work)
+    again = extract_op.extract_stage(Repo.at(notes))
+    assert (again.items, again.skipped, again.extracted) == (2, 2, 0)
+    # A deleted manifest is written again by the no-op, with the same bytes.
+    (notes / manifest.PATHS["extracted"]).unlink()
+    extract_op.extract_stage(Repo.at(notes))
+    assert (notes / manifest.PATHS["extracted"]).read_bytes() == extracted
+
+    # An edited transcript: the items are planned again and exactly that one is redone.
+    monkeypatch.setattr(extract_op, "run_extract", real)
+    with open(_transcripts(notes)[0], "a", encoding="utf-8") as fh:
+        fh.write("\nOne more line about hive scales.\n")
+    edited = extract_op.extract_stage(Repo.at(notes))
+    assert (edited.extracted, edited.skipped) == (1, 1)
+    assert (notes / manifest.PATHS["library"]).read_bytes() != library
+
+    # A claim edited by hand: planned again (nothing to redo), the manifest records the edit.
+    claims = sorted((notes / "extracted").rglob("claims.md"))[0]
+    claims.write_text(claims.read_text(encoding="utf-8") + "\nreviewed\n", encoding="utf-8")
+    before = (notes / manifest.PATHS["extracted"]).read_bytes()
+    hand = extract_op.extract_stage(Repo.at(notes))
+    assert (hand.extracted, hand.skipped) == (0, 2)
+    assert (notes / manifest.PATHS["extracted"]).read_bytes() != before
+    assert claims.read_text(encoding="utf-8").endswith("\nreviewed\n")
+
+    # Other params: planned again.
+    monkeypatch.setattr(extract_op, "run_extract", _no_work)
+    extract_op.extract_stage(Repo.at(notes))
+    params = notes / "params.yaml"
+    params.write_text(
+        params.read_text(encoding="utf-8").replace("max_claims: 100", "max_claims: 99"),
+        encoding="utf-8",
+    )
+    with pytest.raises(AssertionError, match="planned the items"):
+        extract_op.extract_stage(Repo.at(notes))
+
+
+def test_extract_stage_seals_only_a_complete_run(
+    notes: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An item that fails (a malformed review.yaml): the run ends in error and the next one
+    # works through the items again (it retries the failed one).
+    review = _transcripts(notes)[0].with_name("review.yaml")
+    review.write_text("claims: [not: a: mapping\n", encoding="utf-8")
+    with pytest.raises(PipelineError):
+        extract_op.extract_stage(Repo.at(notes))
+    review.unlink()
+    calls: list[int] = []
+    real = extract_op.run_extract
+
+    def adding(repo: Repo, **kw: Any) -> extract_op.ExtractSummary:
+        calls.append(1)
+        out = real(repo, **kw)
+        if len(calls) == 1:  # an item arrives after the run listed the library
+            code, _, err = arkai(
+                "--repo", notes, "add", SAMPLES / "field-notes-on-reproducibility.txt"
+            )
+            assert code == 0, err
+        return out
+
+    monkeypatch.setattr(extract_op, "run_extract", adding)
+    assert extract_op.extract_stage(Repo.at(notes)).extracted == 1  # the failed one, retried
+    # The library changed while it ran: not sealed, so the next run plans every item.
+    later = extract_op.extract_stage(Repo.at(notes))
+    assert len(calls) == 2 and later.items == 3
+    extract_op.extract_stage(Repo.at(notes))
+    assert len(calls) == 2  # sealed now: nothing planned
+
+
+def test_condense_stage_skips_when_nothing_changed_and_records_hand_edits(
+    notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It reads the transcripts through the manifest the extract stage wrote before it.
+    library = manifest.PATHS["library"]
+    real = condense_op.condense
+    calls: list[int] = []
+    monkeypatch.setattr(condense_op, "condense", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = condense_op.condense_stage(Repo.at(notes))
+    assert (first.items, first.condensed) == (2, 2)
+    assert first.shards is None  # the index stage builds the shards
+    written = (notes / manifest.PATHS["condensed"]).read_bytes()
+    assert written.count(b"condensed.json") == 2
+    condense_op.condense_stage(Repo.at(notes))
+    assert len(calls) == 2  # no manifest of the library yet: never skipped
+    manifest.write(notes, "library", library)
+    condense_op.condense_stage(Repo.at(notes))
+    assert len(calls) == 3
+
+    monkeypatch.setattr(condense_op, "condense", _no_work)
+    again = condense_op.condense_stage(Repo.at(notes))
+    assert (again.items, again.skipped, again.condensed) == (2, 2, 0)
+
+    # An edited transcript, once extract has written the library's manifest: one item redone.
+    with open(_transcripts(notes)[0], "a", encoding="utf-8") as fh:
+        fh.write("\nOne more line about hive scales.\n")
+    condense_op.condense_stage(Repo.at(notes))  # (the manifest not rewritten yet: no work)
+    manifest.write(notes, "library", library)
+    monkeypatch.setattr(condense_op, "condense", real)
+    edited = condense_op.condense_stage(Repo.at(notes))
+    assert (edited.condensed, edited.skipped) == (1, 1)
+
+    # A condensed file edited by hand: kept, and the manifest records it.
+    path = sorted((notes / "condensed").rglob("condensed.json"))[0]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["chunks"][0]["summary"] = "A summary a person wrote."
+    path.write_text(json.dumps(data), encoding="utf-8")
+    before = (notes / manifest.PATHS["condensed"]).read_bytes()
+    hand = condense_op.condense_stage(Repo.at(notes))
+    assert (hand.condensed, hand.skipped) == (0, 2)
+    assert (notes / manifest.PATHS["condensed"]).read_bytes() != before
+    assert "A summary a person wrote." in path.read_text(encoding="utf-8")
+
+    # An item removed: its condensed folder goes, and so does its manifest line.
+    shutil.rmtree(_transcripts(notes)[0].parent)
+    manifest.write(notes, "library", library)
+    gone = condense_op.condense_stage(Repo.at(notes))
+    assert (gone.items, gone.removed) == (1, 1)
+    assert (notes / manifest.PATHS["condensed"]).read_bytes().count(b"condensed.json") == 1
+    # A run while the library differs from its manifest (changed after extract wrote it) is
+    # not sealed: the next one works through the items again.
+    (notes / "library" / "stray.txt").write_text("x", encoding="utf-8")
+    manifest.unseal(notes, "condense")
+    calls.clear()
+    monkeypatch.setattr(condense_op, "condense", lambda *a, **k: calls.append(1) or real(*a, **k))
+    condense_op.condense_stage(Repo.at(notes))
+    condense_op.condense_stage(Repo.at(notes))
+    assert len(calls) == 2
+    manifest.write(notes, "library", library)
+    condense_op.condense_stage(Repo.at(notes))
+    condense_op.condense_stage(Repo.at(notes))
+    assert len(calls) == 3
+
+
+def test_doctor_says_what_changed_in_the_library_since_the_last_run(
+    notes: Path, arkai: Runner
+) -> None:
+    # `dvc status` no longer shows it (the extract stage is always run; docs/scale.md).
+    _, out, _ = arkai("--repo", notes, "doctor", "--json")
+    assert json.loads(out)["library_changed"] == []  # no manifest yet: nothing to compare
+    manifest.write(notes, "library", manifest.PATHS["library"])
+    transcript = _transcripts(notes)[0]
+    with open(transcript, "a", encoding="utf-8") as fh:
+        fh.write("\nedited\n")
+    (transcript.parent / "notes.txt").write_text("x", encoding="utf-8")
+    _, out, _ = arkai("--repo", notes, "doctor", "--json")
+    rel = transcript.relative_to(notes / "library").parent.as_posix()
+    assert json.loads(out)["library_changed"] == [
+        f"changed: {rel}/transcript.md",
+        f"extra: {rel}/notes.txt",
+    ]
+    _, out, _ = arkai("--repo", notes, "doctor")
+    assert "library/ changed since the last `dvc repro` (2 files):" in out
+    manifest.write(notes, "library", manifest.PATHS["library"])
+    _, out, _ = arkai("--repo", notes, "doctor", "--json")
+    assert json.loads(out)["library_changed"] == []
