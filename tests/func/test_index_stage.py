@@ -437,12 +437,19 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     assert topics_step(repo)["reranked"] == 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
-    # One item added, then one removed.
+    # One item added, then one removed. The number of items changed: every item is ranked
+    # again, but the rankings cached for the others are left as they are (not rewritten).
+    def rankings() -> dict[Path, int]:
+        return {p: p.stat().st_mtime_ns for p in cache.rglob("*.topics.json")}
+
+    before = rankings()
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
     )
     added = run_index(Repo.at(repo))
     assert added.items == 3 and added.cache_hits == 2
+    assert topics_step(repo)["reranked"] == 3
+    assert len(rankings()) == 3 and {p: rankings()[p] for p in before} == before
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     gone = next(e for e in catalog if e["title"] == "Compilers podcast")

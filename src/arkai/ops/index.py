@@ -368,13 +368,17 @@ def _ranked_terms(
     rankings: ItemCache,
     builder: TopicBuilder,
     full: bool,
+    settled: bool,
 ) -> _Ranked:
     """The item's ranked terms, cached per item (part ``topics``) with the digest of what they
     depend on beyond the item's files: the number of items, the document frequency of each of
     its phrases and the topic settings. An item none of whose phrases changed frequency is
     not ranked again (its ``terms`` record is not even read); one that is re-ranked reuses the
     chunks its earlier rankings found for a term (they depend on the item alone). ``full``:
-    no cached ranking is used."""
+    no cached ranking is used. ``settled``: the number of items is the last run's — when it
+    is not (an item was added or removed), every item is ranked again and its entry is kept
+    as it is (written only for an item that has none): a run that adds an item pays no write
+    per item, and the next run with the same number of items writes them once."""
     df = builder.df
     shape = {"n": builder.n, "settings": asdict(builder.settings)}
     h = hashlib.sha256(canonjson.dumps_line(shape).encode("utf-8"))
@@ -387,6 +391,8 @@ def _ranked_terms(
     known: dict[str, Any] = dict(entry["chunks"]) if entry is not None else {}
     it = _terms(d, ip, settings, cache)
     ranked = builder.rank(it, known)
+    if entry is not None and not settled:
+        return _Ranked(ranked, bool(it.condensed), fresh=True)
     for t in ranked:
         known[stem_key(t.term)] = [list(t.chunks), list(t.condensed)]
     rankings.put(d.item.id, d.key, "topics", {
@@ -807,10 +813,11 @@ def run_index(
                 )
                 # Its own instance: a stale ranking is the normal case, not a damaged cache.
                 rankings = ItemCache(root)
+                settled = last.get("items") == n_items
                 position = reranked = 0
                 for d in loaded:
                     count = d.record.chunks
-                    ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full)
+                    ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full, settled)
                     builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
                                        ranked.condensed)  # fmt: skip
                     position += count
@@ -867,7 +874,7 @@ def run_index(
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
             write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
-                                               "keys": keys})  # fmt: skip
+                                               "items": len(loaded), "keys": keys})  # fmt: skip
             digests.save()
             memo.save()
     return summary
