@@ -23,6 +23,7 @@ term of a segment and array work for the tokens, into the very index
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -122,25 +123,33 @@ class BM25Index:
         In bounded memory: one pass keeps each segment's distinct (term, document) pairs
         (12 bytes a pair) with the vocabulary, document lengths and frequencies; then each
         segment's weights are placed straight into the term-major arrays (8 bytes a
-        non-zero), the segment's pairs freed — no array over every token, no COO matrix, no
-        copy of the result."""
+        non-zero) — no array over every token, no COO matrix, no copy of the result."""
         if k1 < 0 or not 0.0 <= b <= 1.0:
             raise InvalidInputError(f"BM25 parameters out of range: k1={k1}, b={b}")
         vocab: dict[str, int] = {}
         df = np.zeros(1024, dtype=np.int64)
         lens: list[npt.NDArray[np.int64]] = []
-        # Per segment its distinct (term, document) pairs, grouped by term, documents
-        # ascending: 12 bytes a pair, no array over every token.
-        blocks: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]]
-        blocks = []
+        # Every segment's distinct (term, document) pairs, grouped by term, documents
+        # ascending, 12 bytes a pair, in three arrays grown by doubling (large blocks the
+        # allocator gives back when freed, not one small array per segment): no array over
+        # every token.
+        pairs = np.empty((3, 1 << 12), dtype=np.int32)  # term, document, count
+        bounds = [0]  # where each segment's pairs start
         n_docs = 0
         for raw in segments:
             remap, seg = _pairs(raw, vocab)
             if len(vocab) > len(df):
                 df = np.concatenate([df, np.zeros(max(len(df), len(vocab) - len(df)), np.int64)])
             df[remap] += np.bincount(seg.local, minlength=len(remap))
-            terms = remap[seg.local].astype(np.int32)
-            blocks.append((terms, (seg.doc + n_docs).astype(np.int32), seg.tf.astype(np.int32)))
+            lo, hi = bounds[-1], bounds[-1] + len(seg.local)
+            if hi > pairs.shape[1]:
+                grown = np.empty((3, max(hi, 2 * pairs.shape[1])), dtype=np.int32)
+                grown[:, :lo] = pairs[:, :lo]
+                pairs = grown
+            pairs[0, lo:hi] = remap[seg.local]
+            pairs[1, lo:hi] = seg.doc + n_docs
+            pairs[2, lo:hi] = seg.tf
+            bounds.append(hi)
             lens.append(seg.lens)
             n_docs += len(seg.lens)
         df = df[: len(vocab)]
@@ -155,9 +164,8 @@ class BM25Index:
         term_idf = idf(df, n_docs)
         norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)
         fill = indptr[:-1].copy()  # where each term's next (document, weight) goes
-        blocks.reverse()
-        while blocks:  # in document order, each block freed once placed
-            terms, docs, tf = blocks.pop()
+        for lo, hi in itertools.pairwise(bounds):  # segment by segment, in document order
+            terms, docs, tf = pairs[0, lo:hi], pairs[1, lo:hi], pairs[2, lo:hi]
             starts = np.flatnonzero(np.diff(terms, prepend=-1))
             counts = np.diff(np.r_[starts, len(terms)])
             pos = fill[terms] + (np.arange(len(terms)) - np.repeat(starts, counts))
@@ -165,6 +173,7 @@ class BM25Index:
             f = tf.astype(np.float64)
             data[pos] = term_idf[terms] * f / (f + norm[docs])
             fill[terms[starts]] += counts
+        del pairs
         matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(vocab), n_docs))
         return cls(vocab=vocab, matrix=matrix, doc_len=doc_len, k1=k1, b=b, tokenizer=tokenizer)
 
