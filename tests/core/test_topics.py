@@ -231,3 +231,74 @@ def test_chunk_finder_equals_the_substring_search() -> None:
     for key in keys:
         assert find(key) == _chunks_with(key, chunk_keys), key
     assert find("queen brood")  # the random chunks do hold some phrases
+
+
+def test_topics_json_in_pieces_is_canonjson() -> None:
+    """``iter_topics_json`` gives the bytes ``canonjson.dumps`` gives, for the builder's
+    documents and for any other shape (encoded by canonjson)."""
+    from arkai.search.topics import iter_topics_json
+
+    def encoded(doc: dict[str, Any], batch: int = 2) -> bytes:
+        return b"".join(iter_topics_json(doc, batch=batch))
+
+    doc = build_topics(inputs(), {"varroa": ["mites", "Milben é"]}).doc
+    assert len(doc["topics"]) > 4 and doc["synonyms"]
+    assert encoded(doc) == canonjson.dumps(doc).encode("utf-8")
+    assert len(list(iter_topics_json(doc, batch=2))) > 3  # in pieces
+    odd: list[dict[str, Any]] = [
+        {"version": 1, "topics": {}, "synonyms": {}},
+        {"version": 1, "topics": {"a": {"items": []}}, "synonyms": {"q": []}},
+        {"version": 1, "synonyms": {}, "topics": {
+            'a"\\é\n': {"items": [{"chunks": [], "content_id": "x", "relevance": "low",
+                                   "condensed_chunks": [1, 20]}]},
+            "b": {"items": [{"chunks": [True, 2]}]},
+            "c": {"x": 1},
+            "d": {"items": [{"chunks": [1], "extra": {"k": 2.5}}]},
+        }},
+        {"other": 1},
+    ]  # fmt: skip
+    for d in odd:
+        assert encoded(d) == canonjson.dumps(d).encode("utf-8"), d
+
+
+def test_a_ranking_from_known_chunks_is_the_same() -> None:
+    """``rank_item`` with the chunks an earlier ranking found (the index stage's cache) gives
+    the ranking found without them; only stems not known are searched."""
+    from arkai.search.topics import (
+        _ChunkFinder,
+        document_frequencies,
+        item_terms,
+        rank_item,
+        stem_key,
+    )
+
+    items = inputs()
+    stats = [
+        item_terms(it.content_id, it.text, (t for _, t in it.chunks), it.entities) for it in items
+    ]
+    n, df = document_frequencies(stats)
+    s = TopicSettings()
+    searched: list[str] = []
+    real = _ChunkFinder.__call__
+
+    def spy(self: Any, key: str) -> tuple[int, ...]:
+        searched.append(key)
+        return real(self, key)
+
+    for it in stats:
+        fresh = rank_item(it, df, n, s)
+        assert fresh and all(c < len(it.chunk_stems) for t in fresh for c in t.chunks)
+        known = {stem_key(t.term): (t.chunks, t.condensed) for t in fresh}
+        searched.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_ChunkFinder, "__call__", spy)
+            assert rank_item(it, df, n, s, known) == fresh
+            assert searched == []
+            # A known entry is trusted (it is the item's own earlier finding) …
+            first = fresh[0]
+            other = {**known, stem_key(first.term): ((99,), ())}
+            assert rank_item(it, df, n, s, other)[0].chunks == (99,)
+            # … and a stem not known is searched.
+            del known[stem_key(first.term)]
+            assert rank_item(it, df, n, s, known) == fresh
+            assert searched == [stem_key(first.term)]

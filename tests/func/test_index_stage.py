@@ -371,6 +371,15 @@ def graph_step(root: Path) -> dict[str, Any]:
     return next(e for e in events if e.get("step") == "graph" and e["type"] == "StepCompleted")
 
 
+def topics_step(root: Path) -> dict[str, Any]:
+    """The last index run's topics step (its events)."""
+    from arkai.adapters.events import list_runs, read_events
+
+    run = list_runs(root)[-1]
+    events = read_events(root / ".arkai" / "runs" / run / "events.jsonl")
+    return next(e for e in events if e.get("step") == "topics" and e["type"] == "StepCompleted")
+
+
 def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Path) -> None:
     from arkai.ops.index import run_index
 
@@ -397,6 +406,8 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # …from the cached RELATED_TO edges: no item's features changed, none was recomputed.
     assert graph_step(repo)["related_recomputed"] == 0
+    # …and the cached topic rankings: no item's phrase frequencies changed, none was ranked.
+    assert topics_step(repo)["reranked"] == 0
     # An index from before related.jsonl existed (not in the manifest either) gets it.
     (repo / "index" / "related.jsonl").unlink()
     manifest = json.loads((repo / "index" / "manifest.json").read_text())
@@ -410,14 +421,38 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
     changed = run_index(Repo.at(repo))
     assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
+    assert topics_step(repo)["reranked"] >= 1
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # A cached ranking made under other frequencies (another context digest) is not used.
+    import hashlib
+    import re
+
+    from arkai.core import canonjson
+
+    cache = repo / ".arkai" / "index-cache"
+    entry = sorted(cache.rglob("*.topics.json"))[0]
+    header, body = entry.read_text().split("\n", 1)
+    body = re.sub('"context":"sha256:[0-9a-f]+"', '"context":"sha256:' + "0" * 64 + '"', body)
+    digest = "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+    entry.write_text(canonjson.dumps_line(json.loads(header) | {"digest": digest}) + body)
+    (repo / "index" / "topics.json").unlink()
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["reranked"] == 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
-    # One item added, then one removed.
+    # One item added, then one removed. The number of items changed: every item is ranked
+    # again, but the rankings cached for the others are left as they are (not rewritten).
+    def rankings() -> dict[Path, int]:
+        return {p: p.stat().st_mtime_ns for p in cache.rglob("*.topics.json")}
+
+    before = rankings()
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
     )
     added = run_index(Repo.at(repo))
     assert added.items == 3 and added.cache_hits == 2
+    assert topics_step(repo)["reranked"] == 3
+    assert len(rankings()) == 3 and {p: rankings()[p] for p in before} == before
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     gone = next(e for e in catalog if e["title"] == "Compilers podcast")
@@ -452,7 +487,10 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     stale = json.loads(header) | {"key": "sha256:" + "0" * 64}
     cites[1].write_text(canonjson.dumps_line(stale) + body)
 
-    # Without the manifest the stage cannot trust its outputs: every record is read again.
+    # Without the manifest the stage cannot trust its outputs: every record is read again —
+    # but a `terms` record only when its item must be ranked again: here, with its cached
+    # ranking gone.
+    terms[1].with_name(terms[1].name.replace(".terms.", ".topics.")).unlink()
     (repo / "index" / "manifest.json").unlink()
     again = run_index(Repo.at(repo))
     assert again.cache_rejected == 3 and again.cache_hits == 1
@@ -460,6 +498,7 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     # …and the entries were written again, whole: the next run uses them all.
     assert run_index(Repo.at(repo)).cache_hits == 2
     assert run_index(Repo.at(repo), full=True).cache_hits == 0  # --full trusts no record
+    assert topics_step(repo)["reranked"] == 2  # …nor a cached ranking
 
     # A damaged `lines` entry (an item's chunks.jsonl lines, stored unparsed) is rebuilt too:
     # chunks.jsonl keeps a fresh build's bytes.
@@ -564,11 +603,3 @@ def test_unchanged_items_are_not_read_again(
         p.parent == transcript.parent for p in reads if p.name == "transcript.md"
     )
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
-
-
-def test_canonical_bytes_are_canonjson() -> None:
-    from arkai.core import canonjson
-    from arkai.ops.index import _canonical_bytes
-
-    doc = {"b": [1, 2.5, None, {"z": "é", "a": []}], "a": {"x": True}, "c": "line\nbreak"}
-    assert _canonical_bytes(doc) == canonjson.dumps(doc).encode("utf-8")

@@ -25,11 +25,11 @@ remembered by size, mtime and inode (:class:`FileDigests`), so an unchanged file
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
+from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +75,15 @@ from arkai.search.graphcache import update_related
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
     ItemTerms,
+    Term,
     TopicBuilder,
     TopicSettings,
+    iter_topics_json,
     load_synonyms,
     phrase_frequencies,
+    stem_key,
+    term_from_list,
+    term_to_list,
 )
 
 CATALOG_VERSION = 1
@@ -345,6 +350,59 @@ def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) ->
     return terms_from_dict(d.item.id, raw)
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """An item's ranked terms (:func:`arkai.search.topics.rank_item`)."""
+
+    terms: list[Term]
+    condensed: bool
+    """Whether the item has condensed chunks."""
+    fresh: bool
+    """Ranked in this run (not taken from the cache)."""
+
+
+def _ranked_terms(
+    d: _Loaded,
+    ip: dict[str, Any],
+    settings: bytes,
+    cache: ItemCache,
+    rankings: ItemCache,
+    builder: TopicBuilder,
+    full: bool,
+    settled: bool,
+) -> _Ranked:
+    """The item's ranked terms, cached per item (part ``topics``) with the digest of what they
+    depend on beyond the item's files: the number of items, the document frequency of each of
+    its phrases and the topic settings. An item none of whose phrases changed frequency is
+    not ranked again (its ``terms`` record is not even read); one that is re-ranked reuses the
+    chunks its earlier rankings found for a term (they depend on the item alone). ``full``:
+    no cached ranking is used. ``settled``: the number of items is the last run's — when it
+    is not (an item was added or removed), every item is ranked again and its entry is kept
+    as it is (written only for an item that has none): a run that adds an item pays no write
+    per item, and the next run with the same number of items writes them once."""
+    df = builder.df
+    shape = {"n": builder.n, "settings": asdict(builder.settings)}
+    h = hashlib.sha256(canonjson.dumps_line(shape).encode("utf-8"))
+    h.update(array("q", (df.get(p, 0) for p in _phrases(d, ip, settings, cache))).tobytes())
+    context = "sha256:" + h.hexdigest()
+    entry = None if full else rankings.get(d.item.id, d.key, "topics")
+    if entry is not None and entry.get("context") == context:
+        terms = [term_from_list(t) for t in entry["terms"]]
+        return _Ranked(terms, bool(entry["condensed"]), fresh=False)
+    known: dict[str, Any] = dict(entry["chunks"]) if entry is not None else {}
+    it = _terms(d, ip, settings, cache)
+    ranked = builder.rank(it, known)
+    if entry is not None and not settled:
+        return _Ranked(ranked, bool(it.condensed), fresh=True)
+    for t in ranked:
+        known[stem_key(t.term)] = [list(t.chunks), list(t.condensed)]
+    rankings.put(d.item.id, d.key, "topics", {
+        "chunks": known, "condensed": bool(it.condensed), "context": context,
+        "terms": [term_to_list(t) for t in ranked],
+    })  # fmt: skip
+    return _Ranked(ranked, bool(it.condensed), fresh=True)
+
+
 def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:
     """The item's distinct phrases (for the document frequencies)."""
     raw = cache.get_bytes(d.item.id, d.key, "phrases")
@@ -403,18 +461,6 @@ def catalog_entry(d: _Loaded) -> dict[str, Any]:
         "entities": d.record.entities,
         "chunks": d.record.chunks,
     }
-
-
-def _canonical_bytes(doc: Any) -> bytes:
-    """``canonjson.dumps(doc)`` as UTF-8, assembled piece by piece in one buffer: ``json.dumps``
-    with an indent first collects every piece (millions of small strings for a large document)
-    in a list, several times the document's size."""
-    buf = io.StringIO()
-    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False, indent=2)
-    for piece in encoder.iterencode(doc):
-        buf.write(piece)
-    buf.write("\n")
-    return buf.getvalue().encode("utf-8")
 
 
 def _digest(data: bytes) -> str:
@@ -776,15 +822,23 @@ def run_index(
                 builder = TopicBuilder(
                     n_items, df, synonyms, TopicSettings.from_params(ip["topics"])
                 )
-                del df
-                position = 0
+                # Its own instance: a stale ranking is the normal case, not a damaged cache.
+                rankings = ItemCache(root)
+                settled = last.get("items") == n_items
+                position = reranked = 0
                 for d in loaded:
                     count = d.record.chunks
-                    builder.add(_terms(d, ip, settings, cache), range(position, position + count))
+                    ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full, settled)
+                    builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
+                                       ranked.condensed)  # fmt: skip
                     position += count
+                    reranked += ranked.fresh
+                info["reranked"] = reranked
+                del df
                 topics = builder.result()
                 del builder  # its document frequencies are not needed any more
-                put(TOPICS, _canonical_bytes(topics.doc))
+                if write_chunks_if_changed(out / TOPICS, iter_topics_json(topics.doc)):
+                    written.append(TOPICS)
                 summary.topics = len(topics.doc["topics"])
                 info["topics"] = summary.topics
                 if progress:
@@ -831,7 +885,7 @@ def run_index(
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
             write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
-                                               "keys": keys})  # fmt: skip
+                                               "items": len(loaded), "keys": keys})  # fmt: skip
             digests.save()
             memo.save()
     return summary

@@ -23,6 +23,7 @@ term of a segment and array work for the tokens, into the very index
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -117,22 +118,64 @@ class BM25Index:
     ) -> BM25Index:
         """Build from :func:`encode_segment` outputs, in document order: the same index as
         :meth:`build_from_tokens` over the segments' token lists one after the other (term ids
-        are numbered in order of first appearance either way)."""
+        are numbered in order of first appearance either way).
+
+        In bounded memory: one pass keeps each segment's distinct (term, document) pairs
+        (12 bytes a pair) with the vocabulary, document lengths and frequencies; then each
+        segment's weights are placed straight into the term-major arrays (8 bytes a
+        non-zero) — no array over every token, no COO matrix, no copy of the result."""
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise InvalidInputError(f"BM25 parameters out of range: k1={k1}, b={b}")
         vocab: dict[str, int] = {}
-        ids: list[npt.NDArray[np.int32]] = []
+        df = np.zeros(1024, dtype=np.int64)
         lens: list[npt.NDArray[np.int64]] = []
+        # Every segment's distinct (term, document) pairs, grouped by term, documents
+        # ascending, 12 bytes a pair, in three arrays grown by doubling (large blocks the
+        # allocator gives back when freed, not one small array per segment): no array over
+        # every token.
+        pairs = np.empty((3, 1 << 12), dtype=np.int32)  # term, document, count
+        bounds = [0]  # where each segment's pairs start
+        n_docs = 0
         for raw in segments:
-            terms, seg_lens, local = decode_segment(raw)
-            remap = np.fromiter(
-                (vocab.setdefault(t, len(vocab)) for t in terms), dtype=np.int32, count=len(terms)
-            )
-            ids.append(remap[local])
-            lens.append(seg_lens)
-        term_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
-        doc_ptr = np.zeros(sum(len(x) for x in lens) + 1, dtype=np.int64)
-        if lens:
-            np.cumsum(np.concatenate(lens), out=doc_ptr[1:])
-        return cls.build_from_ids(term_ids, doc_ptr, vocab, k1=k1, b=b, tokenizer=tokenizer)
+            remap, seg = _pairs(raw, vocab)
+            if len(vocab) > len(df):
+                df = np.concatenate([df, np.zeros(max(len(df), len(vocab) - len(df)), np.int64)])
+            df[remap] += np.bincount(seg.local, minlength=len(remap))
+            lo, hi = bounds[-1], bounds[-1] + len(seg.local)
+            if hi > pairs.shape[1]:
+                grown = np.empty((3, max(hi, 2 * pairs.shape[1])), dtype=np.int32)
+                grown[:, :lo] = pairs[:, :lo]
+                pairs = grown
+            pairs[0, lo:hi] = remap[seg.local]
+            pairs[1, lo:hi] = seg.doc + n_docs
+            pairs[2, lo:hi] = seg.tf
+            bounds.append(hi)
+            lens.append(seg.lens)
+            n_docs += len(seg.lens)
+        df = df[: len(vocab)]
+        doc_len = (np.concatenate(lens) if lens else np.zeros(0, np.int64)).astype(np.int32)
+        del lens
+        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        data = np.empty(int(indptr[-1]), dtype=np.float32)
+        # The weights exactly as _weigh computes them from the tf matrix.
+        avgdl = float(doc_len.mean()) if n_docs and doc_len.sum() else 1.0
+        term_idf = idf(df, n_docs)
+        norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)
+        fill = indptr[:-1].copy()  # where each term's next (document, weight) goes
+        for lo, hi in itertools.pairwise(bounds):  # segment by segment, in document order
+            terms, docs, tf = pairs[0, lo:hi], pairs[1, lo:hi], pairs[2, lo:hi]
+            starts = np.flatnonzero(np.diff(terms, prepend=-1))
+            counts = np.diff(np.r_[starts, len(terms)])
+            pos = fill[terms] + (np.arange(len(terms)) - np.repeat(starts, counts))
+            indices[pos] = docs
+            f = tf.astype(np.float64)
+            data[pos] = term_idf[terms] * f / (f + norm[docs])
+            fill[terms[starts]] += counts
+        del pairs
+        matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(vocab), n_docs))
+        return cls(vocab=vocab, matrix=matrix, doc_len=doc_len, k1=k1, b=b, tokenizer=tokenizer)
 
     @classmethod
     def build_from_ids(
@@ -233,9 +276,9 @@ class BM25Index:
             folder / _MATRIX_FILE,
             lambda fh: np.savez(
                 fh,
-                indptr=m.indptr.astype(np.int64),
-                indices=m.indices.astype(np.int32),
-                data=m.data.astype(np.float32),
+                indptr=m.indptr.astype(np.int64, copy=False),
+                indices=m.indices.astype(np.int32, copy=False),
+                data=m.data.astype(np.float32, copy=False),
                 doc_len=self.doc_len,
             ),
             fsync=False,
@@ -317,7 +360,34 @@ def decode_segment(
     return terms, lens, local
 
 
-def idf(df: npt.NDArray[np.floating], n_docs: int) -> npt.NDArray[np.float64]:
+@dataclass(frozen=True)
+class _Pairs:
+    """A segment's distinct (term, document) pairs, by term then document: term ids and
+    documents local to the segment, with each pair's count."""
+
+    lens: npt.NDArray[np.int64]
+    doc: npt.NDArray[np.int64]
+    local: npt.NDArray[np.int64]
+    tf: npt.NDArray[np.int64]
+
+
+def _pairs(raw: bytes, vocab: dict[str, int]) -> tuple[npt.NDArray[np.int64], _Pairs]:
+    """Decode a segment: its terms' ids in ``vocab`` (new terms numbered on from its size)
+    and its distinct (term, document) pairs."""
+    terms, lens, local = decode_segment(raw)
+    # A segment's terms are distinct: its new ones, in order, get the next ids.
+    new = [t for t in terms if t not in vocab]
+    vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
+    remap = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
+    width = max(len(lens), 1)
+    doc = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
+    keys, tf = np.unique(local.astype(np.int64) * width + doc, return_counts=True)
+    return remap, _Pairs(lens, keys % width, keys // width, tf.astype(np.int64))
+
+
+def idf(
+    df: npt.NDArray[np.floating] | npt.NDArray[np.integer], n_docs: int
+) -> npt.NDArray[np.float64]:
     """Lucene's BM25 idf (always positive)."""
     d = df.astype(np.float64)
     return np.log1p((n_docs - d + 0.5) / (d + 0.5))

@@ -24,8 +24,8 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ import yaml
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import iter_items
+from arkai.core import canonjson
 from arkai.core.grammar import parse_line
 from arkai.errors import LibraryError, NotFoundError
 from arkai.search.text import STOPWORDS as TEXT_STOPWORDS
@@ -303,6 +304,77 @@ def _ranked(counts: Mapping[str, int], df: Mapping[str, int], n: int, s: TopicSe
     return pairs
 
 
+#: A term's stem key → (its chunks, its condensed chunks) in one item: what an earlier
+#: ranking of the same item found (:func:`rank_item`'s ``known``).
+ChunkMap = Mapping[str, tuple[Sequence[int], Sequence[int]]]
+
+
+def rank_item(
+    it: ItemTerms,
+    df: Mapping[str, int],
+    n: int,
+    settings: TopicSettings,
+    known: ChunkMap | None = None,
+) -> list[Term]:
+    """One item's terms, best first, with the numbers of its chunks (0-based, in the item's
+    chunk order) and condensed chunks that hold each: a function of the item's
+    :class:`ItemTerms`, ``n``, the frequencies of its phrases and ``settings`` alone.
+    ``known``: chunks found for stem keys by an earlier ranking of the same item (which
+    chunks hold a term does not depend on the library), so only new terms are searched."""
+    s, known = settings, known or {}
+    pairs = _ranked(it.counts, df, n, s)
+    in_chunks = _ChunkFinder(list(enumerate(f" {k} " for k in it.chunk_stems)))
+    condensed_keys = [(c, f" {k} ") for c, k in it.condensed]
+
+    def where(key: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        hit = known.get(key)
+        if hit is not None:
+            return tuple(hit[0]), tuple(hit[1])
+        return in_chunks(key), _chunks_with(key, condensed_keys)
+
+    rank_of = {t: r for r, (t, _) in enumerate(pairs)}
+    score_of = dict(pairs)
+    terms: dict[str, Term] = {}
+    chosen: list[list[str]] = []
+    stems: set[str] = set()
+    for rank, (term, score) in enumerate(pairs):
+        if len(chosen) >= s.top_terms:
+            break
+        words = term.split()
+        key = stem_key(term)
+        if not key or key in stems or any(_contains(big, words) for big in chosen):
+            continue  # an inflection of a term, or a part of a phrase, already chosen
+        chosen.append(words)
+        stems.add(key)
+        found, condensed = where(key)
+        terms[term] = Term(
+            term, round(score, 6), _relevance(rank, score, s), found, "keyphrase", condensed
+        )
+    for name in sorted({normalize_term(e) for e in it.entities if normalize_term(e)}):
+        if name in terms:
+            continue
+        analyzed = _as_phrase(name)
+        rank = rank_of.get(analyzed, len(pairs) + s.medium_rank)
+        score = score_of.get(analyzed, 0.0)
+        found, condensed = where(stem_key(name))
+        terms[name] = Term(
+            name, round(score, 6), _relevance(rank, score, s), found, "entity", condensed
+        )
+    return sorted(terms.values(), key=lambda t: (_RANK[t.relevance], -t.score, t.term))
+
+
+def term_to_list(t: Term) -> list[Any]:
+    """A :class:`Term` as a JSON list (the index stage caches an item's ranking)."""
+    return [t.term, t.score, t.relevance, list(t.chunks), t.source, list(t.condensed)]
+
+
+def term_from_list(raw: Sequence[Any]) -> Term:
+    """The :class:`Term` of :func:`term_to_list`."""
+    term, score, relevance, chunks, source, condensed = raw
+    return Term(str(term), float(score), str(relevance), tuple(int(c) for c in chunks),
+                str(source), tuple(int(c) for c in condensed))  # fmt: skip
+
+
 def build_topics(
     items: Sequence[TopicInput],
     synonyms: Mapping[str, Sequence[str]] | None = None,
@@ -343,53 +415,26 @@ class TopicBuilder:
 
     def add(self, it: ItemTerms, positions: Sequence[int]) -> None:
         """Add one item; ``positions`` are its chunks' positions in ``chunks.jsonl``."""
-        s, topics = self.settings, self.topics
-        pairs = _ranked(it.counts, self.df, self.n, s)
-        chunk_keys = [(i, f" {k} ") for i, k in zip(positions, it.chunk_stems, strict=True)]
-        in_chunks = _ChunkFinder(chunk_keys)
-        condensed_keys = [(c, f" {k} ") for c, k in it.condensed]
-        rank_of = {t: r for r, (t, _) in enumerate(pairs)}
-        score_of = dict(pairs)
-        terms: dict[str, Term] = {}
-        chosen: list[list[str]] = []
-        stems: set[str] = set()
-        for rank, (term, score) in enumerate(pairs):
-            if len(chosen) >= s.top_terms:
-                break
-            words = term.split()
-            key = stem_key(term)
-            if not key or key in stems or any(_contains(big, words) for big in chosen):
-                continue  # an inflection of a term, or a part of a phrase, already chosen
-            chosen.append(words)
-            stems.add(key)
-            terms[term] = Term(
-                term,
-                round(score, 6),
-                _relevance(rank, score, s),
-                in_chunks(key),
-                "keyphrase",
-                _chunks_with(key, condensed_keys),
-            )
-        for name in sorted({normalize_term(e) for e in it.entities if normalize_term(e)}):
-            if name in terms:
-                continue
-            analyzed = _as_phrase(name)
-            rank = rank_of.get(analyzed, len(pairs) + s.medium_rank)
-            score = score_of.get(analyzed, 0.0)
-            terms[name] = Term(
-                name,
-                round(score, 6),
-                _relevance(rank, score, s),
-                in_chunks(stem_key(name)),
-                "entity",
-                _chunks_with(stem_key(name), condensed_keys),
-            )
-        ordered = sorted(terms.values(), key=lambda t: (_RANK[t.relevance], -t.score, t.term))
-        self.terms[it.content_id] = ordered
+        self.add_ranked(it.content_id, self.rank(it), positions, bool(it.condensed))
+
+    def rank(self, it: ItemTerms, known: ChunkMap | None = None) -> list[Term]:
+        """The item's terms, best first (:func:`rank_item` under this builder's
+        frequencies and settings)."""
+        return rank_item(it, self.df, self.n, self.settings, known)
+
+    def add_ranked(
+        self, content_id: str, ranked: Sequence[Term], positions: Sequence[int], condensed: bool
+    ) -> None:
+        """Add one item's :func:`rank_item` result (chunk numbers local to the item);
+        ``positions`` are its chunks' positions in ``chunks.jsonl``; ``condensed``: whether
+        the item has condensed chunks (its entries then list ``condensed_chunks``)."""
+        topics = self.topics
+        ordered = [replace(t, chunks=tuple(positions[c] for c in t.chunks)) for t in ranked]
+        self.terms[content_id] = ordered
         for t in ordered:
-            entry: dict[str, Any] = {"content_id": it.content_id, "relevance": t.relevance,
+            entry: dict[str, Any] = {"content_id": content_id, "relevance": t.relevance,
                                      "chunks": list(t.chunks)}  # fmt: skip
-            if it.condensed:
+            if condensed:
                 entry["condensed_chunks"] = list(t.condensed)
             topics.setdefault(t.term, []).append(entry)
 
@@ -406,6 +451,79 @@ class TopicBuilder:
             "synonyms": merge_synonyms(self.synonyms),
         }
         return TopicIndex(doc=doc, terms=self.terms)
+
+
+_ENTRY_KEYS = {"chunks", "condensed_chunks", "content_id", "relevance"}
+
+
+def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[bytes]:
+    """``topics.json`` in pieces (a few thousand terms each): the bytes
+    :func:`arkai.core.canonjson.dumps` gives for ``doc`` (tested), several times faster than the
+    standard library's pure-Python indented encoder and never the whole file in memory. A
+    document of another shape than :meth:`TopicBuilder.result`'s is encoded by
+    ``canonjson``."""
+    topics = doc.get("topics")
+    if set(doc) != {"synonyms", "topics", "version"} or not isinstance(topics, dict):
+        yield canonjson.dumps(doc).encode("utf-8")
+        return
+    parts = ["{\n", '  "synonyms": ', _pad(canonjson.dumps(doc["synonyms"])[:-1], "  "), ",\n"]
+    if not topics:
+        yield ("".join(parts) + '  "topics": {},\n').encode("utf-8")
+    else:
+        yield ("".join(parts) + '  "topics": {\n').encode("utf-8")
+        terms = sorted(topics)
+        for start in range(0, len(terms), batch):
+            out: list[str] = []
+            for term in terms[start : start + batch]:
+                out.append(_topic_json(term, topics[term]))
+            tail = ",\n" if start + batch < len(terms) else "\n"
+            yield (",\n".join(out) + tail).encode("utf-8")
+        yield b"  },\n"
+    yield ('  "version": ' + json.dumps(doc["version"]) + "\n}\n").encode("utf-8")
+
+
+def _pad(text: str, pad: str) -> str:
+    return text.replace("\n", "\n" + pad)
+
+
+def _ints(values: Sequence[int], pad: str) -> str:
+    if not values:
+        return "[]"
+    sep = ",\n" + pad + "  "
+    return f"[\n{pad}  {sep.join(map(int.__repr__, values))}\n{pad}]"
+
+
+def _topic_json(term: str, value: Any) -> str:
+    """One ``"term": {"items": […]}`` member of ``topics``, at its indent."""
+    key = json.dumps(term, ensure_ascii=False)
+    items = value.get("items") if isinstance(value, dict) else None
+    if (
+        not isinstance(items, list)
+        or set(value) != {"items"}
+        or not all(isinstance(e, dict) and set(e) <= _ENTRY_KEYS and _plain(e) for e in items)
+    ):
+        return f"    {key}: " + _pad(canonjson.dumps(value)[:-1], "    ")
+    if not items:
+        return f'    {key}: {{\n      "items": []\n    }}'
+    entries = []
+    for e in items:
+        fields = []
+        for name in sorted(e):
+            v = e[name]
+            text = (_ints(v, "          ") if isinstance(v, list)
+                    else json.dumps(v, ensure_ascii=False))  # fmt: skip
+            fields.append(f'          "{name}": {text}')
+        entries.append("        {\n" + ",\n".join(fields) + "\n        }")
+    body = ",\n".join(entries)
+    return f'    {key}: {{\n      "items": [\n{body}\n      ]\n    }}'
+
+
+def _plain(entry: Mapping[str, Any]) -> bool:
+    """An entry whose lists hold ints only and whose other values are strings."""
+    return all(
+        all(type(x) is int for x in v) if isinstance(v, list) else isinstance(v, str)
+        for v in entry.values()
+    )
 
 
 def _as_phrase(name: str) -> str:
