@@ -31,8 +31,19 @@ from pathlib import Path
 
 def on_env(env, config, files):
     held = [f.src_uri for f in files.documentation_pages() if f.page and f.page.content]
+    ours = [f.page for f in files.documentation_pages()
+            if f.page and f.page.markdown is not None
+            and f.src_uri.startswith(("items/", "transcripts/"))]
     out = Path(config.config_file_path).parent.parent / "probe.json"
-    out.write_text(json.dumps({"held": held, "pages": len(files.documentation_pages())}))
+    out.write_text(json.dumps({
+        "held": held, "pages": len(files.documentation_pages()), "ours": len(ours),
+        # What MkDocs keeps of each arkai page until the build ends: no anchor set or link
+        # map (it never parses their HTML), one shared object for the common front matter.
+        "anchor_sets": sum(p.present_anchor_ids is not None for p in ours),
+        "link_maps": sum(p.links_to_anchors is not None for p in ours),
+        "search_meta_objects": len({id(p.meta["search"]) for p in ours}),
+        "search_meta_values": len({json.dumps(p.meta["search"], sort_keys=True) for p in ours}),
+    }))
     return env
 """
 
@@ -96,6 +107,8 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert build_site(repo).mkdocs == "full"
     probe = json.loads((repo / "probe.json").read_text())
     assert probe["pages"] > 50 and probe["held"] == []
+    assert probe["ours"] > 10 and probe["anchor_sets"] == probe["link_maps"] == 0
+    assert probe["search_meta_objects"] == probe["search_meta_values"] < probe["ours"]
 
     build, site = repo / ".site-build", repo / "site"
     docs = build / "docs"
@@ -144,6 +157,15 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert (site / "search" / "search_index.json").read_bytes() == before_index
     rows.write_bytes(original)
     os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # A record of where entries lie in an earlier format (lists) is not trusted: every page's
+    # entries are read from their files, and the index is the same.
+    record_path = build / "search-ranges.json"
+    record = json.loads(record_path.read_text())
+    assert all(isinstance(v, str) for v in record["pages"].values())
+    record["pages"] = {url: [0, 0, 0, 0] for url in record["pages"]}
+    record_path.write_text(json.dumps(record))
+    assert build_site(repo).mkdocs == "dirty"
+    assert (site / "search" / "search_index.json").read_bytes() == before_index
 
     # One letter of a sentence an entity page shows changes case: the same length, so every
     # span stays valid and the entity's own data is unchanged — only the transcript differs.
@@ -235,3 +257,22 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert tree(docs) == pages
     assert tree(build / "search") == entries
     assert tree(site) == dirty_site
+
+
+def test_slim_records_share_the_values_many_items_have() -> None:
+    """A big library holds a slim record per item: equal tag lists, claim counts and types
+    are one object each, and every record keeps its own values."""
+    from arkai.site.store import pack_slim
+
+    def record(cid: str, tags: list[str], claims: int) -> dict[str, object]:
+        counts = {"resolved": claims, "stale": 0, "claims": claims}
+        return {"id": cid, "title": f"T {cid}", "type": "".join(["pod", "cast"]),
+                "tags": tags, "counts": counts, "url": None}  # fmt: skip
+
+    a, b = pack_slim(record("a", ["ml", "talk"], 3)), pack_slim(record("b", ["ml", "talk"], 3))
+    c = pack_slim(record("c", ["ml"], 4))
+    assert a["tags"] is b["tags"] and a["counts"] is b["counts"] and a["type"] is b["type"]
+    assert c["tags"] is not a["tags"] and c["counts"] is not a["counts"]
+    assert (a["id"], a["tags"], a["counts"]) == ("a", ["ml", "talk"], {"resolved": 3, "stale": 0,
+                                                                        "claims": 3})  # fmt: skip
+    assert (c["tags"], c["counts"]["claims"], b["title"]) == (["ml"], 4, "T b")
