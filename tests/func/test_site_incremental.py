@@ -113,6 +113,13 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     build, site = repo / ".site-build", repo / "site"
     docs = build / "docs"
     items = item_dirs(repo)
+    # Nothing changed: no item's files are read again (their sizes and times are unchanged).
+    reads: list[object] = []
+    with monkeypatch.context() as patch:
+        real = site_build.read_inputs
+        patch.setattr(site_build, "read_inputs", lambda *a: reads.append(a) or real(*a))
+        assert build_site(repo).mkdocs == "dirty"
+    assert reads == []
     # The changed item: one that shares an entity with another item and has its sentence
     # shown on that entity's page.
     changed = next(

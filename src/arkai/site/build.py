@@ -72,7 +72,7 @@ from arkai.site.pages import (
 )
 from arkai.site.search import Section, encode, item_sections, transcript_sections
 from arkai.site.siteurl import derive_site_url
-from arkai.site.store import SummaryStore, pack_slim, slim_summary
+from arkai.site.store import SummaryStore, pack_slim, slim_summary, stats_key
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
@@ -394,7 +394,7 @@ def _generate(
         data: ItemData | None = None
         # A folder renamed with its files unchanged: the summary holds the old path.
         moved = slim is not None and slim.get("path") != item.path.relative_to(item.root).as_posix()
-        if entry is None or slim is None or moved or entry.get("stats") != stats:
+        if entry is None or slim is None or moved or entry.get("stats") != stats_key(stats):
             blobs = read_inputs(item, stats)
             dg = input_digest(blobs)
             if entry is None or slim is None or moved or entry.get("digest") != dg:

@@ -57,6 +57,12 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def stats_key(stats: Any) -> str:
+    """An item's input stats (``[[size, mtime_ns] | None, …]``) as the one string that
+    :meth:`SummaryStore.entries` gives for them."""
+    return _dump(stats)
+
+
 def mention_count(text: str) -> int:
     """Mentions in ``"12 40 0 …"`` (one line number per mention)."""
     return text.count(" ") + 1 if text else 0
@@ -105,9 +111,13 @@ class SummaryStore:
     # ---------------------------------------------------------------- items
 
     def entries(self) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-        """``(content id, cache entry, slim summary)`` of every stored item."""
-        for cid, entry, slim in self._db.execute("SELECT id, entry, slim FROM items"):
-            yield cid, json.loads(entry), pack_slim(json.loads(slim))
+        """``(content id, cache entry, slim summary)`` of every stored item; the entry's
+        ``stats`` are given as :func:`stats_key` makes them."""
+        for cid, text, slim in self._db.execute("SELECT id, entry, slim FROM items"):
+            entry = json.loads(text)
+            if "stats" in entry:  # compared as one string (its lists were a third of an item)
+                entry["stats"] = stats_key(entry["stats"])
+            yield cid, entry, pack_slim(json.loads(slim))
 
     def put(self, cid: str, entry: dict[str, Any], summary: dict[str, Any] | None) -> None:
         """Store an item's entry, and its summary when given (a new one)."""
