@@ -365,7 +365,6 @@ def _generate(
             continue
         seen.add(found.id)
         items.append((found.id, str(found.path)))
-    del found
     # The entities of the items that are new, changed or gone: only their pages can change.
     dirty_entities: set[str] = set()
     for cid in set(stored) - seen:
