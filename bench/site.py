@@ -161,6 +161,11 @@ def size_mb(path: Path) -> float:
     return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6, 1)
 
 
+def largest_page(docs: Path) -> dict[str, Any]:
+    size, path = max((p.stat().st_size, p) for p in docs.rglob("*.md"))
+    return {"page": path.relative_to(docs).as_posix(), "mb": round(size / 1e6, 2)}
+
+
 def change_one(repo: Path) -> None:
     """Edit one item the way a person would: retitle it and add a tag."""
     meta_path = sorted((repo / "library").rglob("metadata.json"))[0]
@@ -193,6 +198,9 @@ def run(repo: Path, n: int) -> dict[str, Any]:
         "site_mb": size_mb(repo / "site"),
         "search_index_mb": size_mb(repo / "site" / "search"),
         "build_folder_mb": size_mb(repo / ".site-build"),
+        # Pages whose size grows with the library are held several times over while MkDocs
+        # renders them: the largest one, and which.
+        "largest_page": largest_page(repo / ".site-build" / "docs"),
         "noop_rebuild_s": noop["wall_s"],
         "noop_rebuild_cpu_s": noop["cpu_s"],
         "one_item_rebuild_s": one["wall_s"],

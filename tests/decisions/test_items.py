@@ -167,3 +167,19 @@ def test_an_update_refuses_a_fifo_in_the_folder_without_blocking(
     assert result["status"] == "failed" and str(folder / "pipe") in result["error"]
     assert (folder / "transcript.md").read_bytes() == before
     assert (folder / "pipe").is_fifo()
+
+
+def test_items_are_read_one_at_a_time(tmp_path: Path) -> None:
+    """``iter_items`` streams: an item's metadata is read when the iteration reaches it (a
+    100,000-item library is never held whole), bad folders are skipped, the order is by path."""
+    lib = tmp_path / "library" / "transcripts"
+    for name in ("a", "b", "c"):
+        (lib / name).mkdir(parents=True)
+        (lib / name / "metadata.json").write_text(json.dumps({"id": f"id-{name}"}))
+    (lib / "bad").mkdir()
+    (lib / "bad" / "metadata.json").write_text("not json")
+    found = iter_items(tmp_path)
+    assert next(found).id == "id-a"
+    # Changed after the first item was read: the new metadata is what comes next.
+    (lib / "b" / "metadata.json").write_text(json.dumps({"id": "id-b2", "title": "B"}))
+    assert [(i.id, i.title) for i in found] == [("id-b2", "B"), ("id-c", "c")]

@@ -31,8 +31,19 @@ from pathlib import Path
 
 def on_env(env, config, files):
     held = [f.src_uri for f in files.documentation_pages() if f.page and f.page.content]
+    ours = [f.page for f in files.documentation_pages()
+            if f.page and f.page.markdown is not None
+            and f.src_uri.startswith(("items/", "transcripts/"))]
     out = Path(config.config_file_path).parent.parent / "probe.json"
-    out.write_text(json.dumps({"held": held, "pages": len(files.documentation_pages())}))
+    out.write_text(json.dumps({
+        "held": held, "pages": len(files.documentation_pages()), "ours": len(ours),
+        # What MkDocs keeps of each arkai page until the build ends: no anchor set or link
+        # map (it never parses their HTML), one shared object for the common front matter.
+        "anchor_sets": sum(p.present_anchor_ids is not None for p in ours),
+        "link_maps": sum(p.links_to_anchors is not None for p in ours),
+        "search_meta_objects": len({id(p.meta["search"]) for p in ours}),
+        "search_meta_values": len({json.dumps(p.meta["search"], sort_keys=True) for p in ours}),
+    }))
     return env
 """
 
@@ -96,10 +107,19 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert build_site(repo).mkdocs == "full"
     probe = json.loads((repo / "probe.json").read_text())
     assert probe["pages"] > 50 and probe["held"] == []
+    assert probe["ours"] > 10 and probe["anchor_sets"] == probe["link_maps"] == 0
+    assert probe["search_meta_objects"] == probe["search_meta_values"] < probe["ours"]
 
     build, site = repo / ".site-build", repo / "site"
     docs = build / "docs"
     items = item_dirs(repo)
+    # Nothing changed: no item's files are read again (their sizes and times are unchanged).
+    reads: list[object] = []
+    with monkeypatch.context() as patch:
+        real = site_build.read_inputs
+        patch.setattr(site_build, "read_inputs", lambda *a: reads.append(a) or real(*a))
+        assert build_site(repo).mkdocs == "dirty"
+    assert reads == []
     # The changed item: one that shares an entity with another item and has its sentence
     # shown on that entity's page.
     changed = next(
@@ -144,6 +164,15 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert (site / "search" / "search_index.json").read_bytes() == before_index
     rows.write_bytes(original)
     os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # A record of where entries lie in an earlier format (lists) is not trusted: every page's
+    # entries are read from their files, and the index is the same.
+    record_path = build / "search-ranges.json"
+    record = json.loads(record_path.read_text())
+    assert all(isinstance(v, str) for v in record["pages"].values())
+    record["pages"] = {url: [0, 0, 0, 0] for url in record["pages"]}
+    record_path.write_text(json.dumps(record))
+    assert build_site(repo).mkdocs == "dirty"
+    assert (site / "search" / "search_index.json").read_bytes() == before_index
 
     # One letter of a sentence an entity page shows changes case: the same length, so every
     # span stays valid and the entity's own data is unchanged — only the transcript differs.
@@ -235,3 +264,74 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert tree(docs) == pages
     assert tree(build / "search") == entries
     assert tree(site) == dirty_site
+
+
+def test_slim_records_share_the_values_many_items_have() -> None:
+    """A big library holds a slim record per item: equal tag lists, claim counts and types
+    are one object each, and every record keeps its own values."""
+    from arkai.site.store import pack_slim
+
+    def record(cid: str, tags: list[str], claims: int) -> dict[str, object]:
+        counts = {"resolved": claims, "stale": 0, "claims": claims}
+        return {"id": cid, "title": f"T {cid}", "type": "".join(["pod", "cast"]),
+                "tags": tags, "counts": counts, "url": None}  # fmt: skip
+
+    a, b = pack_slim(record("a", ["ml", "talk"], 3)), pack_slim(record("b", ["ml", "talk"], 3))
+    c = pack_slim(record("c", ["ml"], 4))
+    assert a["tags"] is b["tags"] and a["counts"] is b["counts"] and a["type"] is b["type"]
+    assert c["tags"] is not a["tags"] and c["counts"] is not a["counts"]
+    assert (a["id"], a["tags"], a["counts"]) == ("a", ["ml", "talk"], {"resolved": 3, "stale": 0,
+                                                                        "claims": 3})  # fmt: skip
+    assert (c["tags"], c["counts"]["claims"], b["title"]) == (["ml"], 4, "T b")
+
+
+def test_an_entity_most_items_mention_continues_on_further_pages(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No entity page grows with the library: after the first items, an entity's items are
+    listed :data:`ENTITY_PAGE_ITEMS` to a page (here 1 after 1, so that the sample library has
+    paged entities). Every item is on one of the pages, every link resolves, and after an
+    item goes the pages follow — the same as a clean build."""
+    from arkai.site import indexes, links
+
+    monkeypatch.setattr(indexes, "SAID_ITEMS", 1)
+    monkeypatch.setattr(indexes, "ENTITY_PAGE_ITEMS", 1)
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    build, site, docs = repo / ".site-build", repo / "site", repo / ".site-build" / "docs"
+    db = sqlite3.connect(build / "summaries.sqlite")
+    try:
+        rows = db.execute("SELECT key, cid FROM mentions").fetchall()
+    finally:
+        db.close()
+    by_key: dict[str, set[str]] = {}
+    for key, cid in rows:
+        by_key.setdefault(key, set()).add(cid)
+    key = max(sorted(by_key), key=lambda k: len(by_key[k]))
+    assert len(by_key[key]) >= 3
+    parts = [links.entity_page_part(key, n) for n in range(1, len(by_key[key]))]
+    assert all((docs / p).is_file() for p in parts)
+    assert not (docs / links.entity_page_part(key, len(by_key[key]))).exists()
+
+    def listed(pages: list[str]) -> list[str]:
+        text = "".join((docs / p).read_text() for p in pages)
+        return [cid for cid in sorted(by_key[key]) for _ in range(text.count(f"items/{cid}/"))]
+
+    # Every item once (the link to the item; transcripts are linked apart).
+    assert listed(parts) == sorted(by_key[key])
+    assert "Pages:" in (site / parts[1][:-3] / "index.html").read_text()
+    check_links(site)
+
+    # The last item of the entity goes: its last page goes too, and the rest follow.
+    items = item_dirs(repo)
+    gone = sorted(by_key[key])[-1]
+    shutil.rmtree(items[gone])
+    shutil.rmtree(repo / "extracted" / items[gone].relative_to(repo / "library"), True)
+    assert build_site(repo).mkdocs == "dirty"
+    assert not (docs / parts[-1]).exists() and not (site / parts[-1][:-3]).exists()
+    assert listed(parts[:-1]) == sorted(by_key[key] - {gone})
+    check_links(site)
+    pages, dirty_site = tree(docs), tree(site)
+    clean(repo)
+    assert build_site(repo).mkdocs == "full"
+    assert tree(docs) == pages and tree(site) == dirty_site

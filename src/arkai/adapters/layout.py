@@ -183,8 +183,19 @@ def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
 
 def iter_items(root: Path) -> Iterator[Item]:
     """Every readable item folder under ``library/``, sorted by path. Folders that cannot be
-    read are left out here; :func:`scan_items` reports them."""
-    yield from scan_items(root)[0]
+    read are left out here; :func:`scan_items` reports them. Streamed: each item's metadata
+    is read when it is reached, so a caller that keeps none holds one at a time."""
+    lib = root / LIBRARY
+    try:
+        if not stat.S_ISDIR(os.lstat(lib).st_mode):
+            return
+    except FileNotFoundError:
+        return
+    for folder in _walk(lib)[0]:
+        try:
+            yield Item(root=root, path=folder, metadata=load_metadata(folder, root))
+        except (ArkaiError, OSError):
+            continue
 
 
 def get_item(root: Path, ident: str) -> Item:

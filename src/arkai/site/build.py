@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
-from arkai.adapters.layout import INDEX, Item, iter_items
+from arkai.adapters.layout import INDEX, Item, iter_items, load_metadata
 from arkai.adapters.memory import read_changes, read_state
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
@@ -72,7 +72,7 @@ from arkai.site.pages import (
 )
 from arkai.site.search import Section, encode, item_sections, transcript_sections
 from arkai.site.siteurl import derive_site_url
-from arkai.site.store import SummaryStore, slim_summary
+from arkai.site.store import SummaryStore, pack_slim, slim_summary, stats_key
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
@@ -308,6 +308,11 @@ def _remove_files(folder: Path, gone: set[str], suffix: str = "") -> int:
     return removed
 
 
+def _with_metadata(item: Item) -> Item:
+    """The item with its ``metadata.json`` read (the build keeps only where each item is)."""
+    return Item(item.root, item.path, load_metadata(item.path, item.root))
+
+
 def generate_pages(
     root: Path,
     user: UserConfig,
@@ -350,14 +355,16 @@ def _generate(
     # Content id → (cache entry, slim summary): the whole summaries stay in the store.
     stored = {cid: (entry, slim) for cid, entry, slim in store.entries()}
     cached_pages = store.page_keys()
-    items: list[Item] = []
+    # Content id and folder of each item, streamed: an item's metadata is held only while it
+    # is worked on (read again for an item page that must be made).
+    items: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for item in iter_items(root):
-        if item.id in seen:
-            report.warnings.append(f"{item.path}: duplicate content ID {item.id}, skipped")
+    for found in iter_items(root):
+        if found.id in seen:
+            report.warnings.append(f"{found.path}: duplicate content ID {found.id}, skipped")
             continue
-        seen.add(item.id)
-        items.append(item)
+        seen.add(found.id)
+        items.append((found.id, str(found.path)))
     # The entities of the items that are new, changed or gone: only their pages can change.
     dirty_entities: set[str] = set()
     for cid in set(stored) - seen:
@@ -378,31 +385,36 @@ def _generate(
             and (build / SEARCH_DIR / f"{src}.json").is_file()
         )
 
-    for n, item in enumerate(items, 1):
+    for n, (cid, folder) in enumerate(items, 1):
+        # Where the item's files are (its metadata is read only when the item is loaded).
+        item = Item(root, Path(folder), {"id": cid})
         stats = input_stats(item)
         entry, slim = stored.pop(item.id, (None, None))
         data: ItemData | None = None
         # A folder renamed with its files unchanged: the summary holds the old path.
         moved = slim is not None and slim.get("path") != item.path.relative_to(item.root).as_posix()
-        if entry is None or slim is None or moved or entry.get("stats") != stats:
+        if entry is None or slim is None or moved or entry.get("stats") != stats_key(stats):
             blobs = read_inputs(item, stats)
             dg = input_digest(blobs)
             if entry is None or slim is None or moved or entry.get("digest") != dg:
-                data = load_item(item, blobs)
+                data = load_item(_with_metadata(item), blobs)
                 summary = summarize_item(data)
-                entry, slim = {"digest": dg, "stats": stats}, slim_summary(summary)
+                entry, slim = {"digest": dg, "stats": stats}, pack_slim(slim_summary(summary))
                 dirty_entities.update(store.item_entity_keys(item.id))
                 store.put(item.id, entry, summary)
                 dirty_entities.update(e[0] for e in summary["entities"])
                 del summary
             entry["stats"] = stats
             touched.add(item.id)
+        if item.id not in touched:
+            # Only written back for touched items: not kept (a fifth of an item's memory).
+            entry.pop("stats", None)
         entries[item.id] = (entry, slim)
         # The transcript page depends on the item's files only: made now.
         src = links.transcript_page(item.id)
         keep.add(src)
         if not fresh(entry, "transcript_key", entry["digest"], src):
-            data = data or load_item(item)
+            data = data or load_item(_with_metadata(item))
             text = render_transcript_page(data, slim, urls)
             _write(build, src, text, transcript_sections(data, slim["title"]), report)
             entry["transcript_key"] = entry["digest"]
@@ -411,12 +423,12 @@ def _generate(
         if data is not None and loaded_bytes + len(data.data) <= LOADED_BYTES:
             loaded[item.id] = data
             loaded_bytes += len(data.data)
-        del data
+        del data, item
         if progress is not None:
             progress(n, len(items) * 2)
     del stored
-    summaries = [entries[i.id][1] for i in items]
-    store.update_entities(dirty_entities, {i.id: n for n, i in enumerate(items)})
+    summaries = [entries[cid][1] for cid, _ in items]
+    store.update_entities(dirty_entities, {cid: n for n, (cid, _) in enumerate(items)})
     index = root / INDEX
     topics, item_topics = _load_topics(index)
     lib = Library(
@@ -441,25 +453,25 @@ def _generate(
     }
     lib.chunks = _load_chunks(index, wanted)
     related = _load_related(index, {s["id"]: s["title"] for s in summaries})
-    for n, item in enumerate(items, 1):
-        entry, summary = entries[item.id]
+    for n, (cid, folder) in enumerate(items, 1):
+        entry, summary = entries[cid]
         ctx = ItemContext(
-            entity_pages=sorted(
-                {k for k in lib.item_entity_keys(item.id) if lib.entity_has_page(k)}
-            ),
+            entity_pages=sorted({k for k in lib.item_entity_keys(cid) if lib.entity_has_page(k)}),
             topics=[
                 [t, r, "1" if lib.topic_has_page(t) else ""]
-                for t, r in item_topics.get(item.id, [])[:MAX_TOPICS]
+                for t, r in item_topics.get(cid, [])[:MAX_TOPICS]
             ],
-            related=related.get(item.id, []),
+            related=related.get(cid, []),
         )
         item_key = hashlib.sha256(
             (entry["digest"] + json.dumps(ctx.to_dict(), sort_keys=True)).encode()
         ).hexdigest()
-        src = links.item_page(item.id)
+        src = links.item_page(cid)
         keep.add(src)
         if not fresh(entry, "item_key", item_key, src):
-            data = loaded.pop(item.id, None) or load_item(item)
+            data = loaded.pop(cid, None) or load_item(
+                _with_metadata(Item(root, Path(folder), {"id": cid}))
+            )
             text = render_item_page(data, summary, ctx, urls)
             wisdom = [
                 (
@@ -471,10 +483,10 @@ def _generate(
             ]
             _write(build, src, text, item_sections(data, summary, wisdom), report)
             entry["item_key"] = item_key
-            regenerated.add(item.id)
-            touched.add(item.id)
+            regenerated.add(cid)
+            touched.add(cid)
             del data
-        loaded.pop(item.id, None)
+        loaded.pop(cid, None)
         if progress is not None:
             progress(len(items) + n, len(items) * 2)
     for cid in touched:

@@ -55,6 +55,7 @@ _INDENT = re.compile(r"\n\s+")
 _ENTITY_SEPARATOR = "&(?:lt|gt|amp|quot);"
 
 _state: dict[str, Any] = {"command": None, "dirty": False, "ours": set(), "files": []}
+_EMPTY_TOC = get_toc([])
 
 
 class _DropDirtyWarning(logging.Filter):
@@ -67,7 +68,7 @@ class _DropDirtyWarning(logging.Filter):
 
 
 def on_startup(command: str, dirty: bool) -> None:
-    _state.update(command=command, dirty=dirty, ours=set(), files=[])
+    _state.update(command=command, dirty=dirty, ours=set(), files=[], shared={})
     build_log = logging.getLogger("mkdocs.commands.build")
     if not any(isinstance(f, _DropDirtyWarning) for f in build_log.filters):
         build_log.addFilter(_DropDirtyWarning())
@@ -76,8 +77,26 @@ def on_startup(command: str, dirty: bool) -> None:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if markdown.startswith(MARKER):
         _state["ours"].add(page.file.src_uri)
+        # MkDocs holds every page's object until the build ends: the front matter values
+        # arkai's pages have in common (search, hide) are one object each, not one per page.
+        shared = _state.setdefault("shared", {})
+        page.meta = {
+            k: v if k == "title" else shared.setdefault(json.dumps(v, sort_keys=True), v)
+            for k, v in page.meta.items()
+        }
         return ""
     return markdown
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """arkai's pages are raw HTML that MkDocs does not parse: it knows none of their anchors
+    and links (None: not looked at, where an empty set and dict per page were kept until
+    the build ends)."""
+    if page.file.src_uri in _state["ours"]:
+        page.present_anchor_ids = None
+        page.links_to_anchors = None
+        page.toc = _EMPTY_TOC
+    return html
 
 
 def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
@@ -106,7 +125,7 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
     # (they carry no Markdown links to validate), and on a big library it is most of the
     # build's memory.
     page.content = ""
-    page.toc = get_toc([])
+    page.toc = _EMPTY_TOC
     return _squeeze(output)
 
 
@@ -179,19 +198,18 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     if not index.is_file():
         return  # the search plugin is off
     data = json.loads(index.read_text(encoding="utf-8"))
-    ours = [
-        (f.url, build_dir / SEARCH_DIR / f"{f.src_uri}.json")
-        for f in _state["files"]
-        if (build_dir / SEARCH_DIR / f"{f.src_uri}.json").is_file()
-    ]
-    pages = {url for url, _ in ours}
+    rows_dir = str(build_dir / SEARCH_DIR)
+    # (url, entries file) of each page that has one, made as the index is written: a big
+    # library has hundreds of thousands (a list of them was a fifth of the hook's memory).
+    ours = [f for f in _state["files"] if os.path.isfile(f"{rows_dir}/{f.src_uri}.json")]
+    pages = {f.url for f in ours}
     data["docs"] = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
     config = data.get("config")
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
         config["separator"] = with_entity_separator(config["separator"])
 
     reuse = _previous_ranges(build_dir)
-    ranges: dict[str, list[int]] = {}
+    ranges: dict[str, str] = {}
 
     def dump(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -209,9 +227,10 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
             first = not value
             if value:
                 fh.write(dump(value)[1:-1])  # Material's entries, then each page's
-            for url, rows_file in ours:
+            for f in ours:
+                url, rows_file = f.url, Path(f"{rows_dir}/{f.src_uri}.json")
                 st = rows_file.stat()
-                known = reuse.get(url)
+                known = _range(reuse.get(url))
                 if old is not None and known and known[:2] == [st.st_size, st.st_mtime_ns]:
                     old.seek(known[2])
                     body = old.read(known[3])
@@ -220,7 +239,8 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
                 if body:
                     fh.write(b"" if first else b",")
                     first = False
-                ranges[url] = [st.st_size, st.st_mtime_ns, fh.tell(), len(body)]
+                # One short string per page, not a list of four numbers (a third the size).
+                ranges[url] = f"{st.st_size} {st.st_mtime_ns} {fh.tell()} {len(body)}"
                 fh.write(body)
             fh.write(b"]")
         fh.write(b"}")
@@ -233,7 +253,19 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     atomic_write_text(build_dir / SEARCH_RANGES, json.dumps(record), fsync=False)
 
 
-def _previous_ranges(build_dir: Path) -> dict[str, list[int]]:
+def _range(text: object) -> list[int] | None:
+    """``"size mtime_ns offset length"`` (a page's place in the index) → its numbers (None
+    for anything else, such as the lists of an earlier version)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        found = [int(n) for n in text.split()]
+    except ValueError:
+        return None
+    return found if len(found) == 4 else None
+
+
+def _previous_ranges(build_dir: Path) -> dict[str, str]:
     """Where each page's entries lie in the index set aside by :func:`on_pre_build` (empty
     when there is none, or it is not the index the record describes)."""
     try:

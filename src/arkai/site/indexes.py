@@ -27,6 +27,10 @@ LATEST = 12
 CHUNK_LINKS = 6
 #: Items of an entity page shown with their mentions' sentences (the most mentioning first).
 SAID_ITEMS = 10
+#: Items listed (with line links) on one entity page after the first :data:`SAID_ITEMS`: an
+#: entity most items mention continues on pages 2, 3, … so that no page grows with the
+#: library (one page listing every item was a big library's peak memory, several times over).
+ENTITY_PAGE_ITEMS = 500
 TRANSCRIPT_CACHE = 64
 #: Passages of a topic shown with their sentence per item (the rest as line links).
 SNIPPETS = 3
@@ -389,16 +393,21 @@ def entity_pages(
             if lib.entity_has_page(ent.key):
                 src = links.entity_page(ent.key)
                 chips.append(a(lib.urls.href(links.ENTITIES, src), label) + count)
-                if ent.key not in lib.dirty_entities and unchanged(src, None):
-                    yield src, None, None
+                parts = _entity_parts(ent.key, ent.count)
+                if ent.key not in lib.dirty_entities and all(unchanged(p, None) for p in parts):
+                    yield from ((p, None, None) for p in parts)
                     continue
                 found = lib.entity_items(ent)
-                if unchanged(src, entity_key(lib, ent, found)):
-                    yield src, None, None
+                key = entity_key(lib, ent, found)
+                parts = _entity_parts(ent.key, len(found.items))
+                if all([unchanged(p, key) for p in parts]):  # a list: every part's key is kept
+                    yield from ((p, None, None) for p in parts)
                     continue
                 titles = ", ".join(lib.title(cid) for cid in found.items)
                 sections = [Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)]
-                yield src, _entity_page(lib, ent, found, src), sections
+                # Pages 2, 3, … have no search entries of their own (the first has them all).
+                for n, text in enumerate(_entity_page(lib, ent, found, parts)):
+                    yield parts[n], text, sections if n == 0 else []
             else:
                 chips.append(
                     a(lib.urls.href(links.ENTITIES, links.item_page(ent.first), "entities"), label)
@@ -408,7 +417,25 @@ def entity_pages(
     yield links.ENTITIES, page("Entities", index, kind="entities"), None
 
 
-def _entity_page(lib: Library, ent: Entity, found: EntityItems, src: str) -> str:
+def _entity_parts(key: str, count: int) -> list[str]:
+    """The pages of an entity mentioned in ``count`` items (see :data:`ENTITY_PAGE_ITEMS`)."""
+    rest = max(0, count - SAID_ITEMS)
+    return [
+        links.entity_page_part(key, n) for n in range(1, max(1, -(-rest // ENTITY_PAGE_ITEMS)) + 1)
+    ]
+
+
+def _pager(lib: Library, parts: list[str], src: str) -> str:
+    """Links to every page of a paged entity, the current one unlinked."""
+    cells = [
+        str(n) if p == src else a(lib.urls.href(src, p), str(n)) for n, p in enumerate(parts, 1)
+    ]
+    return f'<p class="ak-pages">Pages: {" · ".join(cells)}</p>'
+
+
+def _entity_page(lib: Library, ent: Entity, found: EntityItems, parts: list[str]) -> list[str]:
+    """The entity's pages: the first, then one per :data:`ENTITY_PAGE_ITEMS` further items."""
+    src = parts[0]
     out = [
         f"<h1>{esc(ent.name)}</h1>",
         f"<p>{badge('type', ent.type)} mentioned {plural(ent.mentions, 'time')} in "
@@ -436,18 +463,35 @@ def _entity_page(lib: Library, ent: Entity, found: EntityItems, src: str) -> str
         if tail:
             out.append(f'<p class="ak-also">{"also " if said else ""}{tail}</p>')
         out.append("</div>")
-    if ranked[SAID_ITEMS:]:
-        out.append(f"<p>Also mentioned in {plural(len(ranked) - SAID_ITEMS, 'item')}:</p>")
-        out.append('<ul class="ak-mentions">')
-        for cid, mentions in ranked[SAID_ITEMS:]:
-            tail = _line_links(lib, src, links.transcript_page(cid), mention_lines(mentions), set())
-            count = mention_count(mentions)
-            out.append(
-                f'<li>{_item_link(lib, src, cid)} <span class="ak-count">{count}</span>'
-                f" <span>{tail}</span></li>"
-            )
-        out.append("</ul>")
-    return page(ent.name, out, kind="entity", hide=("toc",))
+    rest = ranked[SAID_ITEMS:]
+    if rest:
+        out.append(f"<p>Also mentioned in {plural(len(rest), 'item')}:</p>")
+    pages = []
+    for n, part in enumerate(parts):
+        chunk = rest[n * ENTITY_PAGE_ITEMS : (n + 1) * ENTITY_PAGE_ITEMS]
+        if n:
+            title = f"{ent.name} ({n + 1}/{len(parts)})"
+            out = [
+                f"<h1>{esc(title)}</h1>",
+                f"<p>{a(lib.urls.href(part, src), ent.name)}: items {n * ENTITY_PAGE_ITEMS + 1}"
+                f"–{n * ENTITY_PAGE_ITEMS + len(chunk)} of the {plural(len(rest), 'item')} "
+                "listed after the first.</p>",
+            ]
+        if len(parts) > 1:
+            out.append(_pager(lib, parts, part))
+        if chunk:
+            out.append('<ul class="ak-mentions">')
+            for cid, mentions in chunk:
+                target = links.transcript_page(cid)
+                tail = _line_links(lib, part, target, mention_lines(mentions), set())
+                count = mention_count(mentions)
+                out.append(
+                    f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
+                    f" <span>{tail}</span></li>"
+                )
+            out.append("</ul>")
+        pages.append(page(title if n else ent.name, out, kind="entity", hide=("toc",)))
+    return pages
 
 
 def said_spans(text: str) -> list[tuple[int, int, int]]:

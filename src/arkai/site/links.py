@@ -54,6 +54,11 @@ def entity_page(key: str) -> str:
     return f"entities/{slugify(f'{etype} {name}')}.md"
 
 
+def entity_page_part(key: str, part: int) -> str:
+    """Page ``part`` (2, 3, …) of an entity whose items do not fit on one page."""
+    return entity_page(key) if part == 1 else f"{entity_page(key)[:-3]}/{part}.md"
+
+
 @lru_cache(maxsize=65536)
 def topic_page(term: str) -> str:
     return f"topics/{slugify(term)}.md"

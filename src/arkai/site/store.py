@@ -57,6 +57,12 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def stats_key(stats: Any) -> str:
+    """An item's input stats (``[[size, mtime_ns] | None, …]``) as the one string that
+    :meth:`SummaryStore.entries` gives for them."""
+    return _dump(stats)
+
+
 def mention_count(text: str) -> int:
     """Mentions in ``"12 40 0 …"`` (one line number per mention)."""
     return text.count(" ") + 1 if text else 0
@@ -105,9 +111,13 @@ class SummaryStore:
     # ---------------------------------------------------------------- items
 
     def entries(self) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-        """``(content id, cache entry, slim summary)`` of every stored item."""
-        for cid, entry, slim in self._db.execute("SELECT id, entry, slim FROM items"):
-            yield cid, json.loads(entry), json.loads(slim)
+        """``(content id, cache entry, slim summary)`` of every stored item; the entry's
+        ``stats`` are given as :func:`stats_key` makes them."""
+        for cid, text, slim in self._db.execute("SELECT id, entry, slim FROM items"):
+            entry = json.loads(text)
+            if "stats" in entry:  # compared as one string (its lists were a third of an item)
+                entry["stats"] = stats_key(entry["stats"])
+            yield cid, entry, pack_slim(json.loads(slim))
 
     def put(self, cid: str, entry: dict[str, Any], summary: dict[str, Any] | None) -> None:
         """Store an item's entry, and its summary when given (a new one)."""
@@ -253,6 +263,36 @@ class SummaryStore:
             "INSERT OR REPLACE INTO pages VALUES (?, ?)",
             ((src, key) for src, key in keys.items() if old.get(src) != key),
         )
+
+
+#: Values that many items share (claim counts, tag lists), one object each; cleared when it
+#: holds :data:`_SHARED_MAX` (a long-lived process builds many libraries).
+_shared: dict[Any, Any] = {}
+_SHARED_MAX = 50_000
+#: Slim summary fields whose value is the same for many items.
+_SHARED_FIELDS = ("type", "subtype", "published", "url", "tags", "counts")
+
+
+def pack_slim(slim: dict[str, Any]) -> dict[str, Any]:
+    """The slim record with the values many items have in common shared: one tag list, one
+    claim-counts dict, one type string for all the items that have them (a big library holds
+    a slim record per item; the shared values were a third of one). Shared values must not
+    be changed: nothing changes a slim record once it is made."""
+    if len(_shared) >= _SHARED_MAX:
+        _shared.clear()
+    for name in _SHARED_FIELDS:
+        value = slim.get(name)
+        if isinstance(value, list):
+            key: Any = ("list", *value)
+        elif isinstance(value, dict):
+            key = ("dict", *value.items())
+        else:
+            key = ("value", value)
+        try:
+            slim[name] = _shared.setdefault(key, value)
+        except TypeError:  # unhashable contents: kept as they are
+            continue
+    return slim
 
 
 def slim_summary(summary: dict[str, Any]) -> dict[str, Any]:
