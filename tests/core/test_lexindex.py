@@ -4,6 +4,7 @@ the BM25 matrix scores them exactly (arkai.search.lexindex)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -163,9 +164,14 @@ def test_ties_ranked_by_document_whatever_order_the_engine_gives(
 
 
 def _flip(path: Path) -> None:
+    """One byte of ``path`` changed, written as a new file put in its place: tantivy maps its
+    files into memory, and rewriting a mapped file in place (truncate, then write) can kill
+    the process with SIGBUS if an engine loaded earlier still maps it."""
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
+    tmp = path.with_name(path.name + ".flip")
+    tmp.write_bytes(bytes(data))
+    os.replace(tmp, path)
 
 
 @pytest.mark.parametrize("damage", ["segment", "docmap", "record", "missing", "extra"])
