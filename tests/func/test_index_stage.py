@@ -603,3 +603,71 @@ def test_unchanged_items_are_not_read_again(
         p.parent == transcript.parent for p in reads if p.name == "transcript.md"
     )
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def test_chunks_file_is_spliced_from_the_last_one(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One changed item: chunks.jsonl keeps the other items' lines from the old file (their
+    cached lines are not read) and equals a fresh build's; a damaged or forged layout (where
+    each item's lines are) is not trusted."""
+    import hashlib
+
+    import arkai.ops.index as index_op
+    from arkai.core import canonjson
+
+    set_params(repo, embedder="none")
+    index_op.run_index(Repo.at(repo))
+    layout = repo / ".arkai" / "index-cache" / index_op.LAYOUT
+    assert layout.is_file()
+    read: list[str] = []
+    real = index_op._chunk_lines
+
+    def counting(d: Any, *args: Any) -> bytes:
+        read.append(d.item.id)
+        return real(d, *args)
+
+    monkeypatch.setattr(index_op, "_chunk_lines", counting)
+    transcripts = sorted((repo / "library").rglob("transcript.md"))
+    assert len(transcripts) == 2
+
+    def edit(n: int, line: bytes) -> str:
+        transcripts[n].write_bytes(transcripts[n].read_bytes() + line)
+        return str(json.loads((transcripts[n].parent / "metadata.json").read_text())["id"])
+
+    changed = edit(1, b"Varroa counts rise in late summer.\n")
+    assert "chunks.jsonl" in index_op.run_index(Repo.at(repo)).written
+    assert read == [changed]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+    # A forged layout (two items' lengths swapped, its own digest made to match): the spans
+    # do not hold those items' lines, so nothing is spliced; the file is a fresh build's.
+    _header, body = layout.read_bytes().split(b"\n", 1)
+    doc = json.loads(body)
+    doc["items"][0][2], doc["items"][1][2] = doc["items"][1][2], doc["items"][0][2]
+    assert doc["items"][0][2] != doc["items"][1][2]
+    body = canonjson.dumps_line(doc).encode()
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    layout.write_bytes(canonjson.dumps_line({"digest": digest}).encode() + body)
+    read.clear()
+    edit(0, b"Registers are allocated late.\n")
+    index_op.run_index(Repo.at(repo))
+    assert set(read) == {d["id"] for d in catalog(repo)}  # every item's lines read
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # A damaged one (its digest no longer matches) is not used either.
+    layout.write_bytes(layout.read_bytes().replace(b'"items":[[', b'"items":[["x",', 1))
+    read.clear()
+    edit(1, b"Queens are marked in spring.\n")
+    index_op.run_index(Repo.at(repo))
+    assert len(read) == 2
+    # …and the next change splices again, from the layout that run wrote.
+    read.clear()
+    changed = edit(0, b"Drones leave in autumn.\n")
+    index_op.run_index(Repo.at(repo))
+    assert read == [changed]
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def catalog(root: Path) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads((root / "index/catalog.json").read_text())["items"]
+    return items

@@ -228,6 +228,13 @@ class FileDigests:
             self.memo.put(rel, stamps, digest)
         return digest
 
+    def record(self, path: Path, rel: str, digest: str) -> None:
+        """Remember ``digest`` for the file this run just wrote with those bytes (trusted in
+        this run; in a later one only once it has settled, like any other entry)."""
+        stamps = [stamp(path)]
+        self.memo.known[rel] = [stamps, digest]
+        self.memo.put(rel, stamps, digest)
+
     def scan(self, out: Path, skip: tuple[str, ...] = (), name_skip: str = "") -> dict[str, str]:
         """``{path under out: digest}`` of the files under ``out``, but dotfiles, paths
         starting with one of ``skip`` and the file ``name_skip``."""

@@ -24,6 +24,7 @@ remembered by size, mtime and inode (:class:`FileDigests`), so an unchanged file
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -104,6 +105,8 @@ INPUTS = "inputs.json"
 DIGESTS = "digests.json"
 #: The remembered inputs keys of the items, by their files' stamps (in the item cache).
 STAMPS = "stamps.json"
+#: Where each item's lines are in ``chunks.jsonl`` (in the item cache; :class:`_Layout`).
+LAYOUT = "chunks-layout.json"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -671,32 +674,124 @@ def _write_chunks(
     digests: FileDigests,
     written: list[str],
     known: str | None,
+    full: bool,
 ) -> str:
-    """Bring ``chunks.jsonl`` (the items' cached lines, in order) up to date, one item at a time:
-    a pass that digests the lines, and, when that differs from the file's, a pass that writes
-    them. Returns the file's digest. ``known``: the digest the last run recorded for the same
-    item keys (the lines are a function of them) — when the file still has it, nothing is read.
-    """
+    """Bring ``chunks.jsonl`` (the items' cached lines, in order) up to date. Returns the
+    file's digest. ``known``: the digest the last run recorded for the same item keys (the
+    lines are a function of them) — when the file still has it, nothing is read.
+
+    Otherwise, when the layout the last run recorded (:class:`_Layout`: each item's key and
+    byte length) is intact and the file still has that run's digest, the file is spliced:
+    the lines of an item whose key is unchanged are copied from the old file, only the
+    changed and new items' lines are read from the item cache. Without a usable layout (or
+    with ``full``) every item's cached lines are streamed; either way the file is replaced
+    only when its bytes change."""
     path = out / CHUNKS
+    layout_path = cache.folder / LAYOUT
     if known is not None and path.is_file() and digests.of(path, CHUNKS) == known:
         return known
+    old = None if full else _Layout.load(layout_path)
+    if old is not None and not (
+        path.is_file()
+        and path.stat().st_size == sum(n for _, _, n in old.items)
+        and digests.of(path, CHUNKS) == old.digest
+    ):
+        old = None
+    spans: dict[str, tuple[str, int, int]] = {}
+    if old is not None:
+        at = 0
+        for cid, key, n in old.items:
+            spans[cid] = (key, at, n)
+            at += n
+    try:
+        return _splice(path, layout_path, loaded, spans, ip, settings, cache, digests, written)
+    except _Mismatch:  # the old file does not hold what the layout says: no splicing
+        return _splice(path, layout_path, loaded, {}, ip, settings, cache, digests, written)
+
+
+class _Mismatch(Exception):
+    """A span of the old ``chunks.jsonl`` is not the item's lines the layout says it is."""
+
+
+def _splice(
+    path: Path,
+    layout_path: Path,
+    loaded: Sequence[_Loaded],
+    spans: dict[str, tuple[str, int, int]],
+    ip: dict[str, Any],
+    settings: bytes,
+    cache: ItemCache,
+    digests: FileDigests,
+    written: list[str],
+) -> str:
+    """Write ``chunks.jsonl``: an item's span of the old file where ``spans`` has it under its
+    key, else its lines from the item cache."""
     h = hashlib.sha256()
-    for d in loaded:
-        h.update(_chunk_lines(d, ip, settings, cache))
-    wanted = "sha256:" + h.hexdigest()
-    if path.is_file() and digests.of(path, CHUNKS) == wanted:
-        return wanted
-    h = hashlib.sha256()
+    items: list[tuple[str, str, int]] = []
 
     def write(fh: Any) -> None:
-        for d in loaded:
-            raw = _chunk_lines(d, ip, settings, cache)
-            h.update(raw)
-            fh.write(raw)
+        with contextlib.ExitStack() as stack:
+            src = stack.enter_context(path.open("rb")) if spans else None
+            for d in loaded:
+                span = spans.get(d.item.id)
+                if src is not None and span is not None and span[0] == d.key:
+                    src.seek(span[1])
+                    raw = src.read(span[2])
+                    # Each line of the span one of this item's (a key of canonical JSON is
+                    # never escaped, so the marker is found once a line and nowhere else).
+                    cid = canonjson.dumps(d.item.id).strip().encode("utf-8")
+                    marker = b'"content_id":' + cid + b","
+                    if (
+                        len(raw) != span[2]
+                        or not raw.endswith(b"\n")
+                        or raw.count(marker) != raw.count(b"\n")
+                    ):
+                        raise _Mismatch
+                else:
+                    raw = _chunk_lines(d, ip, settings, cache)
+                h.update(raw)
+                fh.write(raw)
+                items.append((d.item.id, d.key, len(raw)))
 
-    atomic_write(path, write)
-    written.append(CHUNKS)
-    return "sha256:" + h.hexdigest()
+    def same(_tmp: Path) -> bool:
+        return path.is_file() and digests.of(path, CHUNKS) == "sha256:" + h.hexdigest()
+
+    if atomic_write(path, write, unless=same):
+        written.append(CHUNKS)
+    digest = "sha256:" + h.hexdigest()
+    digests.record(path, CHUNKS, digest)  # just hashed while written: not read again
+    _Layout(digest, items).save(layout_path)
+    return digest
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where each item's lines are in ``chunks.jsonl`` (in the item cache folder, beside
+    ``inputs.json``): the file's digest, then (content ID, inputs key, byte length) per item,
+    in file order; a header line holds the digest of the rest, so a damaged or edited
+    layout is not used (the file is then rebuilt from the item cache)."""
+
+    digest: str
+    items: list[tuple[str, str, int]]
+
+    @classmethod
+    def load(cls, path: Path) -> _Layout | None:
+        try:
+            header, _, body = path.read_bytes().partition(b"\n")
+            if json.loads(header) != {"digest": _digest(body)}:
+                return None
+            doc = json.loads(body)
+            items = [(str(c), str(k), int(n)) for c, k, n in doc["items"]]
+            if any(n < 0 for _, _, n in items):
+                return None
+            return cls(str(doc["chunks"]), items)
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def save(self, path: Path) -> None:
+        body = canonjson.dumps_line({"chunks": self.digest, "items": self.items}).encode("utf-8")
+        header = canonjson.dumps_line({"digest": _digest(body)}).encode("utf-8")
+        atomic_write(path, lambda fh: fh.write(header + body), fsync=False)
 
 
 def run_index(
@@ -739,7 +834,9 @@ def run_index(
             last = read_json(cache.folder / INPUTS) or {}
             keys = _digest(canonjson.dumps([[d.item.id, d.key] for d in loaded]).encode("utf-8"))
             known = last.get("chunks") if not full and last.get("keys") == keys else None
-            chunks_digest = _write_chunks(out, loaded, ip, settings, cache, digests, written, known)
+            chunks_digest = _write_chunks(
+                out, loaded, ip, settings, cache, digests, written, known, full
+            )
             info.update(chunks=summary.chunks, cached=summary.cache_hits)
 
         with log.step("catalog") as info:
