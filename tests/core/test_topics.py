@@ -302,3 +302,38 @@ def test_a_ranking_from_known_chunks_is_the_same() -> None:
             del known[stem_key(first.term)]
             assert rank_item(it, df, n, s, known) == fresh
             assert searched == [stem_key(first.term)]
+
+
+def test_a_ranking_sorts_only_its_best_phrases_and_is_the_full_sorts() -> None:
+    """``rank_item`` sorts the best phrases by a partial selection: the terms, ranks and
+    relevances are the ones a full sort of every phrase gives — also for an entity ranked
+    beyond the selection and for an item whose best phrases are mostly inflections of one
+    another (the terms then come from past the selection)."""
+    import random
+
+    import arkai.search.topics as topics
+    from arkai.search.topics import ItemTerms, rank_item
+
+    rng = random.Random(7)
+    words = [f"w{i:03d}" for i in range(400)]
+    # 150 inflections of one stem score best: the 15 terms must come from further down.
+    counts = {f"stem{'s' * (i % 2)}": 200 for i in range(2)}
+    counts |= {f"{w} tail": 100 + rng.randrange(50) for w in words[:150]}
+    counts |= {w: rng.randrange(1, 60) for w in words}
+    df = {p: rng.randrange(1, 90) for p in counts}
+    chunks = [" ".join(words[i : i + 40]) for i in range(0, 400, 40)]
+    it = ItemTerms("c1", dict(sorted(counts.items())), chunks, ["W399", "W007", "Nobody Here"])
+    s = TopicSettings()
+    selected = rank_item(it, df, 100, s)
+    full = topics._best_first
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(topics, "_best_first", lambda pairs, head: full(pairs, len(pairs) + 1))
+        assert rank_item(it, df, 100, s) == selected
+    assert len([t for t in selected if t.source == "keyphrase"]) == s.top_terms
+    assert {t.term for t in selected if t.source == "entity"} >= {"w399", "nobody here"}
+    # An entity's relevance follows its rank among all the phrases.
+    ordered = sorted(topics._ranked(it.counts, df, 100, s), key=lambda p: (-p[1], p[0]))
+    for name in ("w007", "w399"):
+        rank = next(r for r, (t, _) in enumerate(ordered) if t == name)
+        got = next(t for t in selected if t.term == name)
+        assert got.relevance == topics._relevance(rank, ordered[rank][1], s)

@@ -635,9 +635,20 @@ def test_chunks_file_is_spliced_from_the_last_one(
         transcripts[n].write_bytes(transcripts[n].read_bytes() + line)
         return str(json.loads((transcripts[n].parent / "metadata.json").read_text())["id"])
 
+    # The topics step reads each item's phrases once (document frequencies and each item's
+    # ranking context from the same read).
+    phrases: list[str] = []
+    real_phrases = index_op._phrases
+
+    def counting_phrases(d: Any, *args: Any) -> list[str]:
+        phrases.append(d.item.id)
+        return real_phrases(d, *args)
+
+    monkeypatch.setattr(index_op, "_phrases", counting_phrases)
     changed = edit(1, b"Varroa counts rise in late summer.\n")
     assert "chunks.jsonl" in index_op.run_index(Repo.at(repo)).written
     assert read == [changed]
+    assert sorted(phrases) == sorted(d["id"] for d in catalog(repo))
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
     # A forged layout (two items' lengths swapped, its own digest made to match): the spans

@@ -29,10 +29,13 @@ import hashlib
 import json
 import os
 from array import array
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 import arkai
 from arkai.adapters import events
@@ -81,7 +84,6 @@ from arkai.search.topics import (
     TopicSettings,
     iter_topics_json,
     load_synonyms,
-    phrase_frequencies,
     stem_key,
     term_from_list,
     term_to_list,
@@ -373,6 +375,7 @@ def _ranked_terms(
     builder: TopicBuilder,
     full: bool,
     settled: bool,
+    frequencies: bytes,
 ) -> _Ranked:
     """The item's ranked terms, cached per item (part ``topics``) with the digest of what they
     depend on beyond the item's files: the number of items, the document frequency of each of
@@ -382,11 +385,12 @@ def _ranked_terms(
     no cached ranking is used. ``settled``: the number of items is the last run's — when it
     is not (an item was added or removed), every item is ranked again and its entry is kept
     as it is (written only for an item that has none): a run that adds an item pays no write
-    per item, and the next run with the same number of items writes them once."""
-    df = builder.df
+    per item, and the next run with the same number of items writes them once.
+    ``frequencies``: the document frequency of each of its phrases, in its order
+    (:class:`_PhraseTable`)."""
     shape = {"n": builder.n, "settings": asdict(builder.settings)}
     h = hashlib.sha256(canonjson.dumps_line(shape).encode("utf-8"))
-    h.update(array("q", (df.get(p, 0) for p in _phrases(d, ip, settings, cache))).tobytes())
+    h.update(frequencies)
     context = "sha256:" + h.hexdigest()
     entry = None if full else rankings.get(d.item.id, d.key, "topics")
     if entry is not None and entry.get("context") == context:
@@ -404,6 +408,31 @@ def _ranked_terms(
         "terms": [term_to_list(t) for t in ranked],
     })  # fmt: skip
     return _Ranked(ranked, bool(it.condensed), fresh=True)
+
+
+class _PhraseTable:
+    """Every item's distinct phrases as ids into one table of phrases (4 bytes a phrase of
+    an item; each phrase's text once): the document frequencies, and for each item the
+    frequencies of its phrases, from one read of the items' ``phrases`` entries."""
+
+    def __init__(self, items: Iterable[list[str]]) -> None:
+        self.ids: dict[str, int] = {}
+        self.items: list[array[int]] = []
+        for phrases in items:
+            ids = self.ids
+            self.items.append(array("i", [ids.setdefault(p, len(ids)) for p in phrases]))
+        counts = np.zeros(len(self.ids), dtype=np.int64)
+        for row in self.items:
+            counts[np.frombuffer(row, dtype=np.int32)] += 1  # an item's phrases are distinct
+        self.counts = counts
+
+    def df(self) -> Counter[str]:
+        """Phrase → number of items that have it."""
+        return Counter(dict(zip(self.ids, self.counts.tolist(), strict=True)))
+
+    def frequencies(self, i: int) -> bytes:
+        """Item ``i``'s phrases' document frequencies, as native ``int64``."""
+        return self.counts[np.frombuffer(self.items[i], dtype=np.int32)].astype("=i8").tobytes()
 
 
 def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:
@@ -915,7 +944,8 @@ def run_index(
             else:
                 # Two passes over the items' cached terms records, one item at a time: the
                 # document frequencies (the IDF), then each item's ranked terms.
-                n_items, df = phrase_frequencies(_phrases(d, ip, settings, cache) for d in loaded)
+                table = _PhraseTable(_phrases(d, ip, settings, cache) for d in loaded)
+                n_items, df = len(loaded), table.df()
                 builder = TopicBuilder(
                     n_items, df, synonyms, TopicSettings.from_params(ip["topics"])
                 )
@@ -923,15 +953,16 @@ def run_index(
                 rankings = ItemCache(root)
                 settled = last.get("items") == n_items
                 position = reranked = 0
-                for d in loaded:
+                for i, d in enumerate(loaded):
                     count = d.record.chunks
-                    ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full, settled)
+                    ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
+                                           settled, table.frequencies(i))  # fmt: skip
                     builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
                                        ranked.condensed)  # fmt: skip
                     position += count
                     reranked += ranked.fresh
                 info["reranked"] = reranked
-                del df
+                del df, table
                 topics = builder.result()
                 del builder  # its document frequencies are not needed any more
                 if write_chunks_if_changed(out / TOPICS, iter_topics_json(topics.doc)):

@@ -19,6 +19,7 @@ terms stemming-insensitively; :func:`grep_library` is the fallback for terms not
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
@@ -283,8 +284,8 @@ def phrase_frequencies(items: Iterable[Iterable[str]]) -> tuple[int, Counter[str
 
 def _ranked(counts: Mapping[str, int], df: Mapping[str, int], n: int, s: TopicSettings
             ) -> list[tuple[str, float]]:  # fmt: skip
-    """The item's phrases by TF-IDF, best first: raw count × smoothed IDF
-    (``ln((1 + n) / (1 + df)) + 1``), L2-normalised over the item's phrases — scikit-learn's
+    """The item's phrases by TF-IDF (in no order: :func:`_best_first` sorts them): raw count
+    × smoothed IDF (``ln((1 + n) / (1 + df)) + 1``), L2-normalised over the item's phrases — scikit-learn's
     ``TfidfVectorizer`` defaults, with the norm summed exactly (``math.fsum``) so a score
     depends on nothing but the item's counts and the document frequencies."""
     if not counts:
@@ -297,11 +298,23 @@ def _ranked(counts: Mapping[str, int], df: Mapping[str, int], n: int, s: TopicSe
             idf[d] = math.log((1 + n) / (1 + d)) + 1.0
         raw.append((term, float(count) * idf[d]))
     norm = math.sqrt(math.fsum(v * v for _, v in raw))
-    pairs = [
+    return [
         (term, v / norm) for term, v in raw if " " not in term or counts[term] >= s.min_phrase_count
     ]
-    pairs.sort(key=lambda p: (-p[1], p[0]))
-    return pairs
+
+
+def _best_first(pairs: list[tuple[str, float]], head: int) -> Iterator[tuple[str, float]]:
+    """``pairs`` by score, best first (ties by term), sorted lazily: the best ``head`` of them
+    by a partial selection, the rest only when a caller reads past them."""
+    if len(pairs) <= head:
+        yield from sorted(pairs, key=_by_score)
+        return
+    yield from heapq.nsmallest(head, pairs, key=_by_score)
+    yield from sorted(pairs, key=_by_score)[head:]
+
+
+def _by_score(p: tuple[str, float]) -> tuple[float, str]:
+    return -p[1], p[0]
 
 
 #: A term's stem key → (its chunks, its condensed chunks) in one item: what an earlier
@@ -332,14 +345,21 @@ def rank_item(
             return tuple(hit[0]), tuple(hit[1])
         return in_chunks(key), _chunks_with(key, condensed_keys)
 
-    rank_of = {t: r for r, (t, _) in enumerate(pairs)}
+    # Only ranks below these matter (a later rank is "low" whatever it is): just the best
+    # `head` phrases are sorted unless the terms are not chosen from among them.
+    head = max(64, 4 * s.top_terms, s.high_rank, s.medium_rank)
+    rank_of: dict[str, int] = {}
     score_of = dict(pairs)
     terms: dict[str, Term] = {}
     chosen: list[list[str]] = []
     stems: set[str] = set()
-    for rank, (term, score) in enumerate(pairs):
+    for rank, (term, score) in enumerate(_best_first(pairs, head)):
+        if rank < head:
+            rank_of[term] = rank
         if len(chosen) >= s.top_terms:
-            break
+            if rank >= head - 1:
+                break
+            continue
         words = term.split()
         key = stem_key(term)
         if not key or key in stems or any(_contains(big, words) for big in chosen):
