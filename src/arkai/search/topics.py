@@ -286,8 +286,8 @@ def _ranked(counts: Mapping[str, int], df: Mapping[str, int], n: int, s: TopicSe
             ) -> list[tuple[str, float]]:  # fmt: skip
     """The item's phrases by TF-IDF (in no order: :func:`_best_first` sorts them): raw count
     × smoothed IDF (``ln((1 + n) / (1 + df)) + 1``), L2-normalised over the item's phrases —
-    scikit-learn's ``TfidfVectorizer`` defaults, with the norm summed exactly (``math.fsum``) so a score
-    depends on nothing but the item's counts and the document frequencies."""
+    scikit-learn's ``TfidfVectorizer`` defaults, with the norm summed exactly (``math.fsum``)
+    so a score depends on nothing but the item's counts and the document frequencies."""
     if not counts:
         return []
     idf: dict[int, float] = {}
