@@ -56,11 +56,25 @@ COMPARED = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.
 
 
 def index(repo: Path, mode: str = "auto") -> dict[str, Any]:
-    """One ``run_index`` in a child process: its summary, wall and CPU seconds, peak RSS."""
+    """One ``run_index`` in a child process: its summary, wall and CPU seconds, peak RSS, and
+    the wall milliseconds of each of its steps (from the run's events)."""
     summary, figures = _site.measured(
         INDEX, [str(repo), mode], repo / ".bench-index.json", "index run"
     )
-    return {**figures, "written": summary["written"]}
+    return {**figures, "written": summary["written"], "steps_ms": steps_ms(repo)}
+
+
+def steps_ms(repo: Path) -> dict[str, int]:
+    """``{step: duration_ms}`` of the newest run in ``.arkai/runs`` (its StepCompleted events)."""
+    runs = sorted((repo / ".arkai" / "runs").glob("*/events.jsonl"))
+    if not runs:
+        return {}
+    steps: dict[str, int] = {}
+    for line in runs[-1].read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event.get("type") == "StepCompleted" and "step" in event:
+            steps[str(event["step"])] = int(event.get("duration_ms", 0))
+    return steps
 
 
 def set_embedder(repo: Path, embedder: str) -> None:
@@ -135,6 +149,7 @@ def run(repo: Path, n: int, check: bool) -> dict[str, Any]:
         "one_changed_s": changed["wall_s"],
         "one_changed_cpu_s": changed["cpu_s"],
         "one_changed_written": changed["written"],
+        "one_changed_steps_ms": changed["steps_ms"],
         "one_added_s": added["wall_s"],
         "one_added_cpu_s": added["cpu_s"],
         "incremental_peak_rss_mb": max(

@@ -645,10 +645,22 @@ def test_chunks_file_is_spliced_from_the_last_one(
         return real_phrases(d, *args)
 
     monkeypatch.setattr(index_op, "_phrases", counting_phrases)
+    # …and lists the library once (the shard step gets the items the stage listed).
+    from arkai.adapters import layout as layout_mod
+
+    listed: list[Path] = []
+    real_metadata = layout_mod.load_metadata
+
+    def counting_metadata(folder: Path, root: Path | None = None) -> dict[str, Any]:
+        listed.append(folder)
+        return real_metadata(folder, root)
+
+    monkeypatch.setattr(layout_mod, "load_metadata", counting_metadata)
     changed = edit(1, b"Varroa counts rise in late summer.\n")
     assert "chunks.jsonl" in index_op.run_index(Repo.at(repo)).written
     assert read == [changed]
     assert sorted(phrases) == sorted(d["id"] for d in catalog(repo))
+    assert len(listed) == len(set(listed)) == 2
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
     # A forged layout (two items' lengths swapped, its own digest made to match): the spans

@@ -984,7 +984,7 @@ def run_index(
         summary.cache_rejected = cache.rejected
 
         with log.step("shards") as info:
-            shards = shard_library(Repo.at(root), log)
+            shards = shard_library(Repo.at(root), log, items)
             summary.shards = shards.to_dict()
             info.update(summary.shards)
             written += [f"shards/{f}" for f in shards.written]

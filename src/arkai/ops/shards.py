@@ -32,6 +32,7 @@ from pathlib import Path
 
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file
+from arkai.adapters.layout import Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.shards import (
     CONDENSED_FILE,
@@ -228,10 +229,11 @@ def build_shards(
     return summary
 
 
-def library_chunks(repo: Repo) -> list[CondensedChunk]:
-    """Every condensed chunk of the library (an item that failed keeps its earlier chunks)."""
+def library_chunks(repo: Repo, items: Iterable[Item] | None = None) -> list[CondensedChunk]:
+    """Every condensed chunk of the library (an item that failed keeps its earlier chunks);
+    ``items``: the library's items when the caller has listed them already."""
     out: list[CondensedChunk] = []
-    for item in repo.items():
+    for item in repo.items() if items is None else items:
         try:
             rec = read_condensed(item.condensed / CONDENSED_FILE, item.root)
         except (ArkaiError, OSError):
@@ -241,7 +243,11 @@ def library_chunks(repo: Repo) -> list[CondensedChunk]:
     return out
 
 
-def shard_library(repo: Repo, log: events.RunLog | None = None) -> ShardSummary:
-    """The shard step over the library's condensed chunks (``index/shards/``)."""
+def shard_library(
+    repo: Repo, log: events.RunLog | None = None, items: Iterable[Item] | None = None
+) -> ShardSummary:
+    """The shard step over the library's condensed chunks (``index/shards/``); ``items``: the
+    library's items when the caller has listed them already (they are not listed again)."""
     _, shard_tokens = condense_params(repo.params)
-    return build_shards(repo.root, library_chunks(repo), shard_tokens=shard_tokens, log=log)
+    chunks = library_chunks(repo, items)
+    return build_shards(repo.root, chunks, shard_tokens=shard_tokens, log=log)
