@@ -186,7 +186,10 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "success"
 
 
-def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -> None:
+def test_adding_an_item_embeds_only_its_chunks(
+    repo: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arkai.ops.index as index_op
     from arkai.ops.index import run_index
 
     run_index(Repo.at(repo))
@@ -196,7 +199,18 @@ def test_adding_an_item_embeds_only_its_chunks(repo: Path, fake: FakeEmbedder) -
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
     )
+    # The vectors step reads no item's cached lines (the keys come from chunks.jsonl, which
+    # was spliced: only the new item's lines were read) and parses only the lines to embed.
+    read: list[str] = []
+    real = index_op._chunk_lines
+
+    def counting(d: Any, *args: Any) -> bytes:
+        read.append(d.item.id)
+        return real(d, *args)
+
+    monkeypatch.setattr(index_op, "_chunk_lines", counting)
     summary = run_index(Repo.at(repo))
+    assert len(read) == 1
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     new = next(e for e in catalog if e["title"] == "Compilers podcast")
     new_keys = item_keys(repo, new["id"])
@@ -694,3 +708,24 @@ def test_chunks_file_is_spliced_from_the_last_one(
 def catalog(root: Path) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = json.loads((root / "index/catalog.json").read_text())["items"]
     return items
+
+
+def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path) -> None:
+    """The vectors step's keys come from chunks.jsonl lines by pattern: a text or an ID that
+    holds the pattern's characters does not fool it; a line without a key is an error."""
+    from arkai.core import canonjson
+    from arkai.errors import LibraryError
+    from arkai.ops.index import chunk_keys, chunk_texts
+
+    rows = [
+        {"content_id": 'a"key":"x', "key": "sha256:1", "text": 'says "key":"sha256:9" twice'},
+        {"content_id": "b", "key": "sha256:2", "text": '\\"key\\":"\n'},
+        {"content_id": "b", "key": "sha256:1", "text": 'says "key":"sha256:9" twice'},
+    ]
+    path = tmp_path / "chunks.jsonl"
+    path.write_text(canonjson.dumps_lines(rows))
+    assert chunk_keys(path) == ["sha256:1", "sha256:2"]
+    assert chunk_texts(path, ["sha256:2"]) == {"sha256:2": rows[1]["text"]}
+    path.write_text(canonjson.dumps_lines(rows) + '{"text":"no key"}\n')
+    with pytest.raises(LibraryError, match="line 4 has no chunk key"):
+        chunk_keys(path)

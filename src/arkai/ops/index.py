@@ -28,9 +28,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -461,8 +462,40 @@ def _chunk_lines(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCac
     return raw
 
 
-def _chunks_of(raw: bytes) -> list[Chunk]:
-    return [Chunk.from_dict(json.loads(line)) for line in raw.splitlines()]
+#: A ``chunks.jsonl`` line's chunk key: canonical JSON escapes every quote inside a string, so
+#: the pattern is found only where the member is (the first match of a line).
+_KEY = re.compile(rb'"key":"([^"\\]*)"')
+
+
+def chunk_keys(path: Path) -> list[str]:
+    """The chunk keys of ``chunks.jsonl``, in file order, each once; no line is parsed."""
+    keys: list[str] = []
+    seen: set[str] = set()
+    for key, _ in _keyed_lines(path):
+        if key not in seen:
+            seen.add(key)
+            keys.append(key)
+    return keys
+
+
+def chunk_texts(path: Path, wanted: Iterable[str]) -> dict[str, str]:
+    """The text of each chunk of ``chunks.jsonl`` whose key is ``wanted`` (only those lines
+    are parsed)."""
+    want = set(wanted)
+    texts: dict[str, str] = {}
+    for key, line in _keyed_lines(path):
+        if key in want and key not in texts:
+            texts[key] = str(json.loads(line)["text"])
+    return texts
+
+
+def _keyed_lines(path: Path) -> Iterator[tuple[str, bytes]]:
+    with path.open("rb") as fh:
+        for n, line in enumerate(fh, 1):
+            m = _KEY.search(line)
+            if m is None:
+                raise LibraryError(f"{path}: line {n} has no chunk key; run `arkai reindex --full`")
+            yield m.group(1).decode("utf-8"), line
 
 
 def _cites(d: _Loaded, needles: list[Needle], needles_key: str, cache: ItemCache
@@ -538,7 +571,8 @@ def requested_embedder(ip: dict[str, Any]) -> str | None:
 
 def _embed(
     out: Path,
-    chunks: Sequence[Chunk],
+    keys: list[str],
+    texts_of: Callable[[Sequence[str]], dict[str, str]],
     ip: dict[str, Any],
     requested: str,
     previous: Any,
@@ -547,7 +581,8 @@ def _embed(
     progress: ProgressFn | None,
     extract: dict[str, Any] | None = None,
 ) -> None:
-    """Embed the chunks whose key the vector store lacks; prune the keys that are gone;
+    """Embed the chunks (``keys``, in order; ``texts_of`` gives the texts of some of them)
+    whose key the vector store lacks; prune the keys that are gone;
     then bring the ANN index (above ``index.ann.threshold``) in line with the store.
 
     The model is loaded only when something must be embedded: the store is opened under the
@@ -558,12 +593,6 @@ def _embed(
     from arkai.search.vectors import VectorStore
 
     folder = out / VECTORS
-    keys: list[str] = []
-    texts: dict[str, str] = {}
-    for c in chunks:
-        if c.key not in texts:
-            keys.append(c.key)
-            texts[c.key] = c.text
     store = None
     name, dim = "", 0
     if (
@@ -585,6 +614,7 @@ def _embed(
             if full:
                 summary.pruned += store.prune([])
         todo = store.missing(keys)
+        texts = texts_of(todo)
         batch = max(1, int(ip["batch_size"]))
         if progress:
             progress(0, len(todo), "embedding")
@@ -922,12 +952,11 @@ def run_index(
                 info["skipped"] = True
             else:
                 previous = old_manifest.get("embedder")
-                chunks = [
-                    c for d in loaded for c in _chunks_of(_chunk_lines(d, ip, settings, cache))
-                ]
-                _embed(out, chunks, ip, requested, previous, full, summary, progress,
-                       repo.params.get("extract"))  # fmt: skip
-                del chunks
+                # The keys from chunks.jsonl as just written; texts only of chunks to embed.
+                stored = chunk_keys(out / CHUNKS)
+                _embed(out, stored, lambda todo: chunk_texts(out / CHUNKS, todo), ip, requested,
+                       previous, full, summary, progress, repo.params.get("extract"))  # fmt: skip
+                del stored
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)
                 info.update(
