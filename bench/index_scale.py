@@ -9,6 +9,7 @@ Items come from bench/site.py's ``synthesize`` (copies of the real transcripts i
 process so its peak RSS is its own. ``--embedder none`` (the default here) measures the
 stage's own work — chunks, catalog, BM25, topics, graph, shards — without loading a model;
 ``--embedder default`` adds the embedding lane (then one changed item also embeds its chunks).
+``one_changed_steps_ms``: the wall milliseconds of each step of the one-changed run (its events).
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ One stage over the whole library, incremental inside:
 
 - ``catalog.json`` — the seed's catalog plus counts, git-tracked, rewritten only when it changes;
 - ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`),
-  streamed from the items' cached lines (never held whole);
+  spliced from the last file (unchanged items' spans copied, :class:`_Layout`) and the
+  changed items' cached lines (never held whole);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
-  (``full`` re-embeds everything), keys no longer present are pruned;
+  (``full`` re-embeds everything; the keys are read from ``chunks.jsonl`` by pattern and only
+  the lines to embed are parsed), keys no longer present are pruned;
 - ``topics.json`` — the topic index (:mod:`arkai.search.topics`), merged with ``synonyms.yaml``;
 - ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`), its
   RELATED_TO edges between items kept incrementally (:mod:`arkai.search.graphcache`);
