@@ -95,6 +95,19 @@ def test_empty_and_single_item(tmp_path: Path) -> None:
     assert tuple(got) == reference(lone)
 
 
+def test_content_ids_that_need_escaping_are_slugged_first(tmp_path: Path) -> None:
+    # The edges between items are written from templates that escape nothing: their ends are
+    # node IDs, which have no character either format escapes.
+    rng = random.Random(11)
+    odd = ['a&b <c> "d"', "é ü", "x\ty", "plain"]
+    items = [replace(random_item(rng, i), content_id=cid, mentions=[("Lisbon", "place", 1),
+             ("HiveSense", "org", 1)], text=f"Title number {(i + 1) % 4}")
+             for i, cid in enumerate(odd)]  # fmt: skip
+    *got, _ = assembled(items, tmp_path)
+    assert tuple(got) == reference(items)
+    assert b'"type": "CITES"' in got[0] and b'"type": "RELATED_TO",\n      "weight": 1.0' in got[0]
+
+
 def test_change_add_remove_equal_a_build_from_scratch(tmp_path: Path) -> None:
     rng = random.Random(99)
     items = [random_item(rng, i) for i in range(30)]
@@ -113,8 +126,8 @@ def test_change_add_remove_equal_a_build_from_scratch(tmp_path: Path) -> None:
         assert store.rejected == 0
         # Only the changed or added item's part is made: the work follows the change.
         assert store.built == [1, 1, 0][what] if what else store.built <= 1
-        lines = (tmp_path / PARTS).read_bytes().splitlines()
-        assert len(lines) == len(items)  # a removed item's part went with it
+        # A removed item's part went with it.
+        assert len(records((tmp_path / PARTS).read_bytes())) == len(items)
 
 
 def test_a_title_change_reaches_the_neighbours_lines(tmp_path: Path) -> None:
@@ -128,40 +141,75 @@ def test_a_title_change_reaches_the_neighbours_lines(tmp_path: Path) -> None:
     assert tuple(got) == reference(items) and store.built == 1
 
 
-def _forge(line: bytes, payload: bytes) -> bytes:
-    node, key, _, _ = line.split(b"\t", 3)
-    digest = hashlib.sha256(payload).hexdigest().encode()
-    return b"\t".join((node, key, digest, payload))
+def records(raw: bytes) -> list[tuple[list[bytes], bytes]]:
+    """The parts file's records: (header fields, payload)."""
+    out, pos = [], 0
+    while pos < len(raw):
+        nl = raw.index(b"\n", pos)
+        head = raw[pos:nl].split(b"\t")
+        end = nl + 1 + int(head[3])
+        out.append((head, raw[nl + 1 : end]))
+        pos = end
+    return out
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "wrong-node", "wrong-shape", "junk"])
+def record(head: list[bytes], payload: bytes, *, forge: bool = True) -> bytes:
+    """A record with ``head``'s node and key; with ``forge``, a digest and size that match."""
+    if forge:
+        head = [head[0], head[1], hashlib.sha256(payload).hexdigest().encode(),
+                str(len(payload)).encode()]  # fmt: skip
+    return b"\t".join(head) + b"\n" + payload
+
+
+DAMAGE = {  # what is done to the 5th of 12 records → (rejected, parts rebuilt)
+    "flip": (1, 1),  # a byte of the payload changed: its digest no longer matches
+    "wrong-node": (1, 1),  # another item's part under this item's node and key
+    "wrong-shape": (1, 1),  # a consistent digest over a payload of the wrong shape
+    "wrong-sizes": (1, 1),  # …over blob sizes that do not add up
+    "wrong-edge-sizes": (1, 1),  # …over GraphML edge sizes that do not add up
+    "truncate": (1, 8),  # the file ends inside it: it and those after it are rebuilt
+    "junk": (1, 8),  # its header line is not one: the file cannot be framed from there
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_damaged_or_forged_part_is_rebuilt_not_used(tmp_path: Path, damage: str) -> None:
     rng = random.Random(7)
     items = [random_item(rng, i) for i in range(12)]
     want = reference(items)
     assembled(items, tmp_path)
     path = tmp_path / PARTS
-    lines = path.read_bytes().splitlines(keepends=True)
-    victim = lines[4]
-    if damage == "flip":  # a byte of the payload changed: its digest no longer matches
-        lines[4] = victim.replace(b"Title number", b"Title numbex", 1)
+    raw = path.read_bytes()
+    recs = records(raw)
+    assert len(recs) == 12
+    blobs = [record(h, pl, forge=False) for h, pl in recs]
+    assert b"".join(blobs) == raw
+    head, payload = recs[4]
+    if damage == "flip":
+        assert b"Title number" in payload
+        blobs[4] = record(head, payload.replace(b"Title number", b"Title numbex", 1), forge=False)
+    elif damage == "wrong-node":
+        blobs[4] = record(head[:2] + recs[5][0][2:], recs[5][1], forge=False)
+    elif damage == "wrong-shape":
+        blobs[4] = record(head, b'{"n": 1}\n')
+    elif damage == "wrong-sizes":
+        first, rest = payload.split(b"\n", 1)
+        blobs[4] = record(head, first.replace(b'"z":[', b'"z":[1,', 1) + b"\n" + rest)
+    elif damage == "wrong-edge-sizes":
+        first, rest = payload.split(b"\n", 1)
+        blobs[4] = record(head, first.replace(b'"x":[', b'"x":[1,', 1) + b"\n" + rest)
     elif damage == "truncate":
-        lines[4] = victim[: len(victim) // 2] + b"\n"
-    elif damage == "wrong-node":  # another item's part under this item's node and key
-        node, key, _ = victim.split(b"\t", 2)
-        lines[4] = b"\t".join((node, key, lines[5].split(b"\t", 2)[2]))
-    elif damage == "wrong-shape":  # a consistent digest over a payload of the wrong shape
-        lines[4] = _forge(victim, b'{"node": 1}\n')
+        blobs[4:] = [blobs[4][: len(blobs[4]) // 2]]
     else:
-        lines[4] = b"not a part at all\n"
-    assert lines[4] != victim
-    path.write_bytes(b"".join(lines))
+        blobs[4] = b"not a part at all\n" + payload
+    assert b"".join(blobs) != raw
+    path.write_bytes(b"".join(blobs))
     *got, store = assembled(items, tmp_path)
     assert tuple(got) == want
-    assert store.built == 1
-    assert store.rejected == 1
+    assert (store.rejected, store.built) == DAMAGE[damage]
     *got, store = assembled(items, tmp_path)  # repaired in the file
     assert tuple(got) == want and store.built == 0 and store.rejected == 0
+    assert path.read_bytes() == raw
 
 
 def test_full_rebuilds_every_part(tmp_path: Path) -> None:

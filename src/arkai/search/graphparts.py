@@ -13,10 +13,12 @@ every Entity, Tag and Topic node.
 **What is cached.** An item's *part* — its Content node and its edges to entities, tags and
 topics, serialized for both files, with the Entity, Tag and Topic nodes it names and the
 spellings of its entities — is a function of the item alone (its :class:`GraphItem` fields but
-``cites``, and the settings). Parts are kept in one file, ``.arkai/index-cache/graph-parts.jsonl``,
-one line per item: its node ID, key (a digest of those inputs), the SHA-256 of its payload and
-the payload. A line whose digest or shape is wrong, or whose key is not the item's, is rebuilt,
-never used (:attr:`PartStore.rejected` counts the damaged ones).
+``cites``, and the settings). Parts are kept in one file, ``.arkai/index-cache/graph-parts.bin``
+(:class:`PartStore`): per item a header line (node ID, key — a digest of those inputs —, the
+SHA-256 of the payload and its size), then the payload: a JSON header line and the serialized
+text, copied into the files as it is, never parsed. A record whose digest, shape or node is
+wrong is rebuilt, never used (:attr:`PartStore.rejected`); one that cannot be framed ends the
+reading, and the items from there on are rebuilt.
 
 **What is computed each run.** The edges between items (RELATED_TO from
 :mod:`arkai.search.graphcache`, CITES from the per-item counts) and the shared nodes (an
@@ -32,7 +34,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from json.encoder import encode_basestring as _encode_str  # the C one where built
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,6 @@ from arkai.search.graph import (
     GraphSettings,
     Needle,
     _entities,
-    _scalar,
     build_graph,
     cite_needles,
     entity_mentions,
@@ -63,7 +63,11 @@ from arkai.search.graph import (
 )
 
 VERSION = 1
-PARTS = Path(".arkai") / "index-cache" / "graph-parts.jsonl"
+PARTS = Path(".arkai") / "index-cache" / "graph-parts.bin"
+
+
+Blob = bytes | memoryview
+"""Serialized text, UTF-8: a part read back is a view into the parts file, not a copy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,42 +76,60 @@ class ItemPart:
 
     node: str
     """Its Content node ID."""
-    json_node: str
-    json_edges: tuple[str, ...]
-    """Its edges to entities, tags and topics as ``graph.json`` has them (no commas)."""
-    xml_node: str
-    xml_edges: tuple[str, ...]
-    """The same edges as ``graph.graphml`` has them, each after its ``id`` attribute."""
+    json_node: Blob
+    json_edges: Blob
+    """Its edges to entities, tags and topics as ``graph.json`` has them, joined by ``,\\n``
+    (empty when it has none)."""
+    xml_node: Blob
+    xml_edges: Blob
+    """The same edges as ``graph.graphml`` has them, each after its ``id`` attribute (which
+    the writer adds), back to back."""
+    xml_sizes: tuple[int, ...]
+    """The size of each of them in ``xml_edges``."""
     shared: tuple[tuple[str, str, str], ...]
     """(node ID, ``Entity``/``Tag``/``Topic``, entity type or label) of the nodes it names."""
     spellings: tuple[tuple[str, str, int], ...]
     """(entity node ID, spelling, times) of its entities: an Entity's label is the most
     frequent spelling over every item."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "node": self.node, "jn": self.json_node, "je": list(self.json_edges),
-            "xn": self.xml_node, "xe": list(self.xml_edges),
-            "shared": [list(r) for r in self.shared], "spell": [list(r) for r in self.spellings],
-        }  # fmt: skip
+    def encode(self) -> bytes:
+        """The payload: a header line (node ID, shared nodes, spellings, the blobs' sizes),
+        then the blobs, back to back."""
+        blobs = (self.json_node, self.json_edges, self.xml_node, self.xml_edges)
+        head = {"n": self.node, "s": [list(r) for r in self.shared],
+                "p": [list(r) for r in self.spellings], "x": list(self.xml_sizes),
+                "z": [len(x) for x in blobs]}  # fmt: skip
+        return b"".join((canonjson.dumps_line(head).encode("utf-8"), *blobs))
 
     @classmethod
-    def from_json(cls, d: Any) -> ItemPart | None:
+    def decode(cls, payload: memoryview) -> ItemPart | None:
         """The part of a payload, or None when it has not this shape."""
-        try:
-            part = cls(
-                d["node"], d["jn"], tuple(d["je"]), d["xn"], tuple(d["xe"]),
-                tuple((a, b, c) for a, b, c in d["shared"]),
-                tuple((a, b, c) for a, b, c in d["spell"]),
-            )  # fmt: skip
-        except (KeyError, TypeError, ValueError):
+        end = bytes(payload[:4096]).find(b"\n")
+        if end < 0:
+            end = bytes(payload).find(b"\n")
+        if end < 0:
             return None
-        strings = (part.node, part.json_node, part.xml_node, *part.json_edges, *part.xml_edges)
-        rows_ok = all(isinstance(x, str) for r in part.shared for x in r) and all(
-            isinstance(a, str) and isinstance(b, str) and type(c) is int
-            for a, b, c in part.spellings
-        )
-        return part if rows_ok and all(isinstance(x, str) for x in strings) else None
+        try:
+            head = json.loads(bytes(payload[:end]))
+            node, sizes, xml_sizes = head["n"], head["z"], tuple(head["x"])
+            shared = tuple((str(a), str(b), str(c)) for a, b, c in head["s"])
+            spell = tuple((str(a), str(b), int(c)) for a, b, c in head["p"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+        if not (
+            isinstance(node, str)
+            and isinstance(sizes, list)
+            and len(sizes) == 4
+            and all(type(z) is int and z >= 0 for z in (*sizes, *xml_sizes))
+            and sum(sizes) == len(payload) - end - 1
+            and sum(xml_sizes) == sizes[3]
+        ):
+            return None
+        blobs, pos = [], end + 1
+        for z in sizes:
+            blobs.append(payload[pos : pos + z])
+            pos += z
+        return cls(node, blobs[0], blobs[1], blobs[2], blobs[3], xml_sizes, shared, spell)
 
 
 def _own(it: GraphItem, s: GraphSettings) -> GraphItem:
@@ -142,26 +164,32 @@ def make_part(it: GraphItem, s: GraphSettings) -> ItemPart:
     spell: Counter[tuple[str, str]] = Counter()
     for raw_name, etype, norm, _ in _entities(it):
         spell[(node_id("entity", etype, norm), " ".join(raw_name.split()))] += 1
+    xml = [xml_edge_rest(e).encode("utf-8") for e in g.edges]
     return ItemPart(
         node=content["id"],
-        json_node=json_row(content),
-        json_edges=tuple(json_row(e) for e in g.edges),
-        xml_node=xml_node(content),
-        xml_edges=tuple(xml_edge_rest(e) for e in g.edges),
+        json_node=json_row(content).encode("utf-8"),
+        json_edges=",\n".join(json_row(e) for e in g.edges).encode("utf-8"),
+        xml_node=xml_node(content).encode("utf-8"),
+        xml_edges=b"".join(xml),
+        xml_sizes=tuple(map(len, xml)),
         shared=shared,
         spellings=tuple((e, sp, c) for (e, sp), c in sorted(spell.items())),
     )
 
 
 class PartStore:
-    """The parts file: read whole when opened, written back whole when a part changed."""
+    """The parts file: read whole when opened, written back whole when a part changed. One
+    record per item: a header line ``node ID\\tkey\\tSHA-256 of the payload\\tits size``, then
+    the payload (:meth:`ItemPart.encode`). A record that cannot be framed ends the reading
+    (the items from there on are rebuilt)."""
 
     def __init__(self, root: Path, *, full: bool = False) -> None:
         self.path = root / PARTS
         self.rejected = 0
-        """Lines that failed a check (damaged): rebuilt, never used."""
+        """Records that failed a check (damaged): rebuilt, never used."""
         self.built = 0
-        self._lines: dict[str, tuple[str, bytes]] = {}  # node → (key, line)
+        self._records: dict[str, tuple[str, str, memoryview, Blob]] = {}
+        """node → (key, digest, payload, the whole record)."""
         self._dirty = full
         if full:
             return
@@ -169,50 +197,54 @@ class PartStore:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return
-        for line in raw.splitlines(keepends=True):
-            head = line.split(b"\t", 3)
-            if len(head) != 4 or not line.endswith(b"\n"):
+        view, pos = memoryview(raw), 0
+        while pos < len(raw):
+            nl = raw.find(b"\n", pos)
+            head = raw[pos:nl].split(b"\t") if nl >= 0 else []
+            size = int(head[3]) if len(head) == 4 and head[3].isdigit() else -1
+            end = nl + 1 + size
+            if size < 0 or end > len(raw):
                 self.rejected += 1
                 self._dirty = True
-                continue
-            node, key = head[0].decode("utf-8", "replace"), head[1].decode("ascii", "replace")
-            self._lines[node] = (key, line)
+                break
+            node = head[0].decode("utf-8", "replace")
+            key, digest = head[1].decode("ascii", "replace"), head[2].decode("ascii", "replace")
+            self._records[node] = (key, digest, view[nl + 1 : end], view[pos:end])
+            pos = end
 
     def get(self, node: str, key: str) -> ItemPart | None:
         """The intact part stored for ``node`` with this ``key``."""
-        entry = self._lines.get(node)
+        entry = self._records.get(node)
         if entry is None or entry[0] != key:
             return None
-        _, _, digest, payload = entry[1].split(b"\t", 3)
         part = None
-        if digest.decode("ascii", "replace") == hashlib.sha256(payload).hexdigest():
-            try:
-                part = ItemPart.from_json(json.loads(payload))
-            except (ValueError, UnicodeDecodeError):
-                part = None
+        if entry[1] == hashlib.sha256(entry[2]).hexdigest():
+            part = ItemPart.decode(entry[2])
         if part is None or part.node != node:
             self.rejected += 1
+            del self._records[node]
+            self._dirty = True
             return None
         return part
 
     def put(self, node: str, key: str, part: ItemPart) -> None:
-        payload = canonjson.dumps_line(part.to_json()).encode("utf-8")
+        payload = part.encode()
         digest = hashlib.sha256(payload).hexdigest()
-        self._lines[node] = (key, b"\t".join((node.encode(), key.encode(), digest.encode(),
-                                              payload)))  # fmt: skip
+        head = f"{node}\t{key}\t{digest}\t{len(payload)}\n".encode()
+        self._records[node] = (key, digest, memoryview(payload), head + payload)
         self.built += 1
         self._dirty = True
 
     def save(self, keep: Iterable[str]) -> None:
-        """Write the parts of the nodes in ``keep`` (sorted) when any changed or went."""
+        """Write the records of the nodes in ``keep`` (sorted) when any changed or went."""
         nodes = sorted(keep)
-        if not self._dirty and len(nodes) == len(self._lines):
+        if not self._dirty and len(nodes) == len(self._records):
             return
-        lines = self._lines
+        records = self._records
 
         def write(fh: Any) -> None:
             for n in nodes:
-                fh.write(lines[n][1])
+                fh.write(records[n][3])
 
         atomic_write(self.path, write, fsync=False)  # derived: rebuilt when lost
 
@@ -235,7 +267,7 @@ class GraphParts:
 
     @property
     def edges(self) -> int:
-        return sum(len(p.json_edges) for p in self.parts) + sum(map(len, self.links.values()))
+        return sum(len(p.xml_sizes) for p in self.parts) + sum(map(len, self.links.values()))
 
     @property
     def nodes(self) -> int:
@@ -282,30 +314,38 @@ def _shared_nodes(parts: Iterable[ItemPart]) -> list[dict[str, Any]]:
     return [nodes[k] for k in sorted(nodes)]
 
 
+# The edges between items, from fixed templates: their ends are content node IDs, NMTOKENs by
+# construction (:func:`arkai.search.graph.node_id`), which neither JSON nor XML escapes; their
+# weights are floats (``repr``, as both writers give them); their evidence is empty.
+
+
 def _json_link(src: str, dst: str, kind: str, weight: float) -> str:
     return (
-        f'    {{\n      "evidence": [],\n      "source": {_encode_str(src)},\n'
-        f'      "target": {_encode_str(dst)},\n      "type": "{kind}",\n'
-        f'      "weight": {_scalar(weight)}\n    }}'
+        f'    {{\n      "evidence": [],\n      "source": "{src}",\n      "target": "{dst}",\n'
+        f'      "type": "{kind}",\n      "weight": {weight!r}\n    }}'
     )
 
 
 def _xml_link(src: str, dst: str, kind: str, weight: float) -> str:
-    return xml_edge_rest({"source": src, "target": dst, "type": kind, "weight": weight})
+    return (
+        f' source="{src}" target="{dst}">\n      <data key="e_type">{kind}</data>\n'
+        f'      <data key="e_weight">{weight!r}</data>\n    </edge>\n'
+    )
 
 
-def _json_list(key: str, rows: Iterable[str], batch: int) -> Iterator[bytes]:
-    """``  "key": [ … ],`` of :func:`arkai.search.graph.iter_json`, in pieces."""
-    out: list[str] = []
+def _json_list(key: str, rows: Iterable[Blob], batch: int) -> Iterator[bytes]:
+    """``  "key": [ … ],`` of :func:`arkai.search.graph.iter_json`, in pieces. A row may be
+    several rows already joined by ``,\\n``."""
+    out: list[Blob] = []
     started = False
     for row in rows:
         out.append(row)
         if len(out) >= batch:
-            yield ((",\n" if started else f'  "{key}": [\n') + ",\n".join(out)).encode("utf-8")
+            yield (b",\n" if started else f'  "{key}": [\n'.encode()) + b",\n".join(out)
             started = True
             out.clear()
     if out:
-        yield ((",\n" if started else f'  "{key}": [\n') + ",\n".join(out)).encode("utf-8")
+        yield (b",\n" if started else f'  "{key}": [\n'.encode()) + b",\n".join(out)
         started = True
     yield b"\n  ],\n" if started else f'  "{key}": [],\n'.encode()
 
@@ -315,17 +355,18 @@ def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     graph), in pieces."""
     links = gp.links
 
-    def edges() -> Iterator[str]:
+    def edges() -> Iterator[Blob]:
         for p in gp.parts:
             for d, k, w in links.get(p.node, ()):
-                yield _json_link(p.node, d, k, w)
-            yield from p.json_edges
+                yield _json_link(p.node, d, k, w).encode()
+            if len(p.json_edges):
+                yield p.json_edges
 
-    def nodes() -> Iterator[str]:
+    def nodes() -> Iterator[Blob]:
         for p in gp.parts:
             yield p.json_node
         for node in gp.shared:
-            yield json_row(node)
+            yield json_row(node).encode("utf-8")
 
     yield b"{\n"
     yield from _json_list("edges", edges(), batch)
@@ -336,33 +377,39 @@ def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
 def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     """``graph.graphml`` (the bytes of :func:`arkai.search.graph.iter_graphml` for the same
     graph), in pieces."""
-    out = graphml_head()
+    out: list[Blob] = [x.encode("utf-8") for x in graphml_head()]
     if not gp.parts:  # no Content node: no other node and no edge either
-        out.append(GRAPHML_EMPTY + GRAPHML_END)
-        yield "".join(out).encode("utf-8")
+        out.append((GRAPHML_EMPTY + GRAPHML_END).encode())
+        yield b"".join(out)
         return
-    out.append(GRAPHML_OPEN)
+    out.append(GRAPHML_OPEN.encode())
     for p in gp.parts:
         out.append(p.xml_node)
-    for node in gp.shared:
-        out.append(xml_node(node))
         if len(out) >= batch:
-            yield "".join(out).encode("utf-8")
+            yield b"".join(out)
+            out.clear()
+    for node in gp.shared:
+        out.append(xml_node(node).encode("utf-8"))
+        if len(out) >= batch:
+            yield b"".join(out)
             out.clear()
     links = gp.links
     n = 0
     for p in gp.parts:
         for d, k, w in links.get(p.node, ()):
-            out.append(f'    <edge id="e{n}"{_xml_link(p.node, d, k, w)}')
+            out.append(f'    <edge id="e{n}"{_xml_link(p.node, d, k, w)}'.encode())
             n += 1
-        for rest in p.xml_edges:
-            out.append(f'    <edge id="e{n}"{rest}')
+        pos, blob = 0, p.xml_edges
+        for size in p.xml_sizes:
+            out.append(f'    <edge id="e{n}"'.encode())
+            out.append(blob[pos : pos + size])
+            pos += size
             n += 1
         if len(out) >= batch:
-            yield "".join(out).encode("utf-8")
+            yield b"".join(out)
             out.clear()
-    out.append(GRAPHML_CLOSE + GRAPHML_END)
-    yield "".join(out).encode("utf-8")
+    out.append((GRAPHML_CLOSE + GRAPHML_END).encode())
+    yield b"".join(out)
 
 
 def related_jsonl(gp: GraphParts) -> bytes:
