@@ -227,13 +227,19 @@ class PartStore:
             return None
         return part
 
-    def put(self, node: str, key: str, part: ItemPart) -> None:
+    def put(self, node: str, key: str, part: ItemPart) -> ItemPart:
+        """Store ``part``; returns it as read back (its text a view into the stored record,
+        so that it is held once)."""
         payload = part.encode()
         digest = hashlib.sha256(payload).hexdigest()
         head = f"{node}\t{key}\t{digest}\t{len(payload)}\n".encode()
-        self._records[node] = (key, digest, memoryview(payload), head + payload)
+        record = memoryview(head + payload)
+        self._records[node] = (key, digest, record[len(head) :], record)
         self.built += 1
         self._dirty = True
+        back = ItemPart.decode(record[len(head) :])
+        assert back is not None  # what encode writes, decode reads (tested)
+        return back
 
     def save(self, keep: Iterable[str]) -> None:
         """Write the records of the nodes in ``keep`` (sorted) when any changed or went."""
@@ -439,8 +445,7 @@ def graph_parts(
         node = node_id("content", it.content_id)
         part = store.get(node, key)
         if part is None:
-            part = make_part(own, settings)
-            store.put(node, key, part)
+            part = store.put(node, key, make_part(own, settings))
         parts.append(part)
         if it.cites is None:
             if needles is None:
