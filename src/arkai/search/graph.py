@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _encode_str  # the C one where built
@@ -489,18 +489,23 @@ def related_rows(
     """:func:`related_lists` from the edges alone: (source, target, type, weight) of the
     RELATED_TO and CITES edges; ``titles`` and ``ids`` (label and content ID by content node
     ID) say which ends are items."""
-    scored: dict[str, list[tuple[float, str, str, str]]] = {}
+    scored: defaultdict[str, list[tuple[float, str, str, str]]] = defaultdict(list)
     for s, t, kind, w in links:
         kinds = _RELATIONS.get(kind)
-        if kinds is None or s == t or s not in titles or t not in titles:
+        if kinds is None or s == t:
             continue
-        scored.setdefault(s, []).append((-w, titles[t], kinds[0], t))
-        scored.setdefault(t, []).append((-w, titles[s], kinds[1], s))
-    for src in sorted(scored, key=lambda n: ids[n]):
+        title_s, title_t = titles.get(s), titles.get(t)
+        if title_s is None or title_t is None:
+            continue
+        scored[s].append((-w, title_t, kinds[0], t))
+        scored[t].append((-w, title_s, kinds[1], s))
+    for src in sorted(scored, key=ids.__getitem__):
         seen: set[str] = set()
         rows: list[list[Any]] = []
         for neg_w, _, rel, other in sorted(scored[src]):
-            if other not in seen and len(rows) < limit:
+            if len(rows) >= limit:
+                break
+            if other not in seen:
                 seen.add(other)
                 rows.append([ids[other], rel, -neg_w])
         yield {"id": ids[src], "related": rows}
