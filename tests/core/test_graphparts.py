@@ -221,3 +221,17 @@ def test_full_rebuilds_every_part(tmp_path: Path) -> None:
     gp = graph_parts(items, SETTINGS, related_edges(feats, 2, 3), store)
     assert store.built == len(items)
     assert b"".join(iter_json(gp)) == reference(items)[0]
+
+
+def test_the_item_caches_pruning_leaves_the_parts_file(tmp_path: Path) -> None:
+    # The parts file sits in the item cache's folder; the index stage prunes that folder of
+    # the entries of items that left before the graph step runs.
+    from arkai.adapters.itemcache import ItemCache
+
+    rng = random.Random(1)
+    items = [random_item(rng, i) for i in range(3)]
+    assembled(items, tmp_path)
+    ItemCache(tmp_path).put(items[0].content_id, "k", "main", {"x": 1})
+    assert ItemCache(tmp_path).prune(set()) == 1
+    *_, store = assembled(items, tmp_path)
+    assert store.built == 0 and store.rejected == 0

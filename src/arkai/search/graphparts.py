@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import atomic_write
+from arkai.adapters.itemcache import CACHE_DIR
 from arkai.core import canonjson
 from arkai.search.graph import (
     GRAPH_VERSION,
@@ -63,7 +64,8 @@ from arkai.search.graph import (
 )
 
 VERSION = 1
-PARTS = Path(".arkai") / "index-cache" / "graph-parts.bin"
+PARTS = CACHE_DIR / "graph-parts.bin"
+"""Beside the item cache's folders (whose pruning leaves files alone)."""
 
 
 Blob = bytes | memoryview
