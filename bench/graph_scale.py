@@ -1,9 +1,10 @@
 """Graph benchmark: the index stage's graph step over N synthetic items — from scratch, then
 one item's entities changed (its RELATED_TO list recomputed from the per-item cache, the lists
-it enters or leaves brought up to date, the rest kept) — and the site's related-items reader on
-the ``related.jsonl`` it writes, for each cap on RELATED_TO neighbours per item
-(``index.graph.max_related``; 0: no cap, every related pair). Each phase is a child process so
-its CPU seconds and peak RSS are its own. Prints JSON.
+it enters or leaves brought up to date, the rest kept; its part of the three files made again,
+every other item's copied from the parts cache, ``arkai.search.graphparts``) — and the site's
+related-items reader on the ``related.jsonl`` it writes, for each cap on RELATED_TO neighbours
+per item (``index.graph.max_related``; 0: no cap, every related pair). Each phase is a child
+process so its CPU seconds and peak RSS are its own. Prints JSON.
 
     python bench/graph_scale.py [--items 1000 3000 10000] [--caps 0 20] [--uncapped-max 3000]
                                 [--entities 8] [--vocabulary 400]
@@ -30,9 +31,8 @@ CHILD = """
 import json, random, sys, time
 from pathlib import Path
 from arkai.adapters.itemcache import ItemCache
-from arkai.core import canonjson
-from arkai.search.graph import GraphItem, build_graph, features, node_id, related_lists
-from arkai.search.graph import iter_graphml, iter_json
+from arkai.search.graph import GraphItem, GraphSettings, features, node_id
+from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.adapters.fs import write_chunks_if_changed, write_if_changed
 from arkai.search.graphcache import update_related
 
@@ -63,18 +63,22 @@ nodes = {node_id("content", it.content_id): it for it in items}
 up = update_related({m: features(it) for m, it in nodes.items()},
                     {m: it.content_id for m, it in nodes.items()}, ItemCache(root), 2, cap)
 related_s = time.process_time() - started
-graph = build_graph(items, related=up.edges)
+parts_started = time.process_time()
+store = PartStore(root)
+graph = graph_parts(items, GraphSettings(max_related=cap), up.edges, store)
+parts_s = time.process_time() - parts_started
 index = root / "index"
 # The index stage's writers (arkai.ops.index._graph).
 write_chunks_if_changed(index / "graph.json", iter_json(graph))
 write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
-write_if_changed(index / "related.jsonl",
-                 canonjson.dumps_lines(related_lists(graph)).encode())
+write_if_changed(index / "related.jsonl", related_jsonl(graph))
 print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up.changed,
                   "neighbour_lists_merged": up.merged,
                   "neighbour_lists_recomputed": up.recomputed,
                   "graph_step_s": round(time.process_time() - started, 2),
-                  "edges": len(graph.edges),
+                  "parts_s": round(parts_s, 2), "parts_built": store.built,
+                  "parts_rejected": store.rejected,
+                  "edges": graph.edges,
                   "related_edges": len(up.edges)}))
 """
 

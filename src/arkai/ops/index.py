@@ -69,16 +69,13 @@ from arkai.search.graph import (
     GraphItem,
     GraphSettings,
     Needle,
-    build_graph,
     cite_needles,
     features,
     find_cites,
-    iter_graphml,
-    iter_json,
     node_id,
-    related_lists,
 )
 from arkai.search.graphcache import update_related
+from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
     ItemTerms,
@@ -713,16 +710,20 @@ def _graph(
         settings.max_related,
         full=full,
     )
-    graph = build_graph(items, settings, related.edges)
+    # Each item's share of the files from the parts cache (only a changed item's is made),
+    # joined by the edges between items: the bytes build_graph's writers give (tested).
+    parts = PartStore(root, full=full)
+    graph = graph_parts(items, settings, related.edges, parts)
+    info["graph_parts_built"], info["graph_parts_rejected"] = parts.built, parts.rejected
     info["related_recomputed"] = related.changed
     info["related_neighbours_updated"] = related.merged + related.recomputed
     del items, nodes, related
-    # In pieces, never whole in memory (each file about as large as the graph's objects).
+    # In pieces, never whole in memory.
     for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
         if write_chunks_if_changed(out / name, pieces):
             summary.written.append(name)
-    put(RELATED, canonjson.dumps_lines(related_lists(graph)).encode("utf-8"))
-    summary.nodes, summary.edges = len(graph.nodes), len(graph.edges)
+    put(RELATED, related_jsonl(graph))
+    summary.nodes, summary.edges = graph.nodes, graph.edges
     info.update(nodes=summary.nodes, edges=summary.edges)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _encode_str  # the C one where built
@@ -424,6 +424,11 @@ def _indented(v: Any, pad: str) -> str:
     return _scalar(v)
 
 
+def json_row(row: Mapping[str, Any]) -> str:
+    """One node or edge of :func:`iter_json` as it stands in the file (indented, no comma)."""
+    return "    " + _indented(row, "    ")
+
+
 def iter_json(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
     """``graph.json`` in pieces (a few thousand nodes or edges each): the bytes
     :func:`arkai.core.canonjson.dumps` gives for :meth:`Graph.to_dict` (tested), without the
@@ -441,7 +446,7 @@ def iter_json(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
             continue
         yield f'  "{key}": [\n'.encode()
         for start in range(0, len(rows), batch):
-            part = ",\n".join("    " + _indented(r, "    ") for r in rows[start : start + batch])
+            part = ",\n".join(json_row(r) for r in rows[start : start + batch])
             yield (part + (",\n" if start + batch < len(rows) else "\n")).encode("utf-8")
         yield b"  ],\n"
     yield f'  "version": {_scalar(doc["version"])}\n}}\n'.encode()
@@ -467,20 +472,40 @@ def related_lists(graph: Graph, limit: int = RELATED_LIMIT) -> Iterator[dict[str
     content = [n for n in graph.nodes if n["type"] == "Content"]
     titles = {n["id"]: str(n.get("label", "")) for n in content}
     ids = {n["id"]: str(n["content_id"]) for n in content}
-    scored: dict[str, list[tuple[float, str, str, str]]] = {}
-    for e in graph.edges:
-        kinds = _RELATIONS.get(e["type"])
-        s, t = e["source"], e["target"]
-        if kinds is None or s == t or s not in titles or t not in titles:
+    links = (
+        (e["source"], e["target"], e["type"], float(e["weight"]))
+        for e in graph.edges
+        if e["type"] in _RELATIONS
+    )
+    return related_rows(links, titles, ids, limit)
+
+
+def related_rows(
+    links: Iterable[tuple[str, str, str, float]],
+    titles: Mapping[str, str],
+    ids: Mapping[str, str],
+    limit: int = RELATED_LIMIT,
+) -> Iterator[dict[str, Any]]:
+    """:func:`related_lists` from the edges alone: (source, target, type, weight) of the
+    RELATED_TO and CITES edges; ``titles`` and ``ids`` (label and content ID by content node
+    ID) say which ends are items."""
+    scored: defaultdict[str, list[tuple[float, str, str, str]]] = defaultdict(list)
+    for s, t, kind, w in links:
+        kinds = _RELATIONS.get(kind)
+        if kinds is None or s == t:
             continue
-        w = float(e["weight"])
-        scored.setdefault(s, []).append((-w, titles[t], kinds[0], t))
-        scored.setdefault(t, []).append((-w, titles[s], kinds[1], s))
-    for src in sorted(scored, key=lambda n: ids[n]):
+        title_s, title_t = titles.get(s), titles.get(t)
+        if title_s is None or title_t is None:
+            continue
+        scored[s].append((-w, title_t, kinds[0], t))
+        scored[t].append((-w, title_s, kinds[1], s))
+    for src in sorted(scored, key=ids.__getitem__):
         seen: set[str] = set()
         rows: list[list[Any]] = []
         for neg_w, _, rel, other in sorted(scored[src]):
-            if other not in seen and len(rows) < limit:
+            if len(rows) >= limit:
+                break
+            if other not in seen:
                 seen.add(other)
                 rows.append([ids[other], rel, -neg_w])
         yield {"id": ids[src], "related": rows}
@@ -525,6 +550,55 @@ def _data(key: str, text: str) -> str:
     return f'      <data key="{key}">{text.translate(_TEXT_ESCAPES)}</data>\n'
 
 
+def _attr(value: str) -> str:
+    return value.translate(_ATTR_ESCAPES)
+
+
+def xml_node(node: Mapping[str, Any]) -> str:
+    """One ``<node>`` element of :func:`iter_graphml`, its lines."""
+    body = [
+        _data(f"n_{name}", _value(node[name], kind))
+        for name, kind in _NODE_ATTRS
+        if node.get(name) not in (None, "")
+    ]
+    head = f'    <node id="{_attr(node["id"])}"'
+    return f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n"
+
+
+def xml_edge_rest(edge: Mapping[str, Any]) -> str:
+    """One ``<edge>`` element of :func:`iter_graphml` after its ``id`` attribute (the edge's
+    position in the file, which the caller adds)."""
+    body = [
+        _data(f"e_{name}", _value(edge[name], kind))
+        for name, kind in _EDGE_ATTRS
+        if edge.get(name) is not None and not (isinstance(edge[name], list) and not edge[name])
+    ]
+    head = f' source="{_attr(edge["source"])}" target="{_attr(edge["target"])}"'
+    return f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n"
+
+
+GRAPHML_EMPTY = '  <graph id="arkai" edgedefault="directed" />\n'
+GRAPHML_OPEN = '  <graph id="arkai" edgedefault="directed">\n'
+GRAPHML_CLOSE = "  </graph>\n"
+GRAPHML_END = "</graphml>\n"
+
+
+def graphml_head() -> list[str]:
+    """The lines of :func:`iter_graphml` before the graph: the declaration and the keys."""
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>\n',
+        f'<graphml xmlns="{GRAPHML_NS}" xmlns:xsi="{_XSI}" '
+        f'xsi:schemaLocation="{_attr(f"{GRAPHML_NS} {_SCHEMA}")}">\n',
+    ]
+    for scope, attrs, prefix in (("node", _NODE_ATTRS, "n"), ("edge", _EDGE_ATTRS, "e")):
+        for name, kind in attrs:
+            out.append(
+                f'  <key id="{prefix}_{name}" for="{scope}" attr.name="{name}" '
+                f'attr.type="{kind}" />\n'
+            )
+    return out
+
+
 def to_graphml(graph: Graph) -> bytes:
     """:func:`iter_graphml`, whole."""
     return b"".join(iter_graphml(graph))
@@ -536,50 +610,21 @@ def iter_graphml(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
     ``xml.etree.ElementTree`` gives for the same document indented by two spaces (tested), at
     a fraction of the cost of building the tree."""
 
-    def attr(value: str) -> str:
-        return value.translate(_ATTR_ESCAPES)
-
-    out = [
-        '<?xml version="1.0" encoding="UTF-8"?>\n',
-        f'<graphml xmlns="{GRAPHML_NS}" xmlns:xsi="{_XSI}" '
-        f'xsi:schemaLocation="{attr(f"{GRAPHML_NS} {_SCHEMA}")}">\n',
-    ]
-    for scope, attrs, prefix in (("node", _NODE_ATTRS, "n"), ("edge", _EDGE_ATTRS, "e")):
-        for name, kind in attrs:
-            out.append(
-                f'  <key id="{prefix}_{name}" for="{scope}" attr.name="{name}" '
-                f'attr.type="{kind}" />\n'
-            )
+    out = graphml_head()
     if not graph.nodes and not graph.edges:
-        out.append('  <graph id="arkai" edgedefault="directed" />\n')
+        out.append(GRAPHML_EMPTY)
     else:
-        out.append('  <graph id="arkai" edgedefault="directed">\n')
+        out.append(GRAPHML_OPEN)
         for node in graph.nodes:
-            body = [
-                _data(f"n_{name}", _value(node[name], kind))
-                for name, kind in _NODE_ATTRS
-                if node.get(name) not in (None, "")
-            ]
-            head = f'    <node id="{attr(node["id"])}"'
-            out.append(f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n")
+            out.append(xml_node(node))
             if len(out) >= batch:
                 yield "".join(out).encode("utf-8")
                 out.clear()
         for n, edge in enumerate(graph.edges):
-            body = [
-                _data(f"e_{name}", _value(edge[name], kind))
-                for name, kind in _EDGE_ATTRS
-                if edge.get(name) is not None
-                and not (isinstance(edge[name], list) and not edge[name])
-            ]
-            head = (
-                f'    <edge id="e{n}" source="{attr(edge["source"])}" '
-                f'target="{attr(edge["target"])}"'
-            )
-            out.append(f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n")
+            out.append(f'    <edge id="e{n}"{xml_edge_rest(edge)}')
             if len(out) >= batch:
                 yield "".join(out).encode("utf-8")
                 out.clear()
-        out.append("  </graph>\n")
-    out.append("</graphml>\n")
+        out.append(GRAPHML_CLOSE)
+    out.append(GRAPHML_END)
     yield "".join(out).encode("utf-8")

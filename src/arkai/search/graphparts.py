@@ -1,0 +1,460 @@
+"""The graph files assembled from per-item parts (docs/index-format.md, "The graph files from
+per-item parts"): ``graph.json``, ``graph.graphml`` and ``related.jsonl`` at a cost that
+follows what changed, with the bytes :func:`arkai.search.graph.build_graph` and its writers
+give for the same items (tested).
+
+**Why the files split by item.** Every edge starts at a Content node (MENTIONS, TAGGED_WITH,
+RELATED_TO to a topic or to an item with a larger node ID, CITES), and edges are sorted by
+(source, target, type), so the edge lists are the items' edge lists, one after the other in
+node-ID order. Within one item, the edges to other items come first (``content:`` sorts
+before ``entity:``, ``tag:`` and ``topic:``). Nodes: every Content node (sorted) comes before
+every Entity, Tag and Topic node.
+
+**What is cached.** An item's *part* — its Content node and its edges to entities, tags and
+topics, serialized for both files, with the Entity, Tag and Topic nodes it names and the
+spellings of its entities — is a function of the item alone (its :class:`GraphItem` fields but
+``cites``, and the settings). Parts are kept in one file, ``.arkai/index-cache/graph-parts.bin``
+(:class:`PartStore`): per item a header line (node ID, key — a digest of those inputs —, the
+SHA-256 of the payload and its size), then the payload: a JSON header line and the serialized
+text, copied into the files as it is, never parsed. A record whose digest, shape or node is
+wrong is rebuilt, never used (:attr:`PartStore.rejected`); one that cannot be framed ends the
+reading, and the items from there on are rebuilt.
+
+**What is computed each run.** The edges between items (RELATED_TO from
+:mod:`arkai.search.graphcache`, CITES from the per-item counts) and the shared nodes (an
+Entity's label is the most frequent spelling over every item) are written from small tuples
+with fixed templates; everything else is the cached text, copied. ``related.jsonl`` comes from
+the same edge tuples (:func:`arkai.search.graph.related_rows`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from arkai.adapters.fs import atomic_write
+from arkai.adapters.itemcache import CACHE_DIR
+from arkai.core import canonjson
+from arkai.search.graph import (
+    GRAPH_VERSION,
+    GRAPHML_CLOSE,
+    GRAPHML_EMPTY,
+    GRAPHML_END,
+    GRAPHML_OPEN,
+    GraphItem,
+    GraphSettings,
+    Needle,
+    _entities,
+    build_graph,
+    cite_needles,
+    entity_mentions,
+    find_cites,
+    graphml_head,
+    json_row,
+    node_id,
+    related_rows,
+    throttled_quotes,
+    xml_edge_rest,
+    xml_node,
+)
+
+VERSION = 1
+PARTS = CACHE_DIR / "graph-parts.bin"
+"""Beside the item cache's folders (whose pruning leaves files alone)."""
+
+
+Blob = bytes | memoryview
+"""Serialized text, UTF-8: a part read back is a view into the parts file, not a copy."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPart:
+    """One item's share of the graph files that depends on it alone."""
+
+    node: str
+    """Its Content node ID."""
+    json_node: Blob
+    json_edges: Blob
+    """Its edges to entities, tags and topics as ``graph.json`` has them, joined by ``,\\n``
+    (empty when it has none)."""
+    xml_node: Blob
+    xml_edges: Blob
+    """The same edges as ``graph.graphml`` has them, each after its ``id`` attribute (which
+    the writer adds), back to back."""
+    xml_sizes: tuple[int, ...]
+    """The size of each of them in ``xml_edges``."""
+    shared: tuple[tuple[str, str, str], ...]
+    """(node ID, ``Entity``/``Tag``/``Topic``, entity type or label) of the nodes it names."""
+    spellings: tuple[tuple[str, str, int], ...]
+    """(entity node ID, spelling, times) of its entities: an Entity's label is the most
+    frequent spelling over every item."""
+
+    def encode(self) -> bytes:
+        """The payload: a header line (node ID, shared nodes, spellings, the blobs' sizes),
+        then the blobs, back to back."""
+        blobs = (self.json_node, self.json_edges, self.xml_node, self.xml_edges)
+        head = {"n": self.node, "s": [list(r) for r in self.shared],
+                "p": [list(r) for r in self.spellings], "x": list(self.xml_sizes),
+                "z": [len(x) for x in blobs]}  # fmt: skip
+        return b"".join((canonjson.dumps_line(head).encode("utf-8"), *blobs))
+
+    @classmethod
+    def decode(cls, payload: memoryview) -> ItemPart | None:
+        """The part of a payload, or None when it has not this shape."""
+        end = bytes(payload[:4096]).find(b"\n")
+        if end < 0:
+            end = bytes(payload).find(b"\n")
+        if end < 0:
+            return None
+        try:
+            head = json.loads(bytes(payload[:end]))
+            node, sizes, xml_sizes = head["n"], head["z"], tuple(head["x"])
+            shared = tuple((str(a), str(b), str(c)) for a, b, c in head["s"])
+            spell = tuple((str(a), str(b), int(c)) for a, b, c in head["p"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+        if not (
+            isinstance(node, str)
+            and isinstance(sizes, list)
+            and len(sizes) == 4
+            and all(type(z) is int and z >= 0 for z in (*sizes, *xml_sizes))
+            and sum(sizes) == len(payload) - end - 1
+            and sum(xml_sizes) == sizes[3]
+        ):
+            return None
+        blobs, pos = [], end + 1
+        for z in sizes:
+            blobs.append(payload[pos : pos + z])
+            pos += z
+        return cls(node, blobs[0], blobs[1], blobs[2], blobs[3], xml_sizes, shared, spell)
+
+
+def _own(it: GraphItem, s: GraphSettings) -> GraphItem:
+    """``it`` with its quotes and mentions worked out and no CITES (not the part's)."""
+    return replace(
+        it,
+        quotes=it.quotes if it.quotes is not None else throttled_quotes(it.evidence, s),
+        mentions=it.mentions if it.mentions is not None else entity_mentions(it.entities),
+        evidence=(), entities=(), text="", cites={},
+    )  # fmt: skip
+
+
+def part_key(it: GraphItem, s: GraphSettings) -> str:
+    """A digest of what ``it``'s part is made from (``it`` as :func:`_own` gives it)."""
+    doc = repr((
+        VERSION, GRAPH_VERSION, s.min_confidence, s.max_evidence, it.content_id, it.title,
+        it.path, it.content_type, it.url, tuple(it.tags), tuple(it.quotes or ()),
+        tuple(it.mentions or ()), tuple(it.high_topics),
+    ))  # fmt: skip
+    return "sha256:" + hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+def make_part(it: GraphItem, s: GraphSettings) -> ItemPart:
+    """``it``'s part: the graph of it alone, serialized (``it`` as :func:`_own` gives it)."""
+    g = build_graph([it], s, related={})
+    content = g.nodes[0]
+    assert content["type"] == "Content"  # "content:" sorts first
+    shared = tuple(
+        (n["id"], n["type"], n["entity_type"] if n["type"] == "Entity" else n["label"])
+        for n in g.nodes[1:]
+    )
+    spell: Counter[tuple[str, str]] = Counter()
+    for raw_name, etype, norm, _ in _entities(it):
+        spell[(node_id("entity", etype, norm), " ".join(raw_name.split()))] += 1
+    xml = [xml_edge_rest(e).encode("utf-8") for e in g.edges]
+    return ItemPart(
+        node=content["id"],
+        json_node=json_row(content).encode("utf-8"),
+        json_edges=",\n".join(json_row(e) for e in g.edges).encode("utf-8"),
+        xml_node=xml_node(content).encode("utf-8"),
+        xml_edges=b"".join(xml),
+        xml_sizes=tuple(map(len, xml)),
+        shared=shared,
+        spellings=tuple((e, sp, c) for (e, sp), c in sorted(spell.items())),
+    )
+
+
+class PartStore:
+    """The parts file: read whole when opened, written back whole when a part changed. One
+    record per item: a header line ``node ID\\tkey\\tSHA-256 of the payload\\tits size``, then
+    the payload (:meth:`ItemPart.encode`). A record that cannot be framed ends the reading
+    (the items from there on are rebuilt)."""
+
+    def __init__(self, root: Path, *, full: bool = False) -> None:
+        self.path = root / PARTS
+        self.rejected = 0
+        """Records that failed a check (damaged): rebuilt, never used."""
+        self.built = 0
+        self._records: dict[str, tuple[str, str, memoryview, Blob]] = {}
+        """node → (key, digest, payload, the whole record)."""
+        self._dirty = full
+        if full:
+            return
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        view, pos = memoryview(raw), 0
+        while pos < len(raw):
+            nl = raw.find(b"\n", pos)
+            head = raw[pos:nl].split(b"\t") if nl >= 0 else []
+            size = int(head[3]) if len(head) == 4 and head[3].isdigit() else -1
+            end = nl + 1 + size
+            if size < 0 or end > len(raw):
+                self.rejected += 1
+                self._dirty = True
+                break
+            node = head[0].decode("utf-8", "replace")
+            key, digest = head[1].decode("ascii", "replace"), head[2].decode("ascii", "replace")
+            self._records[node] = (key, digest, view[nl + 1 : end], view[pos:end])
+            pos = end
+
+    def get(self, node: str, key: str) -> ItemPart | None:
+        """The intact part stored for ``node`` with this ``key``."""
+        entry = self._records.get(node)
+        if entry is None or entry[0] != key:
+            return None
+        part = None
+        if entry[1] == hashlib.sha256(entry[2]).hexdigest():
+            part = ItemPart.decode(entry[2])
+        if part is None or part.node != node:
+            self.rejected += 1
+            del self._records[node]
+            self._dirty = True
+            return None
+        return part
+
+    def put(self, node: str, key: str, part: ItemPart) -> ItemPart:
+        """Store ``part``; returns it as read back (its text a view into the stored record,
+        so that it is held once)."""
+        payload = part.encode()
+        digest = hashlib.sha256(payload).hexdigest()
+        head = f"{node}\t{key}\t{digest}\t{len(payload)}\n".encode()
+        record = memoryview(head + payload)
+        self._records[node] = (key, digest, record[len(head) :], record)
+        self.built += 1
+        self._dirty = True
+        back = ItemPart.decode(record[len(head) :])
+        assert back is not None  # what encode writes, decode reads (tested)
+        return back
+
+    def save(self, keep: Iterable[str]) -> None:
+        """Write the records of the nodes in ``keep`` (sorted) when any changed or went."""
+        nodes = sorted(keep)
+        if not self._dirty and len(nodes) == len(self._records):
+            return
+        records = self._records
+
+        def write(fh: Any) -> None:
+            for n in nodes:
+                fh.write(records[n][3])
+
+        atomic_write(self.path, write, fsync=False)  # derived: rebuilt when lost
+
+
+Links = dict[str, list[tuple[str, str, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphParts:
+    """Every item's part (sorted by node ID) and what joins them."""
+
+    parts: Sequence[ItemPart]
+    links: Links
+    """Per source node, its edges to other items: (target, type, weight), sorted."""
+    shared: Sequence[dict[str, Any]]
+    """The Entity, Tag and Topic nodes, sorted."""
+    titles: Mapping[str, str]
+    ids: Mapping[str, str]
+    """Content node ID → title, content ID."""
+
+    @property
+    def edges(self) -> int:
+        return sum(len(p.xml_sizes) for p in self.parts) + sum(map(len, self.links.values()))
+
+    @property
+    def nodes(self) -> int:
+        return len(self.parts) + len(self.shared)
+
+
+def assemble(
+    parts: Iterable[ItemPart],
+    related: Mapping[tuple[str, str], float],
+    cites: Mapping[str, Mapping[str, int]],
+    titles: Mapping[str, str],
+    ids: Mapping[str, str],
+) -> GraphParts:
+    """The graph of the items whose ``parts`` these are, with ``related`` (RELATED_TO between
+    items, ``(smaller node ID, larger node ID)`` → weight) and ``cites`` (content node ID →
+    cited content node ID → occurrences); ``titles`` and ``ids``: each item's title and
+    content ID by node ID."""
+    links: Links = {}
+    for (a, b), w in related.items():
+        links.setdefault(a, []).append((b, "RELATED_TO", round(float(w), 6)))
+    for src, cited in cites.items():
+        for dst, count in cited.items():
+            if count:
+                links.setdefault(src, []).append((dst, "CITES", float(count)))
+    for rows in links.values():
+        rows.sort()
+    ordered = sorted(parts, key=lambda p: p.node)
+    return GraphParts(ordered, links, _shared_nodes(ordered), titles, ids)
+
+
+def _shared_nodes(parts: Iterable[ItemPart]) -> list[dict[str, Any]]:
+    nodes: dict[str, dict[str, Any]] = {}
+    spellings: dict[str, Counter[str]] = {}
+    for p in parts:
+        for nid, kind, value in p.shared:
+            if nid not in nodes:
+                key = "entity_type" if kind == "Entity" else "label"
+                nodes[nid] = {"id": nid, "type": kind, key: value}
+        for eid, spelling, times in p.spellings:
+            spellings.setdefault(eid, Counter())[spelling] += times
+    for eid, counts in spellings.items():
+        # The most frequent spelling; ties go to the first in sort order (as build_graph).
+        nodes[eid]["label"] = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    return [nodes[k] for k in sorted(nodes)]
+
+
+# The edges between items, from fixed templates: their ends are content node IDs, NMTOKENs by
+# construction (:func:`arkai.search.graph.node_id`), which neither JSON nor XML escapes; their
+# weights are floats (``repr``, as both writers give them); their evidence is empty.
+
+
+def _json_link(src: str, dst: str, kind: str, weight: float) -> str:
+    return (
+        f'    {{\n      "evidence": [],\n      "source": "{src}",\n      "target": "{dst}",\n'
+        f'      "type": "{kind}",\n      "weight": {weight!r}\n    }}'
+    )
+
+
+def _xml_link(src: str, dst: str, kind: str, weight: float) -> str:
+    return (
+        f' source="{src}" target="{dst}">\n      <data key="e_type">{kind}</data>\n'
+        f'      <data key="e_weight">{weight!r}</data>\n    </edge>\n'
+    )
+
+
+def _json_list(key: str, rows: Iterable[Blob], batch: int) -> Iterator[bytes]:
+    """``  "key": [ … ],`` of :func:`arkai.search.graph.iter_json`, in pieces. A row may be
+    several rows already joined by ``,\\n``."""
+    out: list[Blob] = []
+    started = False
+    for row in rows:
+        out.append(row)
+        if len(out) >= batch:
+            yield (b",\n" if started else f'  "{key}": [\n'.encode()) + b",\n".join(out)
+            started = True
+            out.clear()
+    if out:
+        yield (b",\n" if started else f'  "{key}": [\n'.encode()) + b",\n".join(out)
+        started = True
+    yield b"\n  ],\n" if started else f'  "{key}": [],\n'.encode()
+
+
+def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
+    """``graph.json`` (the bytes of :func:`arkai.search.graph.iter_json` for the same
+    graph), in pieces."""
+    links = gp.links
+
+    def edges() -> Iterator[Blob]:
+        for p in gp.parts:
+            for d, k, w in links.get(p.node, ()):
+                yield _json_link(p.node, d, k, w).encode()
+            if len(p.json_edges):
+                yield p.json_edges
+
+    def nodes() -> Iterator[Blob]:
+        for p in gp.parts:
+            yield p.json_node
+        for node in gp.shared:
+            yield json_row(node).encode("utf-8")
+
+    yield b"{\n"
+    yield from _json_list("edges", edges(), batch)
+    yield from _json_list("nodes", nodes(), batch)
+    yield f'  "version": {GRAPH_VERSION}\n}}\n'.encode()
+
+
+def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
+    """``graph.graphml`` (the bytes of :func:`arkai.search.graph.iter_graphml` for the same
+    graph), in pieces."""
+    out: list[Blob] = [x.encode("utf-8") for x in graphml_head()]
+    if not gp.parts:  # no Content node: no other node and no edge either
+        out.append((GRAPHML_EMPTY + GRAPHML_END).encode())
+        yield b"".join(out)
+        return
+    out.append(GRAPHML_OPEN.encode())
+    for p in gp.parts:
+        out.append(p.xml_node)
+        if len(out) >= batch:
+            yield b"".join(out)
+            out.clear()
+    for node in gp.shared:
+        out.append(xml_node(node).encode("utf-8"))
+        if len(out) >= batch:
+            yield b"".join(out)
+            out.clear()
+    links = gp.links
+    n = 0
+    for p in gp.parts:
+        for d, k, w in links.get(p.node, ()):
+            out.append(f'    <edge id="e{n}"{_xml_link(p.node, d, k, w)}'.encode())
+            n += 1
+        pos, blob = 0, p.xml_edges
+        for size in p.xml_sizes:
+            out.append(f'    <edge id="e{n}"'.encode())
+            out.append(blob[pos : pos + size])
+            pos += size
+            n += 1
+        if len(out) >= batch:
+            yield b"".join(out)
+            out.clear()
+    out.append((GRAPHML_CLOSE + GRAPHML_END).encode())
+    yield b"".join(out)
+
+
+def related_jsonl(gp: GraphParts) -> bytes:
+    """``related.jsonl`` (what :func:`arkai.search.graph.related_lists` gives for the same
+    graph)."""
+    edges = ((s, d, k, w) for s, rows in gp.links.items() for d, k, w in rows)
+    return canonjson.dumps_lines(related_rows(edges, gp.titles, gp.ids)).encode("utf-8")
+
+
+def graph_parts(
+    items: Sequence[GraphItem],
+    settings: GraphSettings,
+    related: Mapping[tuple[str, str], float],
+    store: PartStore,
+) -> GraphParts:
+    """The graph of ``items`` with ``related`` (the :func:`arkai.search.graph.related_edges`
+    of the items, kept incrementally): each item's part from ``store`` when it holds it for
+    the item's inputs, else made and put there; the store is saved (with only these items)."""
+    parts: list[ItemPart] = []
+    cites: dict[str, Mapping[str, int]] = {}
+    titles: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    needles: list[Needle] | None = None
+    for it in items:
+        own = _own(it, settings)
+        key = part_key(own, settings)
+        node = node_id("content", it.content_id)
+        part = store.get(node, key)
+        if part is None:
+            part = store.put(node, key, make_part(own, settings))
+        parts.append(part)
+        if it.cites is None:
+            if needles is None:
+                needles = cite_needles((i.content_id, i.title, i.url) for i in items)
+            cites[node] = find_cites(it.content_id, it.text, needles)
+        else:
+            cites[node] = it.cites
+        titles[node], ids[node] = it.title, it.content_id
+    store.save(titles)
+    return assemble(parts, related, cites, titles, ids)

@@ -1,0 +1,237 @@
+"""The graph files assembled from cached per-item parts (arkai.search.graphparts): always the
+bytes build_graph and its writers give for the same items, after any change, addition or
+removal, and whatever was done to the parts file."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from arkai.core import canonjson
+from arkai.search.graph import (
+    GraphItem,
+    GraphSettings,
+    build_graph,
+    features,
+    node_id,
+    related_edges,
+    related_lists,
+    to_graphml,
+    to_json,
+)
+from arkai.search.graphparts import (
+    PARTS,
+    PartStore,
+    graph_parts,
+    iter_graphml,
+    iter_json,
+    related_jsonl,
+)
+
+SETTINGS = GraphSettings(max_related=3)
+NAMES = ["Amara Okafor", "amara  okafor", "HiveSense", "HIVESENSE", "Lisbon", "Café <&> Ltd",
+         "Zoë", "R&D \"Lab\"", "x"]  # fmt: skip
+TAGS = ["bees", "city", "two words", "a&b", "ünï"]
+TERMS = ["hives", "varroa", "firmware", "pollen <b>", "wax"]
+
+
+def random_item(rng: random.Random, i: int, salt: int = 0) -> GraphItem:
+    cid = f"{i:016x}"
+    names = rng.sample(NAMES, rng.randint(0, 5))
+    mentions = [(n, rng.choice(["person", "org", "Person", ""]), rng.randint(1, 4)) for n in names]
+    quotes = [(f"{i:08x}{k:08x}", rng.choice(NAMES).casefold() + f" said {salt}") for k in
+              range(rng.randint(0, 3))]  # fmt: skip
+    others = [f"Title number {rng.randrange(40)}", f"https://example.org/{rng.randrange(40)}"]
+    return GraphItem(
+        content_id=cid,
+        title=f"Title number {i}" if rng.random() < 0.9 else f"T{i}",
+        path=f'library/notes/{i} "quoted" & <b>',
+        content_type=rng.choice(["notes", "talks", ""]),
+        url=f"https://example.org/{i}" if rng.random() < 0.5 else None,
+        tags=rng.sample(TAGS, rng.randint(0, 2)),
+        text=" ".join(rng.sample(others, rng.randint(0, 2)) * rng.randint(1, 2)) + f" {salt}",
+        quotes=quotes,
+        mentions=mentions,
+        high_topics=[(t, round(rng.random(), 3)) for t in rng.sample(TERMS, rng.randint(0, 2))],
+    )
+
+
+def reference(items: list[GraphItem]) -> tuple[bytes, bytes, bytes]:
+    g = build_graph(items, SETTINGS)
+    return to_json(g), to_graphml(g), canonjson.dumps_lines(related_lists(g)).encode()
+
+
+def assembled(items: list[GraphItem], root: Path) -> tuple[bytes, bytes, bytes, PartStore]:
+    feats = {node_id("content", it.content_id): features(it) for it in items}
+    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    store = PartStore(root)
+    gp = graph_parts(items, SETTINGS, related, store)
+    out = b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)), related_jsonl(gp)
+    return (*out, store)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_parts_give_the_bytes_of_the_whole_graph(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    items = [random_item(rng, i) for i in range(25)]
+    want = reference(items)
+    *got, store = assembled(items, tmp_path)
+    assert tuple(got) == want
+    assert store.built == len(items) and store.rejected == 0
+    *again, store = assembled(items, tmp_path)  # every part from the file now
+    assert tuple(again) == want
+    assert store.built == 0 and store.rejected == 0
+
+
+def test_empty_and_single_item(tmp_path: Path) -> None:
+    *got, _ = assembled([], tmp_path)
+    assert tuple(got) == reference([])
+    lone = [GraphItem(content_id="a" * 16, title="Alone", path="library/x")]
+    *got, _ = assembled(lone, tmp_path)
+    assert tuple(got) == reference(lone)
+
+
+def test_content_ids_that_need_escaping_are_slugged_first(tmp_path: Path) -> None:
+    # The edges between items are written from templates that escape nothing: their ends are
+    # node IDs, which have no character either format escapes.
+    rng = random.Random(11)
+    odd = ['a&b <c> "d"', "é ü", "x\ty", "plain"]
+    items = [replace(random_item(rng, i), content_id=cid, mentions=[("Lisbon", "place", 1),
+             ("HiveSense", "org", 1)], text=f"Title number {(i + 1) % 4}")
+             for i, cid in enumerate(odd)]  # fmt: skip
+    *got, _ = assembled(items, tmp_path)
+    assert tuple(got) == reference(items)
+    assert b'"type": "CITES"' in got[0] and b'"type": "RELATED_TO",\n      "weight": 1.0' in got[0]
+
+
+def test_change_add_remove_equal_a_build_from_scratch(tmp_path: Path) -> None:
+    rng = random.Random(99)
+    items = [random_item(rng, i) for i in range(30)]
+    assembled(items, tmp_path)
+    for round_ in range(15):
+        what = round_ % 3
+        if what == 0:  # one item changed
+            j = rng.randrange(len(items))
+            items[j] = random_item(rng, int(items[j].content_id, 16), salt=round_)
+        elif what == 1:  # one added
+            items.append(random_item(rng, 100 + round_))
+        else:  # one removed
+            items.pop(rng.randrange(len(items)))
+        *got, store = assembled(items, tmp_path)
+        assert tuple(got) == reference(items), (round_, what)
+        assert store.rejected == 0
+        # Only the changed or added item's part is made: the work follows the change.
+        assert store.built == [1, 1, 0][what] if what else store.built <= 1
+        # A removed item's part went with it.
+        assert len(records((tmp_path / PARTS).read_bytes())) == len(items)
+
+
+def test_a_title_change_reaches_the_neighbours_lines(tmp_path: Path) -> None:
+    # Titles order related.jsonl rows and label nothing else: a retitled item changes its
+    # neighbours' lines, whose parts are not rebuilt.
+    rng = random.Random(5)
+    items = [random_item(rng, i) for i in range(20)]
+    assembled(items, tmp_path)
+    items[3] = replace(items[3], title="A brand new title")
+    *got, store = assembled(items, tmp_path)
+    assert tuple(got) == reference(items) and store.built == 1
+
+
+def records(raw: bytes) -> list[tuple[list[bytes], bytes]]:
+    """The parts file's records: (header fields, payload)."""
+    out, pos = [], 0
+    while pos < len(raw):
+        nl = raw.index(b"\n", pos)
+        head = raw[pos:nl].split(b"\t")
+        end = nl + 1 + int(head[3])
+        out.append((head, raw[nl + 1 : end]))
+        pos = end
+    return out
+
+
+def record(head: list[bytes], payload: bytes, *, forge: bool = True) -> bytes:
+    """A record with ``head``'s node and key; with ``forge``, a digest and size that match."""
+    if forge:
+        head = [head[0], head[1], hashlib.sha256(payload).hexdigest().encode(),
+                str(len(payload)).encode()]  # fmt: skip
+    return b"\t".join(head) + b"\n" + payload
+
+
+DAMAGE = {  # what is done to the 5th of 12 records → (rejected, parts rebuilt)
+    "flip": (1, 1),  # a byte of the payload changed: its digest no longer matches
+    "wrong-node": (1, 1),  # another item's part under this item's node and key
+    "wrong-shape": (1, 1),  # a consistent digest over a payload of the wrong shape
+    "wrong-sizes": (1, 1),  # …over blob sizes that do not add up
+    "wrong-edge-sizes": (1, 1),  # …over GraphML edge sizes that do not add up
+    "truncate": (1, 8),  # the file ends inside it: it and those after it are rebuilt
+    "junk": (1, 8),  # its header line is not one: the file cannot be framed from there
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_or_forged_part_is_rebuilt_not_used(tmp_path: Path, damage: str) -> None:
+    rng = random.Random(7)
+    items = [random_item(rng, i) for i in range(12)]
+    want = reference(items)
+    assembled(items, tmp_path)
+    path = tmp_path / PARTS
+    raw = path.read_bytes()
+    recs = records(raw)
+    assert len(recs) == 12
+    blobs = [record(h, pl, forge=False) for h, pl in recs]
+    assert b"".join(blobs) == raw
+    head, payload = recs[4]
+    if damage == "flip":
+        assert b"Title number" in payload
+        blobs[4] = record(head, payload.replace(b"Title number", b"Title numbex", 1), forge=False)
+    elif damage == "wrong-node":
+        blobs[4] = record(head[:2] + recs[5][0][2:], recs[5][1], forge=False)
+    elif damage == "wrong-shape":
+        blobs[4] = record(head, b'{"n": 1}\n')
+    elif damage == "wrong-sizes":
+        first, rest = payload.split(b"\n", 1)
+        blobs[4] = record(head, first.replace(b'"z":[', b'"z":[1,', 1) + b"\n" + rest)
+    elif damage == "wrong-edge-sizes":
+        first, rest = payload.split(b"\n", 1)
+        blobs[4] = record(head, first.replace(b'"x":[', b'"x":[1,', 1) + b"\n" + rest)
+    elif damage == "truncate":
+        blobs[4:] = [blobs[4][: len(blobs[4]) // 2]]
+    else:
+        blobs[4] = b"not a part at all\n" + payload
+    assert b"".join(blobs) != raw
+    path.write_bytes(b"".join(blobs))
+    *got, store = assembled(items, tmp_path)
+    assert tuple(got) == want
+    assert (store.rejected, store.built) == DAMAGE[damage]
+    *got, store = assembled(items, tmp_path)  # repaired in the file
+    assert tuple(got) == want and store.built == 0 and store.rejected == 0
+    assert path.read_bytes() == raw
+
+
+def test_full_rebuilds_every_part(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    items = [random_item(rng, i) for i in range(8)]
+    assembled(items, tmp_path)
+    feats = {node_id("content", it.content_id): features(it) for it in items}
+    store = PartStore(tmp_path, full=True)
+    gp = graph_parts(items, SETTINGS, related_edges(feats, 2, 3), store)
+    assert store.built == len(items)
+    assert b"".join(iter_json(gp)) == reference(items)[0]
+
+
+def test_the_item_caches_pruning_leaves_the_parts_file(tmp_path: Path) -> None:
+    # The parts file sits in the item cache's folder; the index stage prunes that folder of
+    # the entries of items that left before the graph step runs.
+    from arkai.adapters.itemcache import ItemCache
+
+    rng = random.Random(1)
+    items = [random_item(rng, i) for i in range(3)]
+    assembled(items, tmp_path)
+    ItemCache(tmp_path).put(items[0].content_id, "k", "main", {"x": 1})
+    assert ItemCache(tmp_path).prune(set()) == 1
+    *_, store = assembled(items, tmp_path)
+    assert store.built == 0 and store.rejected == 0
