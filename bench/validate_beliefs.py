@@ -108,14 +108,15 @@ def reject(folder: Path, claim: str) -> None:
 
 
 def beliefs_from_scratch(repo: Path, src: Path) -> bool:
-    """Replay a copy without beliefs/, the replay log and the beliefs' vectors (the statement
-    store stays: the same vectors) and compare the files."""
+    """Replay a copy without beliefs/, the replay log, the beliefs' vectors and the episode
+    table (the statement store stays: the same vectors) and compare the files."""
     scratch = repo.parent / "scratch"
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(repo, scratch, symlinks=True, ignore=shutil.ignore_patterns(".bench-bases"))
     shutil.rmtree(scratch / "beliefs")
     for name in ("replay.json", "vectors.npy"):
         (scratch / "index" / "beliefs" / name).unlink(missing_ok=True)
+    (scratch / ".arkai" / "index-cache" / "episodes.tsv").unlink(missing_ok=True)
     child(scratch, "beliefs", "auto", src)
     names = ["beliefs/beliefs.json", "beliefs/changes.jsonl", "index/beliefs/vectors.npy"]
     names += ["index/beliefs/replay.json"] if (repo / "index/beliefs/replay.json").exists() else []

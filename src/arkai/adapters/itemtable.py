@@ -83,7 +83,8 @@ class ItemTable:
         self.kept: dict[str, Row] = {}
         self.rejected = 0
         """Lines that failed their digest or did not parse (ignored, rebuilt)."""
-        self._raw = b""
+        self._written = ""
+        """The SHA-256 of the file as read or last written (unchanged: not written again)."""
         self._load()
 
     def _load(self) -> None:
@@ -95,7 +96,7 @@ class ItemTable:
         if head != self.header:
             self.rejected += 1
             return
-        self._raw = raw
+        self._written = hashlib.sha256(raw).hexdigest()
         for line in rest.split(b"\n"):
             if not line:
                 continue
@@ -146,9 +147,10 @@ class ItemTable:
             body = b"\t".join((cid.encode(), (r.stat or "-").encode(), r.key.encode(), r.body))
             lines.append(hashlib.sha256(body).hexdigest().encode() + b"\t" + body)
         data = b"\n".join(lines) + b"\n"
-        if data == self._raw:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest == self._written:
             return False
         # Derived, rebuilt when lost: no fsync (a torn line fails its digest check).
         atomic_write_bytes(self.path, data, fsync=False)
-        self._raw = data
+        self._written = digest
         return True
