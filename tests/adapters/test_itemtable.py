@@ -31,6 +31,8 @@ def test_a_row_is_found_by_its_stat_or_its_key_and_survives_a_reload(
     again = ItemTable(tmp_path, "t", "v1")
     row = again.by_stat("item1", st[0])
     assert row is not None and row.body == b'{"x":1}' and row.key == "sha256:k1"
+    again.keep("item1", st, row.key, row.body)
+    assert not again.save(prune=True)  # a pass that changed nothing writes nothing
     assert again.by_key("item1", "sha256:k1") is row and again.by_key("item1", "sha256:k2") is None
     files[0].write_text("uno")  # a write changes the stat digest
     assert again.by_stat("item1", stat_digest(files)[0]) is None  # type: ignore[index]

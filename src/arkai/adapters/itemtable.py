@@ -27,11 +27,11 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from arkai.adapters.fs import atomic_write_bytes
+from arkai.adapters.fs import write_chunks_if_changed
 
 CACHE_DIR = Path(".arkai") / "index-cache"
 FORMAT = 1
@@ -83,34 +83,35 @@ class ItemTable:
         self.kept: dict[str, Row] = {}
         self.rejected = 0
         """Lines that failed their digest or did not parse (ignored, rebuilt)."""
-        self._written = ""
-        """The SHA-256 of the file as read or last written (unchanged: not written again)."""
+        self._dirty = False
+        """A record kept differs from the one loaded (or is new): :meth:`save` writes."""
         self._load()
 
     def _load(self) -> None:
         try:
-            raw = self.path.read_bytes()
+            fh = self.path.open("rb")
         except OSError:
             return
-        head, _, rest = raw.partition(b"\n")
-        if head != self.header:
-            self.rejected += 1
-            return
-        self._written = hashlib.sha256(raw).hexdigest()
-        for line in rest.split(b"\n"):
-            if not line:
-                continue
-            digest, _, body = line.partition(b"\t")
-            parts = body.split(b"\t", 3)
-            if hashlib.sha256(body).hexdigest().encode() != digest or len(parts) != 4:
+        with fh:  # line by line: the file is never held whole
+            if fh.readline().rstrip(b"\n") != self.header:
                 self.rejected += 1
-                continue
-            try:
-                cid, st, key = (p.decode("utf-8") for p in parts[:3])
-            except UnicodeDecodeError:
-                self.rejected += 1
-                continue
-            self.rows[cid] = Row(None if st == "-" else st, key, parts[3])
+                self._dirty = True
+                return
+            for raw in fh:
+                line = raw.rstrip(b"\n")
+                digest, _, body = line.partition(b"\t")
+                parts = body.split(b"\t", 3)
+                if hashlib.sha256(body).hexdigest().encode() != digest or len(parts) != 4:
+                    self.rejected += 1
+                    self._dirty = True
+                    continue
+                try:
+                    cid, st, key = (p.decode("utf-8") for p in parts[:3])
+                except UnicodeDecodeError:
+                    self.rejected += 1
+                    self._dirty = True
+                    continue
+                self.rows[cid] = Row(None if st == "-" else st, key, parts[3])
 
     def by_stat(self, content_id: str, stat_key: str | None) -> Row | None:
         """The item's record when its files' :func:`stat_digest` is the one recorded."""
@@ -135,22 +136,27 @@ class ItemTable:
         st = None
         if stats is not None and stats[1] < time.time_ns() - RACY_NS:
             st = stats[0]
+        old = self.rows.get(content_id)
+        if old is None or (old.stat, old.key) != (st, key) or old.body != body:
+            self._dirty = True
         self.kept[content_id] = Row(st, key, body)
 
     def save(self, *, prune: bool) -> bool:
-        """Write the table (atomically, only when it changed): the records kept in this pass,
-        and with ``prune=False`` the other ones loaded too. Whether it was written."""
-        rows = dict(self.kept) if prune else {**self.rows, **self.kept}
-        lines = [self.header]
-        for cid in sorted(rows):
-            r = rows[cid]
-            body = b"\t".join((cid.encode(), (r.stat or "-").encode(), r.key.encode(), r.body))
-            lines.append(hashlib.sha256(body).hexdigest().encode() + b"\t" + body)
-        data = b"\n".join(lines) + b"\n"
-        digest = hashlib.sha256(data).hexdigest()
-        if digest == self._written:
+        """Write the table (atomically, streamed, only when a record changed): the records kept
+        in this pass, and with ``prune=False`` the other ones loaded too. Whether it was
+        written."""
+        rows = self.kept if prune else {**self.rows, **self.kept}
+        if not self._dirty and (not prune or len(self.kept) == len(self.rows)):
             return False
+
+        def lines() -> Iterator[bytes]:
+            yield self.header + b"\n"
+            for cid in sorted(rows):
+                r = rows[cid]
+                body = b"\t".join((cid.encode(), (r.stat or "-").encode(), r.key.encode(), r.body))
+                yield hashlib.sha256(body).hexdigest().encode() + b"\t" + body + b"\n"
+
         # Derived, rebuilt when lost: no fsync (a torn line fails its digest check).
-        atomic_write_bytes(self.path, data, fsync=False)
-        self._written = digest
-        return True
+        written = write_chunks_if_changed(self.path, lines(), fsync=False)
+        self.rows, self._dirty = dict(rows), False
+        return written
