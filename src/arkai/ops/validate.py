@@ -349,11 +349,11 @@ TABLE = "validation"
 def checked_files(item: Item) -> list[Path]:
     """Every file :func:`validate_item` reads for ``item`` (the cache key's inputs)."""
     own = [item.path / name for name in (TRANSCRIPT, "metadata.json", REVIEW)]
-    return [
-        *own,
-        item.extracted / EXTRACTION,
-        *(span_file(item, name) for name, _, _ in SPAN_FILES),
+    extracted, condensed = item.extracted, item.condensed  # each is worked out from the path
+    spans = [
+        (condensed if name == CONDENSED_FILE else extracted) / name for name, _, _ in SPAN_FILES
     ]
+    return [*own, extracted / EXTRACTION, *spans]
 
 
 def cache_key(item: Item) -> str | None:
