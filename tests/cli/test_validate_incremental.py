@@ -283,3 +283,21 @@ def test_unchanged_stats_skip_reading_and_a_write_is_seen(
     assert code == 1 and forged["items"][1] != first["items"][1]
     review = list(Repo.at(lib).items())[1].id
     assert checks.count(review) == 2 and hashed == [review]  # incremental, then --full
+
+
+def test_one_event_per_item_in_order(
+    lib: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-item ``EvidenceValidated`` events are appended in batches, one per item and in
+    the report's order, cached verdicts included."""
+    from arkai.adapters import events
+
+    monkeypatch.setattr(op, "EVENT_BATCH", 1)  # a batch per item, then the rest
+    for _ in range(2):  # a first run, then one from the table
+        _, report, _ = run(arkai, lib)
+        log = lib / events.RUNS_DIR / events.list_runs(lib)[-1] / "events.jsonl"
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        got = [(e["content_id"], e["valid_count"]) for e in lines
+               if e["type"] == "EvidenceValidated"]  # fmt: skip
+        assert got == [(i["content_id"], i["valid"]) for i in report["items"]]
+        assert (lines[0]["type"], lines[-1]["type"]) == ("RunStarted", "RunCompleted")
