@@ -50,3 +50,22 @@ def test_the_short_id_names_one_run_and_a_date_prefix_is_ambiguous(tmp_path: Pat
         events.get_run(tmp_path, started[0][:8])  # "20261123" is every run of the day
     with pytest.raises(NotFoundError):
         events.get_run(tmp_path, "00000000")
+
+
+def test_a_batch_of_events_is_what_one_emit_each_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``emit_many`` (a stage's per-item events in one write) logs the same lines, in order,
+    redacted like ``emit``: a repeated string is redacted once, each occurrence replaced."""
+    monkeypatch.setattr(events, "utc_now", lambda: "2026-11-24T12:00:00Z")
+    secret = "https://user:hunter2pass@example.com/feed"
+    rows = [{"content_id": f"{i:016x}", "source": secret, "n": i} for i in range(3)]
+    one, many = (events.RunLog(root=tmp_path / d, pipeline="p", run_id="r") for d in "ab")
+    for row in rows:
+        one.emit("Item", **row)
+    many.emit_many("Item", iter(rows))
+    many.emit_many("Item", [])  # nothing to log: no line
+    assert many.path.read_bytes() == one.path.read_bytes()
+    lines = many.path.read_text().splitlines()
+    assert len(lines) == 3 and "hunter2pass" not in many.path.read_text()
+    assert all("[REDACTED" in line for line in lines)

@@ -4,6 +4,7 @@ it; the report always equals `arkai validate --full` (every span re-checked from
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -12,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from arkai.adapters.itemcache import ItemCache
+from arkai.adapters import itemtable
 from arkai.adapters.repo import Repo
 from arkai.cli import main
+from arkai.core import canonjson
 from arkai.ops import validate as op
 from arkai.ops.init import init_repo
 from tests.cli.test_receipts import SENTENCES, srt
@@ -137,25 +139,95 @@ def test_a_forged_file_under_a_cached_item_changes_its_verdict(
         assert not after["summary"]["ok"]
 
 
+def table_rows(kr: Path) -> tuple[Path, list[bytes]]:
+    path = kr / itemtable.CACHE_DIR / f"{op.TABLE}.tsv"
+    return path, path.read_bytes().split(b"\n")
+
+
+def reseal(line: bytes) -> bytes:
+    """A row rewritten with a digest that matches its new content (a forger's row)."""
+    body = line.partition(b"\t")[2]
+    return hashlib.sha256(body).hexdigest().encode() + b"\t" + body
+
+
 def test_a_damaged_cache_entry_is_ignored_and_recomputed(
     lib: Path, arkai: Runner, checks: list[str]
 ) -> None:
     _, first, metric = run(arkai, lib)
     item = list(Repo.at(lib).items())[1]
-    entry = ItemCache(lib).path(item.id, op.CACHE_PART)
-    # A forged verdict whose body no longer matches its digest, then a truncated file.
+    path, lines = table_rows(lib)
+    n = next(i for i, line in enumerate(lines) if item.id.encode() in line)
+    # A forged verdict whose row no longer matches its digest, then a truncated row, then none.
     for damage in (
-        entry.read_bytes().replace(b'"invalid":0', b'"invalid":1', 1),
-        entry.read_bytes()[:-7],
+        lines[n].replace(b'"invalid":0', b'"invalid":1', 1),
+        lines[n][:-7],
         b"",
     ):
-        entry.write_bytes(damage)
+        assert damage != lines[n]
+        path.write_bytes(b"\n".join([*lines[:n], damage, *lines[n + 1 :]]))
         checks.clear()
         assert run(arkai, lib)[1:] == (first, metric)
         assert checks == [item.id]
     checks.clear()
     run(arkai, lib)
     assert checks == []  # rewritten intact: a hit again
+    path.write_bytes(b"garbage\n" + path.read_bytes())  # another format: every row ignored
+    checks.clear()
+    assert run(arkai, lib)[1:] == (first, metric) and len(checks) == 2
+
+
+def test_a_forged_verdict_passes_no_changed_file_and_not_ci(
+    lib: Path, arkai: Runner, checks: list[str]
+) -> None:
+    """A row sealed with a valid digest is trusted only for the bytes it was made from: a
+    verdict copied from another item, or kept from before a file changed, is not used; one
+    forged for the current bytes fools the local cache, never `--full` (what CI runs)."""
+    run(arkai, lib)
+    review, garden = (i.id for i in list(Repo.at(lib).items())[::-1])
+    path, lines = table_rows(lib)
+    good = next(line for line in lines if garden.encode() in line)
+    n = next(i for i, line in enumerate(lines) if review.encode() in line)
+    library, out = item_folders(lib, 1)
+    FORGERIES["evidence"](library, out)  # the review's evidence now fails
+    code, forged, _ = run(arkai, lib)
+    assert code == 1 and not forged["summary"]["ok"]
+    _, lines = table_rows(lib)
+    # Seal the garden's clean verdict under the review's ID and key: the stat, key and
+    # content ID no longer agree with the files, so the review is checked again and fails.
+    mine = lines[n].split(b"\t")
+    theirs = good.split(b"\t")
+    lines[n] = reseal(b"\t".join([b"", *mine[1:4], theirs[4]]))
+    path.write_bytes(b"\n".join(lines))
+    checks.clear()
+    assert run(arkai, lib)[0] == 1 and checks == [review]
+    # A forger who rewrites the verdict for the current bytes (the counts of a clean run)
+    # fools only the local cache: --full re-checks every span.
+    _, lines = table_rows(lib)
+    row = lines[n].split(b"\t")
+    verdict = json.loads(row[4])
+    verdict["problems"] = []
+    verdict["counts"]["evidence"] = {**verdict["counts"]["evidence"], "invalid": 0}
+    row[4] = canonjson.dumps_line(verdict).rstrip("\n").encode()
+    lines[n] = reseal(b"\t".join(row))
+    path.write_bytes(b"\n".join(lines))
+    assert run(arkai, lib)[0] == 0  # the local cache believed it
+    assert run(arkai, lib, "--full")[0] == 1
+
+
+def test_a_moved_item_folder_is_reported_at_its_new_path(
+    lib: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Moving a folder keeps every file's size, mtime, ctime and inode: the verdict's path
+    must still be the new one (the paths are part of the stat digest and the key)."""
+    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))  # stats trusted at once
+    _, before, _ = run(arkai, lib)
+    library, out = item_folders(lib, 0)
+    moved = library.with_name(library.name + " moved")
+    library.rename(moved)
+    out.rename(out.with_name(moved.name))  # its outputs move along
+    _, report = same_as_full(arkai, lib)
+    assert report["summary"] == before["summary"]
+    assert str(moved.relative_to(lib)) in [i["path"] for i in report["items"]]
 
 
 def test_a_new_validator_version_rechecks_everything(
@@ -199,7 +271,7 @@ def test_unchanged_stats_skip_reading_and_a_write_is_seen(
     hashed.clear()
     run(arkai, lib)
     assert len(hashed) == 2
-    monkeypatch.setattr(op, "RACY_NS", -(10**12))  # as if the files were written long ago
+    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))  # as if the files were written long ago
     run(arkai, lib)
     checks.clear()
     hashed.clear()
@@ -211,3 +283,21 @@ def test_unchanged_stats_skip_reading_and_a_write_is_seen(
     assert code == 1 and forged["items"][1] != first["items"][1]
     review = list(Repo.at(lib).items())[1].id
     assert checks.count(review) == 2 and hashed == [review]  # incremental, then --full
+
+
+def test_one_event_per_item_in_order(
+    lib: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-item ``EvidenceValidated`` events are appended in batches, one per item and in
+    the report's order, cached verdicts included."""
+    from arkai.adapters import events
+
+    monkeypatch.setattr(op, "EVENT_BATCH", 1)  # a batch per item, then the rest
+    for _ in range(2):  # a first run, then one from the table
+        _, report, _ = run(arkai, lib)
+        log = lib / events.RUNS_DIR / events.list_runs(lib)[-1] / "events.jsonl"
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        got = [(e["content_id"], e["valid_count"]) for e in lines
+               if e["type"] == "EvidenceValidated"]  # fmt: skip
+        assert got == [(i["content_id"], i["valid"]) for i in report["items"]]
+        assert (lines[0]["type"], lines[-1]["type"]) == ("RunStarted", "RunCompleted")

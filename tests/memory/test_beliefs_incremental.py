@@ -4,17 +4,22 @@ loads no embedder."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from arkai.adapters import itemtable
 from arkai.adapters import memory as files
 from arkai.adapters.repo import Repo
 from arkai.cli import main
+from arkai.memory import episodes
 from arkai.memory import replay as rp
 from arkai.memory.resume import LOG_FILE
+from arkai.model.belief import Episode
 from arkai.ops import memory as op
 from arkai.search import embed
 from tests.conftest import init_repo
@@ -47,6 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def kr(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(rp, "BLOCK_CELLS", 1)  # one-row blocks: resume at the changed episode
+    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))  # trust stats of files written now
     path = tmp_path / "kr"
     shutil.copytree(built, path, symlinks=True)
     return path
@@ -67,6 +73,7 @@ def from_scratch(kr: Path, tmp_path: Path) -> dict[str, bytes]:
     shutil.rmtree(files.beliefs_dir(copy))
     (files.cache_dir(copy) / LOG_FILE).unlink()
     (files.cache_dir(copy) / files.VECTORS).unlink()
+    (copy / itemtable.CACHE_DIR / f"{episodes.TABLE}.tsv").unlink(missing_ok=True)
     op.build(Repo.at(copy))
     return outputs(copy)
 
@@ -116,3 +123,69 @@ def test_an_unchanged_library_loads_no_embedder(kr: Path, monkeypatch: pytest.Mo
     again = op.build(Repo.at(kr))
     assert again.embedded == 0 and again.resumed_at == first.episodes
     assert outputs(kr) == before
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The items whose evidence and review are read and parsed into episodes."""
+    seen: list[str] = []
+    real = episodes.item_episodes
+
+    def spy(item: Any) -> list[Episode]:
+        seen.append(item.title)
+        return real(item)
+
+    monkeypatch.setattr(episodes, "item_episodes", spy)
+    return seen
+
+
+def test_only_a_changed_item_is_read_again(kr: Path, tmp_path: Path, parsed: list[str]) -> None:
+    op.build(Repo.at(kr))
+    assert len(parsed) == 3
+    parsed.clear()
+    op.build(Repo.at(kr))
+    assert parsed == []  # a lstat per file, nothing parsed
+    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
+    lines = evidence.read_text().splitlines(keepends=True)
+    evidence.write_text("".join(lines[1:]))  # a claim removed by hand
+    again = op.build(Repo.at(kr))
+    assert parsed == ["Build caches, February"] and 0 < again.resumed_at < again.episodes
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def reseal(line: bytes) -> bytes:
+    body = line.partition(b"\t")[2]
+    return hashlib.sha256(body).hexdigest().encode() + b"\t" + body
+
+
+def test_a_damaged_or_stale_episode_row_is_not_trusted(
+    kr: Path, tmp_path: Path, parsed: list[str]
+) -> None:
+    op.build(Repo.at(kr))
+    before = outputs(kr)
+    table = kr / itemtable.CACHE_DIR / f"{episodes.TABLE}.tsv"
+    lines = table.read_bytes().split(b"\n")
+    february = next(i.id for i in Repo.at(kr).items() if "February" in i.title)
+    n = next(i for i, line in enumerate(lines) if february.encode() in line)
+    # A statement edited in the table: its digest no longer matches, the item is read again.
+    row = lines[n].split(b"\t")
+    forged = json.loads(row[4])
+    forged[0][1] = "The hive robots forged this statement."
+    lines[n] = b"\t".join([*row[:4], json.dumps(forged).encode()])
+    table.write_bytes(b"\n".join(lines))
+    parsed.clear()
+    op.build(Repo.at(kr))
+    assert parsed == ["Build caches, February"] and outputs(kr) == before
+    # A row sealed again but kept from before the item's review changed: the review's lstat
+    # and bytes differ from the row's, so the item is read again and the claim leaves.
+    table.write_bytes(b"\n".join([*lines[:n], reseal(lines[n]), *lines[n + 1 :]]))
+    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
+    claim = json.loads(evidence.read_text().splitlines()[0])
+    (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(
+        f"claims:\n  {claim['id']}: {{status: rejected}}\n"
+    )
+    parsed.clear()
+    op.build(Repo.at(kr))
+    assert parsed == ["Build caches, February"]
+    assert b"hive robots" not in b"".join(outputs(kr).values())
+    assert outputs(kr) == from_scratch(kr, tmp_path)

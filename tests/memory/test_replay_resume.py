@@ -131,3 +131,21 @@ def test_a_log_from_other_blocks_is_not_used(monkeypatch: pytest.MonkeyPatch) ->
     again = run(eps, rows, before.log)
     assert again.resumed_at == 0
     same(again, run(eps, rows))
+
+
+def test_candidates_do_not_depend_on_the_block_height(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Smaller blocks (less memory) rank the same earlier rows, nearest first."""
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(300, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    got = []
+    for cells in (1 << 25, 300 * 64, 300 * 2):
+        monkeypatch.setattr(rp, "BLOCK_CELLS", cells)
+        got.append(rp._candidates(vecs, 8))
+    assert got[0] == got[1] == got[2]
+    brute = vecs @ vecs.T
+    for i in (1, 41, 299):
+        want = sorted(range(i), key=lambda j: (-float(brute[i, j]), j))[:8]
+        assert [round(float(brute[i, j]), 5) for j in got[0][i]] == [
+            round(float(brute[i, j]), 5) for j in want
+        ]

@@ -6,7 +6,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -61,6 +61,13 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         fh.write(canonjson.dumps_line(record))
 
 
+def append_jsonl_many(path: Path, records: list[dict[str, Any]]) -> None:
+    """:func:`append_jsonl` of several records, in one ``write`` call."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(canonjson.dumps_line(r) for r in records))
+
+
 @dataclass
 class RunLog:
     """One run's event log. Each event is one line, appended and flushed at once."""
@@ -83,6 +90,14 @@ class RunLog:
             {"type": type_, "timestamp": utc_now(), "run_id": self.run_id, **fields}
         )
         append_jsonl(self.path, event)
+
+    def emit_many(self, type_: str, rows: Iterable[dict[str, Any]]) -> None:
+        """One ``type_`` event per row, redacted together and appended with one write (a
+        stage's per-item events, in their order)."""
+        now = utc_now()
+        batch = [{"type": type_, "timestamp": now, "run_id": self.run_id, **r} for r in rows]
+        if batch:
+            append_jsonl_many(self.path, redact_json(batch))
 
     @contextmanager
     def step(self, name: str, **fields: Any) -> Iterator[dict[str, Any]]:

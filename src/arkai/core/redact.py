@@ -255,8 +255,11 @@ def redact_json(value: Any) -> Any:
     _collect(value, strings)
     if not strings:
         return value
-    cleaned = iter(redact_many(strings)[0])
-    return _rebuild(value, cleaned)
+    # Each string is redacted on its own (redact_many), so a repeated one (a key of every
+    # event in a batch) is redacted once.
+    unique = list(dict.fromkeys(strings))
+    done = dict(zip(unique, redact_many(unique)[0], strict=True))
+    return _rebuild(value, iter([done[s] for s in strings]))
 
 
 def _collect(value: Any, out: list[str]) -> None:

@@ -5,23 +5,36 @@ its evidence ID so a belief can show the byte-exact quotes behind it; only claim
 resolved exactly count, and a claim a person rejected in review never does. Imported beliefs
 (``memory/imported.jsonl``) are episodes too. The order is (date, item, position, id); an
 item's date is its ``published`` date, else its ``created`` date, else when it was added.
+
+The ``beliefs`` stage reads every item's episodes on each run; :func:`library_episodes` keeps
+them in a table (:class:`arkai.adapters.itemtable.ItemTable`, ``episodes.tsv``) keyed by the
+bytes of the item's evidence and review, its ID and date, so an unchanged item costs a ``lstat``
+of its files instead of parsing its evidence (any changed byte, or a damaged row, reads it
+again).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from pathlib import Path
 
-from arkai.adapters.layout import EVIDENCE, Item
+from arkai import __version__
+from arkai.adapters.fs import read_repo_file
+from arkai.adapters.itemtable import ItemTable, stat_digest
+from arkai.adapters.layout import EVIDENCE, REVIEW, Item
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.store import read_evidence
+from arkai.core.hashing import sha256_hex
 from arkai.core.itemdate import item_date
+from arkai.errors import ArkaiError
 from arkai.model.belief import Episode
 
 
 def item_episodes(item: Item) -> list[Episode]:
     """The episodes of one item: its exact, not-rejected claims."""
     lines = apply_review(read_evidence(item.extracted / EVIDENCE), load_item_review(item))
-    day = (item_date(item.metadata) or "0000-00-00")[:10]
+    day = _day(item)
     out = []
     for line in lines:
         if not line.verified or line.rejected or line.span is None or not line.claim.strip():
@@ -45,3 +58,64 @@ def ordered(episodes: Iterable[Episode]) -> list[Episode]:
     for ep in episodes:
         seen.setdefault(ep.id, ep)
     return sorted(seen.values(), key=lambda e: (e.date, e.item or "", e.position, e.id))
+
+
+def _day(item: Item) -> str:
+    return (item_date(item.metadata) or "0000-00-00")[:10]
+
+
+#: Bump when what :func:`item_episodes` makes of the same files changes.
+EPISODES_VERSION = 1
+TABLE = "episodes"
+
+
+def _files(item: Item) -> list[Path]:
+    return [item.extracted / EVIDENCE, item.path / REVIEW, item.path / "metadata.json"]
+
+
+def _key(item: Item) -> str | None:
+    """The digest of what :func:`item_episodes` reads: the item's ID and date, the bytes of its
+    evidence and review; None when a file cannot be read safely."""
+    parts = [f"episodes\0{item.id}\0{_day(item)}"]
+    try:
+        for path in _files(item)[:2]:
+            data = read_repo_file(path, item.root, missing_ok=True)
+            parts.append("-" if data is None else sha256_hex(data))
+    except (ArkaiError, OSError):
+        return None
+    return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8"))
+
+
+def _from_row(item: Item, body: bytes) -> list[Episode] | None:
+    try:
+        rows = json.loads(body)
+        day = _day(item)
+        return [Episode(id=str(i), statement=str(s), date=day, item=item.id, position=int(p),
+                        quote=None if q is None else str(q)) for i, s, p, q in rows]  # fmt: skip
+    except (ValueError, TypeError):
+        return None
+
+
+def _to_row(episodes: list[Episode]) -> bytes:
+    rows = [[e.id, e.statement, e.position, e.quote] for e in episodes]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def library_episodes(root: Path, items: Iterable[Item]) -> list[Episode]:
+    """:func:`item_episodes` of every item (in the order given), each taken from the table
+    when the item's files are unchanged; the table then holds exactly these items."""
+    table = ItemTable(root, TABLE, f"{EPISODES_VERSION}\0{__version__}")
+    out: list[Episode] = []
+    for item in items:
+        stats = stat_digest(_files(item))
+        row = table.by_stat(item.id, stats[0] if stats is not None else None)
+        key = row.key if row is not None else _key(item)
+        if row is None and key is not None:
+            row = table.by_key(item.id, key)
+        got = _from_row(item, row.body) if row is not None else None
+        eps = item_episodes(item) if got is None else got
+        body = row.body if row is not None and got is not None else _to_row(eps)
+        table.keep(item.id, stats, key, body)
+        out.extend(eps)
+    table.save(prune=True)
+    return out

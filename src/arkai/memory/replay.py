@@ -58,8 +58,9 @@ F32 = npt.NDArray[np.float32]
 Checker = Callable[[str, str], Conflict | None]
 #: Earlier episodes considered per episode (the candidate beliefs are theirs).
 CANDIDATES = 32
-#: Similarity cells computed at once (rows × earlier rows): 2^25 float32 = 128 MB.
-BLOCK_CELLS = 1 << 25
+#: Similarity cells computed at once (rows × earlier rows): 2^23 float32 = 32 MB, and the
+#: block's ranking (int64) 64 MB — a block of 2^25 cells peaked at ≈ 550 MB (issue 17).
+BLOCK_CELLS = 1 << 23
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,12 +175,14 @@ def _candidates(vectors: F32, k: int, start: int = 0) -> list[list[int]]:
         rows = np.arange(lo, hi)
         mask = np.arange(hi)[None, :] >= rows[:, None]
         sims[mask] = -np.inf
+        del mask
+        np.negative(sims, out=sims)  # in place: no second block in memory
         kk = min(k, hi - 1)
-        part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk] if kk < hi else np.argsort(-sims)
+        part = np.argpartition(sims, kk - 1, axis=1)[:, :kk] if kk < hi else np.argsort(sims)
         for r, row in enumerate(part):
             i = lo + r
             cand = [int(j) for j in row if j < i]
-            cand.sort(key=lambda j: (-float(sims[r, j]), j))
+            cand.sort(key=lambda j: (float(sims[r, j]), j))
             out[i] = cand
     return out
 

@@ -34,7 +34,7 @@ from arkai.errors import (
 )
 from arkai.memory import contradict
 from arkai.memory.contradict import Conflict
-from arkai.memory.episodes import item_episodes, ordered
+from arkai.memory.episodes import item_episodes, library_episodes, ordered
 from arkai.memory.replay import (
     CANDIDATES,
     Checker,
@@ -74,10 +74,15 @@ class BuildResult(AsDict):
     """Episodes whose recorded outcome was reused (the replay ran from there)."""
 
 
-def collect_episodes(repo: Repo) -> list[Episode]:
+def collect_episodes(repo: Repo, *, cached: bool = False) -> list[Episode]:
+    """Every episode in time order; ``cached`` (the ``beliefs`` stage): an unchanged item's
+    episodes come from the episode table (:func:`arkai.memory.episodes.library_episodes`)."""
     eps: list[Episode] = []
-    for item in repo.items():
-        eps.extend(item_episodes(item))
+    if cached:
+        eps = library_episodes(repo.root, repo.items())
+    else:
+        for item in repo.items():
+            eps.extend(item_episodes(item))
     eps.extend(files.read_imported(repo.root))
     return ordered(eps)
 
@@ -196,7 +201,7 @@ REPLAY_VERSION = 1
 def _build(repo: Repo, progress: Progress | None) -> BuildResult:
     params = replay_params(repo)
     check, check_label = checker(repo)
-    episodes = collect_episodes(repo)
+    episodes = collect_episodes(repo, cached=True)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
     vectors, embedded, model = embed_statements(repo, [e.statement for e in episodes], progress)

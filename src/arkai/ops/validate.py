@@ -16,22 +16,21 @@ on. Every record is re-derived from its quote and the current transcript
   ``reanchored_fuzzy``) are counted as **unverified**, never as valid; an evidence line that is
   a re-anchor suggestion is also **pending** until a person accepts it.
 
-Incremental (the ``validate`` stage): an item's verdict is cached in the per-item cache
-(:class:`arkai.adapters.itemcache.ItemCache`, part ``validation``) under a key made of the
-validator's version and the SHA-256 of every file the check reads (:func:`checked_files`), so an
-unchanged item costs reading and hashing its files, not resolving its spans again; any changed
-byte, a damaged entry or a new validator version re-checks the item. Where the files' ``lstat``
-(size, mtime, ctime, inode) is what it was when they were last hashed, that digest is taken
-without reading them (:func:`stat_key`; files changed within :data:`RACY_NS` of a run are hashed
-again next time). ``full=True`` (``arkai
-validate --full``, what CI runs) ignores the cache and re-checks every span from scratch.
+Incremental (the ``validate`` stage): an item's verdict is kept in one table for the whole
+library (:class:`arkai.adapters.itemtable.ItemTable`, ``.arkai/index-cache/validation.tsv``)
+under a key made of the SHA-256 of every file the check reads (:func:`checked_files`, their paths
+included), the table carrying the validator's version; an unchanged item costs a ``lstat`` of
+its files when their size, mtime, ctime and inode are what they were when last hashed
+(:func:`arkai.adapters.itemtable.stat_digest`; files changed within ``RACY_NS`` of a run are
+hashed again next time), else reading and hashing them — not resolving its spans again. Any
+changed byte, a moved folder, a damaged row or a new validator version re-checks the item.
+``full=True`` (``arkai validate --full``, what CI runs) ignores the table and re-checks every
+span from scratch.
 """
 
 from __future__ import annotations
 
-import os
-import stat
-import time
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Any
 from arkai import __version__
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file
-from arkai.adapters.itemcache import ItemCache
+from arkai.adapters.itemtable import ItemTable, stat_digest
 from arkai.adapters.layout import (
     ENTITIES,
     EVIDENCE,
@@ -54,6 +53,7 @@ from arkai.adapters.repo import Repo
 from arkai.adapters.review import load_item_review, match_reviews
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
 from arkai.adapters.store import read_entities, read_evidence, read_json, write_json
+from arkai.core import canonjson
 from arkai.core.document import Document
 from arkai.core.hashing import digest, sha256_hex
 from arkai.core.receipts import (
@@ -343,23 +343,23 @@ def _validate_item(item: Item) -> ItemReport:
 
 #: Bump when what a check concludes from the same bytes changes: older verdicts are re-checked.
 VALIDATOR_VERSION = 1
-CACHE_PART = "validation"
+TABLE = "validation"
 
 
 def checked_files(item: Item) -> list[Path]:
     """Every file :func:`validate_item` reads for ``item`` (the cache key's inputs)."""
     own = [item.path / name for name in (TRANSCRIPT, "metadata.json", REVIEW)]
-    return [
-        *own,
-        item.extracted / EXTRACTION,
-        *(span_file(item, name) for name, _, _ in SPAN_FILES),
+    extracted, condensed = item.extracted, item.condensed  # each is worked out from the path
+    spans = [
+        (condensed if name == CONDENSED_FILE else extracted) / name for name, _, _ in SPAN_FILES
     ]
+    return [*own, extracted / EXTRACTION, *spans]
 
 
 def cache_key(item: Item) -> str | None:
-    """The digest of the validator's version and the bytes of :func:`checked_files`; None when
-    a file cannot be read safely (the item is then checked, and its error reported)."""
-    parts = [f"validate\0{VALIDATOR_VERSION}\0{__version__}\0{item.id}\0{item.title}"]
+    """The digest of the item's ID and title and the paths and bytes of :func:`checked_files`;
+    None when a file cannot be read safely (the item is then checked, and its error reported)."""
+    parts = [f"validate\0{item.id}\0{item.title}"]
     try:
         for path in checked_files(item):
             data = read_repo_file(path, item.root, missing_ok=True)
@@ -380,9 +380,10 @@ def _to_cache(rep: ItemReport) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _from_cache(d: dict[str, Any]) -> ItemReport | None:
-    """The report a cache entry holds; None when it does not have the expected shape."""
+def _from_cache(body: bytes) -> ItemReport | None:
+    """The report a table row holds; None when it does not have the expected shape."""
     try:
+        d = json.loads(body)
         rep = ItemReport(
             content_id=str(d["content_id"]), title=str(d["title"]), path=str(d["path"]),
             digest_ok=bool(d["digest_ok"]), edited_since_add=bool(d["edited_since_add"]),
@@ -397,85 +398,62 @@ def _from_cache(d: dict[str, Any]) -> ItemReport | None:
     return rep
 
 
-#: A file changed this recently (ns) may change again within the clock's resolution: its stat
-#: is not trusted as a stand-in for its digest (git's "racy" entries), so it is hashed next time.
-RACY_NS = 2_000_000_000
-STAT_PART = "validation-stat"
-
-
-def stat_key(item: Item) -> tuple[str, int] | None:
-    """A digest of the checked files' ``lstat`` (size, mtime, ctime, inode — a write changes the
-    ctime, which no tool can set back) and the newest of those times; None when a file is not
-    a regular file."""
-    parts = [f"stat\0{VALIDATOR_VERSION}\0{__version__}\0{item.id}\0{item.title}"]
-    newest = 0
-    for path in checked_files(item):
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            parts.append("-")
-            continue
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-        parts.append(f"{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
-    return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8")), newest
-
-
-def _validate_cached(item: Item, cache: ItemCache) -> ItemReport:
-    """The cached verdict when the item's files are unchanged: their stats as last seen (no
-    read), else their digests (read and hashed); otherwise a fresh check, then cached."""
-    stats = stat_key(item)
-    seen = cache.get(item.id, stats[0], STAT_PART) if stats is not None else None
-    key = seen.get("key") if seen is not None else None
-    if not isinstance(key, str):
-        key = cache_key(item)
-    if key is not None:
-        hit = cache.get(item.id, key, CACHE_PART)
-        rep = _from_cache(hit) if hit is not None else None
-        if rep is not None and rep.content_id == item.id:
-            _remember_stats(cache, item, stats, key, seen)
-            return rep
+def _validate_cached(item: Item, table: ItemTable) -> ItemReport:
+    """The recorded verdict when the item's files are unchanged: their ``lstat`` as when last
+    hashed (nothing read), else their digests (read and hashed); otherwise a fresh check."""
+    stats = stat_digest(checked_files(item))
+    row = table.by_stat(item.id, stats[0] if stats is not None else None)
+    key = row.key if row is not None else cache_key(item)
+    if row is None and key is not None:
+        row = table.by_key(item.id, key)
+    rep = _from_cache(row.body) if row is not None else None
+    if rep is not None and (rep.content_id, rep.path) == (item.id, _rel(item)):
+        table.keep(item.id, stats, key, row.body if row is not None else b"")
+        return rep
     rep = validate_item(item)
-    if key is not None and rep.error is None:
-        cache.put(item.id, key, CACHE_PART, _to_cache(rep))
-        _remember_stats(cache, item, stats, key, None)
+    if rep.error is None:
+        body = canonjson.dumps_line(_to_cache(rep)).rstrip("\n").encode("utf-8")
+        table.keep(item.id, stats, key, body)
     return rep
 
 
-def _remember_stats(
-    cache: ItemCache, item: Item, stats: tuple[str, int] | None, key: str, seen: Any
-) -> None:
-    if stats is None or (seen is not None and seen.get("key") == key):
-        return
-    if stats[1] >= time.time_ns() - RACY_NS:
-        return
-    cache.put(item.id, stats[0], STAT_PART, {"key": key})
+def _rel(item: Item) -> str:
+    return str(item.path.relative_to(item.root))
 
 
-def validate_items(root: Path, items: list[Item], *, full: bool = True) -> list[ItemReport]:
+#: Items per batch of ``EvidenceValidated`` events (appended together).
+EVENT_BATCH = 1000
+
+
+def validate_items(
+    root: Path, items: list[Item], *, full: bool = True, prune: bool = False
+) -> list[ItemReport]:
     """Validate ``items`` and log one ``EvidenceValidated`` event per item; unless ``full``,
-    an item whose checked files are unchanged takes its cached verdict."""
-    reports = []
-    cache = None if full else ItemCache(root)
+    an item whose checked files are unchanged takes its recorded verdict (``prune``: the
+    items are the whole library, records of other items are dropped)."""
+    reports: list[ItemReport] = []
+    version = f"validate\0{VALIDATOR_VERSION}\0{__version__}"
+    table = None if full else ItemTable(root, TABLE, version)
     with events.run(root, "validate", items=len(items), full=full) as log:
+        logged = 0
         for item in items:
-            rep = validate_item(item) if cache is None else _validate_cached(item, cache)
-            log.emit(
-                "EvidenceValidated",
-                content_id=rep.content_id,
-                artifact=TRANSCRIPT,
-                digest_ok=rep.digest_ok,
-                valid_count=rep.valid,
-                stale_count=rep.stale,
-                unresolved_count=rep.unresolved,
-                unverified_count=rep.unverified,
-                invalid_count=rep.invalid,
-            )
+            rep = validate_item(item) if table is None else _validate_cached(item, table)
             reports.append(rep)
+            if len(reports) - logged >= EVENT_BATCH:
+                log.emit_many("EvidenceValidated", map(_event, reports[logged:]))
+                logged = len(reports)
+        log.emit_many("EvidenceValidated", map(_event, reports[logged:]))
+        if table is not None:
+            table.save(prune=prune)
     return reports
+
+
+def _event(rep: ItemReport) -> dict[str, Any]:
+    return {
+        "content_id": rep.content_id, "artifact": TRANSCRIPT, "digest_ok": rep.digest_ok,
+        "valid_count": rep.valid, "stale_count": rep.stale, "unresolved_count": rep.unresolved,
+        "unverified_count": rep.unverified, "invalid_count": rep.invalid,
+    }  # fmt: skip
 
 
 def summarize(reports: list[ItemReport], problems: Sequence[ItemProblem] = ()) -> dict[str, Any]:
@@ -544,7 +522,7 @@ def validate(repo: Repo, *, report: Path | None = None, full: bool = False) -> V
     relative to the repo root) when given. Unchanged items take their cached verdict unless
     ``full`` (every span re-checked; the verdicts are the same either way)."""
     items, problems = repo.scan()
-    reports = validate_items(repo.root, items, full=full)
+    reports = validate_items(repo.root, items, full=full, prune=True)
     summary = summarize(reports, problems)
     if report is not None:
         write_json(repo.root / report, summary)

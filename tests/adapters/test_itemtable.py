@@ -1,0 +1,71 @@
+"""The per-item table of a whole-library pass (``arkai.adapters.itemtable``): a row is used only
+for the files it was made from; a damaged row or table is ignored, never trusted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arkai.adapters import itemtable
+from arkai.adapters.itemtable import ItemTable, stat_digest
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[Path]:
+    out = [tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "missing.txt"]
+    out[0].write_text("one")
+    out[1].write_text("two")
+    return out
+
+
+def test_a_row_is_found_by_its_stat_or_its_key_and_survives_a_reload(
+    tmp_path: Path, files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))
+    st = stat_digest(files)
+    assert st is not None
+    table = ItemTable(tmp_path, "t", "v1")
+    table.keep("item1", st, "sha256:k1", b'{"x":1}')
+    assert table.save(prune=True) and not table.save(prune=True)  # unchanged: not rewritten
+    again = ItemTable(tmp_path, "t", "v1")
+    row = again.by_stat("item1", st[0])
+    assert row is not None and row.body == b'{"x":1}' and row.key == "sha256:k1"
+    again.keep("item1", st, row.key, row.body)
+    assert not again.save(prune=True)  # a pass that changed nothing writes nothing
+    assert again.by_key("item1", "sha256:k1") is row and again.by_key("item1", "sha256:k2") is None
+    files[0].write_text("uno")  # a write changes the stat digest
+    assert again.by_stat("item1", stat_digest(files)[0]) is None  # type: ignore[index]
+    assert ItemTable(tmp_path, "t", "v2").rows == {}  # another version: nothing used
+
+
+def test_racy_files_are_hashed_next_time(tmp_path: Path, files: list[Path]) -> None:
+    table = ItemTable(tmp_path, "t", "v1")
+    st = stat_digest(files)
+    table.keep("item1", st, "sha256:k1", b"{}")
+    table.save(prune=True)
+    again = ItemTable(tmp_path, "t", "v1")
+    assert again.by_stat("item1", st[0] if st else None) is None  # written just now
+    assert again.by_key("item1", "sha256:k1") is not None
+
+
+def test_damaged_rows_are_rejected_and_the_others_kept(tmp_path: Path) -> None:
+    table = ItemTable(tmp_path, "t", "v1")
+    for n in range(3):
+        table.keep(f"item{n}", None, f"sha256:k{n}", b'{"n":%d}' % n)
+    table.keep("bad\tid", None, "sha256:k", b"{}")  # not representable: not recorded
+    table.save(prune=True)
+    lines = table.path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"n":1', b'"n":7')
+    table.path.write_bytes(b"\n".join(lines))
+    again = ItemTable(tmp_path, "t", "v1")
+    assert sorted(again.rows) == ["item0", "item2"] and again.rejected == 1
+    again.keep("item3", None, "sha256:k3", b"{}")
+    again.save(prune=False)  # a partial pass keeps the rows it did not touch
+    assert sorted(ItemTable(tmp_path, "t", "v1").rows) == ["item0", "item2", "item3"]
+
+
+def test_a_link_is_not_trusted_by_its_stat(tmp_path: Path, files: list[Path]) -> None:
+    link = tmp_path / "link.txt"
+    link.symlink_to(files[0])
+    assert stat_digest([files[0], link]) is None
