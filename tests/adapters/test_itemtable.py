@@ -22,7 +22,7 @@ def files(tmp_path: Path) -> list[Path]:
 def test_a_row_is_found_by_its_stat_or_its_key_and_survives_a_reload(
     tmp_path: Path, files: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))
+    monkeypatch.setattr(itemtable, "SETTLED_NS", -(10**12))
     st = stat_digest(files)
     assert st is not None
     table = ItemTable(tmp_path, "t", "v1")

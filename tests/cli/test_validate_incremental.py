@@ -219,7 +219,7 @@ def test_a_moved_item_folder_is_reported_at_its_new_path(
 ) -> None:
     """Moving a folder keeps every file's size, mtime, ctime and inode: the verdict's path
     must still be the new one (the paths are part of the stat digest and the key)."""
-    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))  # stats trusted at once
+    monkeypatch.setattr(itemtable, "SETTLED_NS", -(10**12))  # stats trusted at once
     _, before, _ = run(arkai, lib)
     library, out = item_folders(lib, 0)
     moved = library.with_name(library.name + " moved")
@@ -271,7 +271,7 @@ def test_unchanged_stats_skip_reading_and_a_write_is_seen(
     hashed.clear()
     run(arkai, lib)
     assert len(hashed) == 2
-    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))  # as if the files were written long ago
+    monkeypatch.setattr(itemtable, "SETTLED_NS", -(10**12))  # as if the files were written long ago
     run(arkai, lib)
     checks.clear()
     hashed.clear()

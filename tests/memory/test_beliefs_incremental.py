@@ -52,7 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def kr(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(rp, "BLOCK_CELLS", 1)  # one-row blocks: resume at the changed episode
-    monkeypatch.setattr(itemtable, "RACY_NS", -(10**12))  # trust stats of files written now
+    monkeypatch.setattr(itemtable, "SETTLED_NS", -(10**12))  # trust stats of files written now
     path = tmp_path / "kr"
     shutil.copytree(built, path, symlinks=True)
     return path

@@ -32,12 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arkai.adapters.fs import write_chunks_if_changed
+from arkai.adapters.itemcache import CACHE_DIR, SETTLED_NS
 
-CACHE_DIR = Path(".arkai") / "index-cache"
 FORMAT = 1
-#: A file changed this recently (ns) may change again within the clock's resolution: its
-#: ``lstat`` is not trusted as a stand-in for its digest, so it is hashed next time.
-RACY_NS = 2_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +127,11 @@ class ItemTable:
     ) -> None:
         """Record ``body`` for the item (written by :meth:`save`); ``stats`` (from
         :func:`stat_digest`, taken before the files were read) is recorded only when no file
-        changed within :data:`RACY_NS`; nothing is recorded without a ``key``."""
+        changed within :data:`SETTLED_NS`; nothing is recorded without a ``key``."""
         if key is None or not _clean(content_id) or not _clean(key) or b"\n" in body:
             return
         st = None
-        if stats is not None and stats[1] < time.time_ns() - RACY_NS:
+        if stats is not None and stats[1] < time.time_ns() - SETTLED_NS:
             st = stats[0]
         old = self.rows.get(content_id)
         if old is None or (old.stat, old.key) != (st, key) or old.body != body:

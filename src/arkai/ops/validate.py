@@ -21,8 +21,9 @@ library (:class:`arkai.adapters.itemtable.ItemTable`, ``.arkai/index-cache/valid
 under a key made of the SHA-256 of every file the check reads (:func:`checked_files`, their paths
 included), the table carrying the validator's version; an unchanged item costs a ``lstat`` of
 its files when their size, mtime, ctime and inode are what they were when last hashed
-(:func:`arkai.adapters.itemtable.stat_digest`; files changed within ``RACY_NS`` of a run are
-hashed again next time), else reading and hashing them — not resolving its spans again. Any
+(:func:`arkai.adapters.itemtable.stat_digest`; files changed within
+:data:`arkai.adapters.itemcache.SETTLED_NS` of a run are hashed again next time), else
+reading and hashing them — not resolving its spans again. Any
 changed byte, a moved folder, a damaged row or a new validator version re-checks the item.
 ``full=True`` (``arkai validate --full``, what CI runs) ignores the table and re-checks every
 span from scratch.
