@@ -350,9 +350,9 @@ def item_folders(library: bytes) -> set[str]:
     ``metadata.json``, as :func:`arkai.adapters.layout.scan_items` finds them — not inside
     another item's folder, none under a hidden folder."""
     found = sorted(
-        path[: -len("/metadata.json")]
+        _path(line)[: -len("/metadata.json")]
         for line in library.splitlines()
-        if (path := _path(line)).endswith("/metadata.json")
+        if line.endswith(b"/metadata.json")
     )
     out: set[str] = set()
     for folder in found:
@@ -370,7 +370,10 @@ def changed_items(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | No
     removed or changed from ``old`` to ``new`` — items added and removed included. None when a
     changed line belongs to no item folder of either (a stray file): then plan everything.
     Lines under hidden folders, which no item reader enters, are not items' files."""
-    folders = item_folders(old["library"]) | item_folders(new["library"])
+    return _changed(old, new, item_folders(old["library"]) | item_folders(new["library"]))
+
+
+def _changed(old: dict[str, bytes], new: dict[str, bytes], folders: set[str]) -> set[str] | None:
     changed: set[str] = set()
     for name in new:
         for line in _lines(old.get(name, b"")) ^ _lines(new[name]):
@@ -400,11 +403,12 @@ def changes(sealed: Sealed | None, now: Snapshot) -> Changes | None:
     change belongs to no item (:func:`changed_items`)."""
     if sealed is None:
         return None
-    folders = changed_items(sealed.manifests, now.manifests)
+    present = item_folders(now.manifests["library"])
+    every = item_folders(sealed.manifests["library"]) | present
+    folders = _changed(sealed.manifests, now.manifests, every)
     if folders is None:
         return None
-    done = len(item_folders(now.manifests["library"]) - folders)
-    return Changes(frozenset(folders), done)
+    return Changes(frozenset(folders), len(present - folders))
 
 
 def rebuild(root: Path, folder: str, build: Callable[[], T]) -> T:
