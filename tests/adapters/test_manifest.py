@@ -173,6 +173,7 @@ def test_a_seal_holds_only_for_the_inputs_it_was_made_with(tmp_path: Path) -> No
     manifest.seal(tmp_path, "extract", now, 7)
     manifest.unseal(tmp_path, "extract")
     assert _sealed_items(tmp_path, "extract", now) is None
+    assert not list((tmp_path / manifest.CACHE_DIR).glob("extract.done*"))
 
 
 def test_a_damaged_or_forged_copy_of_the_sealed_manifests_is_not_trusted(tmp_path: Path) -> None:

@@ -306,6 +306,8 @@ def seal(root: Path, stage: str, now: Snapshot, items: int) -> None:
 def unseal(root: Path, stage: str) -> None:
     """Forget ``stage``'s last complete run (its next run works through every item)."""
     _seal_path(root, stage).unlink(missing_ok=True)
+    for copy in (root / CACHE_DIR).glob(f"{stage}.done.*.tsv"):
+        copy.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
