@@ -331,6 +331,8 @@ def sealed_run(root: Path, stage: str, now: Snapshot) -> Sealed | None:
             return None
         if sorted(map(str, folders)) != sorted(now.manifests):
             return None
+        if data.get("digest") == now.digest:  # nothing changed: the copies are these bytes
+            return Sealed(items, now.manifests)
         copies = {str(f): _copy_path(root, stage, str(f)).read_bytes() for f in folders}
     except (OSError, ValueError, KeyError, TypeError):
         return None  # no record (a fresh clone) or a damaged one
@@ -405,6 +407,8 @@ def changes(sealed: Sealed | None, now: Snapshot) -> Changes | None:
     change belongs to no item (:func:`changed_items`)."""
     if sealed is None:
         return None
+    if sealed.manifests == now.manifests:
+        return Changes(frozenset(), sealed.items)
     present = item_folders(now.manifests["library"])
     every = item_folders(sealed.manifests["library"]) | present
     folders = _changed(sealed.manifests, now.manifests, every)
