@@ -3,7 +3,7 @@ bookkeeping and the stage processes DVC runs on every repro (the ``always_change
 ``extract`` and ``condense``, which find nothing to do).
 
     python bench/dvc_noop.py --template KB --sizes 1000 10000 [--repeat 3] [--pipeline REPO]
-                             [--out FILE]
+                             [--changed] [--out FILE]
 
 KB is a knowledge repo built by the whole pipeline (``bench/scale.py --keep DIR`` leaves one
 in DIR/nN/kb). Its per-item folders (library/, extracted/, condensed/ item folders and site/'s
@@ -19,6 +19,12 @@ into the stage processes' own (``$ARKAI_STAGE_METRICS``: interpreter start, impo
 walk) and the rest (DVC). Also printed: how many directories and files DVC's dependencies
 and outputs hold, counted once per stage that lists them. The template is copied first;
 nothing is written into this repository.
+
+With ``--changed`` the daily loop's first two stages are timed too: ``--repeat`` times, one
+transcript is edited (written anew, not through its hard links) and the ``extract`` and
+``condense`` stage scripts run as DVC runs them; printed are each one's CPU seconds, peak RSS
+and its summary line (how many items it planned and redid). Run it once with ``PYTHONPATH``
+naming another checkout's ``src`` to compare two versions of the stages.
 """
 
 from __future__ import annotations
@@ -115,6 +121,40 @@ def grow(repo: Path, n: int) -> None:
             shutil.copytree(src, src.with_name(f"{src.name}-copy{k}"), copy_function=os.link)
 
 
+def _stage(repo: Path, name: str, metrics: Path) -> dict[str, Any]:
+    """Run ``stages/NAME.py`` once; its CPU seconds, peak RSS and last output line."""
+    env = _env() | {"ARKAI_STAGE_METRICS": str(metrics)}
+    proc = subprocess.run([sys.executable, f"stages/{name}.py"], cwd=repo, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(f"stages/{name}.py failed in {repo}: {proc.stderr[-2000:]}")
+    rec = json.loads(metrics.read_text(encoding="utf-8").splitlines()[-1])
+    metrics.unlink()
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(f"{name}:")]
+    return {"cpu_s": round(float(rec["cpu_s"]), 3), "maxrss_mb": rec.get("maxrss_mb"),
+            "says": lines[-1] if lines else proc.stdout.strip()[-200:]}  # fmt: skip
+
+
+def changed(repo: Path, repeat: int, metrics: Path) -> dict[str, Any]:
+    """One transcript edited, then the extract and condense stages: medians of ``repeat``."""
+    items = _items(repo)
+    runs: list[dict[str, dict[str, Any]]] = []
+    for r in range(repeat):
+        transcript = items[(r * 7919) % len(items)] / "transcript.md"
+        data = transcript.read_bytes() + f"\nOne more line, edit {r}.\n".encode()
+        transcript.unlink()  # (a hard link shared with the template and the copies)
+        transcript.write_bytes(data)
+        runs.append({name: _stage(repo, name, metrics) for name in ("extract", "condense")})
+    out: dict[str, Any] = {}
+    for name in ("extract", "condense"):
+        out[name] = {
+            "median_cpu_s": round(statistics.median(r[name]["cpu_s"] for r in runs), 3),
+            "maxrss_mb": max(float(r[name]["maxrss_mb"] or 0) for r in runs),
+            "says": runs[-1][name]["says"],
+        }
+    return out
+
+
 def counts(repo: Path) -> dict[str, int]:
     """Directories and files DVC walks: each folder dependency or output, once per stage."""
     stages = yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
@@ -132,7 +172,7 @@ def counts(repo: Path) -> dict[str, int]:
 
 
 def measure(
-    template: Path, n: int, repeat: int, work: Path, pipeline: Path | None
+    template: Path, n: int, repeat: int, work: Path, pipeline: Path | None, one_changed: bool
 ) -> dict[str, Any]:
     repo = work / f"n{n}"
     shutil.rmtree(repo, ignore_errors=True)
@@ -184,6 +224,8 @@ def measure(
                 ),
                 3,
             )
+    if one_changed:
+        out["one_changed"] = changed(repo, repeat, metrics)
     return out
 
 
@@ -193,6 +235,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pipeline", type=Path, help="a repo whose dvc.yaml and stages/ to use")
+    ap.add_argument("--changed", action="store_true", help="also time one changed transcript")
     ap.add_argument("--out", type=Path, help="also write the JSON here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="arkai-dvc-noop-"))
@@ -201,7 +244,8 @@ def main() -> None:
             "template": str(args.template),
             "pipeline": str(args.pipeline) if args.pipeline else None,
             "sizes": [
-                measure(args.template, n, args.repeat, work, args.pipeline) for n in args.sizes
+                measure(args.template, n, args.repeat, work, args.pipeline, args.changed)
+                for n in args.sizes
             ],
             "load_avg": [round(x, 2) for x in os.getloadavg()],
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -145,25 +146,92 @@ def test_a_snapshot_digest_covers_the_files_and_the_inputs(tmp_path: Path) -> No
     assert (tmp_path / manifest.PATHS["extracted"]).read_bytes() == second.manifests["extracted"]
 
 
-def test_a_seal_holds_only_for_the_files_and_inputs_it_was_made_with(tmp_path: Path) -> None:
+def _sealed_items(root: Path, stage: str, now: manifest.Snapshot) -> int | None:
+    sealed = manifest.sealed_run(root, stage, now)
+    return sealed.items if sealed is not None else None
+
+
+def test_a_seal_holds_only_for_the_inputs_it_was_made_with(tmp_path: Path) -> None:
     _tree(tmp_path)
     now = manifest.snapshot(tmp_path, ("library",), {"v": 1})
-    assert manifest.sealed_items(tmp_path, "extract", now) is None  # never sealed
+    assert _sealed_items(tmp_path, "extract", now) is None  # never sealed
     manifest.seal(tmp_path, "extract", now, 7)
-    assert manifest.sealed_items(tmp_path, "extract", now) == 7
-    assert manifest.sealed_items(tmp_path, "condense", now) is None  # per stage
+    assert _sealed_items(tmp_path, "extract", now) == 7
+    assert _sealed_items(tmp_path, "condense", now) is None  # per stage
     other = manifest.snapshot(tmp_path, ("library",), {"v": 2})
-    assert manifest.sealed_items(tmp_path, "extract", other) is None
+    assert _sealed_items(tmp_path, "extract", other) is None
+    # Edited files: the seal still holds (it is the base the changes are planned from) and
+    # carries the manifests of the sealed run.
     (tmp_path / "library/a/transcript.md").write_text("edited\n", encoding="utf-8")
     edited = manifest.snapshot(tmp_path, ("library",), {"v": 1})
-    assert manifest.sealed_items(tmp_path, "extract", edited) is None
+    sealed = manifest.sealed_run(tmp_path, "extract", edited)
+    assert sealed is not None and sealed.manifests == now.manifests != edited.manifests
     # A damaged record is no seal; unseal forgets it.
     seal = tmp_path / manifest.CACHE_DIR / "extract.done.json"
     seal.write_text("{not json", encoding="utf-8")
-    assert manifest.sealed_items(tmp_path, "extract", now) is None
+    assert _sealed_items(tmp_path, "extract", now) is None
     manifest.seal(tmp_path, "extract", now, 7)
     manifest.unseal(tmp_path, "extract")
-    assert manifest.sealed_items(tmp_path, "extract", now) is None
+    assert _sealed_items(tmp_path, "extract", now) is None
+    assert not list((tmp_path / manifest.CACHE_DIR).glob("extract.done*"))
+
+
+def test_a_damaged_or_forged_copy_of_the_sealed_manifests_is_not_trusted(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    now = manifest.snapshot(tmp_path, ("library",), {"v": 1})
+    manifest.seal(tmp_path, "extract", now, 1)
+    copy = tmp_path / manifest.CACHE_DIR / "extract.done.library.tsv"
+    assert copy.read_bytes() == now.manifests["library"]
+    # A forged copy (an item's lines dropped, so it would count as changed … or the other
+    # way round: a changed item made to look done) does not match the recorded digest.
+    copy.write_bytes(now.manifests["library"].replace(b"a/transcript.md", b"a/transcript.mx"))
+    # (With nothing changed the copy is not needed: the digest says the files are the seal's.)
+    assert manifest.sealed_run(tmp_path, "extract", now) == manifest.Sealed(1, now.manifests)
+    (tmp_path / "library/b/deep/x.json").write_text("[]", encoding="utf-8")
+    edited = manifest.snapshot(tmp_path, ("library",), {"v": 1})
+    assert manifest.sealed_run(tmp_path, "extract", edited) is None
+    copy.unlink()
+    assert manifest.sealed_run(tmp_path, "extract", edited) is None
+    manifest.seal(tmp_path, "extract", now, 1)
+    record = tmp_path / manifest.CACHE_DIR / "extract.done.json"
+    data = json.loads(record.read_text(encoding="utf-8"))
+    record.write_text(json.dumps({**data, "folders": ["library", "extracted"]}), encoding="utf-8")
+    assert manifest.sealed_run(tmp_path, "extract", now) is None
+    record.write_text(json.dumps({**data, "items": "1"}), encoding="utf-8")
+    assert manifest.sealed_run(tmp_path, "extract", now) is None
+
+
+def _line(path: str, digest: str = "0") -> bytes:
+    return f"{digest * 64}\t1\t{path}\n".encode()
+
+
+def test_changed_items_names_each_item_whose_lines_differ(tmp_path: Path) -> None:
+    def library(*folders: str, edited: str = "") -> bytes:
+        return b"".join(
+            _line(f"{f}/metadata.json") + _line(f"{f}/transcript.md", "1" if f == edited else "0")
+            for f in sorted(folders)
+        )
+
+    old = {"library": library("t/A (1)", "t/B (2)", "t/C (3)"),
+           "extracted": _line("t/A (1)/claims.md") + _line("t/B (2)/claims.md")}  # fmt: skip
+    same = dict(old)
+    assert manifest.changed_items(old, same) == set()
+    edited = {**old, "library": library("t/A (1)", "t/B (2)", "t/C (3)", edited="t/B (2)")}
+    assert manifest.changed_items(old, edited) == {"t/B (2)"}
+    # added and removed items, an extraction deleted or edited by hand
+    moved = {"library": library("t/A (1)", "t/B (2)", "t/D (4)"),
+             "extracted": _line("t/A (1)/claims.md", "2")}  # fmt: skip
+    assert manifest.changed_items(old, moved) == {"t/A (1)", "t/B (2)", "t/C (3)", "t/D (4)"}
+    # a nested metadata.json is no item of its own; hidden folders are no items
+    nested = {**old, "library": old["library"] + _line("t/A (1)/sub/metadata.json")
+              + _line(".adding-x/t/metadata.json")}  # fmt: skip
+    assert manifest.changed_items(old, nested) == {"t/A (1)"}
+    assert manifest.item_folders(nested["library"]) == {"t/A (1)", "t/B (2)", "t/C (3)"}
+    # a file that belongs to no item: everything is planned
+    stray = {**old, "library": old["library"] + _line("stray.txt")}
+    assert manifest.changed_items(old, stray) is None
+    orphan = {**old, "extracted": old["extracted"] + _line("t/Z (9)/claims.md")}
+    assert manifest.changed_items(old, orphan) is None
 
 
 def test_rebuild_removes_hand_edited_files_before_building(tmp_path: Path) -> None:

@@ -201,3 +201,118 @@ def test_doctor_says_what_changed_in_the_library_since_the_last_run(
     manifest.write(notes, "library", manifest.PATHS["library"])
     _, out, _ = arkai("--repo", notes, "doctor", "--json")
     assert json.loads(out)["library_changed"] == []
+
+
+def _tree(root: Path, *folders: str) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for folder in folders
+        for p in sorted((root / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_after_a_complete_run_only_the_changed_items_are_planned(
+    notes: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 17: one changed transcript plans one item, not the library — and the outputs are
+    # those of a run that plans every item (a fixed clock: extractions carry their time).
+    monkeypatch.setattr("arkai.adapters.events.utc_now", lambda: "2026-11-24T10:00:00Z")
+    code, _, err = arkai("--repo", notes, "add", SAMPLES / "field-notes-on-reproducibility.txt")
+    assert code == 0, err
+    extract_op.extract_stage(Repo.at(notes))
+    assert condense_op.condense_stage(Repo.at(notes)).condensed == 3
+    twin = notes.parent / "twin"
+    shutil.copytree(notes, twin)
+    for stage in ("extract", "condense"):
+        manifest.unseal(twin, stage)  # the twin plans every item
+
+    planned: list[str] = []
+    keyed: list[int] = []
+    plan_item, item_key = extract_op.plan_item, condense_op.item_key
+    monkeypatch.setattr(
+        extract_op,
+        "plan_item",
+        lambda item, *a: planned.append(item.rel.as_posix()) or plan_item(item, *a),
+    )
+    monkeypatch.setattr(condense_op, "item_key", lambda *a: keyed.append(1) or item_key(*a))
+
+    def edit(root: Path) -> tuple[str, str]:
+        transcript = _transcripts(root)[0]
+        with open(transcript, "a", encoding="utf-8") as fh:
+            fh.write("\nOne more line about hive scales.\n")
+        deleted = sorted((root / "extracted").rglob("extraction.json"))[-1]
+        deleted.unlink()  # an extraction deleted by hand: noticed and redone
+        return (transcript.parent.relative_to(root / "library").as_posix(),
+                deleted.parent.relative_to(root / "extracted").as_posix())  # fmt: skip
+
+    changed = edit(notes)
+    assert edit(twin) == changed
+    one = extract_op.extract_stage(Repo.at(notes))
+    assert sorted(planned) == sorted(changed)
+    assert (one.items, one.extracted, one.skipped) == (3, 2, 1)
+    assert condense_op.condense_stage(Repo.at(notes)).condensed == 1 and len(keyed) == 1
+    planned.clear(), keyed.clear()
+    full = extract_op.extract_stage(Repo.at(twin))
+    condense_op.condense_stage(Repo.at(twin))
+    assert (len(set(planned)), len(keyed)) == (3, 3)  # (it lists the library twice)
+    assert (full.items, full.extracted, full.skipped) == (3, 2, 1)
+    folders = ("extracted", "condensed", "index/manifests")
+    assert _tree(notes, *folders) == _tree(twin, *folders)
+
+    # A claim edited by hand: that item is planned (and kept as edited); nothing else.
+    planned.clear()
+    claims = sorted((notes / "extracted").rglob("claims.md"))[0]
+    claims.write_text(claims.read_text(encoding="utf-8") + "\nreviewed\n", encoding="utf-8")
+    hand = extract_op.extract_stage(Repo.at(notes))
+    assert len(planned) == 1 and (hand.extracted, hand.skipped) == (0, 3)
+    assert claims.read_text(encoding="utf-8").endswith("\nreviewed\n")
+    planned.clear()
+    assert extract_op.extract_stage(Repo.at(notes)).skipped == 3 and planned == []
+
+    # A removed item: nothing but its outputs is touched.
+    gone = _transcripts(notes)[-1].parent
+    shutil.rmtree(gone)
+    removed = extract_op.extract_stage(Repo.at(notes))
+    assert (removed.items, removed.removed, planned) == (2, 1, [])
+    rel = gone.relative_to(notes / "library")
+    assert not (notes / "extracted" / rel).exists()
+    assert condense_op.condense_stage(Repo.at(notes)).removed == 1
+    assert not (notes / "condensed" / rel).exists()
+
+    # A damaged copy of the sealed manifests is not trusted: every item is planned again.
+    copy = notes / manifest.CACHE_DIR / "extract.done.extracted.tsv"
+    copy.write_bytes(copy.read_bytes().replace(b"claims.md", b"claims.mx", 1))
+    with open(_transcripts(notes)[0], "a", encoding="utf-8") as fh:
+        fh.write("\nAnd one more.\n")
+    assert extract_op.extract_stage(Repo.at(notes)).extracted == 1 and len(set(planned)) == 2
+
+
+def test_other_params_or_patterns_plan_every_item(
+    notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extract_op.extract_stage(Repo.at(notes))
+    condense_op.condense_stage(Repo.at(notes))
+    seen: list[Any] = []
+    monkeypatch.setattr(extract_op, "run_extract", lambda repo, **kw: seen.append(kw["changes"]))
+    monkeypatch.setattr(condense_op, "condense", lambda repo, **kw: seen.append(kw["changes"]))
+    with open(_transcripts(notes)[0], "a", encoding="utf-8") as fh:
+        fh.write("\nOne more line.\n")
+    manifest.write(notes, "library", manifest.PATHS["library"])
+    for stage in (extract_op.extract_stage, condense_op.condense_stage):
+        with pytest.raises(AttributeError):  # (the stub returns no summary)
+            stage(Repo.at(notes))
+    assert [len(c.folders) for c in seen] == [1, 1]
+    seen.clear()
+    pattern = notes / "patterns" / "extract_claims" / "system.md"
+    pattern.write_text(pattern.read_text(encoding="utf-8") + "\nBe brief.\n", encoding="utf-8")
+    with pytest.raises(AttributeError):
+        extract_op.extract_stage(Repo.at(notes))
+    params = notes / "params.yaml"
+    params.write_text(
+        params.read_text(encoding="utf-8").replace("max_claims: 100", "max_claims: 99"),
+        encoding="utf-8",
+    )
+    with pytest.raises(AttributeError):
+        condense_op.condense_stage(Repo.at(notes))
+    assert seen == [None, None]

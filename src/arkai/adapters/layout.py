@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,6 +176,34 @@ def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
     for folder in folders:
         try:
             items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
+        except (ArkaiError, OSError) as exc:
+            problems.append(ItemProblem(folder / METADATA, str(exc)))
+    return items, problems
+
+
+def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[ItemProblem]]:
+    """The items in these folders of ``library/`` (relative, ``/``-separated), read as
+    :func:`scan_items` reads them (sorted by path) — reading nothing else: a folder that is
+    gone or holds no ``metadata.json`` is no item, one reached through a link (not followed)
+    or whose ``metadata.json`` cannot be read is a problem."""
+    lib = root / LIBRARY
+    items: list[Item] = []
+    problems: list[ItemProblem] = []
+    for rel in sorted(set(folders)):
+        path, folder = lib, lib / rel
+        try:
+            for part in ("", *rel.split("/")):
+                path = path / part if part else path
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    problems.append(ItemProblem(path, f"{path}: is a symbolic link; arkai reads "
+                                                      "only regular files and folders inside "
+                                                      "the repo (not followed)"))  # fmt: skip
+                    break
+            else:
+                if os.path.lexists(folder / METADATA):
+                    items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
+        except FileNotFoundError:
+            continue  # removed
         except (ArkaiError, OSError) as exc:
             problems.append(ItemProblem(folder / METADATA, str(exc)))
     return items, problems

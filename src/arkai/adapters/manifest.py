@@ -255,6 +255,8 @@ class Snapshot:
 
     manifests: dict[str, bytes]
     digest: str
+    inputs: bytes = b""
+    """The stage's other inputs as JSON (keys sorted): what :func:`sealed_run` compares."""
 
     def publish(self, root: Path, *folders: str) -> None:
         """Write the manifest of each of ``folders`` (default: all) to its place
@@ -264,43 +266,155 @@ class Snapshot:
             write_if_changed(root / PATHS[folder], self.manifests[folder], fsync=False)
 
 
-def snapshot(root: Path, folders: tuple[str, ...], inputs: object) -> Snapshot:
+def _digest(inputs: bytes, manifests: dict[str, bytes]) -> str:
+    h = hashlib.sha256(inputs)
+    for folder, data in manifests.items():
+        h.update(b"\0" + folder.encode("utf-8") + b"\0" + data)
+    return h.hexdigest()
+
+
+def snapshot(
+    root: Path, folders: tuple[str, ...], inputs: object, *, given: dict[str, bytes] | None = None
+) -> Snapshot:
     """The manifests of ``folders`` (stat cache: unchanged files are not read) and one digest of
-    them with ``inputs`` (anything JSON can write; keys sorted)."""
+    them with ``inputs`` (anything JSON can write; keys sorted). ``given`` adds manifests read
+    elsewhere (condense takes library/'s from the file extract wrote), digested after them."""
     manifests = {f: manifest_bytes(root, f, _cache_name(PATHS[f])) for f in folders}
-    h = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode("utf-8"))
-    for folder in folders:
-        h.update(b"\0" + folder.encode("utf-8") + b"\0" + manifests[folder])
-    return Snapshot(manifests, h.hexdigest())
+    manifests.update(given or {})
+    blob = json.dumps(inputs, sort_keys=True, default=str).encode("utf-8")
+    return Snapshot(manifests, _digest(blob, manifests), blob)
 
 
 def _seal_path(root: Path, stage: str) -> Path:
     return root / CACHE_DIR / f"{stage}.done.json"
 
 
-def sealed_items(root: Path, stage: str, now: Snapshot) -> int | None:
-    """How many items ``stage`` saw in its last complete run, when that run ended with the
-    files and inputs of ``now`` (:func:`seal`) — then running it again would change nothing;
-    None otherwise (no such run, or anything differs)."""
-    try:
-        data = json.loads(_seal_path(root, stage).read_bytes())
-    except (OSError, ValueError):
-        return None  # no record (a fresh clone) or a damaged one: the stage runs in full
-    if not isinstance(data, dict) or data.get("digest") != now.digest:
-        return None
-    items = data.get("items")
-    return items if isinstance(items, int) and not isinstance(items, bool) else None
+def _copy_path(root: Path, stage: str, folder: str) -> Path:
+    return root / CACHE_DIR / f"{stage}.done.{folder}.tsv"
 
 
 def seal(root: Path, stage: str, now: Snapshot, items: int) -> None:
-    """Record that ``stage`` ran completely (every item done, none failed) ending with ``now``."""
-    data = json.dumps({"digest": now.digest, "items": items}).encode("utf-8")
-    atomic_write_bytes(_seal_path(root, stage), data, fsync=False)
+    """Record that ``stage`` ran completely (every item done, none failed) ending with ``now``:
+    its digest, and a copy of each manifest (what :func:`sealed_run` compares the next run's
+    with, item by item). The record is written last, so a torn seal is no seal."""
+    for folder, data in now.manifests.items():
+        write_if_changed(_copy_path(root, stage, folder), data, fsync=False)
+    record = {"digest": now.digest, "items": items, "folders": list(now.manifests)}
+    atomic_write_bytes(_seal_path(root, stage), json.dumps(record).encode("utf-8"), fsync=False)
 
 
 def unseal(root: Path, stage: str) -> None:
     """Forget ``stage``'s last complete run (its next run works through every item)."""
     _seal_path(root, stage).unlink(missing_ok=True)
+    for copy in (root / CACHE_DIR).glob(f"{stage}.done.*.tsv"):
+        copy.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """``stage``'s last complete run: how many items it saw and the manifests it ended with."""
+
+    items: int
+    manifests: dict[str, bytes]
+
+
+def sealed_run(root: Path, stage: str, now: Snapshot) -> Sealed | None:
+    """``stage``'s last complete run (:func:`seal`) when it ran with the inputs of ``now`` —
+    then every item whose files are what that run left needs no work; None otherwise (no such
+    run, other inputs, or a record or copy that does not match its digest: damaged or forged
+    copies are never trusted, the stage then works through every item)."""
+    try:
+        data = json.loads(_seal_path(root, stage).read_bytes())
+        folders = data["folders"]
+        items = data["items"]
+        if not (isinstance(folders, list) and isinstance(items, int)) or isinstance(items, bool):
+            return None
+        if sorted(map(str, folders)) != sorted(now.manifests):
+            return None
+        if data.get("digest") == now.digest:  # nothing changed: the copies are these bytes
+            return Sealed(items, now.manifests)
+        copies = {str(f): _copy_path(root, stage, str(f)).read_bytes() for f in folders}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no record (a fresh clone) or a damaged one
+    if _digest(now.inputs, copies) != data.get("digest"):
+        return None
+    return Sealed(items, copies)
+
+
+def _lines(data: bytes) -> set[bytes]:
+    return set(data.splitlines())
+
+
+def _path(line: bytes) -> str:
+    return line.split(b"\t", 2)[-1].decode("utf-8", "surrogateescape")
+
+
+def item_folders(library: bytes) -> set[str]:
+    """The item folders (relative to library/) of a manifest of library/: each folder holding a
+    ``metadata.json``, as :func:`arkai.adapters.layout.scan_items` finds them — not inside
+    another item's folder, none under a hidden folder."""
+    found = sorted(
+        _path(line)[: -len("/metadata.json")]
+        for line in library.splitlines()
+        if line.endswith(b"/metadata.json")
+    )
+    out: set[str] = set()
+    for folder in found:
+        parts = folder.split("/")
+        if any(p.startswith(".") for p in parts):
+            continue
+        if not any("/".join(parts[:i]) in out for i in range(1, len(parts))):
+            out.add(folder)
+    return out
+
+
+def changed_items(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | None:
+    """The item folders (relative to library/, ``/``-separated) with a line of any of the
+    manifests (``library``, and ``extracted`` or ``condensed``: the same relative paths) added,
+    removed or changed from ``old`` to ``new`` — items added and removed included. None when a
+    changed line belongs to no item folder of either (a stray file): then plan everything.
+    Lines under hidden folders, which no item reader enters, are not items' files."""
+    return _changed(old, new, item_folders(old["library"]) | item_folders(new["library"]))
+
+
+def _changed(old: dict[str, bytes], new: dict[str, bytes], folders: set[str]) -> set[str] | None:
+    changed: set[str] = set()
+    for name in new:
+        for line in _lines(old.get(name, b"")) ^ _lines(new[name]):
+            parts = _path(line).split("/")
+            owner = next(
+                (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
+            )
+            if owner is not None:
+                changed.add(owner)
+            elif not any(p.startswith(".") for p in parts[:-1]):
+                return None
+    return changed
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a stage plans after its last complete run: the item folders (relative to library/)
+    that may have changed since; the ``done`` other items are known to need no work."""
+
+    folders: frozenset[str]
+    done: int
+
+
+def changes(sealed: Sealed | None, now: Snapshot) -> Changes | None:
+    """The items that differ between ``sealed`` (:func:`sealed_run`) and ``now``, whose
+    manifests must include ``library``; None (plan everything) without a sealed run or when a
+    change belongs to no item (:func:`changed_items`)."""
+    if sealed is None:
+        return None
+    if sealed.manifests == now.manifests:
+        return Changes(frozenset(), sealed.items)
+    present = item_folders(now.manifests["library"])
+    every = item_folders(sealed.manifests["library"]) | present
+    folders = _changed(sealed.manifests, now.manifests, every)
+    if folders is None:
+        return None
+    return Changes(frozenset(folders), len(present - folders))
 
 
 def rebuild(root: Path, folder: str, build: Callable[[], T]) -> T:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events, interrupt, manifest, raytasks
-from arkai.adapters.layout import CONDENSED, LIBRARY, TRANSCRIPT, Item
+from arkai.adapters.layout import CONDENSED, LIBRARY, TRANSCRIPT, Item, load_items
 from arkai.adapters.repo import Repo
 from arkai.adapters.shards import CONDENSED_FILE, CondensedFile, read_condensed, write_condensed
 from arkai.core import canonjson
@@ -186,13 +186,16 @@ def _previous(item: Item) -> CondensedFile | None:
         return None  # a torn or unreadable file counts as none: the item is redone
 
 
-def remove_orphans(root: Path, keep: set[Path]) -> int:
-    """Delete ``condensed/`` folders whose item is gone (only folders this stage wrote)."""
+def remove_orphans(root: Path, keep: set[Path], under: Iterable[Path] | None = None) -> int:
+    """Delete ``condensed/`` folders whose item is gone (only folders this stage wrote) —
+    under the folders ``under`` only, when given (the items that changed)."""
     base = root / CONDENSED
     removed = 0
     if not base.is_dir():
         return 0
-    for marker in sorted(base.rglob(CONDENSED_FILE)):
+    markers = [m for u in under for m in u.rglob(CONDENSED_FILE)] if under is not None else list(
+        base.rglob(CONDENSED_FILE))  # fmt: skip
+    for marker in sorted(markers):
         if marker.parent not in keep:
             shutil.rmtree(marker.parent)
             removed += 1
@@ -208,17 +211,21 @@ def condense(
     refresh: bool = False,
     shards: bool = True,
     progress: ProgressFn | None = None,
+    changes: manifest.Changes | None = None,
 ) -> CondenseSummary:
     """Condense every item whose key changed (with ``force``, every item in ``only`` or all),
-    then rebuild the shards unless ``shards`` is False."""
+    then rebuild the shards unless ``shards`` is False. With ``changes`` (the stage after a
+    complete run) only the items in the folders it names are read and planned; the others
+    are known done."""
     root, params = repo.root, repo.params
     condense_params(params)  # a bad value fails before any work
     runner = make_runner(root, params, refresh=refresh, now=now or events.utc_now())
     pattern = get_pattern(PATTERN, root)
     summary = CondenseSummary(stats=runner.stats)
     (root / CONDENSED).mkdir(exist_ok=True)  # the DVC output exists even for an empty library
-    items, problems = repo.scan()
-    summary.items = len(items)
+    items, problems = repo.scan() if changes is None else load_items(root, changes.folders)
+    summary.items = len(items) + (changes.done if changes else 0)
+    summary.skipped = changes.done if changes else 0
     todo: list[tuple[Item, bytes, str]] = []
     for item in items:
         if only is not None and item.id not in only:
@@ -285,7 +292,8 @@ def condense(
                 folder = p.path.parent if p.path.name == "metadata.json" else p.path
                 if folder.is_relative_to(root / LIBRARY) and folder != root / LIBRARY:
                     keep.add(root / CONDENSED / folder.relative_to(root / LIBRARY))
-            summary.removed = remove_orphans(root, keep)
+            under = [root / CONDENSED / f for f in changes.folders] if changes else None
+            summary.removed = remove_orphans(root, keep, under)
         unreadable = [p.error if p.error.startswith(str(p.path)) else f"{p.path}: {p.error}"
                       for p in problems]  # fmt: skip
         summary.unreadable = unreadable
@@ -320,12 +328,9 @@ def _record_failure(item: Item, runner: Runner, key: str, error: str) -> None:
 def _stage_inputs(repo: Repo) -> dict[str, Any] | None:
     """What every item's key depends on besides its transcript (:func:`item_key`): the stage
     version, the params, the provider settings (and the model named in the environment) and
-    the pattern's digest; and the transcripts, through the manifest of library/ that the
-    ``extract`` stage wrote before this one ran. None when the pattern cannot be loaded (the
-    run reports it) or there is no such manifest."""
+    the pattern's digest. None when the pattern cannot be loaded (the run reports it)."""
     try:
         pattern = get_pattern(PATTERN, repo.root).digest
-        library = sha256_hex((repo.root / manifest.PATHS[LIBRARY]).read_bytes())
     except (ArkaiError, OSError):
         return None
     return {
@@ -335,8 +340,15 @@ def _stage_inputs(repo: Repo) -> dict[str, Any] | None:
         "providers": repo.params.get("providers"),
         "model_env": os.environ.get("ARKAI_OPENAI_MODEL"),
         "pattern": pattern,
-        "library": library,
     }
+
+
+def _library(root: Path) -> bytes | None:
+    """The manifest of library/ that the ``extract`` stage wrote before this one ran."""
+    try:
+        return (root / manifest.PATHS[LIBRARY]).read_bytes()
+    except OSError:
+        return None
 
 
 def condense_stage(repo: Repo, *, progress: ProgressFn | None = None) -> CondenseSummary:
@@ -344,23 +356,30 @@ def condense_stage(repo: Repo, *, progress: ProgressFn | None = None) -> Condens
     builds them), then the manifest of condensed/.
 
     Like ``extract`` (:func:`arkai.ops.extract.extract_stage`) DVC runs it on every
-    ``dvc repro``, after ``extract`` (it depends on the manifest of library/). When condensed/
-    (its manifest, from a stat walk), that manifest of library/ and :func:`_stage_inputs` are
-    what its last complete run left, nothing is planned or read. A run is sealed as complete
-    when no item failed and the library, walked again at its end, is what that manifest says.
+    ``dvc repro``, after ``extract`` (it depends on the manifest of library/, which it reads
+    the transcripts through). When :func:`_stage_inputs` are those of its last complete run,
+    only the items whose lines in that manifest of library/ or in condensed/'s (from a stat
+    walk) differ from that run's are read and planned; with none, nothing is. A run is sealed
+    as complete when no item failed and the library, walked again at its end, is what that
+    manifest says; one that is not leaves the last seal.
     """
     root = repo.root
     inputs = _stage_inputs(repo)
-    before = manifest.snapshot(root, (CONDENSED,), inputs)
-    if inputs is not None:
-        items = manifest.sealed_items(root, "condense", before)
-        if items is not None:
-            before.publish(root)
-            return CondenseSummary(items=items, skipped=items)
-    manifest.unseal(root, "condense")
-    summary = condense(repo, shards=False, progress=progress)
-    after = manifest.snapshot(root, (CONDENSED,), inputs)
-    after.publish(root)
-    if inputs is not None and manifest.up_to_date(root, LIBRARY):
+    library = _library(root)
+    given = {LIBRARY: library} if library is not None else None
+    before = manifest.snapshot(root, (CONDENSED,), inputs, given=given)
+    changes = None
+    if inputs is not None and library is not None:
+        sealed = manifest.sealed_run(root, "condense", before)
+        changes = manifest.changes(sealed, before)
+        if sealed is not None and changes is not None and not changes.folders:
+            before.publish(root, CONDENSED)
+            return CondenseSummary(items=sealed.items, skipped=sealed.items)
+    summary = condense(repo, shards=False, progress=progress, changes=changes)
+    library_after = _library(root)
+    after = manifest.snapshot(root, (CONDENSED,), inputs, given={LIBRARY: library_after or b""})
+    after.publish(root, CONDENSED)
+    if (inputs is not None and library_after is not None and library_after == library
+            and manifest.up_to_date(root, LIBRARY)):  # fmt: skip
         manifest.seal(root, "condense", after, summary.items)
     return summary

@@ -32,6 +32,7 @@ from arkai.adapters.layout import (
     REVIEW,
     Item,
     ItemProblem,
+    load_items,
     scan_items,
 )
 from arkai.adapters.repo import Repo
@@ -372,14 +373,18 @@ def resolve_sections(doc: Document, sections: dict[str, Any]) -> dict[str, Any]:
     return {k: walk(v, k) for k, v in sorted(sections.items())}
 
 
-def remove_orphans(root: Path, keep: set[Path]) -> int:
-    """Delete ``extracted/`` folders whose item is gone (only folders this stage wrote)."""
+def remove_orphans(root: Path, keep: set[Path], under: Iterable[Path] | None = None) -> int:
+    """Delete ``extracted/`` folders whose item is gone (only folders this stage wrote) —
+    under the folders ``under`` only, when given (the items that changed)."""
     removed = 0
     base = root / EXTRACTED
     if not base.is_dir():
         return 0
-    for marker in sorted(base.rglob(EXTRACTION)):
-        if not any(folder in keep for folder in (marker.parent, *marker.parent.parents)):
+    markers = [m for u in under for m in u.rglob(EXTRACTION)] if under is not None else list(
+        base.rglob(EXTRACTION))  # fmt: skip
+    for marker in sorted(markers):
+        kept = any(folder in keep for folder in (marker.parent, *marker.parent.parents))
+        if not kept and marker.exists():  # (exists: not in a folder removed just before)
             shutil.rmtree(marker.parent)
             removed += 1
     return removed
@@ -421,10 +426,12 @@ def _todo(
     seen: dict[str, str],
     only: set[str] | None,
     force: bool,
+    changes: manifest.Changes | None = None,
 ) -> list[Plan]:
-    """List the library and plan every item not yet handled in this run (``seen``: content ID
-    → key handled). Unreadable folders and items that cannot be planned are recorded."""
-    items, problems = scan_items(root)
+    """List the library (with ``changes``, only the items it names) and plan every item not
+    yet handled in this run (``seen``: content ID → key handled). Unreadable folders and items
+    that cannot be planned are recorded."""
+    items, problems = _listed(root, changes)
     known = {p.path for p in summary.unreadable}
     summary.unreadable.extend(p for p in problems if p.path not in known)
     plans: list[Plan] = []
@@ -452,8 +459,13 @@ def _todo(
             continue
         else:
             plans.append(plan)
-    summary.items = len(seen) + len(summary.unreadable)
+    summary.items = len(seen) + len(summary.unreadable) + (changes.done if changes else 0)
     return plans
+
+
+def _listed(root: Path, changes: manifest.Changes | None) -> tuple[list[Item], list[ItemProblem]]:
+    """Every item of the library, or only those in the folders ``changes`` names."""
+    return scan_items(root) if changes is None else load_items(root, changes.folders)
 
 
 @dataclass(frozen=True)
@@ -534,6 +546,7 @@ def run_extract(
     refresh: bool = False,
     progress: ProgressFn | None = None,
     executor: str | None = None,
+    changes: manifest.Changes | None = None,
 ) -> ExtractSummary:
     """Extract every item whose key changed (or, with ``force``, those in ``only``).
 
@@ -544,6 +557,8 @@ def run_extract(
     :class:`PipelineError` after every other item is done. ``only`` names items by content
     ID, ≥ 8-character prefix or source ID. ``executor`` (``local`` or ``ray``) overrides
     ``extract.executor`` for this run; either way only this process writes ``extracted/``.
+    With ``changes`` (the stage after a complete run) only the items in the folders it names
+    are read and planned — the others are known done — and the library is not listed again.
     """
     root = repo.root
     now = now or events.utc_now()
@@ -556,7 +571,8 @@ def run_extract(
     summary = ExtractSummary(stats=runner.stats, executor=where)
     loaded: dict[str, Pattern] = {}
     seen: dict[str, str] = {}
-    plans = _todo(root, params, runner, loaded, summary, seen, only, force)
+    summary.skipped = changes.done if changes else 0
+    plans = _todo(root, params, runner, loaded, summary, seen, only, force, changes)
     workers = 1 if runner.provider.name == "builtin" else max(1, int(xp.get("concurrency", 4)))
     done = summary.skipped
     with (
@@ -620,18 +636,19 @@ def run_extract(
                     record_failure(plan, runner, str(exc))
                 if progress:
                     progress(done, summary.items, plan.item.title, runner.stats)
-            if only is not None or rounds >= MAX_ROUNDS:
+            if only is not None or changes is not None or rounds >= MAX_ROUNDS:
                 break
             plans = _todo(root, params, runner, loaded, summary, seen, only, force)
         if only is None:
-            items, problems = scan_items(root)
+            items, problems = _listed(root, changes)
             keep = {item.extracted for item in items}
             # Outputs of folders that could not be read this time are kept, not removed.
             for p in problems:
                 folder = p.path.parent if p.path.name == METADATA else p.path
                 if folder != root / LIBRARY and folder.is_relative_to(root / LIBRARY):
                     keep.add(root / EXTRACTED / folder.relative_to(root / LIBRARY))
-            summary.removed = remove_orphans(root, keep)
+            under = [root / EXTRACTED / f for f in changes.folders] if changes else None
+            summary.removed = remove_orphans(root, keep, under)
         # Inside the run: its RunCompleted says `failed`.
         problems_text = [f"{p.path}: {p.error}" if not p.error.startswith(str(p.path)) else p.error
                          for p in summary.unreadable]  # fmt: skip
@@ -677,22 +694,26 @@ def extract_stage(repo: Repo, *, progress: ProgressFn | None = None) -> ExtractS
     of library/ and extracted/ (:data:`MANIFESTS`).
 
     DVC runs the stage on every ``dvc repro`` (``always_changed``: it does not walk the
-    folders, docs/scale.md), so its no-op must be cheap: when the folders (their manifests,
-    from a stat walk) and :func:`_stage_inputs` are what the last complete run left, running
-    again would skip every item, and nothing is planned or read — the manifests are only
-    written again if one was deleted. A run is complete (sealed) when no item failed and the
-    library did not change while it ran (an item added meanwhile is then extracted next time).
+    folders, docs/scale.md), so it plans only what changed: when :func:`_stage_inputs` are
+    those of the last complete run, only the items whose lines in the manifests (from a stat
+    walk) differ from that run's — added, removed, edited, their extraction deleted or edited
+    by hand — are read and planned; the others are known done. With none, nothing is read and
+    the manifests are only written again if one was deleted. A run is complete (sealed) when no
+    item failed and the library did not change while it ran (an item added meanwhile is then
+    extracted next time); a run that is not leaves the last seal, so the next one plans again
+    every item changed since it (the failed ones included).
     """
     root = repo.root
     inputs = _stage_inputs(repo)
     before = manifest.snapshot(root, MANIFESTS, inputs)
+    changes = None
     if inputs is not None:
-        items = manifest.sealed_items(root, "extract", before)
-        if items is not None:
+        sealed = manifest.sealed_run(root, "extract", before)
+        changes = manifest.changes(sealed, before)
+        if sealed is not None and changes is not None and not changes.folders:
             before.publish(root)
-            return ExtractSummary(items=items, skipped=items)
-    manifest.unseal(root, "extract")
-    summary = run_extract(repo, progress=progress)
+            return ExtractSummary(items=sealed.items, skipped=sealed.items)
+    summary = run_extract(repo, progress=progress, changes=changes)
     after = manifest.snapshot(root, MANIFESTS, inputs)
     after.publish(root)
     if inputs is not None and after.manifests["library"] == before.manifests["library"]:
