@@ -20,6 +20,7 @@ Incremental at two levels:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -155,8 +156,12 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
                 continue
             rel = str(it.get("relevance") or "low")
             rel = rel if rel in _RELEVANCE else "low"
-            chunks = [int(c) for c in it.get("chunks") or [] if isinstance(c, int)]
-            items.append({"content_id": it["content_id"], "relevance": rel, "chunks": chunks})
+            # Only the first chunks are shown (and their count): the rest is not kept.
+            chunks = [c for c in it.get("chunks") or () if type(c) is int]
+            items.append({
+                "content_id": it["content_id"], "relevance": rel,
+                "chunks": chunks[: indexes.CHUNK_LINKS], "passages": len(chunks),
+            })  # fmt: skip
             per_item.setdefault(it["content_id"], []).append([str(term), rel])
         if items:
             syn = synonyms.get(term)
@@ -166,17 +171,40 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
     return topics, per_item
 
 
+def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, bytes]:
+    """The digest of the line of each chunk in ``wanted`` (a topic page's key names the bytes
+    of the chunks it shows). Lines are hashed, not parsed: the chunks themselves are read by
+    :func:`_load_chunks` for the topic pages that are made again only."""
+    out: dict[int, bytes] = {}
+    path = index / "chunks.jsonl"
+    if not wanted or not path.is_file():
+        return out
+    last = max(wanted)
+    with path.open("rb") as fh:
+        for pos, line in enumerate(fh):
+            if pos in wanted:
+                out[pos] = hashlib.blake2b(line, digest_size=16).digest()
+            if pos >= last:
+                break
+    return out
+
+
 def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
+    """The chunks at these positions of ``chunks.jsonl`` (lines as :func:`_chunk_digests`
+    counts them; unreadable lines are left out)."""
     out: dict[int, dict[str, Any]] = {}
     path = index / "chunks.jsonl"
     if not wanted or not path.is_file():
         return out
-    with path.open(encoding="utf-8") as fh:
+    last = max(wanted)
+    with path.open("rb") as fh:
         for pos, line in enumerate(fh):
+            if pos > last:
+                break
             if pos in wanted:
                 try:
                     obj = json.loads(line)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
                 if isinstance(obj, dict):
                     out[pos] = {
@@ -451,12 +479,21 @@ def _generate(
         for i in t.items
         for c in i["chunks"][: indexes.CHUNK_LINKS]
     }
-    lib.chunks = _load_chunks(index, wanted)
+    lib.chunk_digests = _chunk_digests(index, wanted)
+    lib.load_chunks = lambda positions: _load_chunks(index, positions)
     related = _load_related(index, {s["id"]: s["title"] for s in summaries})
+    every_entity_page = options.entity_min_items <= 1
+
+    def item_entity_pages(cid: str) -> list[str]:
+        return sorted({k for k in lib.item_entity_keys(cid) if lib.entity_has_page(k)})
+
     for n, (cid, folder) in enumerate(items, 1):
         entry, summary = entries[cid]
         ctx = ItemContext(
-            entity_pages=sorted({k for k in lib.item_entity_keys(cid) if lib.entity_has_page(k)}),
+            # Every entity of an item has a page when one item is enough (the default): the
+            # list then follows from the item's files (its digest), and is read from the
+            # store only when the page is made.
+            entity_pages=["*"] if every_entity_page else item_entity_pages(cid),
             topics=[
                 [t, r, "1" if lib.topic_has_page(t) else ""]
                 for t, r in item_topics.get(cid, [])[:MAX_TOPICS]
@@ -469,6 +506,8 @@ def _generate(
         src = links.item_page(cid)
         keep.add(src)
         if not fresh(entry, "item_key", item_key, src):
+            if every_entity_page:
+                ctx = dataclasses.replace(ctx, entity_pages=item_entity_pages(cid))
             data = loaded.pop(cid, None) or load_item(
                 _with_metadata(Item(root, Path(folder), {"id": cid}))
             )
@@ -509,7 +548,7 @@ def _generate(
         ],
         ((tag_src, tag_text, None) for tag_src, tag_text in indexes.tag_pages(lib).items()),
         indexes.entity_pages(lib, unchanged),
-        indexes.topic_pages(lib),
+        indexes.topic_pages(lib, unchanged),
         [(links.BELIEFS, indexes.beliefs(lib), None)] if lib.beliefs is not None else [],
     )
     for page_src, body, sections in pages:
