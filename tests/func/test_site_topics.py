@@ -24,7 +24,13 @@ from tests.func.test_site_build import item_dirs, make_repo
 from tests.func.test_site_incremental import tree
 
 
-def write_index(repo: Path, ids: list[str], texts: dict[tuple[str, int], str], pad: int) -> None:
+def write_index(
+    repo: Path,
+    ids: list[str],
+    texts: dict[tuple[str, int], str],
+    pad: int,
+    at: dict[tuple[str, int], int] | None = None,
+) -> None:
     """chunks.jsonl: ``pad`` chunks of another item first (they shift every position), then
     two chunks per item; topics.json: "alpha" on the first two items, "beta" on the last
     two, "gamma" on the third alone."""
@@ -39,7 +45,8 @@ def write_index(repo: Path, ids: list[str], texts: dict[tuple[str, int], str], p
         for k in (0, 1):
             where.setdefault(cid, []).append(len(rows))
             text = texts.get((cid, k), f"words about alpha beta gamma in {cid} part {k}")
-            rows.append({"content_id": cid, "start_line": 1 + k, "end_line": 1 + k, "text": text})
+            line = (at or {}).get((cid, k), 1 + k)
+            rows.append({"content_id": cid, "start_line": line, "end_line": line, "text": text})
     (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     def entries(cids: list[str]) -> list[dict[str, Any]]:
@@ -93,13 +100,43 @@ def test_topic_pages_follow_what_they_show_not_chunk_numbers(
     assert made == [] and loaded == []
     assert {t: (p.read_bytes(), p.stat().st_mtime_ns) for t, p in pages.items()} == before
 
+    # A line appended to the first item's transcript: its passages are where they were, so
+    # no topic page is made again (only the item's own pages are).
+    items = item_dirs(repo)
+    transcript = items[ids[0]] / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"An appended closing line.\n")
+    assert build_site(repo).items_regenerated == 1
+    assert made == [] and loaded == []
+    # A chunk of the second item one line past its transcript's end is not shown; once a line
+    # is appended there it is: "alpha" is made again and shows it.
+    lines = len((items[ids[1]] / "transcript.md").read_bytes().splitlines())
+    late = {(ids[1], 1): lines + 1}
+    write_index(repo, ids, {(ids[1], 1): "Zqxlate alpha words."}, pad=3, at=late)
+    build_site(repo)
+    assert made == ["alpha"]
+    alpha_html = site / pages["alpha"].relative_to(docs).with_suffix("") / "index.html"
+    assert "Zqxlate" not in alpha_html.read_text()
+    made.clear()
+    transcript = items[ids[1]] / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"Zqxlate alpha words.\n")
+    build_site(repo)
+    assert made == ["alpha"] and "Zqxlate" in alpha_html.read_text()
+    made.clear()
+    write_index(repo, ids, {}, pad=3)
+    build_site(repo)
+    assert made == ["alpha"]
+    assert {t: p.read_bytes() for t, p in pages.items()} == {t: b for t, (b, _) in before.items()}
+    made.clear()
+    loaded.clear()
+    alpha_time = pages["alpha"].stat().st_mtime_ns
+
     # One chunk of the third item says something new: the two topics that show it are made
     # again (only their chunks parsed), the other one is left alone.
     write_index(repo, ids, {(ids[2], 0): "Zqxtopic beta gamma is new here."}, pad=3)
     build_site(repo)
     assert sorted(made) == ["beta", "gamma"]
     assert len(loaded) == 1 and loaded[0] == {3 + 4, 3 + 5, 3 + 6, 3 + 7}
-    assert pages["alpha"].stat().st_mtime_ns == before["alpha"][1]
+    assert pages["alpha"].stat().st_mtime_ns == alpha_time
     for term in ("beta", "gamma"):
         html = (site / pages[term].relative_to(docs).with_suffix("") / "index.html").read_text()
         assert "Zqxtopic" in html, term
@@ -150,3 +187,16 @@ def test_item_pages_follow_entity_pages_when_entities_need_more_items(
     clean(repo)
     build_site(repo)
     assert tree(docs) == got_docs and tree(site) == got_site
+
+
+def test_chunk_line_numbers_are_read_from_the_line_not_from_its_text() -> None:
+    """A topic page's key reads a chunk's start and end line without parsing it: a text that
+    quotes the field names is not taken for them, and a line without them gives None."""
+    text = 'said "start_line": 99, then "end_line": 7}'
+    line = json.dumps({"key": "k", "start_line": 3, "end_line": 5, "text": text}).encode()
+    assert site_build._line_number(site_build._START_LINE, line) == 3
+    assert site_build._line_number(site_build._END_LINE, line) == 5
+    compact = json.dumps({"text": text, "start_line": 3}, separators=(",", ":")).encode()
+    assert site_build._line_number(site_build._START_LINE, compact) == 3
+    assert site_build._line_number(site_build._END_LINE, compact) is None
+    assert site_build._line_number(site_build._START_LINE, b'{"start_line": null}') is None

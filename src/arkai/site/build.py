@@ -25,6 +25,7 @@ import hashlib
 import itertools
 import json
 import logging
+import re
 import shutil
 import sys
 import time
@@ -88,6 +89,8 @@ MAX_TOPICS = 20
 #: (more are parsed again: a full build of a big library must not hold them all).
 LOADED_BYTES = 4_000_000
 _RELEVANCE = {"high": 0, "medium": 1, "low": 2}
+_START_LINE = re.compile(rb'"start_line": ?(-?[0-9]+)[,}]')
+_END_LINE = re.compile(rb'"end_line": ?(-?[0-9]+)[,}]')
 
 log = logging.getLogger(__name__)
 
@@ -171,11 +174,19 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
     return topics, per_item
 
 
-def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, bytes]:
+def _line_number(field: re.Pattern[bytes], line: bytes) -> int | None:
+    """The value of a line-number field of one ``chunks.jsonl`` line, found without parsing
+    it (None unless it occurs exactly once: inside a JSON string its quotes are escaped, so
+    only the field itself can match)."""
+    found = field.findall(line)
+    return int(found[0]) if len(found) == 1 else None
+
+
+def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDigest]:
     """The digest of the line of each chunk in ``wanted`` (a topic page's key names the bytes
-    of the chunks it shows). Lines are hashed, not parsed: the chunks themselves are read by
-    :func:`_load_chunks` for the topic pages that are made again only."""
-    out: dict[int, bytes] = {}
+    of the chunks it shows) and its first and last line. Lines are hashed, not parsed: the
+    chunks themselves are read by :func:`_load_chunks` for the topic pages made again only."""
+    out: dict[int, indexes.ChunkDigest] = {}
     path = index / "chunks.jsonl"
     if not wanted or not path.is_file():
         return out
@@ -183,7 +194,11 @@ def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, bytes]:
     with path.open("rb") as fh:
         for pos, line in enumerate(fh):
             if pos in wanted:
-                out[pos] = hashlib.blake2b(line, digest_size=16).digest()
+                out[pos] = (
+                    hashlib.blake2b(line, digest_size=16).digest(),
+                    _line_number(_START_LINE, line),
+                    _line_number(_END_LINE, line),
+                )
             if pos >= last:
                 break
     return out

@@ -72,6 +72,11 @@ def mention_lines(text: str) -> list[int | None]:
     return [int(n) or None for n in text.split()]
 
 
+#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line, its
+#: ``start_line`` and ``end_line`` (None when not found).
+ChunkDigest = tuple[bytes, int | None, int | None]
+
+
 @dataclass
 class Topic:
     term: str
@@ -99,9 +104,9 @@ class Library:
     """Position in chunks.jsonl → ``{content_id, start_line, end_line, text}`` (topic
     passages): only the chunks of the topic pages that are made again (see
     :func:`topic_pages`), loaded by ``load_chunks``."""
-    chunk_digests: dict[int, bytes] = field(default_factory=dict)
-    """Position in chunks.jsonl → digest of its line's bytes, for every chunk a topic page
-    may show (part of the topic page's key: :func:`topic_key`)."""
+    chunk_digests: dict[int, ChunkDigest] = field(default_factory=dict)
+    """Position in chunks.jsonl → digest of its line's bytes, its start and end line, for
+    every chunk a topic page may show (part of the topic page's key: :func:`topic_key`)."""
     load_chunks: Callable[[set[int]], dict[int, dict[str, Any]]] | None = None
     """Reads the chunks at these positions (None: ``chunks`` holds them all already)."""
     beliefs: dict[str, Any] | None = None
@@ -552,11 +557,29 @@ def _passages(entry: dict[str, Any]) -> int:
     return int(entry.get("passages", len(entry["chunks"])))
 
 
+def _chunk_key(lib: Library, cid: str, pos: int) -> list[Any]:
+    """A chunk in a topic page's key: the bytes of its line and whether its passage is shown
+    — a passage is shown when its line (between the chunk's start and end line) is one of
+    the item's lines, so the item's line count is named only when that is not decided by
+    the chunk's lines alone (an appended line changes no topic page)."""
+    digest, start, end = lib.chunk_digests.get(pos, (b"", None, None))
+    lines = (lib.by_id.get(cid) or {}).get("lines")
+    if start is None or not isinstance(lines, int):
+        return [digest.hex(), lines]
+    high = max(start, end if end is not None else start)
+    if start >= 1 and high <= lines:
+        return [digest.hex(), "in"]
+    if start > lines or high < 1:
+        return [digest.hex(), "out"]
+    return [digest.hex(), lines]
+
+
 def topic_key(lib: Library, t: Topic) -> str:
     """Digest of everything a topic's page is made from: the term and its synonyms, each
-    item's place, relevance, passage count, title and line count, the bytes of the chunks the
-    page may show (``lib.chunk_digests``: not their positions, which shift whenever an item
-    before them gains or loses a chunk), the URL style and this module's limits."""
+    item's place, relevance, passage count and title, the bytes of the chunks the page may
+    show (``lib.chunk_digests``: not their positions, which shift whenever an item before
+    them gains or loses a chunk) and whether each is shown, the URL style and this module's
+    limits."""
     obj = [
         t.term,
         t.synonyms,
@@ -566,8 +589,7 @@ def topic_key(lib: Library, t: Topic) -> str:
                 e["relevance"],
                 _passages(e),
                 lib.title(e["content_id"]),
-                (lib.by_id.get(e["content_id"]) or {}).get("lines"),
-                [lib.chunk_digests.get(pos, b"").hex() for pos in e["chunks"][:CHUNK_LINKS]],
+                [_chunk_key(lib, e["content_id"], pos) for pos in e["chunks"][:CHUNK_LINKS]],
             ]
             for e in t.items
         ],
