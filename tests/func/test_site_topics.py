@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from arkai.errors import ArkaiError
 from arkai.site import build as site_build
 from arkai.site import indexes
 from arkai.site.build import build_site, clean
@@ -200,3 +201,45 @@ def test_chunk_line_numbers_are_read_from_the_line_not_from_its_text() -> None:
     assert site_build._line_number(site_build._START_LINE, compact) == 3
     assert site_build._line_number(site_build._END_LINE, compact) is None
     assert site_build._line_number(site_build._START_LINE, b'{"start_line": null}') is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"version": 1, "topics": {"a": {"items": [{"content_id": "x", "chunks": [1, 2, 3,'
+        ' 4, 5, 6, 7, true, "8"]}]}, "b": {"items": []}}, "synonyms": {"a": ["aa"]}}',
+        # A repeated term and a repeated "topics": the last of each, as json.loads sees them.
+        '{"topics": {"a": {"items": [{"content_id": "x"}]}}, "topics": {"b": {"items": '
+        '[{"content_id": "y", "relevance": "high", "chunks": [0]}]}, "b": {"items": '
+        '[{"content_id": "z", "relevance": "odd"}]}}}',
+        '{"topics": [1, 2], "synonyms": {}}',
+        ' \n{ "synonyms" : {"a": ["b"]} ,\n "topics" : { "a" : {"items": [{"content_id": "q",'
+        ' "chunks": [9]}, 5, {"content_id": 3}]} } }\n',
+        "{}",
+    ],
+)
+def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
+    tmp_path: Path, text: str
+) -> None:
+    """The streamed reader of topics.json gives what parsing the whole file gives."""
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "topics.json").write_text(text)
+    walked = site_build._walk_topics(text)
+    assert walked is not None
+    obj = json.loads(text)
+    raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
+    assert walked == ({t: site_build._topic_items(e) for t, e in raw.items()}, obj.get("synonyms"))
+    topics, _ = site_build._load_topics(index)
+    assert set(topics) == {t for t, items in walked[0].items() if items}
+
+
+def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    for bad in ('{"topics": {"a": {"items": []}}} extra', '{"topics": {"a": }', "[1]"):
+        (index / "topics.json").write_text(bad)
+        assert site_build._walk_topics(bad) is None
+        with pytest.raises(ArkaiError, match=r"topics\.json"):
+            site_build._load_topics(index)
+    assert site_build._load_topics(tmp_path / "nowhere") == ({}, {})

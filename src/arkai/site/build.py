@@ -30,6 +30,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import metadata as importlib_metadata
@@ -144,31 +145,110 @@ class SiteReport:
 # --------------------------------------------------------------------------- index files
 
 
+def _topic_items(entry: Any) -> list[dict[str, Any]]:
+    """One topic's items as the site keeps them: content id, relevance, the first
+    :data:`indexes.CHUNK_LINKS` chunk positions and how many there are."""
+    items = []
+    for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
+        if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
+            continue
+        rel = str(it.get("relevance") or "low")
+        rel = rel if rel in _RELEVANCE else "low"
+        # Only the first chunks are shown (and their count): the rest is not kept.
+        chunks = [c for c in it.get("chunks") or () if type(c) is int]
+        items.append({
+            "content_id": it["content_id"], "relevance": rel,
+            "chunks": chunks[: indexes.CHUNK_LINKS], "passages": len(chunks),
+        })  # fmt: skip
+    return items
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _ws(text: str, i: int) -> int:
+    m = _WS.match(text, i)
+    assert m is not None  # the pattern matches the empty string
+    return m.end()
+
+
+def _json_object(text: str, i: int, member: Callable[[str, int], int]) -> int:
+    """Walk the JSON object opening at ``i``: ``member(key, where its value starts)`` decodes
+    each value and returns where it ends. Returns where the object ends; ValueError or
+    IndexError when the text is not an object there."""
+    if text[i] != "{":
+        raise ValueError("not an object")
+    i = _ws(text, i + 1)
+    if text[i] == "}":
+        return i + 1
+    while True:
+        key, i = _DECODER.raw_decode(text, i)
+        i = _ws(text, i)
+        if not isinstance(key, str) or text[i] != ":":
+            raise ValueError("not a member")
+        i = _ws(text, member(key, _ws(text, i + 1)))
+        if text[i] == "}":
+            return i + 1
+        if text[i] != ",":
+            raise ValueError("no separator")
+        i = _ws(text, i + 1)
+
+
+def _walk_topics(text: str) -> tuple[dict[str, list[dict[str, Any]]], Any] | None:
+    """topics.json read one topic at a time: the members of ``topics`` are decoded and trimmed
+    (:func:`_topic_items`) one by one, so the whole document never exists as Python objects
+    (at 10,000 items its 77 MB took the stage from 66 to 402 MB). Returns the items by term
+    and ``synonyms`` as ``json.loads`` would see them (of a repeated key, the last), or None
+    when the text is not one JSON object (the caller then parses it whole)."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, Any] = {}
+
+    def topic(term: str, at: int) -> int:
+        value, end = _DECODER.raw_decode(text, at)
+        topics[term] = _topic_items(value)
+        return end
+
+    def top(key: str, at: int) -> int:
+        if key == "topics":
+            topics.clear()
+            if text[at] == "{":
+                return _json_object(text, at, topic)
+        value, end = _DECODER.raw_decode(text, at)
+        if key == "synonyms":
+            found["synonyms"] = value
+        return end
+
+    try:
+        end = _json_object(text, _ws(text, 0), top)
+    except (ValueError, IndexError):
+        return None
+    if _ws(text, end) != len(text):
+        return None
+    return topics, found.get("synonyms")
+
+
 def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
     """topics.json → topics by term, and per item ``[term, relevance]`` best first."""
-    obj = read_json(index / "topics.json") or {}
-    raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
-    synonyms = obj.get("synonyms") if isinstance(obj.get("synonyms"), dict) else {}
-    assert isinstance(raw, dict) and isinstance(synonyms, dict)
+    path = index / "topics.json"
+    walked = None
+    with suppress(OSError, UnicodeDecodeError):
+        walked = _walk_topics(path.read_text(encoding="utf-8"))
+    if walked is None:  # missing or malformed: read_json says which
+        obj = read_json(path) or {}
+        raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
+        assert isinstance(raw, dict)
+        walked = ({str(t): _topic_items(e) for t, e in raw.items()}, obj.get("synonyms"))
+    by_term, synonyms = walked
+    synonyms = synonyms if isinstance(synonyms, dict) else {}
     topics: dict[str, Topic] = {}
     per_item: dict[str, list[list[str]]] = {}
-    for term, entry in raw.items():
-        items = []
-        for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
-            if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
-                continue
-            rel = str(it.get("relevance") or "low")
-            rel = rel if rel in _RELEVANCE else "low"
-            # Only the first chunks are shown (and their count): the rest is not kept.
-            chunks = [c for c in it.get("chunks") or () if type(c) is int]
-            items.append({
-                "content_id": it["content_id"], "relevance": rel,
-                "chunks": chunks[: indexes.CHUNK_LINKS], "passages": len(chunks),
-            })  # fmt: skip
-            per_item.setdefault(it["content_id"], []).append([str(term), rel])
+    for term, items in by_term.items():
+        for it in items:
+            per_item.setdefault(it["content_id"], []).append([term, it["relevance"]])
         if items:
             syn = synonyms.get(term)
-            topics[str(term)] = Topic(str(term), items, [str(s) for s in syn or []])
+            topics[term] = Topic(term, items, [str(s) for s in syn or []])
     for terms in per_item.values():
         terms.sort(key=lambda t: (_RELEVANCE[t[1]], t[0]))
     return topics, per_item
