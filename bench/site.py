@@ -3,6 +3,11 @@ items, the site's size, peak memory, and the rebuilds after nothing changed, one
 changed and one item added. Prints JSON.
 
     python bench/site.py [--items 300 1000 3000] [--keep DIR]
+    python bench/site.py --grow KEPT/n1000/kb --copies 1 3 [--changes 3]
+
+The second form measures what the synthetic items lack, an index (topics, chunks, related
+items) as the pipeline makes it: a repo kept by ``bench/scale.py --keep`` is grown K-fold
+(:func:`grow`) and built, then one transcript changed ``--changes`` times (CPU s, peak RSS).
 
 Base items are the real transcripts in ../shared/data (five SubRip podcast episodes, the
 auto-captioned YouTube VTT and two youtube-transcript-api JSON files with their YouTube
@@ -218,11 +223,115 @@ def run(repo: Path, n: int) -> dict[str, Any]:
     }
 
 
+def grow(src: Path, dst: Path, copies: int) -> int:
+    """A repo for the site stage alone: the items of a repo built by the whole pipeline
+    (``bench/scale.py --keep``) ``copies`` times over, each copy under its own content ID
+    and title, with ``index/`` (chunks, topics, related items) and ``beliefs/`` grown to
+    match — what the site reads of a pipeline library ``copies`` times as large, without
+    running the pipeline on it. Returns the number of items."""
+    shutil.rmtree(dst, ignore_errors=True)
+    dst.mkdir(parents=True)
+    for name in ("library", "extracted", "beliefs", "mkdocs.yml", "params.yaml"):
+        if (src / name).is_dir():
+            shutil.copytree(src / name, dst / name)
+        elif (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
+    ids = {m.parent: json.loads(m.read_text())["id"] for m in
+           sorted((src / "library").rglob("metadata.json"))}  # fmt: skip
+    chunks = (src / "index" / "chunks.jsonl").read_bytes().splitlines(keepends=True)
+    related = (src / "index" / "related.jsonl").read_bytes().splitlines(keepends=True)
+    topics = json.loads((src / "index" / "topics.json").read_bytes())
+    out_chunks, out_related = list(chunks), list(related)
+    extra: dict[str, list[dict[str, Any]]] = {}
+    for c in range(1, copies):
+        new = {cid: hashlib.sha256(f"grow:{c}:{cid}".encode()).hexdigest()[:16] for cid in
+               ids.values()}  # fmt: skip
+        for folder, cid in ids.items():
+            rel = folder.relative_to(src / "library")
+            for tree in ("library", "extracted"):
+                if not (src / tree / rel).is_dir():
+                    continue
+                to = dst / tree / rel.parent / f"{rel.name} c{c}"
+                to.mkdir(parents=True)
+                for f in (src / tree / rel).iterdir():
+                    if f.name == "metadata.json":
+                        meta = json.loads(f.read_text())
+                        meta.update(id=new[cid], title=f"{meta['title']} c{c}",
+                                    source_id=new[cid][:8])  # fmt: skip
+                        (to / f.name).write_text(json.dumps(meta, indent=2))
+                    elif f.is_file():
+                        data = f.read_bytes().replace(cid.encode(), new[cid].encode())
+                        (to / f.name).write_bytes(data)
+        for line in chunks:
+            cid = json.loads(line).get("content_id")
+            out_chunks.append(line.replace(cid.encode(), new[cid].encode()) if cid in new else line)
+        for line in related:
+            cid = json.loads(line).get("id")
+            if cid in new:
+                out_related.append(line.replace(cid.encode(), new[cid].encode()))
+        for term, entry in topics["topics"].items():
+            extra.setdefault(term, []).extend(
+                dict(it, content_id=new[it["content_id"]],
+                     chunks=[pos + c * len(chunks) for pos in it["chunks"]])
+                for it in entry["items"] if it["content_id"] in new
+            )  # fmt: skip
+    for term, more in extra.items():
+        topics["topics"][term]["items"].extend(more)
+    (dst / "index").mkdir()
+    (dst / "index" / "chunks.jsonl").write_bytes(b"".join(out_chunks))
+    (dst / "index" / "related.jsonl").write_bytes(b"".join(out_related))
+    (dst / "index" / "topics.json").write_text(json.dumps(topics, indent=2))
+    return len(ids) * copies
+
+
+def change_transcript(repo: Path, n: int) -> None:
+    """Append a line to the ``n``-th item's transcript, as the daily loop's benchmark does
+    (the index files are left as they were)."""
+    folder = sorted((repo / "library").rglob("metadata.json"))[n].parent
+    with (folder / "transcript.md").open("a", encoding="utf-8") as fh:
+        fh.write(f"A closing line appended to item {n}.\n")
+
+
+def run_grown(src: Path, repo: Path, copies: int, changes: int) -> dict[str, Any]:
+    items = grow(src, repo, copies)
+    full, rss = peak_rss_mb(repo, "auto")
+    out: dict[str, Any] = {"items": items, "copies": copies, "pages": full["pages"],
+                           "full_build_cpu_s": full["cpu_s"], "peak_rss_mb": rss,
+                           "changed": []}  # fmt: skip
+    for k in range(changes):
+        change_transcript(repo, (k * 997 + 500) % items)
+        one, one_rss = peak_rss_mb(repo, "auto")
+        out["changed"].append({"cpu_s": one["cpu_s"], "wall_s": one["wall_s"],
+                               "peak_rss_mb": one_rss,
+                               "pages_written": one["pages_written"]})  # fmt: skip
+    cpus = sorted(c["cpu_s"] for c in out["changed"])
+    out["one_changed_median_cpu_s"] = cpus[len(cpus) // 2] if cpus else None
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--items", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--keep", type=Path, help="Keep the knowledge repo here.")
+    ap.add_argument("--grow", type=Path, metavar="REPO",
+                    help="Instead: a repo built by bench/scale.py --keep (with its index), "
+                         "grown --copies times over (see grow()); full build, then one "
+                         "transcript changed --changes times.")  # fmt: skip
+    ap.add_argument("--copies", type=int, nargs="+", default=[1, 3])
+    ap.add_argument("--changes", type=int, default=3)
     args = ap.parse_args()
+    if args.grow is not None:
+        tmp = Path(tempfile.mkdtemp(prefix="arkai-site-grow-"))
+        try:
+            grown = [run_grown(args.grow, (args.keep or tmp) / f"x{c}", c, args.changes)
+                     for c in args.copies]  # fmt: skip
+        finally:
+            if args.keep is None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        print(json.dumps({"bench": "site-grown", "source": str(args.grow), "cpus": os.cpu_count(),
+                          "load_avg_1m": round(os.getloadavg()[0], 1), "results": grown},
+                         indent=2))  # fmt: skip
+        return
     tmp = Path(tempfile.mkdtemp(prefix="arkai-site-bench-"))
     repo = args.keep or tmp / "kr"
     try:

@@ -20,14 +20,17 @@ Incremental at two levels:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
 import logging
+import re
 import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import metadata as importlib_metadata
@@ -87,6 +90,8 @@ MAX_TOPICS = 20
 #: (more are parsed again: a full build of a big library must not hold them all).
 LOADED_BYTES = 4_000_000
 _RELEVANCE = {"high": 0, "medium": 1, "low": 2}
+_START_LINE = re.compile(rb'"start_line": ?(-?[0-9]+)[,}]')
+_END_LINE = re.compile(rb'"end_line": ?(-?[0-9]+)[,}]')
 
 log = logging.getLogger(__name__)
 
@@ -140,43 +145,161 @@ class SiteReport:
 # --------------------------------------------------------------------------- index files
 
 
+def _topic_items(entry: Any) -> list[dict[str, Any]]:
+    """One topic's items as the site keeps them: content id, relevance, the first
+    :data:`indexes.CHUNK_LINKS` chunk positions and how many there are."""
+    items = []
+    for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
+        if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
+            continue
+        rel = str(it.get("relevance") or "low")
+        rel = rel if rel in _RELEVANCE else "low"
+        # Only the first chunks are shown (and their count): the rest is not kept.
+        chunks = [c for c in it.get("chunks") or () if type(c) is int]
+        items.append({
+            "content_id": it["content_id"], "relevance": rel,
+            "chunks": chunks[: indexes.CHUNK_LINKS], "passages": len(chunks),
+        })  # fmt: skip
+    return items
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _ws(text: str, i: int) -> int:
+    m = _WS.match(text, i)
+    assert m is not None  # the pattern matches the empty string
+    return m.end()
+
+
+def _json_object(text: str, i: int, member: Callable[[str, int], int]) -> int:
+    """Walk the JSON object opening at ``i``: ``member(key, where its value starts)`` decodes
+    each value and returns where it ends. Returns where the object ends; ValueError or
+    IndexError when the text is not an object there."""
+    if text[i] != "{":
+        raise ValueError("not an object")
+    i = _ws(text, i + 1)
+    if text[i] == "}":
+        return i + 1
+    while True:
+        key, i = _DECODER.raw_decode(text, i)
+        i = _ws(text, i)
+        if not isinstance(key, str) or text[i] != ":":
+            raise ValueError("not a member")
+        i = _ws(text, member(key, _ws(text, i + 1)))
+        if text[i] == "}":
+            return i + 1
+        if text[i] != ",":
+            raise ValueError("no separator")
+        i = _ws(text, i + 1)
+
+
+def _walk_topics(text: str) -> tuple[dict[str, list[dict[str, Any]]], Any] | None:
+    """topics.json read one topic at a time: the members of ``topics`` are decoded and trimmed
+    (:func:`_topic_items`) one by one, so the whole document never exists as Python objects
+    (at 10,000 items its 77 MB took the stage from 66 to 402 MB). Returns the items by term
+    and ``synonyms`` as ``json.loads`` would see them (of a repeated key, the last), or None
+    when the text is not one JSON object (the caller then parses it whole)."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, Any] = {}
+
+    def topic(term: str, at: int) -> int:
+        value, end = _DECODER.raw_decode(text, at)
+        topics[term] = _topic_items(value)
+        return end
+
+    def top(key: str, at: int) -> int:
+        if key == "topics":
+            topics.clear()
+            if text[at] == "{":
+                return _json_object(text, at, topic)
+        value, end = _DECODER.raw_decode(text, at)
+        if key == "synonyms":
+            found["synonyms"] = value
+        return end
+
+    try:
+        end = _json_object(text, _ws(text, 0), top)
+    except (ValueError, IndexError):
+        return None
+    if _ws(text, end) != len(text):
+        return None
+    return topics, found.get("synonyms")
+
+
 def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
     """topics.json → topics by term, and per item ``[term, relevance]`` best first."""
-    obj = read_json(index / "topics.json") or {}
-    raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
-    synonyms = obj.get("synonyms") if isinstance(obj.get("synonyms"), dict) else {}
-    assert isinstance(raw, dict) and isinstance(synonyms, dict)
+    path = index / "topics.json"
+    walked = None
+    with suppress(OSError, UnicodeDecodeError):
+        walked = _walk_topics(path.read_text(encoding="utf-8"))
+    if walked is None:  # missing or malformed: read_json says which
+        obj = read_json(path) or {}
+        raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
+        assert isinstance(raw, dict)
+        walked = ({str(t): _topic_items(e) for t, e in raw.items()}, obj.get("synonyms"))
+    by_term, synonyms = walked
+    synonyms = synonyms if isinstance(synonyms, dict) else {}
     topics: dict[str, Topic] = {}
     per_item: dict[str, list[list[str]]] = {}
-    for term, entry in raw.items():
-        items = []
-        for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
-            if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
-                continue
-            rel = str(it.get("relevance") or "low")
-            rel = rel if rel in _RELEVANCE else "low"
-            chunks = [int(c) for c in it.get("chunks") or [] if isinstance(c, int)]
-            items.append({"content_id": it["content_id"], "relevance": rel, "chunks": chunks})
-            per_item.setdefault(it["content_id"], []).append([str(term), rel])
+    for term, items in by_term.items():
+        for it in items:
+            per_item.setdefault(it["content_id"], []).append([term, it["relevance"]])
         if items:
             syn = synonyms.get(term)
-            topics[str(term)] = Topic(str(term), items, [str(s) for s in syn or []])
+            topics[term] = Topic(term, items, [str(s) for s in syn or []])
     for terms in per_item.values():
         terms.sort(key=lambda t: (_RELEVANCE[t[1]], t[0]))
     return topics, per_item
 
 
+def _line_number(field: re.Pattern[bytes], line: bytes) -> int | None:
+    """The value of a line-number field of one ``chunks.jsonl`` line, found without parsing
+    it (None unless it occurs exactly once: inside a JSON string its quotes are escaped, so
+    only the field itself can match)."""
+    found = field.findall(line)
+    return int(found[0]) if len(found) == 1 else None
+
+
+def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDigest]:
+    """The digest of the line of each chunk in ``wanted`` (a topic page's key names the bytes
+    of the chunks it shows) and its first and last line. Lines are hashed, not parsed: the
+    chunks themselves are read by :func:`_load_chunks` for the topic pages made again only."""
+    out: dict[int, indexes.ChunkDigest] = {}
+    path = index / "chunks.jsonl"
+    if not wanted or not path.is_file():
+        return out
+    last = max(wanted)
+    with path.open("rb") as fh:
+        for pos, line in enumerate(fh):
+            if pos in wanted:
+                out[pos] = (
+                    hashlib.blake2b(line, digest_size=16).digest(),
+                    _line_number(_START_LINE, line),
+                    _line_number(_END_LINE, line),
+                )
+            if pos >= last:
+                break
+    return out
+
+
 def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
+    """The chunks at these positions of ``chunks.jsonl`` (lines as :func:`_chunk_digests`
+    counts them; unreadable lines are left out)."""
     out: dict[int, dict[str, Any]] = {}
     path = index / "chunks.jsonl"
     if not wanted or not path.is_file():
         return out
-    with path.open(encoding="utf-8") as fh:
+    last = max(wanted)
+    with path.open("rb") as fh:
         for pos, line in enumerate(fh):
+            if pos > last:
+                break
             if pos in wanted:
                 try:
                     obj = json.loads(line)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
                 if isinstance(obj, dict):
                     out[pos] = {
@@ -451,12 +574,21 @@ def _generate(
         for i in t.items
         for c in i["chunks"][: indexes.CHUNK_LINKS]
     }
-    lib.chunks = _load_chunks(index, wanted)
+    lib.chunk_digests = _chunk_digests(index, wanted)
+    lib.load_chunks = lambda positions: _load_chunks(index, positions)
     related = _load_related(index, {s["id"]: s["title"] for s in summaries})
+    every_entity_page = options.entity_min_items <= 1
+
+    def item_entity_pages(cid: str) -> list[str]:
+        return sorted({k for k in lib.item_entity_keys(cid) if lib.entity_has_page(k)})
+
     for n, (cid, folder) in enumerate(items, 1):
         entry, summary = entries[cid]
         ctx = ItemContext(
-            entity_pages=sorted({k for k in lib.item_entity_keys(cid) if lib.entity_has_page(k)}),
+            # Every entity of an item has a page when one item is enough (the default): the
+            # list then follows from the item's files (its digest), and is read from the
+            # store only when the page is made.
+            entity_pages=["*"] if every_entity_page else item_entity_pages(cid),
             topics=[
                 [t, r, "1" if lib.topic_has_page(t) else ""]
                 for t, r in item_topics.get(cid, [])[:MAX_TOPICS]
@@ -469,6 +601,8 @@ def _generate(
         src = links.item_page(cid)
         keep.add(src)
         if not fresh(entry, "item_key", item_key, src):
+            if every_entity_page:
+                ctx = dataclasses.replace(ctx, entity_pages=item_entity_pages(cid))
             data = loaded.pop(cid, None) or load_item(
                 _with_metadata(Item(root, Path(folder), {"id": cid}))
             )
@@ -509,7 +643,7 @@ def _generate(
         ],
         ((tag_src, tag_text, None) for tag_src, tag_text in indexes.tag_pages(lib).items()),
         indexes.entity_pages(lib, unchanged),
-        indexes.topic_pages(lib),
+        indexes.topic_pages(lib, unchanged),
         [(links.BELIEFS, indexes.beliefs(lib), None)] if lib.beliefs is not None else [],
     )
     for page_src, body, sections in pages:

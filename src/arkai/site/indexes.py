@@ -72,12 +72,21 @@ def mention_lines(text: str) -> list[int | None]:
     return [int(n) or None for n in text.split()]
 
 
+#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line, its
+#: ``start_line`` and ``end_line`` (None when not found).
+ChunkDigest = tuple[bytes, int | None, int | None]
+
+
 @dataclass
 class Topic:
     term: str
     items: list[dict[str, Any]]
-    """``{content_id, relevance, chunks}`` from topics.json."""
+    """``{content_id, relevance, chunks, passages}`` from topics.json: the first
+    :data:`CHUNK_LINKS` chunk positions and how many there are (``passages``; the length of
+    ``chunks`` when absent)."""
     synonyms: list[str]
+    count: int = 0
+    """Distinct items (set by :class:`Library`)."""
 
 
 @dataclass
@@ -92,7 +101,14 @@ class Library:
     entities: dict[str, Entity] = field(default_factory=dict)
     topics: dict[str, Topic] = field(default_factory=dict)
     chunks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    """Position in chunks.jsonl → ``{content_id, start_line, end_line}`` (topic links)."""
+    """Position in chunks.jsonl → ``{content_id, start_line, end_line, text}`` (topic
+    passages): only the chunks of the topic pages that are made again (see
+    :func:`topic_pages`), loaded by ``load_chunks``."""
+    chunk_digests: dict[int, ChunkDigest] = field(default_factory=dict)
+    """Position in chunks.jsonl → digest of its line's bytes, its start and end line, for
+    every chunk a topic page may show (part of the topic page's key: :func:`topic_key`)."""
+    load_chunks: Callable[[set[int]], dict[int, dict[str, Any]]] | None = None
+    """Reads the chunks at these positions (None: ``chunks`` holds them all already)."""
     beliefs: dict[str, Any] | None = None
     """``beliefs/beliefs.json`` with each belief's changes (see ``site.build._load_beliefs``)."""
     entity_min_items: int = 1
@@ -120,6 +136,9 @@ class Library:
             topic.items = [i for i in topic.items if i["content_id"] in self.by_id]
             if not topic.items:
                 del self.topics[term]
+            else:
+                # Counted once: asked for every item that has the topic.
+                topic.count = len({i["content_id"] for i in topic.items})
         # Only each entity's totals are held (kept up to date in the store).
         for key, etype, first, count, mentions, names in (
             self.store.entity_totals() if self.store else ()
@@ -167,7 +186,7 @@ class Library:
 
     def topic_has_page(self, term: str) -> bool:
         t = self.topics.get(term)
-        return t is not None and len({i["content_id"] for i in t.items}) >= self.topic_min_items
+        return t is not None and t.count >= self.topic_min_items
 
     def title(self, cid: str) -> str:
         s = self.by_id.get(cid)
@@ -534,8 +553,58 @@ def _said(href: str, line: int, before: str, words: str, after: str) -> str:
     )
 
 
-def topic_pages(lib: Library) -> Iterator[PageOut]:
-    """The topics index and one page per topic that has one, one at a time."""
+def _passages(entry: dict[str, Any]) -> int:
+    return int(entry.get("passages", len(entry["chunks"])))
+
+
+def _chunk_key(lib: Library, cid: str, pos: int) -> list[Any]:
+    """A chunk in a topic page's key: the bytes of its line and whether its passage is shown
+    — a passage is shown when its line (between the chunk's start and end line) is one of
+    the item's lines, so the item's line count is named only when that is not decided by
+    the chunk's lines alone (an appended line changes no topic page)."""
+    digest, start, end = lib.chunk_digests.get(pos, (b"", None, None))
+    lines = (lib.by_id.get(cid) or {}).get("lines")
+    if start is None or not isinstance(lines, int):
+        return [digest.hex(), lines]
+    high = max(start, end if end is not None else start)
+    if start >= 1 and high <= lines:
+        return [digest.hex(), "in"]
+    if start > lines or high < 1:
+        return [digest.hex(), "out"]
+    return [digest.hex(), lines]
+
+
+def topic_key(lib: Library, t: Topic) -> str:
+    """Digest of everything a topic's page is made from: the term and its synonyms, each
+    item's place, relevance, passage count and title, the bytes of the chunks the page may
+    show (``lib.chunk_digests``: not their positions, which shift whenever an item before
+    them gains or loses a chunk) and whether each is shown, the URL style and this module's
+    limits."""
+    obj = [
+        t.term,
+        t.synonyms,
+        [
+            [
+                e["content_id"],
+                e["relevance"],
+                _passages(e),
+                lib.title(e["content_id"]),
+                [_chunk_key(lib, e["content_id"], pos) for pos in e["chunks"][:CHUNK_LINKS]],
+            ]
+            for e in t.items
+        ],
+        lib.urls.directory_urls,
+        [CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS],
+    ]
+    return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
+
+
+def topic_pages(
+    lib: Library, unchanged: Callable[[str, str | None], bool] = _never
+) -> Iterator[PageOut]:
+    """The topics index and one page per topic that has one, one at a time. A topic page is
+    rendered only when ``unchanged(src, topic_key(…))`` is false; only the chunks of those
+    pages are read (``lib.load_chunks``), not every chunk a topic page shows."""
     out = ["<h1>Topics</h1>"]
     if not lib.topics:
         out.append(
@@ -546,15 +615,34 @@ def topic_pages(lib: Library) -> Iterator[PageOut]:
         return
     ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
     out.append(f"<p>{plural(len(ranked), 'topic')} (number of items).</p>")
+    made: set[str] = set()
+    for t in ranked:
+        if lib.topic_has_page(t.term) and not unchanged(
+            links.topic_page(t.term), topic_key(lib, t)
+        ):
+            made.add(t.term)
+    if made and lib.load_chunks is not None:
+        lib.chunks = lib.load_chunks(
+            {
+                pos
+                for t in ranked
+                if t.term in made
+                for e in t.items
+                for pos in e["chunks"][:CHUNK_LINKS]
+            }
+        )
     chips = []
     for t in ranked:
         count = f'&#160;<span class="ak-count">{len(t.items)}</span>'
         if lib.topic_has_page(t.term):
             src = links.topic_page(t.term)
+            chips.append(a(lib.urls.href(links.TOPICS, src), t.term) + count)
+            if t.term not in made:
+                yield src, None, None
+                continue
             titles = ", ".join(lib.title(i["content_id"]) for i in t.items)
             sections = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
             yield src, _topic_page(lib, t, src), sections
-            chips.append(a(lib.urls.href(links.TOPICS, src), t.term) + count)
         else:
             chips.append(esc(t.term) + count)
     out.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
@@ -612,7 +700,7 @@ def _topic_page(lib: Library, t: Topic, src: str) -> str:
             if found is not None and 1 <= found[0] <= lib.by_id[cid]["lines"]:
                 passages.append(found)
         rel = badge("rel-" + entry["relevance"], entry["relevance"])
-        out.append(_group_head(lib, src, cid, plural(len(entry["chunks"]), "passage")))
+        out.append(_group_head(lib, src, cid, plural(_passages(entry), "passage")))
         out[-1] = out[-1].replace("</p>", f" {rel}</p>", 1)
         out.append('<ul class="ak-said">')
         for line, before, words, after in passages[:SNIPPETS]:

@@ -1,0 +1,43 @@
+"""bench/site.py --grow: a pipeline-built repo grown K-fold for the site stage alone — every
+copy its own item, the index grown to match (a copy's topic entries point at its own chunks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from tests.conftest import Runner
+from tests.func.test_site_build import item_dirs, make_repo
+from tests.func.test_site_topics import write_index
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "site.py"
+
+
+def test_grow_copies_items_and_their_index(tmp_path: Path, arkai: Runner) -> None:
+    spec = importlib.util.spec_from_file_location("bench_site", BENCH)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    repo = make_repo(tmp_path, arkai)
+    ids = sorted(item_dirs(repo))
+    write_index(repo, ids, {}, pad=0)
+    (repo / "index" / "related.jsonl").write_text(json.dumps({"id": ids[0], "related": [
+        [ids[1], "related", 0.5]]}) + "\n")  # fmt: skip
+    grown = tmp_path / "grown"
+    assert bench.grow(repo, grown, 2) == 2 * len(ids)
+    got = item_dirs(grown)
+    assert len(got) == 2 * len(ids) and set(ids) <= set(got)
+    chunks = [
+        json.loads(line) for line in (grown / "index" / "chunks.jsonl").read_text().splitlines()
+    ]
+    topics = json.loads((grown / "index" / "topics.json").read_text())["topics"]
+    for term, entry in topics.items():
+        originals = [i for i in entry["items"] if i["content_id"] in ids]
+        copies = [i for i in entry["items"] if i["content_id"] not in ids]
+        assert len(copies) == len(originals) > 0, term
+        for it in copies:
+            assert it["content_id"] in got
+            assert all(chunks[pos]["content_id"] == it["content_id"] for pos in it["chunks"])
+    related = (grown / "index" / "related.jsonl").read_text().splitlines()
+    assert len(related) == 2 and json.loads(related[1])["id"] in got

@@ -1,0 +1,245 @@
+"""Topic pages on incremental builds (real ``mkdocs build --dirty``): a topic page is made
+again only when what it shows changed — not when the chunk numbers in ``topics.json`` shift
+(an item before them gained or lost a chunk) — only the chunks of the pages made again are
+parsed, item pages are keyed without asking the summary store for every item's entities, and
+the site equals a clean build's after every step; a forged page key or a missing page is not
+trusted."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from arkai.errors import ArkaiError
+from arkai.site import build as site_build
+from arkai.site import indexes
+from arkai.site.build import build_site, clean
+from arkai.site.store import SummaryStore
+from tests.conftest import Runner
+from tests.func.test_site_build import item_dirs, make_repo
+from tests.func.test_site_incremental import tree
+
+
+def write_index(
+    repo: Path,
+    ids: list[str],
+    texts: dict[tuple[str, int], str],
+    pad: int,
+    at: dict[tuple[str, int], int] | None = None,
+) -> None:
+    """chunks.jsonl: ``pad`` chunks of another item first (they shift every position), then
+    two chunks per item; topics.json: "alpha" on the first two items, "beta" on the last
+    two, "gamma" on the third alone."""
+    index = repo / "index"
+    index.mkdir(exist_ok=True)
+    rows: list[dict[str, Any]] = [
+        {"content_id": ids[-1], "start_line": 1, "end_line": 1, "text": f"padding {n}"}
+        for n in range(pad)
+    ]
+    where: dict[str, list[int]] = {}
+    for cid in ids[:4]:
+        for k in (0, 1):
+            where.setdefault(cid, []).append(len(rows))
+            text = texts.get((cid, k), f"words about alpha beta gamma in {cid} part {k}")
+            line = (at or {}).get((cid, k), 1 + k)
+            rows.append({"content_id": cid, "start_line": line, "end_line": line, "text": text})
+    (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def entries(cids: list[str]) -> list[dict[str, Any]]:
+        return [{"content_id": c, "relevance": "high", "chunks": where[c]} for c in cids]
+
+    topics = {
+        "alpha": {"items": entries(ids[:2])},
+        "beta": {"items": entries(ids[2:4])},
+        "gamma": {"items": entries(ids[2:3])},
+    }
+    (index / "topics.json").write_text(json.dumps({"version": 1, "topics": topics,
+                                                   "synonyms": {}}))  # fmt: skip
+
+
+def topic_page(docs: Path, term: str) -> Path:
+    return next((docs / "topics").glob(f"{term}-*.md"))
+
+
+def test_topic_pages_follow_what_they_show_not_chunk_numbers(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path, arkai)
+    ids = sorted(item_dirs(repo))
+    assert len(ids) >= 5
+    write_index(repo, ids, {}, pad=0)
+    assert build_site(repo).mkdocs == "full"
+    docs, site, build = repo / ".site-build" / "docs", repo / "site", repo / ".site-build"
+    pages = {t: topic_page(docs, t) for t in ("alpha", "beta", "gamma")}
+    before = {t: (p.read_bytes(), p.stat().st_mtime_ns) for t, p in pages.items()}
+
+    made: list[str] = []
+    loaded: list[set[int]] = []
+    entity_reads: list[str] = []
+    real_page, real_load = indexes._topic_page, site_build._load_chunks
+    real_keys = SummaryStore.item_entity_keys
+    monkeypatch.setattr(indexes, "_topic_page", lambda lib, t, src: made.append(t.term)
+                        or real_page(lib, t, src))  # fmt: skip
+    monkeypatch.setattr(site_build, "_load_chunks", lambda index, wanted: loaded.append(
+        set(wanted)) or real_load(index, wanted))  # fmt: skip
+    monkeypatch.setattr(SummaryStore, "item_entity_keys", lambda self, cid: entity_reads.append(
+        cid) or real_keys(self, cid))  # fmt: skip
+
+    # Nothing changed: no topic page is made, no chunk parsed, no item's entities read.
+    assert build_site(repo).mkdocs == "dirty"
+    assert made == [] and loaded == [] and entity_reads == []
+
+    # Three chunks inserted before all others: every chunk number in topics.json shifts, what
+    # the pages show does not. None is made again; each keeps its bytes and its time.
+    write_index(repo, ids, {}, pad=3)
+    build_site(repo)
+    assert made == [] and loaded == []
+    assert {t: (p.read_bytes(), p.stat().st_mtime_ns) for t, p in pages.items()} == before
+
+    # A line appended to the first item's transcript: its passages are where they were, so
+    # no topic page is made again (only the item's own pages are).
+    items = item_dirs(repo)
+    transcript = items[ids[0]] / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"An appended closing line.\n")
+    assert build_site(repo).items_regenerated == 1
+    assert made == [] and loaded == []
+    # A chunk of the second item one line past its transcript's end is not shown; once a line
+    # is appended there it is: "alpha" is made again and shows it.
+    lines = len((items[ids[1]] / "transcript.md").read_bytes().splitlines())
+    late = {(ids[1], 1): lines + 1}
+    write_index(repo, ids, {(ids[1], 1): "Zqxlate alpha words."}, pad=3, at=late)
+    build_site(repo)
+    assert made == ["alpha"]
+    alpha_html = site / pages["alpha"].relative_to(docs).with_suffix("") / "index.html"
+    assert "Zqxlate" not in alpha_html.read_text()
+    made.clear()
+    transcript = items[ids[1]] / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"Zqxlate alpha words.\n")
+    build_site(repo)
+    assert made == ["alpha"] and "Zqxlate" in alpha_html.read_text()
+    made.clear()
+    write_index(repo, ids, {}, pad=3)
+    build_site(repo)
+    assert made == ["alpha"]
+    assert {t: p.read_bytes() for t, p in pages.items()} == {t: b for t, (b, _) in before.items()}
+    made.clear()
+    loaded.clear()
+    alpha_time = pages["alpha"].stat().st_mtime_ns
+
+    # One chunk of the third item says something new: the two topics that show it are made
+    # again (only their chunks parsed), the other one is left alone.
+    write_index(repo, ids, {(ids[2], 0): "Zqxtopic beta gamma is new here."}, pad=3)
+    build_site(repo)
+    assert sorted(made) == ["beta", "gamma"]
+    assert len(loaded) == 1 and loaded[0] == {3 + 4, 3 + 5, 3 + 6, 3 + 7}
+    assert pages["alpha"].stat().st_mtime_ns == alpha_time
+    for term in ("beta", "gamma"):
+        html = (site / pages[term].relative_to(docs).with_suffix("") / "index.html").read_text()
+        assert "Zqxtopic" in html, term
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    assert any(d["title"] == "gamma" and d["location"].startswith("topics/") for d in
+               index["docs"])  # fmt: skip
+
+    # A forged key in the store (the page's row says another key) and a missing page are
+    # not trusted: both pages are made again, with the bytes they had.
+    made.clear()
+    db = sqlite3.connect(build / "summaries.sqlite")
+    with db:
+        n = db.execute("UPDATE pages SET key = 'forged' WHERE src = ?",
+                       (pages["alpha"].relative_to(docs).as_posix(),)).rowcount  # fmt: skip
+    db.close()
+    assert n == 1
+    alpha, beta = pages["alpha"].read_bytes(), pages["beta"].read_bytes()
+    pages["beta"].unlink()
+    build_site(repo)
+    assert sorted(made) == ["alpha", "beta"]
+    assert pages["alpha"].read_bytes() == alpha and pages["beta"].read_bytes() == beta
+
+    # Every step above equals a clean build of the same inputs, file for file.
+    got_docs, got_search, got_site = tree(docs), tree(build / "search"), tree(site)
+    monkeypatch.undo()
+    clean(repo)
+    assert build_site(repo).mkdocs == "full"
+    assert tree(docs) == got_docs
+    assert tree(build / "search") == got_search
+    assert tree(site) == got_site
+
+
+def test_item_pages_follow_entity_pages_when_entities_need_more_items(
+    tmp_path: Path, arkai: Runner
+) -> None:
+    """``site.entity_min_items`` above 1: which of an item's entities have a page depends on
+    other items, so the item page's key names them (read from the store) — an incremental
+    build still equals a clean one after the threshold changes."""
+    repo = make_repo(tmp_path, arkai)
+    params = repo / "params.yaml"
+    build_site(repo)
+    obj = yaml.safe_load(params.read_text())
+    obj.setdefault("site", {})["entity_min_items"] = 2
+    params.write_text(yaml.safe_dump(obj))
+    build_site(repo)
+    docs, site = repo / ".site-build" / "docs", repo / "site"
+    got_docs, got_site = tree(docs), tree(site)
+    clean(repo)
+    build_site(repo)
+    assert tree(docs) == got_docs and tree(site) == got_site
+
+
+def test_chunk_line_numbers_are_read_from_the_line_not_from_its_text() -> None:
+    """A topic page's key reads a chunk's start and end line without parsing it: a text that
+    quotes the field names is not taken for them, and a line without them gives None."""
+    text = 'said "start_line": 99, then "end_line": 7}'
+    line = json.dumps({"key": "k", "start_line": 3, "end_line": 5, "text": text}).encode()
+    assert site_build._line_number(site_build._START_LINE, line) == 3
+    assert site_build._line_number(site_build._END_LINE, line) == 5
+    compact = json.dumps({"text": text, "start_line": 3}, separators=(",", ":")).encode()
+    assert site_build._line_number(site_build._START_LINE, compact) == 3
+    assert site_build._line_number(site_build._END_LINE, compact) is None
+    assert site_build._line_number(site_build._START_LINE, b'{"start_line": null}') is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"version": 1, "topics": {"a": {"items": [{"content_id": "x", "chunks": [1, 2, 3,'
+        ' 4, 5, 6, 7, true, "8"]}]}, "b": {"items": []}}, "synonyms": {"a": ["aa"]}}',
+        # A repeated term and a repeated "topics": the last of each, as json.loads sees them.
+        '{"topics": {"a": {"items": [{"content_id": "x"}]}}, "topics": {"b": {"items": '
+        '[{"content_id": "y", "relevance": "high", "chunks": [0]}]}, "b": {"items": '
+        '[{"content_id": "z", "relevance": "odd"}]}}}',
+        '{"topics": [1, 2], "synonyms": {}}',
+        ' \n{ "synonyms" : {"a": ["b"]} ,\n "topics" : { "a" : {"items": [{"content_id": "q",'
+        ' "chunks": [9]}, 5, {"content_id": 3}]} } }\n',
+        "{}",
+    ],
+)
+def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
+    tmp_path: Path, text: str
+) -> None:
+    """The streamed reader of topics.json gives what parsing the whole file gives."""
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "topics.json").write_text(text)
+    walked = site_build._walk_topics(text)
+    assert walked is not None
+    obj = json.loads(text)
+    raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
+    assert walked == ({t: site_build._topic_items(e) for t, e in raw.items()}, obj.get("synonyms"))
+    topics, _ = site_build._load_topics(index)
+    assert set(topics) == {t for t, items in walked[0].items() if items}
+
+
+def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    for bad in ('{"topics": {"a": {"items": []}}} extra', '{"topics": {"a": }', "[1]"):
+        (index / "topics.json").write_text(bad)
+        assert site_build._walk_topics(bad) is None
+        with pytest.raises(ArkaiError, match=r"topics\.json"):
+            site_build._load_topics(index)
+    assert site_build._load_topics(tmp_path / "nowhere") == ({}, {})
