@@ -123,6 +123,15 @@ def _metadata(value: Any) -> dict[str, Any]:
     return obj
 
 
+def _linked(path: Path) -> ItemProblem:
+    """The problem of a symbolic link met where an item folder is looked for (not followed)."""
+    return ItemProblem(
+        path,
+        f"{path}: is a symbolic link; arkai reads only regular files and folders inside the "
+        "repo (not followed)",
+    )
+
+
 def _walk(lib: Path) -> tuple[list[Path], list[ItemProblem]]:
     """Folders under ``lib`` holding a ``metadata.json`` entry (sorted), never following links;
     a link met on the way is a problem (it is not followed, so its target is never read).
@@ -148,14 +157,7 @@ def _walk(lib: Path) -> tuple[list[Path], list[ItemProblem]]:
             if entry.name.startswith("."):
                 continue
             if entry.is_symlink():
-                path = Path(entry.path)
-                problems.append(
-                    ItemProblem(
-                        path,
-                        f"{path}: is a symbolic link; arkai reads only regular files and "
-                        "folders inside the repo (not followed)",
-                    )
-                )
+                problems.append(_linked(Path(entry.path)))
             elif entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
     return sorted(found), sorted(problems, key=lambda p: p.path)
@@ -195,9 +197,7 @@ def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[Ite
             for part in ("", *rel.split("/")):
                 path = path / part if part else path
                 if stat.S_ISLNK(os.lstat(path).st_mode):
-                    problems.append(ItemProblem(path, f"{path}: is a symbolic link; arkai reads "
-                                                      "only regular files and folders inside "
-                                                      "the repo (not followed)"))  # fmt: skip
+                    problems.append(_linked(path))
                     break
             else:
                 if os.path.lexists(folder / METADATA):
