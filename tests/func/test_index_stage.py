@@ -69,6 +69,21 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
     return emb
 
 
+def count_chunk_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The IDs of the items whose cached chunk lines the index stage reads, in order."""
+    import arkai.ops.index as index_op
+
+    read: list[str] = []
+    real = index_op._chunk_lines
+
+    def counting(d: Any, *args: Any) -> bytes:
+        read.append(d.item.id)
+        return real(d, *args)
+
+    monkeypatch.setattr(index_op, "_chunk_lines", counting)
+    return read
+
+
 def set_params(root: Path, **index: Any) -> None:
     params = yaml.safe_load((root / "params.yaml").read_text())
     params.setdefault("index", {}).update(index)
@@ -189,7 +204,6 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
 def test_adding_an_item_embeds_only_its_chunks(
     repo: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arkai.ops.index as index_op
     from arkai.ops.index import run_index
 
     run_index(Repo.at(repo))
@@ -201,14 +215,7 @@ def test_adding_an_item_embeds_only_its_chunks(
     )
     # The vectors step reads no item's cached lines (the keys come from chunks.jsonl, which
     # was spliced: only the new item's lines were read) and parses only the lines to embed.
-    read: list[str] = []
-    real = index_op._chunk_lines
-
-    def counting(d: Any, *args: Any) -> bytes:
-        read.append(d.item.id)
-        return real(d, *args)
-
-    monkeypatch.setattr(index_op, "_chunk_lines", counting)
+    read = count_chunk_reads(monkeypatch)
     summary = run_index(Repo.at(repo))
     assert len(read) == 1
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
@@ -634,14 +641,7 @@ def test_chunks_file_is_spliced_from_the_last_one(
     index_op.run_index(Repo.at(repo))
     layout = repo / ".arkai" / "index-cache" / index_op.LAYOUT
     assert layout.is_file()
-    read: list[str] = []
-    real = index_op._chunk_lines
-
-    def counting(d: Any, *args: Any) -> bytes:
-        read.append(d.item.id)
-        return real(d, *args)
-
-    monkeypatch.setattr(index_op, "_chunk_lines", counting)
+    read = count_chunk_reads(monkeypatch)
     transcripts = sorted((repo / "library").rglob("transcript.md"))
     assert len(transcripts) == 2
 

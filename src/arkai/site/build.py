@@ -29,7 +29,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -262,49 +262,44 @@ def _line_number(field: re.Pattern[bytes], line: bytes) -> int | None:
     return int(found[0]) if len(found) == 1 else None
 
 
-def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDigest]:
-    """The digest of the line of each chunk in ``wanted`` (a topic page's key names the bytes
-    of the chunks it shows) and its first and last line. Lines are hashed, not parsed: the
-    chunks themselves are read by :func:`_load_chunks` for the topic pages made again only."""
-    out: dict[int, indexes.ChunkDigest] = {}
+def _chunk_lines(index: Path, wanted: set[int]) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``chunks.jsonl`` at these positions (0-based), read up to the last one."""
     path = index / "chunks.jsonl"
     if not wanted or not path.is_file():
-        return out
-    last = max(wanted)
-    with path.open("rb") as fh:
-        for pos, line in enumerate(fh):
-            if pos in wanted:
-                out[pos] = (
-                    hashlib.blake2b(line, digest_size=16).digest(),
-                    _line_number(_START_LINE, line),
-                    _line_number(_END_LINE, line),
-                )
-            if pos >= last:
-                break
-    return out
-
-
-def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
-    """The chunks at these positions of ``chunks.jsonl`` (lines as :func:`_chunk_digests`
-    counts them; unreadable lines are left out)."""
-    out: dict[int, dict[str, Any]] = {}
-    path = index / "chunks.jsonl"
-    if not wanted or not path.is_file():
-        return out
+        return
     last = max(wanted)
     with path.open("rb") as fh:
         for pos, line in enumerate(fh):
             if pos > last:
-                break
+                return
             if pos in wanted:
-                try:
-                    obj = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(obj, dict):
-                    out[pos] = {
-                        k: obj.get(k) for k in ("content_id", "start_line", "end_line", "text")
-                    }
+                yield pos, line
+
+
+def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDigest]:
+    """The digest of the line of each chunk in ``wanted`` (a topic page's key names the bytes
+    of the chunks it shows) and its first and last line. Lines are hashed, not parsed: the
+    chunks themselves are read by :func:`_load_chunks` for the topic pages made again only."""
+    return {
+        pos: (
+            hashlib.blake2b(line, digest_size=16).digest(),
+            _line_number(_START_LINE, line),
+            _line_number(_END_LINE, line),
+        )
+        for pos, line in _chunk_lines(index, wanted)
+    }
+
+
+def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
+    """The chunks at these positions of ``chunks.jsonl`` (unreadable lines are left out)."""
+    out: dict[int, dict[str, Any]] = {}
+    for pos, line in _chunk_lines(index, wanted):
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(obj, dict):
+            out[pos] = {k: obj.get(k) for k in ("content_id", "start_line", "end_line", "text")}
     return out
 
 
