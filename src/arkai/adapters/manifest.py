@@ -368,16 +368,17 @@ def item_folders(library: bytes) -> set[str]:
     return out
 
 
-def changed_items(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | None:
+def changed_items(
+    old: dict[str, bytes], new: dict[str, bytes], folders: set[str] | None = None
+) -> set[str] | None:
     """The item folders (relative to library/, ``/``-separated) with a line of any of the
     manifests (``library``, and ``extracted`` or ``condensed``: the same relative paths) added,
     removed or changed from ``old`` to ``new`` — items added and removed included. None when a
     changed line belongs to no item folder of either (a stray file): then plan everything.
-    Lines under hidden folders, which no item reader enters, are not items' files."""
-    return _changed(old, new, item_folders(old["library"]) | item_folders(new["library"]))
-
-
-def _changed(old: dict[str, bytes], new: dict[str, bytes], folders: set[str]) -> set[str] | None:
+    Lines under hidden folders, which no item reader enters, are not items' files.
+    ``folders``: the item folders of both libraries, when the caller has them already."""
+    if folders is None:
+        folders = item_folders(old["library"]) | item_folders(new["library"])
     changed: set[str] = set()
     for name in new:
         for line in _lines(old.get(name, b"")) ^ _lines(new[name]):
@@ -411,7 +412,7 @@ def changes(sealed: Sealed | None, now: Snapshot) -> Changes | None:
         return Changes(frozenset(), sealed.items)
     present = item_folders(now.manifests["library"])
     every = item_folders(sealed.manifests["library"]) | present
-    folders = _changed(sealed.manifests, now.manifests, every)
+    folders = changed_items(sealed.manifests, now.manifests, every)
     if folders is None:
         return None
     return Changes(frozenset(folders), len(present - folders))
