@@ -22,11 +22,14 @@ and groups of similar active facts from ≥ 2 items become
 **insights** (the group's most confident statement; its episodes are the union).
 
 Resumable: the result carries a :class:`ReplayLog` — each episode's fingerprint, what it did
-(its :data:`Action`) and its candidates. Given the log of an earlier replay with the same
-parameters, decisions and check, :func:`replay` re-applies the recorded actions of the episodes
-before the first changed one (rounded down to the start of its candidate block, so every
-similarity it reuses was computed over the same rows) and replays only from there: episode *i*'s
-outcome depends only on episodes ``< i``, so the result is the same as a replay from scratch.
+(its :data:`Action`), the belief it joined, and its candidates. Given the log of an earlier
+replay with the same parameters, decisions and check, :func:`replay` decides afresh only the
+episodes whose outcome can differ: the changed ones, and a later one only when its candidates
+change (a changed episode is nearer to it than its weakest candidate, or a removed one was among
+them) or when one of its candidates' beliefs was made, unmade or invalidated differently. Every
+other episode takes its recorded outcome, so the result equals a replay from scratch. That rests
+on candidates being a function of the vectors alone, not of how the search is blocked: they are
+ranked by similarity on an exact integer grid (:func:`grid`), ties broken by the earlier row.
 """
 
 from __future__ import annotations
@@ -58,9 +61,16 @@ F32 = npt.NDArray[np.float32]
 Checker = Callable[[str, str], Conflict | None]
 #: Earlier episodes considered per episode (the candidate beliefs are theirs).
 CANDIDATES = 32
-#: Similarity cells computed at once (rows × earlier rows): 2^23 float32 = 32 MB, and the
-#: block's ranking (int64) 64 MB — a block of 2^25 cells peaked at ≈ 550 MB (issue 17).
+#: Similarity cells computed at once (rows × earlier rows): 2^23 float32 = 32 MB and its
+#: partitioned copy — a block of 2^25 cells with an int64 ranking peaked at ≈ 550 MB (issue 17).
 BLOCK_CELLS = 1 << 23
+#: The exact grid: a unit vector's components times 2^20, rounded. A product of two is below
+#: 2^40 and a dot product of up to 4,096 of them below 2^52, so float64 arithmetic on the grid
+#: is exact in any order: the same pair gives the same number in any block, on any BLAS.
+GRID = float(1 << 20)
+MAX_DIM = 4096
+#: Exact-grid pairs gathered at once (each pair 2 × dim float64).
+PAIR_CHUNK = 1 << 13
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +114,15 @@ Action = tuple[Any, ...]
 
 @dataclass(frozen=True, slots=True)
 class ReplayLog:
-    """What a replay did per episode, so a later one can resume at the first changed episode."""
+    """What a replay did per episode, so a later one decides afresh only what can differ."""
 
     fingerprints: list[str]
     actions: list[Action]
+    owners: list[str]
+    """The belief each episode joined: created, reinforced, or was absorbed by."""
     cands: list[list[int]]
-    block: int
-    """The candidate search's block height (resuming needs the same blocks)."""
+    kth: list[int]
+    """The weakest candidate's similarity on the exact grid (0 for fewer than ``CANDIDATES``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +134,9 @@ class ReplayResult:
     as_of: str | None
     log: ReplayLog | None = None
     resumed_at: int = 0
-    """Episodes whose recorded outcome was re-applied instead of replayed."""
+    """Episodes before the first changed one (their recorded outcome re-applied unchecked)."""
+    decided: int = 0
+    """Episodes decided afresh (the others took their recorded outcome)."""
 
 
 def fingerprint(ep: Episode) -> str:
@@ -150,40 +164,66 @@ def effective_confidence(b: Belief, as_of: date, half_life_days: float) -> float
     return b.confidence * math.pow(0.5, days / half_life_days)
 
 
-def block_rows(n: int) -> int:
-    """Rows per candidate block: a power of two (so it changes rarely as ``n`` grows)."""
-    rows = max(1, min(1024, BLOCK_CELLS // max(1, n)))
-    return 1 << (rows.bit_length() - 1)
+def grid(vectors: F32) -> npt.NDArray[np.float64]:
+    """``vectors`` (L2-normalised rows) on the exact grid: integers held as float64."""
+    if vectors.ndim == 2 and vectors.shape[1] > MAX_DIM:
+        raise ValueError(f"belief vectors of {vectors.shape[1]} dimensions (at most {MAX_DIM})")
+    return np.rint(vectors.astype(np.float64) * GRID)
 
 
-def block_start(p: int, block: int) -> int:
-    """The first row of the candidate block holding row ``p`` (blocks start at row 1)."""
-    return 0 if p <= 0 else 1 + (p - 1) // block * block
+def _margin(dim: int) -> float:
+    """Twice the most a float32 cosine of two unit vectors can differ from the exact grid's
+    (rounding in a ``dim``-term float32 sum, plus each component's rounding to the grid)."""
+    float32 = dim * 2.0**-23
+    rounding = (math.sqrt(dim) + dim / (4 * GRID)) / GRID
+    return 2 * (float32 + rounding)
 
 
-def _candidates(vectors: F32, k: int, start: int = 0) -> list[list[int]]:
-    """For each row from ``start`` (a block start), up to ``k`` earlier rows by descending
-    similarity (blocked matmul); rows before ``start`` are left empty."""
-    n = len(vectors)
-    out: list[list[int]] = [[] for _ in range(n)]
-    block = block_rows(n)
-    for lo in range(1, n, block):
-        if lo < start:
-            continue
-        hi = min(n, lo + block)
-        sims = vectors[lo:hi] @ vectors[:hi].T
-        rows = np.arange(lo, hi)
-        mask = np.arange(hi)[None, :] >= rows[:, None]
-        sims[mask] = -np.inf
-        del mask
-        np.negative(sims, out=sims)  # in place: no second block in memory
-        kk = min(k, hi - 1)
-        part = np.argpartition(sims, kk - 1, axis=1)[:, :kk] if kk < hi else np.argsort(sims)
-        for r, row in enumerate(part):
-            i = lo + r
-            cand = [int(j) for j in row if j < i]
-            cand.sort(key=lambda j: (float(sims[r, j]), j))
-            out[i] = cand
+def _candidates(vectors: F32, k: int, rows: Sequence[int]) -> dict[int, tuple[list[int], int]]:
+    """For each of ``rows``: up to ``k`` earlier rows, the most similar on the exact grid first
+    (ties: the earlier row), and the last one's exact similarity (0 when fewer than ``k``).
+
+    A blocked float32 matmul finds, per row, every earlier row within :func:`_margin` of its
+    ``k``-th best; only those are ranked on the grid, so the result does not depend on the
+    block height or the BLAS."""
+    out: dict[int, tuple[list[int], int]] = {}
+    todo = sorted({int(r) for r in rows if r > 0})
+    for r in rows:
+        if r == 0:
+            out[0] = ([], 0)
+    if not todo:
+        return out
+    eps = _margin(vectors.shape[1])
+    a = 0
+    while a < len(todo):
+        b = a + 1
+        while b < len(todo) and (b + 1 - a) * todo[b] <= BLOCK_CELLS:
+            b += 1
+        idx = np.asarray(todo[a:b])
+        hi = int(idx[-1])
+        sims = vectors[idx] @ vectors[:hi].T
+        later = np.arange(hi)[None, :] >= idx[:, None]
+        sims[later] = -np.inf
+        if hi > k:
+            floor = -np.partition(-sims, k - 1, axis=1)[:, k - 1] - eps
+            pool = (sims >= floor[:, None]) & ~later
+        else:
+            pool = ~later
+        del sims, later
+        rr, jj = np.nonzero(pool)
+        del pool
+        exact = np.empty(len(rr), dtype=np.float64)
+        for lo in range(0, len(rr), PAIR_CHUNK):
+            part = slice(lo, lo + PAIR_CHUNK)
+            left = grid(vectors[idx[rr[part]]])
+            exact[part] = np.einsum("ij,ij->i", left, grid(vectors[jj[part]]))
+        order = np.lexsort((jj, -exact, rr))
+        starts = np.searchsorted(rr[order], np.arange(len(idx) + 1))
+        for r, i in enumerate(idx):
+            top = order[starts[r] : starts[r + 1]][:k]
+            cand = [int(j) for j in jj[top]]
+            out[int(i)] = (cand, int(exact[top[-1]]) if len(cand) == k else 0)
+        a = b
     return out
 
 
@@ -193,14 +233,26 @@ class _State:
         self.d = decisions
         self.check = check
         self.beliefs: dict[str, Belief] = {}
+        """During the episodes a belief's ``episodes`` and ``items`` are kept in ``members`` and
+        ``sources`` (appending to a tuple per link was quadratic); :meth:`finish` writes them."""
         self.order: list[str] = []
         self.vec_row: dict[str, int] = {}
         """Belief → the episode row whose vector it holds."""
         self.of_episode: dict[int, str] = {}
+        self.rows_of: dict[str, list[int]] = {}
+        self.members: dict[str, list[str]] = {}
+        self.sources: dict[str, dict[str, None]] = {}
         self.changes: list[Change] = []
 
     def log(self, kind: str, belief: str, day: str, **kw: Any) -> None:
         self.changes.append(Change(len(self.changes) + 1, kind, belief, day, **kw))
+
+    def _join(self, bid: str, i: int, ep: Episode) -> None:
+        self.of_episode[i] = bid
+        self.rows_of.setdefault(bid, []).append(i)
+        self.members.setdefault(bid, []).append(ep.id)
+        if ep.item:
+            self.sources.setdefault(bid, {})[ep.item] = None
 
     def create(self, i: int, ep: Episode, kind: str = FACT, seed: str | None = None) -> Belief:
         bid = belief_id(kind, seed or ep.id)
@@ -212,7 +264,8 @@ class _State:
         self.beliefs[bid] = b
         self.order.append(bid)
         self.vec_row[bid] = i
-        self.of_episode[i] = bid
+        self.members[bid], self.sources[bid] = [], {}
+        self._join(bid, i, ep)
         self.log("create", bid, ep.date, episode=ep.id, confidence=b.confidence)
         if b.pinned:
             self.log("pin", bid, ep.date, note=self.d.pin[bid] or None)
@@ -221,18 +274,20 @@ class _State:
             self.log("forget", bid, ep.date, note=self.d.forget[bid] or None)
         return self.beliefs[bid]
 
-    def link(self, b: Belief, i: int, ep: Episode) -> Belief:
-        items = b.items if not ep.item or ep.item in b.items else (*b.items, ep.item)
-        new = replace(b, episodes=(*b.episodes, ep.id), items=items)
-        self.beliefs[b.id] = new
-        self.of_episode[i] = b.id
-        return new
+    def link(self, b: Belief, i: int, ep: Episode) -> None:
+        self._join(b.id, i, ep)
 
     def reinforce(self, b: Belief, i: int, ep: Episode, sim: float) -> None:
+        self._join(b.id, i, ep)
         c = round(b.confidence + (1 - b.confidence) * self.p.reinforce_step, 6)
-        new = replace(self.link(b, i, ep), confidence=c, reinforced=max(b.reinforced, ep.date))
-        self.beliefs[b.id] = new
+        self.beliefs[b.id] = replace(b, confidence=c, reinforced=max(b.reinforced, ep.date))
         self.log("reinforce", b.id, ep.date, episode=ep.id, confidence=c, similarity=sim)
+
+    def finish(self) -> None:
+        """Write each belief's episodes and items (after the last episode)."""
+        for bid, eps in self.members.items():
+            b = self.beliefs[bid]
+            self.beliefs[bid] = replace(b, episodes=tuple(eps), items=tuple(self.sources[bid]))
 
 
 def replay(
@@ -245,32 +300,29 @@ def replay(
     resume: ReplayLog | None = None,
 ) -> ReplayResult:
     """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows). With
-    ``resume`` — the log of a replay with the same parameters, decisions and check — the
-    episodes before the first changed one take their recorded outcome."""
+    ``resume`` — the log of a replay with the same parameters, decisions and check — only the
+    episodes whose outcome can differ are decided afresh (:class:`_Resume`)."""
     st = _State(params, decisions, check)
     fps = [fingerprint(ep) for ep in episodes]
-    block = block_rows(len(episodes))
-    start = 0
-    if resume is not None and resume.block == block:
-        same = 0
-        for a, b in zip(resume.fingerprints, fps, strict=False):
-            if a != b:
-                break
-            same += 1
-        full = same == len(fps) == len(resume.fingerprints)
-        start = len(fps) if full else block_start(same, block)
-        start = min(start, len(resume.actions), len(resume.cands))
-    cands = _candidates(vectors, CANDIDATES, start)
+    n = len(episodes)
+    cands: list[list[int]] = [[] for _ in range(n)]
+    kth = [0] * n
+    old = _Resume.plan(resume, fps, vectors) if resume is not None else None
+    todo = old.reuse_candidates(cands, kth) if old is not None else range(n)
+    for i, (cand, weakest) in _candidates(vectors, CANDIDATES, todo).items():
+        cands[i], kth[i] = cand, weakest
     actions: list[Action] = []
-    if resume is not None and start:
-        cands[:start] = resume.cands[:start]
-        for i in range(start):
-            _apply(st, i, episodes[i], resume.actions[i])
-            actions.append(resume.actions[i])
-    for i in range(start, len(episodes)):
-        action = _decide(st, i, episodes[i], vectors, cands[i])
+    decided = 0
+    for i in range(n):
+        action = old.recorded(st, i, cands[i]) if old is not None else None
+        if action is None:
+            action = _decide(st, i, episodes[i], vectors, cands[i])
+            decided += 1
         _apply(st, i, episodes[i], action)
         actions.append(action)
+        if old is not None:
+            old.settle(st, i, action)
+    st.finish()
     as_of = max((ep.date for ep in episodes), default=None)
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
@@ -278,8 +330,141 @@ def replay(
     rows = [st.vec_row[b] for b in st.order]
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     vecs = vectors[rows] if rows else np.zeros((0, dim), dtype=np.float32)
-    log = ReplayLog(fps, actions, cands, block)
-    return ReplayResult([st.beliefs[b] for b in st.order], st.changes, vecs, as_of, log, start)
+    owners = [st.of_episode[i] for i in range(n)]
+    log = ReplayLog(fps, actions, owners, cands, kth)
+    first = old.first if old is not None else 0
+    beliefs = [st.beliefs[b] for b in st.order]
+    return ReplayResult(beliefs, st.changes, vecs, as_of, log, first, decided)
+
+
+def _made(action: Action, owner: str) -> set[str]:
+    """The beliefs an action creates or invalidates (what a later decision reads of a belief —
+    whether it exists, its status, statement and vector — changes only through these)."""
+    kind = action[0]
+    if kind == "c":
+        return {owner}
+    if kind == "x":
+        return {owner, str(action[1])}
+    return set()
+
+
+class _Resume:
+    """An earlier replay's log matched to the episodes now, row by row.
+
+    Episode ``i``'s decision reads only its candidate rows, which belief each of them joined,
+    and those beliefs' existence, status, statement and vector. So a kept episode takes its
+    recorded outcome when its candidates are the recorded ones (mapped to the new rows) and no
+    candidate row is marked: a row is marked when it joined a different belief than recorded,
+    or joined a belief that was made or unmade differently (``dirty_beliefs``). Marks only
+    grow, and a mark set too early only costs a fresh decision, never a wrong one."""
+
+    def __init__(self, log: ReplayLog, old_of: list[int], vectors: F32) -> None:
+        self.log = log
+        self.old_of = old_of
+        self.vectors = vectors
+        self.new_of = [-1] * len(log.fingerprints)
+        for i, o in enumerate(old_of):
+            if o >= 0:
+                self.new_of[o] = i
+        self.first = next((i for i, o in enumerate(old_of) if o != i), len(old_of))
+        self.from_log = [False] * len(old_of)
+        """Rows whose candidates were taken from the log (the others were searched)."""
+        self.dirty_rows: set[int] = set()
+        self.dirty_beliefs: set[str] = set()
+        for o, i in enumerate(self.new_of):
+            if i < 0:  # removed: what it made is gone
+                self.dirty_beliefs |= _made(log.actions[o], log.owners[o])
+
+    @classmethod
+    def plan(cls, log: ReplayLog, fps: list[str], vectors: F32) -> _Resume | None:
+        """None when the log cannot be matched row for row (a repeated fingerprint, or kept
+        episodes in another order)."""
+        at = {f: o for o, f in enumerate(log.fingerprints)}
+        if len(at) != len(log.fingerprints):
+            return None
+        old_of = [at.get(f, -1) for f in fps]
+        last = -1
+        for o in old_of:
+            if o >= 0:
+                if o <= last:
+                    return None
+                last = o
+        return cls(log, old_of, vectors)
+
+    def _mapped(self, i: int) -> list[int] | None:
+        """Episode ``i``'s recorded candidates as rows now (None if one was removed)."""
+        new_of = self.new_of
+        out = [new_of[j] for j in self.log.cands[self.old_of[i]]]
+        return None if -1 in out else out
+
+    def reuse_candidates(self, cands: list[list[int]], kth: list[int]) -> list[int]:
+        """Fill in every recorded candidate list that still holds; return the rows to search.
+
+        A kept row keeps its list when no candidate was removed and every changed row before
+        it is, on the exact grid, less similar to it than its weakest candidate (float32 first
+        picks the rows that could be near enough; only those are scored on the grid)."""
+        log, n = self.log, len(self.old_of)
+        changed = [i for i, o in enumerate(self.old_of) if o < 0]
+        todo = list(changed)
+        check: list[int] = []
+        for i in range(n):
+            o = self.old_of[i]
+            if o < 0:
+                continue
+            mapped = self._mapped(i) if i >= self.first else log.cands[o]
+            if mapped is None or (i >= self.first and len(mapped) < CANDIDATES and changed):
+                todo.append(i)
+                continue
+            cands[i], kth[i] = mapped, log.kth[o]
+            self.from_log[i] = True
+            if i >= self.first and changed and len(mapped) == CANDIDATES:
+                check.append(i)
+        if check:
+            cols = np.asarray(changed)
+            targets, exact_targets = self.vectors[cols], grid(self.vectors[cols])
+            eps = _margin(self.vectors.shape[1])
+            step = max(1, BLOCK_CELLS // len(changed))
+            for lo in range(0, len(check), step):
+                rows = np.asarray(check[lo : lo + step])
+                weakest = np.asarray([kth[i] for i in rows], dtype=np.float64)
+                near = self.vectors[rows] @ targets.T >= (weakest / GRID**2 - eps)[:, None]
+                near &= cols[None, :] < rows[:, None]
+                maybe = np.nonzero(near.any(axis=1))[0]
+                if not len(maybe):
+                    continue
+                exact = grid(self.vectors[rows[maybe]]) @ exact_targets.T
+                exact[cols[None, :] >= rows[maybe][:, None]] = -np.inf
+                hit = (exact >= weakest[maybe][:, None]).any(axis=1)
+                for i in rows[maybe][hit]:
+                    todo.append(int(i))
+                    self.from_log[int(i)] = False
+        return sorted(todo)
+
+    def recorded(self, st: _State, i: int, cands: list[int]) -> Action | None:
+        """Episode ``i``'s recorded outcome when its decision would read the same, else None."""
+        o = self.old_of[i]
+        if o < 0:
+            return None
+        if i >= self.first:
+            if not self.from_log[i] and cands != self._mapped(i):
+                return None
+            if not self.dirty_rows.isdisjoint(cands):
+                return None
+        return self.log.actions[o]
+
+    def settle(self, st: _State, i: int, action: Action) -> None:
+        """After episode ``i``'s action: mark what now differs from the recorded replay."""
+        o = self.old_of[i]
+        if o < 0 or action != self.log.actions[o]:
+            self.dirty_rows.add(i)
+            made = _made(action, st.of_episode[i])
+            if o >= 0:
+                made |= _made(self.log.actions[o], self.log.owners[o])
+            for bid in made - self.dirty_beliefs:
+                self.dirty_beliefs.add(bid)
+                self.dirty_rows.update(st.rows_of.get(bid, ()))
+        elif st.of_episode[i] in self.dirty_beliefs:
+            self.dirty_rows.add(i)
 
 
 def _decide(st: _State, i: int, ep: Episode, vectors: F32, cands: list[int]) -> Action:

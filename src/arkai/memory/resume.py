@@ -1,12 +1,12 @@
 """The persisted replay log (``index/beliefs/replay.json``): what the last replay did per
-episode, so the next ``beliefs`` run replays only from the first changed episode
+episode, so the next ``beliefs`` run decides afresh only the episodes whose outcome can differ
 (:class:`arkai.memory.replay.ReplayLog`).
 
 Derived and rebuilt when unusable, like the vectors beside it: a header line, then the log, each
 one line of JSON::
 
     {"digest": "sha256:…", "format": 1, "key": "sha256:…"}
-    {"actions": […], "block": 1024, "cands": […], "fingerprints": […]}
+    {"actions": […], "cands": […], "fingerprints": […], "kth": […], "owners": […]}
 
 ``key`` is the caller's digest of everything besides the episodes that the outcome depends on
 (parameters, people's decisions, the contradiction check, the embedder); ``digest`` is the
@@ -26,7 +26,7 @@ from arkai.core.hashing import sha256_hex
 from arkai.memory.replay import ReplayLog
 
 LOG_FILE = "replay.json"
-LOG_FORMAT = 1
+LOG_FORMAT = 2
 
 
 def _dumps(value: Any) -> bytes:
@@ -34,8 +34,8 @@ def _dumps(value: Any) -> bytes:
 
 
 def save_log(folder: Path, key: str, log: ReplayLog) -> None:
-    body = _dumps({"actions": log.actions, "block": log.block, "cands": log.cands,
-                   "fingerprints": log.fingerprints})  # fmt: skip
+    body = _dumps({"actions": log.actions, "cands": log.cands, "fingerprints": log.fingerprints,
+                   "kth": log.kth, "owners": log.owners})  # fmt: skip
     header = {"digest": "sha256:" + sha256_hex(body), "format": LOG_FORMAT, "key": key}
     # Derived, rebuilt when lost: no fsync (a torn file fails its digest check).
     atomic_write_bytes(folder / LOG_FILE, _dumps(header) + b"\n" + body, fsync=False)
@@ -61,11 +61,17 @@ def load_log(folder: Path, key: str) -> ReplayLog | None:
         log = ReplayLog(
             fingerprints=[str(f) for f in d["fingerprints"]],
             actions=[tuple(a) for a in d["actions"]],
+            owners=[str(b) for b in d["owners"]],
             cands=[[int(j) for j in c] for c in d["cands"]],
-            block=int(d["block"]),
+            kth=[int(v) for v in d["kth"]],
         )
     except (ValueError, KeyError, TypeError):
         return None
-    if not len(log.fingerprints) == len(log.actions) == len(log.cands):
+    n = len(log.fingerprints)
+    if not n == len(log.actions) == len(log.owners) == len(log.cands) == len(log.kth):
+        return None
+    if any(not a or a[0] not in ("c", "r", "l", "x") for a in log.actions):
+        return None
+    if any(j < 0 or j >= i for i, c in enumerate(log.cands) for j in c):
         return None
     return log

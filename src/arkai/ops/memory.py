@@ -71,7 +71,9 @@ class BuildResult(AsDict):
     embedded: int
     changed: bool
     resumed_at: int = 0
-    """Episodes whose recorded outcome was reused (the replay ran from there)."""
+    """Episodes before the first changed one (their recorded outcome reused)."""
+    decided: int = 0
+    """Episodes decided afresh; every other one took its recorded outcome."""
 
 
 def collect_episodes(repo: Repo, *, cached: bool = False) -> list[Episode]:
@@ -195,7 +197,7 @@ def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
 
 
 #: Bump when the replay's rules change: a persisted replay log of an older version is unused.
-REPLAY_VERSION = 1
+REPLAY_VERSION = 2
 
 
 def _build(repo: Repo, progress: Progress | None) -> BuildResult:
@@ -227,8 +229,9 @@ def _build(repo: Repo, progress: Progress | None) -> BuildResult:
         save_log(folder, key, result.log)
     counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
     return BuildResult(
-        len(episodes), len(result.beliefs), counts, embedded, changed, result.resumed_at
-    )
+        len(episodes), len(result.beliefs), counts, embedded, changed, result.resumed_at,
+        result.decided,
+    )  # fmt: skip
 
 
 # -- reading --------------------------------------------------------------------------------
