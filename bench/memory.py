@@ -20,7 +20,8 @@ and the builtin rules run on real text. Dates advance one day per 100 episodes.
   seconds at the largest size, with ``embed_one_s`` measured separately.
 * ``mid_change_*`` (per size) — the episode in the middle of the timeline changes: the replay
   resumed from the full replay's log (:class:`arkai.memory.replay.ReplayLog`) vs one from
-  scratch, and whether their beliefs, changes and vectors agree; ``unchanged_resumed_s`` is the
+  scratch, whether their beliefs, changes, vectors and logs agree, and how many episodes the
+  resumed one decided afresh (``mid_change_decided``); ``unchanged_resumed_s`` is the
   resumed replay when nothing changed, ``one_added_at_end_resumed_s`` when one episode is added
   at the end of the timeline (a new item dated today).
 * ``recall`` — a library folder holding ``beliefs/`` with ``--recall-size`` beliefs: ``arkai
@@ -144,6 +145,7 @@ def resume_bench(
         [b.to_dict() for b in resumed.beliefs] == [b.to_dict() for b in scratch.beliefs]
         and [c.to_dict() for c in resumed.changes] == [c.to_dict() for c in scratch.changes]
         and resumed.vectors.tobytes() == scratch.vectors.tobytes()
+        and resumed.log == scratch.log
     )
     t0 = time.perf_counter()
     noop = replay(eps, vecs, resume=res.log, **kw)
@@ -157,12 +159,14 @@ def resume_bench(
     return {
         "mid_change_resumed_s": round(resumed_s, 2),
         "mid_change_resumed_at": resumed.resumed_at,
+        "mid_change_decided": resumed.decided,
         "mid_change_scratch_s": round(scratch_s, 2),
         "mid_change_equal": same,
         "unchanged_resumed_s": round(noop_s, 2),
         "unchanged_resumed_at": noop.resumed_at,
         "one_added_at_end_resumed_s": round(added_s, 2),
         "one_added_at_end_resumed_at": added.resumed_at,
+        "one_added_at_end_decided": added.decided,
     }
 
 

@@ -247,3 +247,18 @@ def test_decisions_on_resume() -> None:
     assert {c.kind for c in before.changes} >= {"forget", "pin", "prune"}
     after = ([*eps[:30], *eps[31:]], np.delete(rows, 30, axis=0))
     same(go(after, before.log), go(after, None))
+
+
+def test_a_recorded_outcome_naming_an_unknown_belief_is_decided_afresh() -> None:
+    """A log that does not fit the replay it claims to record (here: episode 5 reinforced a
+    belief no episode made) costs a fresh decision, not a crash or a wrong belief."""
+    eps, rows = library(200)
+    before = run(eps, rows)
+    assert before.log is not None
+    actions = list(before.log.actions)
+    actions[5] = ("r", "0" * 16, 0.99)
+    forged = rp.ReplayLog(before.log.fingerprints, actions, before.log.owners,
+                          before.log.cands, before.log.kth)  # fmt: skip
+    again = run(eps, rows, forged)
+    assert again.decided >= 1
+    same(again, before)

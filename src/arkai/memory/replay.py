@@ -445,12 +445,15 @@ class _Resume:
         o = self.old_of[i]
         if o < 0:
             return None
+        action = self.log.actions[o]
+        if len(action) > 1 and action[1] not in st.beliefs:
+            return None  # a log that does not fit the replay it claims to record
         if i >= self.first:
             if not self.from_log[i] and cands != self._mapped(i):
                 return None
             if not self.dirty_rows.isdisjoint(cands):
                 return None
-        return self.log.actions[o]
+        return action
 
     def settle(self, st: _State, i: int, action: Action) -> None:
         """After episode ``i``'s action: mark what now differs from the recorded replay."""

@@ -70,8 +70,21 @@ def load_log(folder: Path, key: str) -> ReplayLog | None:
     n = len(log.fingerprints)
     if not n == len(log.actions) == len(log.owners) == len(log.cands) == len(log.kth):
         return None
-    if any(not a or a[0] not in ("c", "r", "l", "x") for a in log.actions):
+    if not all(_well_formed(a) for a in log.actions):
         return None
     if any(j < 0 or j >= i for i, c in enumerate(log.cands) for j in c):
         return None
     return log
+
+
+#: Each action's fields after its kind (see :data:`arkai.memory.replay.Action`).
+_SHAPES: dict[str, tuple[type, ...]] = {
+    "c": (), "r": (str, float), "l": (str,), "x": (str, float, str),
+}  # fmt: skip
+
+
+def _well_formed(action: tuple[Any, ...]) -> bool:
+    shape = _SHAPES.get(action[0]) if action and isinstance(action[0], str) else None
+    if shape is None or len(action) != 1 + len(shape):
+        return False
+    return all(isinstance(v, t) for v, t in zip(action[1:], shape, strict=True))

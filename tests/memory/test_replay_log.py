@@ -1,0 +1,83 @@
+"""The persisted replay log (``index/beliefs/replay.json``) is used only when it can be trusted
+to describe a replay: its digest, format and key match and it is well formed — a log that
+points a candidate at a later episode or names an unknown action is ignored even when its
+digest was recomputed to match."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arkai.core.hashing import sha256_hex
+from arkai.memory.replay import ReplayLog
+from arkai.memory.resume import LOG_FILE, load_log, save_log
+
+KEY = "sha256:" + "0" * 64
+
+
+def a_log() -> ReplayLog:
+    return ReplayLog(
+        fingerprints=["f0", "f1", "f2"],
+        actions=[("c",), ("r", "b0", 0.91), ("x", "b0", 0.75, "numbers: 5 / 9")],
+        owners=["b0", "b0", "b2"],
+        cands=[[], [0], [1, 0]],
+        kth=[0, 0, 0],
+    )
+
+
+def forge(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Rewrite the log's body and give it a matching digest, as a careful forger would."""
+    raw = (folder / LOG_FILE).read_bytes()
+    head, _, body = raw.partition(b"\n")
+    data = json.loads(body)
+    change(data)
+    new = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    header = json.loads(head)
+    header["digest"] = "sha256:" + sha256_hex(new)
+    (folder / LOG_FILE).write_bytes(json.dumps(header).encode() + b"\n" + new)
+
+
+def test_a_saved_log_loads_back_equal(tmp_path: Path) -> None:
+    save_log(tmp_path, KEY, a_log())
+    assert load_log(tmp_path, KEY) == a_log()
+    assert load_log(tmp_path, "sha256:" + "1" * 64) is None  # another key: other params
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["cands"].__setitem__(1, [1]),  # a candidate that is not earlier
+        lambda d: d["cands"].__setitem__(2, [0, 7]),  # past the end
+        lambda d: d["cands"].__setitem__(1, [-1]),
+        lambda d: d["actions"].__setitem__(1, ["z", "b0"]),  # no such action
+        lambda d: d["actions"].__setitem__(1, []),
+        lambda d: d["actions"].__setitem__(1, [5]),
+        lambda d: d["actions"].__setitem__(1, ["r", "b0"]),  # a reinforcement without its score
+        lambda d: d["actions"].__setitem__(1, ["r", 7, 0.9]),
+        lambda d: d["actions"].__setitem__(0, ["c", "extra"]),
+        lambda d: d["owners"].pop(),  # lengths differ
+        lambda d: d["kth"].append(3),
+        lambda d: d.pop("owners"),
+        lambda d: d.__setitem__("kth", "many"),
+    ],
+)
+def test_a_forged_log_with_a_matching_digest_is_ignored(
+    tmp_path: Path, change: Callable[[dict[str, Any]], None]
+) -> None:
+    save_log(tmp_path, KEY, a_log())
+    forge(tmp_path, change)
+    assert load_log(tmp_path, KEY) is None
+
+
+def test_a_torn_or_missing_log_is_ignored(tmp_path: Path) -> None:
+    assert load_log(tmp_path, KEY) is None
+    save_log(tmp_path, KEY, a_log())
+    raw = (tmp_path / LOG_FILE).read_bytes()
+    (tmp_path / LOG_FILE).write_bytes(raw[: len(raw) // 2])
+    assert load_log(tmp_path, KEY) is None
+    (tmp_path / LOG_FILE).write_bytes(b"\xff\xfe not json")
+    assert load_log(tmp_path, KEY) is None
