@@ -4,7 +4,6 @@ it; the report always equals `arkai validate --full` (every span re-checked from
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -144,12 +143,6 @@ def table_rows(kr: Path) -> tuple[Path, list[bytes]]:
     return path, path.read_bytes().split(b"\n")
 
 
-def reseal(line: bytes) -> bytes:
-    """A row rewritten with a digest that matches its new content (a forger's row)."""
-    body = line.partition(b"\t")[2]
-    return hashlib.sha256(body).hexdigest().encode() + b"\t" + body
-
-
 def test_a_damaged_cache_entry_is_ignored_and_recomputed(
     lib: Path, arkai: Runner, checks: list[str]
 ) -> None:
@@ -196,7 +189,7 @@ def test_a_forged_verdict_passes_no_changed_file_and_not_ci(
     # content ID no longer agree with the files, so the review is checked again and fails.
     mine = lines[n].split(b"\t")
     theirs = good.split(b"\t")
-    lines[n] = reseal(b"\t".join([b"", *mine[1:4], theirs[4]]))
+    lines[n] = itemtable.seal_row(b"\t".join([*mine[1:4], theirs[4]]))
     path.write_bytes(b"\n".join(lines))
     checks.clear()
     assert run(arkai, lib)[0] == 1 and checks == [review]
@@ -208,7 +201,7 @@ def test_a_forged_verdict_passes_no_changed_file_and_not_ci(
     verdict["problems"] = []
     verdict["counts"]["evidence"] = {**verdict["counts"]["evidence"], "invalid": 0}
     row[4] = canonjson.dumps_line(verdict).rstrip("\n").encode()
-    lines[n] = reseal(b"\t".join(row))
+    lines[n] = itemtable.seal_row(b"\t".join(row[1:]))  # a forger's seal
     path.write_bytes(b"\n".join(lines))
     assert run(arkai, lib)[0] == 0  # the local cache believed it
     assert run(arkai, lib, "--full")[0] == 1

@@ -4,7 +4,6 @@ loads no embedder."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -153,11 +152,6 @@ def test_only_a_changed_item_is_read_again(kr: Path, tmp_path: Path, parsed: lis
     assert outputs(kr) == from_scratch(kr, tmp_path)
 
 
-def reseal(line: bytes) -> bytes:
-    body = line.partition(b"\t")[2]
-    return hashlib.sha256(body).hexdigest().encode() + b"\t" + body
-
-
 def test_a_damaged_or_stale_episode_row_is_not_trusted(
     kr: Path, tmp_path: Path, parsed: list[str]
 ) -> None:
@@ -178,7 +172,9 @@ def test_a_damaged_or_stale_episode_row_is_not_trusted(
     assert parsed == ["Build caches, February"] and outputs(kr) == before
     # A row sealed again but kept from before the item's review changed: the review's lstat
     # and bytes differ from the row's, so the item is read again and the claim leaves.
-    table.write_bytes(b"\n".join([*lines[:n], reseal(lines[n]), *lines[n + 1 :]]))
+    table.write_bytes(
+        b"\n".join([*lines[:n], itemtable.seal_row(lines[n].partition(b"\t")[2]), *lines[n + 1 :]])
+    )
     evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
     claim = json.loads(evidence.read_text().splitlines()[0])
     (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(

@@ -66,6 +66,12 @@ def stat_digest(paths: Iterable[Path]) -> tuple[str, int] | None:
     return "sha256:" + hashlib.sha256(text).hexdigest(), newest
 
 
+def seal_row(body: bytes) -> bytes:
+    """A row as stored: the SHA-256 of its body, a tab, the body (what :meth:`ItemTable._load`
+    checks)."""
+    return hashlib.sha256(body).hexdigest().encode() + b"\t" + body
+
+
 def _clean(text: str) -> bool:
     return not any(c in text for c in "\t\n\r")
 
@@ -151,7 +157,7 @@ class ItemTable:
             for cid in sorted(rows):
                 r = rows[cid]
                 body = b"\t".join((cid.encode(), (r.stat or "-").encode(), r.key.encode(), r.body))
-                yield hashlib.sha256(body).hexdigest().encode() + b"\t" + body + b"\n"
+                yield seal_row(body) + b"\n"
 
         # Derived, rebuilt when lost: no fsync (a torn line fails its digest check).
         written = write_chunks_if_changed(self.path, lines(), fsync=False)
