@@ -53,6 +53,20 @@ def tree(folder: Path) -> dict[str, bytes]:
             p.is_file()}  # fmt: skip
 
 
+def assert_as_clean_build(
+    repo: Path, docs: Path, build: Path, site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pages, search entries and site now are what a clean build of the same inputs makes
+    (with ``monkeypatch``'s changes undone first), file for file."""
+    pages, entries, built = tree(docs), tree(build / "search"), tree(site)
+    monkeypatch.undo()
+    clean(repo)
+    assert build_site(repo).mkdocs == "full"
+    assert tree(docs) == pages
+    assert tree(build / "search") == entries
+    assert tree(site) == built
+
+
 def copy_item(repo: Path, source: Path, donor: str, cid: str, title: str) -> list[Path]:
     """A copy of the item in ``source`` (and its extraction) under a new ID and title; returns
     the folders made."""
@@ -256,14 +270,7 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     assert tree(docs) == pages and stored_entities(build, changed)
 
     # The same pages, search entries and site as a clean build with the default memory bound.
-    pages, entries = tree(docs), tree(build / "search")
-    dirty_site = tree(site)
-    monkeypatch.undo()
-    clean(repo)
-    assert build_site(repo).mkdocs == "full"
-    assert tree(docs) == pages
-    assert tree(build / "search") == entries
-    assert tree(site) == dirty_site
+    assert_as_clean_build(repo, docs, build, site, monkeypatch)
 
 
 def test_slim_records_share_the_values_many_items_have() -> None:

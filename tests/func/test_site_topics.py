@@ -22,7 +22,7 @@ from arkai.site.build import build_site, clean
 from arkai.site.store import SummaryStore
 from tests.conftest import Runner
 from tests.func.test_site_build import item_dirs, make_repo
-from tests.func.test_site_incremental import tree
+from tests.func.test_site_incremental import assert_as_clean_build, tree
 
 
 def write_index(
@@ -161,13 +161,7 @@ def test_topic_pages_follow_what_they_show_not_chunk_numbers(
     assert pages["alpha"].read_bytes() == alpha and pages["beta"].read_bytes() == beta
 
     # Every step above equals a clean build of the same inputs, file for file.
-    got_docs, got_search, got_site = tree(docs), tree(build / "search"), tree(site)
-    monkeypatch.undo()
-    clean(repo)
-    assert build_site(repo).mkdocs == "full"
-    assert tree(docs) == got_docs
-    assert tree(build / "search") == got_search
-    assert tree(site) == got_site
+    assert_as_clean_build(repo, docs, build, site, monkeypatch)
 
 
 def test_item_pages_follow_entity_pages_when_entities_need_more_items(
