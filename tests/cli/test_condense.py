@@ -295,3 +295,46 @@ def test_openai_runs_the_pattern_over_http_per_chunk(
     code, out, _ = arkai("--repo", kr, "condense", "--json")
     assert code == 0 and json.loads(out)["condensed"] == 1
     assert len(fake_llm.chat_requests) == 1
+
+
+def test_the_index_reads_only_changed_items_for_the_shards(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    """The index stage's shard step reads the items whose key changed since its last build
+    (ops/shards.py update_shards) and leaves what a build from every item leaves."""
+    from arkai.ops import Repo
+    from arkai.ops.shards import build_shards, library_chunks
+
+    set_params(kr, condense={"chunk_tokens": 120, "shard_tokens": 1500},
+               index={"embedder": "none"})  # fmt: skip
+    add_chats(kr, arkai, tmp_path)
+    assert arkai("--repo", kr, "condense", "--no-shards")[0] == 0
+
+    def reindex() -> dict[str, Any]:
+        code, out, err = arkai("--repo", kr, "reindex", "--json")
+        assert code == 0, err
+        return dict(json.loads(out)["shards"])
+
+    first = reindex()
+    assert first["items_read"] == 3 and first["shards"] >= 2
+    again = reindex()
+    assert again["items_read"] == 0 and again["written"] == []
+    # A new item: only it is read; the shards are those a build from every item makes.
+    shards = kr / "index" / "shards"
+    shutil.copytree(shards, tmp_path / "ref" / "index" / "shards")
+    late = claude_export(tmp_path / "late.json", [
+        ("aaaaaaaa-0000-4000-8000-000000000009", "2019-01-01", ["An old chat.", "Indeed old."]),
+    ])  # fmt: skip
+    assert arkai("--repo", kr, "add", late)[0] == 0
+    assert arkai("--repo", kr, "condense", "--no-shards")[0] == 0
+    added = reindex()
+    assert added["items_read"] == 1 and added["written"]
+    build_shards(tmp_path / "ref", library_chunks(Repo.at(kr)), shard_tokens=1500)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ref/index/shards").iterdir()} == {
+        p.name: p.read_bytes() for p in shards.iterdir()
+    }
+    # `arkai condense` builds the shards without the item keys: the next index build reads
+    # every item once, then only changed ones again.
+    assert arkai("--repo", kr, "condense", "--force")[0] == 0
+    assert reindex()["items_read"] == 4
+    assert reindex()["items_read"] == 0

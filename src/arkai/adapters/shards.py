@@ -13,10 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import atomic_write_text, read_repo_file, write_if_changed
+from arkai.adapters.fs import (
+    atomic_write_bytes,
+    atomic_write_text,
+    read_repo_file,
+    write_if_changed,
+)
+from arkai.adapters.itemcache import CACHE_DIR
 from arkai.adapters.store import iter_jsonl, read_json_as
 from arkai.core import canonjson
 from arkai.core.canonjson import dumps_line
+from arkai.core.hashing import digest
 from arkai.model.shard import CondensedChunk, ShardManifest
 
 SHARDS_DIR = "shards"
@@ -41,6 +48,61 @@ def write_manifest(root: Path, manifest: ShardManifest) -> None:
     path = shards_dir(root) / MANIFEST
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n")
+
+
+def manifest_digest(root: Path) -> str | None:
+    """The digest of ``manifest.json``'s bytes, or None when there is none."""
+    try:
+        return digest((shards_dir(root) / MANIFEST).read_bytes())
+    except OSError:
+        return None
+
+
+#: The last shard build's record (local, derived, git-ignored like the item cache beside it).
+RECORD = CACHE_DIR / "shards.json"
+RECORD_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """What the last shard build saw: the digest of the manifest it left and, per item (content
+    ID), the key of what the item's chunks were made from (the caller's digest of its files).
+    While the manifest has that digest, an item with the same key has the chunks the shards
+    hold for it, so only items whose key changed need reading (:mod:`arkai.ops.shards`)."""
+
+    manifest: str
+    keys: dict[str, str]
+
+
+def read_record(root: Path) -> ShardRecord | None:
+    """The record, or None when it is missing, damaged or edited (a header line holds the digest
+    of the rest; the shards are then built from every item's chunks)."""
+    try:
+        header, _, body = (root / RECORD).read_bytes().partition(b"\n")
+        if json.loads(header) != {"digest": digest(body)}:
+            return None
+        doc = json.loads(body)
+        keys = doc["keys"]
+        if doc.get("format") != RECORD_FORMAT or not isinstance(keys, dict):
+            return None
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
+            return None
+        return ShardRecord(str(doc["manifest"]), keys)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def write_record(root: Path, record: ShardRecord) -> None:
+    body = canonjson.dumps_line(
+        {"format": RECORD_FORMAT, "keys": record.keys, "manifest": record.manifest}
+    ).encode("utf-8")
+    header = canonjson.dumps_line({"digest": digest(body)}).encode("utf-8")
+    # Derived: no fsync (a torn record fails its digest check and is not used).
+    atomic_write_bytes(root / RECORD, header + body, fsync=False)
+
+
+def forget_record(root: Path) -> None:
+    (root / RECORD).unlink(missing_ok=True)
 
 
 def encode_shard(chunks: Iterable[CondensedChunk]) -> str:

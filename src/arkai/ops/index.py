@@ -1016,7 +1016,10 @@ def run_index(
         summary.cache_rejected = cache.rejected
 
         with log.step("shards") as info:
-            shards = shard_library(Repo.at(root), log, items)
+            # The item keys digest each item's condensed.json among its files: only items
+            # whose key changed since the last build are read again.
+            item_keys = {d.item.id: d.key for d in loaded}
+            shards = shard_library(Repo.at(root), log, items, item_keys)
             summary.shards = shards.to_dict()
             info.update(summary.shards)
             written += [f"shards/{f}" for f in shards.written]

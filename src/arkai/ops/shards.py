@@ -22,11 +22,15 @@ that would take it past the limit (a chunk bigger than the limit alone is a shar
 
 Chunk numbers (``shard-NNN:chunk-M``) count through the library in shard order, so chunks in
 unchanged shards keep their IDs.
+
+Given each item's key (:func:`update_shards`; the index stage's item keys), a build reads only
+the items whose key changed since the last such build and the old shards it needs; the files
+are those :func:`build_shards` makes from every item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,14 +40,19 @@ from arkai.adapters.layout import Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.shards import (
     CONDENSED_FILE,
+    ShardRecord,
     encode_shard,
+    forget_record,
+    manifest_digest,
     read_condensed,
     read_manifest,
+    read_record,
     read_shard,
     remove_shard,
     shard_file_name,
     shards_dir,
     write_manifest,
+    write_record,
     write_shard_text,
 )
 from arkai.core.canonjson import dumps_line
@@ -74,6 +83,9 @@ class ShardSummary(AsDict):
     """The first shard packed again, when any was."""
     resharded: str | None = None
     """Why every shard was rebuilt (a new ``shard_tokens``, a new token counter), if so."""
+    items_read: int | None = None
+    """How many items' condensed chunks were read (every item's unless only the changed ones
+    needed reading: :func:`update_shards`); None when the caller gave the chunks."""
 
 
 def order_key(c: CondensedChunk) -> tuple[str, str, int]:
@@ -136,6 +148,42 @@ def _intact(root: Path, info: ShardInfo) -> bool:
     return data is not None and digest(data) == info.digest
 
 
+def _grouped(records: Iterable[CondensedChunk]) -> dict[str, list[CondensedChunk]]:
+    """Each item's chunks, bare (no placement), in chronological order."""
+    current: dict[str, list[CondensedChunk]] = {}
+    for rec in sorted((_bare(r) for r in records), key=order_key):
+        current.setdefault(rec.item, []).append(rec)
+    return current
+
+
+def _usable(
+    old: ShardManifest | None, shard_tokens: int, summary: ShardSummary, log: events.RunLog | None
+) -> tuple[ShardInfo, ...]:
+    """The old manifest's shards — none when they were made with another size or token counter
+    (every shard is then rebuilt, and the summary and the run log say so)."""
+    if shard_tokens < 1:
+        raise ValueError(f"condense.shard_tokens must be a positive number, not {shard_tokens}")
+    if old is None:
+        return ()
+    if (old.shard_tokens, old.token_counter) != (shard_tokens, TOKEN_COUNTER):
+        summary.resharded = (
+            f"shard size changed from {old.shard_tokens} to {shard_tokens} tokens"
+            if old.shard_tokens != shard_tokens
+            else f"token counter changed from {old.token_counter} to {TOKEN_COUNTER}"
+        ) + ": every shard rebuilt"
+        if log is not None:
+            log.emit("ShardsResharded", reason=summary.resharded,
+                     old_shard_tokens=old.shard_tokens, shard_tokens=shard_tokens)  # fmt: skip
+        return ()
+    return old.shards
+
+
+def _first_holding(olds: Sequence[ShardInfo], changed: set[str], default: int) -> int:
+    """The first old shard holding a ``changed`` item (the manifest lists each shard's items),
+    else ``default``."""
+    return next((n for n, info in enumerate(olds) if changed.intersection(info.items)), default)
+
+
 def build_shards(
     root: Path,
     records: Iterable[CondensedChunk],
@@ -145,35 +193,21 @@ def build_shards(
 ) -> ShardSummary:
     """Bring ``index/shards/`` up to date with ``records`` (every condensed chunk of the
     library, in any order); see the module doc for what changes and what stays."""
-    if shard_tokens < 1:
-        raise ValueError(f"condense.shard_tokens must be a positive number, not {shard_tokens}")
     summary = ShardSummary()
-    current: dict[str, list[CondensedChunk]] = {}
-    for rec in sorted((_bare(r) for r in records), key=order_key):
-        current.setdefault(rec.item, []).append(rec)
+    current = _grouped(records)
     old = read_manifest(root)
-    olds: tuple[ShardInfo, ...] = old.shards if old is not None else ()
-    if old is not None and (old.shard_tokens, old.token_counter) != (shard_tokens, TOKEN_COUNTER):
-        summary.resharded = (
-            f"shard size changed from {old.shard_tokens} to {shard_tokens} tokens"
-            if old.shard_tokens != shard_tokens
-            else f"token counter changed from {old.token_counter} to {TOKEN_COUNTER}"
-        ) + ": every shard rebuilt"
-        if log is not None:
-            log.emit("ShardsResharded", reason=summary.resharded,
-                     old_shard_tokens=old.shard_tokens, shard_tokens=shard_tokens)  # fmt: skip
-        olds = ()
+    olds = _usable(old, shard_tokens, summary, log)
     # The old shards that can still be read (up to the first damaged one), and each item's
     # chunks in them.
     readable: list[list[CondensedChunk]] = []
     for info in olds:
         if not _intact(root, info):
             break
-        readable.append(list(read_shard(root, info.file)))
+        readable.append([_bare(c) for c in read_shard(root, info.file)])
     held: dict[str, list[CondensedChunk]] = {}
     for chunks in readable:
         for c in chunks:
-            held.setdefault(c.item, []).append(_bare(c))
+            held.setdefault(c.item, []).append(c)
     truncated = len(readable) < len(olds)
     tail_items = {c.item for c in readable[-1]} if readable else set()
 
@@ -185,26 +219,111 @@ def build_shards(
         return now != chunks
 
     changed = {i for i, cs in held.items() if is_changed(i, cs)}
-    first_changed = next(
-        (n for n, chunks in enumerate(readable) if changed & {c.item for c in chunks}),
-        len(readable),
-    )
+    first_changed = _first_holding(olds[: len(readable)], changed, len(readable))
     if first_changed == len(readable) == len(olds):
         keep = max(0, len(olds) - 1)  # nothing old changed: reopen the newest shard
     else:
         keep = first_changed
         summary.rebuilt_from = olds[keep].file if keep < len(olds) else None
-    kept = [(olds[n], readable[n]) for n in range(keep)]
-    done = {(c.item, c.chunk) for _, chunks in kept for c in chunks}
-    tail = [_bare(c) for chunks in readable[keep:] for c in chunks if c.item not in changed]
+    tail = [c for chunks in readable[keep:] for c in chunks if c.item not in changed]
+    done = {(c.item, c.chunk) for chunks in readable[:keep] for c in chunks}
     done |= {(c.item, c.chunk) for c in tail}
     tail += sorted(
         (r for rs in current.values() for r in rs if (r.item, r.chunk) not in done), key=order_key
     )
-    infos = [info for info, _ in kept]
+    return _write(root, old, olds, keep, tail, shard_tokens, summary, log)
+
+
+def update_shards(
+    root: Path,
+    keys: Mapping[str, str],
+    chunks_of: Callable[[Collection[str]], Iterable[CondensedChunk]],
+    *,
+    shard_tokens: int = SHARD_TOKENS,
+    log: events.RunLog | None = None,
+) -> ShardSummary:
+    """:func:`build_shards` for a library given as ``keys`` — each item's (content ID's) digest
+    of what its chunks are made from — and ``chunks_of(ids)``, the current chunks of those
+    items: the same files, made by reading only what can differ.
+
+    The record of the last such build (:class:`arkai.adapters.shards.ShardRecord`) is used
+    while the manifest is the one it left and every shard still has its digest; then only the
+    items whose key changed (added, removed, edited) are read, and of the old shards only those
+    holding them and those from the first changed one on. Otherwise every item is read
+    (:func:`build_shards`). Either way the record is written for the next build."""
+    record = read_record(root)
+    summary = ShardSummary()
+    old = read_manifest(root)
+    olds = _usable(old, shard_tokens, ShardSummary(), None)
+    if (
+        record is None
+        or old is None
+        or not olds
+        or record.manifest != manifest_digest(root)
+        or not all(_intact(root, info) for info in olds)
+    ):
+        forget_record(root)  # a torn build below must not leave the old record standing
+        summary = build_shards(root, chunks_of(list(keys)), shard_tokens=shard_tokens, log=log)
+        summary.items_read = len(keys)
+    else:
+        candidates = {i for i, k in keys.items() if record.keys.get(i) != k}
+        candidates |= record.keys.keys() - keys.keys()
+        reading = sorted(candidates & keys.keys())
+        summary.items_read = len(reading)
+        now = _grouped(chunks_of(reading))
+        cache: dict[int, list[CondensedChunk]] = {}
+
+        def shard(n: int) -> list[CondensedChunk]:
+            if n not in cache:
+                cache[n] = [_bare(c) for c in read_shard(root, olds[n].file)]
+            return cache[n]
+
+        held: dict[str, list[CondensedChunk]] = {}
+        for n, info in enumerate(olds):
+            if candidates.intersection(info.items):
+                for c in shard(n):
+                    if c.item in candidates:
+                        held.setdefault(c.item, []).append(c)
+        # As build_shards decides: an item is changed when the shards hold other chunks for it
+        # than it has now; items the shards do not hold are new.
+        changed = {i for i, cs in held.items() if now.get(i, []) != cs}
+        first_changed = _first_holding(olds, changed, len(olds))
+        if first_changed == len(olds):
+            keep = len(olds) - 1  # nothing old changed: reopen the newest shard
+        else:
+            keep = first_changed
+            summary.rebuilt_from = olds[keep].file
+        tail = [c for n in range(keep, len(olds)) for c in shard(n) if c.item not in changed]
+        tail += sorted(
+            (r for i, rs in now.items() if i in changed or i not in held for r in rs),
+            key=order_key,
+        )
+        del cache, held
+        forget_record(root)
+        summary = _write(root, old, olds, keep, tail, shard_tokens, summary, log)
+    made = manifest_digest(root)
+    if made is not None:
+        write_record(root, ShardRecord(made, dict(keys)))
+    return summary
+
+
+def _write(
+    root: Path,
+    old: ShardManifest | None,
+    olds: Sequence[ShardInfo],
+    keep: int,
+    tail: list[CondensedChunk],
+    shard_tokens: int,
+    summary: ShardSummary,
+    log: events.RunLog | None,
+) -> ShardSummary:
+    """Keep the first ``keep`` old shards as they are and pack ``tail`` (bare chunks, in their
+    new order) into the shards after them; remove old files no longer listed; write the
+    manifest when it changed."""
+    infos = list(olds[:keep])
     summary.kept = [info.file for info in infos]
     first_number = sum(info.chunks for info in infos) + 1
-    for file, chunks, toks in _pack(tail, len(kept) + 1, first_number, shard_tokens):
+    for file, chunks, toks in _pack(tail, keep + 1, first_number, shard_tokens):
         text = encode_shard(chunks)
         if write_shard_text(root, file, text):
             summary.written.append(file)
@@ -229,25 +348,46 @@ def build_shards(
     return summary
 
 
+def _item_chunks(item: Item) -> list[CondensedChunk]:
+    """The item's condensed chunks (an item that failed keeps its earlier chunks); none when
+    its ``condensed.json`` is missing, unreadable (reported by `arkai validate`, redone by
+    `arkai condense`) or another item's."""
+    try:
+        rec = read_condensed(item.condensed / CONDENSED_FILE, item.root)
+    except (ArkaiError, OSError):
+        return []
+    return list(rec.chunks) if rec is not None and rec.content_id == item.id else []
+
+
 def library_chunks(repo: Repo, items: Iterable[Item] | None = None) -> list[CondensedChunk]:
-    """Every condensed chunk of the library (an item that failed keeps its earlier chunks);
-    ``items``: the library's items when the caller has listed them already."""
-    out: list[CondensedChunk] = []
-    for item in repo.items() if items is None else items:
-        try:
-            rec = read_condensed(item.condensed / CONDENSED_FILE, item.root)
-        except (ArkaiError, OSError):
-            continue  # unreadable: reported by `arkai validate`, redone by `arkai condense`
-        if rec is not None and rec.content_id == item.id:
-            out.extend(rec.chunks)
-    return out
+    """Every condensed chunk of the library; ``items``: the library's items when the caller has
+    listed them already."""
+    return [c for item in (repo.items() if items is None else items) for c in _item_chunks(item)]
 
 
 def shard_library(
-    repo: Repo, log: events.RunLog | None = None, items: Iterable[Item] | None = None
+    repo: Repo,
+    log: events.RunLog | None = None,
+    items: Iterable[Item] | None = None,
+    keys: Mapping[str, str] | None = None,
 ) -> ShardSummary:
     """The shard step over the library's condensed chunks (``index/shards/``); ``items``: the
-    library's items when the caller has listed them already (they are not listed again)."""
+    library's items when the caller has listed them already (they are not listed again);
+    ``keys``: each of those items' digest of its files, its ``condensed.json`` among them (the
+    index stage's item keys) — then only items whose key changed since the last build are read
+    (:func:`update_shards`)."""
     _, shard_tokens = condense_params(repo.params)
-    chunks = library_chunks(repo, items)
-    return build_shards(repo.root, chunks, shard_tokens=shard_tokens, log=log)
+    listed = list(repo.items() if items is None else items)
+    if keys is not None and len({item.id for item in listed}) == len(listed) == len(keys):
+        by_id = {item.id: item for item in listed}
+
+        def chunks_of(ids: Collection[str]) -> Iterable[CondensedChunk]:
+            return [c for i in ids for c in _item_chunks(by_id[i])]
+
+        return update_shards(repo.root, keys, chunks_of, shard_tokens=shard_tokens, log=log)
+    forget_record(repo.root)
+    summary = build_shards(
+        repo.root, library_chunks(repo, listed), shard_tokens=shard_tokens, log=log
+    )
+    summary.items_read = len(listed)
+    return summary

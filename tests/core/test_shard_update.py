@@ -1,0 +1,210 @@
+"""The shard step reading only what can differ (ops/shards.py ``update_shards``): after any
+sequence of edits it leaves the files :func:`build_shards` leaves from the same shards, and it
+falls back to reading every item whenever its record cannot be trusted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from collections.abc import Collection, Iterable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from arkai.adapters.shards import RECORD, read_manifest, read_record, shards_dir
+from arkai.model.shard import CondensedChunk
+from arkai.ops.shards import ShardSummary, build_shards, update_shards
+
+LIMIT = 2000  # tokens: a handful of chunks per shard
+
+
+def rec(item: str, chunk: int, date: str | None, words: int = 40, tag: str = "") -> CondensedChunk:
+    summary = " ".join(f"{item}-{chunk}-w{i}{tag}" for i in range(words))
+    return CondensedChunk(item=item, chunk=chunk, transcript=f"library/x/{item}/transcript.md",
+                          start=0, end=10, tokens=400, condensed_tokens=100, summary=summary,
+                          date=date)  # fmt: skip
+
+
+class Library:
+    """Items' chunks with a key per item (a digest of its chunks, as the index stage's item key
+    digests the item's condensed.json), counting what ``chunks_of`` is asked for."""
+
+    def __init__(self, items: dict[str, list[CondensedChunk]]) -> None:
+        self.items = items
+        self.asked: list[str] = []
+
+    def keys(self) -> dict[str, str]:
+        return {
+            i: hashlib.sha256(json.dumps([c.to_dict() for c in cs]).encode()).hexdigest()
+            for i, cs in self.items.items()
+        }
+
+    def chunks_of(self, ids: Collection[str]) -> Iterable[CondensedChunk]:
+        self.asked += list(ids)
+        return [c for i in ids for c in self.items[i]]
+
+    def every(self) -> list[CondensedChunk]:
+        return [c for cs in self.items.values() for c in cs]
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(shards_dir(root).iterdir())}
+
+
+def quick(root: Path, lib: Library, limit: int = LIMIT) -> ShardSummary:
+    lib.asked = []
+    return update_shards(root, lib.keys(), lib.chunks_of, shard_tokens=limit)
+
+
+def same_as_full(
+    quick_root: Path, full_root: Path, lib: Library, limit: int = LIMIT
+) -> ShardSummary:
+    """Run both from the same shards; they must leave the same files and say the same."""
+    shutil.rmtree(shards_dir(full_root), ignore_errors=True)
+    if shards_dir(quick_root).is_dir():
+        shutil.copytree(shards_dir(quick_root), shards_dir(full_root))
+    s_full = build_shards(full_root, lib.every(), shard_tokens=limit)
+    s_quick = quick(quick_root, lib, limit)
+    assert files(quick_root) == files(full_root)
+    for field in ("shards", "chunks", "tokens", "written", "kept", "removed", "rebuilt_from"):
+        assert getattr(s_quick, field) == getattr(s_full, field), field
+    return s_quick
+
+
+def start(n: int, rng: random.Random) -> Library:
+    items: dict[str, list[CondensedChunk]] = {}
+    for i in range(n):
+        date = None if i % 9 == 0 else f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        items[f"item{i:03d}"] = [
+            rec(f"item{i:03d}", c, date) for c in range(1, rng.randint(1, 3) + 1)
+        ]
+    return Library(items)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_edits_give_what_a_build_from_every_item_gives(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    lib = start(40, rng)
+    a, b = tmp_path / "quick", tmp_path / "full"
+    s = same_as_full(a, b, lib)
+    assert s.items_read == 40  # no record yet: every item read
+    fresh = 0
+    for step in range(25):
+        edited: set[str] = set()
+        for _ in range(rng.choice([0, 1, 1, 2, 3])):
+            what = rng.random()
+            ids = sorted(lib.items)
+            if what < 0.4 and ids:  # an item's chunks change (text, number of chunks)
+                i = rng.choice(ids)
+                n = rng.randint(1, 3)
+                lib.items[i] = [
+                    rec(i, c, lib.items[i][0].date, tag=f"s{step}") for c in range(1, n + 1)
+                ]
+            elif what < 0.6 and ids:  # removed
+                i = rng.choice(ids)
+                del lib.items[i]
+            elif what < 0.7 and ids:  # only its date changes
+                i = rng.choice(ids)
+                lib.items[i] = [replace(c, date="2019-05-05") for c in lib.items[i]]
+            else:  # added, dated anywhere
+                i = f"new{fresh:03d}"
+                fresh += 1
+                d = f"20{rng.randint(18, 26)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}"
+                lib.items[i] = [rec(i, c, d) for c in range(1, rng.randint(1, 3) + 1)]
+            edited.add(i)
+        s = same_as_full(a, b, lib)
+        # Only the edited items still present were read.
+        assert set(lib.asked) == edited & set(lib.items), step
+        assert s.items_read == len(set(lib.asked))
+        record = read_record(a)
+        assert record is not None and record.keys == lib.keys()
+
+
+def test_an_item_whose_key_changed_but_not_its_chunks_moves_nothing(tmp_path: Path) -> None:
+    lib = start(30, random.Random(7))
+    quick(tmp_path, lib)
+    before = files(tmp_path)
+    keys = lib.keys()
+    keys["item005"] = "another key"  # e.g. its review changed: the index key covers more files
+    s = update_shards(tmp_path, keys, lib.chunks_of, shard_tokens=LIMIT)
+    assert files(tmp_path) == before and s.written == [] and s.rebuilt_from is None
+    assert s.items_read == 1
+
+
+def _damage_record(root: Path) -> None:
+    path = root / RECORD
+    path.write_bytes(path.read_bytes().replace(b'"format":1', b'"format":1 '))
+
+
+def _edit_manifest(root: Path) -> None:
+    path = shards_dir(root) / "manifest.json"
+    doc = json.loads(path.read_text())
+    doc["shards"][0]["last_date"] = "2099-01-01"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _tear_shard(root: Path) -> None:
+    (shards_dir(root) / "shard-002.jsonl").write_text("{torn\n")
+
+
+def _delete_shard(root: Path) -> None:
+    (shards_dir(root) / "shard-003.jsonl").unlink()
+
+
+def _edit_shard_line(root: Path) -> None:
+    path = shards_dir(root) / "shard-001.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"-w1", b"-W1", 1))
+
+
+@pytest.mark.parametrize(
+    "attack", [_damage_record, _edit_manifest, _tear_shard, _delete_shard, _edit_shard_line]
+)
+def test_what_cannot_be_trusted_makes_it_read_every_item(tmp_path: Path, attack: object) -> None:
+    lib = start(30, random.Random(11))
+    a, b = tmp_path / "quick", tmp_path / "full"
+    quick(a, lib)
+    m = read_manifest(a)
+    assert m is not None and len(m.shards) >= 4
+    assert callable(attack)
+    attack(a)
+    lib.items["item004"] = [rec("item004", 1, "2025-03-03", tag="edited")]
+    s = same_as_full(a, b, lib)
+    assert s.items_read == len(lib.items) and sorted(lib.asked) == sorted(lib.items)
+    # ... and the next edit is quick again.
+    lib.items["item006"] = [rec("item006", 1, "2025-03-04", tag="edited")]
+    s = same_as_full(a, b, lib)
+    assert lib.asked == ["item006"]
+
+
+def test_a_record_left_by_an_interrupted_build_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = start(30, random.Random(5))
+    quick(tmp_path, lib)
+    lib.items["item003"] = [rec("item003", 1, "2025-01-02", tag="x")]
+    import arkai.ops.shards as shards
+
+    def boom(*args: object, **kwargs: object) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shards, "write_shard_text", boom)
+    with pytest.raises(KeyboardInterrupt):
+        quick(tmp_path, lib)
+    assert not (tmp_path / RECORD).exists()
+    monkeypatch.undo()
+    s = quick(tmp_path, lib)
+    assert s.items_read == len(lib.items)
+
+
+def test_a_new_shard_size_reshards_and_keeps_the_record_going(tmp_path: Path) -> None:
+    lib = start(30, random.Random(3))
+    a, b = tmp_path / "quick", tmp_path / "full"
+    same_as_full(a, b, lib)
+    s = same_as_full(a, b, lib, limit=LIMIT * 2)
+    assert s.resharded is not None and s.items_read == len(lib.items)
+    lib.items["item010"] = [rec("item010", 1, None, tag="y")]
+    s = same_as_full(a, b, lib, limit=LIMIT * 2)
+    assert s.items_read == 1
