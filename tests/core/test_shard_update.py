@@ -208,3 +208,26 @@ def test_a_new_shard_size_reshards_and_keeps_the_record_going(tmp_path: Path) ->
     lib.items["item010"] = [rec("item010", 1, None, tag="y")]
     s = same_as_full(a, b, lib, limit=LIMIT * 2)
     assert s.items_read == 1
+
+
+def test_real_chunks_packed_again_from_their_lines_keep_their_bytes(tmp_path: Path) -> None:
+    """Chunks moved to a later shard are moved as their lines' objects (not made records and
+    back): with the bundled library's condensed chunks (messages, resolved findings) the
+    shards equal those made from the records."""
+    from tests.conftest import ROOT
+
+    items: dict[str, list[CondensedChunk]] = {}
+    for path in sorted((ROOT / "condensed").rglob("condensed.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        items[doc["content_id"]] = [CondensedChunk.from_dict(c) for c in doc["chunks"]]
+    chunks = [c for cs in items.values() for c in cs]
+    assert len(chunks) > 5 and any(f.resolution for c in chunks for f in c.findings)
+    lib = Library(items)
+    a, b = tmp_path / "quick", tmp_path / "full"
+    same_as_full(a, b, lib, limit=3000)
+    first = min(items, key=lambda i: (items[i][0].date or "", i))
+    head = items[first][0]
+    items[first] = [replace(head, summary=head.summary + " Edited."), *items[first][1:]]
+    s = same_as_full(a, b, lib, limit=3000)
+    assert s.rebuilt_from == "shard-001.jsonl" and lib.asked == [first]
+    assert len(s.written) > 2

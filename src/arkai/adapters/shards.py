@@ -118,6 +118,26 @@ def read_shard(root: Path, file: str) -> Iterator[CondensedChunk]:
     yield from iter_jsonl(data, path, "not a condensed chunk", CondensedChunk.from_dict)
 
 
+def read_shard_objects(root: Path, file: str) -> list[dict[str, Any]]:
+    """The lines of one shard file as JSON objects, in order (each with a string ``item``, an
+    integer ``chunk`` and a string or null ``date``; the rest is not looked at)."""
+    path = shards_dir(root) / file
+    data = read_repo_file(path, root)
+    assert data is not None
+    return list(iter_jsonl(data, path, "not a condensed chunk", _chunk_object))
+
+
+def _chunk_object(d: Any) -> dict[str, Any]:
+    if not (
+        isinstance(d, dict)
+        and isinstance(d.get("item"), str)
+        and type(d.get("chunk")) is int
+        and isinstance(d.get("date"), str | None)
+    ):
+        raise ValueError("expected an object with an item, a chunk number and a date")
+    return d
+
+
 def write_shard_text(root: Path, file: str, text: str) -> bool:
     """Write an encoded shard (:func:`encode_shard`) only when its bytes change, so an
     unchanged shard keeps its bytes and its mtime."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from arkai.adapters import events
 from arkai.adapters.fs import read_repo_file
@@ -41,13 +42,13 @@ from arkai.adapters.repo import Repo
 from arkai.adapters.shards import (
     CONDENSED_FILE,
     ShardRecord,
-    encode_shard,
     forget_record,
     manifest_digest,
     read_condensed,
     read_manifest,
     read_record,
     read_shard,
+    read_shard_objects,
     remove_shard,
     shard_file_name,
     shards_dir,
@@ -58,7 +59,7 @@ from arkai.adapters.shards import (
 from arkai.core.canonjson import dumps_line
 from arkai.core.hashing import digest
 from arkai.core.tokens import CHARS_PER_TOKEN, count_tokens
-from arkai.errors import ArkaiError
+from arkai.errors import ArkaiError, LibraryError
 from arkai.model.record import AsDict
 from arkai.model.shard import CondensedChunk, ShardInfo, ShardManifest
 from arkai.search.condense_chunks import SHARD_TOKENS, condense_params
@@ -97,37 +98,56 @@ def _bare(c: CondensedChunk) -> CondensedChunk:
     return replace(c, shard=None, number=None)
 
 
+#: A chunk as its shard line's object, without placement (``shard`` and ``number``): what
+#: :meth:`CondensedChunk.to_dict` gives for a bare chunk. Chunks packed again are moved as these,
+#: so an unchanged chunk is not turned into a record and back.
+Raw = dict[str, Any]
+_PLACEMENT = ("shard", "number")
+
+
+def _raw(c: CondensedChunk) -> Raw:
+    return _bare(c).to_dict()
+
+
+def _chunk(d: Raw, file: str) -> CondensedChunk:
+    """The bare record of a shard line's object (``file``: the shard, for the message)."""
+    try:
+        return _bare(CondensedChunk.from_dict(d))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LibraryError(f"index/shards/{file}: not a condensed chunk ({exc})") from None
+
+
 def _pack(
-    records: Sequence[CondensedChunk], first_shard: int, first_number: int, limit: int
-) -> list[tuple[str, list[CondensedChunk], list[int]]]:
-    """Place ``records`` in shards numbered from ``first_shard``: (file, chunks, line tokens)."""
-    out: list[tuple[str, list[CondensedChunk], list[int]]] = []
+    records: Sequence[Raw], first_shard: int, first_number: int, limit: int
+) -> list[tuple[str, list[Raw], list[str], int]]:
+    """Place ``records`` in shards numbered from ``first_shard``: (file, chunks, their lines,
+    tokens)."""
+    out: list[tuple[str, list[Raw], list[str], int]] = []
     number, shard = first_number, first_shard
-    cur: list[CondensedChunk] = []
-    toks: list[int] = []
+    cur: list[Raw] = []
+    lines: list[str] = []
+    tokens = 0
     for rec in records:
-        placed = replace(rec, shard=f"shard-{shard:03d}", number=number)
-        cost = count_tokens(dumps_line(placed.to_dict()))
-        if cur and sum(toks) + cost > limit:
-            out.append((shard_file_name(shard), cur, toks))
+        line = dumps_line(rec | {"shard": f"shard-{shard:03d}", "number": number})
+        cost = count_tokens(line)
+        if cur and tokens + cost > limit:
+            out.append((shard_file_name(shard), cur, lines, tokens))
             shard += 1
-            cur, toks = [], []
-            placed = replace(rec, shard=f"shard-{shard:03d}", number=number)
-            cost = count_tokens(dumps_line(placed.to_dict()))
-        cur.append(placed)
-        toks.append(cost)
+            cur, lines, tokens = [], [], 0
+            line = dumps_line(rec | {"shard": f"shard-{shard:03d}", "number": number})
+            cost = count_tokens(line)
+        cur.append(rec)
+        lines.append(line)
+        tokens += cost
         number += 1
     if cur:
-        out.append((shard_file_name(shard), cur, toks))
+        out.append((shard_file_name(shard), cur, lines, tokens))
     return out
 
 
-def _info(file: str, chunks: list[CondensedChunk], tokens: int, text: str) -> ShardInfo:
-    dates = sorted(c.date for c in chunks if c.date)
-    items: list[str] = []
-    for c in chunks:
-        if c.item not in items:
-            items.append(c.item)
+def _info(file: str, chunks: list[Raw], tokens: int, text: str) -> ShardInfo:
+    dates = sorted(d for c in chunks if (d := c.get("date")))
+    items = list(dict.fromkeys(c["item"] for c in chunks))
     return ShardInfo(
         id=file.removesuffix(".jsonl"),
         file=file,
@@ -225,12 +245,11 @@ def build_shards(
     else:
         keep = first_changed
         summary.rebuilt_from = olds[keep].file if keep < len(olds) else None
-    tail = [c for chunks in readable[keep:] for c in chunks if c.item not in changed]
+    kept = [c for chunks in readable[keep:] for c in chunks if c.item not in changed]
     done = {(c.item, c.chunk) for chunks in readable[:keep] for c in chunks}
-    done |= {(c.item, c.chunk) for c in tail}
-    tail += sorted(
-        (r for rs in current.values() for r in rs if (r.item, r.chunk) not in done), key=order_key
-    )
+    done |= {(c.item, c.chunk) for c in kept}
+    fresh = [r for rs in current.values() for r in rs if (r.item, r.chunk) not in done]
+    tail = [_raw(c) for c in kept] + [_raw(c) for c in sorted(fresh, key=order_key)]
     return _write(root, old, olds, keep, tail, shard_tokens, summary, log)
 
 
@@ -271,19 +290,21 @@ def update_shards(
         reading = sorted(candidates & keys.keys())
         summary.items_read = len(reading)
         now = _grouped(chunks_of(reading))
-        cache: dict[int, list[CondensedChunk]] = {}
+        # The old shards as their lines' objects: only the candidates' chunks are made records
+        # (to compare), the others are packed again as they are.
+        cache: dict[int, list[Raw]] = {}
 
-        def shard(n: int) -> list[CondensedChunk]:
+        def shard(n: int) -> list[Raw]:
             if n not in cache:
-                cache[n] = [_bare(c) for c in read_shard(root, olds[n].file)]
+                cache[n] = read_shard_objects(root, olds[n].file)
             return cache[n]
 
         held: dict[str, list[CondensedChunk]] = {}
         for n, info in enumerate(olds):
             if candidates.intersection(info.items):
-                for c in shard(n):
-                    if c.item in candidates:
-                        held.setdefault(c.item, []).append(c)
+                for d in shard(n):
+                    if d["item"] in candidates:
+                        held.setdefault(d["item"], []).append(_chunk(d, olds[n].file))
         # As build_shards decides: an item is changed when the shards hold other chunks for it
         # than it has now; items the shards do not hold are new.
         changed = {i for i, cs in held.items() if now.get(i, []) != cs}
@@ -293,11 +314,14 @@ def update_shards(
         else:
             keep = first_changed
             summary.rebuilt_from = olds[keep].file
-        tail = [c for n in range(keep, len(olds)) for c in shard(n) if c.item not in changed]
-        tail += sorted(
-            (r for i, rs in now.items() if i in changed or i not in held for r in rs),
-            key=order_key,
-        )
+        tail = [
+            {k: v for k, v in d.items() if k not in _PLACEMENT}
+            for n in range(keep, len(olds))
+            for d in shard(n)
+            if d["item"] not in changed
+        ]
+        fresh = [r for i, rs in now.items() if i in changed or i not in held for r in rs]
+        tail += [_raw(c) for c in sorted(fresh, key=order_key)]
         del cache, held
         forget_record(root)
         summary = _write(root, old, olds, keep, tail, shard_tokens, summary, log)
@@ -312,24 +336,24 @@ def _write(
     old: ShardManifest | None,
     olds: Sequence[ShardInfo],
     keep: int,
-    tail: list[CondensedChunk],
+    tail: list[Raw],
     shard_tokens: int,
     summary: ShardSummary,
     log: events.RunLog | None,
 ) -> ShardSummary:
-    """Keep the first ``keep`` old shards as they are and pack ``tail`` (bare chunks, in their
-    new order) into the shards after them; remove old files no longer listed; write the
-    manifest when it changed."""
+    """Keep the first ``keep`` old shards as they are and pack ``tail`` (chunks without
+    placement, in their new order) into the shards after them; remove old files no longer
+    listed; write the manifest when it changed."""
     infos = list(olds[:keep])
     summary.kept = [info.file for info in infos]
     first_number = sum(info.chunks for info in infos) + 1
-    for file, chunks, toks in _pack(tail, keep + 1, first_number, shard_tokens):
-        text = encode_shard(chunks)
+    for file, chunks, lines, tokens in _pack(tail, keep + 1, first_number, shard_tokens):
+        text = "".join(lines)
         if write_shard_text(root, file, text):
             summary.written.append(file)
         else:
             summary.kept.append(file)
-        infos.append(_info(file, chunks, sum(toks), text))
+        infos.append(_info(file, chunks, tokens, text))
     names = {i.file for i in infos}
     for info in old.shards if old is not None else ():
         if info.file not in names:
