@@ -196,13 +196,17 @@ def write(root: Path, folder: str, dest: Path) -> bool:
 def read(path: Path) -> list[Entry]:
     """The entries of a manifest file; a clear error naming it when a line is malformed."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError as exc:
         raise LibraryError(f"{path}: no manifest (run `dvc repro` to write it)") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise LibraryError(f"{path}: cannot read the manifest ({exc})") from exc
     entries = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end at \n only: a file name may hold U+2028, which str.splitlines splits at.
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, 1):
         parts = line.split("\t")
         if len(parts) != 3 or len(parts[0]) != 64 or not parts[1].isdigit():
             raise LibraryError(f"{path}:{number}: not a manifest line (sha256, bytes, path)")

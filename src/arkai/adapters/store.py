@@ -31,7 +31,9 @@ def iter_jsonl(
         text = data.decode("utf-8", errors="strict" if problems is None else "replace")
     except UnicodeDecodeError as exc:
         raise LibraryError(f"{label}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    for n, row in enumerate(text.splitlines(), 1):
+    # Lines end at \n only: str.splitlines would also split at U+2028, U+0085 and other
+    # characters that JSON writes unescaped inside strings (canonjson keeps non-ASCII as is).
+    for n, row in enumerate(text.split("\n"), 1):
         if not row.strip():
             continue
         try:

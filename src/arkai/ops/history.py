@@ -108,7 +108,7 @@ class History:
 def _evidence_ids(data: bytes | None) -> list[str]:
     """The ID of every readable line of an ``evidence.jsonl``."""
     out: list[str] = []
-    for text in (data or b"").decode("utf-8", errors="replace").splitlines():
+    for text in (data or b"").decode("utf-8", errors="replace").split("\n"):
         obj = parse_json_object(text.encode("utf-8")) if text.strip() else None
         if obj and isinstance(obj.get("id"), str):
             out.append(obj["id"])
