@@ -366,6 +366,13 @@ class _Ranked:
     """Ranked in this run (not taken from the cache)."""
 
 
+def _shape_digest(builder: TopicBuilder) -> Any:
+    """The running SHA-256 of what every item's ranking context shares (the number of items
+    and the topic settings): made once per build, copied for each item."""
+    shape = {"n": builder.n, "settings": asdict(builder.settings)}
+    return hashlib.sha256(canonjson.dumps_line(shape).encode("utf-8"))
+
+
 def _ranked_terms(
     d: _Loaded,
     ip: dict[str, Any],
@@ -376,6 +383,7 @@ def _ranked_terms(
     full: bool,
     settled: bool,
     frequencies: bytes,
+    shape: Any,
 ) -> _Ranked:
     """The item's ranked terms, cached per item (part ``topics``) with the digest of what they
     depend on beyond the item's files: the number of items, the document frequency of each of
@@ -387,9 +395,8 @@ def _ranked_terms(
     as it is (written only for an item that has none): a run that adds an item pays no write
     per item, and the next run with the same number of items writes them once.
     ``frequencies``: the document frequency of each of its phrases, in its order
-    (:class:`_PhraseTable`)."""
-    shape = {"n": builder.n, "settings": asdict(builder.settings)}
-    h = hashlib.sha256(canonjson.dumps_line(shape).encode("utf-8"))
+    (:class:`_PhraseTable`); ``shape``: :func:`_shape_digest` of ``builder``."""
+    h = shape.copy()
     h.update(frequencies)
     context = "sha256:" + h.hexdigest()
     entry = None if full else rankings.get(d.item.id, d.key, "topics")
@@ -984,11 +991,12 @@ def run_index(
                 # Its own instance: a stale ranking is the normal case, not a damaged cache.
                 rankings = ItemCache(root)
                 settled = last.get("items") == n_items
+                shape = _shape_digest(builder)
                 position = reranked = 0
                 for i, d in enumerate(loaded):
                     count = d.record.chunks
                     ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
-                                           settled, table.frequencies(i))  # fmt: skip
+                                           settled, table.frequencies(i), shape)  # fmt: skip
                     builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
                                        ranked.condensed)  # fmt: skip
                     position += count

@@ -26,7 +26,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -391,8 +391,8 @@ def term_to_list(t: Term) -> list[Any]:
 def term_from_list(raw: Sequence[Any]) -> Term:
     """The :class:`Term` of :func:`term_to_list`."""
     term, score, relevance, chunks, source, condensed = raw
-    return Term(str(term), float(score), str(relevance), tuple(int(c) for c in chunks),
-                str(source), tuple(int(c) for c in condensed))  # fmt: skip
+    return Term(str(term), float(score), str(relevance), tuple(map(int, chunks)), str(source),
+                tuple(map(int, condensed)))  # fmt: skip
 
 
 def build_topics(
@@ -449,7 +449,9 @@ class TopicBuilder:
         ``positions`` are its chunks' positions in ``chunks.jsonl``; ``condensed``: whether
         the item has condensed chunks (its entries then list ``condensed_chunks``)."""
         topics = self.topics
-        ordered = [replace(t, chunks=tuple(positions[c] for c in t.chunks)) for t in ranked]
+        # (Term(...) rather than dataclasses.replace: this runs for every term of every item.)
+        ordered = [Term(t.term, t.score, t.relevance, tuple([positions[c] for c in t.chunks]),
+                        t.source, t.condensed) for t in ranked]  # fmt: skip
         self.terms[content_id] = ordered
         for t in ordered:
             entry: dict[str, Any] = {"content_id": content_id, "relevance": t.relevance,
