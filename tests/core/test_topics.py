@@ -233,32 +233,53 @@ def test_chunk_finder_equals_the_substring_search() -> None:
     assert find("queen brood")  # the random chunks do hold some phrases
 
 
-def test_topics_json_in_pieces_is_canonjson() -> None:
-    """``iter_topics_json`` gives the bytes ``canonjson.dumps`` gives, for the builder's
-    documents and for any other shape (encoded by canonjson)."""
+def test_topics_json_has_a_topic_per_line() -> None:
+    """``iter_topics_json``: the document's JSON value, in pieces, the top level indented as
+    ``canonjson.dumps`` does and each topic on one line of compact canonical JSON; any other
+    shape is ``canonjson.dumps``'s bytes."""
+    import json
+
     from arkai.search.topics import iter_topics_json
 
     def encoded(doc: dict[str, Any], batch: int = 2) -> bytes:
         return b"".join(iter_topics_json(doc, batch=batch))
 
+    small = {"version": 1, "synonyms": {"a é": ["q"]}, "topics": {
+        "b": {"items": [{"content_id": "x", "relevance": "high", "chunks": [2, 1]}]},
+        "a é": {"items": []},
+    }}  # fmt: skip
+    assert encoded(small).decode() == (
+        '{\n  "synonyms": {\n    "a é": [\n      "q"\n    ]\n  },\n  "topics": {\n'
+        '    "a é": {"items":[]},\n'
+        '    "b": {"items":[{"chunks":[2,1],"content_id":"x","relevance":"high"}]}\n'
+        '  },\n  "version": 1\n}\n'
+    )
     doc = build_topics(inputs(), {"varroa": ["mites", "Milben é"]}).doc
     assert len(doc["topics"]) > 4 and doc["synonyms"]
-    assert encoded(doc) == canonjson.dumps(doc).encode("utf-8")
+    data = encoded(doc)
+    assert json.loads(data) == doc and encoded(doc, batch=1000) == data
     assert len(list(iter_topics_json(doc, batch=2))) > 3  # in pieces
+    lines = data.decode().split("\n")
+    first = lines.index('  "topics": {') + 1
+    for line, term in zip(lines[first:], sorted(doc["topics"]), strict=False):
+        assert json.loads("{" + line.removesuffix(",") + "}") == {term: doc["topics"][term]}
+    assert lines[first + len(doc["topics"])] == "  },"
     odd: list[dict[str, Any]] = [
         {"version": 1, "topics": {}, "synonyms": {}},
         {"version": 1, "topics": {"a": {"items": []}}, "synonyms": {"q": []}},
         {"version": 1, "synonyms": {}, "topics": {
-            'a"\\é\n': {"items": [{"chunks": [], "content_id": "x", "relevance": "low",
+            'a"\\é\n\u2028': {"items": [{"chunks": [], "content_id": "x", "relevance": "low",
                                    "condensed_chunks": [1, 20]}]},
             "b": {"items": [{"chunks": [True, 2]}]},
             "c": {"x": 1},
             "d": {"items": [{"chunks": [1], "extra": {"k": 2.5}}]},
+            "e": [1, None],
         }},
-        {"other": 1},
     ]  # fmt: skip
     for d in odd:
-        assert encoded(d) == canonjson.dumps(d).encode("utf-8"), d
+        assert json.loads(encoded(d)) == d, d
+    other = {"other": 1, "topics": {"z": {"items": []}}}
+    assert encoded(other) == canonjson.dumps(other).encode("utf-8")
 
 
 def test_a_ranking_from_known_chunks_is_the_same() -> None:
