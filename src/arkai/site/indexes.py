@@ -126,8 +126,6 @@ class Library:
     entity's items) and are not looked at again when the page on disk was made from its last
     key."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
-    _chunk_keys: dict[tuple[str, int], str] = field(default_factory=dict, repr=False)
-    """:func:`_chunk_key` of each chunk already asked for (a chunk is on many topic pages)."""
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
@@ -559,15 +557,7 @@ def _passages(entry: dict[str, Any]) -> int:
     return int(entry.get("passages", len(entry["chunks"])))
 
 
-def _chunk_key(lib: Library, cid: str, pos: int) -> str:
-    """:func:`_chunk_fields` as a JSON text, made once per chunk and build."""
-    known = lib._chunk_keys.get((cid, pos))
-    if known is None:
-        known = lib._chunk_keys[cid, pos] = _compact(_chunk_fields(lib, cid, pos))
-    return known
-
-
-def _chunk_fields(lib: Library, cid: str, pos: int) -> list[Any]:
+def _chunk_key(lib: Library, cid: str, pos: int) -> list[Any]:
     """A chunk in a topic page's key: the bytes of its line and whether its passage is shown
     — a passage is shown when its line (between the chunk's start and end line) is one of
     the item's lines, so the item's line count is named only when that is not decided by
@@ -589,31 +579,24 @@ def topic_key(lib: Library, t: Topic) -> str:
     item's place, relevance, passage count and title, the bytes of the chunks the page may
     show (``lib.chunk_digests``: not their positions, which shift whenever an item before
     them gains or loses a chunk) and whether each is shown, the URL style and this module's
-    limits.
-
-    The digest is of the compact JSON of ``[term, synonyms, [[content id, relevance,
-    passages, title, [chunk key, …]], …], directory URLs, limits]``, put together from its
-    parts (JSON is written part by part the same way) so that a chunk's key, which many
-    topics share, is written once per build (:func:`_chunk_key`)."""
-    dumps = _compact
-    entries = ",".join(
-        "["
-        + ",".join((
-            dumps(e["content_id"]), dumps(e["relevance"]), dumps(_passages(e)),
-            dumps(lib.title(e["content_id"])),
-            "[" + ",".join(_chunk_key(lib, e["content_id"], pos)
-                           for pos in e["chunks"][:CHUNK_LINKS]) + "]",
-        ))
-        + "]"
-        for e in t.items
-    )  # fmt: skip
-    head = dumps([t.term, t.synonyms])[:-1]
-    tail = dumps([lib.urls.directory_urls, [CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS]])[1:]
-    return hashlib.sha256(f"{head},[{entries}],{tail}".encode()).hexdigest()
-
-
-def _compact(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    limits."""
+    obj = [
+        t.term,
+        t.synonyms,
+        [
+            [
+                e["content_id"],
+                e["relevance"],
+                _passages(e),
+                lib.title(e["content_id"]),
+                [_chunk_key(lib, e["content_id"], pos) for pos in e["chunks"][:CHUNK_LINKS]],
+            ]
+            for e in t.items
+        ],
+        lib.urls.directory_urls,
+        [CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS],
+    ]
+    return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
 
 
 def topic_pages(
