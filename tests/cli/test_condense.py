@@ -338,3 +338,57 @@ def test_the_index_reads_only_changed_items_for_the_shards(
     assert arkai("--repo", kr, "condense", "--force")[0] == 0
     assert reindex()["items_read"] == 4
     assert reindex()["items_read"] == 0
+
+
+def test_a_forged_shard_record_is_repaired_by_a_full_reindex(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    """The shard record is a local cache like the item cache: forged with a digest recomputed
+    to match stale shards it can hide an item from the next build; `arkai reindex --full`
+    trusts no record."""
+    from arkai.adapters.shards import (
+        ShardRecord,
+        manifest_digest,
+        read_manifest,
+        read_record,
+        write_record,
+    )
+    from arkai.ops import Repo
+    from arkai.ops.shards import build_shards, library_chunks
+
+    set_params(kr, condense={"chunk_tokens": 120, "shard_tokens": 1500},
+               index={"embedder": "none"})  # fmt: skip
+    add_chats(kr, arkai, tmp_path)
+    assert arkai("--repo", kr, "condense", "--no-shards")[0] == 0
+    assert arkai("--repo", kr, "reindex")[0] == 0
+    first = read_record(kr)
+    assert first is not None
+    late = claude_export(tmp_path / "late.json", [
+        ("aaaaaaaa-0000-4000-8000-000000000009", "2019-01-01", ["An old chat.", "Indeed old."]),
+    ])  # fmt: skip
+    assert arkai("--repo", kr, "add", late)[0] == 0
+    assert arkai("--repo", kr, "condense", "--no-shards")[0] == 0
+    assert arkai("--repo", kr, "reindex")[0] == 0
+    record = read_record(kr)
+    assert record is not None
+    (new,) = record.keys.keys() - first.keys.keys()
+
+    def placed() -> set[str]:
+        m = read_manifest(kr)
+        assert m is not None
+        return {i for info in m.shards for i in info.items}
+
+    assert new in placed()
+    # Forged: shards without the new item, and a record whose digest matches them.
+    shutil.rmtree(kr / "index" / "shards")
+    old_chunks = [c for c in library_chunks(Repo.at(kr)) if c.item != new]
+    build_shards(kr, old_chunks, shard_tokens=1500)
+    made = manifest_digest(kr)
+    assert made is not None
+    write_record(kr, ShardRecord(made, record.keys))
+    code, out, _ = arkai("--repo", kr, "reindex", "--json")
+    assert code == 0 and json.loads(out)["shards"]["items_read"] == 0
+    assert new not in placed()  # the forged record hid the new item
+    code, out, _ = arkai("--repo", kr, "reindex", "--full", "--json")
+    assert code == 0 and json.loads(out)["shards"]["items_read"] == 4
+    assert new in placed()

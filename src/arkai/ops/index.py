@@ -1027,7 +1027,7 @@ def run_index(
             # The item keys digest each item's condensed.json among its files: only items
             # whose key changed since the last build are read again.
             item_keys = {d.item.id: d.key for d in loaded}
-            shards = shard_library(Repo.at(root), log, items, item_keys)
+            shards = shard_library(Repo.at(root), log, items, item_keys, full=full)
             summary.shards = shards.to_dict()
             info.update(summary.shards)
             written += [f"shards/{f}" for f in shards.written]

@@ -394,12 +394,15 @@ def shard_library(
     log: events.RunLog | None = None,
     items: Iterable[Item] | None = None,
     keys: Mapping[str, str] | None = None,
+    *,
+    full: bool = False,
 ) -> ShardSummary:
     """The shard step over the library's condensed chunks (``index/shards/``); ``items``: the
     library's items when the caller has listed them already (they are not listed again);
     ``keys``: each of those items' digest of its files, its ``condensed.json`` among them (the
     index stage's item keys) — then only items whose key changed since the last build are read
-    (:func:`update_shards`)."""
+    (:func:`update_shards`); ``full``: the record of the last build is not trusted (every item
+    is read, as by a first build)."""
     _, shard_tokens = condense_params(repo.params)
     listed = list(repo.items() if items is None else items)
     if keys is not None and len({item.id for item in listed}) == len(listed) == len(keys):
@@ -408,6 +411,8 @@ def shard_library(
         def chunks_of(ids: Collection[str]) -> Iterable[CondensedChunk]:
             return [c for i in ids for c in _item_chunks(by_id[i])]
 
+        if full:
+            forget_record(repo.root)
         return update_shards(repo.root, keys, chunks_of, shard_tokens=shard_tokens, log=log)
     forget_record(repo.root)
     summary = build_shards(
