@@ -126,6 +126,23 @@ class ItemCache:
         return removed
 
 
+def write_checked(path: Path, body: bytes) -> None:
+    """``body`` after a header line holding its digest, for the small records kept beside the
+    entries (derived: no fsync — a torn or edited record fails :func:`read_checked`)."""
+    header = canonjson.dumps_line({"digest": _digest(body)}).encode("utf-8")
+    atomic_write_bytes(path, header + body, fsync=False)
+
+
+def read_checked(path: Path) -> bytes | None:
+    """The body :func:`write_checked` wrote; None when the file is missing or its body does not
+    have the digest of its header."""
+    try:
+        header, _, body = path.read_bytes().partition(b"\n")
+        return body if json.loads(header) == {"digest": _digest(body)} else None
+    except (OSError, ValueError):
+        return None
+
+
 #: A remembered value is trusted only for files unchanged this long before it was recorded
 #: (a write in the same timestamp tick as the recording could otherwise go unnoticed).
 SETTLED_NS = 2_000_000_000

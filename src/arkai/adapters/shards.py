@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import (
-    atomic_write_bytes,
     atomic_write_text,
     read_repo_file,
     write_if_changed,
 )
-from arkai.adapters.itemcache import CACHE_DIR
+from arkai.adapters.itemcache import CACHE_DIR, read_checked, write_checked
 from arkai.adapters.store import iter_jsonl, read_json_as
 from arkai.core import canonjson
 from arkai.core.canonjson import dumps_line
@@ -77,10 +76,10 @@ class ShardRecord:
 def read_record(root: Path) -> ShardRecord | None:
     """The record, or None when it is missing, damaged or edited (a header line holds the digest
     of the rest; the shards are then built from every item's chunks)."""
+    body = read_checked(root / RECORD)
+    if body is None:
+        return None
     try:
-        header, _, body = (root / RECORD).read_bytes().partition(b"\n")
-        if json.loads(header) != {"digest": digest(body)}:
-            return None
         doc = json.loads(body)
         keys = doc["keys"]
         if doc.get("format") != RECORD_FORMAT or not isinstance(keys, dict):
@@ -88,17 +87,13 @@ def read_record(root: Path) -> ShardRecord | None:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
             return None
         return ShardRecord(str(doc["manifest"]), keys)
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
 def write_record(root: Path, record: ShardRecord) -> None:
-    body = canonjson.dumps_line(
-        {"format": RECORD_FORMAT, "keys": record.keys, "manifest": record.manifest}
-    ).encode("utf-8")
-    header = canonjson.dumps_line({"digest": digest(body)}).encode("utf-8")
-    # Derived: no fsync (a torn record fails its digest check and is not used).
-    atomic_write_bytes(root / RECORD, header + body, fsync=False)
+    body = {"format": RECORD_FORMAT, "keys": record.keys, "manifest": record.manifest}
+    write_checked(root / RECORD, canonjson.dumps_line(body).encode("utf-8"))
 
 
 def forget_record(root: Path) -> None:

@@ -48,7 +48,14 @@ from arkai.adapters.fs import (
     write_chunks_if_changed,
     write_if_changed,
 )
-from arkai.adapters.itemcache import FileDigests, ItemCache, StatMemo, stamp
+from arkai.adapters.itemcache import (
+    FileDigests,
+    ItemCache,
+    StatMemo,
+    read_checked,
+    stamp,
+    write_checked,
+)
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
@@ -845,22 +852,22 @@ class _Layout:
 
     @classmethod
     def load(cls, path: Path) -> _Layout | None:
+        body = read_checked(path)
+        if body is None:
+            return None
         try:
-            header, _, body = path.read_bytes().partition(b"\n")
-            if json.loads(header) != {"digest": _digest(body)}:
-                return None
             doc = json.loads(body)
             items = [(str(c), str(k), int(n)) for c, k, n in doc["items"]]
             if any(n < 0 for _, _, n in items):
                 return None
             return cls(str(doc["chunks"]), items)
-        except (OSError, ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError):
             return None
 
     def save(self, path: Path) -> None:
-        body = canonjson.dumps_line({"chunks": self.digest, "items": self.items}).encode("utf-8")
-        header = canonjson.dumps_line({"digest": _digest(body)}).encode("utf-8")
-        atomic_write(path, lambda fh: fh.write(header + body), fsync=False)
+        write_checked(
+            path, canonjson.dumps_line({"chunks": self.digest, "items": self.items}).encode()
+        )
 
 
 def run_index(
