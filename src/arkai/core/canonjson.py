@@ -16,9 +16,14 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
 
 
+def dumps_compact(obj: Any) -> str:
+    """Any JSON value compact (keys sorted, non-ASCII kept), on one line, without a newline."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps_line(obj: Mapping[str, Any]) -> str:
     """One compact JSONL line (keys sorted), ending with a newline."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return dumps_compact(obj) + "\n"
 
 
 def dumps_lines(objs: Iterable[Mapping[str, Any]]) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import atomic_write_bytes
+from arkai.core import canonjson
 from arkai.core.hashing import sha256_hex
 from arkai.memory.replay import ReplayLog
 
@@ -30,7 +31,7 @@ LOG_FORMAT = 2
 
 
 def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    return canonjson.dumps_compact(value).encode()
 
 
 def save_log(folder: Path, key: str, log: ReplayLog) -> None:

@@ -495,10 +495,7 @@ def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[byte
         terms = sorted(topics)
         for start in range(0, len(terms), batch):
             out = [
-                f"    {json.dumps(term, ensure_ascii=False)}: "
-                + json.dumps(
-                    topics[term], sort_keys=True, ensure_ascii=False, separators=(",", ":")
-                )
+                f"    {canonjson.dumps_compact(term)}: {canonjson.dumps_compact(topics[term])}"
                 for term in terms[start : start + batch]
             ]
             tail = ",\n" if start + batch < len(terms) else "\n"
