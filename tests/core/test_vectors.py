@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from arkai.errors import InvalidInputError, NotFoundError
+from arkai.search import vectors
 from arkai.search.vectors import VectorStore
 
 
@@ -78,26 +81,31 @@ def test_prune_keeps_order() -> None:
     assert s.prune(s.keys) == 0
 
 
+def _files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
 def test_save_load_round_trip(tmp_path: Path) -> None:
     s = VectorStore(8, "minilm-onnx")
     rows = unit_rows(20)
     s.add(keys_for(20), rows)
     s.save(tmp_path / "v")
-    assert sorted(p.name for p in (tmp_path / "v").iterdir()) == [
-        "keys.json",
-        "meta.json",
-        "vectors.npy",
-    ]
     meta = json.loads((tmp_path / "v" / "meta.json").read_text())
     assert meta["model"] == "minilm-onnx" and meta["dim"] == 8 and meta["count"] == 20
-    assert np.load(tmp_path / "v" / "vectors.npy").dtype == np.float32
+    assert meta["format"] == 2 and [e["rows"] for e in meta["segments"]] == [20]
+    name = meta["segments"][0]["name"]
+    assert _files(tmp_path / "v") == ["meta.json", f"{name}.keys", f"{name}.npy"]
+    assert np.load(tmp_path / "v" / f"{name}.npy").dtype == np.float32
+    assert (tmp_path / "v" / f"{name}.keys").read_text() == "".join(k + "\n" for k in keys_for(20))
     t = VectorStore.load(tmp_path / "v", "minilm-onnx")
-    assert t.keys == s.keys and t.dim == 8
+    assert t.keys == s.keys and t.dim == 8 and not t.unsaved
     assert np.array_equal(t.rows, rows)
     # Still usable after loading: add and save again.
     t.add(["sha256:new"], unit_rows(1, seed=3))
+    assert t.unsaved
     t.save(tmp_path / "v")
     assert len(VectorStore.load(tmp_path / "v", "minilm-onnx")) == 21
+    assert len(_files(tmp_path / "v")) == 3  # the old segment's files are gone
 
 
 def test_load_other_model_or_width_is_empty(tmp_path: Path) -> None:
@@ -112,22 +120,203 @@ def test_load_other_model_or_width_is_empty(tmp_path: Path) -> None:
     assert len(VectorStore.load(tmp_path, "minilm", dim=8)) == 3
 
 
-def test_load_missing_or_inconsistent_folder(tmp_path: Path) -> None:
+def _segmented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int = 40) -> VectorStore:
+    monkeypatch.setattr(vectors, "SEGMENT_ROWS", 16)
+    s = VectorStore(8, "m")
+    s.add(keys_for(n), unit_rows(n))
+    s.save(tmp_path)
+    return s
+
+
+def _meta(folder: Path) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads((folder / "meta.json").read_text())
+    return meta
+
+
+def test_load_missing_or_inconsistent_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file that disagrees with the record gives an empty store (everything is embedded
+    again), never rows under the wrong keys."""
     assert len(VectorStore.load(tmp_path / "none", "m", dim=8)) == 0
     with pytest.raises(InvalidInputError, match="dim"):
         VectorStore.load(tmp_path / "none", "m")
+    s = _segmented(tmp_path, monkeypatch)
+    assert [e["rows"] for e in _meta(tmp_path)["segments"]] == [16, 16, 8]
+    second = _meta(tmp_path)["segments"][1]["name"]
+    assert len(VectorStore.load(tmp_path, "m")) == 40
+
+    def attack(damage: Callable[[], object]) -> None:
+        again = VectorStore(8, "m")
+        again.add(s.keys, s.rows)
+        again.save(tmp_path)  # content-named: the same files and record again
+        assert _meta(tmp_path)["segments"][1]["name"] == second
+        assert len(VectorStore.load(tmp_path, "m")) == 40
+        damage()
+        assert len(VectorStore.load(tmp_path, "m", dim=8)) == 0
+
+    keys_file, npy = tmp_path / f"{second}.keys", tmp_path / f"{second}.npy"
+    attack(lambda: npy.unlink())
+    attack(lambda: keys_file.unlink())
+    attack(lambda: npy.write_bytes(b"garbage"))
+    attack(lambda: np.save(npy, unit_rows(15)))  # a row short
+    attack(lambda: np.save(npy, unit_rows(16).astype(np.float64)))
+    attack(lambda: npy.write_bytes(npy.read_bytes()[:-100]))  # torn
+    # A key edited, one dropped, one repeated from another segment: the keys digest differs.
+    attack(lambda: keys_file.write_text(keys_file.read_text().replace("k0017", "x0017")))
+    attack(lambda: keys_file.write_text(keys_file.read_text().split("\n", 1)[1]))
+    attack(lambda: keys_file.write_text(keys_file.read_text().replace("k0017", "k0000")))
+    attack(lambda: keys_file.write_bytes(b"\xff\xfe" + keys_file.read_bytes()))
+
+    def reorder() -> None:
+        meta = _meta(tmp_path)
+        meta["segments"].reverse()
+        (tmp_path / "meta.json").write_text(json.dumps(meta))
+
+    def escape() -> None:
+        meta = _meta(tmp_path)
+        meta["segments"][0]["name"] = "../" + meta["segments"][0]["name"]
+        (tmp_path / "meta.json").write_text(json.dumps(meta))
+
+    def repeat() -> None:  # a key twice, with the digest forged to match
+        meta = _meta(tmp_path)
+        first = meta["segments"][0]["name"]
+        text = (tmp_path / f"{first}.keys").read_text().replace("k0001", "k0000")
+        (tmp_path / f"{first}.keys").write_text(text)
+        keys = [k for e in meta["segments"] for k in
+                (tmp_path / f"{e['name']}.keys").read_text().splitlines()]  # fmt: skip
+        meta["keys_sha256"] = vectors.keys_digest(keys)
+        (tmp_path / "meta.json").write_text(json.dumps(meta))
+
+    attack(reorder)
+    attack(escape)
+    attack(repeat)
+    attack(lambda: (tmp_path / "meta.json").write_text("{"))
+    attack(lambda: (tmp_path / "meta.json").unlink())
+
+
+def test_a_save_writes_only_the_segments_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What DVC hashes, caches and pushes after one item changed: the segment that lost its
+    rows and the last one, not the whole store; the other files keep their inode and mtime."""
+    _segmented(tmp_path, monkeypatch, n=64)
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
+    t = VectorStore.load(tmp_path, "m")
+    assert t.segments == 4 and not t.unsaved
+    keys = keys_for(64)
+    assert t.prune([k for k in keys if k not in ("sha256:k0020", "sha256:k0021")]) == 2
+    t.add(["sha256:new0", "sha256:new1"], unit_rows(2, seed=9))
+    t.save(tmp_path)
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
+    kept = {n for n in before if before[n] == after.get(n)}
+    # Written: the segment that lost two rows, and a new last one for the two added (the last
+    # one was full); the three others untouched (two files each).
+    assert len(kept - {"meta.json"}) == 6
+    assert len(set(after) - set(before)) == 4
+    u = VectorStore.load(tmp_path, "m")
+    want = [k for k in keys if k not in ("sha256:k0020", "sha256:k0021")]
+    assert u.keys == [*want, "sha256:new0", "sha256:new1"]
+    assert np.array_equal(u.get(["sha256:new1"]), unit_rows(2, seed=9)[1:])
+    assert np.array_equal(u.get(want), unit_rows(64)[[int(k[-4:]) for k in want]])
+    # Nothing changed: nothing written.
+    assert not u.unsaved
+
+
+def test_a_crash_before_the_record_leaves_the_old_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = _segmented(tmp_path, monkeypatch)
+    listed = _files(tmp_path)
+    s.prune(keys_for(30))
+    s.add(["sha256:late"], unit_rows(1, seed=5))
+    real = vectors.atomic_write
+
+    def dies_at_the_record(path: Path, *a: Any, **kw: Any) -> bool:
+        if path.name == "meta.json":
+            raise KeyboardInterrupt
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(vectors, "atomic_write", dies_at_the_record)
+    with pytest.raises(KeyboardInterrupt):
+        s.save(tmp_path)
+    assert set(listed) < set(_files(tmp_path))  # new segments there, the old ones kept
+    old = VectorStore.load(tmp_path, "m")
+    assert old.keys == keys_for(40) and np.array_equal(old.rows, unit_rows(40))
+    monkeypatch.setattr(vectors, "atomic_write", real)
+    s.save(tmp_path)
+    new = VectorStore.load(tmp_path, "m")
+    assert new.keys == [*keys_for(30), "sha256:late"]
+    names = {e["name"] for e in _meta(tmp_path)["segments"]}
+    assert _files(tmp_path) == sorted([f"{n}.{x}" for n in names for x in ("keys", "npy")]
+                                      + ["meta.json"])  # fmt: skip
+
+
+def test_format_1_folder_is_read_and_written_as_segments(tmp_path: Path) -> None:
+    rows, keys = unit_rows(5), keys_for(5)
+    np.save(tmp_path / "vectors.npy", rows)
+    (tmp_path / "keys.json").write_text(json.dumps(keys))
+    meta = {"format": 1, "model": "m", "dim": 8, "count": 5,
+            "keys_sha256": vectors.keys_digest(keys)}  # fmt: skip
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    s = VectorStore.load(tmp_path, "m")
+    assert s.keys == keys and np.array_equal(s.rows, rows) and s.unsaved
+    s.save(tmp_path)
+    assert "vectors.npy" not in _files(tmp_path) and "keys.json" not in _files(tmp_path)
+    t = VectorStore.load(tmp_path, "m")
+    assert t.keys == keys and np.array_equal(t.rows, rows) and not t.unsaved
+    (tmp_path / "keys.json").write_text(json.dumps(keys_for(5, prefix="x")))
+    meta["keys_sha256"] = "sha256:0"
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    assert len(VectorStore.load(tmp_path, "m")) == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_segmented_store_equals_one_matrix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Random adds, replacements, prunes and save/load cycles: the rows, their order, get,
+    take and search are those of one matrix kept the plain way; the segments stay few."""
+    monkeypatch.setattr(vectors, "SEGMENT_ROWS", 12)
+    rng = np.random.default_rng(seed)
+    ref: dict[str, np.ndarray] = {}  # insertion order = row order
     s = VectorStore(8, "m")
-    s.add(keys_for(4), unit_rows(4))
-    s.save(tmp_path)
-    # keys.json from another generation (a crash between renames): not trusted.
-    (tmp_path / "keys.json").write_text(json.dumps(keys_for(4, prefix="x")))
-    assert len(VectorStore.load(tmp_path, "m")) == 0
-    s.save(tmp_path)
-    np.save(tmp_path / "vectors.npy", unit_rows(3))
-    assert len(VectorStore.load(tmp_path, "m")) == 0
-    s.save(tmp_path)
-    (tmp_path / "vectors.npy").write_bytes(b"garbage")
-    assert len(VectorStore.load(tmp_path, "m")) == 0
+    fresh = 0
+    for step in range(60):
+        op = rng.integers(4)
+        if op <= 1:  # add new keys, sometimes with a replacement among them
+            n = int(rng.integers(1, 30))
+            keys = [f"sha256:n{fresh + i}" for i in range(n)]
+            fresh += n
+            if ref and rng.random() < 0.3:
+                keys.append(str(rng.choice(list(ref))))
+            rows = unit_rows(len(keys), seed=seed * 1000 + step)
+            s.add(keys, rows)
+            for k, r in zip(keys, rows, strict=True):
+                ref[k] = r
+        elif op == 2 and ref:  # prune a random share
+            keep = [k for k in ref if rng.random() < 0.8]
+            assert s.prune(keep) == len(ref) - len(keep)
+            ref = {k: ref[k] for k in keep}
+        else:
+            s.save(tmp_path)
+            s = VectorStore.load(tmp_path, "m")
+            assert not s.unsaved
+            assert s.segments <= 3 + len(ref) // 2
+        assert s.keys == list(ref)
+        if ref:
+            matrix = np.stack(list(ref.values()))
+            assert np.array_equal(s.rows, matrix)
+            pick = rng.integers(0, len(ref), size=7)
+            assert np.array_equal(s.take(pick), matrix[pick])
+            assert np.array_equal(s.vector(int(pick[0])), matrix[pick[0]])
+            q = unit_rows(1, seed=step)[0]
+            for mask in (None, rng.random(len(ref)) < 0.2):
+                assert [i for i, _ in s.search(q, 5, mask)] == brute(matrix, q, 5, mask)
+            among = rng.integers(0, len(ref), size=9)
+            got = s.search(q, 3, among=among)
+            cand = np.unique(among)
+            assert [i for i, _ in got] == [int(cand[j]) for j in brute(matrix[cand], q, 3, None)]
 
 
 def test_incremental_embeds_only_new_chunks() -> None:
@@ -203,3 +392,24 @@ def test_search_ties_and_edges() -> None:
     t = VectorStore(4, "m")
     t.add(keys_for(50), r)
     assert t.search(r[17], 1)[0][0] == 17
+
+
+def test_daily_edits_keep_the_segments_few(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A year of one-item edits (a few rows pruned anywhere, a few added, saved each time):
+    the store stays in about as many segments as a fresh save would make."""
+    monkeypatch.setattr(vectors, "SEGMENT_ROWS", 16)
+    rng = np.random.default_rng(7)
+    s = VectorStore(8, "m")
+    s.add(keys_for(160), unit_rows(160))
+    s.save(tmp_path)
+    most = 0
+    for day in range(365):
+        s = VectorStore.load(tmp_path, "m")
+        keys = s.keys
+        gone = set(rng.choice(keys, size=int(rng.integers(1, 6)), replace=False).tolist())
+        s.prune([k for k in keys if k not in gone])
+        s.add([f"sha256:d{day}-{i}" for i in range(len(gone))], unit_rows(len(gone), seed=day))
+        s.save(tmp_path)
+        most = max(most, s.segments)
+    assert len(s) == 160
+    assert most <= 2 * 160 // 16 + 2, most

@@ -205,10 +205,15 @@ def test_adding_an_item_embeds_only_its_chunks(
     repo: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from arkai.ops.index import run_index
+    from arkai.search import vectors
 
+    monkeypatch.setattr(vectors, "SEGMENT_ROWS", 4)
     run_index(Repo.at(repo))
     lines = (repo / "index/chunks.jsonl").read_text().splitlines()
     old_keys = {json.loads(x)["key"] for x in lines}
+    folder = repo / "index" / "vectors"
+    segments = [e["name"] for e in json.loads((folder / "meta.json").read_text())["segments"]]
+    stats = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.iterdir()}
     fake.calls.clear()
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
@@ -227,6 +232,13 @@ def test_adding_an_item_embeds_only_its_chunks(
 
     assert {chunk_key(new["id"], t) for t in fake.encoded} == new_keys
     assert summary.pruned == 0
+    # Every full segment is left as it was (not written again: DVC neither hashes nor caches
+    # it again); the new rows went to the last segment and new ones after it.
+    assert len(segments) >= 2
+    for name in segments[:-1]:
+        for ext in (".npy", ".keys"):
+            p = folder / f"{name}{ext}"
+            assert (p.stat().st_ino, p.stat().st_mtime_ns) == stats[p.name]
 
     # Removing it prunes exactly its vectors; --full re-embeds everything.
     shutil.rmtree(repo / new["path"])
@@ -279,7 +291,7 @@ def test_ann_index_above_threshold(repo: Path, fake: FakeEmbedder) -> None:
     assert summary.ann == "built" and summary.chunks >= 5
     assert (vectors / "ann.faiss").is_file() and (vectors / "ann.json").is_file()
     meta = json.loads((vectors / "ann.json").read_text())
-    assert meta["count"] == len(json.loads((vectors / "keys.json").read_text())) >= 5
+    assert meta["count"] == json.loads((vectors / "meta.json").read_text())["count"] >= 5
     manifest = json.loads((repo / "index" / "manifest.json").read_text())
     assert "vectors/ann.faiss" in manifest["files"]
     again = run_index(Repo.at(repo))

@@ -640,7 +640,7 @@ def _embed(
     summary.reused = len(keys) - summary.embedded
     summary.pruned += store.prune(keys)
     summary.embedder, summary.dim = name, dim
-    if summary.embedded or summary.pruned or full or not (folder / "meta.json").is_file():
+    if summary.embedded or summary.pruned or full or store.unsaved:
         store.save(folder)
     summary.ann = update_ann(folder, store, old_keys, ip["ann"], full=full)
 

@@ -135,7 +135,7 @@ def embed_statements(
     """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded,
     model). The embedder is loaded only when a statement is not in the store."""
     from arkai.search import embedbatches
-    from arkai.search.vectors import META_FILE, VectorStore
+    from arkai.search.vectors import VectorStore
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
@@ -154,7 +154,7 @@ def embed_statements(
             store.add(part, rows)
             if progress:
                 progress(min(n * 256, len(todo)), len(todo), "embedding beliefs")
-    if store.prune(keys) or todo or not (folder / META_FILE).is_file():
+    if store.prune(keys) or todo or store.unsaved:
         store.save(folder)
     rows = store.get(keys) if keys else np.zeros((0, store.dim), dtype=np.float32)
     return rows, len(todo), store.model_name

@@ -282,10 +282,10 @@ class _Lanes:
         todo = [d for d in dict.fromkeys(docs) if d not in known]
         if todo:
             assert self.store is not None and self.rows is not None
-            matrix = self.store.rows
+            store = self.store
             for d, row in zip(todo, self.rows[np.asarray(todo, dtype=np.int64)].tolist(),
                               strict=True):  # fmt: skip
-                known[d] = float(matrix[row] @ qvec) if row >= 0 else 0.0
+                known[d] = float(store.vector(row) @ qvec) if row >= 0 else 0.0
         return [known[d] for d in docs]
 
     def raw(self, lane: str, doc: int) -> float:

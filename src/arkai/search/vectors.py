@@ -5,11 +5,25 @@ A :class:`VectorStore` holds one row per chunk, keyed by the chunk's content has
 only what :meth:`VectorStore.missing` reports — new or changed chunks — and
 :meth:`VectorStore.prune` drops the rows of chunks that are gone.
 
-On disk a store is a folder of three files, each written to a temporary name and renamed into
-place: ``vectors.npy`` (float32, ``count`` × ``dim``), ``keys.json`` (the keys in row order)
-and ``meta.json`` (``{"model", "dim", "count", "keys_sha256", "format"}``), written last. A
-folder whose files disagree (a crash between two renames) or that was built by another model
-loads as an empty store, so everything is embedded again rather than mixed.
+On disk a store is a folder of segments and a record (format 2). A segment is two files named
+by the SHA-256 of their content: ``seg-<digest>.npy`` (float32, ``rows`` × ``dim``) and
+``seg-<digest>.keys`` (its keys, one per line, in row order). ``meta.json``
+(``{"format", "model", "dim", "count", "keys_sha256", "segments"}``, the segments in row
+order with their row counts) is written last, and only then are the files of segments it no
+longer lists removed; every file is written to a temporary name and renamed into place. So a
+crash leaves the old record and every file it names, or the new one. A save writes only the
+segments that changed: rows added since the last save go to the last segment (a new one
+once it holds :data:`SEGMENT_ROWS`), a segment that lost rows is written again without them
+(merged with a neighbour when it falls under half of that and the two fit in one). With one
+item changed, a save writes two segments of at most 12 MB at width 384, not the whole store;
+DVC hashes, caches and pushes only those files (docs/scale.md).
+
+A store is read by memory-mapping its segments: loading it reads the keys and the record,
+not the rows, so the index stage's incremental run never holds the rows it does not touch.
+A folder whose files disagree with the record (a missing, truncated or edited segment), or
+that was built by another model, loads as an empty store, so everything is embedded again
+rather than mixed. A folder of format 1 (one ``vectors.npy`` and ``keys.json``, the layout
+before) is still read; the next save writes it as segments.
 
 :meth:`VectorStore.search` is an exact dot-product scan (the rows are unit length, so it ranks
 by cosine) with ``np.argpartition`` for the top ``k``: 6–9 ms for 100,000 × 384 on one core,
@@ -21,7 +35,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +47,17 @@ import numpy.typing as npt
 from arkai.adapters.fs import atomic_write
 from arkai.errors import InvalidInputError, NotFoundError
 
-__all__ = ["FORMAT", "VectorStore", "keys_digest"]
+__all__ = ["FORMAT", "META_FILE", "SEGMENT_ROWS", "VectorStore", "keys_digest"]
 
-FORMAT = 1
-VECTORS_FILE = "vectors.npy"
-KEYS_FILE = "keys.json"
+FORMAT = 2
 META_FILE = "meta.json"
+#: Rows per segment file (12 MB at width 384): a save writes the segments that changed.
+SEGMENT_ROWS = 8192
+SEGMENT_PREFIX = "seg-"
+_SEGMENT_NAME = re.compile(r"seg-[0-9a-f]{32}")
+#: The format-1 files (one matrix and its keys), read and replaced by segments on save.
+LEGACY_VECTORS = "vectors.npy"
+LEGACY_KEYS = "keys.json"
 
 F32 = npt.NDArray[np.float32]
 
@@ -49,6 +70,17 @@ def keys_digest(keys: Sequence[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+@dataclass
+class _Segment:
+    """Consecutive rows of the store: ``rows`` (memory-mapped when ``name`` is set and the
+    segment is as saved, else in memory) and their keys."""
+
+    rows: F32
+    keys: list[str]
+    name: str | None = None
+    """The saved segment these rows are, unchanged; None once they differ from any file."""
+
+
 class VectorStore:
     """Rows of width ``dim`` from the embedding model ``model_name``, keyed by content hash."""
 
@@ -57,9 +89,15 @@ class VectorStore:
             raise InvalidInputError(f"vector dimension must be >= 1, got {dim}")
         self.dim = int(dim)
         self.model_name = str(model_name)
+        self._segs: list[_Segment] = []
         self._keys: list[str] = []
         self._index: dict[str, int] = {}
-        self._buf: F32 = np.zeros((0, self.dim), dtype=np.float32)
+        self._starts: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._tail: F32 = np.zeros((0, self.dim), dtype=np.float32)
+        """Capacity behind the last segment's rows while it grows (it is a prefix view)."""
+        self._whole: F32 | None = None
+        self._saved: list[str] | None = None
+        """The segment names of the record this store was loaded from or last saved to."""
 
     # -- contents --------------------------------------------------------------------
 
@@ -76,8 +114,21 @@ class VectorStore:
 
     @property
     def rows(self) -> F32:
-        """All rows, ``(len(self), dim)`` (a view: do not modify)."""
-        return self._buf[: len(self._keys)]
+        """All rows, ``(len(self), dim)`` (read-only: do not modify). A store of several
+        segments is joined into one matrix on the first call after a change."""
+        if self._whole is None:
+            if len(self._segs) == 1:
+                self._whole = self._segs[0].rows
+            elif not self._segs:
+                self._whole = np.zeros((0, self.dim), dtype=np.float32)
+            else:
+                self._whole = np.concatenate([s.rows for s in self._segs])
+        return self._whole
+
+    @property
+    def segments(self) -> int:
+        """How many segments the rows are in."""
+        return len(self._segs)
 
     def row_of(self, key: str) -> int:
         """The row number of ``key``."""
@@ -85,6 +136,29 @@ class VectorStore:
             return self._index[key]
         except KeyError:
             raise NotFoundError(f"no vector for {key}") from None
+
+    def vector(self, row: int) -> F32:
+        """Row ``row`` (a view: do not modify)."""
+        if not 0 <= row < len(self._keys):
+            raise NotFoundError(f"no vector row {row}")
+        s = int(np.searchsorted(self._starts, row, side="right")) - 1
+        out: F32 = self._segs[s].rows[row - int(self._starts[s])]
+        return out
+
+    def take(self, rows: npt.ArrayLike) -> F32:
+        """The rows numbered ``rows``, ``(len(rows), dim)``, read only from the segments
+        holding them."""
+        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self._keys)):
+            raise NotFoundError("vector row out of range")
+        if self._whole is not None or len(self._segs) <= 1:
+            return np.asarray(self.rows[idx], dtype=np.float32)
+        out = np.empty((idx.size, self.dim), dtype=np.float32)
+        seg_of = np.searchsorted(self._starts, idx, side="right") - 1
+        for s in np.unique(seg_of).tolist():
+            pick = np.flatnonzero(seg_of == s)
+            out[pick] = self._segs[s].rows[idx[pick] - self._starts[s]]
+        return out
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         """The keys (first occurrence, in order) that have no row yet: what to embed."""
@@ -107,53 +181,97 @@ class VectorStore:
             )
         if not np.isfinite(arr).all():
             raise InvalidInputError("vectors must be finite")
-        new: list[tuple[str, int]] = []
+        new: dict[str, int] = {}
         for i, k in enumerate(keys):
-            if not isinstance(k, str) or not k:
-                raise InvalidInputError(f"vector keys must be non-empty strings, got {k!r}")
+            if not isinstance(k, str) or not k or "\n" in k:
+                raise InvalidInputError(
+                    f"vector keys must be non-empty one-line strings, got {k!r}"
+                )
             row = self._index.get(k)
             if row is not None:
-                self._buf[row] = arr[i]
+                self._replace(row, arr[i])
             else:
-                new.append((k, i))
-        if not new:
-            return
-        n = len(self._keys)
-        need = n + len(new)
-        if need > self._buf.shape[0]:
-            cap = max(need, int(self._buf.shape[0] * 1.5) + 16)
+                new[k] = i  # a key repeated within one call: the last row wins
+        if new:
+            self._append(list(new), arr[np.fromiter(new.values(), np.int64, len(new))])
+        self._whole = None
+
+    def _replace(self, row: int, value: F32) -> None:
+        s = int(np.searchsorted(self._starts, row, side="right")) - 1
+        seg = self._segs[s]
+        if seg.name is not None:  # memory-mapped as saved: copy before changing it
+            seg.rows, seg.name = np.array(seg.rows, dtype=np.float32), None
+            if s == len(self._segs) - 1:
+                self._tail = seg.rows
+        seg.rows[row - int(self._starts[s])] = value
+
+    def _append(self, keys: list[str], arr: F32) -> None:
+        last = self._segs[-1] if self._segs else None
+        if last is None or (last.name is not None and len(last.keys) >= SEGMENT_ROWS):
+            last = _Segment(np.zeros((0, self.dim), dtype=np.float32), [])
+            self._segs.append(last)
+            self._tail = last.rows
+            self._starts = np.append(self._starts, len(self._keys))
+        n, need = len(last.keys), len(last.keys) + len(keys)
+        if last.name is not None or need > self._tail.shape[0]:
+            cap = max(need, int(self._tail.shape[0] * 1.5) + 16)
             buf = np.zeros((cap, self.dim), dtype=np.float32)
-            buf[:n] = self._buf[:n]
-            self._buf = buf
-        # A key repeated within one call: the last row wins, as for a key already present.
-        for k, i in new:
-            row = self._index.get(k)
-            if row is None:
-                row = len(self._keys)
-                self._index[k] = row
-                self._keys.append(k)
-            self._buf[row] = arr[i]
+            buf[:n] = last.rows[:n]
+            self._tail = buf
+        self._tail[n:need] = arr
+        last.rows, last.name = self._tail[:need], None
+        base = len(self._keys)
+        for j, k in enumerate(keys):
+            self._index[k] = base + j
+        self._keys.extend(keys)
+        last.keys.extend(keys)
 
     def get(self, keys: Sequence[str]) -> F32:
         """The rows of ``keys``, ``(len(keys), dim)``; :class:`NotFoundError` for an unknown key."""
         idx = np.fromiter((self.row_of(k) for k in keys), dtype=np.int64, count=len(keys))
-        return self._buf[idx]
+        return self.take(idx)
 
     def prune(self, keep_keys: Iterable[str]) -> int:
         """Drop every row whose key is not in ``keep_keys``; return how many were dropped.
 
-        The remaining rows keep their relative order.
+        The remaining rows keep their relative order; only the segments that lose rows are
+        read (and written again on save).
         """
-        keep = set(keep_keys)
-        kept = [i for i, k in enumerate(self._keys) if k in keep]
-        dropped = len(self._keys) - len(kept)
+        keep = keep_keys if isinstance(keep_keys, set | frozenset | dict) else set(keep_keys)
+        segs: list[_Segment] = []
+        dropped = 0
+        for seg in self._segs:
+            kept = [i for i, k in enumerate(seg.keys) if k in keep]
+            if len(kept) == len(seg.keys):
+                segs.append(seg)
+                continue
+            dropped += len(seg.keys) - len(kept)
+            if kept:
+                pick = np.asarray(kept, dtype=np.int64)
+                segs.append(_Segment(np.array(seg.rows[pick], dtype=np.float32),
+                                     [seg.keys[i] for i in kept]))  # fmt: skip
         if dropped:
-            self._buf = np.ascontiguousarray(self._buf[np.asarray(kept, dtype=np.int64)])
-            self._keys = [self._keys[i] for i in kept]
-            self._index = {k: i for i, k in enumerate(self._keys)}
+            self._set_segments(segs)
         return dropped
 
+    def _set_segments(self, segs: list[_Segment]) -> None:
+        self._segs = segs
+        self._keys = [k for s in segs for k in s.keys]
+        self._index = {k: i for i, k in enumerate(self._keys)}
+        sizes = [len(s.keys) for s in segs]
+        self._starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if segs \
+            else np.zeros(0, dtype=np.int64)  # fmt: skip
+        self._tail = segs[-1].rows if segs else np.zeros((0, self.dim), dtype=np.float32)
+        self._whole = None
+
     # -- search ----------------------------------------------------------------------
+
+    def _scores(self, q: F32, candidates: npt.NDArray[np.int64] | None) -> F32:
+        if candidates is not None:
+            return self.take(candidates) @ q
+        if self._whole is not None or len(self._segs) <= 1:
+            return self.rows @ q
+        return np.concatenate([s.rows @ q for s in self._segs])
 
     def search(
         self,
@@ -174,7 +292,6 @@ class VectorStore:
         n = len(self._keys)
         if k <= 0 or n == 0:
             return []
-        rows = self.rows
         if among is not None:
             candidates: npt.NDArray[np.int64] | None = np.unique(np.asarray(among, np.int64))
             assert candidates is not None
@@ -182,10 +299,10 @@ class VectorStore:
                 candidates = candidates[np.asarray(rows_mask, dtype=bool)[candidates]]
             if candidates.size == 0:
                 return []
-            scores = rows[candidates] @ q
+            scores = self._scores(q, candidates)
         elif rows_mask is None:
             candidates = None
-            scores = rows @ q
+            scores = self._scores(q, None)
         else:
             mask = np.asarray(rows_mask, dtype=bool)
             if mask.shape != (n,):
@@ -194,10 +311,9 @@ class VectorStore:
             if candidates.size == 0:
                 return []
             if candidates.size * 4 < n:
-                scores = rows[candidates] @ q
+                scores = self._scores(q, candidates)
             else:
-                scores = rows @ q
-                scores = scores[candidates]
+                scores = self._scores(q, None)[candidates]
         m = scores.shape[0]
         if k < m:
             top = np.argpartition(-scores, k - 1)[:k]
@@ -212,23 +328,62 @@ class VectorStore:
 
     # -- persistence -----------------------------------------------------------------
 
+    @property
+    def unsaved(self) -> bool:
+        """Whether the store differs from the record it was loaded from (or last saved to)."""
+        return self._saved is None or [s.name for s in self._segs] != self._saved
+
     def save(self, directory: str | os.PathLike[str]) -> None:
-        """Write the store into ``directory`` (created if need be), each file atomically."""
+        """Write the store into ``directory`` (created if need be): the segments that are not
+        there yet, then ``meta.json``, then remove the files of segments no longer listed."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        rows = np.ascontiguousarray(self.rows, dtype=np.float32)
-        atomic_write(d / VECTORS_FILE, lambda f: np.save(f, rows, allow_pickle=False))
-        keys_text = json.dumps(self._keys, ensure_ascii=False)
-        atomic_write(d / KEYS_FILE, lambda f: f.write(keys_text.encode("utf-8")))
+        segs = self._layout()
+        for seg in segs:
+            if seg.name is None:
+                seg.name = _write_segment(d, seg, self.dim)
+        self._set_segments(segs)
+        names = [s.name for s in segs]
         meta = {
             "format": FORMAT,
             "model": self.model_name,
             "dim": self.dim,
             "count": len(self._keys),
             "keys_sha256": keys_digest(self._keys),
+            "segments": [{"name": s.name, "rows": len(s.keys)} for s in segs],
         }
         meta_text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write(d / META_FILE, lambda f: f.write(meta_text.encode("utf-8")))
+        self._saved = [str(n) for n in names]
+        listed = {f"{n}{ext}" for n in names for ext in (".npy", ".keys")}
+        for p in d.iterdir():
+            stale = p.name.startswith(SEGMENT_PREFIX) and p.name not in listed
+            if stale or p.name in (LEGACY_VECTORS, LEGACY_KEYS):
+                p.unlink(missing_ok=True)
+
+    def _layout(self) -> list[_Segment]:
+        """The segments to save. A changed segment under half of :data:`SEGMENT_ROWS`
+        is merged with a neighbour when the two fit in one; a changed one over it is cut."""
+        out: list[_Segment] = []
+        for seg in self._segs:
+            if (
+                out
+                and len(out[-1].keys) + len(seg.keys) <= SEGMENT_ROWS
+                and (_small(seg) or _small(out[-1]))
+            ):
+                prev = out[-1]
+                out[-1] = _Segment(np.concatenate([prev.rows, seg.rows]), prev.keys + seg.keys)
+            else:
+                out.append(seg)
+        cut: list[_Segment] = []
+        for seg in out:
+            if seg.name is not None or len(seg.keys) <= SEGMENT_ROWS:
+                cut.append(seg)
+                continue
+            for lo in range(0, len(seg.keys), SEGMENT_ROWS):
+                cut.append(_Segment(seg.rows[lo : lo + SEGMENT_ROWS],
+                                    seg.keys[lo : lo + SEGMENT_ROWS]))  # fmt: skip
+        return cut
 
     @classmethod
     def load(
@@ -247,30 +402,81 @@ class VectorStore:
         if width is None:
             raise InvalidInputError(f"no vector store in {d} to take the dimension from; pass dim=")
         store = cls(width, model_name)
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        if not isinstance(meta, dict) or meta.get("format") not in (1, FORMAT):
             return store
         if meta.get("model") != model_name or meta_dim != width:
             return store
-        keys = _read_json(d / KEYS_FILE)
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        segs = _read_segments(d, meta, width) if meta["format"] == FORMAT \
+            else _read_legacy(d, meta, width)  # fmt: skip
+        if segs is None:
             return store
-        try:
-            rows = np.load(d / VECTORS_FILE, allow_pickle=False)
-        except (OSError, ValueError):
+        keys = [k for s in segs for k in s.keys]
+        if len(keys) != meta.get("count") or meta.get("keys_sha256") != keys_digest(keys):
             return store
-        count = meta.get("count")
-        if (
-            rows.ndim != 2
-            or rows.shape != (count, width)
-            or len(keys) != count
-            or len(set(keys)) != count
-            or meta.get("keys_sha256") != keys_digest(keys)
-        ):
-            return store
-        store._buf = np.ascontiguousarray(rows, dtype=np.float32)
-        store._keys = keys
-        store._index = {k: i for i, k in enumerate(keys)}
+        store._set_segments(segs)
+        if len(store._index) != len(keys):  # a key twice
+            return cls(width, model_name)
+        store._saved = [str(s.name) for s in segs] if meta["format"] == FORMAT else None
         return store
+
+
+def _small(seg: _Segment) -> bool:
+    """A changed segment small enough to merge with a neighbour."""
+    return seg.name is None and len(seg.keys) < SEGMENT_ROWS // 2
+
+
+def _write_segment(d: Path, seg: _Segment, dim: int) -> str:
+    rows = np.ascontiguousarray(seg.rows, dtype=np.float32)
+    keys_text = "".join(k + "\n" for k in seg.keys).encode("utf-8")
+    h = hashlib.sha256()
+    h.update(f"{len(seg.keys)} {dim}\n".encode())
+    h.update(keys_text)
+    h.update(rows.tobytes())
+    name = SEGMENT_PREFIX + h.hexdigest()[:32]
+    atomic_write(d / f"{name}.npy", lambda f: np.save(f, rows, allow_pickle=False))
+    atomic_write(d / f"{name}.keys", lambda f: f.write(keys_text))
+    return name
+
+
+def _read_segments(d: Path, meta: dict[str, Any], width: int) -> list[_Segment] | None:
+    listed = meta.get("segments")
+    if not isinstance(listed, list):
+        return None
+    segs: list[_Segment] = []
+    for entry in listed:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        count = entry.get("rows") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not _SEGMENT_NAME.fullmatch(name):
+            return None
+        if not isinstance(count, int) or count < 1:
+            return None
+        try:
+            text = (d / f"{name}.keys").read_bytes().decode("utf-8")
+            rows = np.load(d / f"{name}.npy", allow_pickle=False, mmap_mode="r")
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        keys = text.split("\n")
+        if keys[-1] != "" or len(keys) - 1 != count:
+            return None
+        if rows.dtype != np.float32 or rows.ndim != 2 or rows.shape != (count, width):
+            return None
+        segs.append(_Segment(rows, keys[:-1], name))
+    return segs
+
+
+def _read_legacy(d: Path, meta: dict[str, Any], width: int) -> list[_Segment] | None:
+    keys = _read_json(d / LEGACY_KEYS)
+    if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+        return None
+    try:
+        rows = np.load(d / LEGACY_VECTORS, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if rows.ndim != 2 or rows.shape != (len(keys), width):
+        return None
+    if not keys:
+        return []
+    return [_Segment(np.ascontiguousarray(rows, dtype=np.float32), keys)]
 
 
 def _read_json(path: Path) -> Any:
