@@ -680,7 +680,7 @@ def _graph(
     out: Path,
     loaded: list[_Loaded],
     ip: dict[str, Any],
-    terms: dict[str, list[Any]],
+    high: dict[str, list[tuple[str, float]]],
     cache: ItemCache,
     full: bool,
     summary: IndexSummary,
@@ -689,7 +689,7 @@ def _graph(
 ) -> None:
     """``graph.json``, ``graph.graphml`` and ``related.jsonl``: the RELATED_TO edges between
     items kept in the item cache (only a changed item's are recomputed), CITES counts cached
-    per item."""
+    per item. ``high``: each item's high-relevance topic terms and their scores."""
     settings = GraphSettings.from_params(ip["graph"])
     needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
                            for d in loaded)  # fmt: skip
@@ -707,9 +707,7 @@ def _graph(
             quotes=d.record.quotes,
             mentions=d.record.mentions,
             cites=_cites(d, needles, needles_key, cache),
-            high_topics=[
-                (t.term, t.score) for t in terms.get(d.item.id, []) if t.relevance == "high"
-            ],
+            high_topics=high.get(d.item.id, []),
         )
         for d in loaded
     ]
@@ -1016,6 +1014,11 @@ def run_index(
                     written.append(TOPICS)
                 summary.topics = len(topics.doc["topics"])
                 info["topics"] = summary.topics
+                # Only each item's high-relevance terms go on (to the graph): the topic
+                # document and every ranked term are let go before the graph is built.
+                high = {cid: [(t.term, t.score) for t in terms if t.relevance == "high"]
+                        for cid, terms in topics.terms.items()}  # fmt: skip
+                del topics
                 if progress:
                     progress(1, 1, "topics")
 
@@ -1025,7 +1028,8 @@ def run_index(
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                _graph(root, out, loaded, ip, topics.terms, cache, full, summary, put, info)
+                _graph(root, out, loaded, ip, high, cache, full, summary, put, info)
+                del high
                 if progress:
                     progress(1, 1, "graph")
         summary.cache_rejected = cache.rejected
