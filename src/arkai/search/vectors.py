@@ -267,11 +267,12 @@ class VectorStore:
     # -- search ----------------------------------------------------------------------
 
     def _scores(self, q: F32, candidates: npt.NDArray[np.int64] | None) -> F32:
+        """The dot products of ``q`` with the rows ``candidates`` (None: every row), each
+        computed as from the one matrix (a product per segment could differ in the last
+        bits, and with it a near-tie)."""
         if candidates is not None:
             return self.take(candidates) @ q
-        if self._whole is not None or len(self._segs) <= 1:
-            return self.rows @ q
-        return np.concatenate([s.rows @ q for s in self._segs])
+        return self.rows @ q
 
     def search(
         self,
