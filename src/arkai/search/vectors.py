@@ -141,9 +141,14 @@ class VectorStore:
         """Row ``row`` (a view: do not modify)."""
         if not 0 <= row < len(self._keys):
             raise NotFoundError(f"no vector row {row}")
-        s = int(np.searchsorted(self._starts, row, side="right")) - 1
-        out: F32 = self._segs[s].rows[row - int(self._starts[s])]
+        s, at = self._locate(row)
+        out: F32 = self._segs[s].rows[at]
         return out
+
+    def _locate(self, row: int) -> tuple[int, int]:
+        """(segment, row within it) of store row ``row``."""
+        s = int(np.searchsorted(self._starts, row, side="right")) - 1
+        return s, row - int(self._starts[s])
 
     def take(self, rows: npt.ArrayLike) -> F32:
         """The rows numbered ``rows``, ``(len(rows), dim)``, read only from the segments
@@ -197,13 +202,13 @@ class VectorStore:
         self._whole = None
 
     def _replace(self, row: int, value: F32) -> None:
-        s = int(np.searchsorted(self._starts, row, side="right")) - 1
+        s, at = self._locate(row)
         seg = self._segs[s]
         if seg.name is not None:  # memory-mapped as saved: copy before changing it
             seg.rows, seg.name = np.array(seg.rows, dtype=np.float32), None
             if s == len(self._segs) - 1:
                 self._tail = seg.rows
-        seg.rows[row - int(self._starts[s])] = value
+        seg.rows[at] = value
 
     def _append(self, keys: list[str], arr: F32) -> None:
         last = self._segs[-1] if self._segs else None
@@ -255,9 +260,14 @@ class VectorStore:
         return dropped
 
     def _set_segments(self, segs: list[_Segment]) -> None:
-        self._segs = segs
+        """Hold ``segs`` (their keys in row order are the store's)."""
         self._keys = [k for s in segs for k in s.keys]
         self._index = {k: i for i, k in enumerate(self._keys)}
+        self._place(segs)
+
+    def _place(self, segs: list[_Segment]) -> None:
+        """Hold ``segs``, the same keys in the same order as now, cut differently."""
+        self._segs = segs
         sizes = [len(s.keys) for s in segs]
         self._starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if segs \
             else np.zeros(0, dtype=np.int64)  # fmt: skip
@@ -343,7 +353,7 @@ class VectorStore:
         for seg in segs:
             if seg.name is None:
                 seg.name = _write_segment(d, seg, self.dim)
-        self._set_segments(segs)
+        self._place(segs)
         names = [s.name for s in segs]
         meta = {
             "format": FORMAT,
