@@ -282,7 +282,7 @@ def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDige
     chunks themselves are read by :func:`_load_chunks` for the topic pages made again only."""
     return {
         pos: (
-            hashlib.blake2b(line, digest_size=16).digest(),
+            hashlib.blake2b(line, digest_size=16).hexdigest(),
             _line_number(_START_LINE, line),
             _line_number(_END_LINE, line),
         )

@@ -72,9 +72,9 @@ def mention_lines(text: str) -> list[int | None]:
     return [int(n) or None for n in text.split()]
 
 
-#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line, its
+#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line (hex), its
 #: ``start_line`` and ``end_line`` (None when not found).
-ChunkDigest = tuple[bytes, int | None, int | None]
+ChunkDigest = tuple[str, int | None, int | None]
 
 
 @dataclass
@@ -557,21 +557,33 @@ def _passages(entry: dict[str, Any]) -> int:
     return int(entry.get("passages", len(entry["chunks"])))
 
 
-def _chunk_key(lib: Library, cid: str, pos: int) -> list[Any]:
-    """A chunk in a topic page's key: the bytes of its line and whether its passage is shown
-    — a passage is shown when its line (between the chunk's start and end line) is one of
-    the item's lines, so the item's line count is named only when that is not decided by
-    the chunk's lines alone (an appended line changes no topic page)."""
-    digest, start, end = lib.chunk_digests.get(pos, (b"", None, None))
+def _chunk_keys(lib: Library, cid: str, positions: list[int]) -> list[list[Any]]:
+    """The chunks at ``positions`` of item ``cid`` in a topic page's key: the bytes of each
+    one's line and whether its passage is shown — a passage is shown when its line (between
+    the chunk's start and end line) is one of the item's lines, so the item's line count is
+    named only when that is not decided by the chunk's lines alone (an appended line changes
+    no topic page)."""
     lines = (lib.by_id.get(cid) or {}).get("lines")
-    if start is None or not isinstance(lines, int):
-        return [digest.hex(), lines]
-    high = max(start, end if end is not None else start)
-    if start >= 1 and high <= lines:
-        return [digest.hex(), "in"]
-    if start > lines or high < 1:
-        return [digest.hex(), "out"]
-    return [digest.hex(), lines]
+    digests = lib.chunk_digests
+    if not isinstance(lines, int):
+        return [[digests.get(pos, _NO_CHUNK)[0], lines] for pos in positions]
+    out: list[list[Any]] = []
+    for pos in positions:
+        digest, start, end = digests.get(pos, _NO_CHUNK)
+        if start is None:
+            out.append([digest, lines])
+            continue
+        high = start if end is None or end < start else end
+        if start >= 1 and high <= lines:
+            out.append([digest, "in"])
+        elif start > lines or high < 1:
+            out.append([digest, "out"])
+        else:
+            out.append([digest, lines])
+    return out
+
+
+_NO_CHUNK: ChunkDigest = ("", None, None)
 
 
 def topic_key(lib: Library, t: Topic) -> str:
@@ -589,7 +601,7 @@ def topic_key(lib: Library, t: Topic) -> str:
                 e["relevance"],
                 _passages(e),
                 lib.title(e["content_id"]),
-                [_chunk_key(lib, e["content_id"], pos) for pos in e["chunks"][:CHUNK_LINKS]],
+                _chunk_keys(lib, e["content_id"], e["chunks"][:CHUNK_LINKS]),
             ]
             for e in t.items
         ],
