@@ -141,6 +141,29 @@ def test_a_title_change_reaches_the_neighbours_lines(tmp_path: Path) -> None:
     assert tuple(got) == reference(items) and store.built == 1
 
 
+def test_topic_scores_that_all_move_remake_no_part(tmp_path: Path) -> None:
+    # An item added to the library moves every TF-IDF score (the IDF's N), so every item's
+    # edges to topics change: they are written each run, and no part is made again.
+    rng = random.Random(8)
+    items = [random_item(rng, i) for i in range(20)]
+    assembled(items, tmp_path)
+    moved = [replace(it, high_topics=[(t, round(w * 0.97 + 0.001, 6)) for t, w in it.high_topics])
+             for it in items]  # fmt: skip
+    assert moved != items
+    *got, store = assembled(moved, tmp_path)
+    assert tuple(got) == reference(moved)
+    assert store.built == 0 and store.rejected == 0
+    # Terms gained and lost, one term twice (build_graph adds the weights of one node's
+    # edges), terms that are slugged and one whose node ID has letters outside ASCII.
+    odd = ["pollen <b>", "ünï wax", 'a&b "c"', "wax"]
+    changed = [replace(it, high_topics=[(odd[i % 4], 0.25), (odd[(i + 1) % 4], 0.5),
+               (odd[i % 4], 0.125)][: i % 4]) for i, it in enumerate(moved)]  # fmt: skip
+    *got, store = assembled(changed, tmp_path)
+    assert tuple(got) == reference(changed)
+    assert store.built == 0 and store.rejected == 0
+    assert b'"target": "topic:' in got[0] and b'"weight": 0.375' in got[0]
+
+
 def records(raw: bytes) -> list[tuple[list[bytes], bytes]]:
     """The parts file's records: (header fields, payload)."""
     out, pos = [], 0

@@ -10,20 +10,25 @@ node-ID order. Within one item, the edges to other items come first (``content:`
 before ``entity:``, ``tag:`` and ``topic:``). Nodes: every Content node (sorted) comes before
 every Entity, Tag and Topic node.
 
-**What is cached.** An item's *part* — its Content node and its edges to entities, tags and
-topics, serialized for both files, with the Entity, Tag and Topic nodes it names and the
-spellings of its entities — is a function of the item alone (its :class:`GraphItem` fields but
-``cites``, and the settings). Parts are kept in one file, ``.arkai/index-cache/graph-parts.bin``
-(:class:`PartStore`): per item a header line (node ID, key — a digest of those inputs —, the
-SHA-256 of the payload and its size), then the payload: a JSON header line and the serialized
-text, copied into the files as it is, never parsed. A record whose digest, shape or node is
-wrong is rebuilt, never used (:attr:`PartStore.rejected`); one that cannot be framed ends the
-reading, and the items from there on are rebuilt.
+**What is cached.** An item's *part* — its Content node and its edges to entities and tags,
+serialized for both files, with the Entity and Tag nodes it names and the spellings of its
+entities — is a function of the item alone (its :class:`GraphItem` fields but ``cites`` and
+``high_topics``, and the settings). Parts are kept in one file,
+``.arkai/index-cache/graph-parts.bin`` (:class:`PartStore`): per item a header line (node ID,
+key — a digest of those inputs —, the SHA-256 of the payload and its size), then the payload:
+a JSON header line and the serialized text, copied into the files as it is, never parsed. A
+record whose digest, shape or node is wrong is rebuilt, never used (:attr:`PartStore.rejected`);
+one that cannot be framed ends the reading, and the items from there on are rebuilt.
 
 **What is computed each run.** The edges between items (RELATED_TO from
-:mod:`arkai.search.graphcache`, CITES from the per-item counts) and the shared nodes (an
-Entity's label is the most frequent spelling over every item) are written from small tuples
-with fixed templates; everything else is the cached text, copied. ``related.jsonl`` comes from
+:mod:`arkai.search.graphcache`, CITES from the per-item counts), the edges to topics (RELATED_TO
+weighted by the term's TF-IDF score: every score moves when the library gains or loses an item,
+so they are not part of what is cached — an added item would otherwise remake every part) and
+the shared nodes (an Entity's label is the most frequent spelling over every item; a Topic's
+is its term) are written from small tuples with fixed templates; everything else is the cached
+text, copied. An item's edges are sorted by target, and ``content:`` sorts before ``entity:``
+and ``tag:``, which sort before ``topic:``: its edges to items, then its part's, then its
+topics'. ``related.jsonl`` comes from
 the same edge tuples (:func:`arkai.search.graph.related_rows`).
 """
 
@@ -34,6 +39,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from json.encoder import encode_basestring as _encode_str  # as the graph writers escape
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +55,9 @@ from arkai.search.graph import (
     GraphItem,
     GraphSettings,
     Needle,
+    _attr,
     _entities,
+    _round,
     build_graph,
     cite_needles,
     entity_mentions,
@@ -63,7 +71,7 @@ from arkai.search.graph import (
     xml_node,
 )
 
-VERSION = 1
+VERSION = 2
 PARTS = CACHE_DIR / "graph-parts.bin"
 """Beside the item cache's folders (whose pruning leaves files alone)."""
 
@@ -89,7 +97,7 @@ class ItemPart:
     xml_sizes: tuple[int, ...]
     """The size of each of them in ``xml_edges``."""
     shared: tuple[tuple[str, str, str], ...]
-    """(node ID, ``Entity``/``Tag``/``Topic``, entity type or label) of the nodes it names."""
+    """(node ID, ``Entity``/``Tag``, entity type or label) of the nodes it names."""
     spellings: tuple[tuple[str, str, int], ...]
     """(entity node ID, spelling, times) of its entities: an Entity's label is the most
     frequent spelling over every item."""
@@ -135,12 +143,13 @@ class ItemPart:
 
 
 def _own(it: GraphItem, s: GraphSettings) -> GraphItem:
-    """``it`` with its quotes and mentions worked out and no CITES (not the part's)."""
+    """``it`` with its quotes and mentions worked out and no CITES or topics (not the
+    part's)."""
     return replace(
         it,
         quotes=it.quotes if it.quotes is not None else throttled_quotes(it.evidence, s),
         mentions=it.mentions if it.mentions is not None else entity_mentions(it.entities),
-        evidence=(), entities=(), text="", cites={},
+        evidence=(), entities=(), text="", cites={}, high_topics=(),
     )  # fmt: skip
 
 
@@ -149,7 +158,7 @@ def part_key(it: GraphItem, s: GraphSettings) -> str:
     doc = repr((
         VERSION, GRAPH_VERSION, s.min_confidence, s.max_evidence, it.content_id, it.title,
         it.path, it.content_type, it.url, tuple(it.tags), tuple(it.quotes or ()),
-        tuple(it.mentions or ()), tuple(it.high_topics),
+        tuple(it.mentions or ()),
     ))  # fmt: skip
     return "sha256:" + hashlib.sha256(doc.encode("utf-8")).hexdigest()
 
@@ -259,6 +268,20 @@ class PartStore:
 
 Links = dict[str, list[tuple[str, str, float]]]
 
+Topics = dict[str, list[tuple[str, float]]]
+"""Per content node, its edges to topics: (topic node ID, weight), sorted."""
+
+
+def topic_edges(high_topics: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """An item's edges to topics as :func:`arkai.search.graph.build_graph` makes them from its
+    high-relevance terms: one per topic node (the weights of terms that share a node added),
+    sorted."""
+    weights: dict[str, float] = {}
+    for term, score in high_topics:
+        tid = node_id("topic", term)
+        weights[tid] = _round(weights[tid] + float(score)) if tid in weights else _round(score)
+    return sorted(weights.items())
+
 
 @dataclass(frozen=True, slots=True)
 class GraphParts:
@@ -267,6 +290,7 @@ class GraphParts:
     parts: Sequence[ItemPart]
     links: Links
     """Per source node, its edges to other items: (target, type, weight), sorted."""
+    topics: Topics
     shared: Sequence[dict[str, Any]]
     """The Entity, Tag and Topic nodes, sorted."""
     titles: Mapping[str, str]
@@ -275,7 +299,11 @@ class GraphParts:
 
     @property
     def edges(self) -> int:
-        return sum(len(p.xml_sizes) for p in self.parts) + sum(map(len, self.links.values()))
+        return (
+            sum(len(p.xml_sizes) for p in self.parts)
+            + sum(map(len, self.links.values()))
+            + sum(map(len, self.topics.values()))
+        )
 
     @property
     def nodes(self) -> int:
@@ -288,10 +316,12 @@ def assemble(
     cites: Mapping[str, Mapping[str, int]],
     titles: Mapping[str, str],
     ids: Mapping[str, str],
+    high_topics: Mapping[str, Sequence[tuple[str, float]]],
 ) -> GraphParts:
     """The graph of the items whose ``parts`` these are, with ``related`` (RELATED_TO between
-    items, ``(smaller node ID, larger node ID)`` → weight) and ``cites`` (content node ID →
-    cited content node ID → occurrences); ``titles`` and ``ids``: each item's title and
+    items, ``(smaller node ID, larger node ID)`` → weight), ``cites`` (content node ID →
+    cited content node ID → occurrences) and ``high_topics`` (content node ID → its
+    high-relevance terms and their scores); ``titles`` and ``ids``: each item's title and
     content ID by node ID."""
     links: Links = {}
     for (a, b), w in related.items():
@@ -303,10 +333,16 @@ def assemble(
     for rows in links.values():
         rows.sort()
     ordered = sorted(parts, key=lambda p: p.node)
-    return GraphParts(ordered, links, _shared_nodes(ordered), titles, ids)
+    topics = {p.node: t for p in ordered if (t := topic_edges(high_topics.get(p.node, ())))}
+    shared = _shared_nodes(ordered, high_topics)
+    return GraphParts(ordered, links, topics, shared, titles, ids)
 
 
-def _shared_nodes(parts: Iterable[ItemPart]) -> list[dict[str, Any]]:
+def _shared_nodes(
+    parts: Sequence[ItemPart], high_topics: Mapping[str, Sequence[tuple[str, float]]]
+) -> list[dict[str, Any]]:
+    """The Entity, Tag and Topic nodes, sorted; a node that several items name is labelled
+    as the first of them (in node order) names it (as :func:`build_graph`)."""
     nodes: dict[str, dict[str, Any]] = {}
     spellings: dict[str, Counter[str]] = {}
     for p in parts:
@@ -316,6 +352,10 @@ def _shared_nodes(parts: Iterable[ItemPart]) -> list[dict[str, Any]]:
                 nodes[nid] = {"id": nid, "type": kind, key: value}
         for eid, spelling, times in p.spellings:
             spellings.setdefault(eid, Counter())[spelling] += times
+        for term, _ in high_topics.get(p.node, ()):
+            tid = node_id("topic", term)
+            if tid not in nodes:
+                nodes[tid] = {"id": tid, "type": "Topic", "label": term}
     for eid, counts in spellings.items():
         # The most frequent spelling; ties go to the first in sort order (as build_graph).
         nodes[eid]["label"] = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
@@ -341,6 +381,30 @@ def _xml_link(src: str, dst: str, kind: str, weight: float) -> str:
     )
 
 
+# A topic node ID is an NMTOKEN too; it is escaped all the same (once per topic), so that the
+# templates never depend on it.
+
+
+class _TopicTargets:
+    """A topic node ID as each file writes it, escaped once per topic."""
+
+    def __init__(self) -> None:
+        self._json: dict[str, str] = {}
+        self._xml: dict[str, str] = {}
+
+    def json(self, tid: str) -> str:
+        out = self._json.get(tid)
+        if out is None:
+            out = self._json[tid] = _encode_str(tid)[1:-1]
+        return out
+
+    def xml(self, tid: str) -> str:
+        out = self._xml.get(tid)
+        if out is None:
+            out = self._xml[tid] = _attr(tid)
+        return out
+
+
 def _json_list(key: str, rows: Iterable[Blob], batch: int) -> Iterator[bytes]:
     """``  "key": [ … ],`` of :func:`arkai.search.graph.iter_json`, in pieces. A row may be
     several rows already joined by ``,\\n``."""
@@ -361,7 +425,7 @@ def _json_list(key: str, rows: Iterable[Blob], batch: int) -> Iterator[bytes]:
 def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     """``graph.json`` (the bytes of :func:`arkai.search.graph.iter_json` for the same
     graph), in pieces."""
-    links = gp.links
+    links, topics, target = gp.links, gp.topics, _TopicTargets()
 
     def edges() -> Iterator[Blob]:
         for p in gp.parts:
@@ -369,6 +433,8 @@ def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
                 yield _json_link(p.node, d, k, w).encode()
             if len(p.json_edges):
                 yield p.json_edges
+            for tid, w in topics.get(p.node, ()):
+                yield _json_link(p.node, target.json(tid), "RELATED_TO", w).encode()
 
     def nodes() -> Iterator[Blob]:
         for p in gp.parts:
@@ -401,7 +467,7 @@ def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
         if len(out) >= batch:
             yield b"".join(out)
             out.clear()
-    links = gp.links
+    links, topics, target = gp.links, gp.topics, _TopicTargets()
     n = 0
     for p in gp.parts:
         for d, k, w in links.get(p.node, ()):
@@ -412,6 +478,10 @@ def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
             out.append(f'    <edge id="e{n}"'.encode())
             out.append(blob[pos : pos + size])
             pos += size
+            n += 1
+        for tid, w in topics.get(p.node, ()):
+            out.append(f'    <edge id="e{n}"{_xml_link(p.node, target.xml(tid), "RELATED_TO", w)}'
+                       .encode())  # fmt: skip
             n += 1
         if len(out) >= batch:
             yield b"".join(out)
@@ -440,6 +510,7 @@ def graph_parts(
     cites: dict[str, Mapping[str, int]] = {}
     titles: dict[str, str] = {}
     ids: dict[str, str] = {}
+    high: dict[str, Sequence[tuple[str, float]]] = {}
     needles: list[Needle] | None = None
     for it in items:
         own = _own(it, settings)
@@ -456,5 +527,7 @@ def graph_parts(
         else:
             cites[node] = it.cites
         titles[node], ids[node] = it.title, it.content_id
+        if it.high_topics:
+            high[node] = it.high_topics
     store.save(titles)
-    return assemble(parts, related, cites, titles, ids)
+    return assemble(parts, related, cites, titles, ids, high)
