@@ -404,13 +404,18 @@ def graph_step(root: Path) -> dict[str, Any]:
     return next(e for e in events if e.get("step") == "graph" and e["type"] == "StepCompleted")
 
 
-def topics_step(root: Path) -> dict[str, Any]:
-    """The last index run's topics step (its events)."""
+def step(root: Path, name: str) -> dict[str, Any]:
+    """The last index run's step ``name`` (its events)."""
     from arkai.adapters.events import list_runs, read_events
 
     run = list_runs(root)[-1]
     events = read_events(root / ".arkai" / "runs" / run / "events.jsonl")
-    return next(e for e in events if e.get("step") == "topics" and e["type"] == "StepCompleted")
+    return next(e for e in events if e.get("step") == name and e["type"] == "StepCompleted")
+
+
+def topics_step(root: Path) -> dict[str, Any]:
+    """The last index run's topics step (its events)."""
+    return step(root, "topics")
 
 
 def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Path) -> None:
@@ -485,6 +490,11 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     added = run_index(Repo.at(repo))
     assert added.items == 3 and added.cache_hits == 2
     assert topics_step(repo)["reranked"] == 3
+    # CITES: the new item's transcript searched for every title and URL, the others' only for
+    # its own (arkai.search.citecache); its graph part is the only one made.
+    graph = step(repo, "graph")
+    assert (graph["cites_searched"], graph["cites_searched_new"]) == (1, 2)
+    assert graph["graph_parts_built"] == 1
     assert len(rankings()) == 3 and {p: rankings()[p] for p in before} == before
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
@@ -508,17 +518,21 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     cache = repo / CACHE_DIR
     mains = sorted(cache.rglob("*.main.json"))
     terms = sorted(cache.rglob("*.terms.json"))
-    cites = sorted(cache.rglob("*.cites.json"))
-    assert len(mains) == len(terms) == len(cites) == 2
+    assert len(mains) == len(terms) == 2
     # A readable entry whose data was altered (its claim count): its digest no longer matches.
     header, body = mains[0].read_text().split("\n", 1)
     assert '"claims":' in body
     mains[0].write_text(header + "\n" + body.replace('"claims":', '"claims":1', 1))
     # A truncated one, and one made from other inputs (a stale key, digest intact).
     terms[1].write_bytes(terms[1].read_bytes()[:100])
-    header, body = cites[1].read_text().split("\n", 1)
-    stale = json.loads(header) | {"key": "sha256:" + "0" * 64}
-    cites[1].write_text(canonjson.dumps_line(stale) + body)
+    # The CITES counts' file (not an item entry: arkai.search.citecache) with an item's entry
+    # made from other inputs (a stale key), the file otherwise intact: that item is searched
+    # again.
+    cites = cache / "cites.json"
+    doc = json.loads(cites.read_text())
+    assert len(doc["items"]) == 2
+    next(iter(doc["items"].values()))["key"] = "sha256:" + "0" * 64
+    cites.write_text(canonjson.dumps_line(doc))
 
     # Without the manifest the stage cannot trust its outputs: every record is read again —
     # but a `terms` record only when its item must be ranked again: here, with its cached
@@ -526,7 +540,8 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     terms[1].with_name(terms[1].name.replace(".terms.", ".topics.")).unlink()
     (repo / "index" / "manifest.json").unlink()
     again = run_index(Repo.at(repo))
-    assert again.cache_rejected == 3 and again.cache_hits == 1
+    assert again.cache_rejected == 2 and again.cache_hits == 1
+    assert step(repo, "graph")["cites_searched"] == 1
     assert built(repo) == before and again.written == ["lexical"]  # rebuilt, same bytes
     # …and the entries were written again, whole: the next run uses them all.
     assert run_index(Repo.at(repo)).cache_hits == 2

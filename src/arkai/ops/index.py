@@ -35,6 +35,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ from arkai.core import canonjson
 from arkai.errors import LibraryError
 from arkai.ops.shards import shard_library
 from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk
+from arkai.search.citecache import update_cites
 from arkai.search.derive import (
     DERIVE_VERSION,
     ItemRecord,
@@ -75,10 +77,8 @@ from arkai.search.derive import (
 from arkai.search.graph import (
     GraphItem,
     GraphSettings,
-    Needle,
     cite_needles,
     features,
-    find_cites,
     node_id,
 )
 from arkai.search.graphcache import update_related
@@ -511,18 +511,6 @@ def _keyed_lines(path: Path) -> Iterator[tuple[str, bytes]]:
             yield m.group(1).decode("utf-8"), line
 
 
-def _cites(d: _Loaded, needles: list[Needle], needles_key: str, cache: ItemCache
-           ) -> dict[str, int]:  # fmt: skip
-    """The item's CITES counts: cached per (inputs, every item's title and URL)."""
-    key = f"{d.key}+{needles_key}"
-    cached = cache.get(d.item.id, key, "cites")
-    if cached is not None:
-        return {str(k): int(v) for k, v in cached.items()}
-    found = find_cites(d.item.id, _read_text(d.item.transcript, d.item.root), needles)
-    cache.put(d.item.id, key, "cites", dict(found))
-    return found
-
-
 def catalog_entry(d: _Loaded) -> dict[str, Any]:
     m = d.item.metadata
     return {
@@ -688,14 +676,22 @@ def _graph(
     info: dict[str, Any],
 ) -> None:
     """``graph.json``, ``graph.graphml`` and ``related.jsonl``: the RELATED_TO edges between
-    items kept in the item cache (only a changed item's are recomputed), CITES counts cached
-    per item. ``high``: each item's high-relevance topic terms and their scores."""
+    items kept in the item cache (only a changed item's are recomputed), CITES counts kept
+    incrementally (:mod:`arkai.search.citecache`: a transcript is searched again only for the
+    needle texts it has not been searched for). ``high``: each item's high-relevance topic
+    terms and their scores."""
     settings = GraphSettings.from_params(ip["graph"])
     needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
                            for d in loaded)  # fmt: skip
-    needles_key = _digest(
-        canonjson.dumps(sorted([n.target, n.text] for n in needles)).encode("utf-8")
+    found = update_cites(
+        root,
+        ((d.item.id, d.key, partial(_read_text, d.item.transcript, d.item.root)) for d in loaded),
+        needles,
+        full=full,
     )
+    info["cites_searched"], info["cites_searched_new"] = found.searched, found.searched_new
+    cites = found.cites
+    del found, needles
     items = [
         GraphItem(
             content_id=d.item.id,
@@ -706,7 +702,7 @@ def _graph(
             tags=[str(t) for t in d.item.metadata.get("tags") or []],
             quotes=d.record.quotes,
             mentions=d.record.mentions,
-            cites=_cites(d, needles, needles_key, cache),
+            cites=cites[node_id("content", d.item.id)],
             high_topics=high.get(d.item.id, []),
         )
         for d in loaded

@@ -178,12 +178,60 @@ def cite_needles(items: Iterable[tuple[str, str, str | None]]) -> list[Needle]:
 def find_cites(content_id: str, text: str, needles: Sequence[Needle]) -> dict[str, int]:
     """Cited node ID → occurrences in ``text``. A needle is searched for only in a text that
     has all of its words (cheap to rule out the rest)."""
-    src = node_id("content", content_id)
-    words = frozenset(_WORDS.findall(text))
-    cites: Counter[str] = Counter()
+    targets = needle_targets(needles)
+    found = cite_counts(text, distinct_needles(needles))
+    return cites_of(node_id("content", content_id), found, targets)
+
+
+def needle_targets(needles: Iterable[Needle]) -> dict[str, list[str]]:
+    """Needle text → the node IDs it stands for (two items may share a title)."""
+    out: dict[str, list[str]] = {}
     for n in needles:
-        if n.target != src and n.words <= words:
-            cites[n.target] += text.count(n.text)
+        out.setdefault(n.text, []).append(n.target)
+    return out
+
+
+def distinct_needles(needles: Iterable[Needle]) -> list[tuple[str, frozenset[str]]]:
+    """Each needle text once, with its words (what :func:`cite_counts` looks for)."""
+    return list({n.text: n.words for n in needles}.items())
+
+
+#: Below this many needle texts :func:`cite_counts` looks for each text in ``text`` first and
+#: splits ``text`` into words only when one is there; above it, it splits ``text`` once.
+FEW_NEEDLES = 16
+
+
+def cite_counts(text: str, needles: Sequence[tuple[str, frozenset[str]]]) -> dict[str, int]:
+    """Occurrences in ``text`` of each needle text (with its words) that has all of its words
+    in ``text``, the nonzero ones: a function of the text and the needle text alone, so counts
+    found once stay right while both do (:mod:`arkai.search.citecache`)."""
+    out: dict[str, int] = {}
+    words: frozenset[str] | None = None
+    if len(needles) > FEW_NEEDLES:
+        words = frozenset(_WORDS.findall(text))
+        for t, w in needles:
+            if w <= words and (count := text.count(t)):
+                out[t] = count
+        return out
+    for t, w in needles:
+        if t in text:
+            if words is None:
+                words = frozenset(_WORDS.findall(text))
+            if w <= words:
+                out[t] = text.count(t)
+    return out
+
+
+def cites_of(
+    src: str, counts: Mapping[str, int], targets: Mapping[str, Sequence[str]]
+) -> dict[str, int]:
+    """Cited node ID → occurrences, from :func:`cite_counts` of the text of node ``src`` (an
+    item cites no needle of its own)."""
+    cites: Counter[str] = Counter()
+    for t, count in counts.items():
+        for dst in targets.get(t, ()):
+            if dst != src:
+                cites[dst] += count
     return {dst: count for dst, count in sorted(cites.items()) if count}
 
 
