@@ -72,6 +72,7 @@ index = root / "index"
 write_chunks_if_changed(index / "graph.json", iter_json(graph))
 write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
 write_if_changed(index / "related.jsonl", related_jsonl(graph))
+store.close()  # the parts read back were written out from it
 print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up.changed,
                   "neighbour_lists_merged": up.merged,
                   "neighbour_lists_recomputed": up.recomputed,

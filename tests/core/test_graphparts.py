@@ -25,6 +25,7 @@ from arkai.search.graph import (
 )
 from arkai.search.graphparts import (
     PARTS,
+    FileSpan,
     PartStore,
     graph_parts,
     iter_graphml,
@@ -68,9 +69,10 @@ def reference(items: list[GraphItem]) -> tuple[bytes, bytes, bytes]:
 def assembled(items: list[GraphItem], root: Path) -> tuple[bytes, bytes, bytes, PartStore]:
     feats = {node_id("content", it.content_id): features(it) for it in items}
     related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
-    store = PartStore(root)
-    gp = graph_parts(items, SETTINGS, related, store)
-    out = b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)), related_jsonl(gp)
+    with PartStore(root) as store:
+        gp = graph_parts(items, SETTINGS, related, store)
+        out = (b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)),
+               related_jsonl(gp))  # fmt: skip
     return (*out, store)
 
 
@@ -240,10 +242,75 @@ def test_full_rebuilds_every_part(tmp_path: Path) -> None:
     items = [random_item(rng, i) for i in range(8)]
     assembled(items, tmp_path)
     feats = {node_id("content", it.content_id): features(it) for it in items}
-    store = PartStore(tmp_path, full=True)
-    gp = graph_parts(items, SETTINGS, related_edges(feats, 2, 3), store)
-    assert store.built == len(items)
-    assert b"".join(iter_json(gp)) == reference(items)[0]
+    with PartStore(tmp_path, full=True) as store:
+        gp = graph_parts(items, SETTINGS, related_edges(feats, 2, 3), store)
+        assert store.built == len(items)
+        assert b"".join(iter_json(gp)) == reference(items)[0]
+
+
+def big_items(n: int) -> list[GraphItem]:
+    rng = random.Random(21)
+    # A long path: text that only the item's part holds (its Content node, in both files).
+    return [replace(random_item(rng, i), path=f"library/notes/{i}/" + "padding/" * 1200)
+            for i in range(n)]  # fmt: skip
+
+
+def test_parts_read_back_leave_their_text_in_the_file(tmp_path: Path) -> None:
+    # The parts file is never read whole: a part read back holds where its text is, read as
+    # the files are written out (peak Python memory well under the file's size).
+    import tracemalloc
+
+    items = big_items(300)
+    want = reference(items)
+    assembled(items, tmp_path)
+    size = (tmp_path / PARTS).stat().st_size
+    assert size > 5_000_000
+    feats = {node_id("content", it.content_id): features(it) for it in items}
+    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    tracemalloc.start()
+    try:
+        with PartStore(tmp_path) as store:
+            gp = graph_parts(items, SETTINGS, related, store)
+            assert all(isinstance(p.json_edges, FileSpan) for p in gp.parts)
+            _, peak = tracemalloc.get_traced_memory()
+            got = b"".join(iter_graphml(gp, batch=64))
+    finally:
+        tracemalloc.stop()
+    assert got == want[1] and store.built == 0
+    assert peak < size // 3, (peak, size)
+
+
+def test_parts_are_read_from_the_file_as_it_was_opened(tmp_path: Path) -> None:
+    items = big_items(20)
+    want = reference(items)
+    assembled(items, tmp_path)
+    path = tmp_path / PARTS
+    feats = {node_id("content", it.content_id): features(it) for it in items}
+    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    with PartStore(tmp_path) as store:
+        gp = graph_parts(items, SETTINGS, related, store)
+        # Another run replaces the file (atomically) meanwhile: this one reads what it opened.
+        other = path.with_name("other")
+        other.write_bytes(b"junk\n" * 100)
+        other.replace(path)
+        assert b"".join(iter_json(gp)) == want[0]
+    # Once closed, a part's text can no longer be read (never another file's bytes).
+    with pytest.raises(ValueError):
+        b"".join(iter_json(gp))
+
+
+def test_a_parts_file_cut_short_while_open_is_an_error_naming_it(tmp_path: Path) -> None:
+    items = big_items(20)
+    assembled(items, tmp_path)
+    path = tmp_path / PARTS
+    feats = {node_id("content", it.content_id): features(it) for it in items}
+    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    with PartStore(tmp_path) as store:
+        gp = graph_parts(items, SETTINGS, related, store)
+        with path.open("r+b") as fh:  # cut in place (not how arkai writes it)
+            fh.truncate(path.stat().st_size // 3)
+        with pytest.raises(OSError, match=r"graph-parts\.bin"):
+            b"".join(iter_graphml(gp))
 
 
 def test_the_item_caches_pruning_leaves_the_parts_file(tmp_path: Path) -> None:

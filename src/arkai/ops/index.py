@@ -719,17 +719,18 @@ def _graph(
         full=full,
     )
     # Each item's share of the files from the parts cache (only a changed item's is made),
-    # joined by the edges between items: the bytes build_graph's writers give (tested).
-    parts = PartStore(root, full=full)
-    graph = graph_parts(items, settings, related.edges, parts)
-    info["graph_parts_built"], info["graph_parts_rejected"] = parts.built, parts.rejected
-    info["related_recomputed"] = related.changed
-    info["related_neighbours_updated"] = related.merged + related.recomputed
-    del items, nodes, related
-    # In pieces, never whole in memory.
-    for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
-        if write_chunks_if_changed(out / name, pieces):
-            summary.written.append(name)
+    # joined by the edges between items: the bytes build_graph's writers give (tested). A part
+    # read back holds where its text is in the parts file, read as the files are written.
+    with PartStore(root, full=full) as parts:
+        graph = graph_parts(items, settings, related.edges, parts)
+        info["graph_parts_built"], info["graph_parts_rejected"] = parts.built, parts.rejected
+        info["related_recomputed"] = related.changed
+        info["related_neighbours_updated"] = related.merged + related.recomputed
+        del items, nodes, related
+        # In pieces, never whole in memory.
+        for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
+            if write_chunks_if_changed(out / name, pieces):
+                summary.written.append(name)
     put(RELATED, related_jsonl(graph))
     summary.nodes, summary.edges = graph.nodes, graph.edges
     info.update(nodes=summary.nodes, edges=summary.edges)

@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _encode_str  # the C one where built
 from typing import Any
@@ -178,9 +178,17 @@ def cite_needles(items: Iterable[tuple[str, str, str | None]]) -> list[Needle]:
 def find_cites(content_id: str, text: str, needles: Sequence[Needle]) -> dict[str, int]:
     """Cited node ID → occurrences in ``text``. A needle is searched for only in a text that
     has all of its words (cheap to rule out the rest)."""
-    targets = needle_targets(needles)
-    found = cite_counts(text, distinct_needles(needles))
-    return cites_of(node_id("content", content_id), found, targets)
+    return cite_finder(needles)(content_id, text)
+
+
+def cite_finder(needles: Sequence[Needle]) -> Callable[[str, str], dict[str, int]]:
+    """:func:`find_cites` for many texts: the needles prepared once."""
+    targets, wanted = needle_targets(needles), distinct_needles(needles)
+
+    def find(content_id: str, text: str) -> dict[str, int]:
+        return cites_of(node_id("content", content_id), cite_counts(text, wanted), targets)
+
+    return find
 
 
 def needle_targets(needles: Iterable[Needle]) -> dict[str, list[str]]:
@@ -416,10 +424,10 @@ def build_graph(
         edge(a, b, "RELATED_TO", jaccard)
 
     # CITES: an item's transcript holds another item's URL or exact title.
-    needles = cite_needles((it.content_id, it.title, it.url) for it in items)
+    find = cite_finder(cite_needles((it.content_id, it.title, it.url) for it in items))
     for it in items:
         src = node_id("content", it.content_id)
-        cites = it.cites if it.cites is not None else find_cites(it.content_id, it.text, needles)
+        cites = it.cites if it.cites is not None else find(it.content_id, it.text)
         for dst, count in sorted(cites.items()):
             if count:
                 edge(src, dst, "CITES", float(count))

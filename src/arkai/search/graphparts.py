@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _encode_str  # as the graph writers escape
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from arkai.adapters.fs import atomic_write
 from arkai.adapters.itemcache import CACHE_DIR
@@ -54,14 +55,13 @@ from arkai.search.graph import (
     GRAPHML_OPEN,
     GraphItem,
     GraphSettings,
-    Needle,
     _attr,
     _entities,
     _round,
     build_graph,
+    cite_finder,
     cite_needles,
     entity_mentions,
-    find_cites,
     graphml_head,
     json_row,
     node_id,
@@ -76,8 +76,35 @@ PARTS = CACHE_DIR / "graph-parts.bin"
 """Beside the item cache's folders (whose pruning leaves files alone)."""
 
 
-Blob = bytes | memoryview
-"""Serialized text, UTF-8: a part read back is a view into the parts file, not a copy."""
+@dataclass(frozen=True, slots=True)
+class FileSpan:
+    """Bytes of the parts file, read when written out (:func:`raw`): a part read back holds
+    where its text is, not the text, so the parts file is never held whole."""
+
+    file: BinaryIO
+    """The parts file as it was opened (a file replaced since is still read as it was)."""
+    offset: int
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        data = os.pread(self.file.fileno(), self.size, self.offset)
+        if len(data) != self.size:
+            raise OSError(f"{self.file.name}: ended inside a graph part (changed while read)")
+        return data
+
+
+Bytes = bytes | memoryview
+Blob = Bytes | FileSpan
+"""Serialized text, UTF-8: a part made in this run holds it, a part read back where it is in
+the parts file."""
+
+
+def raw(blob: Blob) -> Bytes:
+    """The bytes of ``blob``."""
+    return blob.read() if isinstance(blob, FileSpan) else blob
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +136,7 @@ class ItemPart:
         head = {"n": self.node, "s": [list(r) for r in self.shared],
                 "p": [list(r) for r in self.spellings], "x": list(self.xml_sizes),
                 "z": [len(x) for x in blobs]}  # fmt: skip
-        return b"".join((canonjson.dumps_line(head).encode("utf-8"), *blobs))
+        return b"".join((canonjson.dumps_line(head).encode("utf-8"), *map(raw, blobs)))
 
     @classmethod
     def decode(cls, payload: memoryview) -> ItemPart | None:
@@ -188,55 +215,105 @@ def make_part(it: GraphItem, s: GraphSettings) -> ItemPart:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Record:
+    key: str
+    digest: str
+    """SHA-256 of the payload."""
+    start: int
+    """Where the record's payload starts in the file (0 for one made in this run)."""
+    size: int
+    """The payload's size."""
+    head: int
+    """The size of the record's header line."""
+    data: bytes | None = None
+    """The whole record, for one made in this run (else it is read from the file)."""
+
+
+#: A header line longer than this is not one (node ID, key, digest and size are short).
+MAX_HEAD = 1 << 16
+
+
 class PartStore:
-    """The parts file: read whole when opened, written back whole when a part changed. One
-    record per item: a header line ``node ID\\tkey\\tSHA-256 of the payload\\tits size``, then
-    the payload (:meth:`ItemPart.encode`). A record that cannot be framed ends the reading
-    (the items from there on are rebuilt)."""
+    """The parts file: its record headers read when opened (the payloads stay in the file
+    until a part is asked for, and a part's text until it is written out), written back when
+    a part changed or went. One record per item: a header line ``node ID\tkey\tSHA-256 of the
+    payload\tits size``, then the payload (:meth:`ItemPart.encode`). A record that cannot be
+    framed ends the reading (the items from there on are rebuilt). Open until :meth:`close`
+    (a context manager): the parts it gives read their text from it."""
 
     def __init__(self, root: Path, *, full: bool = False) -> None:
         self.path = root / PARTS
         self.rejected = 0
         """Records that failed a check (damaged): rebuilt, never used."""
         self.built = 0
-        self._records: dict[str, tuple[str, str, memoryview, Blob]] = {}
-        """node → (key, digest, payload, the whole record)."""
+        self._records: dict[str, _Record] = {}
         self._dirty = full
+        self._file: BinaryIO | None = None
         if full:
             return
         try:
-            raw = self.path.read_bytes()
+            fh = self.path.open("rb")
         except FileNotFoundError:
             return
-        view, pos = memoryview(raw), 0
-        while pos < len(raw):
-            nl = raw.find(b"\n", pos)
-            head = raw[pos:nl].split(b"\t") if nl >= 0 else []
+        self._file = fh
+        total, pos = os.fstat(fh.fileno()).st_size, 0
+        while pos < total:
+            line = fh.readline(MAX_HEAD)
+            head = line[:-1].split(b"\t") if line.endswith(b"\n") else []
             size = int(head[3]) if len(head) == 4 and head[3].isdigit() else -1
-            end = nl + 1 + size
-            if size < 0 or end > len(raw):
+            start = pos + len(line)
+            if size < 0 or start + size > total:
                 self.rejected += 1
                 self._dirty = True
                 break
             node = head[0].decode("utf-8", "replace")
             key, digest = head[1].decode("ascii", "replace"), head[2].decode("ascii", "replace")
-            self._records[node] = (key, digest, view[nl + 1 : end], view[pos:end])
-            pos = end
+            self._records[node] = _Record(key, digest, start, size, len(line))
+            pos = start + size
+            fh.seek(pos)
+
+    def __enter__(self) -> PartStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file (the parts read from it can no longer be written out)."""
+        if self._file is not None:
+            self._file.close()
 
     def get(self, node: str, key: str) -> ItemPart | None:
-        """The intact part stored for ``node`` with this ``key``."""
-        entry = self._records.get(node)
-        if entry is None or entry[0] != key:
+        """The intact part stored for ``node`` with this ``key``: checked against its digest
+        when read, its text then left in the file (:class:`FileSpan`)."""
+        rec = self._records.get(node)
+        if rec is None or rec.key != key:
             return None
+        if rec.data is not None:
+            payload: bytes = rec.data[rec.head :]
+        else:
+            assert self._file is not None  # a record not made here was read from the file
+            payload = os.pread(self._file.fileno(), rec.size, rec.start)
         part = None
-        if entry[1] == hashlib.sha256(entry[2]).hexdigest():
-            part = ItemPart.decode(entry[2])
+        if len(payload) == rec.size and rec.digest == hashlib.sha256(payload).hexdigest():
+            part = ItemPart.decode(memoryview(payload))
         if part is None or part.node != node:
             self.rejected += 1
             del self._records[node]
             self._dirty = True
             return None
-        return part
+        if rec.data is not None or self._file is None:
+            return part
+        # The blobs are the payload's tail, back to back: where each is in the file.
+        blobs = (part.json_node, part.json_edges, part.xml_node, part.xml_edges)
+        at = rec.start + rec.size - sum(map(len, blobs))
+        spans = []
+        for b in blobs:
+            spans.append(FileSpan(self._file, at, len(b)))
+            at += len(b)
+        return replace(part, json_node=spans[0], json_edges=spans[1], xml_node=spans[2],
+                       xml_edges=spans[3])  # fmt: skip
 
     def put(self, node: str, key: str, part: ItemPart) -> ItemPart:
         """Store ``part``; returns it as read back (its text a view into the stored record,
@@ -244,24 +321,34 @@ class PartStore:
         payload = part.encode()
         digest = hashlib.sha256(payload).hexdigest()
         head = f"{node}\t{key}\t{digest}\t{len(payload)}\n".encode()
-        record = memoryview(head + payload)
-        self._records[node] = (key, digest, record[len(head) :], record)
+        record = head + payload
+        self._records[node] = _Record(key, digest, 0, len(payload), len(head), record)
         self.built += 1
         self._dirty = True
-        back = ItemPart.decode(record[len(head) :])
+        back = ItemPart.decode(memoryview(record)[len(head) :])
         assert back is not None  # what encode writes, decode reads (tested)
         return back
 
     def save(self, keep: Iterable[str]) -> None:
-        """Write the records of the nodes in ``keep`` (sorted) when any changed or went."""
+        """Write the records of the nodes in ``keep`` (sorted) when any changed or went: those
+        read from the file are copied from it one by one."""
         nodes = sorted(keep)
         if not self._dirty and len(nodes) == len(self._records):
             return
-        records = self._records
+        records, source = self._records, self._file
 
         def write(fh: Any) -> None:
             for n in nodes:
-                fh.write(records[n][3])
+                rec = records[n]
+                if rec.data is not None:
+                    fh.write(rec.data)
+                    continue
+                assert source is not None
+                size = rec.head + rec.size
+                data = os.pread(source.fileno(), size, rec.start - rec.head)
+                if len(data) != size:
+                    raise OSError(f"{source.name}: ended inside a graph part (changed while read)")
+                fh.write(data)
 
         atomic_write(self.path, write, fsync=False)  # derived: rebuilt when lost
 
@@ -405,10 +492,10 @@ class _TopicTargets:
         return out
 
 
-def _json_list(key: str, rows: Iterable[Blob], batch: int) -> Iterator[bytes]:
+def _json_list(key: str, rows: Iterable[Bytes], batch: int) -> Iterator[bytes]:
     """``  "key": [ … ],`` of :func:`arkai.search.graph.iter_json`, in pieces. A row may be
     several rows already joined by ``,\\n``."""
-    out: list[Blob] = []
+    out: list[Bytes] = []
     started = False
     for row in rows:
         out.append(row)
@@ -427,18 +514,18 @@ def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     graph), in pieces."""
     links, topics, target = gp.links, gp.topics, _TopicTargets()
 
-    def edges() -> Iterator[Blob]:
+    def edges() -> Iterator[Bytes]:
         for p in gp.parts:
             for d, k, w in links.get(p.node, ()):
                 yield _json_link(p.node, d, k, w).encode()
             if len(p.json_edges):
-                yield p.json_edges
+                yield raw(p.json_edges)
             for tid, w in topics.get(p.node, ()):
                 yield _json_link(p.node, target.json(tid), "RELATED_TO", w).encode()
 
-    def nodes() -> Iterator[Blob]:
+    def nodes() -> Iterator[Bytes]:
         for p in gp.parts:
-            yield p.json_node
+            yield raw(p.json_node)
         for node in gp.shared:
             yield json_row(node).encode("utf-8")
 
@@ -451,14 +538,14 @@ def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
 def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     """``graph.graphml`` (the bytes of :func:`arkai.search.graph.iter_graphml` for the same
     graph), in pieces."""
-    out: list[Blob] = [x.encode("utf-8") for x in graphml_head()]
+    out: list[Bytes] = [x.encode("utf-8") for x in graphml_head()]
     if not gp.parts:  # no Content node: no other node and no edge either
         out.append((GRAPHML_EMPTY + GRAPHML_END).encode())
         yield b"".join(out)
         return
     out.append(GRAPHML_OPEN.encode())
     for p in gp.parts:
-        out.append(p.xml_node)
+        out.append(raw(p.xml_node))
         if len(out) >= batch:
             yield b"".join(out)
             out.clear()
@@ -473,7 +560,7 @@ def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
         for d, k, w in links.get(p.node, ()):
             out.append(f'    <edge id="e{n}"{_xml_link(p.node, d, k, w)}'.encode())
             n += 1
-        pos, blob = 0, p.xml_edges
+        pos, blob = 0, memoryview(raw(p.xml_edges))
         for size in p.xml_sizes:
             out.append(f'    <edge id="e{n}"'.encode())
             out.append(blob[pos : pos + size])
@@ -511,7 +598,7 @@ def graph_parts(
     titles: dict[str, str] = {}
     ids: dict[str, str] = {}
     high: dict[str, Sequence[tuple[str, float]]] = {}
-    needles: list[Needle] | None = None
+    find: Callable[[str, str], dict[str, int]] | None = None
     for it in items:
         own = _own(it, settings)
         key = part_key(own, settings)
@@ -521,9 +608,9 @@ def graph_parts(
             part = store.put(node, key, make_part(own, settings))
         parts.append(part)
         if it.cites is None:
-            if needles is None:
-                needles = cite_needles((i.content_id, i.title, i.url) for i in items)
-            cites[node] = find_cites(it.content_id, it.text, needles)
+            if find is None:
+                find = cite_finder(cite_needles((i.content_id, i.title, i.url) for i in items))
+            cites[node] = find(it.content_id, it.text)
         else:
             cites[node] = it.cites
         titles[node], ids[node] = it.title, it.content_id
