@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from arkai.core import canonjson
 from arkai.search.citecache import FILE, CiteUpdate, update_cites
 from arkai.search.graph import Needle, cite_needles, find_cites, node_id
 
@@ -148,34 +149,46 @@ def test_a_text_that_goes_and_comes_back_is_searched_again(tmp_path: Path) -> No
     assert up.cites[node_id("content", third)] == {node_id("content", first): 1}
 
 
+def _write(path: Path, body: dict[str, object]) -> None:
+    """The file with this body and a header that matches it (a forgery the checks beyond
+    the digest must catch)."""
+    raw = canonjson.dumps_line(body).encode("utf-8")
+    head = {"digest": "sha256:" + hashlib.sha256(raw).hexdigest(), "version": 1}
+    path.write_bytes(canonjson.dumps_line(head).encode("utf-8") + raw)
+
+
 def _damage(path: Path, how: str) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    head, body = path.read_bytes().split(b"\n", 1)
+    data = json.loads(body)
     if how == "garbage":
         path.write_bytes(b"\x00\xffnot json")
     elif how == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     elif how == "not-an-object":
-        path.write_text("[1, 2]", encoding="utf-8")
+        _write(path, [1, 2])  # type: ignore[arg-type]
     elif how == "old-version":
-        data["version"] = 0
-        path.write_text(json.dumps(data), encoding="utf-8")
+        path.write_bytes(head.replace(b'"version":1', b'"version":0') + b"\n" + body)
+    elif how == "a-count-edited":  # a number changed, the header left as it was
+        item = next(e for e in data["items"].values() if e["found"])
+        text = next(iter(item["found"]))
+        item["found"][text] += 1
+        path.write_bytes(head + b"\n" + canonjson.dumps_line(data).encode("utf-8"))
     elif how == "text-from-the-future":  # a text's version later than the file's
         t = next(iter(data["texts"]))
         data["texts"][t] = data["at"] + 5
-        path.write_text(json.dumps(data), encoding="utf-8")
+        _write(path, data)
     elif how == "item-from-the-future":  # an item claims to be searched through texts to come
         for e in data["items"].values():
             e["at"] = data["at"] + 5
-        data["at"] += 0
-        path.write_text(json.dumps(data), encoding="utf-8")
+        _write(path, data)
     elif how == "forged-counts":  # counts that are not counts
         for e in data["items"].values():
             e["found"] = {"Honey": "many"}
-        path.write_text(json.dumps(data), encoding="utf-8")
+        _write(path, data)
     elif how == "wrong-key":  # an entry made from other inputs
         for e in data["items"].values():
             e["key"] = "0" * 64
-        path.write_text(json.dumps(data), encoding="utf-8")
+        _write(path, data)
     else:  # pragma: no cover
         raise AssertionError(how)
 
@@ -185,6 +198,7 @@ DAMAGE = {  # → (file rejected, items searched afresh)
     "truncated": (True, 12),
     "not-an-object": (True, 12),
     "old-version": (True, 12),
+    "a-count-edited": (True, 12),
     "text-from-the-future": (True, 12),
     "item-from-the-future": (False, 12),
     "forged-counts": (False, 12),

@@ -3,6 +3,7 @@ embedding (a fake embedder counts what is encoded), and the real thing under ``d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -529,10 +530,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     # made from other inputs (a stale key), the file otherwise intact: that item is searched
     # again.
     cites = cache / "cites.json"
-    doc = json.loads(cites.read_text())
+    doc = json.loads(cites.read_bytes().split(b"\n", 1)[1])
     assert len(doc["items"]) == 2
     next(iter(doc["items"].values()))["key"] = "sha256:" + "0" * 64
-    cites.write_text(canonjson.dumps_line(doc))
+    body = canonjson.dumps_line(doc).encode("utf-8")  # and a header that matches it
+    head = {"digest": "sha256:" + hashlib.sha256(body).hexdigest(), "version": 1}
+    cites.write_bytes(canonjson.dumps_line(head).encode("utf-8") + body)
 
     # Without the manifest the stage cannot trust its outputs: every record is read again —
     # but a `terms` record only when its item must be ranked again: here, with its cached

@@ -9,7 +9,8 @@ transcript be searched again for every needle (≈ 20 s at 10,000 items).
 
 **What is kept** (``.arkai/index-cache/cites.json``, one file): a version number, each needle
 text with the version at which it (last) appeared, and per item its key (the digest of its
-inputs), the version it has been searched through and the nonzero counts it found. A run bumps
+inputs), the version it has been searched through and the nonzero counts it found; a first
+line holds the format and the SHA-256 of the rest. A run bumps
 the version when any needle text is new; an item whose key is unchanged is searched only for
 the texts newer than its version (its transcript is read for that only), and its counts for
 texts that are gone are dropped; a new or changed item is searched for every text. A text that
@@ -21,6 +22,7 @@ changed; it is derived data: lost, every item is searched again.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,12 +66,14 @@ def _load(raw: bytes | None) -> tuple[dict[str, Any], bool]:
     file was there but unusable."""
     if raw is None:
         return _empty(), False
+    head, _, body = raw.partition(b"\n")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        if json.loads(head.decode("utf-8")) != _header(body):
+            raise ValueError("a header that is not the body's")
+        data = json.loads(body.decode("utf-8"))
         at, texts, items = data["at"], data["texts"], data["items"]
         ok = (
-            data.get("version") == VERSION
-            and type(at) is int
+            type(at) is int
             and at >= 0
             and isinstance(texts, dict)
             and all(type(v) is int and 0 < v <= at for v in texts.values())
@@ -80,6 +84,12 @@ def _load(raw: bytes | None) -> tuple[dict[str, Any], bool]:
     if not ok:
         return _empty(), True
     return {"at": at, "texts": texts, "items": items}, False
+
+
+def _header(body: bytes) -> dict[str, Any]:
+    """The file's first line: its format and the SHA-256 of the rest (a number changed by
+    hand or by a bad disk makes the file unusable, not wrong counts)."""
+    return {"digest": "sha256:" + hashlib.sha256(body).hexdigest(), "version": VERSION}
 
 
 def _entry(raw: Any, key: str, at: int) -> tuple[int, dict[str, int]] | None:
@@ -135,8 +145,8 @@ def update_cites(
         entries[cid] = {"at": at, "found": found, "key": key}
         node = node_id("content", cid)
         out.cites[node] = cites_of(node, found, targets)
-    new = {"at": at, "items": entries, "texts": texts, "version": VERSION}
-    data = canonjson.dumps_line(new).encode("utf-8")
+    body = canonjson.dumps_line({"at": at, "items": entries, "texts": texts}).encode("utf-8")
+    data = canonjson.dumps_line(_header(body)).encode("utf-8") + body
     if data != raw:
         atomic_write_bytes(path, data, fsync=False)  # derived: searched again when lost
     return out
