@@ -37,22 +37,27 @@ $(STAMP): pyproject.toml scripts/ci/install.sh | $(BIN)/python
 
 setup: $(STAMP)
 
+# Debian packages: apt-get as root (else through sudo), one at a time — two set-ups on one
+# machine at once, or the system's own apt run, wait for each other instead of failing on
+# apt's locks.
+APT_GET := $$( [ "$$(id -u)" = 0 ] || echo sudo ) flock /tmp/arkai-apt.lock apt-get -o DPkg::Lock::Timeout=600
+
 # Headless Chromium for the site's browser tests (Debian's package; the tests fail, never skip,
 # when it is missing).
 # $ARKAI_CHROMIUM names another Chromium-based browser (CI: the runner's Google Chrome).
 browser:
 	@[ -x "$${ARKAI_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (apt)"; \
-	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
-	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq chromium >/dev/null; }
+	  $(APT_GET) update -qq && \
+	  $(APT_GET) install -y -qq chromium >/dev/null; }
 
 # shellcheck for `make lint` (Debian's package, like chromium above; actionlint comes with the
 # dev extras and runs shellcheck over the workflows' `run:` blocks too).
 shellcheck:
 	@command -v shellcheck >/dev/null 2>&1 || { \
 	  echo "installing shellcheck (apt)"; \
-	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq && \
-	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq shellcheck >/dev/null; }
+	  $(APT_GET) update -qq && \
+	  $(APT_GET) install -y -qq shellcheck >/dev/null; }
 
 run: setup
 	dvc repro
