@@ -344,11 +344,7 @@ class PartStore:
                     fh.write(rec.data)
                     continue
                 assert source is not None
-                size = rec.head + rec.size
-                data = os.pread(source.fileno(), size, rec.start - rec.head)
-                if len(data) != size:
-                    raise OSError(f"{source.name}: ended inside a graph part (changed while read)")
-                fh.write(data)
+                fh.write(FileSpan(source, rec.start - rec.head, rec.head + rec.size).read())
 
         atomic_write(self.path, write, fsync=False)  # derived: rebuilt when lost
 
