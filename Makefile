@@ -14,7 +14,7 @@ export OPENBLAS_NUM_THREADS := 1
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup browser shellcheck run test lint typecheck pytest bench clean
+.PHONY: setup browser shellcheck sshd run test lint typecheck pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,14 @@ shellcheck:
 	  $(APT_GET) update -qq && \
 	  $(APT_GET) install -y -qq shellcheck >/dev/null; }
 
+# OpenSSH's sshd for the SSH remote tests (tests/func/remote_servers.py starts its own on
+# 127.0.0.1; Debian's package, like chromium above).
+sshd:
+	@[ -x /usr/sbin/sshd ] || { \
+	  echo "installing openssh-server (apt)"; \
+	  $(APT_GET) update -qq && \
+	  $(APT_GET) install -y -qq openssh-server >/dev/null; }
+
 run: setup
 	dvc repro
 	@echo
@@ -84,7 +92,7 @@ lint: setup shellcheck
 typecheck: setup
 	mypy
 
-pytest: setup browser
+pytest: setup browser sshd
 	pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
