@@ -58,6 +58,16 @@ def sleep(seconds: float, what: str = "run") -> None:
         raise Interrupted(f"{what}: stopped by a signal while waiting")
 
 
+class StopSignal(KeyboardInterrupt):
+    """What a stop signal raises in the main thread: a ``KeyboardInterrupt`` to every handler
+    (``except KeyboardInterrupt``, click's Ctrl-C handling), but not that exact class. CPython
+    marks an exact ``KeyboardInterrupt`` that ends an ``exec``/``eval`` of source text (which
+    ``dataclasses`` and ``namedtuple`` run when a class is made, as a lazy import may do at
+    any moment) as unhandled even when it is caught later, and then ends the process with
+    SIGINT at exit instead of its exit code: the run's 130 became a death by signal 2 about
+    once in twelve stops."""
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
     """While inside, SIGTERM and SIGINT raise the stop flag and a ``KeyboardInterrupt`` in the
@@ -68,7 +78,7 @@ def stop_on_signals() -> Iterator[None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         request_stop()
-        raise KeyboardInterrupt
+        raise StopSignal
 
     _STOP.clear()
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
