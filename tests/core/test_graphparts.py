@@ -66,9 +66,14 @@ def reference(items: list[GraphItem]) -> tuple[bytes, bytes, bytes]:
     return to_json(g), to_graphml(g), canonjson.dumps_lines(related_lists(g)).encode()
 
 
-def assembled(items: list[GraphItem], root: Path) -> tuple[bytes, bytes, bytes, PartStore]:
+def related_of(items: list[GraphItem]) -> dict[tuple[str, str], float]:
+    """The items' RELATED_TO edges under SETTINGS, computed over every item."""
     feats = {node_id("content", it.content_id): features(it) for it in items}
-    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    return related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+
+
+def assembled(items: list[GraphItem], root: Path) -> tuple[bytes, bytes, bytes, PartStore]:
+    related = related_of(items)
     with PartStore(root) as store:
         gp = graph_parts(items, SETTINGS, related, store)
         out = (b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)),
@@ -265,8 +270,7 @@ def test_parts_read_back_leave_their_text_in_the_file(tmp_path: Path) -> None:
     assembled(items, tmp_path)
     size = (tmp_path / PARTS).stat().st_size
     assert size > 5_000_000
-    feats = {node_id("content", it.content_id): features(it) for it in items}
-    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    related = related_of(items)
     tracemalloc.start()
     try:
         with PartStore(tmp_path) as store:
@@ -285,8 +289,7 @@ def test_parts_are_read_from_the_file_as_it_was_opened(tmp_path: Path) -> None:
     want = reference(items)
     assembled(items, tmp_path)
     path = tmp_path / PARTS
-    feats = {node_id("content", it.content_id): features(it) for it in items}
-    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    related = related_of(items)
     with PartStore(tmp_path) as store:
         gp = graph_parts(items, SETTINGS, related, store)
         # Another run replaces the file (atomically) meanwhile: this one reads what it opened.
@@ -303,8 +306,7 @@ def test_a_parts_file_cut_short_while_open_is_an_error_naming_it(tmp_path: Path)
     items = big_items(20)
     assembled(items, tmp_path)
     path = tmp_path / PARTS
-    feats = {node_id("content", it.content_id): features(it) for it in items}
-    related = related_edges(feats, SETTINGS.min_shared_entities, SETTINGS.max_related)
+    related = related_of(items)
     with PartStore(tmp_path) as store:
         gp = graph_parts(items, SETTINGS, related, store)
         with path.open("r+b") as fh:  # cut in place (not how arkai writes it)
