@@ -3,6 +3,8 @@ form that names exactly one run."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -69,3 +71,33 @@ def test_a_batch_of_events_is_what_one_emit_each_writes(
     lines = many.path.read_text().splitlines()
     assert len(lines) == 3 and "hunter2pass" not in many.path.read_text()
     assert all("[REDACTED" in line for line in lines)
+
+
+_STEPS = """
+import sys
+from pathlib import Path
+from arkai.adapters import events
+log = events.RunLog(root=Path(sys.argv[1]), pipeline="p", run_id="r")
+with log.step("small"):
+    pass
+with log.step("big"):
+    held = b"x" * (200 * 2**20)  # every byte written: resident, not only reserved
+    del held
+with log.step("after"):
+    pass
+"""
+
+
+def test_a_completed_step_names_the_peak_memory_it_reached(tmp_path: Path) -> None:
+    """``maxrss_mb`` is the process's peak so far when a step ends: a step that holds 200 MiB
+    ends most of that above the step before it, and a later step never reports less.
+    (A process of its own: this one's peak is whatever earlier tests reached.)"""
+    subprocess.run([sys.executable, "-c", _STEPS, str(tmp_path)], check=True)
+    log = events.RunLog(root=tmp_path, pipeline="p", run_id="r")
+    done = {
+        e["step"]: e["maxrss_mb"]
+        for e in events.read_events(log.path)
+        if e["type"] == "StepCompleted"
+    }
+    assert done["big"] - done["small"] >= 150  # (176 measured here: the high-water mark is coarse)
+    assert done["after"] >= done["big"]

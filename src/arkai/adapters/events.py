@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import secrets
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -112,7 +114,14 @@ class RunLog:
             self.emit("StepFailed", step=name, duration_ms=ms, error=str(exc) or type(exc).__name__)
             raise
         ms = int((time.perf_counter() - t0) * 1000)
-        self.emit("StepCompleted", step=name, duration_ms=ms, **extra)
+        self.emit("StepCompleted", step=name, duration_ms=ms, maxrss_mb=maxrss_mb(), **extra)
+
+
+def maxrss_mb() -> float:
+    """This process's peak resident memory so far, in MiB. Steps run one after another, so a
+    step's ``maxrss_mb`` above the previous step's is its own peak."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS
 
 
 @contextmanager
