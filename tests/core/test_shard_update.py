@@ -190,7 +190,7 @@ def test_a_record_left_by_an_interrupted_build_is_not_used(
     def boom(*args: object, **kwargs: object) -> bool:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(shards, "write_shard_text", boom)
+    monkeypatch.setattr(shards, "stage_shard_text", boom)
     with pytest.raises(KeyboardInterrupt):
         quick(tmp_path, lib)
     assert not (tmp_path / RECORD).exists()
@@ -231,3 +231,88 @@ def test_real_chunks_packed_again_from_their_lines_keep_their_bytes(tmp_path: Pa
     s = same_as_full(a, b, lib, limit=3000)
     assert s.rebuilt_from == "shard-001.jsonl" and lib.asked == [first]
     assert len(s.written) > 2
+
+
+def test_a_tail_packed_again_is_held_one_shard_at_a_time(tmp_path: Path) -> None:
+    """An edit to the oldest item packs every shard again; the old shards are read one at a
+    time and the new ones made one at a time (staged until the last), so the build's memory
+    is a few shards', not the library's."""
+    import tracemalloc
+
+    limit = 20_000  # tokens: ≈ 80 KB a shard
+    items = {f"item{i:04d}": [rec(f"item{i:04d}", c, f"2025-01-{1 + i % 28:02d}", words=150)
+                              for c in (1, 2)] for i in range(3000)}  # fmt: skip
+    lib = Library(items)
+    a, b = tmp_path / "quick", tmp_path / "full"
+    same_as_full(a, b, lib, limit)
+    total = sum(len(data) for data in files(a).values())
+    m = read_manifest(a)
+    assert m is not None and len(m.shards) >= 80 and total > 10_000_000
+    first = m.shards[0].items[0]
+    lib.items[first] = [rec(first, 1, items[first][0].date, words=150, tag="edited")]
+    before = files(a)
+    keys = lib.keys()
+    tracemalloc.start()
+    try:
+        s = update_shards(a, keys, lib.chunks_of, shard_tokens=limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert s.rebuilt_from == m.shards[0].file and len(s.written) >= 80
+    assert files(a) != before
+    assert peak < total / 5, (peak, total)
+    # ... and the files are those a build from every item makes.
+    shutil.rmtree(shards_dir(b))
+    shards_dir(b).mkdir(parents=True)
+    for name, data in before.items():
+        (shards_dir(b) / name).write_bytes(data)
+    build_shards(b, lib.every(), shard_tokens=limit)
+    assert files(a) == files(b)
+
+
+def test_a_build_stopped_while_staging_leaves_the_old_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped after some new shards were made: every old shard file is as it was (none is
+    replaced before all are made), nothing staged is left, and the next build completes."""
+    import arkai.ops.shards as shards
+    from arkai.adapters.shards import STAGING_DIR
+
+    lib = start(60, random.Random(11))
+    a, b = tmp_path / "quick", tmp_path / "full"
+    same_as_full(a, b, lib)
+    first = min(lib.items, key=lambda i: (lib.items[i][0].date or "", i))
+    lib.items[first] = [rec(first, 1, lib.items[first][0].date, tag="edited")]
+    before = files(a)
+    real, made = shards.stage_shard_text, []
+
+    def stop_at_third(root: Path, file: str, text: str) -> bool:
+        if len(made) == 2:
+            raise KeyboardInterrupt
+        made.append(file)
+        return real(root, file, text)
+
+    monkeypatch.setattr(shards, "stage_shard_text", stop_at_third)
+    with pytest.raises(KeyboardInterrupt):
+        quick(a, lib)
+    assert len(made) == 2 and files(a) == before
+    assert not (a / STAGING_DIR).exists()
+    monkeypatch.undo()
+    same_as_full(a, b, lib)
+
+
+def test_what_a_killed_build_left_staged_is_dropped(tmp_path: Path) -> None:
+    """A build killed outright leaves its staged files; the next build neither uses them nor
+    leaves them behind."""
+    from arkai.adapters.shards import STAGING_DIR
+
+    lib = start(30, random.Random(12))
+    a, b = tmp_path / "quick", tmp_path / "full"
+    same_as_full(a, b, lib)
+    staged = a / STAGING_DIR
+    staged.mkdir(parents=True)
+    for name in files(a):
+        (staged / name).write_bytes(b"left by a killed build\n")
+    lib.items["item004"] = [rec("item004", 1, "2025-03-03", tag="edited")]
+    same_as_full(a, b, lib)
+    assert not staged.exists()

@@ -106,14 +106,19 @@ def write_if_changed(path: Path, data: bytes, *, fsync: bool = True) -> bool:
 
     Returns True when the file was written.
     """
-    try:
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
+    if holds_bytes(path, data):
+        return False
     atomic_write_bytes(path, data, fsync=fsync)
     return True
+
+
+def holds_bytes(path: Path, data: bytes) -> bool:
+    """Whether ``path`` is a regular file (not followed through a link) of exactly ``data``."""
+    try:
+        st = os.lstat(path)
+        return stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:

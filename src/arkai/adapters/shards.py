@@ -8,13 +8,17 @@ atomic; reads name the file and line of anything malformed.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import (
+    atomic_write_bytes,
     atomic_write_text,
+    holds_bytes,
     read_repo_file,
     write_if_changed,
 )
@@ -136,9 +140,41 @@ def _chunk_object(d: Any) -> dict[str, Any]:
 def write_shard_text(root: Path, file: str, text: str) -> bool:
     """Write an encoded shard (:func:`encode_shard`) only when its bytes change, so an
     unchanged shard keeps its bytes and its mtime."""
-    path = shards_dir(root) / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_if_changed(path, text.encode("utf-8"))
+    written = stage_shard_text(root, file, text)
+    if written:
+        commit_staged(root, [file])
+    return written
+
+
+#: Where a shard build keeps the shard files it makes until all of them are made.
+STAGING_DIR = CACHE_DIR / "shards-next"
+
+
+def stage_shard_text(root: Path, file: str, text: str) -> bool:
+    """Put a shard's new bytes (:func:`encode_shard`) aside (atomically, under
+    :data:`STAGING_DIR`) until :func:`commit_staged` moves them into place. False, and nothing
+    put aside, when the shard file already holds exactly these bytes: an unchanged shard keeps
+    its bytes and its mtime. A build reads the old shards one at a time while it makes the new
+    ones, so no old file may be replaced before the last new one is made."""
+    data = text.encode("utf-8")
+    if holds_bytes(shards_dir(root) / file, data):
+        return False
+    atomic_write_bytes(root / STAGING_DIR / file, data)
+    return True
+
+
+def commit_staged(root: Path, files: Iterable[str]) -> None:
+    """Move the staged shard files into place (each move atomic), then drop the staging folder."""
+    target = shards_dir(root)
+    target.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        os.replace(root / STAGING_DIR / file, target / file)
+    clear_staged(root)
+
+
+def clear_staged(root: Path) -> None:
+    """Drop whatever an earlier build left staged (it stopped before moving it into place)."""
+    shutil.rmtree(root / STAGING_DIR, ignore_errors=True)
 
 
 def remove_shard(root: Path, file: str) -> None:

@@ -30,7 +30,7 @@ are those :func:`build_shards` makes from every item.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ from arkai.adapters.repo import Repo
 from arkai.adapters.shards import (
     CONDENSED_FILE,
     ShardRecord,
+    clear_staged,
+    commit_staged,
     forget_record,
     manifest_digest,
     read_condensed,
@@ -52,9 +54,9 @@ from arkai.adapters.shards import (
     remove_shard,
     shard_file_name,
     shards_dir,
+    stage_shard_text,
     write_manifest,
     write_record,
-    write_shard_text,
 )
 from arkai.core.canonjson import dumps_line
 from arkai.core.hashing import digest
@@ -118,11 +120,10 @@ def _chunk(d: Raw, file: str) -> CondensedChunk:
 
 
 def _pack(
-    records: Sequence[Raw], first_shard: int, first_number: int, limit: int
-) -> list[tuple[str, list[Raw], list[str], int]]:
-    """Place ``records`` in shards numbered from ``first_shard``: (file, chunks, their lines,
-    tokens)."""
-    out: list[tuple[str, list[Raw], list[str], int]] = []
+    records: Iterable[Raw], first_shard: int, first_number: int, limit: int
+) -> Iterator[tuple[str, list[Raw], list[str], int]]:
+    """Place ``records`` in shards numbered from ``first_shard``, one shard at a time: (file,
+    chunks, their lines, tokens)."""
     number, shard = first_number, first_shard
     cur: list[Raw] = []
     lines: list[str] = []
@@ -131,7 +132,7 @@ def _pack(
         line = dumps_line(rec | {"shard": f"shard-{shard:03d}", "number": number})
         cost = count_tokens(line)
         if cur and tokens + cost > limit:
-            out.append((shard_file_name(shard), cur, lines, tokens))
+            yield shard_file_name(shard), cur, lines, tokens
             shard += 1
             cur, lines, tokens = [], [], 0
             line = dumps_line(rec | {"shard": f"shard-{shard:03d}", "number": number})
@@ -141,8 +142,7 @@ def _pack(
         tokens += cost
         number += 1
     if cur:
-        out.append((shard_file_name(shard), cur, lines, tokens))
-    return out
+        yield shard_file_name(shard), cur, lines, tokens
 
 
 def _info(file: str, chunks: list[Raw], tokens: int, text: str) -> ShardInfo:
@@ -314,17 +314,19 @@ def update_shards(
         else:
             keep = first_changed
             summary.rebuilt_from = olds[keep].file
-        tail = [
-            {k: v for k, v in d.items() if k not in _PLACEMENT}
-            for n in range(keep, len(olds))
-            for d in shard(n)
-            if d["item"] not in changed
-        ]
         fresh = [r for i, rs in now.items() if i in changed or i not in held for r in rs]
-        tail += [_raw(c) for c in sorted(fresh, key=order_key)]
-        del cache, held
+        del held
+
+        def tail() -> Iterator[Raw]:
+            # One old shard at a time (the new files are staged until all are made).
+            for n in range(keep, len(olds)):
+                for d in cache.pop(n, None) or read_shard_objects(root, olds[n].file):
+                    if d["item"] not in changed:
+                        yield {k: v for k, v in d.items() if k not in _PLACEMENT}
+            yield from (_raw(c) for c in sorted(fresh, key=order_key))
+
         forget_record(root)
-        summary = _write(root, old, olds, keep, tail, shard_tokens, summary, log)
+        summary = _write(root, old, olds, keep, tail(), shard_tokens, summary, log)
     made = manifest_digest(root)
     if made is not None:
         write_record(root, ShardRecord(made, dict(keys)))
@@ -336,24 +338,32 @@ def _write(
     old: ShardManifest | None,
     olds: Sequence[ShardInfo],
     keep: int,
-    tail: list[Raw],
+    tail: Iterable[Raw],
     shard_tokens: int,
     summary: ShardSummary,
     log: events.RunLog | None,
 ) -> ShardSummary:
     """Keep the first ``keep`` old shards as they are and pack ``tail`` (chunks without
-    placement, in their new order) into the shards after them; remove old files no longer
-    listed; write the manifest when it changed."""
+    placement, in their new order; it may read old shards as it goes) into the shards after
+    them, one shard in memory at a time: the changed files are staged and moved into place
+    once the last one is made. Remove old files no longer listed; write the manifest when it
+    changed."""
     infos = list(olds[:keep])
     summary.kept = [info.file for info in infos]
     first_number = sum(info.chunks for info in infos) + 1
-    for file, chunks, lines, tokens in _pack(tail, keep + 1, first_number, shard_tokens):
-        text = "".join(lines)
-        if write_shard_text(root, file, text):
-            summary.written.append(file)
-        else:
-            summary.kept.append(file)
-        infos.append(_info(file, chunks, tokens, text))
+    clear_staged(root)
+    try:
+        for file, chunks, lines, tokens in _pack(tail, keep + 1, first_number, shard_tokens):
+            text = "".join(lines)
+            if stage_shard_text(root, file, text):
+                summary.written.append(file)
+            else:
+                summary.kept.append(file)
+            infos.append(_info(file, chunks, tokens, text))
+    except BaseException:
+        clear_staged(root)
+        raise
+    commit_staged(root, summary.written)
     names = {i.file for i in infos}
     for info in old.shards if old is not None else ():
         if info.file not in names:
