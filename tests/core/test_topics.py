@@ -358,3 +358,39 @@ def test_a_ranking_sorts_only_its_best_phrases_and_is_the_full_sorts() -> None:
         rank = next(r for r, (t, _) in enumerate(ordered) if t == name)
         got = next(t for t in selected if t.term == name)
         assert got.relevance == topics._relevance(rank, ordered[rank][1], s)
+
+
+def test_the_builder_writes_the_file_its_document_is() -> None:
+    """``TopicBuilder.iter_json`` (the index stage's writer: the document never made whole,
+    the items' terms not kept) gives the bytes of ``iter_topics_json(result().doc)``: items with
+    and without condensed chunks, synonyms, any batch size, an empty builder."""
+    from arkai.search.topics import TopicBuilder, document_frequencies, item_terms, iter_topics_json
+
+    items = [
+        *inputs(),
+        TopicInput("e" * 16, BEES + OTHER, [(30, BEES), (31, OTHER)], ["Ana"],
+                   [(1, "Varroa mites every week."), (2, "compost helps the soil")]),
+    ]  # fmt: skip
+    stats = [
+        (item_terms(it.content_id, it.text, (t for _, t in it.chunks), it.entities, it.condensed),
+         [i for i, _ in it.chunks])
+        for it in items
+    ]  # fmt: skip
+    n, df = document_frequencies(t for t, _ in stats)
+
+    def built(keep_terms: bool) -> TopicBuilder:
+        b = TopicBuilder(n, df, {"varroa": ["mite"]}, keep_terms=keep_terms)
+        for it, positions in stats:
+            b.add(it, positions)
+        return b
+
+    doc = built(True).result().doc
+    assert any("condensed_chunks" in e for t in doc["topics"].values() for e in t["items"])
+    assert any("condensed_chunks" not in e for t in doc["topics"].values() for e in t["items"])
+    want = b"".join(iter_topics_json(doc))
+    lean = built(False)
+    for batch in (1, 3, 2048):
+        assert b"".join(lean.iter_json(batch=batch)) == want
+    assert lean.terms == {} and len(lean.topics) == len(doc["topics"])
+    empty = TopicBuilder(0, {}, {"varroa": ["mite"]})
+    assert b"".join(empty.iter_json()) == b"".join(iter_topics_json(empty.result().doc))

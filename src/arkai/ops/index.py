@@ -89,7 +89,6 @@ from arkai.search.topics import (
     Term,
     TopicBuilder,
     TopicSettings,
-    iter_topics_json,
     load_synonyms,
     stem_key,
     term_from_list,
@@ -988,8 +987,11 @@ def run_index(
                 table = _PhraseTable(_phrases(d, ip, settings, cache) for d in loaded)
                 n_items, df = len(loaded), table.df()
                 builder = TopicBuilder(
-                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"])
+                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"]), keep_terms=False
                 )
+                # Only each item's high-relevance terms go on (to the graph); the topic
+                # document is written from the builder, never made whole.
+                high: dict[str, list[tuple[str, float]]] = {}
                 # Its own instance: a stale ranking is the normal case, not a damaged cache.
                 rankings = ItemCache(root)
                 settled = last.get("items") == n_items
@@ -1001,21 +1003,17 @@ def run_index(
                                            settled, table.frequencies(i), shape)  # fmt: skip
                     builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
                                        ranked.condensed)  # fmt: skip
+                    high[d.item.id] = [(t.term, t.score) for t in ranked.terms
+                                       if t.relevance == "high"]  # fmt: skip
                     position += count
                     reranked += ranked.fresh
                 info["reranked"] = reranked
                 del df, table
-                topics = builder.result()
-                del builder  # its document frequencies are not needed any more
-                if write_chunks_if_changed(out / TOPICS, iter_topics_json(topics.doc)):
+                if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
                     written.append(TOPICS)
-                summary.topics = len(topics.doc["topics"])
+                summary.topics = len(builder.topics)
                 info["topics"] = summary.topics
-                # Only each item's high-relevance terms go on (to the graph): the topic
-                # document and every ranked term are let go before the graph is built.
-                high = {cid: [(t.term, t.score) for t in terms if t.relevance == "high"]
-                        for cid, terms in topics.terms.items()}  # fmt: skip
-                del topics
+                del builder  # its entries and document frequencies, before the graph is built
                 if progress:
                     progress(1, 1, "topics")
 

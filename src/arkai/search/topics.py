@@ -23,9 +23,10 @@ import heapq
 import json
 import math
 import re
+import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -389,9 +390,12 @@ def term_to_list(t: Term) -> list[Any]:
 
 
 def term_from_list(raw: Sequence[Any]) -> Term:
-    """The :class:`Term` of :func:`term_to_list`."""
+    """The :class:`Term` of :func:`term_to_list`. Its strings are interned: decoded JSON
+    makes a string object per occurrence, and the index stage holds every item's terms (one
+    term shared by many items, three relevances, two sources)."""
     term, score, relevance, chunks, source, condensed = raw
-    return Term(str(term), float(score), str(relevance), tuple(map(int, chunks)), str(source),
+    return Term(sys.intern(str(term)), float(score), sys.intern(str(relevance)),
+                tuple(map(int, chunks)), sys.intern(str(source)),
                 tuple(map(int, condensed)))  # fmt: skip
 
 
@@ -416,9 +420,30 @@ def build_topics(
     return builder.result()
 
 
+#: One item's entry under a term, as the builder keeps it: content ID, relevance, chunk
+#: positions, condensed chunk numbers (None for an item without condensed chunks). Tuples
+#: that share the term's own: at 10,000 items a dict and two list copies per entry held
+#: ≈ 100 MB more (:func:`_entry_dict` makes the ``topics.json`` object).
+_Entry = tuple[str, str, tuple[int, ...], tuple[int, ...] | None]
+
+
+def _entry_order(e: _Entry) -> tuple[int, str]:
+    return _RANK[e[1]], e[0]
+
+
+def _entry_dict(e: _Entry) -> dict[str, Any]:
+    out: dict[str, Any] = {"content_id": e[0], "relevance": e[1], "chunks": list(e[2])}
+    if e[3] is not None:
+        out["condensed_chunks"] = list(e[3])
+    return out
+
+
 class TopicBuilder:
     """The topic index from per-item statistics, one item at a time (any order): ``n`` and
-    ``df`` are :func:`document_frequencies` over all the items that will be added."""
+    ``df`` are :func:`document_frequencies` over all the items that will be added.
+    ``keep_terms``: keep each item's ranked terms for :meth:`result` (``TopicIndex.terms``);
+    a caller that only writes the file (:meth:`iter_json`) and reads the terms as it adds
+    them need not."""
 
     def __init__(
         self,
@@ -426,12 +451,15 @@ class TopicBuilder:
         df: Mapping[str, int],
         synonyms: Mapping[str, Sequence[str]] | None = None,
         settings: TopicSettings | None = None,
+        *,
+        keep_terms: bool = True,
     ) -> None:
         self.n, self.df = n, df
         self.synonyms = synonyms or {}
         self.settings = settings or TopicSettings()
+        self.keep_terms = keep_terms
         self.terms: dict[str, list[Term]] = {}
-        self.topics: dict[str, list[dict[str, Any]]] = {}
+        self.topics: dict[str, list[_Entry]] = {}
 
     def add(self, it: ItemTerms, positions: Sequence[int]) -> None:
         """Add one item; ``positions`` are its chunks' positions in ``chunks.jsonl``."""
@@ -452,27 +480,29 @@ class TopicBuilder:
         # (Term(...) rather than dataclasses.replace: this runs for every term of every item.)
         ordered = [Term(t.term, t.score, t.relevance, tuple([positions[c] for c in t.chunks]),
                         t.source, t.condensed) for t in ranked]  # fmt: skip
-        self.terms[content_id] = ordered
+        if self.keep_terms:
+            self.terms[content_id] = ordered
         for t in ordered:
-            entry: dict[str, Any] = {"content_id": content_id, "relevance": t.relevance,
-                                     "chunks": list(t.chunks)}  # fmt: skip
-            if condensed:
-                entry["condensed_chunks"] = list(t.condensed)
+            entry = (content_id, t.relevance, t.chunks, t.condensed if condensed else None)
             topics.setdefault(t.term, []).append(entry)
+
+    def _topic(self, term: str) -> dict[str, Any]:
+        return {"items": [_entry_dict(e) for e in sorted(self.topics[term], key=_entry_order)]}
 
     def result(self) -> TopicIndex:
         """The index of every item added so far."""
         doc = {
             "version": TOPICS_VERSION,
-            "topics": {
-                term: {
-                    "items": sorted(entries, key=lambda e: (_RANK[e["relevance"]], e["content_id"]))
-                }
-                for term, entries in sorted(self.topics.items())
-            },
+            "topics": {term: self._topic(term) for term in sorted(self.topics)},
             "synonyms": merge_synonyms(self.synonyms),
         }
         return TopicIndex(doc=doc, terms=self.terms)
+
+    def iter_json(self, batch: int = 2048) -> Iterator[bytes]:
+        """``topics.json`` of :meth:`result`'s document, in pieces, the document never made:
+        each topic's object exists only while its batch is written."""
+        return _topics_json(merge_synonyms(self.synonyms), sorted(self.topics), self._topic,
+                            TOPICS_VERSION, batch)  # fmt: skip
 
 
 def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[bytes]:
@@ -487,21 +517,28 @@ def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[byte
     if set(doc) != {"synonyms", "topics", "version"} or not isinstance(topics, dict):
         yield canonjson.dumps(doc).encode("utf-8")
         return
-    parts = ["{\n", '  "synonyms": ', _pad(canonjson.dumps(doc["synonyms"])[:-1], "  "), ",\n"]
-    if not topics:
+    yield from _topics_json(doc["synonyms"], sorted(topics), topics.__getitem__, doc["version"],
+                            batch)  # fmt: skip
+
+
+def _topics_json(
+    synonyms: Any, terms: list[str], topic: Callable[[str], Any], version: Any, batch: int
+) -> Iterator[bytes]:
+    """The writer of :func:`iter_topics_json`: ``terms`` sorted, ``topic(term)`` its object."""
+    parts = ["{\n", '  "synonyms": ', _pad(canonjson.dumps(synonyms)[:-1], "  "), ",\n"]
+    if not terms:
         yield ("".join(parts) + '  "topics": {},\n').encode("utf-8")
     else:
         yield ("".join(parts) + '  "topics": {\n').encode("utf-8")
-        terms = sorted(topics)
         for start in range(0, len(terms), batch):
             out = [
-                f"    {canonjson.dumps_compact(term)}: {canonjson.dumps_compact(topics[term])}"
+                f"    {canonjson.dumps_compact(term)}: {canonjson.dumps_compact(topic(term))}"
                 for term in terms[start : start + batch]
             ]
             tail = ",\n" if start + batch < len(terms) else "\n"
             yield (",\n".join(out) + tail).encode("utf-8")
         yield b"  },\n"
-    yield ('  "version": ' + json.dumps(doc["version"]) + "\n}\n").encode("utf-8")
+    yield ('  "version": ' + json.dumps(version) + "\n}\n").encode("utf-8")
 
 
 def _pad(text: str, pad: str) -> str:
