@@ -75,7 +75,7 @@ def _age() -> float:
 
 
 def _record(path: Path, name: str, code: int, called: float) -> None:
-    from arkai.ops.runs import record_stage
+    from arkai.ops.runs import own_peak_mb, record_stage
 
     end = time.time()
     started = end - _age()
@@ -91,7 +91,7 @@ def _record(path: Path, name: str, code: int, called: float) -> None:
             "import_s": round(max(0.0, called - started), 3),
             # CPU seconds (user + system) hold on a machine that others load too.
             "cpu_s": round(sum(r.ru_utime + r.ru_stime for r in (own, children)), 3),
-            "maxrss_mb": round(own.ru_maxrss / 1024, 1),  # KiB on Linux
+            "maxrss_mb": own_peak_mb(),
             "children_maxrss_mb": round(children.ru_maxrss / 1024, 1),
         },
     )

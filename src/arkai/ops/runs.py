@@ -82,6 +82,12 @@ def run_status(repo: Repo, run_id: str | None = None) -> RunStatus:
     return RunStatus(rid, str(end.get("status")) if end else NO_END, counts, evs)
 
 
+def own_peak_mb() -> float:
+    """This process's peak resident memory in MiB, its own program's (not the peak of the
+    process that started it, which ``ru_maxrss`` starts from): :func:`events.maxrss_mb`."""
+    return events.maxrss_mb()
+
+
 def record_stage(path: Path, record: dict[str, Any]) -> None:
     """Append one DVC stage's process figures (``$ARKAI_STAGE_METRICS``, :mod:`arkai.cli.stage`)
     to ``path`` as one JSON line: what ``bench/scale.py`` reads."""
