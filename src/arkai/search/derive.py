@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from arkai.adapters.review import is_rejected
@@ -66,7 +67,8 @@ class ItemRecord:
             claims=int(d["claims"]),
             entities=int(d["entities"]),
             quotes=[(str(a), str(b)) for a, b in d["quotes"]],
-            mentions=[(str(a), str(b), int(c)) for a, b, c in d["mentions"]],
+            # Entity names and kinds recur across items; every item's record is held at once.
+            mentions=[(intern(str(a)), intern(str(b)), int(c)) for a, b, c in d["mentions"]],
         )
 
 

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _encode_str  # as the graph writers escape
 from pathlib import Path
+from sys import intern
 from typing import Any, BinaryIO
 
 from arkai.adapters.fs import atomic_write
@@ -149,8 +150,12 @@ class ItemPart:
         try:
             head = json.loads(bytes(payload[:end]))
             node, sizes, xml_sizes = head["n"], head["z"], tuple(head["x"])
-            shared = tuple((str(a), str(b), str(c)) for a, b, c in head["s"])
-            spell = tuple((str(a), str(b), int(c)) for a, b, c in head["p"])
+            # Interned: a shared node (entity, tag) is named in many items' heads, and the
+            # graph step holds every head (decoded JSON makes a string per occurrence).
+            shared = tuple(
+                (intern(str(a)), intern(str(b)), intern(str(c))) for a, b, c in head["s"]
+            )
+            spell = tuple((intern(str(a)), intern(str(b)), int(c)) for a, b, c in head["p"])
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
         if not (
