@@ -90,6 +90,7 @@ MAX_TOPICS = 20
 #: (more are parsed again: a full build of a big library must not hold them all).
 LOADED_BYTES = 4_000_000
 _RELEVANCE = {"high": 0, "medium": 1, "low": 2}
+_RELEVANCE_NAME = {r: r for r in _RELEVANCE}
 _START_LINE = re.compile(rb'"start_line": ?(-?[0-9]+)[,}]')
 _END_LINE = re.compile(rb'"end_line": ?(-?[0-9]+)[,}]')
 
@@ -152,12 +153,13 @@ def _topic_items(entry: Any) -> list[dict[str, Any]]:
     for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
         if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
             continue
-        rel = str(it.get("relevance") or "low")
-        rel = rel if rel in _RELEVANCE else "low"
+        # Every item is named under many topics (≈ 60 each at 10,000 items): its ID and the
+        # relevance are kept as one string each, not one per entry as JSON decodes them.
+        rel = _RELEVANCE_NAME.get(str(it.get("relevance") or "low"), "low")
         # Only the first chunks are shown (and their count): the rest is not kept.
         chunks = [c for c in it.get("chunks") or () if type(c) is int]
         items.append({
-            "content_id": it["content_id"], "relevance": rel,
+            "content_id": sys.intern(it["content_id"]), "relevance": rel,
             "chunks": chunks[: indexes.CHUNK_LINKS], "passages": len(chunks),
         })  # fmt: skip
     return items
