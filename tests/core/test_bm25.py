@@ -182,3 +182,29 @@ def test_build_from_segments_holds_no_array_over_every_token(tmp_path: Path) -> 
         assert (tmp_path / "segments" / name).read_bytes() == (
             tmp_path / "tokens" / name
         ).read_bytes()
+
+
+def test_build_from_segments_keeps_the_pairs_out_of_memory(tmp_path: Path) -> None:
+    """The (term, document) pairs go to a temporary file between the two passes: building
+    holds the result's 8 bytes a non-zero and little else (holding the pairs, 12 bytes each
+    and grown by doubling, took 32 bytes a non-zero) — and gives the index the token lists
+    give."""
+    import tracemalloc
+
+    words = [f"w{n}" for n in range(50)]
+    tokens = [[words[(d * 7 + k) % 50] for k in range(60)] for d in range(6000)]
+    segments = [encode_segment(tokens[i : i + 6]) for i in range(0, len(tokens), 6)]
+    tracemalloc.start()
+    try:
+        merged = BM25Index.build_from_segments(segments)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert merged.matrix.nnz == 300_000
+    assert peak < 10 * merged.matrix.nnz
+    merged.save(tmp_path / "segments")
+    BM25Index.build_from_tokens(tokens).save(tmp_path / "tokens")
+    for name in ("bm25.json", "bm25.npz"):
+        assert (tmp_path / "segments" / name).read_bytes() == (
+            tmp_path / "tokens" / name
+        ).read_bytes()

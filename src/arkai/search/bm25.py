@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,60 +121,59 @@ class BM25Index:
         :meth:`build_from_tokens` over the segments' token lists one after the other (term ids
         are numbered in order of first appearance either way).
 
-        In bounded memory: one pass keeps each segment's distinct (term, document) pairs
-        (12 bytes a pair) with the vocabulary, document lengths and frequencies; then each
-        segment's weights are placed straight into the term-major arrays (8 bytes a
-        non-zero) — no array over every token, no COO matrix, no copy of the result."""
+        In bounded memory: one pass keeps the vocabulary, document lengths and frequencies
+        and writes each segment's distinct (term, document, count) triples (12 bytes a pair)
+        to a temporary file; then each segment's triples are read back and their weights
+        placed straight into the term-major arrays (8 bytes a non-zero) — no array over every
+        token or every pair, no COO matrix, no copy of the result. (Held in memory, the
+        pairs were 84–168 MB of the index stage at 10,000 items, with their doubling.)"""
         if k1 < 0 or not 0.0 <= b <= 1.0:
             raise InvalidInputError(f"BM25 parameters out of range: k1={k1}, b={b}")
         vocab: dict[str, int] = {}
         df = np.zeros(1024, dtype=np.int64)
         lens: list[npt.NDArray[np.int64]] = []
-        # Every segment's distinct (term, document) pairs, grouped by term, documents
-        # ascending, 12 bytes a pair, in three arrays grown by doubling (large blocks the
-        # allocator gives back when freed, not one small array per segment): no array over
-        # every token.
-        pairs = np.empty((3, 1 << 12), dtype=np.int32)  # term, document, count
         bounds = [0]  # where each segment's pairs start
         n_docs = 0
-        for raw in segments:
-            remap, seg = _pairs(raw, vocab)
-            if len(vocab) > len(df):
-                df = np.concatenate([df, np.zeros(max(len(df), len(vocab) - len(df)), np.int64)])
-            df[remap] += np.bincount(seg.local, minlength=len(remap))
-            lo, hi = bounds[-1], bounds[-1] + len(seg.local)
-            if hi > pairs.shape[1]:
-                grown = np.empty((3, max(hi, 2 * pairs.shape[1])), dtype=np.int32)
-                grown[:, :lo] = pairs[:, :lo]
-                pairs = grown
-            pairs[0, lo:hi] = remap[seg.local]
-            pairs[1, lo:hi] = seg.doc + n_docs
-            pairs[2, lo:hi] = seg.tf
-            bounds.append(hi)
-            lens.append(seg.lens)
-            n_docs += len(seg.lens)
-        df = df[: len(vocab)]
-        doc_len = (np.concatenate(lens) if lens else np.zeros(0, np.int64)).astype(np.int32)
-        del lens
-        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        indices = np.empty(int(indptr[-1]), dtype=np.int32)
-        data = np.empty(int(indptr[-1]), dtype=np.float32)
-        # The weights exactly as _weigh computes them from the tf matrix.
-        avgdl = float(doc_len.mean()) if n_docs and doc_len.sum() else 1.0
-        term_idf = idf(df, n_docs)
-        norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)
-        fill = indptr[:-1].copy()  # where each term's next (document, weight) goes
-        for lo, hi in itertools.pairwise(bounds):  # segment by segment, in document order
-            terms, docs, tf = pairs[0, lo:hi], pairs[1, lo:hi], pairs[2, lo:hi]
-            starts = np.flatnonzero(np.diff(terms, prepend=-1))
-            counts = np.diff(np.r_[starts, len(terms)])
-            pos = fill[terms] + (np.arange(len(terms)) - np.repeat(starts, counts))
-            indices[pos] = docs
-            f = tf.astype(np.float64)
-            data[pos] = term_idf[terms] * f / (f + norm[docs])
-            fill[terms[starts]] += counts
-        del pairs
+        with tempfile.TemporaryFile(prefix="arkai-bm25-") as spill:
+            for raw in segments:
+                remap, seg = _pairs(raw, vocab)
+                if len(vocab) > len(df):
+                    grow = max(len(df), len(vocab) - len(df))
+                    df = np.concatenate([df, np.zeros(grow, np.int64)])
+                df[remap] += np.bincount(seg.local, minlength=len(remap))
+                block = np.empty((3, len(seg.local)), dtype=np.int32)  # term, document, count
+                block[0], block[1], block[2] = remap[seg.local], seg.doc + n_docs, seg.tf
+                spill.write(block.tobytes())
+                bounds.append(bounds[-1] + len(seg.local))
+                lens.append(seg.lens)
+                n_docs += len(seg.lens)
+            df = df[: len(vocab)]
+            doc_len = (np.concatenate(lens) if lens else np.zeros(0, np.int64)).astype(np.int32)
+            del lens
+            indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+            np.cumsum(df, out=indptr[1:])
+            indices = np.empty(int(indptr[-1]), dtype=np.int32)
+            data = np.empty(int(indptr[-1]), dtype=np.float32)
+            # The weights exactly as _weigh computes them from the tf matrix.
+            avgdl = float(doc_len.mean()) if n_docs and doc_len.sum() else 1.0
+            term_idf = idf(df, n_docs)
+            norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avgdl)
+            fill = indptr[:-1].copy()  # where each term's next (document, weight) goes
+            spill.seek(0)
+            for lo, hi in itertools.pairwise(bounds):  # segment by segment, in document order
+                if hi == lo:
+                    continue
+                got = np.empty(3 * (hi - lo), dtype=np.int32)
+                if spill.readinto(got.data.cast("B")) != got.nbytes:
+                    raise OSError("the temporary file of BM25 pairs was cut short")
+                terms, docs, tf = got.reshape(3, hi - lo)
+                starts = np.flatnonzero(np.diff(terms, prepend=-1))
+                counts = np.diff(np.r_[starts, len(terms)])
+                pos = fill[terms] + (np.arange(len(terms)) - np.repeat(starts, counts))
+                indices[pos] = docs
+                f = tf.astype(np.float64)
+                data[pos] = term_idf[terms] * f / (f + norm[docs])
+                fill[terms[starts]] += counts
         matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(vocab), n_docs))
         return cls(vocab=vocab, matrix=matrix, doc_len=doc_len, k1=k1, b=b, tokenizer=tokenizer)
 
