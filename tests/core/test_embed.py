@@ -182,6 +182,29 @@ def test_env_forces_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     assert embed.resolve_default() == "minilm"
 
 
+def test_released_embedders_are_let_go_and_kept_ones_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``release_embedders(keep=…)`` drops the process's instances but those kept: a released
+    model is freed (nothing else refers to it) and made again by the next ``get_embedder``."""
+    import gc
+    import weakref
+
+    class Tiny:
+        name, dim = "tiny", 2
+
+    monkeypatch.setattr(embed, "_instances", {})
+    monkeypatch.setattr(embed, "get_embedders", lambda: {"tiny": Tiny, "other": Tiny})
+    kept = get_embedder("other")
+    held = embed.held_embedders()
+    first = get_embedder("tiny")
+    assert get_embedder("tiny") is first and embed.held_embedders() == {"tiny", "other"}
+    gone = weakref.ref(first)
+    del first
+    embed.release_embedders(keep=held)
+    gc.collect()
+    assert gone() is None and embed.held_embedders() == {"other"}
+    assert get_embedder("other") is kept and get_embedder("tiny") is not None
+
+
 # -- the real model --------------------------------------------------------------------
 
 SENTENCES = [

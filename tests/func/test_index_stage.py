@@ -202,6 +202,34 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "success"
 
 
+def test_the_stage_lets_go_of_the_model_it_loaded(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vectors step releases an embedder it loaded (the later steps decide the stage's
+    peak memory and never embed); one the process held before is kept."""
+    import gc
+    import weakref
+
+    from arkai.ops.index import run_index
+
+    made: list[weakref.ref[FakeEmbedder]] = []
+
+    def factory() -> FakeEmbedder:
+        emb = FakeEmbedder()
+        made.append(weakref.ref(emb))
+        return emb
+
+    monkeypatch.setattr(embed, "_instances", {})
+    monkeypatch.setattr(embed, "get_embedders", lambda: {"fake": factory})
+    assert run_index(Repo.at(repo)).embedded > 0
+    gc.collect()
+    assert len(made) == 1 and made[0]() is None and embed.held_embedders() == set()
+    # Held before the run: still held after it.
+    held = embed.get_embedder("fake")
+    assert run_index(Repo.at(repo), full=True).embedded > 0
+    assert embed.get_embedder("fake") is held and embed.held_embedders() == {"fake"}
+
+
 def test_adding_an_item_embeds_only_its_chunks(
     repo: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

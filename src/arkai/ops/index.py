@@ -606,6 +606,7 @@ def _embed(
         store = VectorStore.load(folder, name, dim=dim)
     old_keys = store.keys if store is not None else []
     if store is None or store.missing(keys):
+        held = embed.held_embedders()
         embedder = embed.get_embedder(requested)
         if store is None or embedder.name != name or int(embedder.dim) != dim:
             name, dim = embedder.name, int(embedder.dim)
@@ -624,6 +625,10 @@ def _embed(
             summary.embedded += len(part)
             if progress:
                 progress(summary.embedded, len(todo), "embedding")
+        # Nothing after this step embeds: a model loaded here is let go before the topic and
+        # graph steps, which decide the stage's peak memory.
+        del embedder, texts
+        embed.release_embedders(keep=held)
     summary.reused = len(keys) - summary.embedded
     summary.pruned += store.prune(keys)
     summary.embedder, summary.dim = name, dim
