@@ -53,6 +53,11 @@ def test_a_saved_log_loads_back_equal(tmp_path: Path) -> None:
         lambda d: d["cands"].__setitem__(1, [1]),  # a candidate that is not earlier
         lambda d: d["cands"].__setitem__(2, [0, 7]),  # past the end
         lambda d: d["cands"].__setitem__(1, [-1]),
+        lambda d: d["cands"].__setitem__(1, [0.0]),  # numbers of episodes only
+        lambda d: d["cands"].__setitem__(1, ["0"]),
+        lambda d: d["cands"].__setitem__(1, [True]),
+        lambda d: d["cands"].__setitem__(1, 0),
+        lambda d: d.__setitem__("cands", {"1": [0]}),
         lambda d: d["actions"].__setitem__(1, ["z", "b0"]),  # no such action
         lambda d: d["actions"].__setitem__(1, []),
         lambda d: d["actions"].__setitem__(1, [5]),
@@ -81,3 +86,19 @@ def test_a_torn_or_missing_log_is_ignored(tmp_path: Path) -> None:
     assert load_log(tmp_path, KEY) is None
     (tmp_path / LOG_FILE).write_bytes(b"\xff\xfe not json")
     assert load_log(tmp_path, KEY) is None
+
+
+def test_candidates_read_back_share_one_object_per_number(tmp_path: Path) -> None:
+    """Read back, a number named by many episodes' candidates is one object (the log of
+    80,000 episodes names millions), and the log equals the one saved."""
+    many = ReplayLog(
+        fingerprints=[f"f{i}" for i in range(400)],
+        actions=[("c",)] * 400,
+        owners=[f"b{i}" for i in range(400)],
+        cands=[[] if i < 300 else [299, 298] for i in range(400)],
+        kth=[0] * 400,
+    )
+    save_log(tmp_path, KEY, many)
+    got = load_log(tmp_path, KEY)
+    assert got == many and got is not None
+    assert got.cands[300][0] is got.cands[399][0] and got.cands[301][1] is got.cands[350][1]
