@@ -124,6 +124,20 @@ def test_an_unchanged_library_loads_no_embedder(kr: Path, monkeypatch: pytest.Mo
     assert outputs(kr) == before
 
 
+def test_a_build_lets_go_of_the_model_it_loaded(kr: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay after the statements are embedded never embeds: a model the build loaded is
+    let go (the stage's peak memory), one the process held before is kept."""
+    monkeypatch.setattr(embed, "_instances", {})
+    monkeypatch.setattr(op, "_EMBEDDERS", {})
+    assert op.build(Repo.at(kr)).embedded > 0
+    assert embed.held_embedders() == set() and op._EMBEDDERS == {}
+    held = op._embedder(Repo.at(kr))
+    names = embed.held_embedders()
+    shutil.rmtree(files.cache_dir(kr))  # every statement to embed again
+    assert op.build(Repo.at(kr)).embedded > 0
+    assert op._embedder(Repo.at(kr)) is held and embed.held_embedders() == names
+
+
 @pytest.fixture
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The items whose evidence and review are read and parsed into episodes."""

@@ -160,6 +160,22 @@ def embed_statements(
     return rows, len(todo), store.model_name
 
 
+def _embed_and_let_go(
+    repo: Repo, texts: list[str], progress: Progress | None
+) -> tuple[Any, int, str]:
+    """:func:`embed_statements`, then let go of an embedder it loaded: the replay after it
+    never embeds, and the model (≈ 110 MB) would stay for the stage's peak."""
+    from arkai.search import embed
+
+    held, mine = embed.held_embedders(), set(_EMBEDDERS)
+    try:
+        return embed_statements(repo, texts, progress)
+    finally:
+        for name in set(_EMBEDDERS) - mine:
+            del _EMBEDDERS[name]
+        embed.release_embedders(keep=held)
+
+
 def checker(repo: Repo) -> tuple[Checker, str]:
     """The contradiction check ``memory.provider`` names, and a label for the output."""
     name = str(repo.param("memory.provider") or "builtin")
@@ -206,7 +222,7 @@ def _build(repo: Repo, progress: Progress | None) -> BuildResult:
     episodes = collect_episodes(repo, cached=True)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
-    vectors, embedded, model = embed_statements(repo, [e.statement for e in episodes], progress)
+    vectors, embedded, model = _embed_and_let_go(repo, [e.statement for e in episodes], progress)
     header = {
         "format": 1,
         "as_of": None,
