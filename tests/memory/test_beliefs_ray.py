@@ -26,6 +26,9 @@ def test_beliefs_on_ray_write_the_files_of_a_local_build(
     on_cluster: Cluster,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The model named, not resolved: a build lets go of the embedder it loaded, and resolving
+    # "default" again in the second build runs the model once (refused below) to check it.
+    monkeypatch.setenv("ARKAI_EMBEDDER", "minilm-onnx")
     local, remote = tmp_path / "local", tmp_path / "remote"
     for dest in (local, remote):
         shutil.copytree(built, dest, symlinks=True)
