@@ -322,8 +322,9 @@ def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[st
             rows = obj.get("related") if isinstance(obj, dict) else None
             if cid not in titles or not isinstance(rows, list):
                 continue
+            # IDs and relations recur across items (20 neighbours each): one string apiece.
             picked = [
-                [r[0], titles[r[0]], str(r[1])]
+                [sys.intern(r[0]), titles[r[0]], sys.intern(str(r[1]))]
                 for r in rows
                 if isinstance(r, list) and len(r) >= 2 and r[0] in titles and r[0] != cid
             ]
