@@ -102,6 +102,23 @@ def _embedder(repo: Repo) -> Any:
     return _EMBEDDERS[name]
 
 
+def _held() -> tuple[set[str], set[str]]:
+    """The embedders this process holds: by resolved name, and as named by params here."""
+    from arkai.search import embed
+
+    return embed.held_embedders(), set(_EMBEDDERS)
+
+
+def _let_go(held: tuple[set[str], set[str]]) -> None:
+    """Let go of the embedders loaded since :func:`_held` gave ``held`` (a model is
+    ≈ 110 MB, and the stage's peak comes after its last use)."""
+    from arkai.search import embed
+
+    for name in set(_EMBEDDERS) - held[1]:
+        del _EMBEDDERS[name]
+    embed.release_embedders(keep=held[0])
+
+
 def _stored_vectors(repo: Repo, folder: Path) -> Any:
     """The statement store on disk when the embedder ``index.embedder`` names wrote it, read
     without loading a model (for ``default``: either model it resolves to); None otherwise."""
@@ -133,7 +150,8 @@ def embed_statements(
     repo: Repo, texts: list[str], progress: Progress | None = None
 ) -> tuple[Any, int, str]:
     """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded,
-    model). The embedder is loaded only when a statement is not in the store."""
+    model). The embedder is loaded only when a statement is not in the store, and let go
+    (:func:`_let_go`) before the rows are gathered: the replay after this never embeds."""
     from arkai.search import embedbatches
     from arkai.search.vectors import VectorStore
 
@@ -142,6 +160,7 @@ def embed_statements(
     store = _stored_vectors(repo, folder)
     todo: list[str] = []
     if store is None or store.missing(dict.fromkeys(keys)):
+        held = _held()
         embedder = _embedder(repo)
         if store is None or store.model_name != embedder.name:
             store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
@@ -154,26 +173,12 @@ def embed_statements(
             store.add(part, rows)
             if progress:
                 progress(min(n * 256, len(todo)), len(todo), "embedding beliefs")
+        del embedder, batches
+        _let_go(held)
     if store.prune(keys) or todo or store.unsaved:
         store.save(folder)
     rows = store.get(keys) if keys else np.zeros((0, store.dim), dtype=np.float32)
     return rows, len(todo), store.model_name
-
-
-def _embed_and_let_go(
-    repo: Repo, texts: list[str], progress: Progress | None
-) -> tuple[Any, int, str]:
-    """:func:`embed_statements`, then let go of an embedder it loaded: the replay after it
-    never embeds, and the model (≈ 110 MB) would stay for the stage's peak."""
-    from arkai.search import embed
-
-    held, mine = embed.held_embedders(), set(_EMBEDDERS)
-    try:
-        return embed_statements(repo, texts, progress)
-    finally:
-        for name in set(_EMBEDDERS) - mine:
-            del _EMBEDDERS[name]
-        embed.release_embedders(keep=held)
 
 
 def checker(repo: Repo) -> tuple[Checker, str]:
@@ -222,7 +227,7 @@ def _build(repo: Repo, progress: Progress | None) -> BuildResult:
     episodes = collect_episodes(repo, cached=True)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
-    vectors, embedded, model = _embed_and_let_go(repo, [e.statement for e in episodes], progress)
+    vectors, embedded, model = embed_statements(repo, [e.statement for e in episodes], progress)
     header = {
         "format": 1,
         "as_of": None,
