@@ -237,3 +237,25 @@ def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
         with pytest.raises(ArkaiError, match=r"topics\.json"):
             site_build._load_topics(index)
     assert site_build._load_topics(tmp_path / "nowhere") == ({}, {})
+
+
+def test_related_rows_that_are_damaged_are_left_out(tmp_path: Path) -> None:
+    """``related.jsonl`` read for the item pages: a row whose target is not a known item's ID
+    (a list, a number, nothing) or a line that is not an object is skipped, not fatal."""
+    index = tmp_path / "index"
+    index.mkdir()
+    a, b, c = "a" * 16, "b" * 16, "c" * 16
+    rows = [
+        {"id": a, "related": [[[b], "RELATED_TO"], [7, "CITES"], [], [b, "RELATED_TO"], [a, "x"]]},
+        ["not", "an", "object"],
+        {"id": c, "related": "many"},
+        {"id": b, "related": [[c, "CITES", 2]]},
+    ]
+    (index / "related.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in rows) + "\n{torn", encoding="utf-8"
+    )
+    titles = {a: "A", b: "B", c: "C"}
+    assert site_build._load_related(index, titles) == {
+        a: [[b, "B", "RELATED_TO"]],
+        b: [[c, "C", "CITES"]],
+    }

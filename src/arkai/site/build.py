@@ -326,7 +326,11 @@ def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[st
             picked = [
                 [sys.intern(r[0]), titles[r[0]], sys.intern(str(r[1]))]
                 for r in rows
-                if isinstance(r, list) and len(r) >= 2 and r[0] in titles and r[0] != cid
+                if isinstance(r, list)
+                and len(r) >= 2
+                and isinstance(r[0], str)
+                and r[0] in titles
+                and r[0] != cid
             ]
             if picked:
                 out[str(cid)] = picked[:MAX_RELATED]
