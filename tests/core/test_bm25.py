@@ -157,31 +157,42 @@ def test_build_from_segments_equals_build_from_tokens(tmp_path: Path) -> None:
             BM25Index.build_from_segments([bad])
 
 
-def test_build_from_segments_holds_no_array_over_every_token(tmp_path: Path) -> None:
-    """Merging segments costs memory by distinct (term, document) pair, not by token: a
-    library whose chunks repeat a few words many times is built in a fraction of the bytes
-    its tokens take — and gives the index the token lists give."""
+def built_from_segments(
+    tokens: list[list[str]], per_segment: int, tmp_path: Path
+) -> tuple[BM25Index, int]:
+    """The index built from ``tokens`` cut into segments of ``per_segment`` documents, and the
+    peak of memory traced while building it; the index is checked to be the one the token
+    lists give, byte for byte."""
     import tracemalloc
 
-    words = [f"w{n}" for n in range(40)]
-    tokens = [[words[(d + k) % 40] for k in range(2000)] for d in range(300)]
-    n_tokens = sum(len(t) for t in tokens)
-    segments = [encode_segment(tokens[i : i + 10]) for i in range(0, len(tokens), 10)]
+    segments = [encode_segment(tokens[i : i + per_segment])
+                for i in range(0, len(tokens), per_segment)]  # fmt: skip
     tracemalloc.start()
     try:
         merged = BM25Index.build_from_segments(segments)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # The token lists alone, as int32 ids, would be 4 bytes a token (the COO build held
-    # about 20 bytes a token).
-    assert peak < 2 * n_tokens
     merged.save(tmp_path / "segments")
     BM25Index.build_from_tokens(tokens).save(tmp_path / "tokens")
     for name in ("bm25.json", "bm25.npz"):
         assert (tmp_path / "segments" / name).read_bytes() == (
             tmp_path / "tokens" / name
         ).read_bytes()
+    return merged, peak
+
+
+def test_build_from_segments_holds_no_array_over_every_token(tmp_path: Path) -> None:
+    """Merging segments costs memory by distinct (term, document) pair, not by token: a
+    library whose chunks repeat a few words many times is built in a fraction of the bytes
+    its tokens take — and gives the index the token lists give."""
+    words = [f"w{n}" for n in range(40)]
+    tokens = [[words[(d + k) % 40] for k in range(2000)] for d in range(300)]
+    n_tokens = sum(len(t) for t in tokens)
+    _, peak = built_from_segments(tokens, 10, tmp_path)
+    # The token lists alone, as int32 ids, would be 4 bytes a token (the COO build held
+    # about 20 bytes a token).
+    assert peak < 2 * n_tokens
 
 
 def test_build_from_segments_keeps_the_pairs_out_of_memory(tmp_path: Path) -> None:
@@ -189,22 +200,8 @@ def test_build_from_segments_keeps_the_pairs_out_of_memory(tmp_path: Path) -> No
     holds the result's 8 bytes a non-zero and little else (holding the pairs, 12 bytes each
     and grown by doubling, took 32 bytes a non-zero) — and gives the index the token lists
     give."""
-    import tracemalloc
-
     words = [f"w{n}" for n in range(50)]
     tokens = [[words[(d * 7 + k) % 50] for k in range(60)] for d in range(6000)]
-    segments = [encode_segment(tokens[i : i + 6]) for i in range(0, len(tokens), 6)]
-    tracemalloc.start()
-    try:
-        merged = BM25Index.build_from_segments(segments)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    merged, peak = built_from_segments(tokens, 6, tmp_path)
     assert merged.matrix.nnz == 300_000
     assert peak < 10 * merged.matrix.nnz
-    merged.save(tmp_path / "segments")
-    BM25Index.build_from_tokens(tokens).save(tmp_path / "tokens")
-    for name in ("bm25.json", "bm25.npz"):
-        assert (tmp_path / "segments" / name).read_bytes() == (
-            tmp_path / "tokens" / name
-        ).read_bytes()
