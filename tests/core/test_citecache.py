@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from arkai.adapters.itemcache import write_checked
 from arkai.core import canonjson
 from arkai.search.citecache import FILE, CiteUpdate, update_cites
 from arkai.search.graph import Needle, cite_needles, find_cites, node_id
@@ -152,9 +153,7 @@ def test_a_text_that_goes_and_comes_back_is_searched_again(tmp_path: Path) -> No
 def _write(path: Path, body: dict[str, object]) -> None:
     """The file with this body and a header that matches it (a forgery the checks beyond
     the digest must catch)."""
-    raw = canonjson.dumps_line(body).encode("utf-8")
-    head = {"digest": "sha256:" + hashlib.sha256(raw).hexdigest(), "version": 1}
-    path.write_bytes(canonjson.dumps_line(head).encode("utf-8") + raw)
+    write_checked(path, canonjson.dumps_line(body).encode("utf-8"))
 
 
 def _damage(path: Path, how: str) -> None:
@@ -167,7 +166,7 @@ def _damage(path: Path, how: str) -> None:
     elif how == "not-an-object":
         _write(path, [1, 2])  # type: ignore[arg-type]
     elif how == "old-version":
-        path.write_bytes(head.replace(b'"version":1', b'"version":0') + b"\n" + body)
+        _write(path, data | {"version": 0})
     elif how == "a-count-edited":  # a number changed, the header left as it was
         item = next(e for e in data["items"].values() if e["found"])
         text = next(iter(item["found"]))

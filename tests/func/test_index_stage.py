@@ -491,7 +491,6 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     assert topics_step(repo)["reranked"] >= 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # A cached ranking made under other frequencies (another context digest) is not used.
-    import hashlib
     import re
 
     from arkai.core import canonjson
@@ -537,7 +536,7 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
 
 
 def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
-    from arkai.adapters.itemcache import CACHE_DIR
+    from arkai.adapters.itemcache import CACHE_DIR, write_checked
     from arkai.core import canonjson
     from arkai.ops.index import run_index
 
@@ -561,9 +560,7 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     doc = json.loads(cites.read_bytes().split(b"\n", 1)[1])
     assert len(doc["items"]) == 2
     next(iter(doc["items"].values()))["key"] = "sha256:" + "0" * 64
-    body = canonjson.dumps_line(doc).encode("utf-8")  # and a header that matches it
-    head = {"digest": "sha256:" + hashlib.sha256(body).hexdigest(), "version": 1}
-    cites.write_bytes(canonjson.dumps_line(head).encode("utf-8") + body)
+    write_checked(cites, canonjson.dumps_line(doc).encode("utf-8"))  # a header that matches
 
     # Without the manifest the stage cannot trust its outputs: every record is read again —
     # but a `terms` record only when its item must be ranked again: here, with its cached
@@ -603,7 +600,6 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
 def test_file_digests_are_remembered_by_size_mtime_and_inode(tmp_path: Path) -> None:
     """The manifest's digests: a file whose size, mtime and inode are those recorded (and
     settled before the record) is not read again; any other file is hashed."""
-    import hashlib
     import os
 
     from arkai.adapters.itemcache import FileDigests
@@ -690,7 +686,6 @@ def test_chunks_file_is_spliced_from_the_last_one(
     """One changed item: chunks.jsonl keeps the other items' lines from the old file (their
     cached lines are not read) and equals a fresh build's; a damaged or forged layout (where
     each item's lines are) is not trusted."""
-    import hashlib
 
     import arkai.ops.index as index_op
     from arkai.core import canonjson

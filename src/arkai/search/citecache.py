@@ -9,8 +9,9 @@ transcript be searched again for every needle (≈ 20 s at 10,000 items).
 
 **What is kept** (``.arkai/index-cache/cites.json``, one file): a version number, each needle
 text with the version at which it (last) appeared, and per item its key (the digest of its
-inputs), the version it has been searched through and the nonzero counts it found; a first
-line holds the format and the SHA-256 of the rest. A run bumps
+inputs), the version it has been searched through and the nonzero counts it found, after a
+header line with the SHA-256 of the rest (:func:`arkai.adapters.itemcache.write_checked`, as
+the other records beside the item cache). A run bumps
 the version when any needle text is new; an item whose key is unchanged is searched only for
 the texts newer than its version (its transcript is read for that only), and its counts for
 texts that are gone are dropped; a new or changed item is searched for every text. A text that
@@ -22,15 +23,13 @@ changed; it is derived data: lost, every item is searched again.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import atomic_write_bytes
-from arkai.adapters.itemcache import CACHE_DIR
+from arkai.adapters.itemcache import CACHE_DIR, read_checked, write_checked
 from arkai.core import canonjson
 from arkai.search.graph import (
     Needle,
@@ -61,19 +60,17 @@ def _empty() -> dict[str, Any]:
     return {"at": 0, "texts": {}, "items": {}}
 
 
-def _load(raw: bytes | None) -> tuple[dict[str, Any], bool]:
-    """The state in the file's bytes ``raw`` (empty when there is no file), and whether the
-    file was there but unusable."""
-    if raw is None:
-        return _empty(), False
-    head, _, body = raw.partition(b"\n")
+def _load(body: bytes | None) -> dict[str, Any] | None:
+    """The state in the file's body (:func:`read_checked`: None when the file is missing or
+    its body is not the one its digest names), or None when it is not a usable state."""
+    if body is None:
+        return None
     try:
-        if json.loads(head.decode("utf-8")) != _header(body):
-            raise ValueError("a header that is not the body's")
         data = json.loads(body.decode("utf-8"))
         at, texts, items = data["at"], data["texts"], data["items"]
         ok = (
-            type(at) is int
+            data.get("version") == VERSION
+            and type(at) is int
             and at >= 0
             and isinstance(texts, dict)
             and all(type(v) is int and 0 < v <= at for v in texts.values())
@@ -81,15 +78,7 @@ def _load(raw: bytes | None) -> tuple[dict[str, Any], bool]:
         )
     except (ValueError, UnicodeDecodeError, KeyError, TypeError):
         ok = False
-    if not ok:
-        return _empty(), True
-    return {"at": at, "texts": texts, "items": items}, False
-
-
-def _header(body: bytes) -> dict[str, Any]:
-    """The file's first line: its format and the SHA-256 of the rest (a number changed by
-    hand or by a bad disk makes the file unusable, not wrong counts)."""
-    return {"digest": "sha256:" + hashlib.sha256(body).hexdigest(), "version": VERSION}
+    return {"at": at, "texts": texts, "items": items} if ok else None
 
 
 def _entry(raw: Any, key: str, at: int) -> tuple[int, dict[str, int]] | None:
@@ -114,11 +103,10 @@ def update_cites(
     """Every item's CITES counts: ``items`` are (content ID, key of its inputs, a function that
     reads its transcript). ``full``: the file is not used (every item searched)."""
     path = root / FILE
-    try:
-        raw: bytes | None = path.read_bytes()
-    except FileNotFoundError:
-        raw = None
-    state, rejected = (_empty(), False) if full else _load(raw)
+    old = read_checked(path)
+    loaded = None if full else _load(old)
+    state = _empty() if loaded is None else loaded
+    rejected = not full and loaded is None and (path.exists() or path.is_symlink())
     wanted = distinct_needles(needles)
     words = dict(wanted)
     targets = needle_targets(needles)
@@ -145,8 +133,8 @@ def update_cites(
         entries[cid] = {"at": at, "found": found, "key": key}
         node = node_id("content", cid)
         out.cites[node] = cites_of(node, found, targets)
-    body = canonjson.dumps_line({"at": at, "items": entries, "texts": texts}).encode("utf-8")
-    data = canonjson.dumps_line(_header(body)).encode("utf-8") + body
-    if data != raw:
-        atomic_write_bytes(path, data, fsync=False)  # derived: searched again when lost
+    new = {"at": at, "items": entries, "texts": texts, "version": VERSION}
+    body = canonjson.dumps_line(new).encode("utf-8")
+    if body != old:
+        write_checked(path, body)  # derived (no fsync): searched again when lost
     return out
