@@ -205,6 +205,39 @@ def test_released_embedders_are_let_go_and_kept_ones_stay(monkeypatch: pytest.Mo
     assert get_embedder("other") is kept and get_embedder("tiny") is not None
 
 
+def test_default_is_resolved_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving ``default`` runs the model, so it is done once and held under that name (what
+    ``held_model`` reports without loading anything) until released; ``$ARKAI_EMBEDDER``
+    still decides what ``default`` means."""
+
+    class Tiny:
+        name, dim = "tiny", 2
+
+    class Other:
+        name, dim = "other", 2
+
+    resolved: list[int] = []
+
+    def resolve() -> str:
+        resolved.append(1)
+        return "tiny"
+
+    monkeypatch.setattr(embed, "_instances", {})
+    monkeypatch.setattr(embed, "get_embedders", lambda: {"tiny": Tiny, "other": Other})
+    monkeypatch.setattr(embed, "resolve_default", resolve)
+    monkeypatch.delenv("ARKAI_EMBEDDER", raising=False)
+    assert embed.held_model("default") is None
+    first = get_embedder("default")
+    assert get_embedder("default") is first and get_embedder("tiny") is first
+    assert resolved == [1] and embed.held_model("default") == "tiny"
+    monkeypatch.setenv("ARKAI_EMBEDDER", "other")
+    assert get_embedder("default").name == "other" and embed.held_model("default") == "other"
+    monkeypatch.delenv("ARKAI_EMBEDDER")
+    embed.release_embedders()
+    assert embed.held_model("default") is None and embed.held_embedders() == set()
+    assert get_embedder("default").name == "tiny" and resolved == [1, 1]
+
+
 # -- the real model --------------------------------------------------------------------
 
 SENTENCES = [

@@ -534,6 +534,23 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     # The removed item's cache entries went with it.
     assert not list((repo / ".arkai" / "index-cache").rglob(f"{gone['id']}.*"))
 
+    # Every part the stage keeps is one it names (ITEM_PARTS); a part an older version wrote
+    # (per-item CITES counts, before arkai.search.citecache) is pruned, the records beside the
+    # entries stay, and the next run still reads every entry it keeps.
+    from arkai.ops.index import ITEM_PARTS
+
+    entries = [p for p in cache.glob("*/*") if p.is_file()]
+    assert {p.name.split(".", 1)[1] for p in entries} == {f"{x}.json" for x in ITEM_PARTS}
+    old_part = entries[0].with_name(entries[0].name.split(".")[0] + ".cites.json")
+    old_part.write_text('{"digest":"sha256:0","key":"sha256:0","version":1}\n{}')
+    records = sorted(p.name for p in cache.iterdir() if p.is_file())
+    (repo / "index" / "manifest.json").unlink()  # the stage runs its steps again
+    assert run_index(Repo.at(repo)).cache_hits == 2
+    assert not old_part.exists() and len([p for p in cache.glob("*/*") if p.is_file()]) == len(
+        entries
+    )
+    assert sorted(p.name for p in cache.iterdir() if p.is_file()) == records
+
 
 def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     from arkai.adapters.itemcache import CACHE_DIR, write_checked

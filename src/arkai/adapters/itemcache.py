@@ -110,17 +110,22 @@ class ItemCache:
             fsync=False,
         )
 
-    def prune(self, keep: set[str]) -> int:
-        """Remove the entries of items not in ``keep`` (content IDs); how many went."""
+    def prune(self, keep: set[str], parts: Sequence[str] | None = None) -> int:
+        """Remove the entries of items not in ``keep`` (content IDs) and, when ``parts`` names
+        every part the caller keeps, the entries of any other part (one an older version
+        wrote, which nothing reads again); how many went. Other files in the folder (the
+        records beside the entries, :func:`write_checked`) are not entries and stay."""
         if not self.folder.is_dir():
             return 0
         wanted = {self.path(cid, "x").name.split(".")[0] for cid in keep}
+        known = None if parts is None else {f"{part}.json" for part in parts}
         removed = 0
         for sub in self.folder.iterdir():
-            if not sub.is_dir():
+            if not sub.is_dir() or sub.is_symlink():
                 continue
             for p in sub.iterdir():
-                if p.name.split(".")[0] not in wanted:
+                stem, _, rest = p.name.partition(".")
+                if stem not in wanted or (known is not None and rest not in known):
                     os.unlink(p)
                     removed += 1
         return removed

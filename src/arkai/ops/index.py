@@ -81,6 +81,7 @@ from arkai.search.graph import (
     features,
     node_id,
 )
+from arkai.search.graphcache import PART as RELATED_PART
 from arkai.search.graphcache import update_related
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.search.lexindex import update_engine
@@ -299,6 +300,11 @@ def _derive(
 def _lines(chunks: Sequence[Chunk]) -> bytes:
     """The chunks' ``chunks.jsonl`` lines."""
     return canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
+
+
+ITEM_PARTS = ("main", "lines", "terms", "tokens", "phrases", "topics", RELATED_PART)
+"""The parts of an item's entry in the item cache: :func:`_store`'s, the topic step's ranking
+and the graph step's related items (another part's files, an older version's, are pruned)."""
 
 
 def _store(
@@ -898,7 +904,7 @@ def run_index(
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
             summary.cache_hits = cache.hits
-            cache.prune({d.item.id for d in loaded})
+            cache.prune({d.item.id for d in loaded}, ITEM_PARTS)
             summary.chunks = sum(d.record.chunks for d in loaded)
             summary.claim_chunks = sum(d.record.claim_chunks for d in loaded)
             summary.transcript_chunks = summary.chunks - summary.claim_chunks

@@ -89,34 +89,11 @@ def collect_episodes(repo: Repo, *, cached: bool = False) -> list[Episode]:
     return ordered(eps)
 
 
-_EMBEDDERS: dict[str, Any] = {}
-
-
 def _embedder(repo: Repo) -> Any:
-    """The index's embedder (resolved once per process: a warm recall embeds only the query)."""
+    """The index's embedder (one instance per process: a warm recall embeds only the query)."""
     from arkai.search import embed
 
-    name = str(repo.param("index.embedder", "default"))
-    if name not in _EMBEDDERS:
-        _EMBEDDERS[name] = embed.get_embedder(name)
-    return _EMBEDDERS[name]
-
-
-def _held() -> tuple[set[str], set[str]]:
-    """The embedders this process holds: by resolved name, and as named by params here."""
-    from arkai.search import embed
-
-    return embed.held_embedders(), set(_EMBEDDERS)
-
-
-def _let_go(held: tuple[set[str], set[str]]) -> None:
-    """Let go of the embedders loaded since :func:`_held` gave ``held`` (a model is
-    ≈ 110 MB, and the stage's peak comes after its last use)."""
-    from arkai.search import embed
-
-    for name in set(_EMBEDDERS) - held[1]:
-        del _EMBEDDERS[name]
-    embed.release_embedders(keep=held[0])
+    return embed.get_embedder(str(repo.param("index.embedder", "default")))
 
 
 def _stored_vectors(repo: Repo, folder: Path) -> Any:
@@ -128,8 +105,9 @@ def _stored_vectors(repo: Repo, folder: Path) -> Any:
     from arkai.search.vectors import META_FILE, VectorStore
 
     name = str(repo.param("index.embedder", "default"))
-    if name in _EMBEDDERS:  # resolved in this process already
-        wanted = {str(_EMBEDDERS[name].name)}
+    held = embed.held_model(name)
+    if held is not None:  # resolved in this process already
+        wanted = {held}
     elif name == "default":
         forced = os.environ.get("ARKAI_EMBEDDER")
         choices = (embed.OnnxMiniLMEmbedder.name, embed.MiniLMEmbedder.name)
@@ -151,8 +129,9 @@ def embed_statements(
 ) -> tuple[Any, int, str]:
     """Vectors for ``texts`` (rows in order), reusing the statement store; (rows, embedded,
     model). The embedder is loaded only when a statement is not in the store, and let go
-    (:func:`_let_go`) before the rows are gathered: the replay after this never embeds."""
-    from arkai.search import embedbatches
+    (``embed.release_embedders``) before the rows are gathered: the replay after this never
+    embeds."""
+    from arkai.search import embed, embedbatches
     from arkai.search.vectors import VectorStore
 
     keys = [text_digest(t) for t in texts]
@@ -160,7 +139,7 @@ def embed_statements(
     store = _stored_vectors(repo, folder)
     todo: list[str] = []
     if store is None or store.missing(dict.fromkeys(keys)):
-        held = _held()
+        held = embed.held_embedders()
         embedder = _embedder(repo)
         if store is None or store.model_name != embedder.name:
             store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
@@ -174,7 +153,8 @@ def embed_statements(
             if progress:
                 progress(min(n * 256, len(todo)), len(todo), "embedding beliefs")
         del embedder, batches
-        _let_go(held)
+        # A model is ≈ 110 MB, and the stage's peak comes after its last use.
+        embed.release_embedders(keep=held)
     if store.prune(keys) or todo or store.unsaved:
         store.save(folder)
     rows = store.get(keys) if keys else np.zeros((0, store.dim), dtype=np.float32)

@@ -681,8 +681,22 @@ def resolve_default() -> str:
 
 
 def held_embedders() -> set[str]:
-    """The names of the embedders this process holds (made by :func:`get_embedder`)."""
+    """The names of the embedders this process holds (made by :func:`get_embedder`; the
+    instance ``"default"`` resolved to is held under that name too)."""
     return set(_instances)
+
+
+def _forced(name: str) -> str:
+    """``name``, or for ``"default"`` the embedder ``$ARKAI_EMBEDDER`` names when it is set."""
+    forced = os.environ.get("ARKAI_EMBEDDER")
+    return forced if name == "default" and forced else name
+
+
+def held_model(name: str) -> str | None:
+    """The model name of the embedder ``name`` when this process holds it (for ``"default"``:
+    the one it resolved to), without loading or resolving anything; None otherwise."""
+    emb = _instances.get(_forced(name))
+    return None if emb is None else str(emb.name)
 
 
 def release_embedders(keep: Iterable[str] = ()) -> None:
@@ -699,10 +713,13 @@ def get_embedder(name: str = "default") -> Embedder:
 
     ``"default"`` (or ``$ARKAI_EMBEDDER``) is resolved by :func:`resolve_default`.
     """
-    if name == "default":
-        name = resolve_default()
+    name = _forced(name)
     if name in _instances:
         return _instances[name]
+    if name == "default":
+        # Resolved once per process (resolving runs the model), until it is released.
+        emb = _instances["default"] = get_embedder(resolve_default())
+        return emb
     factories = get_embedders()
     if name not in factories:
         known = ", ".join(factories) or "none"
