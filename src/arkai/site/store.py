@@ -227,14 +227,17 @@ class SummaryStore:
 
     def claim_owners(self, eids: Iterable[str]) -> dict[str, tuple[str, bool]]:
         """Evidence ID → (the content id of the item holding it, whether it is marked)."""
-        out: dict[str, tuple[str, bool]] = {}
-        for eid in set(eids):
-            row = self._db.execute(
-                "SELECT cid, marked FROM claims WHERE eid = ? ORDER BY cid, seq LIMIT 1", (eid,)
-            ).fetchone()
-            if row is not None:
-                out[eid] = (row[0], bool(row[1]))
-        return out
+        wanted = set(eids)
+        first: dict[str, tuple[str, int, bool]] = {}
+        # One pass over the table, the row with the least (cid, seq) of each ID kept: the
+        # beliefs page asks for every claim of the library (one query each took 0.6 s at
+        # 80,000 claims).
+        for eid, cid, seq, marked in self._db.execute("SELECT eid, cid, seq, marked FROM claims"):
+            if eid in wanted:
+                had = first.get(eid)
+                if had is None or (cid, seq) < had[:2]:
+                    first[eid] = (cid, seq, bool(marked))
+        return {eid: (cid, marked) for eid, (cid, _, marked) in first.items()}
 
     # ---------------------------------------------------------------- pages
 

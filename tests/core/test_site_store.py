@@ -1,0 +1,32 @@
+"""The site's summary store (``arkai.site.store``): what the library-wide pages ask of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arkai.site.store import SummaryStore
+
+
+def summary(evidence: list[str], marked: list[str]) -> dict[str, Any]:
+    return {"evidence": evidence, "marked": marked, "entities": [], "issues": [], "id": "x"}
+
+
+def test_claim_owners_name_the_first_item_and_claim_of_each_id(tmp_path: Path) -> None:
+    """An evidence ID held by several items (a copied claim) is owned by the least content id,
+    at its first place there; marked says whether that claim's quote has a valid span. IDs
+    no item holds are left out, and only the IDs asked for are answered."""
+    with SummaryStore(tmp_path, {"v": 1}) as store:
+        store.put("b-item", {}, summary(["e1", "e2", "e3"], ["e1", "e3"]))
+        store.put("a-item", {}, summary(["e9", "e2", "e2"], ["e9"]))
+        store.put("c-item", {}, summary(["e1", "e4"], []))
+        assert store.claim_owners(["e1", "e2", "e3", "e4", "e5"]) == {
+            "e1": ("b-item", True),
+            "e2": ("a-item", False),
+            "e3": ("b-item", True),
+            "e4": ("c-item", False),
+        }
+        assert store.claim_owners(["e9"]) == {"e9": ("a-item", True)}
+        assert store.claim_owners([]) == {}
+        store.remove("b-item")
+        assert store.claim_owners(["e1", "e3"]) == {"e1": ("c-item", False)}
