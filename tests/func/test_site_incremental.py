@@ -127,11 +127,13 @@ def test_incremental_rebuilds_follow_changes_and_equal_a_clean_build(
     build, site = repo / ".site-build", repo / "site"
     docs = build / "docs"
     items = item_dirs(repo)
-    # Nothing changed: no item's files are read again (their sizes and times are unchanged).
+    # Nothing changed: no item's files are read again (their sizes and times are unchanged),
+    # not even metadata.json to learn its ID.
     reads: list[object] = []
     with monkeypatch.context() as patch:
-        real = site_build.read_inputs
+        real, real_at = site_build.read_inputs, site_build.item_at
         patch.setattr(site_build, "read_inputs", lambda *a: reads.append(a) or real(*a))
+        patch.setattr(site_build, "item_at", lambda *a: reads.append(a) or real_at(*a))
         assert build_site(repo).mkdocs == "dirty"
     assert reads == []
     # The changed item: one that shares an entity with another item and has its sentence
@@ -342,3 +344,31 @@ def test_an_entity_most_items_mention_continues_on_further_pages(
     clean(repo)
     assert build_site(repo).mkdocs == "full"
     assert tree(docs) == pages and tree(site) == dirty_site
+
+
+def test_an_item_is_known_by_its_folder_only_while_its_files_are_unchanged(
+    tmp_path: Path, arkai: Runner
+) -> None:
+    """An unchanged folder is taken to hold the item last built there without its metadata
+    being read; a metadata.json swapped for a link to the very file (moved, so its size and
+    time are those stored) is not unchanged: the item is left out as a clean build leaves it,
+    and a folder copied under another name (the same ID) is a duplicate again."""
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    items = item_dirs(repo)
+    cid, folder = sorted(items.items())[0]
+    docs = repo / ".site-build" / "docs"
+    assert (docs / f"items/{cid}.md").is_file()
+    moved = tmp_path / "outside-metadata.json"
+    os.rename(folder / "metadata.json", moved)
+    (folder / "metadata.json").symlink_to(moved)
+    report = build_site(repo)
+    assert report.items == len(items) - 1
+    assert not (docs / f"items/{cid}.md").exists()
+    os.unlink(folder / "metadata.json")
+    os.rename(moved, folder / "metadata.json")
+    assert build_site(repo).items == len(items)
+    shutil.copytree(folder, folder.with_name("0 " + folder.name))
+    report = build_site(repo)
+    assert report.items == len(items)
+    assert any(f"duplicate content ID {cid}" in w for w in report.warnings)

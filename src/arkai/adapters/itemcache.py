@@ -38,6 +38,11 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def _safe(content_id: str) -> str:
+    """The content id as the entries' file names hold it."""
+    return "".join(c for c in content_id if c.isalnum() or c in "-_") or "_"
+
+
 class ItemCache:
     """Digest-checked per-item entries under ``<root>/.arkai/index-cache``."""
 
@@ -49,7 +54,7 @@ class ItemCache:
         """Entries that existed but failed a check (damaged or stale): rebuilt, not used."""
 
     def path(self, content_id: str, part: str) -> Path:
-        safe = "".join(c for c in content_id if c.isalnum() or c in "-_") or "_"
+        safe = _safe(content_id)
         return self.folder / safe[:2] / f"{safe}.{part}.json"
 
     def get(self, content_id: str, key: str, part: str) -> dict[str, Any] | None:
@@ -117,17 +122,19 @@ class ItemCache:
         records beside the entries, :func:`write_checked`) are not entries and stay."""
         if not self.folder.is_dir():
             return 0
-        wanted = {self.path(cid, "x").name.split(".")[0] for cid in keep}
+        wanted = {_safe(cid) for cid in keep}
         known = None if parts is None else {f"{part}.json" for part in parts}
         removed = 0
-        for sub in self.folder.iterdir():
-            if not sub.is_dir() or sub.is_symlink():
-                continue
-            for p in sub.iterdir():
-                stem, _, rest = p.name.partition(".")
-                if stem not in wanted or (known is not None and rest not in known):
-                    os.unlink(p)
-                    removed += 1
+        # Names, not Path objects: ≈ 70,000 entries at 10,000 items are looked at every run.
+        with os.scandir(self.folder) as subs:
+            folders = [e.path for e in subs if e.is_dir(follow_symlinks=False)]
+        for sub in folders:
+            with os.scandir(sub) as names:
+                for e in names:
+                    stem, _, rest = e.name.partition(".")
+                    if stem not in wanted or (known is not None and rest not in known):
+                        os.unlink(e.path)
+                        removed += 1
         return removed
 
 

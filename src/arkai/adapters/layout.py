@@ -209,21 +209,36 @@ def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[Ite
     return items, problems
 
 
+def item_folders(root: Path) -> list[Path]:
+    """The folders under ``library/`` that :func:`iter_items` reads as items (those holding a
+    ``metadata.json`` entry, found as :func:`scan_items` finds them), sorted by path, none of
+    their files read."""
+    lib = root / LIBRARY
+    try:
+        if not stat.S_ISDIR(os.lstat(lib).st_mode):
+            return []
+    except FileNotFoundError:
+        return []
+    return _walk(lib)[0]
+
+
+def item_at(root: Path, folder: Path) -> Item | None:
+    """The item in one of :func:`item_folders`, or None when its metadata cannot be read (as
+    :func:`iter_items` leaves it out; :func:`scan_items` reports it)."""
+    try:
+        return Item(root=root, path=folder, metadata=load_metadata(folder, root))
+    except (ArkaiError, OSError):
+        return None
+
+
 def iter_items(root: Path) -> Iterator[Item]:
     """Every readable item folder under ``library/``, sorted by path. Folders that cannot be
     read are left out here; :func:`scan_items` reports them. Streamed: each item's metadata
     is read when it is reached, so a caller that keeps none holds one at a time."""
-    lib = root / LIBRARY
-    try:
-        if not stat.S_ISDIR(os.lstat(lib).st_mode):
-            return
-    except FileNotFoundError:
-        return
-    for folder in _walk(lib)[0]:
-        try:
-            yield Item(root=root, path=folder, metadata=load_metadata(folder, root))
-        except (ArkaiError, OSError):
-            continue
+    for folder in item_folders(root):
+        item = item_at(root, folder)
+        if item is not None:
+            yield item
 
 
 def get_item(root: Path, ident: str) -> Item:

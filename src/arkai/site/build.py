@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
-from arkai.adapters.layout import INDEX, Item, iter_items, load_metadata
+from arkai.adapters.layout import INDEX, Item, item_at, item_folders, load_metadata
 from arkai.adapters.memory import read_changes, read_state
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
@@ -480,16 +480,29 @@ def _generate(
     # Content id → (cache entry, slim summary): the whole summaries stay in the store.
     stored = {cid: (entry, slim) for cid, entry, slim in store.entries()}
     cached_pages = store.page_keys()
-    # Content id and folder of each item, streamed: an item's metadata is held only while it
-    # is worked on (read again for an item page that must be made).
+    # Content id and folder of each item: an item's metadata is held only while it is worked
+    # on (read again for an item page that must be made). A folder whose input files have the
+    # sizes and times stored for the item last built there (metadata.json among them) is that
+    # item: its metadata is not read to learn its ID.
+    at_path = {slim.get("path"): cid for cid, (_, slim) in stored.items()}
     items: list[tuple[str, str]] = []
+    item_stats: dict[str, list[list[int] | None]] = {}
     seen: set[str] = set()
-    for found in iter_items(root):
-        if found.id in seen:
-            report.warnings.append(f"{found.path}: duplicate content ID {found.id}, skipped")
+    for folder in item_folders(root):
+        stats = input_stats(Item(root, folder, {}))
+        cid = at_path.get(folder.relative_to(root).as_posix())
+        if cid is None or stored[cid][0].get("stats") != stats_key(stats):
+            found = item_at(root, folder)
+            if found is None:
+                continue
+            cid = found.id
+        if cid in seen:
+            report.warnings.append(f"{folder}: duplicate content ID {cid}, skipped")
             continue
-        seen.add(found.id)
-        items.append((found.id, str(found.path)))
+        seen.add(cid)
+        items.append((cid, str(folder)))
+        item_stats[cid] = stats
+    del at_path
     # The entities of the items that are new, changed or gone: only their pages can change.
     dirty_entities: set[str] = set()
     for cid in set(stored) - seen:
@@ -513,7 +526,7 @@ def _generate(
     for n, (cid, folder) in enumerate(items, 1):
         # Where the item's files are (its metadata is read only when the item is loaded).
         item = Item(root, Path(folder), {"id": cid})
-        stats = input_stats(item)
+        stats = item_stats.pop(cid)
         entry, slim = stored.pop(item.id, (None, None))
         data: ItemData | None = None
         # A folder renamed with its files unchanged: the summary holds the old path.

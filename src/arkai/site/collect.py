@@ -162,13 +162,15 @@ def entity_key(name: str, etype: str) -> str:
 
 def input_stats(item: Item) -> list[list[int] | None]:
     """``[size, mtime_ns]`` of each input file (None when missing): when these are unchanged
-    the files are not read again to recompute :func:`input_digest`."""
+    the files are not read again to recompute :func:`input_digest`. The entry itself is
+    looked at (``lstat``): a file swapped for a link to it does not look unchanged (links are
+    refused when read)."""
     out: list[list[int] | None] = []
     # Plain strings, not Path objects: this runs for every item on every build.
     library, extracted = str(item.path), str(item.extracted)
     for tree, name in INPUTS:
         try:
-            st = os.stat(os.path.join(library if tree == "library" else extracted, name))
+            st = os.lstat(os.path.join(library if tree == "library" else extracted, name))
         except (FileNotFoundError, NotADirectoryError):
             out.append(None)
             continue
