@@ -259,3 +259,53 @@ def test_related_rows_that_are_damaged_are_left_out(tmp_path: Path) -> None:
         a: [[b, "B", "RELATED_TO"]],
         b: [[c, "C", "CITES"]],
     }
+
+
+def test_a_topic_key_moves_with_everything_its_page_shows() -> None:
+    """``topic_key`` digests a compact encoding of the page's inputs: each one changed gives
+    another key, the same inputs the same key (whether or not the items' heads are kept
+    between topics), and a title or term holding what the encoding puts between fields does
+    not make two different topics' keys equal."""
+    from arkai.site.indexes import Library, Topic, topic_key
+    from arkai.site.links import Urls
+
+    def key(
+        titles: tuple[str, str] = ("One", "Two"),
+        term: str = "alpha",
+        synonyms: tuple[str, ...] = (),
+        relevance: str = "high",
+        passages: int = 2,
+        chunks: tuple[int, ...] = (0, 1),
+        lines: int = 10,
+        digest: bytes = b"d" * 16,
+        span: tuple[int, int] = (2, 4),
+        directory_urls: bool = True,
+        heads: dict[str, bytes] | None = None,
+    ) -> str:
+        summaries = [{"id": "a1", "title": titles[0], "lines": lines},
+                     {"id": "b2", "title": titles[1], "lines": 10}]  # fmt: skip
+        items = [
+            {"content_id": "a1", "relevance": relevance, "chunks": list(chunks),
+             "passages": passages},
+            {"content_id": "b2", "relevance": "low", "chunks": [5], "passages": 1},
+        ]  # fmt: skip
+        lib = Library(summaries, "S", Urls(directory_urls),
+                      topics={term: Topic(term, items, list(synonyms))})  # fmt: skip
+        lib.chunk_digests = {0: (digest, *span), 1: (b"e" * 16, 3, 3), 5: (b"f" * 16, 1, 1)}
+        return topic_key(lib, lib.topics[term], heads)
+
+    base = key()
+    assert key() == base and key(heads={}) == base
+    changed = [
+        key(titles=("One!", "Two")), key(term="beta"), key(synonyms=("al",)),
+        key(relevance="medium"), key(passages=3), key(chunks=(0,)), key(chunks=(1, 0)),
+        key(digest=b"x" * 16), key(span=(2, 11)), key(directory_urls=False),
+        # The passage's line is past the item's end: shown, then not.
+        key(lines=3),
+    ]  # fmt: skip
+    assert len({base, *changed}) == len(changed) + 1
+    # Lines appended after every shown passage change nothing.
+    assert key(lines=11) == base
+    # A title that holds the next field's encoding is still another title.
+    assert key(titles=("One", "Two")) != key(titles=("One3:b2", "Two"))
+    assert key(titles=("ab", "c")) != key(titles=("a", "bc"))

@@ -284,7 +284,7 @@ def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDige
     chunks themselves are read by :func:`_load_chunks` for the topic pages made again only."""
     return {
         pos: (
-            hashlib.blake2b(line, digest_size=16).hexdigest(),
+            hashlib.blake2b(line, digest_size=16).digest(),
             _line_number(_START_LINE, line),
             _line_number(_END_LINE, line),
         )
@@ -488,19 +488,19 @@ def _generate(
     items: list[tuple[str, str]] = []
     item_stats: dict[str, list[list[int] | None]] = {}
     seen: set[str] = set()
-    for folder in item_folders(root):
-        stats = input_stats(Item(root, folder, {}))
-        cid = at_path.get(folder.relative_to(root).as_posix())
+    for place in item_folders(root):
+        stats = input_stats(Item(root, place, {}))
+        cid = at_path.get(place.relative_to(root).as_posix())
         if cid is None or stored[cid][0].get("stats") != stats_key(stats):
-            found = item_at(root, folder)
+            found = item_at(root, place)
             if found is None:
                 continue
             cid = found.id
         if cid in seen:
-            report.warnings.append(f"{folder}: duplicate content ID {cid}, skipped")
+            report.warnings.append(f"{place}: duplicate content ID {cid}, skipped")
             continue
         seen.add(cid)
-        items.append((cid, str(folder)))
+        items.append((cid, str(place)))
         item_stats[cid] = stats
     del at_path
     # The entities of the items that are new, changed or gone: only their pages can change.

@@ -72,9 +72,9 @@ def mention_lines(text: str) -> list[int | None]:
     return [int(n) or None for n in text.split()]
 
 
-#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line (hex), its
-#: ``start_line`` and ``end_line`` (None when not found).
-ChunkDigest = tuple[str, int | None, int | None]
+#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line (16 bytes),
+#: its ``start_line`` and ``end_line`` (None when not found).
+ChunkDigest = tuple[bytes, int | None, int | None]
 
 
 @dataclass
@@ -557,58 +557,63 @@ def _passages(entry: dict[str, Any]) -> int:
     return int(entry.get("passages", len(entry["chunks"])))
 
 
-def _chunk_keys(lib: Library, cid: str, positions: list[int]) -> list[list[Any]]:
+def _sized(text: str) -> bytes:
+    """``text`` in a topic page's key: its UTF-8 length, then its bytes (no separator can be
+    forged inside a title or a term)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return b"%d:" % len(raw) + raw
+
+
+def _chunk_keys(lib: Library, cid: str, positions: list[int]) -> bytes:
     """The chunks at ``positions`` of item ``cid`` in a topic page's key: the bytes of each
-    one's line and whether its passage is shown — a passage is shown when its line (between
-    the chunk's start and end line) is one of the item's lines, so the item's line count is
-    named only when that is not decided by the chunk's lines alone (an appended line changes
-    no topic page)."""
+    one's line (its digest) and whether its passage is shown — ``i`` or ``o``: a passage is
+    shown when its line (between the chunk's start and end line) is one of the item's lines,
+    so the item's line count is named (``n``) only when that is not decided by the chunk's
+    lines alone (an appended line changes no topic page)."""
     lines = (lib.by_id.get(cid) or {}).get("lines")
     digests = lib.chunk_digests
-    if not isinstance(lines, int):
-        return [[digests.get(pos, _NO_CHUNK)[0], lines] for pos in positions]
-    out: list[list[Any]] = []
+    out = bytearray()
     for pos in positions:
         digest, start, end = digests.get(pos, _NO_CHUNK)
-        if start is None:
-            out.append([digest, lines])
+        out += digest
+        if not isinstance(lines, int) or start is None:
+            out += b"n" + _sized(repr(lines))
             continue
         high = start if end is None or end < start else end
         if start >= 1 and high <= lines:
-            out.append([digest, "in"])
+            out += b"i"
         elif start > lines or high < 1:
-            out.append([digest, "out"])
+            out += b"o"
         else:
-            out.append([digest, lines])
-    return out
+            out += b"n" + _sized(repr(lines))
+    return bytes(out)
 
 
-_NO_CHUNK: ChunkDigest = ("", None, None)
+_NO_CHUNK: ChunkDigest = (bytes(16), None, None)
 
 
-def topic_key(lib: Library, t: Topic) -> str:
+def topic_key(lib: Library, t: Topic, heads: dict[str, bytes] | None = None) -> str:
     """Digest of everything a topic's page is made from: the term and its synonyms, each
     item's place, relevance, passage count and title, the bytes of the chunks the page may
     show (``lib.chunk_digests``: not their positions, which shift whenever an item before
     them gains or loses a chunk) and whether each is shown, the URL style and this module's
-    limits."""
-    obj = [
-        t.term,
-        t.synonyms,
-        [
-            [
-                e["content_id"],
-                e["relevance"],
-                _passages(e),
-                lib.title(e["content_id"]),
-                _chunk_keys(lib, e["content_id"], e["chunks"][:CHUNK_LINKS]),
-            ]
-            for e in t.items
-        ],
-        lib.urls.directory_urls,
-        [CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS],
-    ]
-    return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
+    limits. ``heads``: each item's ID and title as the key holds them, kept between the
+    topics of one build (an item is under ≈ 60 topics at 10,000 items)."""
+    heads = {} if heads is None else heads
+    h = hashlib.sha256()
+    h.update(_sized(t.term) + _sized(json.dumps(t.synonyms)))
+    h.update(b"%d;%d;%d;%d;" % (lib.urls.directory_urls, CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS))
+    update = h.update
+    for e in t.items:
+        cid = e["content_id"]
+        head = heads.get(cid)
+        if head is None:
+            head = heads[cid] = _sized(cid) + _sized(lib.title(cid))
+        shown = e["chunks"][:CHUNK_LINKS]
+        update(head)
+        update(b"%s;%d;%d;" % (e["relevance"].encode(), _passages(e), len(shown)))
+        update(_chunk_keys(lib, cid, shown))
+    return h.hexdigest()
 
 
 def topic_pages(
@@ -628,9 +633,10 @@ def topic_pages(
     ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
     out.append(f"<p>{plural(len(ranked), 'topic')} (number of items).</p>")
     made: set[str] = set()
+    heads: dict[str, bytes] = {}
     for t in ranked:
         if lib.topic_has_page(t.term) and not unchanged(
-            links.topic_page(t.term), topic_key(lib, t)
+            links.topic_page(t.term), topic_key(lib, t, heads)
         ):
             made.add(t.term)
     if made and lib.load_chunks is not None:
