@@ -91,6 +91,7 @@ MAX_TOPICS = 20
 LOADED_BYTES = 4_000_000
 _RELEVANCE = {"high": 0, "medium": 1, "low": 2}
 _RELEVANCE_NAME = {r: r for r in _RELEVANCE}
+_RANK_NAME = {n: r for r, n in _RELEVANCE.items()}
 _START_LINE = re.compile(rb'"start_line": ?(-?[0-9]+)[,}]')
 _END_LINE = re.compile(rb'"end_line": ?(-?[0-9]+)[,}]')
 
@@ -231,7 +232,8 @@ def _walk_topics(text: str) -> tuple[dict[str, list[dict[str, Any]]], Any] | Non
 
 
 def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
-    """topics.json → topics by term, and per item ``[term, relevance]`` best first."""
+    """topics.json → topics by term, and per item its first :data:`MAX_TOPICS`
+    ``[term, relevance]``, best first."""
     path = index / "topics.json"
     walked = None
     with suppress(OSError, UnicodeDecodeError):
@@ -244,15 +246,18 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
     by_term, synonyms = walked
     synonyms = synonyms if isinstance(synonyms, dict) else {}
     topics: dict[str, Topic] = {}
-    per_item: dict[str, list[list[str]]] = {}
+    # (rank of the relevance, term): sorted as tuples, with no key function per entry.
+    ranked: dict[str, list[tuple[int, str]]] = {}
     for term, items in by_term.items():
         for it in items:
-            per_item.setdefault(it["content_id"], []).append([term, it["relevance"]])
+            ranked.setdefault(it["content_id"], []).append((_RELEVANCE[it["relevance"]], term))
         if items:
             syn = synonyms.get(term)
             topics[term] = Topic(term, items, [str(s) for s in syn or []])
-    for terms in per_item.values():
-        terms.sort(key=lambda t: (_RELEVANCE[t[1]], t[0]))
+    per_item: dict[str, list[list[str]]] = {}
+    for cid, terms in ranked.items():
+        terms.sort()
+        per_item[cid] = [[term, _RANK_NAME[rank]] for rank, term in terms[:MAX_TOPICS]]
     return topics, per_item
 
 
