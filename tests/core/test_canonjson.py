@@ -96,3 +96,25 @@ def test_floats_round_trip_exactly() -> None:
     out = canonjson.dumps_line(obj)
     assert json.loads(out) == obj
     assert canonjson.dumps_line(json.loads(out)) == out
+
+
+@pytest.mark.parametrize(
+    "value",
+    [SAMPLE, [SAMPLE, (1, 2.5, -0.0)], "\u2028\x00\ud800", 1e300, 10**40, {}, [], None,
+     {"n": float("nan"), "i": float("inf")}, {"b": {"a": [{"z": 1, "y": 2}]}}],
+)  # fmt: skip
+def test_encoders_made_once_give_the_bytes_of_json_dumps(value: Any) -> None:
+    """The module keeps one encoder per form; what it writes is what ``json.dumps`` with the
+    same options writes, every time (an encoder reused keeps no state between values)."""
+    for _ in range(2):
+        assert canonjson.dumps(value) == (
+            json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+        )
+        assert canonjson.dumps_compact(value) == json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        )
+    with pytest.raises(ValueError, match="Circular"):
+        loop: list[Any] = []
+        loop.append(loop)
+        canonjson.dumps_compact(loop)
+    assert canonjson.dumps_compact({"after": "a failed call"}) == '{"after":"a failed call"}'
