@@ -491,12 +491,15 @@ def _generate(
     # item: its metadata is not read to learn its ID.
     at_path = {slim.get("path"): cid for cid, (_, slim) in stored.items()}
     items: list[tuple[str, str]] = []
-    item_stats: dict[str, list[list[int] | None]] = {}
+    # Per item: its input stats, as the one string the store compares, and its folder's path
+    # as the summary holds it (each made once, here).
+    found_as: dict[str, tuple[list[list[int] | None], str, str]] = {}
     seen: set[str] = set()
     for place in item_folders(root):
         stats = input_stats(Item(root, place, {}))
-        cid = at_path.get(place.relative_to(root).as_posix())
-        if cid is None or stored[cid][0].get("stats") != stats_key(stats):
+        skey, rel = stats_key(stats), place.relative_to(root).as_posix()
+        cid = at_path.get(rel)
+        if cid is None or stored[cid][0].get("stats") != skey:
             found = item_at(root, place)
             if found is None:
                 continue
@@ -506,7 +509,7 @@ def _generate(
             continue
         seen.add(cid)
         items.append((cid, str(place)))
-        item_stats[cid] = stats
+        found_as[cid] = (stats, skey, rel)
     del at_path
     # The entities of the items that are new, changed or gone: only their pages can change.
     dirty_entities: set[str] = set()
@@ -531,12 +534,12 @@ def _generate(
     for n, (cid, folder) in enumerate(items, 1):
         # Where the item's files are (its metadata is read only when the item is loaded).
         item = Item(root, Path(folder), {"id": cid})
-        stats = item_stats.pop(cid)
+        stats, skey, rel = found_as.pop(cid)
         entry, slim = stored.pop(item.id, (None, None))
         data: ItemData | None = None
         # A folder renamed with its files unchanged: the summary holds the old path.
-        moved = slim is not None and slim.get("path") != item.path.relative_to(item.root).as_posix()
-        if entry is None or slim is None or moved or entry.get("stats") != stats_key(stats):
+        moved = slim is not None and slim.get("path") != rel
+        if entry is None or slim is None or moved or entry.get("stats") != skey:
             blobs = read_inputs(item, stats)
             dg = input_digest(blobs)
             if entry is None or slim is None or moved or entry.get("digest") != dg:
