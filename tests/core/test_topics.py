@@ -174,7 +174,7 @@ def test_scores_are_scikit_learns_tfidf() -> None:
     from arkai.search.topics import (
         TopicSettings,
         _analyze,
-        _ranked,
+        _Scores,
         document_frequencies,
         item_terms,
     )
@@ -189,7 +189,8 @@ def test_scores_are_scikit_learns_tfidf() -> None:
     checked = 0
     for n, it in enumerate(items):
         reference = reference_scores(matrix, vocab, n)
-        for term, score in _ranked(stats[n].counts, df, n_items, TopicSettings(min_phrase_count=0)):
+        scores = _Scores(stats[n].counts, df, n_items, TopicSettings(min_phrase_count=0))
+        for term, score in scores.best_first(4):
             assert score == pytest.approx(reference.pop(term), rel=1e-12)
             checked += 1
         assert not reference  # every phrase scored
@@ -346,14 +347,14 @@ def test_a_ranking_sorts_only_its_best_phrases_and_is_the_full_sorts() -> None:
     it = ItemTerms("c1", dict(sorted(counts.items())), chunks, ["W399", "W007", "Nobody Here"])
     s = TopicSettings()
     selected = rank_item(it, df, 100, s)
-    full = topics._best_first
+    full = topics._Scores.best_first
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(topics, "_best_first", lambda pairs, head: full(pairs, len(pairs) + 1))
+        mp.setattr(topics._Scores, "best_first", lambda self, head: full(self, len(self) + 1))
         assert rank_item(it, df, 100, s) == selected
     assert len([t for t in selected if t.source == "keyphrase"]) == s.top_terms
     assert {t.term for t in selected if t.source == "entity"} >= {"w399", "nobody here"}
     # An entity's relevance follows its rank among all the phrases.
-    ordered = sorted(topics._ranked(it.counts, df, 100, s), key=lambda p: (-p[1], p[0]))
+    ordered = list(topics._Scores(it.counts, df, 100, s).best_first(0))
     for name in ("w007", "w399"):
         rank = next(r for r, (t, _) in enumerate(ordered) if t == name)
         got = next(t for t in selected if t.term == name)
@@ -394,3 +395,92 @@ def test_the_builder_writes_the_file_its_document_is() -> None:
     assert lean.terms == {} and len(lean.topics) == len(doc["topics"])
     empty = TopicBuilder(0, {}, {"varroa": ["mite"]})
     assert b"".join(empty.iter_json()) == b"".join(iter_topics_json(empty.result().doc))
+
+
+def _plain_ranking(it: Any, df: dict[str, int], n: int, s: TopicSettings) -> list[Any]:
+    """The ranking written plainly, one float at a time and one full sort: what
+    ``rank_item``'s arrays and partial selection must give, bit for bit."""
+    import math
+
+    from arkai.search.topics import RELEVANCES, Term, _as_phrase, _relevance, normalize_term
+    from arkai.search.topics import _chunks_with as find
+    from arkai.search.topics import stem_key as key_of
+
+    raw = {t: float(c) * (math.log((1 + n) / (1 + df[t])) + 1.0) for t, c in it.counts.items()}
+    norm = math.sqrt(math.fsum(v * v for v in raw.values()))
+    pairs = {t: v / norm for t, v in raw.items()
+             if " " not in t or it.counts[t] >= s.min_phrase_count}  # fmt: skip
+    ordered = sorted(pairs.items(), key=lambda p: (-p[1], p[0]))
+    chunk_keys = [(i, f" {k} ") for i, k in enumerate(it.chunk_stems)]
+    terms: dict[str, Any] = {}
+    chosen: list[list[str]] = []
+    for rank, (term, score) in enumerate(ordered):
+        words, key = term.split(), key_of(term)
+        inside = any(len(words) < len(big) and any(big[i : i + len(words)] == words
+                     for i in range(len(big))) for big in chosen)  # fmt: skip
+        if len(chosen) == s.top_terms or not key or key in {key_of(" ".join(c)) for c in chosen}:
+            continue
+        if inside:
+            continue
+        chosen.append(words)
+        relevance = _relevance(rank, score, s)
+        terms[term] = Term(term, round(score, 6), relevance, find(key, chunk_keys), "keyphrase")
+    rank_of = {t: r for r, (t, _) in enumerate(ordered)}
+    for name in sorted({normalize_term(e) for e in it.entities} - {""}):
+        if name in terms:
+            continue
+        phrase = _as_phrase(name)
+        rank = rank_of[phrase] if rank_of.get(phrase, 1 << 30) < 64 else len(pairs) + 10
+        score = pairs.get(phrase, 0.0)
+        terms[name] = Term(name, round(score, 6), _relevance(rank, score, s),
+                           find(key_of(name), chunk_keys), "entity")  # fmt: skip
+    return sorted(terms.values(), key=lambda t: (RELEVANCES.index(t.relevance), -t.score, t.term))
+
+
+def test_a_ranking_is_the_plain_computation_bit_for_bit() -> None:
+    """``rank_item`` (scores as arrays, the best phrases picked by a partition) gives exactly
+    the plainly written ranking — the same score bits, terms, relevances and chunks — on
+    random items built to have ties at the selection's edge, short phrases not ranked,
+    phrases inside chosen phrases, and entities in and out of the vocabulary; with the
+    frequencies passed as an array (as the index stage does) or looked up."""
+    import math
+    import random
+
+    import numpy as np
+
+    from arkai.search.topics import ItemTerms, _Scores, rank_item
+
+    rng = random.Random(11)
+    vocab = [f"w{i:03d}" for i in range(300)]
+    s = TopicSettings(top_terms=12, min_phrase_count=2)
+    checked = 0
+    for round_ in range(40):
+        counts: dict[str, int] = {}
+        for _ in range(rng.randrange(0, 220)):
+            size = rng.choice((1, 1, 2, 3))
+            counts[" ".join(rng.sample(vocab, size))] = rng.choice((1, 1, 2, 3, 5, 8))
+        chosen = rng.sample(sorted(counts), min(len(counts), 3))
+        for phrase in chosen:  # the words of a phrase, scoring just below it
+            for word in phrase.split():
+                counts[word] = counts[phrase]
+        # In the terms record's (sorted) order, or any other: the ranking is the same.
+        order = sorted(counts.items())
+        counts = dict(order if round_ % 2 else rng.sample(order, len(order)))
+        # Few distinct frequencies: many equal scores, ties at the 64th place.
+        df = {p: rng.choice((1, 2, 3, 40)) for p in counts}
+        entities = [w.upper() for w in rng.sample(vocab, 3)] + ["Nobody Here", " ", "W001 Of"]
+        chunks = [" ".join(rng.sample(vocab, 30)) for _ in range(6)]
+        it = ItemTerms(f"c{round_}", counts, chunks, entities)
+        n = 50 + round_
+        want = _plain_ranking(it, df, n, s)
+        assert rank_item(it, df, n, s) == want
+        array = np.array([df[p] for p in counts], dtype=np.int64)
+        assert rank_item(it, df, n, s, frequencies=array) == want
+        # Every score has the plain computation's bits, in the plain order.
+        raw = {t: float(c) * (math.log((1 + n) / (1 + df[t])) + 1.0) for t, c in counts.items()}
+        norm = math.sqrt(math.fsum(v * v for v in raw.values()))
+        pairs = sorted(((t, v / norm) for t, v in raw.items() if " " not in t or counts[t] > 1),
+                       key=lambda p: (-p[1], p[0]))  # fmt: skip
+        assert list(_Scores(counts, df, n, s).best_first(64)) == pairs
+        checked += len(want)
+    assert checked > 300

@@ -491,27 +491,25 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     assert topics_step(repo)["reranked"] >= 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # A cached ranking made under other frequencies (another context digest) is not used.
-    import re
-
-    from arkai.core import canonjson
+    from arkai.adapters.itemtable import seal_row
+    from arkai.ops.index import RANKINGS
 
     cache = repo / ".arkai" / "index-cache"
-    entry = sorted(cache.rglob("*.topics.json"))[0]
-    header, body = entry.read_text().split("\n", 1)
-    body = re.sub('"context":"sha256:[0-9a-f]+"', '"context":"sha256:' + "0" * 64 + '"', body)
-    digest = "sha256:" + hashlib.sha256(body.encode()).hexdigest()
-    entry.write_text(canonjson.dumps_line(json.loads(header) | {"digest": digest}) + body)
+    table = cache / f"{RANKINGS}.tsv"
+    header, first, rest = table.read_bytes().split(b"\n", 2)
+    cid, stat, key, body = first.split(b"\t", 1)[1].split(b"\t", 3)
+    assert body.startswith(b"sha256:")
+    forged = b"sha256:" + b"0" * 64 + body[len(b"sha256:") + 64 :]
+    table.write_bytes(
+        header + b"\n" + seal_row(b"\t".join((cid, stat, key, forged))) + b"\n" + rest
+    )
     (repo / "index" / "topics.json").unlink()
     run_index(Repo.at(repo))
     assert topics_step(repo)["reranked"] == 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
     # One item added, then one removed. The number of items changed: every item is ranked
-    # again, but the rankings cached for the others are left as they are (not rewritten).
-    def rankings() -> dict[Path, int]:
-        return {p: p.stat().st_mtime_ns for p in cache.rglob("*.topics.json")}
-
-    before = rankings()
+    # again, once: the next run takes every ranking from the table the adding run wrote.
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
     )
@@ -523,8 +521,11 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     graph = step(repo, "graph")
     assert (graph["cites_searched"], graph["cites_searched_new"]) == (1, 2)
     assert graph["graph_parts_built"] == 1
-    assert len(rankings()) == 3 and {p: rankings()[p] for p in before} == before
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    (repo / "index" / "topics.json").unlink()
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["reranked"] == 0
+    assert len(table.read_bytes().splitlines()) == 1 + 3  # its first line, a row per item
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     gone = next(e for e in catalog if e["title"] == "Compilers podcast")
     shutil.rmtree(repo / gone["path"])
@@ -541,14 +542,15 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
 
     entries = [p for p in cache.glob("*/*") if p.is_file()]
     assert {p.name.split(".", 1)[1] for p in entries} == {f"{x}.json" for x in ITEM_PARTS}
-    old_part = entries[0].with_name(entries[0].name.split(".")[0] + ".cites.json")
-    old_part.write_text('{"digest":"sha256:0","key":"sha256:0","version":1}\n{}')
+    old_parts = [entries[0].with_name(entries[0].name.split(".")[0] + f".{part}.json")
+                 for part in ("cites", "topics")]  # fmt: skip
+    for old_part in old_parts:
+        old_part.write_text('{"digest":"sha256:0","key":"sha256:0","version":1}\n{}')
     records = sorted(p.name for p in cache.iterdir() if p.is_file())
     (repo / "index" / "manifest.json").unlink()  # the stage runs its steps again
     assert run_index(Repo.at(repo)).cache_hits == 2
-    assert not old_part.exists() and len([p for p in cache.glob("*/*") if p.is_file()]) == len(
-        entries
-    )
+    assert not any(p.exists() for p in old_parts)
+    assert len([p for p in cache.glob("*/*") if p.is_file()]) == len(entries)
     assert sorted(p.name for p in cache.iterdir() if p.is_file()) == records
 
 
@@ -582,7 +584,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     # Without the manifest the stage cannot trust its outputs: every record is read again —
     # but a `terms` record only when its item must be ranked again: here, with its cached
     # ranking gone.
-    terms[1].with_name(terms[1].name.replace(".terms.", ".topics.")).unlink()
+    from arkai.ops.index import RANKINGS
+
+    table = cache / f"{RANKINGS}.tsv"
+    item = terms[1].name.split(".")[0]
+    table.write_bytes(b"".join(line for line in table.read_bytes().splitlines(keepends=True)
+                               if f"\t{item}\t".encode() not in line))  # fmt: skip
     (repo / "index" / "manifest.json").unlink()
     again = run_index(Repo.at(repo))
     assert again.cache_rejected == 2 and again.cache_hits == 1

@@ -57,6 +57,7 @@ from arkai.adapters.itemcache import (
     stamp,
     write_checked,
 )
+from arkai.adapters.itemtable import ItemTable
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
@@ -116,6 +117,9 @@ DIGESTS = "digests.json"
 STAMPS = "stamps.json"
 #: Where each item's lines are in ``chunks.jsonl`` (in the item cache; :class:`_Layout`).
 LAYOUT = "chunks-layout.json"
+#: Every item's ranked terms, a row per item (:class:`arkai.adapters.itemtable.ItemTable`).
+RANKINGS = "rankings"
+RANKINGS_VERSION = "rankings-1"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -302,9 +306,10 @@ def _lines(chunks: Sequence[Chunk]) -> bytes:
     return canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
 
 
-ITEM_PARTS = ("main", "lines", "terms", "tokens", "phrases", "topics", RELATED_PART)
-"""The parts of an item's entry in the item cache: :func:`_store`'s, the topic step's ranking
-and the graph step's related items (another part's files, an older version's, are pruned)."""
+ITEM_PARTS = ("main", "lines", "terms", "tokens", "phrases", RELATED_PART)
+"""The parts of an item's entry in the item cache: :func:`_store`'s and the graph step's
+related items (another part's files, an older version's, are pruned: the per-item ``topics``
+part, before the rankings were kept in one pack, is one)."""
 
 
 def _store(
@@ -390,42 +395,48 @@ def _ranked_terms(
     ip: dict[str, Any],
     settings: bytes,
     cache: ItemCache,
-    rankings: ItemCache,
+    rankings: ItemTable,
     builder: TopicBuilder,
     full: bool,
-    settled: bool,
     frequencies: bytes,
     shape: Any,
 ) -> _Ranked:
-    """The item's ranked terms, cached per item (part ``topics``) with the digest of what they
-    depend on beyond the item's files: the number of items, the document frequency of each of
-    its phrases and the topic settings. An item none of whose phrases changed frequency is
-    not ranked again (its ``terms`` record is not even read); one that is re-ranked reuses the
-    chunks its earlier rankings found for a term (they depend on the item alone). ``full``:
-    no cached ranking is used. ``settled``: the number of items is the last run's — when it
-    is not (an item was added or removed), every item is ranked again and its entry is kept
-    as it is (written only for an item that has none): a run that adds an item pays no write
-    per item, and the next run with the same number of items writes them once.
-    ``frequencies``: the document frequency of each of its phrases, in its order
-    (:class:`_PhraseTable`); ``shape``: :func:`_shape_digest` of ``builder``."""
+    """The item's ranked terms, kept in ``rankings`` (one table for every item,
+    :class:`arkai.adapters.itemtable.ItemTable`) under the item's inputs key: the digest of
+    what they depend on beyond the item's files (the number of items, the document frequency
+    of each of its phrases and the topic settings), whether it has condensed chunks, the
+    terms and the chunks its rankings found for each term. An item none of whose phrases
+    changed frequency is not ranked again (its ``terms`` record is not even read, its row is
+    kept as it is); one that is re-ranked reuses the chunks found for a term (they depend on
+    the item alone). ``full``: no kept ranking is used. ``frequencies``: the document
+    frequency of each of its phrases, in its order (:class:`_PhraseTable`); ``shape``:
+    :func:`_shape_digest` of ``builder``."""
     h = shape.copy()
     h.update(frequencies)
     context = "sha256:" + h.hexdigest()
-    entry = None if full else rankings.get(d.item.id, d.key, "topics")
-    if entry is not None and entry.get("context") == context:
-        terms = [term_from_list(t) for t in entry["terms"]]
-        return _Ranked(terms, bool(entry["condensed"]), fresh=False)
-    known: dict[str, Any] = dict(entry["chunks"]) if entry is not None else {}
+    row = None if full else rankings.by_key(d.item.id, d.key)
+    kept = row.body if row is not None else b""
+    fields = kept.split(b"\t") if kept else []
+    if len(fields) == 4 and fields[0] == context.encode("ascii"):
+        try:
+            terms = [term_from_list(t) for t in json.loads(fields[2])]
+        except (ValueError, TypeError, UnicodeDecodeError):
+            terms = None  # intact bytes (its digest held) that are not a ranking: ranked again
+        if terms is not None:
+            rankings.keep(d.item.id, None, d.key, kept)
+            return _Ranked(terms, fields[1] == b"1", fresh=False)
+    known: dict[str, Any] = {}
+    if len(fields) == 4:
+        with contextlib.suppress(ValueError, TypeError, UnicodeDecodeError):
+            known = dict(json.loads(fields[3]))
     it = _terms(d, ip, settings, cache)
-    ranked = builder.rank(it, known)
-    if entry is not None and not settled:
-        return _Ranked(ranked, bool(it.condensed), fresh=True)
+    ranked = builder.rank(it, known, np.frombuffer(frequencies, dtype=np.int64))
     for t in ranked:
         known[stem_key(t.term)] = [list(t.chunks), list(t.condensed)]
-    rankings.put(d.item.id, d.key, "topics", {
-        "chunks": known, "condensed": bool(it.condensed), "context": context,
-        "terms": [term_to_list(t) for t in ranked],
-    })  # fmt: skip
+    body = b"\t".join((context.encode("ascii"), b"1" if it.condensed else b"0",
+                       canonjson.dumps_compact([term_to_list(t) for t in ranked]).encode("utf-8"),
+                       canonjson.dumps_compact(known).encode("utf-8")))  # fmt: skip
+    rankings.keep(d.item.id, None, d.key, body)
     return _Ranked(ranked, bool(it.condensed), fresh=True)
 
 
@@ -1003,21 +1014,26 @@ def run_index(
                 # Only each item's high-relevance terms go on (to the graph); the topic
                 # document is written from the builder, never made whole.
                 high: dict[str, list[tuple[str, float]]] = {}
-                # Its own instance: a stale ranking is the normal case, not a damaged cache.
-                rankings = ItemCache(root)
-                settled = last.get("items") == n_items
                 shape = _shape_digest(builder)
-                position = reranked = 0
+                reranked = 0
+
+                # Every item's ranking in one table (10,000 entry files cost more to open
+                # and write than the rankings); written once the items are ranked, so a
+                # stopped run leaves the last one as it was.
+                rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
+                position = 0
                 for i, d in enumerate(loaded):
                     count = d.record.chunks
                     ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
-                                           settled, table.frequencies(i), shape)  # fmt: skip
+                                           table.frequencies(i), shape)  # fmt: skip
                     builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
                                        ranked.condensed)  # fmt: skip
                     high[d.item.id] = [(t.term, t.score) for t in ranked.terms
                                        if t.relevance == "high"]  # fmt: skip
                     position += count
                     reranked += ranked.fresh
+                rankings.save(prune=True)
+                del rankings
                 info["reranked"] = reranked
                 del df, table
                 if write_chunks_if_changed(out / TOPICS, builder.iter_json()):

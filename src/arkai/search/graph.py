@@ -30,6 +30,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from json.encoder import encode_basestring as _encode_str  # the C one where built
 from typing import Any
 
@@ -118,8 +119,10 @@ class Graph:
         return {"version": GRAPH_VERSION, "nodes": self.nodes, "edges": self.edges}
 
 
+@lru_cache(maxsize=1 << 17)
 def node_id(kind: str, *parts: str) -> str:
-    """An NMTOKEN-safe node ID: ``kind:part:…`` (lossy parts get a digest suffix)."""
+    """An NMTOKEN-safe node ID: ``kind:part:…`` (lossy parts get a digest suffix). Memoised:
+    the index stage names every item's entities and topics on each run."""
     out = [kind]
     for part in parts:
         slug = _UNSAFE.sub("_", part).strip("_") or "_"

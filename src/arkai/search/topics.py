@@ -19,7 +19,6 @@ terms stemming-insensitively; :func:`grep_library` is the fallback for terms not
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import re
@@ -28,10 +27,11 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from arkai.adapters.fs import read_repo_file
@@ -149,11 +149,14 @@ class TopicIndex:
 # -- text ---------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 17)
 def normalize_term(term: str) -> str:
-    """Lower-cased (case-folded), NFC, whitespace collapsed: the key of a topic."""
+    """Lower-cased (case-folded), NFC, whitespace collapsed: the key of a topic. Memoised:
+    the index stage normalises every item's entity names on each run."""
     return " ".join(unicodedata.normalize("NFC", term).casefold().split())
 
 
+@lru_cache(maxsize=1 << 17)
 def stem_key(term: str) -> str:
     """Stopword-free, stemmed form of a term (``"Hives"`` and ``"hive"`` share it)."""
     return " ".join(tokenize(term))
@@ -283,39 +286,82 @@ def phrase_frequencies(items: Iterable[Iterable[str]]) -> tuple[int, Counter[str
     return n, df
 
 
-def _ranked(counts: Mapping[str, int], df: Mapping[str, int], n: int, s: TopicSettings
-            ) -> list[tuple[str, float]]:  # fmt: skip
-    """The item's phrases by TF-IDF (in no order: :func:`_best_first` sorts them): raw count
-    × smoothed IDF (``ln((1 + n) / (1 + df)) + 1``), L2-normalised over the item's phrases —
-    scikit-learn's ``TfidfVectorizer`` defaults, with the norm summed exactly (``math.fsum``)
-    so a score depends on nothing but the item's counts and the document frequencies."""
-    if not counts:
-        return []
-    idf: dict[int, float] = {}
-    raw: list[tuple[str, float]] = []
-    for term, count in counts.items():
-        d = df[term]
-        if d not in idf:
-            idf[d] = math.log((1 + n) / (1 + d)) + 1.0
-        raw.append((term, float(count) * idf[d]))
-    norm = math.sqrt(math.fsum(v * v for _, v in raw))
-    return [
-        (term, v / norm) for term, v in raw if " " not in term or counts[term] >= s.min_phrase_count
-    ]
+class _Scores:
+    """One item's phrases by TF-IDF: raw count × smoothed IDF (``ln((1 + n) / (1 + df)) + 1``),
+    L2-normalised over the item's phrases — scikit-learn's ``TfidfVectorizer`` defaults, with
+    the norm summed exactly (``math.fsum``) so a score depends on nothing but the item's counts
+    and the document frequencies. Phrases of two or three words that occur fewer than
+    ``min_phrase_count`` times are not ranked (they still count in the norm).
 
+    Computed as arrays, each product and quotient the same IEEE operation as one float at a
+    time (so the same bits): an item has thousands of phrases and a run that changes the
+    number of items ranks every item again. ``frequencies``: the phrases' document
+    frequencies in ``counts``' order, when the caller has them as an array."""
 
-def _best_first(pairs: list[tuple[str, float]], head: int) -> Iterator[tuple[str, float]]:
-    """``pairs`` by score, best first (ties by term), sorted lazily: the best ``head`` of them
-    by a partial selection, the rest only when a caller reads past them."""
-    if len(pairs) <= head:
-        yield from sorted(pairs, key=_by_score)
-        return
-    yield from heapq.nsmallest(head, pairs, key=_by_score)
-    yield from sorted(pairs, key=_by_score)[head:]
+    def __init__(
+        self,
+        counts: Mapping[str, int],
+        df: Mapping[str, int],
+        n: int,
+        s: TopicSettings,
+        frequencies: np.ndarray | None = None,
+    ) -> None:
+        self.counts, self.df, self.n, self.s = counts, df, n, s
+        terms = list(counts)
+        size = len(terms)
+        count = np.fromiter(counts.values(), dtype=np.float64, count=size)
+        if frequencies is None or len(frequencies) != size:
+            frequencies = np.fromiter((df[t] for t in terms), dtype=np.int64, count=size)
+        values, where = np.unique(frequencies, return_inverse=True)
+        self.idf = {d: math.log((1 + n) / (1 + d)) + 1.0 for d in values.tolist()}
+        raw = count * np.array(list(self.idf.values()), dtype=np.float64)[where]
+        self.norm = math.sqrt(math.fsum((raw * raw).tolist())) if size else 1.0
+        scores = raw / self.norm
+        short = np.flatnonzero(count < s.min_phrase_count).tolist()
+        dropped = [i for i in short if " " in terms[i]]
+        if dropped:
+            keep = np.ones(size, dtype=bool)
+            keep[dropped] = False
+            terms = [terms[i] for i in np.flatnonzero(keep).tolist()]
+            scores = scores[keep]
+        self.terms, self.scores = terms, scores
 
+    def __len__(self) -> int:
+        return len(self.terms)
 
-def _by_score(p: tuple[str, float]) -> tuple[float, str]:
-    return -p[1], p[0]
+    def score(self, phrase: str) -> float:
+        """A phrase's score (0.0 for one the item does not rank): the same operations as
+        the array's."""
+        count = self.counts.get(phrase)
+        if count is None or (" " in phrase and count < self.s.min_phrase_count):
+            return 0.0
+        d = int(self.df[phrase])
+        idf = self.idf.get(d)
+        if idf is None:
+            idf = math.log((1 + self.n) / (1 + d)) + 1.0
+        return float(count) * idf / self.norm
+
+    def best_first(self, head: int) -> Iterator[tuple[str, float]]:
+        """(phrase, score) best first (ties by phrase), sorted lazily: the best ``head`` by a
+        partial selection, the rest only when a caller reads past them."""
+        terms, size = self.terms, len(self.terms)
+        scores: list[float] = self.scores.tolist()
+
+        def key(i: int) -> tuple[float, str]:
+            return -scores[i], terms[i]
+
+        partial = 0 < head < size
+        if partial:
+            # Every phrase scoring below the head-th best is after all of the head best.
+            kth = np.partition(self.scores, size - head)[size - head]
+            order = sorted(np.flatnonzero(self.scores >= kth).tolist(), key=key)[:head]
+        else:
+            order = sorted(range(size), key=key)
+        for i in order:
+            yield terms[i], scores[i]
+        if partial:
+            for i in sorted(range(size), key=key)[head:]:
+                yield terms[i], scores[i]
 
 
 #: A term's stem key → (its chunks, its condensed chunks) in one item: what an earlier
@@ -329,14 +375,17 @@ def rank_item(
     n: int,
     settings: TopicSettings,
     known: ChunkMap | None = None,
+    frequencies: np.ndarray | None = None,
 ) -> list[Term]:
     """One item's terms, best first, with the numbers of its chunks (0-based, in the item's
     chunk order) and condensed chunks that hold each: a function of the item's
     :class:`ItemTerms`, ``n``, the frequencies of its phrases and ``settings`` alone.
     ``known``: chunks found for stem keys by an earlier ranking of the same item (which
-    chunks hold a term does not depend on the library), so only new terms are searched."""
+    chunks hold a term does not depend on the library), so only new terms are searched.
+    ``frequencies``: the document frequencies of ``it.counts``' phrases in their order, as
+    an integer array (the same values as ``df`` gives; the index stage has them so)."""
     s, known = settings, known or {}
-    pairs = _ranked(it.counts, df, n, s)
+    scores = _Scores(it.counts, df, n, s, frequencies)
     in_chunks = _ChunkFinder(list(enumerate(f" {k} " for k in it.chunk_stems)))
     condensed_keys = [(c, f" {k} ") for c, k in it.condensed]
 
@@ -350,33 +399,38 @@ def rank_item(
     # `head` phrases are sorted unless the terms are not chosen from among them.
     head = max(64, 4 * s.top_terms, s.high_rank, s.medium_rank)
     rank_of: dict[str, int] = {}
-    score_of = dict(pairs)
     terms: dict[str, Term] = {}
-    chosen: list[list[str]] = []
+    chosen = 0
     stems: set[str] = set()
-    for rank, (term, score) in enumerate(_best_first(pairs, head)):
+    # Every run of words inside a chosen phrase, shorter than it: a term that is one is a
+    # part of a phrase already chosen.
+    parts: set[str] = set()
+    for rank, (term, score) in enumerate(scores.best_first(head)):
         if rank < head:
             rank_of[term] = rank
-        if len(chosen) >= s.top_terms:
+        if chosen >= s.top_terms:
             if rank >= head - 1:
                 break
             continue
         words = term.split()
         key = stem_key(term)
-        if not key or key in stems or any(_contains(big, words) for big in chosen):
+        if not key or key in stems or " ".join(words) in parts:
             continue  # an inflection of a term, or a part of a phrase, already chosen
-        chosen.append(words)
+        chosen += 1
         stems.add(key)
+        size = len(words)
+        parts.update(" ".join(words[i : i + w]) for w in range(1, size)
+                     for i in range(size - w + 1))  # fmt: skip
         found, condensed = where(key)
         terms[term] = Term(
             term, round(score, 6), _relevance(rank, score, s), found, "keyphrase", condensed
         )
-    for name in sorted({normalize_term(e) for e in it.entities if normalize_term(e)}):
+    for name in sorted({k for k in map(normalize_term, it.entities) if k}):
         if name in terms:
             continue
         analyzed = _as_phrase(name)
-        rank = rank_of.get(analyzed, len(pairs) + s.medium_rank)
-        score = score_of.get(analyzed, 0.0)
+        rank = rank_of.get(analyzed, len(scores) + s.medium_rank)
+        score = scores.score(analyzed)
         found, condensed = where(stem_key(name))
         terms[name] = Term(
             name, round(score, 6), _relevance(rank, score, s), found, "entity", condensed
@@ -465,10 +519,12 @@ class TopicBuilder:
         """Add one item; ``positions`` are its chunks' positions in ``chunks.jsonl``."""
         self.add_ranked(it.content_id, self.rank(it), positions, bool(it.condensed))
 
-    def rank(self, it: ItemTerms, known: ChunkMap | None = None) -> list[Term]:
+    def rank(
+        self, it: ItemTerms, known: ChunkMap | None = None, frequencies: np.ndarray | None = None
+    ) -> list[Term]:
         """The item's terms, best first (:func:`rank_item` under this builder's
         frequencies and settings)."""
-        return rank_item(it, self.df, self.n, self.settings, known)
+        return rank_item(it, self.df, self.n, self.settings, known, frequencies)
 
     def add_ranked(
         self, content_id: str, ranked: Sequence[Term], positions: Sequence[int], condensed: bool
@@ -545,15 +601,11 @@ def _pad(text: str, pad: str) -> str:
     return text.replace("\n", "\n" + pad)
 
 
+@lru_cache(maxsize=1 << 14)
 def _as_phrase(name: str) -> str:
     """An entity name in the TF-IDF vocabulary's form (its words, stopwords dropped)."""
     words = [w for w in _WORD.findall(name.lower()) if len(w) >= 2 and w not in stopwords()]
     return " ".join(words)
-
-
-def _contains(big: list[str], small: list[str]) -> bool:
-    n = len(small)
-    return n < len(big) and any(big[i : i + n] == small for i in range(len(big) - n + 1))
 
 
 # -- synonyms -----------------------------------------------------------------------------
