@@ -37,13 +37,10 @@ OTHER = "Gardening notes: tomatoes need sun, basil needs water, and compost help
 
 
 def inputs() -> list[TopicInput]:
-    def chunks(base: int, text: str) -> list[tuple[int, str]]:
-        return [(base + n, line) for n, line in enumerate(text.splitlines())]
-
     return [
-        TopicInput("b" * 16, BEES, chunks(0, BEES), ["Ana", "Varroa", "August"]),
-        TopicInput("c" * 16, BUILDS, chunks(10, BUILDS), ["Build Cache"]),
-        TopicInput("d" * 16, OTHER, chunks(20, OTHER), []),
+        TopicInput("b" * 16, BEES, BEES.splitlines(), ["Ana", "Varroa", "August"]),
+        TopicInput("c" * 16, BUILDS, BUILDS.splitlines(), ["Build Cache"]),
+        TopicInput("d" * 16, OTHER, OTHER.splitlines(), []),
     ]
 
 
@@ -59,7 +56,7 @@ def test_relevance_and_chunks() -> None:
     bees = {t.term: t for t in idx.terms["b" * 16]}
     assert bees["varroa"].relevance == "high"
     assert bees["varroa"].source == "keyphrase"
-    # Chunks are positions of the item's chunks that contain the term (stemmed).
+    # Chunks are the numbers of the item's chunks that contain the term (stemmed).
     assert bees["varroa"].chunks == (0, 1, 2, 3)
     assert bees["varroa mites"].chunks == (0, 1)
     # A word said once ranks lower than the repeated one.
@@ -75,7 +72,7 @@ def test_relevance_and_chunks() -> None:
     assert bees["ana"].source == "entity" and bees["ana"].chunks == (0, 1, 2, 3, 4)
     assert bees["august"].chunks == (3,)
     doc = idx.doc
-    assert doc["version"] == 1
+    assert doc["version"] == 2
     entry = doc["topics"]["varroa"]["items"][0]
     assert entry == {"content_id": "b" * 16, "relevance": "high", "chunks": [0, 1, 2, 3]}
 
@@ -96,7 +93,7 @@ def test_deterministic_and_order_independent() -> None:
 
 def test_empty_library() -> None:
     doc = build_topics([]).doc
-    assert doc == {"version": 1, "topics": {}, "synonyms": {}}
+    assert doc == {"version": 2, "topics": {}, "synonyms": {}}
     assert build_topics([TopicInput("a" * 16, "", [])]).doc["topics"] == {}
 
 
@@ -119,7 +116,14 @@ def write_index(tmp_path: Path) -> Path:
     folder.mkdir()
     doc = build_topics(inputs(), {"varroa": ["parasite"], "compost": ["humus"]}).doc
     (folder / "topics.json").write_text(json.dumps(doc))
-    catalog = {"version": 1, "items": [{"id": "b" * 16, "title": "Bees", "path": "library/x"}]}
+    # The items in chunks.jsonl's order with their chunk counts (the topic entries' chunk
+    # numbers are the items' own).
+    catalog = {"version": 1, "items": [
+        {"id": "b" * 16, "title": "Bees", "path": "library/x", "chunks": len(BEES.splitlines())},
+        {"id": "c" * 16, "title": "Builds", "path": "library/y",
+         "chunks": len(BUILDS.splitlines())},
+        {"id": "d" * 16, "title": "Other", "path": "library/z", "chunks": 1},
+    ]}  # fmt: skip
     (folder / "catalog.json").write_text(json.dumps(catalog))
     return folder
 
@@ -137,9 +141,43 @@ def test_lookup_exact_stem_and_synonym(tmp_path: Path) -> None:
     # Synonyms (and their reverse) expand the query.
     syn = lookup_topic(folder, "parasites")
     assert syn and syn[0]["content_id"] == "b" * 16 and syn[0]["via"] == "synonym"
-    assert lookup_topic(folder, "humus")[0]["content_id"] == "d" * 16
+    humus = lookup_topic(folder, "humus")[0]
+    assert humus["content_id"] == "d" * 16
+    # Positions in chunks.jsonl: the item's own chunk numbers after the items before it.
+    first = len(BEES.splitlines()) + len(BUILDS.splitlines())
+    assert humus["chunks"] == [first]
     assert lookup_topic(folder, "quantum chromodynamics") == []
     assert lookup_topic(folder, "  ") == []
+
+
+def test_lookup_reads_positions_of_a_version_1_file_as_they_are(tmp_path: Path) -> None:
+    """A ``topics.json`` of version 1 (positions in ``chunks.jsonl``) is read as it is; an
+    item the catalog does not list has no positions in a version 2 file."""
+    folder = write_index(tmp_path)
+    doc = json.loads((folder / "topics.json").read_text())
+    doc["version"] = 1
+    for topic in doc["topics"].values():
+        for e in topic["items"]:
+            e["chunks"] = [100 + c for c in e["chunks"]]
+    (folder / "topics.json").write_text(json.dumps(doc))
+    assert lookup_topic(folder, "humus")[0]["chunks"] == [100]
+    doc["version"] = 2
+    (folder / "topics.json").write_text(json.dumps(doc))
+    catalog = json.loads((folder / "catalog.json").read_text())
+    del catalog["items"][2]
+    (folder / "catalog.json").write_text(json.dumps(catalog))
+    hit = lookup_topic(folder, "humus")[0]
+    assert hit["content_id"] == "d" * 16 and hit["chunks"] == []
+
+
+def test_chunk_offsets_stop_at_an_item_without_a_count() -> None:
+    from arkai.search.topics import chunk_offsets
+
+    items = [{"id": "a", "chunks": 3}, {"id": "b", "chunks": 0}, {"id": "c", "chunks": 2},
+             {"id": "d", "chunks": "2"}, {"id": "e", "chunks": 1}]  # fmt: skip
+    assert chunk_offsets(items) == {"a": 0, "b": 3, "c": 3}
+    assert chunk_offsets([{"id": "a", "chunks": True}]) == {}
+    assert chunk_offsets([{"id": "a", "chunks": -1}, {"id": "b", "chunks": 1}]) == {}
 
 
 def test_lookup_without_index(tmp_path: Path) -> None:
@@ -295,9 +333,7 @@ def test_a_ranking_from_known_chunks_is_the_same() -> None:
     )
 
     items = inputs()
-    stats = [
-        item_terms(it.content_id, it.text, (t for _, t in it.chunks), it.entities) for it in items
-    ]
+    stats = [item_terms(it.content_id, it.text, it.chunks, it.entities) for it in items]
     n, df = document_frequencies(stats)
     s = TopicSettings()
     searched: list[str] = []
@@ -363,29 +399,53 @@ def test_a_ranking_sorts_only_its_best_phrases_and_is_the_full_sorts() -> None:
 
 def test_the_builder_writes_the_file_its_document_is() -> None:
     """``TopicBuilder.iter_json`` (the index stage's writer: the document never made whole,
-    the items' terms not kept) gives the bytes of ``iter_topics_json(result().doc)``: items with
-    and without condensed chunks, synonyms, any batch size, an empty builder."""
-    from arkai.search.topics import TopicBuilder, document_frequencies, item_terms, iter_topics_json
+    the items' terms not kept, each entry's text joined as it was made) gives the bytes of
+    ``iter_topics_json`` over the document made plainly from the ranked terms — items with and
+    without condensed chunks, synonyms, any batch size, an empty builder — and entries added
+    from their kept text (:meth:`TopicBuilder.add_entries`) give the same file."""
+    from arkai.search.topics import (
+        TopicBuilder,
+        document_frequencies,
+        entry_json,
+        item_terms,
+        iter_topics_json,
+    )
 
     items = [
         *inputs(),
-        TopicInput("e" * 16, BEES + OTHER, [(30, BEES), (31, OTHER)], ["Ana"],
+        TopicInput("e" * 16, BEES + OTHER, [BEES, OTHER], ["Ana"],
                    [(1, "Varroa mites every week."), (2, "compost helps the soil")]),
     ]  # fmt: skip
-    stats = [
-        (item_terms(it.content_id, it.text, (t for _, t in it.chunks), it.entities, it.condensed),
-         [i for i, _ in it.chunks])
-        for it in items
-    ]  # fmt: skip
-    n, df = document_frequencies(t for t, _ in stats)
+    stats = [item_terms(it.content_id, it.text, it.chunks, it.entities, it.condensed)
+             for it in items]  # fmt: skip
+    n, df = document_frequencies(stats)
 
     def built(keep_terms: bool) -> TopicBuilder:
         b = TopicBuilder(n, df, {"varroa": ["mite"]}, keep_terms=keep_terms)
-        for it, positions in stats:
-            b.add(it, positions)
+        for it in stats:
+            b.add(it)
         return b
 
-    doc = built(True).result().doc
+    full = built(True)
+    # The document written plainly: each term's items sorted by (relevance, content ID).
+    rank = {"high": 0, "medium": 1, "low": 2}
+    plain: dict[str, list[dict[str, Any]]] = {}
+    for it in stats:
+        for t in full.terms[it.content_id]:
+            e: dict[str, Any] = {"content_id": it.content_id, "relevance": t.relevance,
+                                 "chunks": list(t.chunks)}  # fmt: skip
+            if it.condensed:
+                e["condensed_chunks"] = list(t.condensed)
+            plain.setdefault(t.term, []).append(e)
+    doc = {
+        "version": 2,
+        "topics": {
+            t: {"items": sorted(es, key=lambda e: (rank[e["relevance"]], e["content_id"]))}
+            for t, es in sorted(plain.items())
+        },
+        "synonyms": {"mite": ["varroa"], "varroa": ["mite"]},
+    }
+    assert full.result().doc == doc
     assert any("condensed_chunks" in e for t in doc["topics"].values() for e in t["items"])
     assert any("condensed_chunks" not in e for t in doc["topics"].values() for e in t["items"])
     want = b"".join(iter_topics_json(doc))
@@ -393,8 +453,31 @@ def test_the_builder_writes_the_file_its_document_is() -> None:
     for batch in (1, 3, 2048):
         assert b"".join(lean.iter_json(batch=batch)) == want
     assert lean.terms == {} and len(lean.topics) == len(doc["topics"])
+    kept = TopicBuilder(n, df, {"varroa": ["mite"]}, keep_terms=False)
+    for it in reversed(stats):  # any order
+        ranked = full.terms[it.content_id]
+        kept.add_entries(it.content_id, [(t.term, t.relevance,
+                                          entry_json(it.content_id, t, bool(it.condensed)))
+                                         for t in ranked])  # fmt: skip
+    assert b"".join(kept.iter_json()) == want
     empty = TopicBuilder(0, {}, {"varroa": ["mite"]})
     assert b"".join(empty.iter_json()) == b"".join(iter_topics_json(empty.result().doc))
+
+
+def test_an_items_entries_do_not_depend_on_the_items_before_it() -> None:
+    """Chunk numbers are the item's own: an item with more chunks before another (in the
+    file's order) leaves the other's entries as they were — the index stage keeps them as
+    text."""
+    a = TopicInput("a" * 16, BUILDS, BUILDS.splitlines())
+    b = TopicInput("b" * 16, BEES, BEES.splitlines(), ["Varroa"])
+    longer = TopicInput("a" * 16, BUILDS + BUILDS, (BUILDS + BUILDS).splitlines())
+
+    def entries(items: list[TopicInput]) -> list[Any]:
+        doc = build_topics(items).doc
+        return [(t, e) for t, v in doc["topics"].items() for e in v["items"]
+                if e["content_id"] == "b" * 16]  # fmt: skip
+
+    assert entries([a, b]) == entries([longer, b]) != []
 
 
 def _plain_ranking(it: Any, df: dict[str, int], n: int, s: TopicSettings) -> list[Any]:

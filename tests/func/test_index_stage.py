@@ -173,7 +173,7 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     assert manifest["counts"]["chunks"] == summary.chunks
     assert manifest["lexical"]["k1"] == 1.2 and "catalog.json" in manifest["files"]
     topics = json.loads((out / "topics.json").read_text())
-    assert topics["topics"] and topics["version"] == 1
+    assert topics["topics"] and topics["version"] == 2
     graph = json.loads((out / "graph.json").read_text())
     assert {n["type"] for n in graph["nodes"]} == {"Content", "Entity", "Tag", "Topic"}
 
@@ -552,6 +552,64 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     assert not any(p.exists() for p in old_parts)
     assert len([p for p in cache.glob("*/*") if p.is_file()]) == len(entries)
     assert sorted(p.name for p in cache.iterdir() if p.is_file()) == records
+
+
+def test_topic_entries_name_each_items_own_chunks(repo: Path, tmp_path: Path) -> None:
+    """``topics.json`` (version 2) lists each item's own chunk numbers: placed after the
+    chunks of the items before it in ``catalog.json``, every entry's chunk is one of the
+    item's and holds the term (stemmed). An item that gains chunks moves every later item's
+    positions in ``chunks.jsonl`` but none of their entries, which the next run takes from
+    the rankings table as text, ranking nothing else again."""
+    from arkai.ops.index import run_index
+    from arkai.search.topics import chunk_offsets, stem_key
+
+    set_params(repo, embedder="none")
+    run_index(Repo.at(repo))
+
+    def state() -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
+        catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
+        doc = json.loads((repo / "index/topics.json").read_text())
+        lines = (repo / "index/chunks.jsonl").read_text().splitlines()
+        return catalog, doc, [json.loads(x) for x in lines]
+
+    def check(catalog: list[dict[str, Any]], doc: dict[str, Any], chunks: list[Any]) -> None:
+        assert doc["version"] == 2
+        offsets = chunk_offsets(catalog)
+        counts = {e["id"]: e["chunks"] for e in catalog}
+        seen = 0
+        for term, topic in doc["topics"].items():
+            for e in topic["items"]:
+                cid = e["content_id"]
+                for c in e["chunks"]:
+                    assert 0 <= c < counts[cid]
+                    chunk = chunks[offsets[cid] + c]
+                    assert chunk["content_id"] == cid
+                    assert f" {stem_key(term)} " in f" {stem_key(chunk['text'])} "
+                    seen += 1
+        assert seen > 20
+
+    catalog, doc, chunks = state()
+    check(catalog, doc, chunks)
+    first, second = catalog[0], catalog[1]
+    assert first["chunks"] and second["chunks"]
+
+    def entries(d: dict[str, Any], cid: str) -> dict[str, Any]:
+        return {t: e for t, v in d["topics"].items() for e in v["items"] if e["content_id"] == cid}
+
+    kept = entries(doc, second["id"])
+    assert kept and any(e["chunks"] for e in kept.values())
+    # Words no other item has, so no phrase of the second item changes frequency.
+    words = " ".join(f"zorblax{n} quivvet{n}" for n in range(40))
+    transcript = repo / first["path"] / "transcript.md"
+    added = "".join(f"{words} line {n}.\n" for n in range(30))
+    transcript.write_bytes(transcript.read_bytes() + added.encode())
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["reranked"] == 1
+    catalog2, doc2, chunks2 = state()
+    check(catalog2, doc2, chunks2)
+    assert catalog2[0]["id"] == first["id"] and catalog2[0]["chunks"] > first["chunks"]
+    assert entries(doc2, second["id"]) == kept
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
 
 def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:

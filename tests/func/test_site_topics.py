@@ -31,10 +31,13 @@ def write_index(
     texts: dict[tuple[str, int], str],
     pad: int,
     at: dict[tuple[str, int], int] | None = None,
+    version: int = 2,
 ) -> None:
     """chunks.jsonl: ``pad`` chunks of another item first (they shift every position), then
     two chunks per item; topics.json: "alpha" on the first two items, "beta" on the last
-    two, "gamma" on the third alone."""
+    two, "gamma" on the third alone — each item's own chunk numbers, with catalog.json
+    listing the items in the file's order (``version`` 1: positions in the file, as that
+    version of topics.json held them)."""
     index = repo / "index"
     index.mkdir(exist_ok=True)
     rows: list[dict[str, Any]] = [
@@ -49,16 +52,19 @@ def write_index(
             line = (at or {}).get((cid, k), 1 + k)
             rows.append({"content_id": cid, "start_line": line, "end_line": line, "text": text})
     (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    listed = [{"id": ids[-1], "chunks": pad}, *({"id": c, "chunks": 2} for c in ids[:4])]
+    (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
 
     def entries(cids: list[str]) -> list[dict[str, Any]]:
-        return [{"content_id": c, "relevance": "high", "chunks": where[c]} for c in cids]
+        return [{"content_id": c, "relevance": "high",
+                 "chunks": where[c] if version == 1 else [0, 1]} for c in cids]  # fmt: skip
 
     topics = {
         "alpha": {"items": entries(ids[:2])},
         "beta": {"items": entries(ids[2:4])},
         "gamma": {"items": entries(ids[2:3])},
     }
-    (index / "topics.json").write_text(json.dumps({"version": 1, "topics": topics,
+    (index / "topics.json").write_text(json.dumps({"version": version, "topics": topics,
                                                    "synonyms": {}}))  # fmt: skip
 
 
@@ -94,9 +100,14 @@ def test_topic_pages_follow_what_they_show_not_chunk_numbers(
     assert build_site(repo).mkdocs == "dirty"
     assert made == [] and loaded == [] and entity_reads == []
 
-    # Three chunks inserted before all others: every chunk number in topics.json shifts, what
-    # the pages show does not. None is made again; each keeps its bytes and its time.
+    # Three chunks inserted before all others: every position in chunks.jsonl shifts (and
+    # every chunk number of a version 1 topics.json), what the pages show does not. None is
+    # made again; each keeps its bytes and its time.
     write_index(repo, ids, {}, pad=3)
+    build_site(repo)
+    assert made == [] and loaded == []
+    assert {t: (p.read_bytes(), p.stat().st_mtime_ns) for t, p in pages.items()} == before
+    write_index(repo, ids, {}, pad=3, version=1)
     build_site(repo)
     assert made == [] and loaded == []
     assert {t: (p.read_bytes(), p.stat().st_mtime_ns) for t, p in pages.items()} == before
@@ -219,13 +230,43 @@ def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
     index = tmp_path / "index"
     index.mkdir()
     (index / "topics.json").write_text(text)
-    walked = site_build._walk_topics(text)
-    assert walked is not None
+    listed = [{"id": c, "chunks": 10} for c in ("x", "y", "z", "q")]
+    (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
+    offsets = {"x": 0, "y": 10, "z": 20, "q": 30}
     obj = json.loads(text)
     raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
-    assert walked == ({t: site_build._topic_items(e) for t, e in raw.items()}, obj.get("synonyms"))
+    for given in (None, offsets):
+        walked = site_build._walk_topics(text, given)
+        assert walked is not None
+        assert walked == ({t: site_build._topic_items(e, given) for t, e in raw.items()},
+                          obj.get("synonyms"), obj.get("version"))  # fmt: skip
     topics, _ = site_build._load_topics(index)
-    assert set(topics) == {t for t, items in walked[0].items() if items}
+    # Version 1 holds positions; later ones the items' own numbers, placed by the catalog.
+    want = site_build._walk_topics(text, None if obj.get("version") == 1 else offsets)
+    assert want is not None
+    assert {t: v.items for t, v in topics.items()} == {t: i for t, i in want[0].items() if i}
+
+
+def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> None:
+    """A version 2 topics.json names each item's own chunks; the site places them after the
+    chunks of the items before it in catalog.json (``chunks.jsonl``'s order), keeps the
+    first :data:`indexes.CHUNK_LINKS` and counts them all; an item the catalog does not list
+    (or lists after an item without a chunk count) is left out, and so is a negative number."""
+    index = tmp_path / "index"
+    index.mkdir()
+    entries = [{"content_id": "a", "relevance": "high", "chunks": [0, 2]},
+               {"content_id": "b", "relevance": "low", "chunks": [-1, 1, *range(2, 12)]},
+               {"content_id": "c", "relevance": "medium", "chunks": [0]},
+               {"content_id": "d", "relevance": "high", "chunks": [0]}]  # fmt: skip
+    doc = {"version": 2, "topics": {"t": {"items": entries}}, "synonyms": {}}
+    (index / "topics.json").write_text(json.dumps(doc))
+    listed = [{"id": "a", "chunks": 3}, {"id": "b", "chunks": 12}, {"id": "x"}, {"id": "c"}]
+    (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
+    topics, per_item = site_build._load_topics(index)
+    got = {i["content_id"]: (i["chunks"], i["passages"]) for i in topics["t"].items}
+    assert got == {"a": ([0, 2], 2),
+                   "b": ([3 + c for c in range(1, 1 + indexes.CHUNK_LINKS)], 11)}  # fmt: skip
+    assert set(per_item) == {"a", "b"}
 
 
 def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
@@ -233,7 +274,7 @@ def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
     index.mkdir()
     for bad in ('{"topics": {"a": {"items": []}}} extra', '{"topics": {"a": }', "[1]"):
         (index / "topics.json").write_text(bad)
-        assert site_build._walk_topics(bad) is None
+        assert site_build._walk_topics(bad, {}) is None
         with pytest.raises(ArkaiError, match=r"topics\.json"):
             site_build._load_topics(index)
     assert site_build._load_topics(tmp_path / "nowhere") == ({}, {})

@@ -2,10 +2,11 @@
 
 A stage that looks at every item (``validate``'s verdicts, the ``beliefs`` stage's episodes,
 the index stage's topic rankings) keeps what it derived from each item's files, so an
-unchanged item costs a ``lstat`` of those files (or a key lookup) instead of reading them. :class:`arkai.adapters.itemcache.ItemCache` keeps one file per
-item and part, right for the index's large parts; a record of a few hundred bytes is cheaper in
-one table (opening 10,000 files costs more than the records: docs/scale.md). Local and derived,
-like the rest of ``.arkai/``: git-ignored, rebuilt when absent or damaged.
+unchanged item costs a ``lstat`` of those files (or a key lookup) instead of reading them.
+:class:`arkai.adapters.itemcache.ItemCache` keeps one file per item and part, right for the
+index's large parts; a record of a few hundred bytes is cheaper in one table (opening
+10,000 files costs more than the records: docs/scale.md). Local and derived, like the rest
+of ``.arkai/``: git-ignored, rebuilt when absent or damaged.
 
 ``.arkai/index-cache/<name>.tsv``: a header line (JSON: the format and the caller's
 ``version``), then one line per item::

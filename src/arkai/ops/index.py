@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -87,14 +88,14 @@ from arkai.search.graphcache import update_related
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
+    RELEVANCES,
+    EntryJson,
     ItemTerms,
-    Term,
     TopicBuilder,
     TopicSettings,
+    entry_json,
     load_synonyms,
     stem_key,
-    term_from_list,
-    term_to_list,
 )
 
 CATALOG_VERSION = 1
@@ -119,7 +120,8 @@ STAMPS = "stamps.json"
 LAYOUT = "chunks-layout.json"
 #: Every item's ranked terms, a row per item (:class:`arkai.adapters.itemtable.ItemTable`).
 RANKINGS = "rankings"
-RANKINGS_VERSION = "rankings-1"
+#: 2: each term's ``topics.json`` entry kept as its text (1: the terms as lists).
+RANKINGS_VERSION = "rankings-2"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -374,13 +376,47 @@ def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) ->
 
 @dataclass(frozen=True)
 class _Ranked:
-    """An item's ranked terms (:func:`arkai.search.topics.rank_item`)."""
+    """An item's ranked terms (:func:`arkai.search.topics.rank_item`), as the topic step
+    uses them."""
 
-    terms: list[Term]
-    condensed: bool
-    """Whether the item has condensed chunks."""
+    entries: list[tuple[str, str, EntryJson]]
+    """(term, relevance, its ``topics.json`` entry), best first."""
+    high: list[tuple[str, float]]
+    """The high-relevance terms and their scores (the graph's topic edges)."""
     fresh: bool
     """Ranked in this run (not taken from the cache)."""
+
+
+def _ranking_row(entries: list[tuple[str, str, EntryJson]], scores: list[float]) -> bytes:
+    """The ranking's field of a rankings row: ``[[term, relevance, score, entry], …]``."""
+    rows = [[t, r, sc, e] for (t, r, e), sc in zip(entries, scores, strict=True)]
+    return canonjson.dumps_compact(rows).encode("utf-8")
+
+
+def _kept_ranking(raw: bytes) -> _Ranked | None:
+    """The :class:`_Ranked` of a kept ranking field (:func:`_ranking_row`), its strings
+    interned; None when it is not one."""
+    try:
+        rows = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(rows, list):
+        return None
+    entries: list[tuple[str, str, EntryJson]] = []
+    high: list[tuple[str, float]] = []
+    intern = sys.intern
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 4):
+            return None
+        term, relevance, score, entry = row
+        if not (isinstance(term, str) and relevance in RELEVANCES and isinstance(entry, str)
+                and type(score) in (int, float)):  # fmt: skip
+            return None
+        term, relevance = intern(term), intern(relevance)
+        entries.append((term, relevance, entry))
+        if relevance == "high":
+            high.append((term, float(score)))
+    return _Ranked(entries, high, fresh=False)
 
 
 def _shape_digest(builder: TopicBuilder) -> Any:
@@ -404,12 +440,14 @@ def _ranked_terms(
     """The item's ranked terms, kept in ``rankings`` (one table for every item,
     :class:`arkai.adapters.itemtable.ItemTable`) under the item's inputs key: the digest of
     what they depend on beyond the item's files (the number of items, the document frequency
-    of each of its phrases and the topic settings), whether it has condensed chunks, the
-    terms and the chunks its rankings found for each term. An item none of whose phrases
-    changed frequency is not ranked again (its ``terms`` record is not even read, its row is
-    kept as it is); one that is re-ranked reuses the chunks found for a term (they depend on
-    the item alone). ``full``: no kept ranking is used. ``frequencies``: the document
-    frequency of each of its phrases, in its order (:class:`_PhraseTable`); ``shape``:
+    of each of its phrases and the topic settings), whether it has condensed chunks, each
+    term with its relevance, score and ``topics.json`` entry (the item's own chunk numbers:
+    the entry is a function of the ranking alone), and the chunks its rankings found for
+    each term's stem. An item none of whose phrases changed frequency is not ranked again
+    (its ``terms`` record is not even read, its entries are not decoded: their text is
+    kept); one that is re-ranked reuses the chunks found for a term (they depend on the item
+    alone). ``full``: no kept ranking is used. ``frequencies``: the document frequency of
+    each of its phrases, in its order (:class:`_PhraseTable`); ``shape``:
     :func:`_shape_digest` of ``builder``."""
     h = shape.copy()
     h.update(frequencies)
@@ -418,13 +456,10 @@ def _ranked_terms(
     kept = row.body if row is not None else b""
     fields = kept.split(b"\t") if kept else []
     if len(fields) == 4 and fields[0] == context.encode("ascii"):
-        try:
-            terms = [term_from_list(t) for t in json.loads(fields[2])]
-        except (ValueError, TypeError, UnicodeDecodeError):
-            terms = None  # intact bytes (its digest held) that are not a ranking: ranked again
-        if terms is not None:
+        got = _kept_ranking(fields[2])  # intact bytes (its digest held) not a ranking: ranked again
+        if got is not None:
             rankings.keep(d.item.id, None, d.key, kept)
-            return _Ranked(terms, fields[1] == b"1", fresh=False)
+            return got
     known: dict[str, Any] = {}
     if len(fields) == 4:
         with contextlib.suppress(ValueError, TypeError, UnicodeDecodeError):
@@ -433,11 +468,14 @@ def _ranked_terms(
     ranked = builder.rank(it, known, np.frombuffer(frequencies, dtype=np.int64))
     for t in ranked:
         known[stem_key(t.term)] = [list(t.chunks), list(t.condensed)]
-    body = b"\t".join((context.encode("ascii"), b"1" if it.condensed else b"0",
-                       canonjson.dumps_compact([term_to_list(t) for t in ranked]).encode("utf-8"),
+    condensed = bool(it.condensed)
+    entries = [(t.term, t.relevance, entry_json(d.item.id, t, condensed)) for t in ranked]
+    body = b"\t".join((context.encode("ascii"), b"1" if condensed else b"0",
+                       _ranking_row(entries, [t.score for t in ranked]),
                        canonjson.dumps_compact(known).encode("utf-8")))  # fmt: skip
     rankings.keep(d.item.id, None, d.key, body)
-    return _Ranked(ranked, bool(it.condensed), fresh=True)
+    high = [(t.term, t.score) for t in ranked if t.relevance == "high"]
+    return _Ranked(entries, high, fresh=True)
 
 
 class _PhraseTable:
@@ -1021,16 +1059,11 @@ def run_index(
                 # and write than the rankings); written once the items are ranked, so a
                 # stopped run leaves the last one as it was.
                 rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
-                position = 0
                 for i, d in enumerate(loaded):
-                    count = d.record.chunks
                     ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
                                            table.frequencies(i), shape)  # fmt: skip
-                    builder.add_ranked(d.item.id, ranked.terms, range(position, position + count),
-                                       ranked.condensed)  # fmt: skip
-                    high[d.item.id] = [(t.term, t.score) for t in ranked.terms
-                                       if t.relevance == "high"]  # fmt: skip
-                    position += count
+                    builder.add_entries(d.item.id, ranked.entries)
+                    high[d.item.id] = ranked.high
                     reranked += ranked.fresh
                 rankings.save(prune=True)
                 del rankings

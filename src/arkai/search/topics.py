@@ -7,10 +7,12 @@ frequencies, so the index stage caches an item's counts) — the ``top_terms`` b
 plus the names of the item's entities (``entities.json``). Relevance comes from the phrase's
 TF-IDF rank in its item: ``high`` for the first ``high_rank`` terms (when their score is at
 least ``high_min_score``), ``medium`` up to ``medium_rank``, ``low`` after that. Each item
-entry lists the chunks (positions in ``index/chunks.jsonl``) whose stemmed text contains the
-term, and, for an item the ``condense`` stage has chunked, ``condensed_chunks``: the numbers of
-its condensed chunks (``chunk`` in ``condensed.json`` and the shards, 1-based within the item —
-the seed's ``chunks: [1, 3]``) whose text contains it.
+entry lists the chunks whose stemmed text contains the term — their numbers within the item
+(0-based, in the item's order in ``index/chunks.jsonl``: :func:`chunk_offsets` turns them into
+positions in the file), so one item's entries depend on that item alone — and, for an item
+the ``condense`` stage has chunked, ``condensed_chunks``: the numbers of its condensed
+chunks (``chunk`` in ``condensed.json`` and the shards, 1-based within the item — the seed's
+``chunks: [1, 3]``) whose text contains it.
 
 ``synonyms.yaml`` (``term: [synonym, …]``, user-edited) is merged in symmetrically: every
 member of a group lists the others. :func:`lookup_topic` expands a query with them and matches
@@ -42,7 +44,9 @@ from arkai.errors import LibraryError, NotFoundError
 from arkai.search.text import STOPWORDS as TEXT_STOPWORDS
 from arkai.search.text import tokenize
 
-TOPICS_VERSION = 1
+#: 2: ``chunks`` are numbers within the item (1: positions in ``chunks.jsonl``, which every
+#: item before a changed one's chunk count shifted).
+TOPICS_VERSION = 2
 RELEVANCES = ("high", "medium", "low")
 _RANK = {r: i for i, r in enumerate(RELEVANCES)}
 
@@ -118,8 +122,8 @@ class TopicInput:
     content_id: str
     text: str
     """The transcript."""
-    chunks: Sequence[tuple[int, str]] = ()
-    """(position in ``chunks.jsonl``, chunk text) of the item's chunks."""
+    chunks: Sequence[str] = ()
+    """The texts of the item's chunks, in its ``chunks.jsonl`` order."""
     entities: Sequence[str] = ()
     """Entity names from ``entities.json``."""
     condensed: Sequence[tuple[int, str]] = ()
@@ -459,45 +463,42 @@ def build_topics(
     settings: TopicSettings | None = None,
 ) -> TopicIndex:
     """The topic index over ``items`` (any order; the result does not depend on it)."""
-    stats = [
-        (
-            item_terms(it.content_id, it.text, (t for _, t in it.chunks), it.entities,
-                       it.condensed),
-            [i for i, _ in it.chunks],
-        )
-        for it in items
-    ]  # fmt: skip
-    n, df = document_frequencies(t for t, _ in stats)
+    stats = [item_terms(it.content_id, it.text, it.chunks, it.entities, it.condensed)
+             for it in items]  # fmt: skip
+    n, df = document_frequencies(stats)
     builder = TopicBuilder(n, df, synonyms, settings)
-    for it, positions in stats:
-        builder.add(it, positions)
+    for it in stats:
+        builder.add(it)
     return builder.result()
 
 
-#: One item's entry under a term, as the builder keeps it: content ID, relevance, chunk
-#: positions, condensed chunk numbers (None for an item without condensed chunks). Tuples
-#: that share the term's own: at 10,000 items a dict and two list copies per entry held
-#: ≈ 100 MB more (:func:`_entry_dict` makes the ``topics.json`` object).
-_Entry = tuple[str, str, tuple[int, ...], tuple[int, ...] | None]
+#: One item's entry under a term as ``topics.json`` holds it, in compact canonical JSON
+#: (:func:`entry_json`): a function of the item's ranking alone, since its chunk numbers are
+#: the item's own — so the index stage keeps it with the ranking and writes the file from the
+#: kept text, never decoding or encoding the entry of an item that was not ranked again.
+EntryJson = str
+
+#: An entry as the builder keeps it under its term: (rank of its relevance, content ID, its
+#: JSON) — sorted as tuples, the file's order (relevance, then content ID).
+_Entry = tuple[int, str, EntryJson]
 
 
-def _entry_order(e: _Entry) -> tuple[int, str]:
-    return _RANK[e[1]], e[0]
-
-
-def _entry_dict(e: _Entry) -> dict[str, Any]:
-    out: dict[str, Any] = {"content_id": e[0], "relevance": e[1], "chunks": list(e[2])}
-    if e[3] is not None:
-        out["condensed_chunks"] = list(e[3])
-    return out
+def entry_json(content_id: str, t: Term, condensed: bool) -> EntryJson:
+    """The ``topics.json`` entry of ``t`` (a term of :func:`rank_item`'s ranking of the item
+    ``content_id``); ``condensed``: the item has condensed chunks (then ``condensed_chunks``
+    is listed)."""
+    out: dict[str, Any] = {"content_id": content_id, "relevance": t.relevance,
+                           "chunks": list(t.chunks)}  # fmt: skip
+    if condensed:
+        out["condensed_chunks"] = list(t.condensed)
+    return canonjson.dumps_compact(out)
 
 
 class TopicBuilder:
     """The topic index from per-item statistics, one item at a time (any order): ``n`` and
     ``df`` are :func:`document_frequencies` over all the items that will be added.
     ``keep_terms``: keep each item's ranked terms for :meth:`result` (``TopicIndex.terms``);
-    a caller that only writes the file (:meth:`iter_json`) and reads the terms as it adds
-    them need not."""
+    a caller that only writes the file (:meth:`iter_json`) need not."""
 
     def __init__(
         self,
@@ -515,9 +516,9 @@ class TopicBuilder:
         self.terms: dict[str, list[Term]] = {}
         self.topics: dict[str, list[_Entry]] = {}
 
-    def add(self, it: ItemTerms, positions: Sequence[int]) -> None:
-        """Add one item; ``positions`` are its chunks' positions in ``chunks.jsonl``."""
-        self.add_ranked(it.content_id, self.rank(it), positions, bool(it.condensed))
+    def add(self, it: ItemTerms) -> None:
+        """Rank one item and add it."""
+        self.add_ranked(it.content_id, self.rank(it), bool(it.condensed))
 
     def rank(
         self, it: ItemTerms, known: ChunkMap | None = None, frequencies: np.ndarray | None = None
@@ -526,38 +527,43 @@ class TopicBuilder:
         frequencies and settings)."""
         return rank_item(it, self.df, self.n, self.settings, known, frequencies)
 
-    def add_ranked(
-        self, content_id: str, ranked: Sequence[Term], positions: Sequence[int], condensed: bool
-    ) -> None:
-        """Add one item's :func:`rank_item` result (chunk numbers local to the item);
-        ``positions`` are its chunks' positions in ``chunks.jsonl``; ``condensed``: whether
-        the item has condensed chunks (its entries then list ``condensed_chunks``)."""
-        topics = self.topics
-        # (Term(...) rather than dataclasses.replace: this runs for every term of every item.)
-        ordered = [Term(t.term, t.score, t.relevance, tuple([positions[c] for c in t.chunks]),
-                        t.source, t.condensed) for t in ranked]  # fmt: skip
+    def add_ranked(self, content_id: str, ranked: Sequence[Term], condensed: bool) -> None:
+        """Add one item's :func:`rank_item` result; ``condensed``: whether the item has
+        condensed chunks (its entries then list ``condensed_chunks``)."""
         if self.keep_terms:
-            self.terms[content_id] = ordered
-        for t in ordered:
-            entry = (content_id, t.relevance, t.chunks, t.condensed if condensed else None)
-            topics.setdefault(t.term, []).append(entry)
+            self.terms[content_id] = list(ranked)
+        self.add_entries(content_id, [(t.term, t.relevance, entry_json(content_id, t, condensed))
+                                      for t in ranked])  # fmt: skip
 
-    def _topic(self, term: str) -> dict[str, Any]:
-        return {"items": [_entry_dict(e) for e in sorted(self.topics[term], key=_entry_order)]}
+    def add_entries(self, content_id: str, entries: Iterable[tuple[str, str, EntryJson]]) -> None:
+        """Add one item's entries as :func:`entry_json` made them: (term, relevance, JSON)."""
+        topics, rank = self.topics, _RANK
+        for term, relevance, text in entries:
+            entry = (rank[relevance], content_id, text)
+            got = topics.get(term)
+            if got is None:
+                topics[term] = [entry]
+            else:
+                got.append(entry)
+
+    def _topic_json(self, term: str) -> str:
+        """The topic's object in compact canonical JSON (``{"items":[…]}``), joined from its
+        entries' text: the bytes ``canonjson.dumps_compact`` gives for the decoded object."""
+        return '{"items":[' + ",".join(e[2] for e in sorted(self.topics[term])) + "]}"
 
     def result(self) -> TopicIndex:
         """The index of every item added so far."""
         doc = {
             "version": TOPICS_VERSION,
-            "topics": {term: self._topic(term) for term in sorted(self.topics)},
+            "topics": {t: json.loads(self._topic_json(t)) for t in sorted(self.topics)},
             "synonyms": merge_synonyms(self.synonyms),
         }
         return TopicIndex(doc=doc, terms=self.terms)
 
     def iter_json(self, batch: int = 2048) -> Iterator[bytes]:
         """``topics.json`` of :meth:`result`'s document, in pieces, the document never made:
-        each topic's object exists only while its batch is written."""
-        return _topics_json(merge_synonyms(self.synonyms), sorted(self.topics), self._topic,
+        each topic's line is joined from its entries' kept text."""
+        return _topics_json(merge_synonyms(self.synonyms), sorted(self.topics), self._topic_json,
                             TOPICS_VERSION, batch)  # fmt: skip
 
 
@@ -573,14 +579,16 @@ def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[byte
     if set(doc) != {"synonyms", "topics", "version"} or not isinstance(topics, dict):
         yield canonjson.dumps(doc).encode("utf-8")
         return
-    yield from _topics_json(doc["synonyms"], sorted(topics), topics.__getitem__, doc["version"],
+    yield from _topics_json(doc["synonyms"], sorted(topics),
+                            lambda term: canonjson.dumps_compact(topics[term]), doc["version"],
                             batch)  # fmt: skip
 
 
 def _topics_json(
-    synonyms: Any, terms: list[str], topic: Callable[[str], Any], version: Any, batch: int
+    synonyms: Any, terms: list[str], topic: Callable[[str], str], version: Any, batch: int
 ) -> Iterator[bytes]:
-    """The writer of :func:`iter_topics_json`: ``terms`` sorted, ``topic(term)`` its object."""
+    """The writer of :func:`iter_topics_json`: ``terms`` sorted, ``topic(term)`` its object in
+    compact canonical JSON."""
     parts = ["{\n", '  "synonyms": ', _pad(canonjson.dumps(synonyms)[:-1], "  "), ",\n"]
     if not terms:
         yield ("".join(parts) + '  "topics": {},\n').encode("utf-8")
@@ -588,7 +596,7 @@ def _topics_json(
         yield ("".join(parts) + '  "topics": {\n').encode("utf-8")
         for start in range(0, len(terms), batch):
             out = [
-                f"    {canonjson.dumps_compact(term)}: {canonjson.dumps_compact(topic(term))}"
+                f"    {canonjson.dumps_compact(term)}: {topic(term)}"
                 for term in terms[start : start + batch]
             ]
             tail = ",\n" if start + batch < len(terms) else "\n"
@@ -665,13 +673,32 @@ def _read(path: Path) -> dict[str, Any]:
     return obj
 
 
+def chunk_offsets(catalog_items: Iterable[Any]) -> dict[str, int]:
+    """Content ID → the position in ``chunks.jsonl`` of the item's first chunk, from the
+    items of ``catalog.json`` (the file's order, each with its chunk count): what turns the
+    chunk numbers of ``topics.json`` (within the item) into positions in the file. Entries
+    that are not an item with a whole chunk count are left out (so are the items after one:
+    their positions would be guesses)."""
+    out: dict[str, int] = {}
+    position = 0
+    for e in catalog_items:
+        cid = e.get("id") if isinstance(e, dict) else None
+        count = e.get("chunks") if isinstance(e, dict) else None
+        if not isinstance(cid, str) or type(count) is not int or count < 0:
+            break
+        out[cid] = position
+        position += count
+    return out
+
+
 def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
     """Items indexed under ``term``, its synonyms, or any term with the same stems.
 
     One hit per item: ``{content_id, title, path, relevance, chunks, condensed_chunks, terms,
     via}`` — the best relevance over the matched terms, the union of their chunks (positions in
-    ``chunks.jsonl``) and of their condensed chunks (numbers within the item), the matched
-    terms, and ``via`` = ``exact`` | ``stem`` | ``synonym``
+    ``chunks.jsonl``, from the item's own chunk numbers and ``catalog.json``; none for an item
+    the catalog does not list) and of their condensed chunks (numbers within the item), the
+    matched terms, and ``via`` = ``exact`` | ``stem`` | ``synonym``
     (the closest way any of them matched). Best relevance first, then exact before stem
     before synonym, then content ID. Title and path come from ``catalog.json`` when present.
     """
@@ -696,6 +723,16 @@ def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
             matched.setdefault(syn, "synonym")
             for t2 in by_stem.get(stem_key(syn), []) if stem_key(syn) else []:
                 matched.setdefault(t2, "synonym")
+    catalog: dict[str, dict[str, Any]] = {}
+    offsets: dict[str, int] = {}
+    cat_path = index_dir / "catalog.json"
+    if cat_path.is_file():
+        listed = _read(cat_path).get("items")
+        listed = listed if isinstance(listed, list) else []
+        catalog = {str(e.get("id")): e for e in listed if isinstance(e, dict)}
+        offsets = chunk_offsets(listed)
+    # Version 1 files held positions in chunks.jsonl already.
+    local = doc.get("version") != 1
     order = {"exact": 0, "stem": 1, "synonym": 2}
     hits: dict[str, dict[str, Any]] = {}
     for t, via in matched.items():
@@ -711,14 +748,13 @@ def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
                 hit["relevance"] = rel
             if order[via] < order[hit["via"]]:
                 hit["via"] = via
-            hit["chunks"].update(int(c) for c in entry.get("chunks", []))
+            chunks = [int(c) for c in entry.get("chunks", [])]
+            if not local:
+                hit["chunks"].update(chunks)
+            elif cid in offsets:
+                hit["chunks"].update(offsets[cid] + c for c in chunks)
             hit["condensed_chunks"].update(int(c) for c in entry.get("condensed_chunks", []))
             hit["terms"].add(t)
-    catalog: dict[str, dict[str, Any]] = {}
-    cat_path = index_dir / "catalog.json"
-    if cat_path.is_file():
-        cat = _read(cat_path)
-        catalog = {str(e.get("id")): e for e in cat.get("items", []) if isinstance(e, dict)}
     out = []
     for hit in hits.values():
         entry = catalog.get(hit["content_id"], {})

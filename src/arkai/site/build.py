@@ -29,7 +29,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -44,6 +44,7 @@ from arkai.adapters.memory import read_changes, read_state
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError, LibraryError
+from arkai.search.topics import chunk_offsets
 from arkai.site import indexes, links
 from arkai.site.collect import (
     ItemData,
@@ -147,21 +148,28 @@ class SiteReport:
 # --------------------------------------------------------------------------- index files
 
 
-def _topic_items(entry: Any) -> list[dict[str, Any]]:
+def _topic_items(entry: Any, offsets: Mapping[str, int] | None) -> list[dict[str, Any]]:
     """One topic's items as the site keeps them: content id, relevance, the first
-    :data:`indexes.CHUNK_LINKS` chunk positions and how many there are."""
+    :data:`indexes.CHUNK_LINKS` chunk positions in ``chunks.jsonl`` and how many there are.
+    ``offsets``: each item's first position (:func:`arkai.search.topics.chunk_offsets`), which
+    the item's own chunk numbers are added to (an item it does not have is left out); None for
+    a version 1 file, whose numbers are positions already."""
     items = []
     for it in (entry or {}).get("items", []) if isinstance(entry, dict) else []:
         if not isinstance(it, dict) or not isinstance(it.get("content_id"), str):
+            continue
+        offset = 0 if offsets is None else offsets.get(it["content_id"])
+        if offset is None:
             continue
         # Every item is named under many topics (≈ 60 each at 10,000 items): its ID and the
         # relevance are kept as one string each, not one per entry as JSON decodes them.
         rel = _RELEVANCE_NAME.get(str(it.get("relevance") or "low"), "low")
         # Only the first chunks are shown (and their count): the rest is not kept.
-        chunks = [c for c in it.get("chunks") or () if type(c) is int]
+        chunks = [c for c in it.get("chunks") or () if type(c) is int and c >= 0]
         items.append({
             "content_id": sys.intern(it["content_id"]), "relevance": rel,
-            "chunks": chunks[: indexes.CHUNK_LINKS], "passages": len(chunks),
+            "chunks": [offset + c for c in chunks[: indexes.CHUNK_LINKS]],
+            "passages": len(chunks),
         })  # fmt: skip
     return items
 
@@ -198,18 +206,20 @@ def _json_object(text: str, i: int, member: Callable[[str, int], int]) -> int:
         i = _ws(text, i + 1)
 
 
-def _walk_topics(text: str) -> tuple[dict[str, list[dict[str, Any]]], Any] | None:
+def _walk_topics(
+    text: str, offsets: Mapping[str, int] | None
+) -> tuple[dict[str, list[dict[str, Any]]], Any, Any] | None:
     """topics.json read one topic at a time: the members of ``topics`` are decoded and trimmed
     (:func:`_topic_items`) one by one, so the whole document never exists as Python objects
-    (at 10,000 items its 77 MB took the stage from 66 to 402 MB). Returns the items by term
-    and ``synonyms`` as ``json.loads`` would see them (of a repeated key, the last), or None
-    when the text is not one JSON object (the caller then parses it whole)."""
+    (at 10,000 items its 77 MB took the stage from 66 to 402 MB). Returns the items by term,
+    ``synonyms`` and ``version`` as ``json.loads`` would see them (of a repeated key, the
+    last), or None when the text is not one JSON object (the caller then parses it whole)."""
     topics: dict[str, list[dict[str, Any]]] = {}
     found: dict[str, Any] = {}
 
     def topic(term: str, at: int) -> int:
         value, end = _DECODER.raw_decode(text, at)
-        topics[term] = _topic_items(value)
+        topics[term] = _topic_items(value, offsets)
         return end
 
     def top(key: str, at: int) -> int:
@@ -218,8 +228,8 @@ def _walk_topics(text: str) -> tuple[dict[str, list[dict[str, Any]]], Any] | Non
             if text[at] == "{":
                 return _json_object(text, at, topic)
         value, end = _DECODER.raw_decode(text, at)
-        if key == "synonyms":
-            found["synonyms"] = value
+        if key in ("synonyms", "version"):
+            found[key] = value
         return end
 
     try:
@@ -228,22 +238,32 @@ def _walk_topics(text: str) -> tuple[dict[str, list[dict[str, Any]]], Any] | Non
         return None
     if _ws(text, end) != len(text):
         return None
-    return topics, found.get("synonyms")
+    return topics, found.get("synonyms"), found.get("version")
 
 
 def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
     """topics.json → topics by term, and per item its first :data:`MAX_TOPICS`
-    ``[term, relevance]``, best first."""
+    ``[term, relevance]``, best first. Chunk numbers become positions in ``chunks.jsonl``
+    through ``catalog.json`` (:func:`arkai.search.topics.chunk_offsets`)."""
     path = index / "topics.json"
+    catalog = read_json(index / "catalog.json")
+    listed = catalog.get("items") if isinstance(catalog, dict) else None
+    offsets = chunk_offsets(listed if isinstance(listed, list) else [])
     walked = None
     with suppress(OSError, UnicodeDecodeError):
-        walked = _walk_topics(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        walked = _walk_topics(text, offsets)
+        if walked is not None and walked[2] == 1:  # positions already: read again as they are
+            walked = _walk_topics(text, None)
+        del text
     if walked is None:  # missing or malformed: read_json says which
         obj = read_json(path) or {}
         raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
         assert isinstance(raw, dict)
-        walked = ({str(t): _topic_items(e) for t, e in raw.items()}, obj.get("synonyms"))
-    by_term, synonyms = walked
+        given = None if obj.get("version") == 1 else offsets
+        walked = ({str(t): _topic_items(e, given) for t, e in raw.items()}, obj.get("synonyms"),
+                  obj.get("version"))  # fmt: skip
+    by_term, synonyms, _ = walked
     synonyms = synonyms if isinstance(synonyms, dict) else {}
     topics: dict[str, Topic] = {}
     # (rank of the relevance, term): sorted as tuples, with no key function per entry.
