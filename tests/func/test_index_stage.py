@@ -612,6 +612,51 @@ def test_topic_entries_name_each_items_own_chunks(repo: Path, tmp_path: Path) ->
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 
 
+def test_a_kept_ranking_not_written_by_the_stage_is_ranked_again(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A kept ranking's entries are copied into ``topics.json`` unread: a row that is intact
+    (its digest sealed again) but holds entries the stage would not have written — another
+    item's ID, text that is not canonical JSON, a relevance or condensed flag that disagrees
+    with the row, a row of another shape — is not copied but ranked again, and the file is a
+    fresh build's."""
+    from arkai.adapters.itemtable import seal_row
+    from arkai.ops.index import RANKINGS, run_index
+
+    set_params(repo, embedder="none")
+    run_index(Repo.at(repo))
+    want = scratch_build(repo, tmp_path / "scratch")
+    table = repo / ".arkai" / "index-cache" / f"{RANKINGS}.tsv"
+    header, first, rest = table.read_bytes().split(b"\n", 2)
+    cid, stat, key, body = first.split(b"\t", 1)[1].split(b"\t", 3)
+    context, condensed, ranking, known = body.split(b"\t")
+    rows = json.loads(ranking)
+    assert rows and all(len(r) == 4 for r in rows)
+    term, relevance, score, entry = rows[0]
+    other = "f" * 16
+    forged_rows = [
+        [[term, relevance, score, entry.replace(cid.decode(), other)], *rows[1:]],
+        [[term, relevance, score, entry.replace('"chunks":[', '"chunks": [')], *rows[1:]],
+        [[term, relevance, score, entry[:-1] + ',"x":1}'], *rows[1:]],
+        [[term, "low" if relevance != "low" else "high", score, entry], *rows[1:]],
+        [[term, relevance, str(score), entry], *rows[1:]],
+        [[term, relevance, score], *rows[1:]],
+        {"rows": rows},
+    ]
+    forged = [json.dumps(r).encode() for r in forged_rows]
+    forged.append(ranking[:-1])  # not JSON
+    flipped = b"1" if condensed == b"0" else b"0"
+    for fields in [(context, condensed, f, known) for f in forged] + [
+        (context, flipped, ranking, known)
+    ]:
+        line = seal_row(b"\t".join((cid, stat, key, b"\t".join(fields))))
+        table.write_bytes(header + b"\n" + line + b"\n" + rest)
+        (repo / "index" / "topics.json").unlink()
+        run_index(Repo.at(repo))
+        assert topics_step(repo)["reranked"] == 1, fields
+        assert built(repo) == want
+
+
 def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     from arkai.adapters.itemcache import CACHE_DIR, write_checked
     from arkai.core import canonjson

@@ -88,7 +88,6 @@ from arkai.search.graphcache import update_related
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
-    RELEVANCES,
     EntryJson,
     ItemTerms,
     TopicBuilder,
@@ -393,9 +392,22 @@ def _ranking_row(entries: list[tuple[str, str, EntryJson]], scores: list[float])
     return canonjson.dumps_compact(rows).encode("utf-8")
 
 
-def _kept_ranking(raw: bytes) -> _Ranked | None:
-    """The :class:`_Ranked` of a kept ranking field (:func:`_ranking_row`), its strings
-    interned; None when it is not one."""
+#: A kept ``topics.json`` entry's text exactly as :func:`arkai.search.topics.entry_json`
+#: writes it (the item's content ID and the row's relevance compared after the match): kept
+#: text goes into the file as it is, so a row that is intact but not one the stage wrote is
+#: ranked again rather than copied.
+_NUMBERS = r"(?:(?:0|[1-9][0-9]*)(?:,(?:0|[1-9][0-9]*))*)?"
+_ENTRY = re.compile(
+    rf'\{{"chunks":\[{_NUMBERS}\](,"condensed_chunks":\[{_NUMBERS}\])?'
+    r',"content_id":("(?:[^"\\\x00-\x1f]|\\.)*"),"relevance":"(high|medium|low)"\}'
+)
+
+
+def _kept_ranking(raw: bytes, content_id: str, condensed: bool) -> _Ranked | None:
+    """The :class:`_Ranked` of a kept ranking field (:func:`_ranking_row`) of the item
+    ``content_id``, its strings interned; None when it is not one — every entry's text must be
+    the one :func:`arkai.search.topics.entry_json` makes for this item (``condensed``: the
+    row says it has condensed chunks), since it is copied into ``topics.json`` unread."""
     try:
         rows = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -404,13 +416,17 @@ def _kept_ranking(raw: bytes) -> _Ranked | None:
         return None
     entries: list[tuple[str, str, EntryJson]] = []
     high: list[tuple[str, float]] = []
-    intern = sys.intern
+    intern, match = sys.intern, _ENTRY.fullmatch
+    cid = canonjson.dumps_compact(content_id)
     for row in rows:
         if not (isinstance(row, list) and len(row) == 4):
             return None
         term, relevance, score, entry = row
-        if not (isinstance(term, str) and relevance in RELEVANCES and isinstance(entry, str)
-                and type(score) in (int, float)):  # fmt: skip
+        if not (isinstance(term, str) and isinstance(entry, str) and type(score) in (int, float)):
+            return None
+        m = match(entry)
+        if (m is None or m.group(3) != relevance or m.group(2) != cid
+                or (m.group(1) is not None) != condensed):  # fmt: skip
             return None
         term, relevance = intern(term), intern(relevance)
         entries.append((term, relevance, entry))
@@ -456,7 +472,8 @@ def _ranked_terms(
     kept = row.body if row is not None else b""
     fields = kept.split(b"\t") if kept else []
     if len(fields) == 4 and fields[0] == context.encode("ascii"):
-        got = _kept_ranking(fields[2])  # intact bytes (its digest held) not a ranking: ranked again
+        # Intact bytes (the row's digest held) that are not a ranking: ranked again.
+        got = _kept_ranking(fields[2], d.item.id, fields[1] == b"1")
         if got is not None:
             rankings.keep(d.item.id, None, d.key, kept)
             return got
