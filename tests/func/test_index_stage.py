@@ -657,6 +657,106 @@ def test_a_kept_ranking_not_written_by_the_stage_is_ranked_again(
         assert built(repo) == want
 
 
+def test_the_phrase_table_is_kept_and_only_changed_items_phrases_are_read(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document frequencies come from the phrase table the last run kept: only a
+    changed item's ``phrases`` entry is read. A table that is damaged, forged with a digest
+    that holds but ids that do not add up, or ignored by ``--full`` is not used (every entry
+    is read), and every build gives a fresh build's files."""
+    import arkai.ops.index as index_op
+    from arkai.adapters.itemcache import read_checked, write_checked
+    from arkai.ops.index import PHRASE_TABLE, run_index
+
+    set_params(repo, embedder="none")
+    read: list[str] = []
+    real = index_op._phrases
+    monkeypatch.setattr(index_op, "_phrases", lambda d, *a: read.append(d.item.id) or real(d, *a))
+    run_index(Repo.at(repo))
+    assert len(read) == 2
+    path = repo / ".arkai" / "index-cache" / PHRASE_TABLE
+    assert read_checked(path) is not None
+
+    def again(expect: int, **kw: Any) -> None:
+        read.clear()
+        (repo / "index" / "topics.json").unlink()  # the topic step runs
+        run_index(Repo.at(repo), **kw)
+        assert len(read) == expect
+        assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+    again(0)
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    read.clear()
+    run_index(Repo.at(repo))
+    assert len(read) == 1
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    again(0)
+    good = path.read_bytes()
+    path.write_bytes(good[:-3] + bytes([good[-3] ^ 1]) + good[-2:])  # its digest fails
+    again(2)
+    body = read_checked(path)
+    assert body is not None
+    head, _, rest = body.partition(b"\n")
+    doc = json.loads(head)
+    forged = {
+        "an id past the phrases": rest[:-4] + (doc["phrases"] + 5).to_bytes(4, "little"),
+        "a negative id": rest[:-4] + (-1).to_bytes(4, "little", signed=True),
+        "ids that do not add up": rest[:-4],
+    }
+    for why, tail in forged.items():
+        write_checked(path, head + b"\n" + tail)
+        read.clear()
+        (repo / "index" / "topics.json").unlink()
+        run_index(Repo.at(repo))
+        assert len(read) == 2, why
+        assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    doc["items"][0][2] += 1
+    write_checked(path, json.dumps(doc).encode() + b"\n" + rest)
+    again(2)
+    again(2, full=True)
+    again(0)
+
+
+def test_a_phrase_table_drops_phrases_no_item_has(tmp_path: Path) -> None:
+    """Phrases of items that are gone stay in the kept list until they are a quarter of it,
+    then go (ids renumbered); frequencies are always those of the items' own phrases."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from arkai.ops.index import _PhraseTable
+
+    def item(cid: str, phrases: list[str]) -> Any:
+        return SimpleNamespace(item=SimpleNamespace(id=cid), key=f"k-{cid}", phrases=phrases)
+
+    common = [f"common {n}" for n in range(50)]
+    items = [item("a", common + [f"only a {n}" for n in range(3000)]),
+             item("b", [*common[:10], "shared"]), item("c", ["shared", *common[5:20]])]  # fmt: skip
+    path = tmp_path / "table.bin"
+
+    def check(table: _PhraseTable, present: list[Any]) -> None:
+        df = Counter(p for it in present for p in it.phrases)
+        for i, it in enumerate(present):
+            got = np.frombuffer(table.frequencies(i), dtype=np.int64).tolist()
+            assert got == [df[p] for p in it.phrases]
+        assert dict(table.df()) == dict(df)
+        assert table.df()["never said"] == 0
+
+    full = _PhraseTable.build(items, lambda d: d.phrases, path, False)
+    check(full, items)
+    assert len(full.phrases) == 3051
+    later = items[1:]
+    # Kept ones read back, nothing asked of the items.
+    kept = _PhraseTable.build(later, lambda d: pytest.fail("read"), path, False)
+    check(kept, later)
+    assert len(kept.phrases) == 21  # the 3,030 only item a had dropped
+    new = [*later, item("d", ["fresh", "shared"])]
+    check(_PhraseTable.build(new, lambda d: d.phrases, path, False), new)
+    assert (
+        _PhraseTable.build(new, lambda d: pytest.fail("read"), path, False).phrases[-1] == "fresh"
+    )
+
+
 def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     from arkai.adapters.itemcache import CACHE_DIR, write_checked
     from arkai.core import canonjson

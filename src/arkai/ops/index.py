@@ -32,9 +32,7 @@ import json
 import os
 import re
 import sys
-from array import array
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -119,6 +117,9 @@ STAMPS = "stamps.json"
 LAYOUT = "chunks-layout.json"
 #: Every item's ranked terms, a row per item (:class:`arkai.adapters.itemtable.ItemTable`).
 RANKINGS = "rankings"
+#: Every item's phrase ids, for the document frequencies (in the item cache; :class:`_PhraseTable`).
+PHRASE_TABLE = "phrase-table.bin"
+PHRASE_TABLE_FORMAT = 1
 #: 2: each term's ``topics.json`` entry kept as its text (1: the terms as lists).
 RANKINGS_VERSION = "rankings-2"
 
@@ -392,42 +393,56 @@ def _ranking_row(entries: list[tuple[str, str, EntryJson]], scores: list[float])
     return canonjson.dumps_compact(rows).encode("utf-8")
 
 
-#: A kept ``topics.json`` entry's text exactly as :func:`arkai.search.topics.entry_json`
-#: writes it (the item's content ID and the row's relevance compared after the match): kept
-#: text goes into the file as it is, so a row that is intact but not one the stage wrote is
-#: ranked again rather than copied.
+#: A kept ranking field (:func:`_ranking_row`) as canonical JSON writes it, checked whole in
+#: one match (no Python work per entry): each term ``[term, relevance, score, entry]`` with
+#: ``entry`` the text :func:`arkai.search.topics.entry_json` makes — the entry's relevance the
+#: term's (a back reference), ``condensed_chunks`` present exactly when the row says the item
+#: has condensed chunks (one pattern for each). Kept entries go into ``topics.json`` unread,
+#: so a row that is intact but not one the stage wrote is ranked again rather than copied;
+#: the content ID inside the entries is compared by counting (:func:`_kept_ranking`).
 _NUMBERS = r"(?:(?:0|[1-9][0-9]*)(?:,(?:0|[1-9][0-9]*))*)?"
-_ENTRY = re.compile(
-    rf'\{{"chunks":\[{_NUMBERS}\](,"condensed_chunks":\[{_NUMBERS}\])?'
-    r',"content_id":("(?:[^"\\\x00-\x1f]|\\.)*"),"relevance":"(high|medium|low)"\}'
-)
+_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
+_SCORE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+#: A JSON string inside the entry's JSON string: its quotes and backslashes escaped again.
+_INNER_STRING = r'\\"(?:[^"\\\x00-\x1f]|\\\\\\.|\\\\u[0-9a-fA-F]{4})*\\"'
+
+
+def _ranking_pattern(condensed: bool) -> re.Pattern[str]:
+    extra = rf',\\"condensed_chunks\\":\[{_NUMBERS}\]' if condensed else ""
+    term = (rf'\[{_JSON_STRING},"(high|medium|low)",{_SCORE},'
+            rf'"\{{\\"chunks\\":\[{_NUMBERS}\]{extra},\\"content_id\\":{_INNER_STRING}'
+            r',\\"relevance\\":\\"\1\\"\}"\]')  # fmt: skip
+    # Each term in a group of its own (the back reference is to its own relevance).
+    return re.compile(rf"\[(?:(?:{term})(?:,(?=\[)|(?=\])))*\]")
+
+
+_RANKING = {flag: _ranking_pattern(flag) for flag in (False, True)}
 
 
 def _kept_ranking(raw: bytes, content_id: str, condensed: bool) -> _Ranked | None:
     """The :class:`_Ranked` of a kept ranking field (:func:`_ranking_row`) of the item
-    ``content_id``, its strings interned; None when it is not one — every entry's text must be
-    the one :func:`arkai.search.topics.entry_json` makes for this item (``condensed``: the
-    row says it has condensed chunks), since it is copied into ``topics.json`` unread."""
+    ``content_id``, its strings interned; None when it is not one — every entry must be the
+    text :func:`arkai.search.topics.entry_json` makes for this item (``condensed``: the row
+    says it has condensed chunks), since it is copied into ``topics.json`` unread."""
     try:
-        rows = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         return None
-    if not isinstance(rows, list):
+    if _RANKING[condensed].fullmatch(text) is None:
+        return None
+    # Every entry names this item: as many names as names of it (each is inside an entry,
+    # the pattern said, and an entry has one).
+    inner = json.dumps(canonjson.dumps_compact(content_id), ensure_ascii=False)[1:-1]
+    if text.count('\\"content_id\\":') != text.count(f'\\"content_id\\":{inner},'):
+        return None
+    try:
+        rows = json.loads(text)
+    except ValueError:
         return None
     entries: list[tuple[str, str, EntryJson]] = []
     high: list[tuple[str, float]] = []
-    intern, match = sys.intern, _ENTRY.fullmatch
-    cid = canonjson.dumps_compact(content_id)
-    for row in rows:
-        if not (isinstance(row, list) and len(row) == 4):
-            return None
-        term, relevance, score, entry = row
-        if not (isinstance(term, str) and isinstance(entry, str) and type(score) in (int, float)):
-            return None
-        m = match(entry)
-        if (m is None or m.group(3) != relevance or m.group(2) != cid
-                or (m.group(1) is not None) != condensed):  # fmt: skip
-            return None
+    intern = sys.intern
+    for term, relevance, score, entry in rows:
         term, relevance = intern(term), intern(relevance)
         entries.append((term, relevance, entry))
         if relevance == "high":
@@ -495,29 +510,156 @@ def _ranked_terms(
     return _Ranked(entries, high, fresh=True)
 
 
+class _Frequencies(Mapping[str, int]):
+    """Phrase → number of items that have it (0 for a phrase none has), read from a
+    :class:`_PhraseTable` without a dictionary of every phrase's count."""
+
+    def __init__(self, table: _PhraseTable) -> None:
+        self.table = table
+
+    def __getitem__(self, phrase: str) -> int:
+        i = self.table.id_of(phrase)
+        return 0 if i is None else int(self.table.counts[i])
+
+    def __iter__(self) -> Iterator[str]:
+        counts = self.table.counts
+        return (p for i, p in enumerate(self.table.phrases) if counts[i])
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self.table.counts))
+
+
 class _PhraseTable:
-    """Every item's distinct phrases as ids into one table of phrases (4 bytes a phrase of
-    an item; each phrase's text once): the document frequencies, and for each item the
-    frequencies of its phrases, from one read of the items' ``phrases`` entries."""
+    """Every item's distinct phrases as ids into one list of phrases (4 bytes a phrase of an
+    item; each phrase's text once): the document frequencies, and for each item the
+    frequencies of its phrases.
 
-    def __init__(self, items: Iterable[list[str]]) -> None:
-        self.ids: dict[str, int] = {}
-        self.items: list[array[int]] = []
-        for phrases in items:
-            ids = self.ids
-            self.items.append(array("i", [ids.setdefault(p, len(ids)) for p in phrases]))
-        counts = np.zeros(len(self.ids), dtype=np.int64)
-        for row in self.items:
-            counts[np.frombuffer(row, dtype=np.int32)] += 1  # an item's phrases are distinct
-        self.counts = counts
+    Kept between runs in ``.arkai/index-cache/phrase-table.bin`` (:func:`write_checked`: a
+    header line with the digest of the rest): a JSON line naming each item's content ID,
+    inputs key and number of phrases in table order, the phrases one a line, then every
+    item's phrase ids as little-endian ``int32``. An item whose ID and key are those kept
+    takes its ids from there; only the others' ``phrases`` entries are read (at 10,000 items
+    reading every entry and mapping 3.2 million phrases cost ≈ 2 s a run). A table that is
+    missing, damaged (its digest) or inconsistent is not used: every entry is read."""
 
-    def df(self) -> Counter[str]:
+    def __init__(self, phrases: list[str], rows: list[np.ndarray], keys: list[list[str]]) -> None:
+        self.phrases = phrases
+        self.keys = keys
+        self.rows = np.concatenate(rows).astype("<i4", copy=False) if rows else np.zeros(0, "<i4")
+        self.starts = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=self.starts[1:])
+        # An item's phrases are distinct: each id counted once per item that has it.
+        self.counts = np.bincount(self.rows, minlength=len(phrases)).astype(np.int64)
+        self._ids: dict[str, int] | None = None
+
+    def id_of(self, phrase: str) -> int | None:
+        if self._ids is None:
+            self._ids = {p: i for i, p in enumerate(self.phrases)}
+        return self._ids.get(phrase)
+
+    def df(self) -> Mapping[str, int]:
         """Phrase → number of items that have it."""
-        return Counter(dict(zip(self.ids, self.counts.tolist(), strict=True)))
+        return _Frequencies(self)
 
     def frequencies(self, i: int) -> bytes:
         """Item ``i``'s phrases' document frequencies, as native ``int64``."""
-        return self.counts[np.frombuffer(self.items[i], dtype=np.int32)].astype("=i8").tobytes()
+        row = self.rows[self.starts[i] : self.starts[i + 1]]
+        return self.counts[row].astype("=i8").tobytes()
+
+    @classmethod
+    def build(
+        cls, loaded: Sequence[_Loaded], phrases_of: Callable[[_Loaded], list[str]], path: Path,
+        full: bool,
+    ) -> _PhraseTable:  # fmt: skip
+        """The table of ``loaded`` (in order), from the kept one where an item's ID and key
+        are those kept there (``full``: nothing kept is used), written back when it changed."""
+        kept = None if full else _read_phrase_table(path)
+        phrases: list[str] = kept[0] if kept else []
+        spans = kept[2] if kept else {}
+        ids: dict[str, int] | None = None
+        rows: list[np.ndarray] = []
+        keys = [[d.item.id, d.key] for d in loaded]
+        for d in loaded:
+            span = spans.get((d.item.id, d.key))
+            if span is not None:
+                rows.append(span)
+                continue
+            if ids is None:
+                ids = {p: i for i, p in enumerate(phrases)}
+            rows.append(np.array([ids.setdefault(p, len(ids)) for p in phrases_of(d)], "<i4"))
+        if ids is not None:
+            phrases = list(ids)  # in id order: the kept phrases, then the new ones
+        table = cls(phrases, rows, keys)
+        if kept is None or ids is not None or kept[1] != keys:
+            table._compact()
+            table._save(path)
+        return table
+
+    def _compact(self) -> None:
+        """Phrases no item has any more are dropped (and the ids renumbered) once they are a
+        quarter of the list: the kept list does not grow with every edit."""
+        dead = len(self.phrases) - int(np.count_nonzero(self.counts))
+        if dead <= max(1024, len(self.phrases) // 4):
+            return
+        alive = self.counts > 0
+        renumber = np.cumsum(alive) - 1
+        self.rows = renumber[self.rows].astype("<i4")
+        self.phrases = [p for p, a in zip(self.phrases, alive.tolist(), strict=True) if a]
+        self.counts = self.counts[alive]
+        self._ids = None
+
+    def _save(self, path: Path) -> None:
+        head = canonjson.dumps_line({
+            "format": PHRASE_TABLE_FORMAT, "items": [
+                [cid, key, int(self.starts[i + 1] - self.starts[i])]
+                for i, (cid, key) in enumerate(self.keys)],
+            "phrases": len(self.phrases),
+        }).encode("utf-8")  # fmt: skip
+        text = "".join(p + "\n" for p in self.phrases).encode("utf-8")
+        write_checked(path, head + text + self.rows.tobytes())
+
+
+def _read_phrase_table(
+    path: Path,
+) -> tuple[list[str], list[list[str]], dict[tuple[str, str], np.ndarray]] | None:
+    """The kept phrase table (:class:`_PhraseTable`): its phrases, the items' [ID, key] in
+    order and each item's ids by (ID, key); None when it is missing, damaged or does not add
+    up (a count that does not match the ids that follow, an id out of the list)."""
+    body = read_checked(path)
+    if body is None:
+        return None
+    try:
+        head, _, rest = body.partition(b"\n")
+        doc = json.loads(head)
+        if not isinstance(doc, dict) or doc.get("format") != PHRASE_TABLE_FORMAT:
+            return None
+        n_phrases, items = doc["phrases"], doc["items"]
+        if type(n_phrases) is not int or not isinstance(items, list):
+            return None
+        phrases: list[str] = []
+        at = 0
+        for _ in range(n_phrases):
+            end = rest.index(b"\n", at)
+            phrases.append(rest[at:end].decode("utf-8"))
+            at = end + 1
+        ids = np.frombuffer(rest, dtype="<i4", offset=at) if (len(rest) - at) % 4 == 0 else None
+        if ids is None or (len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n_phrases)):
+            return None
+        keys: list[list[str]] = []
+        spans: dict[tuple[str, str], np.ndarray] = {}
+        start = 0
+        for cid, key, count in items:
+            if not (isinstance(cid, str) and isinstance(key, str) and type(count) is int
+                    and count >= 0):  # fmt: skip
+                return None
+            keys.append([cid, key])
+            spans[(cid, key)] = ids[start : start + count]
+            start += count
+        if start != len(ids):
+            return None
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        return None
+    return phrases, keys, spans
 
 
 def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:
@@ -1061,7 +1203,10 @@ def run_index(
             else:
                 # Two passes over the items' cached terms records, one item at a time: the
                 # document frequencies (the IDF), then each item's ranked terms.
-                table = _PhraseTable(_phrases(d, ip, settings, cache) for d in loaded)
+                table = _PhraseTable.build(
+                    loaded, lambda d: _phrases(d, ip, settings, cache),
+                    cache.folder / PHRASE_TABLE, full,
+                )  # fmt: skip
                 n_items, df = len(loaded), table.df()
                 builder = TopicBuilder(
                     n_items, df, synonyms, TopicSettings.from_params(ip["topics"]), keep_terms=False
