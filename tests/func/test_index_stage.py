@@ -711,9 +711,20 @@ def test_the_phrase_table_is_kept_and_only_changed_items_phrases_are_read(
         run_index(Repo.at(repo))
         assert len(read) == 2, why
         assert built(repo) == scratch_build(repo, tmp_path / "scratch")
-    doc["items"][0][2] += 1
-    write_checked(path, json.dumps(doc).encode() + b"\n" + rest)
-    again(2)
+    heads = {
+        "a phrase count that is not the list's": {**doc, "phrases": doc["phrases"] + 1},
+        "phrase bytes past a line's end": {**doc, "phrase_bytes": doc["phrase_bytes"] - 1},
+        "phrase bytes past the body": {**doc, "phrase_bytes": len(rest) + 4},
+        "an item's count that is not its ids'": {
+            **doc, "items": [[*doc["items"][0][:2], doc["items"][0][2] + 1], *doc["items"][1:]]},
+    }  # fmt: skip
+    for why, forged_head in heads.items():
+        write_checked(path, json.dumps(forged_head).encode() + b"\n" + rest)
+        read.clear()
+        (repo / "index" / "topics.json").unlink()
+        run_index(Repo.at(repo))
+        assert len(read) == 2, why
+        assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     again(2, full=True)
     again(0)
 
