@@ -241,6 +241,11 @@ def grow(src: Path, dst: Path, copies: int) -> int:
     chunks = (src / "index" / "chunks.jsonl").read_bytes().splitlines(keepends=True)
     related = (src / "index" / "related.jsonl").read_bytes().splitlines(keepends=True)
     topics = json.loads((src / "index" / "topics.json").read_bytes())
+    # topics.json version 2 names each item's own chunks, placed by catalog.json (chunks.jsonl's
+    # order: here the items, then each copy's block); version 1 held positions in the file.
+    positions = topics.get("version") == 1
+    catalog = json.loads((src / "index" / "catalog.json").read_bytes())
+    out_catalog = list(catalog["items"])
     out_chunks, out_related = list(chunks), list(related)
     extra: dict[str, list[dict[str, Any]]] = {}
     for c in range(1, copies):
@@ -262,6 +267,7 @@ def grow(src: Path, dst: Path, copies: int) -> int:
                     elif f.is_file():
                         data = f.read_bytes().replace(cid.encode(), new[cid].encode())
                         (to / f.name).write_bytes(data)
+        out_catalog.extend(dict(e, id=new.get(e["id"], e["id"])) for e in catalog["items"])
         for line in chunks:
             cid = json.loads(line).get("content_id")
             out_chunks.append(line.replace(cid.encode(), new[cid].encode()) if cid in new else line)
@@ -272,7 +278,8 @@ def grow(src: Path, dst: Path, copies: int) -> int:
         for term, entry in topics["topics"].items():
             extra.setdefault(term, []).extend(
                 dict(it, content_id=new[it["content_id"]],
-                     chunks=[pos + c * len(chunks) for pos in it["chunks"]])
+                     chunks=[pos + c * len(chunks) for pos in it["chunks"]] if positions
+                     else it["chunks"])
                 for it in entry["items"] if it["content_id"] in new
             )  # fmt: skip
     for term, more in extra.items():
@@ -281,6 +288,7 @@ def grow(src: Path, dst: Path, copies: int) -> int:
     (dst / "index" / "chunks.jsonl").write_bytes(b"".join(out_chunks))
     (dst / "index" / "related.jsonl").write_bytes(b"".join(out_related))
     (dst / "index" / "topics.json").write_text(json.dumps(topics, indent=2))
+    (dst / "index" / "catalog.json").write_text(json.dumps(dict(catalog, items=out_catalog)))
     return len(ids) * copies
 
 

@@ -241,9 +241,11 @@ def test_grown_copies_are_items_of_their_own_answered_by_the_store(
     sample = of_copies[:: max(1, len(of_copies) // 8)]
     fresh = embed.get_embedder(meta["model"]).encode([c["text"] for c in sample], kind="passage")
     # The rows are unit length; the int8 model's activation scale is per batch, so a text's
-    # row depends a little on the texts batched with it: the same direction, not the same bits.
+    # row depends a little on the texts batched with it: the same direction, not the same bits
+    # (above 0.99 on the machine this was written on; down to 0.989 on an AVX2-only CPU,
+    # whose int8 kernels quantise differently).
     cosines = np.sum(store.get([c["key"] for c in sample]) * fresh, axis=1)
-    assert cosines.min() > 0.99, cosines
+    assert cosines.min() > 0.98, cosines
 
 
 def test_re_rendering_reads_every_set(tmp_path: Path) -> None:

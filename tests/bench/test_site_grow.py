@@ -32,12 +32,18 @@ def test_grow_copies_items_and_their_index(tmp_path: Path, arkai: Runner) -> Non
         json.loads(line) for line in (grown / "index" / "chunks.jsonl").read_text().splitlines()
     ]
     topics = json.loads((grown / "index" / "topics.json").read_text())["topics"]
+    # Each item's own chunk numbers (topics.json version 2), placed by the grown catalog.
+    from arkai.search.topics import chunk_offsets
+
+    offsets = chunk_offsets(json.loads((grown / "index" / "catalog.json").read_text())["items"])
+    assert set(offsets) <= set(got) and len(offsets) == 2 * 5  # the items write_index lists
     for term, entry in topics.items():
         originals = [i for i in entry["items"] if i["content_id"] in ids]
         copies = [i for i in entry["items"] if i["content_id"] not in ids]
         assert len(copies) == len(originals) > 0, term
-        for it in copies:
+        for it in [*originals, *copies]:
             assert it["content_id"] in got
-            assert all(chunks[pos]["content_id"] == it["content_id"] for pos in it["chunks"])
+            first = offsets[it["content_id"]]
+            assert all(chunks[first + n]["content_id"] == it["content_id"] for n in it["chunks"])
     related = (grown / "index" / "related.jsonl").read_text().splitlines()
     assert len(related) == 2 and json.loads(related[1])["id"] in got

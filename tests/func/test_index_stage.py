@@ -711,9 +711,20 @@ def test_the_phrase_table_is_kept_and_only_changed_items_phrases_are_read(
         run_index(Repo.at(repo))
         assert len(read) == 2, why
         assert built(repo) == scratch_build(repo, tmp_path / "scratch")
-    doc["items"][0][2] += 1
-    write_checked(path, json.dumps(doc).encode() + b"\n" + rest)
-    again(2)
+    heads = {
+        "a phrase count that is not the list's": {**doc, "phrases": doc["phrases"] + 1},
+        "phrase bytes past a line's end": {**doc, "phrase_bytes": doc["phrase_bytes"] - 1},
+        "phrase bytes past the body": {**doc, "phrase_bytes": len(rest) + 4},
+        "an item's count that is not its ids'": {
+            **doc, "items": [[*doc["items"][0][:2], doc["items"][0][2] + 1], *doc["items"][1:]]},
+    }  # fmt: skip
+    for why, forged_head in heads.items():
+        write_checked(path, json.dumps(forged_head).encode() + b"\n" + rest)
+        read.clear()
+        (repo / "index" / "topics.json").unlink()
+        run_index(Repo.at(repo))
+        assert len(read) == 2, why
+        assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     again(2, full=True)
     again(0)
 
@@ -929,8 +940,8 @@ def test_chunks_file_is_spliced_from_the_last_one(
         transcripts[n].write_bytes(transcripts[n].read_bytes() + line)
         return str(json.loads((transcripts[n].parent / "metadata.json").read_text())["id"])
 
-    # The topics step reads each item's phrases once (document frequencies and each item's
-    # ranking context from the same read).
+    # The topics step reads only the changed item's phrases (the phrase table the last run
+    # kept has the others'), once: document frequencies and ranking context from one read.
     phrases: list[str] = []
     real_phrases = index_op._phrases
 
@@ -953,7 +964,7 @@ def test_chunks_file_is_spliced_from_the_last_one(
     changed = edit(1, b"Varroa counts rise in late summer.\n")
     assert "chunks.jsonl" in index_op.run_index(Repo.at(repo)).written
     assert read == [changed]
-    assert sorted(phrases) == sorted(d["id"] for d in catalog(repo))
+    assert phrases == [changed]
     assert len(listed) == len(set(listed)) == 2
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
 

@@ -536,11 +536,12 @@ class _PhraseTable:
 
     Kept between runs in ``.arkai/index-cache/phrase-table.bin`` (:func:`write_checked`: a
     header line with the digest of the rest): a JSON line naming each item's content ID,
-    inputs key and number of phrases in table order, the phrases one a line, then every
-    item's phrase ids as little-endian ``int32``. An item whose ID and key are those kept
-    takes its ids from there; only the others' ``phrases`` entries are read (at 10,000 items
-    reading every entry and mapping 3.2 million phrases cost ≈ 2 s a run). A table that is
-    missing, damaged (its digest) or inconsistent is not used: every entry is read."""
+    inputs key and number of phrases in table order (and the number of phrases and of their
+    bytes), the phrases one a line, then every item's phrase ids as little-endian ``int32``.
+    An item whose ID and key are those kept takes its ids from there; only the others'
+    ``phrases`` entries are read (at 10,000 items reading every entry and mapping 3.2 million
+    phrases cost ≈ 2 s a run). A table that is missing, damaged (its digest) or inconsistent
+    is not used: every entry is read."""
 
     def __init__(self, phrases: list[str], rows: list[np.ndarray], keys: list[list[str]]) -> None:
         self.phrases = phrases
@@ -609,13 +610,13 @@ class _PhraseTable:
         self._ids = None
 
     def _save(self, path: Path) -> None:
+        text = "".join(p + "\n" for p in self.phrases).encode("utf-8")
         head = canonjson.dumps_line({
             "format": PHRASE_TABLE_FORMAT, "items": [
                 [cid, key, int(self.starts[i + 1] - self.starts[i])]
                 for i, (cid, key) in enumerate(self.keys)],
-            "phrases": len(self.phrases),
+            "phrases": len(self.phrases), "phrase_bytes": len(text),
         }).encode("utf-8")  # fmt: skip
-        text = "".join(p + "\n" for p in self.phrases).encode("utf-8")
         write_checked(path, head + text + self.rows.tobytes())
 
 
@@ -633,15 +634,14 @@ def _read_phrase_table(
         doc = json.loads(head)
         if not isinstance(doc, dict) or doc.get("format") != PHRASE_TABLE_FORMAT:
             return None
-        n_phrases, items = doc["phrases"], doc["items"]
-        if type(n_phrases) is not int or not isinstance(items, list):
+        n_phrases, at, items = doc["phrases"], doc["phrase_bytes"], doc["items"]
+        if type(n_phrases) is not int or type(at) is not int or not isinstance(items, list):
             return None
-        phrases: list[str] = []
-        at = 0
-        for _ in range(n_phrases):
-            end = rest.index(b"\n", at)
-            phrases.append(rest[at:end].decode("utf-8"))
-            at = end + 1
+        if not 0 <= at <= len(rest) or (at and rest[at - 1 : at] != b"\n"):
+            return None
+        phrases = rest[:at].decode("utf-8").split("\n")[:-1] if at else []
+        if len(phrases) != n_phrases:
+            return None
         ids = np.frombuffer(rest, dtype="<i4", offset=at) if (len(rest) - at) % 4 == 0 else None
         if ids is None or (len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n_phrases)):
             return None
