@@ -565,7 +565,8 @@ class _PhraseTable:
     def frequencies(self, i: int) -> bytes:
         """Item ``i``'s phrases' document frequencies, as native ``int64``."""
         row = self.rows[self.starts[i] : self.starts[i + 1]]
-        return self.counts[row].astype("=i8").tobytes()
+        out: bytes = self.counts[row].astype("=i8").tobytes()
+        return out
 
     @classmethod
     def build(

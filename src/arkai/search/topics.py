@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -440,21 +439,6 @@ def rank_item(
             name, round(score, 6), _relevance(rank, score, s), found, "entity", condensed
         )
     return sorted(terms.values(), key=lambda t: (_RANK[t.relevance], -t.score, t.term))
-
-
-def term_to_list(t: Term) -> list[Any]:
-    """A :class:`Term` as a JSON list (the index stage caches an item's ranking)."""
-    return [t.term, t.score, t.relevance, list(t.chunks), t.source, list(t.condensed)]
-
-
-def term_from_list(raw: Sequence[Any]) -> Term:
-    """The :class:`Term` of :func:`term_to_list`. Its strings are interned: decoded JSON
-    makes a string object per occurrence, and the index stage holds every item's terms (one
-    term shared by many items, three relevances, two sources)."""
-    term, score, relevance, chunks, source, condensed = raw
-    return Term(sys.intern(str(term)), float(score), sys.intern(str(relevance)),
-                tuple(map(int, chunks)), sys.intern(str(source)),
-                tuple(map(int, condensed)))  # fmt: skip
 
 
 def build_topics(
