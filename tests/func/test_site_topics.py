@@ -269,6 +269,17 @@ def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> No
     assert set(per_item) == {"a", "b"}
 
 
+def test_a_malformed_catalog_is_named(tmp_path: Path) -> None:
+    """The catalog places each item's chunk numbers: one that is not JSON is an error naming
+    it, not topic pages without passages."""
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "topics.json").write_text(json.dumps({"version": 2, "topics": {}, "synonyms": {}}))
+    (index / "catalog.json").write_text('{"items": [')
+    with pytest.raises(ArkaiError, match=r"catalog\.json"):
+        site_build._load_topics(index)
+
+
 def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
     index = tmp_path / "index"
     index.mkdir()
