@@ -751,7 +751,8 @@ def test_a_phrase_table_drops_phrases_no_item_has(tmp_path: Path) -> None:
             got = np.frombuffer(table.frequencies(i), dtype=np.int64).tolist()
             assert got == [df[p] for p in it.phrases]
         assert dict(table.df()) == dict(df)
-        assert table.df()["never said"] == 0
+        assert table.df()["never said"] == 0 and "never said" not in table.df()
+        assert all(p in table.df() for p in df)
 
     full = _PhraseTable.build(items, lambda d: d.phrases, path, False)
     check(full, items)

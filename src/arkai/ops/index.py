@@ -521,6 +521,10 @@ class _Frequencies(Mapping[str, int]):
         i = self.table.id_of(phrase)
         return 0 if i is None else int(self.table.counts[i])
 
+    def __contains__(self, phrase: object) -> bool:
+        # As for the Counter this replaced: a phrase is in when an item has it.
+        return isinstance(phrase, str) and self[phrase] > 0
+
     def __iter__(self) -> Iterator[str]:
         counts = self.table.counts
         return (p for i, p in enumerate(self.table.phrases) if counts[i])
@@ -1202,8 +1206,8 @@ def run_index(
                 summary.topics = int(old_counts.get("topics", 0))
                 info.update(topics=summary.topics, unchanged=True)
             else:
-                # Two passes over the items' cached terms records, one item at a time: the
-                # document frequencies (the IDF), then each item's ranked terms.
+                # The document frequencies (the IDF) from the kept phrase table (only changed
+                # items' phrases read), then each item's ranking: kept, or ranked again.
                 table = _PhraseTable.build(
                     loaded, lambda d: _phrases(d, ip, settings, cache),
                     cache.folder / PHRASE_TABLE, full,
