@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from arkai.errors import InvalidInputError
-from arkai.search.bm25 import BM25Index, encode_segment, top_k
+from arkai.search.bm25 import BM25Index, TermCounts, encode_segment, top_k
 from arkai.search.text import STOPWORDS, stem, tokenize, words
 
 DOCS = [
@@ -205,3 +207,143 @@ def test_build_from_segments_keeps_the_pairs_out_of_memory(tmp_path: Path) -> No
     merged, peak = built_from_segments(tokens, 6, tmp_path)
     assert merged.matrix.nnz == 300_000
     assert peak < 10 * merged.matrix.nnz
+
+
+def _counts_equal(a: TermCounts, b: TermCounts) -> None:
+    assert a.terms == b.terms
+    for name in ("indptr", "indices", "tf", "doc_len"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    assert (a.names, a.sizes) == (b.names, b.sizes)
+
+
+def _random_block(rng: np.random.Generator, words: list[str]) -> list[list[str]]:
+    """0–3 documents of 0–12 tokens from ``words`` (an empty document or block included)."""
+    return [
+        [words[int(w)] for w in rng.integers(0, len(words), int(rng.integers(0, 13)))]
+        for _ in range(int(rng.integers(0, 4)))
+    ]
+
+
+def test_updated_counts_are_the_counts_of_every_segment(tmp_path: Path) -> None:
+    """Kept frequencies updated with only the changed blocks' segments (blocks edited, added
+    anywhere, removed; terms that are new, terms no document has any more) equal the
+    frequencies of every segment, array for array — so the weighed index is the token lists'
+    byte for byte — and reused blocks' segments are never read."""
+    rng = np.random.default_rng(7)
+    words = [f"w{n}" for n in range(30)]
+    blocks = {f"b{n}": _random_block(rng, words[:20]) for n in range(12)}
+    order = list(blocks)
+    counts = TermCounts.from_segments((encode_segment(blocks[n]) for n in order), order)
+    fresh = 100
+    for step in range(60):
+        what = step % 4
+        if what == 0 and order:  # edit one block (new words come in, old ones may go)
+            where = int(rng.integers(0, len(order)))
+            new = f"b{fresh}"  # an edited block is another name (its key changed), same place
+            fresh += 1
+            order[where] = new
+            blocks[new] = _random_block(rng, words)
+        elif what == 1:  # add one
+            new = f"b{fresh}"
+            fresh += 1
+            order.insert(int(rng.integers(0, len(order) + 1)), new)
+            blocks[new] = _random_block(rng, words)
+        elif what == 2 and len(order) > 1:  # remove one
+            order.pop(int(rng.integers(0, len(order))))
+        # (what == 3: nothing changed)
+        at = {n: i for i, n in enumerate(counts.names)}
+        read: list[str] = []
+
+        def reader(name: str, read: list[str] = read) -> Callable[[], bytes]:
+            def segment() -> bytes:
+                read.append(name)
+                return encode_segment(blocks[name])
+
+            return segment
+
+        plan = [at[n] if n in at else reader(n) for n in order]
+        updated = counts.update(plan, order)
+        assert updated is not None
+        assert read == [n for n in order if n not in at]
+        scratch = TermCounts.from_segments((encode_segment(blocks[n]) for n in order), order)
+        _counts_equal(updated, scratch)
+        BM25Index.from_counts(updated).save(tmp_path / "updated")
+        BM25Index.build_from_tokens([d for n in order for d in blocks[n]]).save(tmp_path / "ref")
+        for file in ("bm25.json", "bm25.npz"):
+            assert (tmp_path / "updated" / file).read_bytes() == (
+                tmp_path / "ref" / file
+            ).read_bytes()
+        updated.save(tmp_path / "counts.bin")
+        loaded = TermCounts.load(tmp_path / "counts.bin")
+        assert loaded is not None
+        _counts_equal(loaded, updated)
+        counts = loaded  # read-only arrays from the file: the next update starts from them
+
+
+def test_updated_counts_refuse_blocks_out_of_their_kept_order() -> None:
+    segs = [encode_segment([["a", "b"]]), encode_segment([["b", "c"], ["c"]])]
+    counts = TermCounts.from_segments(segs, ["x", "y"])
+    assert counts.update([1, 0], ["y", "x"]) is None  # rows would need sorting again
+    assert counts.update([0, 0], ["x", "x"]) is None
+    assert counts.update([5], ["z"]) is None
+    assert counts.update([0], ["x", "y"]) is None
+    same = counts.update([0, 1], ["x", "y"])
+    assert same is not None
+    _counts_equal(same, counts)
+    assert TermCounts.from_segments([]).terms == []
+    empty = TermCounts.from_segments([], []).update([lambda: encode_segment([])], ["e"])
+    assert empty is not None and empty.sizes == [0] and len(empty.doc_len) == 0
+
+
+def test_kept_counts_that_do_not_add_up_are_not_used(tmp_path: Path) -> None:
+    """A kept file whose digest fails, or one re-sealed with a digest that holds but whose
+    arrays do not add up, is not used (the caller reads every segment)."""
+    from arkai.adapters.itemcache import read_checked, write_checked
+
+    segs = [encode_segment([["bee", "clover", "bee"], ["mite"]]), encode_segment([["queen"]])]
+    path = tmp_path / "counts.bin"
+    TermCounts.from_segments(segs, ["one", "two"]).save(path)
+    assert TermCounts.load(path) is not None
+    assert TermCounts.load(tmp_path / "missing.bin") is None
+    good = path.read_bytes()
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    assert TermCounts.load(path) is None  # the digest
+    path.write_bytes(good)
+    body = read_checked(path)
+    assert body is not None
+    head, _, rest = body.partition(b"\n")
+    doc = json.loads(head)
+    at = doc["term_bytes"]
+    n_terms, nnz = doc["terms"], doc["nnz"]
+    ptr_at, idx_at = at, at + 8 * (n_terms + 1)
+    tf_at, len_at = idx_at + 4 * nnz, idx_at + 8 * nnz
+
+    def forged(new_head: dict[str, object] | None = None, patch: tuple[int, bytes] | None = None,
+               terms: bytes | None = None) -> TermCounts | None:  # fmt: skip
+        tail = bytearray(rest)
+        if patch is not None:
+            tail[patch[0] : patch[0] + len(patch[1])] = patch[1]
+        if terms is not None:
+            tail[:at] = terms
+        h = dict(doc, **(new_head or {}))
+        write_checked(path, json.dumps(h).encode() + b"\n" + bytes(tail))
+        return TermCounts.load(path)
+
+    assert forged() is not None  # re-sealed as it was: used
+    assert forged({"format": 99}) is None
+    assert forged({"nnz": nnz + 1}) is None  # sizes that do not match the bytes
+    assert forged({"blocks": [["one", 3], ["two", 1]]}) is None
+    assert forged({"blocks": [["one", 2]]}) is None
+    assert forged({"blocks": "one"}) is None
+    assert forged(terms=b"clover\nbee\n" + rest[len(b"clover\nbee\n") : at]) is None  # unsorted
+    assert forged(patch=(ptr_at + 8, np.asarray([0], "<i8").tobytes())) is None  # an empty row
+    assert forged(patch=(idx_at, np.asarray([9], "<i4").tobytes())) is None  # no such document
+    assert forged(patch=(tf_at, np.asarray([0], "<i4").tobytes())) is None  # a zero count
+    assert forged(patch=(tf_at, np.asarray([50], "<i4").tobytes())) is None  # over the length
+    assert forged(patch=(len_at, np.asarray([-1], "<i4").tobytes())) is None
+    # "bee" is in documents 0 and… only 0: make "mite"'s row list its document twice.
+    rows = TermCounts.from_segments(segs)
+    mite = rows.terms.index("mite")
+    lo = int(rows.indptr[mite])
+    assert forged(patch=(ptr_at + 8 * (mite + 1), np.asarray([lo + 2], "<i8").tobytes())) is None

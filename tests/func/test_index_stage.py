@@ -489,6 +489,8 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     changed = run_index(Repo.at(repo))
     assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
     assert topics_step(repo)["reranked"] >= 1
+    # The BM25 frequencies: the kept ones, with only the changed item's segment read.
+    assert step(repo, "lexical")["segments_read"] == 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # A cached ranking made under other frequencies (another context digest) is not used.
     from arkai.adapters.itemtable import seal_row
@@ -516,6 +518,7 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     added = run_index(Repo.at(repo))
     assert added.items == 3 and added.cache_hits == 2
     assert topics_step(repo)["reranked"] == 3
+    assert step(repo, "lexical")["segments_read"] == 1
     # CITES: the new item's transcript searched for every title and URL, the others' only for
     # its own (arkai.search.citecache); its graph part is the only one made.
     graph = step(repo, "graph")
@@ -531,6 +534,16 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     shutil.rmtree(repo / gone["path"])
     removed = run_index(Repo.at(repo))
     assert removed.items == 2 and removed.cache_hits == 2
+    assert step(repo, "lexical")["segments_read"] == 0
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # Kept frequencies that are damaged are not used: every segment is read, same index.
+    from arkai.ops.index import LEXICAL_COUNTS
+
+    kept = cache / LEXICAL_COUNTS
+    kept.write_bytes(kept.read_bytes()[:-4] + b"\0\0\0\7")
+    (repo / "index" / "manifest.json").unlink()
+    run_index(Repo.at(repo))
+    assert step(repo, "lexical")["segments_read"] == 2
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # The removed item's cache entries went with it.
     assert not list((repo / ".arkai" / "index-cache").rglob(f"{gone['id']}.*"))
@@ -821,10 +834,14 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     assert len(lines) == 2
     header, body = lines[1].read_text().split("\n", 1)
     lines[1].write_text(header + "\n" + body.replace('"text":"', '"text":"tampered ', 1))
-    # …and so is a truncated `tokens` entry (an item's BM25 segment).
+    # …and so is a truncated `tokens` entry (an item's BM25 segment), when it is read: with
+    # the kept BM25 frequencies gone (they hold every unchanged item's segment).
+    from arkai.ops.index import LEXICAL_COUNTS
+
     tokens = sorted(cache.rglob("*.tokens.json"))
     assert len(tokens) == 2
     tokens[0].write_bytes(tokens[0].read_bytes()[:-4])
+    (cache / LEXICAL_COUNTS).unlink()
     (repo / "index" / "manifest.json").unlink()
     again = run_index(Repo.at(repo))
     # chunks.jsonl still has the digest recorded for these items' keys: no line is read.

@@ -25,9 +25,9 @@ import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
+from arkai.adapters.fs import atomic_write, atomic_write_bytes, atomic_write_text
 from arkai.core import canonjson
 
 CACHE_DIR = Path(".arkai") / "index-cache"
@@ -138,11 +138,21 @@ class ItemCache:
         return removed
 
 
-def write_checked(path: Path, body: bytes) -> None:
-    """``body`` after a header line holding its digest, for the small records kept beside the
-    entries (derived: no fsync — a torn or edited record fails :func:`read_checked`)."""
-    header = canonjson.dumps_line({"digest": _digest(body)}).encode("utf-8")
-    atomic_write_bytes(path, header + body, fsync=False)
+def write_checked(path: Path, *body: bytes | memoryview) -> None:
+    """``body`` (given in parts, written one after the other: a large record is not joined
+    into one copy first) after a header line holding its digest, for the records kept beside
+    the entries (derived: no fsync — a torn or edited record fails :func:`read_checked`)."""
+    h = hashlib.sha256()
+    for part in body:
+        h.update(part)
+    header = canonjson.dumps_line({"digest": "sha256:" + h.hexdigest()}).encode("utf-8")
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(header)
+        for part in body:
+            fh.write(part)
+
+    atomic_write(path, write, fsync=False)
 
 
 def read_checked(path: Path) -> bytes | None:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -95,6 +95,9 @@ from arkai.search.topics import (
     stem_key,
 )
 
+if TYPE_CHECKING:
+    from arkai.search.bm25 import TermCounts
+
 CATALOG_VERSION = 1
 MANIFEST_VERSION = 1
 SYNONYMS = "synonyms.yaml"
@@ -119,6 +122,8 @@ LAYOUT = "chunks-layout.json"
 RANKINGS = "rankings"
 #: Every item's phrase ids, for the document frequencies (in the item cache; :class:`_PhraseTable`).
 PHRASE_TABLE = "phrase-table.bin"
+#: The term frequencies the BM25 index was last weighed from (:func:`_term_counts`).
+LEXICAL_COUNTS = "lexical-counts.bin"
 PHRASE_TABLE_FORMAT = 1
 #: 2: each term's ``topics.json`` entry kept as its text (1: the terms as lists).
 RANKINGS_VERSION = "rankings-2"
@@ -685,6 +690,40 @@ def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) 
     return raw
 
 
+def _term_counts(
+    loaded: Sequence[_Loaded], ip: dict[str, Any], settings: bytes, cache: ItemCache, path: Path,
+    full: bool,
+) -> tuple[TermCounts, int]:  # fmt: skip
+    """The term frequencies of every item's chunks (the BM25 index's, before weighing) and how
+    many items' ``tokens`` segments were read: from those kept in ``path`` (the last build's,
+    :meth:`arkai.search.bm25.TermCounts.save`) for items whose content ID and inputs key are
+    the kept ones, so only the others' segments are read (``full``, a kept file that is
+    missing or damaged, or items in another order than kept: every item's); kept again for
+    the next build. The same frequencies either way (tested), so the same index."""
+    from arkai.search.bm25 import TermCounts
+
+    names = [f"{d.item.id} {d.key}" for d in loaded]
+    kept = None if full else TermCounts.load(path)
+    counts = None
+    if kept is not None:
+        at = {name: n for n, name in enumerate(kept.names)}
+
+        def reader(d: _Loaded) -> Callable[[], bytes]:
+            return lambda: _segment(d, ip, settings, cache)
+
+        plan = [
+            at[name] if name in at else reader(d) for name, d in zip(names, loaded, strict=True)
+        ]
+        counts = kept.update(plan, names)
+        read = sum(not isinstance(p, int) for p in plan)
+    if counts is None:
+        counts = TermCounts.from_segments((_segment(d, ip, settings, cache) for d in loaded), names)
+        read = len(loaded)
+    if kept is None or counts.names != kept.names:
+        counts.save(path)
+    return counts, read
+
+
 def _chunk_lines(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
     """The item's ``chunks.jsonl`` lines, as cached."""
     raw = cache.get_bytes(d.item.id, d.key, "lines")
@@ -1166,8 +1205,11 @@ def run_index(
             if not reuse and rebuild_lexical:
                 from arkai.search.bm25 import BM25Index
 
-                segments = (_segment(d, ip, settings, cache) for d in loaded)
-                BM25Index.build_from_segments(segments, k1=k1, b=b).save(out / LEXICAL)
+                counts, info["segments_read"] = _term_counts(
+                    loaded, ip, settings, cache, cache.folder / LEXICAL_COUNTS, full
+                )
+                BM25Index.from_counts(counts, k1=k1, b=b, consume=True).save(out / LEXICAL)
+                del counts
                 summary.lexical_rebuilt = True
                 written.append(LEXICAL)
             info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
