@@ -261,3 +261,28 @@ def test_generated_config_inherits_and_rebases(tmp_path: Path) -> None:
                                            topics=True, beliefs=True))  # fmt: skip
     assert "INHERIT" not in bare and bare["theme"] == {"name": "material"}
     assert {"Beliefs": "beliefs.md"} in bare["nav"]
+
+
+def test_the_mkdocs_fingerprint_does_not_name_where_arkai_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same code installed at another path (another virtual environment or checkout)
+    makes the same fingerprint, so the next MkDocs build stays a dirty one; a change to the
+    config does change it."""
+    import arkai.site.build as site_build
+    import arkai.site.config as site_config
+
+    user = UserConfig(tmp_path, None, {})
+    here = generated_config(user, tmp_path / "b", topics=True, beliefs=False)
+    assert str(site_config.HOOKS) in here
+    # The other install: its hook file elsewhere, in its config and in its fingerprint.
+    elsewhere = Path("/opt/other-venv/lib/site-packages/arkai/site/hooks.py")
+    monkeypatch.setattr(site_config, "HOOKS", elsewhere)
+    monkeypatch.setattr(site_build, "HOOKS", elsewhere)
+    there = generated_config(user, tmp_path / "b", topics=True, beliefs=False)
+    assert str(elsewhere) in there and there != here
+    theirs = site_build._fingerprint(user, there)
+    monkeypatch.undo()
+    assert site_build._fingerprint(user, here) == theirs
+    other = generated_config(user, tmp_path / "b", topics=False, beliefs=False)
+    assert site_build._fingerprint(user, other) != theirs

@@ -121,6 +121,40 @@ def test_refuses_a_symlinked_folder_on_the_way(tmp_path: Path) -> None:
         read_repo_file(outside / "transcript.md", root)
 
 
+def test_the_way_to_a_file_is_checked_folder_by_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every folder between the repo and the file is looked at (a link or a file on the way
+    is refused, a missing one left to the open); a path outside the repo, one that leaves it
+    through '..', or one beside it whose name merely starts like the repo's is refused; a
+    relative repo path is checked as the absolute one."""
+    root = _repo(tmp_path)
+    deep = root / "library" / "notes" / "a" / "b"
+    deep.mkdir(parents=True)
+    (deep / "c.md").write_text("deep")
+    assert read_repo_file(deep / "c.md", root) == b"deep"
+    assert read_repo_file(root / "library" / "gone" / "x.md", root, missing_ok=True) is None
+    plain = root / "library" / "notes" / "plain"
+    plain.write_text("a file")
+    with pytest.raises(UnsafeFileError, match=re.escape(f"inside {plain}, which is a file, not")):
+        read_repo_file(root / "library" / "notes" / "plain" / "x.md", root)
+    (root / "library" / "notes" / "a" / "hop").symlink_to(deep)
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        read_repo_file(root / "library" / "notes" / "a" / "hop" / "c.md", root)
+    with pytest.raises(UnsafeFileError, match="leaves the repo"):
+        read_repo_file(root / "library" / ".." / ".." / "x.md", root)
+    twin = tmp_path / (root.name + "-twin")
+    twin.mkdir()
+    (twin / "x.md").write_text("beside")
+    with pytest.raises(UnsafeFileError, match="outside the repo"):
+        read_repo_file(twin / "x.md", root)
+    monkeypatch.chdir(tmp_path)
+    rel = Path(root.name)
+    assert read_repo_file(rel / "library" / "notes" / "a" / "b" / "c.md", rel) == b"deep"
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        read_repo_file(rel / "library" / "notes" / "a" / "hop" / "c.md", rel)
+
+
 def test_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     fifo = root / "library" / "notes" / "pipe.md"

@@ -188,21 +188,29 @@ def check_inside(path: Path, root: Path) -> None:
     non-folder on the way raises :class:`UnsafeFileError`. Missing components are not an error
     here (the caller's open reports them).
     """
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        raise UnsafeFileError(f"{path}: lies outside the repo {root}; not read") from None
-    if ".." in rel.parts:
+    # On the paths' strings (every stage checks each item's files: pathlib's objects cost
+    # more than the lstat calls); a Path's string is already normalised (no "//", no ".").
+    top, full = os.fspath(root), os.fspath(path)
+    if full == top:
+        return
+    if not (os.path.isabs(top) and os.path.isabs(full)):
+        top, full = os.path.abspath(top), os.path.abspath(full)
+    prefix = top if top.endswith(os.sep) else top + os.sep
+    if not full.startswith(prefix):
+        raise UnsafeFileError(f"{path}: lies outside the repo {root}; not read")
+    parts = full[len(prefix) :].split(os.sep)
+    if ".." in parts:
         raise UnsafeFileError(f"{path}: leaves the repo through '..'; not read")
-    cur = root
-    for part in rel.parts[:-1]:
-        cur = cur / part
+    cur = prefix[:-1] if len(prefix) > 1 else prefix
+    for part in parts[:-1]:
+        cur = cur + os.sep + part if cur != os.sep else os.sep + part
         try:
             st = os.lstat(cur)
         except FileNotFoundError:
             return
         if not stat.S_ISDIR(st.st_mode):
-            raise _refuse(path, f"inside {cur}, which is {_kind(st.st_mode)}")
+            what = "a file, not a folder" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+            raise _refuse(path, f"inside {Path(cur)}, which is {what}")
 
 
 def read_repo_file(path: Path, root: Path, *, missing_ok: bool = False) -> bytes | None:

@@ -58,6 +58,7 @@ from arkai.site.config import (
     BUILD_DIR,
     CSS,
     DOCS_DIR,
+    HOOKS,
     JS,
     UserConfig,
     generated_config,
@@ -713,8 +714,12 @@ def _generate(
 
 
 def _fingerprint(user: UserConfig, config_text: str) -> str:
+    """Digest of what the MkDocs build depends on beside the pages: a new one makes the next
+    build a full one. The generated config names where this package's hook file is
+    installed; its code is in :func:`code_digest`, so the same code installed elsewhere (a
+    new virtual environment, another checkout) is the same build."""
     h = hashlib.sha256()
-    h.update(config_text.encode("utf-8"))
+    h.update(config_text.replace(str(HOOKS), "arkai/site/hooks.py").encode("utf-8"))
     if user.path is not None:
         h.update(user.path.read_bytes())
     for dist in ("mkdocs", "mkdocs-material", "arkai"):
