@@ -90,29 +90,68 @@ def test_changing_shard_tokens_reshards_everything_and_says_so(tmp_path: Path) -
     assert any(e["type"] == "ShardsResharded" and e["shard_tokens"] == LIMIT * 2 for e in logged)
 
 
-def test_a_removed_or_changed_item_rebuilds_from_its_first_shard(tmp_path: Path) -> None:
+def numbered(root: Path) -> dict[tuple[str, int], tuple[str | None, int | None]]:
+    """Every placed chunk's (shard, number) by (item, chunk)."""
+    m = read_manifest(root)
+    assert m is not None
+    return {(c.item, c.chunk): (c.shard, c.number)
+            for info in m.shards for c in read_shard(root, info.file)}  # fmt: skip
+
+
+def test_a_removed_or_changed_item_leaves_its_shards_and_keeps_every_other_id(
+    tmp_path: Path,
+) -> None:
+    """A removed item is taken out of the shards holding it (written again with their other
+    chunks, numbers kept); every other shard stays byte-identical. A changed item's new
+    chunks go to the newest shard with numbers never given before: a chunk keeps its ID
+    while it exists, and no ID is given to another chunk."""
     records = library(12)
     build_shards(tmp_path, records, shard_tokens=LIMIT)
     m = read_manifest(tmp_path)
-    assert m is not None and len(m.shards) >= 4
-    before = hashes(tmp_path)
+    assert m is not None and len(m.shards) >= 4 and m.next_number == len(records) + 1
+    before, ids = hashes(tmp_path), numbered(tmp_path)
     victim = m.shards[2].items[0]
+    holding = {i.file for i in m.shards if victim in i.items}
     s = build_shards(tmp_path, [r for r in records if r.item != victim], shard_tokens=LIMIT)
     after = hashes(tmp_path)
-    assert s.rebuilt_from == m.shards[2].file
-    assert all(after[i.file] == before[i.file] for i in m.shards[:2])
+    assert s.rebuilt_from == min(holding) and set(s.written) == holding - set(s.removed)
+    assert all(after[f] == before[f] for f in before if f not in holding)
+    left = numbered(tmp_path)
+    assert set(left) == {k for k in ids if k[0] != victim}
+    assert all(left[k] == ids[k] for k in left)  # no other chunk moved or was renumbered
+    # Changed: its new chunks appended after every number given (the removed ones unused).
+    changed = [r for r in records if r.item != victim]
+    edited = changed[0].item
+    changed = [rec(edited, 1, "2025-01-10", words=30)] + [r for r in changed if r.item != edited]
+    s = build_shards(tmp_path, changed, shard_tokens=LIMIT)
+    now = numbered(tmp_path)
+    assert now[(edited, 1)][1] == len(records) + 1 and (edited, 2) not in now
+    assert all(now[k] == left[k] for k in now if k[0] != edited)
     m2 = read_manifest(tmp_path)
-    assert m2 is not None
-    left = [c for info in m2.shards for c in read_shard(tmp_path, info.file)]
-    assert victim not in {c.item for c in left} and len(left) == len(records) - 2
-    assert [c.number for c in left] == list(range(1, len(left) + 1))
+    assert m2 is not None and m2.next_number == len(records) + 2
+    assert now[(edited, 1)][0] == m2.shards[-1].id  # in the newest shard
+    # The same records again: nothing is written.
+    again = build_shards(tmp_path, changed, shard_tokens=LIMIT)
+    assert again.written == [] and again.removed == [] and numbered(tmp_path) == now
 
 
-def test_a_damaged_shard_is_rebuilt_from_there(tmp_path: Path) -> None:
+def test_a_damaged_shard_is_dropped_and_its_items_placed_again(tmp_path: Path) -> None:
+    """A shard whose bytes no longer match the manifest cannot be read: it is dropped, and
+    every item it listed is taken out of the other shards and appended to the newest, with
+    new numbers; the shards holding none of them stay byte-identical."""
     records = library(12)
     build_shards(tmp_path, records, shard_tokens=LIMIT)
-    before = hashes(tmp_path)
+    m = read_manifest(tmp_path)
+    assert m is not None
+    before, ids = hashes(tmp_path), numbered(tmp_path)
     (shards_dir(tmp_path) / "shard-002.jsonl").write_text("{torn\n")
     s = build_shards(tmp_path, records, shard_tokens=LIMIT)
-    assert s.rebuilt_from == "shard-002.jsonl"
-    assert hashes(tmp_path) == before  # the same records give the same bytes again
+    lost = set(m.shards[1].items)
+    assert "shard-002.jsonl" in s.removed
+    after = hashes(tmp_path)
+    assert all(after[i.file] == before[i.file] for i in m.shards[:-1]
+               if not lost.intersection(i.items))  # fmt: skip
+    now = numbered(tmp_path)
+    assert set(now) == set(ids)  # every chunk placed once
+    assert all(now[k] == ids[k] for k in now if k[0] not in lost)
+    assert min(now[k][1] or 0 for k in now if k[0] in lost) > len(records)

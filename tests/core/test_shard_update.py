@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from arkai.adapters.shards import RECORD, read_manifest, read_record, shards_dir
+from arkai.adapters.shards import (
+    RECORD,
+    encode_shard,
+    read_manifest,
+    read_record,
+    read_shard,
+    shards_dir,
+)
 from arkai.model.shard import CondensedChunk
 from arkai.ops.shards import ShardSummary, build_shards, update_shards
 
@@ -210,10 +217,10 @@ def test_a_new_shard_size_reshards_and_keeps_the_record_going(tmp_path: Path) ->
     assert s.items_read == 1
 
 
-def test_real_chunks_packed_again_from_their_lines_keep_their_bytes(tmp_path: Path) -> None:
-    """Chunks moved to a later shard are moved as their lines' objects (not made records and
-    back): with the bundled library's condensed chunks (messages, resolved findings) the
-    shards equal those made from the records."""
+def test_real_chunks_written_again_from_their_lines_keep_their_bytes(tmp_path: Path) -> None:
+    """A shard written again without an edited item keeps its other chunks as their lines'
+    objects (not made records and back): with the bundled library's condensed chunks
+    (messages, resolved findings) every shard is the bytes its records give."""
     from tests.conftest import ROOT
 
     items: dict[str, list[CondensedChunk]] = {}
@@ -224,20 +231,28 @@ def test_real_chunks_packed_again_from_their_lines_keep_their_bytes(tmp_path: Pa
     assert len(chunks) > 5 and any(f.resolution for c in chunks for f in c.findings)
     lib = Library(items)
     a, b = tmp_path / "quick", tmp_path / "full"
-    same_as_full(a, b, lib, limit=3000)
-    first = min(items, key=lambda i: (items[i][0].date or "", i))
+    same_as_full(a, b, lib, limit=6000)
+    m = read_manifest(a)
+    assert m is not None and len(m.shards) >= 2 and len(m.shards[0].items) >= 2
+    first = m.shards[0].items[0]
     head = items[first][0]
     items[first] = [replace(head, summary=head.summary + " Edited."), *items[first][1:]]
-    s = same_as_full(a, b, lib, limit=3000)
+    s = same_as_full(a, b, lib, limit=6000)
     assert s.rebuilt_from == "shard-001.jsonl" and lib.asked == [first]
-    assert len(s.written) > 2
+    assert "shard-001.jsonl" in s.written and len(s.written) >= 2
+    for name, data in files(a).items():
+        if name.startswith("shard-"):
+            assert encode_shard(read_shard(a, name)).encode() == data, name
 
 
-def test_a_tail_packed_again_is_held_one_shard_at_a_time(tmp_path: Path) -> None:
-    """An edit to the oldest item packs every shard again; the old shards are read one at a
-    time and the new ones made one at a time (staged until the last), so the build's memory
-    is a few shards', not the library's."""
+def test_an_edit_to_the_oldest_item_writes_its_shard_and_the_newest_only(tmp_path: Path) -> None:
+    """An edit to the oldest item of a library of 80-odd shards writes the shard that held it
+    and the newest one; no other shard is read or written (an edit costs what it touches,
+    not the shards after it), the build's memory is a few shards', and the files are those
+    a build from every item makes."""
     import tracemalloc
+
+    import arkai.ops.shards as shards
 
     limit = 20_000  # tokens: ≈ 80 KB a shard
     items = {f"item{i:04d}": [rec(f"item{i:04d}", c, f"2025-01-{1 + i % 28:02d}", words=150)
@@ -252,14 +267,26 @@ def test_a_tail_packed_again_is_held_one_shard_at_a_time(tmp_path: Path) -> None
     lib.items[first] = [rec(first, 1, items[first][0].date, words=150, tag="edited")]
     before = files(a)
     keys = lib.keys()
+    read: list[str] = []
+    real = shards.read_shard_objects
+
+    def counting(root: Path, file: str) -> list[dict[str, object]]:
+        read.append(file)
+        return real(root, file)
+
+    shards.read_shard_objects = counting  # type: ignore[assignment]
     tracemalloc.start()
     try:
         s = update_shards(a, keys, lib.chunks_of, shard_tokens=limit)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert s.rebuilt_from == m.shards[0].file and len(s.written) >= 80
-    assert files(a) != before
+        shards.read_shard_objects = real
+    newest = m.shards[-1].file
+    assert s.rebuilt_from == m.shards[0].file
+    assert set(s.written) <= {m.shards[0].file, newest, f"shard-{len(m.shards) + 1:03d}.jsonl"}
+    assert set(read) <= {m.shards[0].file, newest}
+    assert all(files(a)[f] == before[f] for f in before if f not in s.written and "shard-" in f)
     assert peak < total / 5, (peak, total)
     # ... and the files are those a build from every item makes.
     shutil.rmtree(shards_dir(b))
@@ -281,8 +308,12 @@ def test_a_build_stopped_while_staging_leaves_the_old_shards(
     lib = start(60, random.Random(11))
     a, b = tmp_path / "quick", tmp_path / "full"
     same_as_full(a, b, lib)
-    first = min(lib.items, key=lambda i: (lib.items[i][0].date or "", i))
-    lib.items[first] = [rec(first, 1, lib.items[first][0].date, tag="edited")]
+    # Two old shards' items edited: both shards and the newest are written again.
+    m = read_manifest(a)
+    assert m is not None and len(m.shards) >= 4
+    for info in m.shards[:2]:
+        item = info.items[-1]
+        lib.items[item] = [rec(item, 1, lib.items[item][0].date, tag="edited")]
     before = files(a)
     real, made = shards.stage_shard_text, []
 

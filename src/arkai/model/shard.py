@@ -9,11 +9,13 @@ checkable as a claim.
 
 A **shard** is a file of condensed chunks in chronological order, at most
 ``condense.shard_tokens`` tokens; the **manifest** lists the shards. Older shards never change
-when new items arrive; only the newest one grows.
+when new items arrive; only the newest one grows (an edited or removed item's chunks are taken
+out of the shards holding them).
 
-Identifiers: a chunk is ``shard-NNN:chunk-M`` (M counts chunks through the whole library, in
-shard order, starting at 1) and a message inside it ``shard-NNN:chunk-M:msg-K`` (K = the
-message's 1-based number in the item's transcript).
+Identifiers: a chunk is ``shard-NNN:chunk-M`` (M numbers chunks through the whole library, in
+shard order, from 1; an edited or removed item's chunks leave their numbers unused, so a chunk
+keeps its ID while it exists and no ID is given to another chunk) and a message inside it
+``shard-NNN:chunk-M:msg-K`` (K = the message's 1-based number in the item's transcript).
 """
 
 from __future__ import annotations
@@ -265,14 +267,21 @@ class ShardManifest:
     token_counter: str
     shards: tuple[ShardInfo, ...] = field(default_factory=tuple)
     format: int = SHARD_FORMAT
+    next_number: int | None = None
+    """The number the next chunk placed gets: one past every number given since the shards
+    were last rebuilt whole (a chunk taken out leaves its number unused, never given again).
+    None in a manifest from before it was kept: the chunks were numbered 1, 2, … then."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "format": self.format,
             "shard_tokens": self.shard_tokens,
             "token_counter": self.token_counter,
-            "shards": [s.to_dict() for s in self.shards],
         }
+        if self.next_number is not None:
+            d["next_number"] = self.next_number
+        d["shards"] = [s.to_dict() for s in self.shards]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShardManifest:
@@ -281,4 +290,5 @@ class ShardManifest:
             shard_tokens=int(d["shard_tokens"]),
             token_counter=str(d["token_counter"]),
             shards=tuple(ShardInfo.from_dict(s) for s in d.get("shards", ())),
+            next_number=None if d.get("next_number") is None else int(d["next_number"]),
         )

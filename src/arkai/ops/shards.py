@@ -12,16 +12,21 @@ that would take it past the limit (a chunk bigger than the limit alone is a shar
   spill into new shards when it is full — *even when their date is older than the newest
   shard's content* (the manifest's first/last dates show the overlap);
 - an item whose condensed chunks changed (its transcript was edited, it was re-condensed) or
-  that was removed rebuilds the shards from the first one that holds it: the shards before it
-  stay byte-identical, the rest are packed again (their unchanged chunks in their old order,
-  then the changed and new items chronologically);
+  that was removed is taken out of the shards that hold it: those are written again with their
+  other chunks (same shard, same numbers, same order) — a shard left with none is removed —
+  and its new chunks are appended to the newest shard like a new item's; every other shard
+  stays byte-identical, so an edit costs the shards holding the item and the newest one, not
+  every shard after it;
 - a shard file that is missing or whose bytes no longer match the manifest's digest is
-  rebuilt the same way, from that shard on;
+  dropped and every item it listed is treated so (taken out of the other shards, appended
+  again);
 - changing ``shard_tokens`` (or the token counter) reshards everything, and says so (a
   ``ShardsResharded`` event and the summary's ``resharded`` reason).
 
-Chunk numbers (``shard-NNN:chunk-M``) count through the library in shard order, so chunks in
-unchanged shards keep their IDs.
+Chunk numbers (``shard-NNN:chunk-M``) count through the library in shard order; a chunk keeps
+its ID while it exists, and a chunk taken out leaves its number unused (the manifest's
+``next_number`` is one past every number given), so an ID never names another chunk. New
+shards are numbered after the highest shard number in the manifest.
 
 Given each item's key (:func:`update_shards`; the index stage's item keys), a build reads only
 the items whose key changed since the last such build and the old shards it needs; the files
@@ -83,7 +88,8 @@ class ShardSummary(AsDict):
     """Shard files left byte-identical."""
     removed: list[str] = field(default_factory=list)
     rebuilt_from: str | None = None
-    """The first shard packed again, when any was."""
+    """The first old shard written again because an item in it changed or was removed, or
+    dropped because it could not be read (None when only the newest shard grew)."""
     resharded: str | None = None
     """Why every shard was rebuilt (a new ``shard_tokens``, a new token counter), if so."""
     items_read: int | None = None
@@ -120,36 +126,55 @@ def _chunk(d: Raw, file: str) -> CondensedChunk:
 
 
 def _pack(
-    records: Iterable[Raw], first_shard: int, first_number: int, limit: int
+    records: Iterable[Raw],
+    opened: tuple[str, list[Raw], list[str], int] | None,
+    next_shard: int,
+    first_number: int,
+    limit: int,
 ) -> Iterator[tuple[str, list[Raw], list[str], int]]:
-    """Place ``records`` in shards numbered from ``first_shard``, one shard at a time: (file,
-    chunks, their lines, tokens)."""
-    number, shard = first_number, first_shard
-    cur: list[Raw] = []
-    lines: list[str] = []
-    tokens = 0
+    """Place ``records`` (without placement) after ``opened`` — the newest shard reopened: its
+    file, chunks, lines and tokens — or in a shard of its own, then in shards numbered from
+    ``next_shard``, one shard at a time: (file, chunks, their lines, tokens)."""
+    number = first_number
+    if opened is not None:
+        file, cur, lines, tokens = opened[0], list(opened[1]), list(opened[2]), opened[3]
+    else:
+        file, cur, lines, tokens = shard_file_name(next_shard), [], [], 0
+        next_shard += 1
     for rec in records:
-        line = dumps_line(rec | {"shard": f"shard-{shard:03d}", "number": number})
+        line = dumps_line(rec | {"shard": _shard_id(file), "number": number})
         cost = count_tokens(line)
         if cur and tokens + cost > limit:
-            yield shard_file_name(shard), cur, lines, tokens
-            shard += 1
-            cur, lines, tokens = [], [], 0
-            line = dumps_line(rec | {"shard": f"shard-{shard:03d}", "number": number})
+            yield file, cur, lines, tokens
+            file, cur, lines, tokens = shard_file_name(next_shard), [], [], 0
+            next_shard += 1
+            line = dumps_line(rec | {"shard": _shard_id(file), "number": number})
             cost = count_tokens(line)
         cur.append(rec)
         lines.append(line)
         tokens += cost
         number += 1
     if cur:
-        yield shard_file_name(shard), cur, lines, tokens
+        yield file, cur, lines, tokens
+
+
+def _shard_id(file: str) -> str:
+    return file.removesuffix(".jsonl")
+
+
+def _shard_number(info: ShardInfo) -> int | None:
+    """The ``NNN`` of a manifest entry named as this module names shards, else None."""
+    head, _, digits = info.id.partition("-")
+    if head != "shard" or not digits.isdigit() or info.file != f"{info.id}.jsonl":
+        return None
+    return int(digits)
 
 
 def _info(file: str, chunks: list[Raw], tokens: int, text: str) -> ShardInfo:
     dates = sorted(d for c in chunks if (d := c.get("date")))
     items = list(dict.fromkeys(c["item"] for c in chunks))
     return ShardInfo(
-        id=file.removesuffix(".jsonl"),
+        id=_shard_id(file),
         file=file,
         first_date=dates[0] if dates else None,
         last_date=dates[-1] if dates else None,
@@ -180,7 +205,8 @@ def _usable(
     old: ShardManifest | None, shard_tokens: int, summary: ShardSummary, log: events.RunLog | None
 ) -> tuple[ShardInfo, ...]:
     """The old manifest's shards — none when they were made with another size or token counter
-    (every shard is then rebuilt, and the summary and the run log say so)."""
+    (every shard is then rebuilt, and the summary and the run log say so) or when one is not
+    named as this module names shards (a manifest edited by hand)."""
     if shard_tokens < 1:
         raise ValueError(f"condense.shard_tokens must be a positive number, not {shard_tokens}")
     if old is None:
@@ -195,13 +221,20 @@ def _usable(
             log.emit("ShardsResharded", reason=summary.resharded,
                      old_shard_tokens=old.shard_tokens, shard_tokens=shard_tokens)  # fmt: skip
         return ()
+    named = [_shard_number(info) for info in old.shards]
+    numbers = [n for n in named if n is not None]
+    if len(numbers) != len(named) or numbers != sorted(set(numbers)):
+        return ()  # every shard is rebuilt
     return old.shards
 
 
-def _first_holding(olds: Sequence[ShardInfo], changed: set[str], default: int) -> int:
-    """The first old shard holding a ``changed`` item (the manifest lists each shard's items),
-    else ``default``."""
-    return next((n for n, info in enumerate(olds) if changed.intersection(info.items)), default)
+def _next_number(old: ShardManifest | None, olds: Sequence[ShardInfo]) -> int:
+    """The number the next chunk placed gets (1 when no old shard is kept)."""
+    if not olds or old is None:
+        return 1
+    if old.next_number is not None:
+        return old.next_number
+    return sum(info.chunks for info in olds) + 1  # numbered 1, 2, … before it was kept
 
 
 def build_shards(
@@ -217,40 +250,19 @@ def build_shards(
     current = _grouped(records)
     old = read_manifest(root)
     olds = _usable(old, shard_tokens, summary, log)
-    # The old shards that can still be read (up to the first damaged one), and each item's
-    # chunks in them.
-    readable: list[list[CondensedChunk]] = []
-    for info in olds:
-        if not _intact(root, info):
-            break
-        readable.append([_bare(c) for c in read_shard(root, info.file)])
+    gone = {n for n, info in enumerate(olds) if not _intact(root, info)}
     held: dict[str, list[CondensedChunk]] = {}
-    for chunks in readable:
-        for c in chunks:
-            held.setdefault(c.item, []).append(c)
-    truncated = len(readable) < len(olds)
-    tail_items = {c.item for c in readable[-1]} if readable else set()
-
-    def is_changed(item: str, chunks: list[CondensedChunk]) -> bool:
-        now = current.get(item, [])
-        if truncated and item in tail_items:
-            # It may go on in the damaged shard: what was readable must still be its start.
-            return now[: len(chunks)] != chunks
-        return now != chunks
-
-    changed = {i for i, cs in held.items() if is_changed(i, cs)}
-    first_changed = _first_holding(olds[: len(readable)], changed, len(readable))
-    if first_changed == len(readable) == len(olds):
-        keep = max(0, len(olds) - 1)  # nothing old changed: reopen the newest shard
-    else:
-        keep = first_changed
-        summary.rebuilt_from = olds[keep].file if keep < len(olds) else None
-    kept = [c for chunks in readable[keep:] for c in chunks if c.item not in changed]
-    done = {(c.item, c.chunk) for chunks in readable[:keep] for c in chunks}
-    done |= {(c.item, c.chunk) for c in kept}
-    fresh = [r for rs in current.values() for r in rs if (r.item, r.chunk) not in done]
-    tail = [_raw(c) for c in kept] + [_raw(c) for c in sorted(fresh, key=order_key)]
-    return _write(root, old, olds, keep, tail, shard_tokens, summary, log)
+    for n, info in enumerate(olds):
+        if n not in gone:
+            for c in read_shard(root, info.file):
+                held.setdefault(c.item, []).append(_bare(c))
+    changed = {i for i, cs in held.items() if current.get(i, []) != cs}
+    changed.update(i for n in gone for i in olds[n].items)
+    fresh = [r for i, rs in current.items() if i in changed or i not in held for r in rs]
+    del held
+    return _apply(root, old, olds, gone, changed, fresh,
+                  lambda n: read_shard_objects(root, olds[n].file), shard_tokens, summary,
+                  log)  # fmt: skip
 
 
 def update_shards(
@@ -268,7 +280,7 @@ def update_shards(
     The record of the last such build (:class:`arkai.adapters.shards.ShardRecord`) is used
     while the manifest is the one it left and every shard still has its digest; then only the
     items whose key changed (added, removed, edited) are read, and of the old shards only those
-    holding them and those from the first changed one on. Otherwise every item is read
+    holding them (and the newest, when chunks are appended). Otherwise every item is read
     (:func:`build_shards`). Either way the record is written for the next build."""
     record = read_record(root)
     summary = ShardSummary()
@@ -290,8 +302,8 @@ def update_shards(
         reading = sorted(candidates & keys.keys())
         summary.items_read = len(reading)
         now = _grouped(chunks_of(reading))
-        # The old shards as their lines' objects: only the candidates' chunks are made records
-        # (to compare), the others are packed again as they are.
+        # The old shards holding a candidate, as their lines' objects: only the candidates'
+        # chunks are made records (to compare); the shards are read once.
         cache: dict[int, list[Raw]] = {}
 
         def shard(n: int) -> list[Raw]:
@@ -308,52 +320,75 @@ def update_shards(
         # As build_shards decides: an item is changed when the shards hold other chunks for it
         # than it has now; items the shards do not hold are new.
         changed = {i for i, cs in held.items() if now.get(i, []) != cs}
-        first_changed = _first_holding(olds, changed, len(olds))
-        if first_changed == len(olds):
-            keep = len(olds) - 1  # nothing old changed: reopen the newest shard
-        else:
-            keep = first_changed
-            summary.rebuilt_from = olds[keep].file
         fresh = [r for i, rs in now.items() if i in changed or i not in held for r in rs]
         del held
-
-        def tail() -> Iterator[Raw]:
-            # One old shard at a time (the new files are staged until all are made).
-            for n in range(keep, len(olds)):
-                for d in cache.pop(n, None) or read_shard_objects(root, olds[n].file):
-                    if d["item"] not in changed:
-                        yield {k: v for k, v in d.items() if k not in _PLACEMENT}
-            yield from (_raw(c) for c in sorted(fresh, key=order_key))
-
         forget_record(root)
-        summary = _write(root, old, olds, keep, tail(), shard_tokens, summary, log)
+        summary = _apply(root, old, olds, set(), changed, fresh, shard, shard_tokens, summary,
+                         log)  # fmt: skip
     made = manifest_digest(root)
     if made is not None:
         write_record(root, ShardRecord(made, dict(keys)))
     return summary
 
 
-def _write(
+def _apply(
     root: Path,
     old: ShardManifest | None,
     olds: Sequence[ShardInfo],
-    keep: int,
-    tail: Iterable[Raw],
+    gone: set[int],
+    changed: set[str],
+    fresh: Iterable[CondensedChunk],
+    objects: Callable[[int], list[Raw]],
     shard_tokens: int,
     summary: ShardSummary,
     log: events.RunLog | None,
 ) -> ShardSummary:
-    """Keep the first ``keep`` old shards as they are and pack ``tail`` (chunks without
-    placement, in their new order; it may read old shards as it goes) into the shards after
-    them, one shard in memory at a time: the changed files are staged and moved into place
-    once the last one is made. Remove old files no longer listed; write the manifest when it
-    changed."""
-    infos = list(olds[:keep])
-    summary.kept = [info.file for info in infos]
-    first_number = sum(info.chunks for info in infos) + 1
+    """Write the shards: the old ones (``olds``) that cannot be read (``gone``) dropped; those
+    holding a ``changed`` item written again without its chunks (removed when none is left);
+    ``fresh`` (chunks without placement) appended in chronological order to the newest old
+    shard, spilling into new shards; the others kept as they are. ``objects(n)``: old shard
+    ``n``'s lines' objects (placement included). Changed files are staged and moved into place
+    once the last is made; old files no longer listed are removed; the manifest is written
+    when it changed."""
+    records = [_raw(c) for c in sorted(fresh, key=order_key)]
+    newest = len(olds) - 1
+    reopen = bool(records) and newest >= 0 and newest not in gone
+    infos: list[ShardInfo] = []
+    first = _next_number(old, olds)
     clear_staged(root)
     try:
-        for file, chunks, lines, tokens in _pack(tail, keep + 1, first_number, shard_tokens):
+        for n, info in enumerate(olds):
+            touched = bool(changed.intersection(info.items))
+            if n in gone or (n == newest and reopen):
+                if n in gone and summary.rebuilt_from is None:
+                    summary.rebuilt_from = info.file
+                continue
+            if not touched:
+                infos.append(info)
+                summary.kept.append(info.file)
+                continue
+            if summary.rebuilt_from is None:
+                summary.rebuilt_from = info.file
+            left = [d for d in objects(n) if d["item"] not in changed]
+            if left:
+                lines = [dumps_line(d) for d in left]  # placement as it was
+                text = "".join(lines)
+                if stage_shard_text(root, info.file, text):
+                    summary.written.append(info.file)
+                else:
+                    summary.kept.append(info.file)
+                infos.append(_info(info.file, left, sum(map(count_tokens, lines)), text))
+        opened = None
+        if reopen:
+            info = olds[newest]
+            if changed.intersection(info.items) and summary.rebuilt_from is None:
+                summary.rebuilt_from = info.file
+            left = [d for d in objects(newest) if d["item"] not in changed]
+            lines = [dumps_line(d) for d in left]
+            opened = (info.file, left, lines, sum(map(count_tokens, lines)))
+        numbers = [x for info in olds if (x := _shard_number(info)) is not None]
+        after = max(numbers, default=0) + 1
+        for file, chunks, lines, tokens in _pack(records, opened, after, first, shard_tokens):
             text = "".join(lines)
             if stage_shard_text(root, file, text):
                 summary.written.append(file)
@@ -370,7 +405,7 @@ def _write(
             remove_shard(root, info.file)
             summary.removed.append(info.file)
     manifest = ShardManifest(shard_tokens=shard_tokens, token_counter=TOKEN_COUNTER,
-                             shards=tuple(infos))  # fmt: skip
+                             shards=tuple(infos), next_number=first + len(records))  # fmt: skip
     if old != manifest:
         write_manifest(root, manifest)
     summary.shards = len(infos)
