@@ -10,7 +10,6 @@ from typing import Any
 
 import click
 
-from arkai.core.redact import scrub
 from arkai.errors import EXIT_ERROR, EXIT_USAGE, ArkaiError
 
 INTERRUPTED = "arkai: interrupted (finished work is kept; run the command again to resume)"
@@ -50,6 +49,8 @@ def guarded(run: Callable[[], object]) -> int:
         exc.show()
         return EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
     except ArkaiError as exc:
+        from arkai.core.redact import scrub  # (not imported before it is needed: ≈ 0.3 s)
+
         click.echo(f"arkai: error: {scrub(str(exc))}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -60,6 +61,8 @@ def guarded(run: Callable[[], object]) -> int:
         click.echo(f"arkai: error: {where}{exc.strerror or exc}", err=True)
         return EXIT_ERROR
     except Exception as exc:  # the last line of defence: one line unless ARKAI_DEBUG=1
+        from arkai.core.redact import scrub
+
         if os.environ.get("ARKAI_DEBUG") == "1":
             traceback.print_exc()
         else:
