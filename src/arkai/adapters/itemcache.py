@@ -165,6 +165,37 @@ def read_checked(path: Path) -> bytes | None:
         return None
 
 
+def read_checked_head(path: Path, format_: int) -> tuple[dict[str, Any], bytes] | None:
+    """A record :func:`write_checked` wrote whose body starts with a JSON line — an object
+    whose ``format`` is ``format_`` — then raw bytes: (that object, the bytes after its line).
+    None when the file is missing, damaged (its digest) or not such a record."""
+    body = read_checked(path)
+    if body is None:
+        return None
+    head, _, rest = body.partition(b"\n")
+    try:
+        doc = json.loads(head)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != format_:
+        return None
+    return doc, rest
+
+
+def text_lines(data: bytes, size: object) -> list[str] | None:
+    """The strings kept one a line in the first ``size`` bytes of ``data`` (each ended by a
+    line break; none contains one); None when ``size`` is not such a length or the bytes are
+    not UTF-8."""
+    if type(size) is not int or not 0 <= size <= len(data):
+        return None
+    if size and data[size - 1 : size] != b"\n":
+        return None
+    try:
+        return data[:size].decode("utf-8").split("\n")[:-1] if size else []
+    except UnicodeDecodeError:
+        return None
+
+
 #: A remembered value is trusted only for files unchanged this long before it was recorded
 #: (a write in the same timestamp tick as the recording could otherwise go unnoticed).
 SETTLED_NS = 2_000_000_000

@@ -53,7 +53,9 @@ from arkai.adapters.itemcache import (
     ItemCache,
     StatMemo,
     read_checked,
+    read_checked_head,
     stamp,
+    text_lines,
     write_checked,
 )
 from arkai.adapters.itemtable import ItemTable
@@ -636,20 +638,15 @@ def _read_phrase_table(
     """The kept phrase table (:class:`_PhraseTable`): its phrases, the items' [ID, key] in
     order and each item's ids by (ID, key); None when it is missing, damaged or does not add
     up (a count that does not match the ids that follow, an id out of the list)."""
-    body = read_checked(path)
-    if body is None:
+    kept = read_checked_head(path, PHRASE_TABLE_FORMAT)
+    if kept is None:
         return None
+    doc, rest = kept
     try:
-        head, _, rest = body.partition(b"\n")
-        doc = json.loads(head)
-        if not isinstance(doc, dict) or doc.get("format") != PHRASE_TABLE_FORMAT:
-            return None
         n_phrases, at, items = doc["phrases"], doc["phrase_bytes"], doc["items"]
-        if type(n_phrases) is not int or type(at) is not int or not isinstance(items, list):
+        phrases = text_lines(rest, at)
+        if type(n_phrases) is not int or phrases is None or not isinstance(items, list):
             return None
-        if not 0 <= at <= len(rest) or (at and rest[at - 1 : at] != b"\n"):
-            return None
-        phrases = rest[:at].decode("utf-8").split("\n")[:-1] if at else []
         if len(phrases) != n_phrases:
             return None
         ids = np.frombuffer(rest, dtype="<i4", offset=at) if (len(rest) - at) % 4 == 0 else None

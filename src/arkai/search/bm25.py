@@ -45,7 +45,7 @@ import numpy.typing as npt
 from scipy import sparse
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
-from arkai.adapters.itemcache import read_checked, write_checked
+from arkai.adapters.itemcache import read_checked_head, text_lines, write_checked
 from arkai.errors import InvalidInputError
 from arkai.search.text import tokenize
 
@@ -551,16 +551,14 @@ class TermCounts:
     def load(cls, path: Path) -> TermCounts | None:
         """The frequencies :meth:`save` kept; None when the file is missing, damaged (its
         digest) or does not add up (sizes, pointers, documents, counts, terms' order)."""
-        body = read_checked(path)
-        if body is None:
+        kept = read_checked_head(path, COUNTS_FORMAT)
+        if kept is None:
             return None
+        doc, rest = kept
         try:
-            head, _, rest = body.partition(b"\n")
-            doc = json.loads(head)
-            if not isinstance(doc, dict) or doc.get("format") != COUNTS_FORMAT:
-                return None
             blocks, n_terms, nnz, at = doc["blocks"], doc["terms"], doc["nnz"], doc["term_bytes"]
-            if not (
+            terms = text_lines(rest, at)  # (None unless `at` is a length of whole lines)
+            if terms is None or not (
                 isinstance(blocks, list)
                 and all(
                     isinstance(x, list)
@@ -570,16 +568,13 @@ class TermCounts:
                     and x[1] >= 0
                     for x in blocks
                 )
-                and all(type(v) is int and v >= 0 for v in (n_terms, nnz, at))
+                and all(type(v) is int and v >= 0 for v in (n_terms, nnz))
             ):
                 return None
             names, sizes = [x[0] for x in blocks], [x[1] for x in blocks]
             n_docs = sum(sizes)
             if len(rest) != at + 8 * (n_terms + 1) + 4 * (2 * nnz + n_docs):
                 return None
-            if at and rest[at - 1 : at] != b"\n":
-                return None
-            terms = rest[:at].decode("utf-8").split("\n")[:-1] if at else []
             indptr = np.frombuffer(rest, "<i8", n_terms + 1, at)
             indices = np.frombuffer(rest, "<i4", nnz, at + 8 * (n_terms + 1))
             tf = np.frombuffer(rest, "<i4", nnz, at + 8 * (n_terms + 1) + 4 * nnz)
