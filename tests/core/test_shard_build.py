@@ -155,3 +155,50 @@ def test_a_damaged_shard_is_dropped_and_its_items_placed_again(tmp_path: Path) -
     assert set(now) == set(ids)  # every chunk placed once
     assert all(now[k] == ids[k] for k in now if k[0] not in lost)
     assert min(now[k][1] or 0 for k in now if k[0] in lost) > len(records)
+
+
+def test_a_manifest_from_before_next_number_goes_on_counting(tmp_path: Path) -> None:
+    """A manifest written before ``next_number`` was kept (chunks numbered 1, 2, …) is carried
+    on: a changed item's new chunks get the numbers after the last one, nothing else moves."""
+    records = library(12)
+    build_shards(tmp_path, records, shard_tokens=LIMIT)
+    path = shards_dir(tmp_path) / "manifest.json"
+    doc = json.loads(path.read_text())
+    del doc["next_number"]
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    ids = numbered(tmp_path)
+    edited = records[0].item
+    changed = [rec(edited, 1, "2025-01-10", words=30)] + [r for r in records if r.item != edited]
+    build_shards(tmp_path, changed, shard_tokens=LIMIT)
+    now = numbered(tmp_path)
+    assert now[(edited, 1)][1] == len(records) + 1
+    assert all(now[k] == ids[k] for k in now if k[0] != edited)
+    m = read_manifest(tmp_path)
+    assert m is not None and m.next_number == len(records) + 2
+
+
+def test_a_manifest_naming_shards_otherwise_rebuilds_them_all(tmp_path: Path) -> None:
+    """Shard IDs edited by hand in the manifest (not ``shard-NNN`` ascending, or an ID and a
+    file that disagree) are not built on: every shard is made again, numbered from 1 — a
+    removed item leaves no hole, as it would with the manifest as written."""
+    records = library(12)
+    build_shards(tmp_path, records, shard_tokens=LIMIT)
+    path = shards_dir(tmp_path) / "manifest.json"
+    good = path.read_text()
+    victim = records[4].item
+    left = [r for r in records if r.item != victim]
+    for edit in ({}, {"id": "shard-9"}, {"id": "shard-x", "file": "shard-x.jsonl"},
+                 {"file": "shard-001.jsonl"}):  # fmt: skip
+        build_shards(tmp_path, records, shard_tokens=LIMIT)
+        path.write_text(good)
+        doc = json.loads(good)
+        doc["shards"][1].update(edit)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        build_shards(tmp_path, left, shard_tokens=LIMIT)
+        m = read_manifest(tmp_path)
+        assert m is not None
+        numbers = [c.number for i in m.shards for c in read_shard(tmp_path, i.file)]
+        if edit:  # made again: 1, 2, … with no hole
+            assert numbers == list(range(1, len(left) + 1)), edit
+        else:  # built on: the removed item's numbers stay unused
+            assert len(numbers) == len(left) and numbers != list(range(1, len(left) + 1))
