@@ -106,11 +106,11 @@ def _bare(c: CondensedChunk) -> CondensedChunk:
     return replace(c, shard=None, number=None)
 
 
-#: A chunk as its shard line's object, without placement (``shard`` and ``number``): what
-#: :meth:`CondensedChunk.to_dict` gives for a bare chunk. Chunks packed again are moved as these,
-#: so an unchanged chunk is not turned into a record and back.
+#: A chunk as its shard line's object: read from an old shard, with its placement (``shard``
+#: and ``number``); to be placed, without (what :meth:`CondensedChunk.to_dict` gives for a bare
+#: chunk). The chunks kept in a shard written again are moved as these, so an unchanged chunk
+#: is not turned into a record and back.
 Raw = dict[str, Any]
-_PLACEMENT = ("shard", "number")
 
 
 def _raw(c: CondensedChunk) -> Raw:
