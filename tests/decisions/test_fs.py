@@ -153,6 +153,10 @@ def test_the_way_to_a_file_is_checked_folder_by_folder(
     assert read_repo_file(rel / "library" / "notes" / "a" / "b" / "c.md", rel) == b"deep"
     with pytest.raises(UnsafeFileError, match="symbolic link"):
         read_repo_file(rel / "library" / "notes" / "a" / "hop" / "c.md", rel)
+    with pytest.raises(UnsafeFileError, match="leaves the repo"):
+        read_repo_file(rel / "library" / ".." / "library" / "notes" / "a" / "b" / "c.md", rel)
+    with pytest.raises(UnsafeFileError, match="outside the repo"):
+        read_repo_file(rel / "library" / "notes" / "a" / "b" / "c.md", root)  # one relative
 
 
 def test_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:

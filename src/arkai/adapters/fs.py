@@ -193,8 +193,11 @@ def check_inside(path: Path, root: Path) -> None:
     top, full = os.fspath(root), os.fspath(path)
     if full == top:
         return
-    if not (os.path.isabs(top) and os.path.isabs(full)):
-        top, full = os.path.abspath(top), os.path.abspath(full)
+    if not os.path.isabs(top) and not os.path.isabs(full):
+        # Both relative: as the same paths under the working folder (joined, not normalised,
+        # so a '..' stays to be refused below).
+        here = Path.cwd()
+        top, full = os.fspath(here / top), os.fspath(here / full)
     prefix = top if top.endswith(os.sep) else top + os.sep
     if not full.startswith(prefix):
         raise UnsafeFileError(f"{path}: lies outside the repo {root}; not read")
