@@ -203,7 +203,7 @@ SETTLED_NS = 2_000_000_000
 Stamp = list[int] | None
 
 
-def stamp(path: Path) -> Stamp:
+def stamp(path: str | os.PathLike[str]) -> Stamp:
     """``[size, mtime_ns, inode]`` of a file (by ``lstat``: a symbolic link is not followed;
     anything but a regular file gets a stamp that no recorded one equals); None when there
     is none."""

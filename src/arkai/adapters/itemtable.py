@@ -45,7 +45,7 @@ class Row:
     body: bytes
 
 
-def stat_digest(paths: Iterable[Path]) -> tuple[str, int] | None:
+def stat_digest(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, int] | None:
     """A digest of the files' paths and ``lstat`` (size, mtime, ctime, inode — a write changes
     the ctime, which no tool can set back; a missing file counts as such) and the newest of
     those times; None when one is not a regular file or cannot be looked at."""
@@ -74,6 +74,12 @@ def seal_row(body: bytes) -> bytes:
 
 
 def _clean(text: str) -> bool:
+    """Whether ``text`` can be a field of a row: no tab or line break, and UTF-8 (a file
+    name that is not — a lone surrogate from ``surrogateescape`` — is kept in no row)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return not any(c in text for c in "\t\n\r")
 
 
@@ -135,12 +141,17 @@ class ItemTable:
         """Record ``body`` for the item (written by :meth:`save`); ``stats`` (from
         :func:`stat_digest`, taken before the files were read) is recorded only when no file
         changed within :data:`SETTLED_NS`; nothing is recorded without a ``key``."""
+        old = self.rows.get(content_id)
+        same = old is not None and stats is not None and (old.stat, old.key) == (stats[0], key)
+        if same and old is not None and old.body == body:
+            # Unchanged (a recorded stat was settled when recorded, so it still is).
+            self.kept[content_id] = old
+            return
         if key is None or not _clean(content_id) or not _clean(key) or b"\n" in body:
             return
         st = None
         if stats is not None and stats[1] < time.time_ns() - SETTLED_NS:
             st = stats[0]
-        old = self.rows.get(content_id)
         if old is None or (old.stat, old.key) != (st, key) or old.body != body:
             self._dirty = True
         self.kept[content_id] = Row(st, key, body)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,16 @@ class Item:
     """``library/<type>/<Title (source_id)>`` (absolute)."""
     metadata: dict[str, Any]
     """Parsed ``metadata.json``."""
+    _rel: str | None = field(default=None, init=False, repr=False, compare=False)
+    """:attr:`rel` as a string, worked out once: every stage asks each item for its folders
+    (pathlib's ``relative_to`` and joins cost more than the ``lstat`` calls they feed)."""
+
+    def __post_init__(self) -> None:
+        # The same path relative_to gives, on the strings: a Path's string is normalised.
+        top, full = os.fspath(self.root), os.fspath(self.path)
+        lib = (top if top.endswith(os.sep) else top + os.sep) + LIBRARY + os.sep
+        if full.startswith(lib) and len(full) > len(lib):
+            object.__setattr__(self, "_rel", full[len(lib) :])
 
     @property
     def id(self) -> str:
@@ -48,21 +61,28 @@ class Item:
     @property
     def rel(self) -> Path:
         """Path relative to ``library/`` (``<type>/<Title (id)>``)."""
-        return self.path.relative_to(self.root / LIBRARY)
+        if self._rel is None:  # not below library/: relative_to's error
+            return self.path.relative_to(self.root / LIBRARY)
+        return Path(self._rel)
 
     @property
     def transcript(self) -> Path:
         return self.path / TRANSCRIPT
 
+    def _mirror(self, tree: str) -> Path:
+        if self._rel is None:
+            return self.root / tree / self.rel
+        return Path(os.path.join(self.root, tree, self._rel))
+
     @property
     def extracted(self) -> Path:
         """The mirrored folder under ``extracted/``."""
-        return self.root / EXTRACTED / self.rel
+        return self._mirror(EXTRACTED)
 
     @property
     def condensed(self) -> Path:
         """The mirrored folder under ``condensed/`` (the ``condense`` stage's output)."""
-        return self.root / CONDENSED / self.rel
+        return self._mirror(CONDENSED)
 
     def read(self, name: str, *, missing_ok: bool = False) -> bytes | None:
         """A file of the item folder, read safely (regular files inside the repo only)."""
@@ -139,19 +159,17 @@ def _walk(lib: Path) -> tuple[list[Path], list[ItemProblem]]:
     Hidden folders (``.adding-*`` left by an interrupted ``arkai add``, ``.git``) are not items
     and are not entered; an item folder's subfolders are not searched.
     """
-    stack = [lib]
-    found: list[Path] = []
+    stack = [os.fspath(lib)]
+    found: list[str] = []
     problems: list[ItemProblem] = []
     while stack:
         folder = stack.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError as exc:
-            problems.append(ItemProblem(folder, f"{folder}: cannot be listed ({exc.strerror})"))
-            continue
-        names = {e.name for e in entries}
-        if folder != lib and METADATA in names:
-            found.append(folder)
+            problems.append(
+                ItemProblem(Path(folder), f"{folder}: cannot be listed ({exc.strerror})")
+            )
             continue
         for entry in entries:
             if entry.name.startswith("."):
@@ -159,8 +177,15 @@ def _walk(lib: Path) -> tuple[list[Path], list[ItemProblem]]:
             if entry.is_symlink():
                 problems.append(_linked(Path(entry.path)))
             elif entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-    return sorted(found), sorted(problems, key=lambda p: p.path)
+                # An entry named metadata.json (of any kind) makes the folder an item: one
+                # lstat, not a listing of each of 10,000 item folders.
+                if os.path.lexists(os.path.join(entry.path, METADATA)):
+                    found.append(entry.path)
+                else:
+                    stack.append(entry.path)
+    # Sorted as the paths are (part by part: "a/b" before "a-c"), not as their strings.
+    found.sort(key=lambda f: f.split(os.sep))
+    return [Path(f) for f in found], sorted(problems, key=lambda p: p.path)
 
 
 def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
@@ -175,11 +200,13 @@ def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
     except FileNotFoundError:
         return items, []
     folders, problems = _walk(lib)
+    memo = _MetadataMemo(root)
     for folder in folders:
         try:
-            items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
+            items.append(Item(root=root, path=folder, metadata=memo.load(folder)))
         except (ArkaiError, OSError) as exc:
             problems.append(ItemProblem(folder / METADATA, str(exc)))
+    memo.save(whole=True)
     return items, problems
 
 
@@ -191,6 +218,7 @@ def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[Ite
     lib = root / LIBRARY
     items: list[Item] = []
     problems: list[ItemProblem] = []
+    memo = _MetadataMemo(root)
     for rel in sorted(set(folders)):
         path, folder = lib, lib / rel
         try:
@@ -201,11 +229,12 @@ def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[Ite
                     break
             else:
                 if os.path.lexists(folder / METADATA):
-                    items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
+                    items.append(Item(root=root, path=folder, metadata=memo.load(folder)))
         except FileNotFoundError:
             continue  # removed
         except (ArkaiError, OSError) as exc:
             problems.append(ItemProblem(folder / METADATA, str(exc)))
+    memo.save(whole=False)
     return items, problems
 
 
@@ -222,11 +251,12 @@ def item_folders(root: Path) -> list[Path]:
     return _walk(lib)[0]
 
 
-def item_at(root: Path, folder: Path) -> Item | None:
+def item_at(root: Path, folder: Path, memo: _MetadataMemo | None = None) -> Item | None:
     """The item in one of :func:`item_folders`, or None when its metadata cannot be read (as
     :func:`iter_items` leaves it out; :func:`scan_items` reports it)."""
     try:
-        return Item(root=root, path=folder, metadata=load_metadata(folder, root))
+        metadata = memo.load(folder) if memo is not None else load_metadata(folder, root)
+        return Item(root=root, path=folder, metadata=metadata)
     except (ArkaiError, OSError):
         return None
 
@@ -234,11 +264,74 @@ def item_at(root: Path, folder: Path) -> Item | None:
 def iter_items(root: Path) -> Iterator[Item]:
     """Every readable item folder under ``library/``, sorted by path. Folders that cannot be
     read are left out here; :func:`scan_items` reports them. Streamed: each item's metadata
-    is read when it is reached, so a caller that keeps none holds one at a time."""
+    is read when it is reached (or taken from the listing's memo), so a caller that keeps
+    none holds one at a time."""
+    memo = _MetadataMemo(root)
     for folder in item_folders(root):
-        item = item_at(root, folder)
+        item = item_at(root, folder, memo)
         if item is not None:
             yield item
+    memo.save(whole=True)  # only when the listing ran to its end
+
+
+#: The listings' memo of parsed ``metadata.json`` files (:class:`_MetadataMemo`).
+METADATA_TABLE = "metadata"
+METADATA_MEMO_VERSION = "1"
+
+
+class _MetadataMemo:
+    """Each item folder's parsed ``metadata.json``, kept in one table
+    (:class:`arkai.adapters.itemtable.ItemTable`, ``.arkai/index-cache/metadata.tsv``) with
+    the file's ``lstat``: a listing of 10,000 items then opens one file, not 10,000 (every
+    stage lists the library; the reads were most of a listing's cost, docs/scale.md).
+
+    A file is taken from the table only when its ``lstat`` (size, mtime, ctime, inode) is
+    the one recorded and it had settled when recorded (git's racy rule); anything else — a
+    link, a changed file, a damaged row — is read as :func:`load_metadata` reads it, errors
+    and refusals included. The folders on the way were checked by the walk that found them
+    (links are not entered). Local and derived: a table that cannot be read or written is
+    no table."""
+
+    def __init__(self, root: Path) -> None:
+        from arkai.adapters.itemtable import ItemTable
+
+        self.root = root
+        self.lib = os.fspath(root / LIBRARY) + os.sep
+        self.table: ItemTable | None = None
+        with contextlib.suppress(OSError):
+            self.table = ItemTable(root, METADATA_TABLE, METADATA_MEMO_VERSION)
+
+    def load(self, folder: Path) -> dict[str, Any]:
+        """:func:`load_metadata` of ``folder``, from the table when the file is unchanged."""
+        from arkai.adapters.itemtable import stat_digest
+
+        path, table = os.path.join(folder, METADATA), self.table
+        name = os.fspath(folder)
+        name = name[len(self.lib) :] if name.startswith(self.lib) else name
+        stats = stat_digest([path]) if table is not None else None
+        if table is not None and stats is not None:
+            row = table.by_stat(name, stats[0])
+            if row is not None:
+                try:
+                    metadata = _metadata(json.loads(row.body))
+                except (ValueError, TypeError, AttributeError):
+                    pass  # not what keep() wrote: read the file
+                else:
+                    table.keep(name, stats, row.key, row.body)
+                    return metadata
+        metadata = load_metadata(folder, self.root)
+        if table is not None:
+            # ASCII (no line break, no lone surrogate); the same dict when parsed again.
+            body = json.dumps(metadata, ensure_ascii=True, separators=(",", ":")).encode()
+            table.keep(name, stats, "sha256:" + hashlib.sha256(body).hexdigest(), body)
+        return metadata
+
+    def save(self, *, whole: bool) -> None:
+        """Write the table when a record changed; ``whole``: this pass saw every item (the
+        others' rows are dropped)."""
+        if self.table is not None:
+            with contextlib.suppress(OSError):  # a read-only repo lists without its memo
+                self.table.save(prune=whole)
 
 
 def get_item(root: Path, ident: str) -> Item:

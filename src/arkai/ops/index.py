@@ -59,7 +59,7 @@ from arkai.adapters.itemcache import (
     write_checked,
 )
 from arkai.adapters.itemtable import ItemTable
-from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, Item
+from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, TRANSCRIPT, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
@@ -240,13 +240,16 @@ def _settings_key(ip: dict[str, Any]) -> bytes:
     return canonjson.dumps([arkai.__version__, DERIVE_VERSION, *shape]).encode("utf-8")
 
 
-def _inputs_files(item: Item) -> tuple[Path, ...]:
+def _inputs_files(item: Item) -> tuple[str, ...]:
+    """The paths of the files an item's records are derived from, as strings (each item's
+    are stamped on every run: Path objects cost more than the ``lstat`` calls)."""
+    own, extracted = os.fspath(item.path), os.fspath(item.extracted)
     return (
-        item.transcript,
-        item.extracted / EVIDENCE,
-        item.path / REVIEW,
-        item.extracted / ENTITIES,
-        item.condensed / CONDENSED_FILE,
+        os.path.join(own, TRANSCRIPT),
+        os.path.join(extracted, EVIDENCE),
+        os.path.join(own, REVIEW),
+        os.path.join(extracted, ENTITIES),
+        os.path.join(item.condensed, CONDENSED_FILE),
     )
 
 
@@ -263,7 +266,7 @@ def _inputs_key(
         return known, None, None
     h = hashlib.sha256(settings)
     h.update(item.id.encode("utf-8") + b"\0")
-    raws = [read_repo_file(f, item.root, missing_ok=True) for f in files]
+    raws = [read_repo_file(Path(f), item.root, missing_ok=True) for f in files]
     for raw in raws:
         h.update(b"-" if raw is None else b"%d:" % len(raw) + raw)
     key = "sha256:" + h.hexdigest()
