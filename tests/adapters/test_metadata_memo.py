@@ -39,7 +39,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
     monkeypatch.setattr(layout, "load_metadata", counting)
     # Files written in this test are "racy" for SETTLED_NS: treat them as settled.
-    monkeypatch.setattr("arkai.adapters.itemtable.SETTLED_NS", -10**12)
+    monkeypatch.setattr("arkai.adapters.itemtable.SETTLED_NS", -(10**12))
     return seen
 
 
@@ -87,9 +87,7 @@ def test_a_file_written_within_the_racy_window_is_never_taken_from_the_memo(
     assert len(seen) == 1
 
 
-def test_a_link_in_place_of_a_remembered_file_is_refused(
-    tmp_path: Path, reads: list[Path]
-) -> None:
+def test_a_link_in_place_of_a_remembered_file_is_refused(tmp_path: Path, reads: list[Path]) -> None:
     meta = _item(tmp_path, "notes/A (1)", "1")
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps({"id": "1", "title": "from outside"}), encoding="utf-8")
