@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from arkai.adapters.itemcache import ItemCache
+from arkai.adapters.itemcache import CACHE_DIR
+from arkai.adapters.itemtable import seal_row
 from arkai.search.graph import (
     Features,
     Graph,
@@ -21,7 +21,7 @@ from arkai.search.graph import (
     related_lists,
     related_weight,
 )
-from arkai.search.graphcache import PART, update_related
+from arkai.search.graphcache import PART, RelatedUpdate, related_table, update_related
 
 ENTITIES = [f"entity:person:p{i}" for i in range(12)]
 TOPICS = [f"topic:t{i}" for i in range(6)]
@@ -89,50 +89,82 @@ def test_ties_go_to_the_smaller_id_and_rounding_is_exact() -> None:
     assert related_edges(feats, 2, 1) == reference(feats, 2, 1)
 
 
+def _run(
+    root: Path, feats: dict[str, Features], ids: dict[str, str], mse: int, cap: int = 0,
+    **kw: bool,
+) -> RelatedUpdate:  # fmt: skip
+    """One graph step's use of the table: read, update, saved whole."""
+    table = related_table(root)
+    got = update_related(feats, ids, table, mse, cap, **kw)
+    table.save(prune=True)
+    return got
+
+
+def _edit_row(root: Path, cid: str, how: str) -> None:
+    """Damage (``cut``: its body shortened, the digest no longer matching) or drop an item's
+    row of the table."""
+    path = root / CACHE_DIR / f"{PART}.tsv"
+    lines = path.read_bytes().split(b"\n")
+    at = next(i for i, ln in enumerate(lines) if ln.split(b"\t")[1:2] == [cid.encode()])
+    if how == "cut":
+        lines[at] = lines[at][:-7]
+    else:
+        del lines[at]
+    path.write_bytes(b"\n".join(lines))
+
+
 def test_incremental_edges_equal_a_full_computation(tmp_path: Path) -> None:
     rng = random.Random(7)
     feats = {f"content:{i:04d}": random_features(rng) for i in range(60)}
-    cache = ItemCache(tmp_path)
 
     def update(**kw: bool) -> int:
         ids = {n: n.split(":")[1] for n in feats}
-        got = update_related(feats, ids, ItemCache(tmp_path), 2, **kw)
+        got = _run(tmp_path, feats, ids, 2, **kw)
         assert got.edges == related_edges(feats, 2) == reference(feats, 2, 0)
         return got.changed
 
-    assert update() == 60  # nothing cached: every item computed
+    assert update() == 60  # nothing kept: every item computed
     assert related_edges(feats, 2)  # the fixture has edges to keep
     assert update() == 0  # nothing changed: nothing recomputed
     # One item's features change: only its edges are recomputed.
     feats["content:0007"] = Features(frozenset(ENTITIES[:4]), frozenset(TOPICS[:1]))
     assert update() == 1
-    # One added, one removed (its edges go from its old neighbours' entries).
+    # One added, one removed (its edges go from its old neighbours' rows).
     feats["content:0100"] = Features(frozenset(ENTITIES[2:6]), frozenset())
     del feats["content:0003"]
     assert update() == 1
+    rows = (tmp_path / CACHE_DIR / f"{PART}.tsv").read_bytes().split(b"\n")[1:-1]
+    assert sorted(r.split(b"\t")[1].decode() for r in rows) == sorted(
+        n.split(":")[1] for n in feats
+    )  # the removed item's row went with it
     # Rounds of random changes, each to a few items (neighbours of earlier changes included).
     for _ in range(12):
         picked = rng.sample(sorted(feats), 3)
         for n in picked:
             feats[n] = random_features(rng)
         assert update() == 3
-    # Damaged and missing entries are recomputed, never used.
-    path = cache.path("0011", PART)
-    path.write_bytes(path.read_bytes()[:-20])
-    cache.path("0012", PART).unlink()
+    # Damaged and missing rows are recomputed, never used.
+    _edit_row(tmp_path, "0011", "cut")
+    _edit_row(tmp_path, "0012", "drop")
     assert update() == 2
-    # Other settings: every item again; `full` trusts no entry.
+    # A row sealed right but not a list of neighbours: recomputed too.
+    path = tmp_path / CACHE_DIR / f"{PART}.tsv"
+    head, *rows = path.read_bytes().split(b"\n")
+    fields = rows[0].split(b"\t", 1)[1].split(b"\t", 3)
+    rows[0] = seal_row(b"\t".join([*fields[:3], b'{"related": [["x"]]}']))
+    path.write_bytes(b"\n".join([head, *rows]))
+    assert update() == 1
+    # Other settings: every item again; `full` trusts no row.
     ids = {n: n.split(":")[1] for n in feats}
-    got = update_related(feats, ids, ItemCache(tmp_path), 1)
+    got = _run(tmp_path, feats, ids, 1)
     assert got.changed == len(feats) and got.edges == related_edges(feats, 1)
     assert update(full=True) == len(feats)
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_capped_incremental_edges_equal_a_full_computation(tmp_path: Path, cap: int) -> None:
-    """Random rounds of changes, additions and removals (their entries pruned, as the index
-    stage does), damaged and missing entries, runs cut short; a small cap so it bites and a
-    small feature vocabulary so weights tie."""
+    """Random rounds of changes, additions and removals, damaged and missing rows, runs cut
+    short; a small cap so it bites and a small feature vocabulary so weights tie."""
     rng = random.Random(100 + cap)
     feats = {f"content:{i:04d}": random_features(rng) for i in range(40)}
     ids = {n: n.split(":")[1] for n in feats}
@@ -140,9 +172,7 @@ def test_capped_incremental_edges_equal_a_full_computation(tmp_path: Path, cap: 
 
     def update(**kw: bool) -> int:
         ids.update({n: n.split(":")[1] for n in feats})
-        cache = ItemCache(tmp_path)
-        cache.prune({ids[n] for n in feats})
-        got = update_related(feats, ids, cache, 2, cap, **kw)
+        got = _run(tmp_path, feats, ids, 2, cap, **kw)
         assert got.edges == reference(feats, 2, cap) == related_edges(feats, 2, cap)
         kinds["merged"] += got.merged
         kinds["recomputed"] += got.recomputed
@@ -156,41 +186,52 @@ def test_capped_incremental_edges_equal_a_full_computation(tmp_path: Path, cap: 
             feats[f"content:{100 + round_:04d}"] = random_features(rng)
         if round_ % 4 == 1:
             del feats[rng.choice(sorted(feats))]
-        if round_ % 5 == 2:  # a damaged entry and a missing one
+        if round_ % 5 == 2:  # a damaged row and a missing one
             a, b = rng.sample(sorted(feats), 2)
-            path = ItemCache(tmp_path).path(ids[a], PART)
-            path.write_bytes(path.read_bytes()[:-7])
-            ItemCache(tmp_path).path(ids[b], PART).unlink()
+            _edit_row(tmp_path, ids[a], "cut")
+            _edit_row(tmp_path, ids[b], "drop")
+        if round_ % 7 == 3:  # a run stopped before its table was saved
+            ids.update({n: n.split(":")[1] for n in feats})
+            update_related(feats, ids, related_table(tmp_path), 2, cap)
+            for n in rng.sample(sorted(feats), 2):
+                feats[n] = random_features(rng)
         update()
     # Both ways of bringing an unchanged item's list up to date were taken.
     assert kinds["merged"] > 0 and kinds["recomputed"] > 0
     assert update() == 0
 
 
-def test_a_run_stopped_before_the_changed_entries_is_repaired(
+def test_a_run_stopped_before_or_while_saving_leaves_the_last_lists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Entries of unchanged items are written first: a run that stops after some of them
-    leaves the changed items changed, and the next run's result is still exact."""
+    """The table is written whole, atomically, after every list is made: a run that stops
+    before (or while) saving leaves the last run's table, and the next run is exact."""
+    import arkai.adapters.itemtable as itemtable
+
     rng = random.Random(5)
     feats = {f"content:{i:04d}": random_features(rng) for i in range(40)}
     ids = {n: n.split(":")[1] for n in feats}
-    update_related(feats, ids, ItemCache(tmp_path), 2, 2)
+    _run(tmp_path, feats, ids, 2, 2)
+    path = tmp_path / CACHE_DIR / f"{PART}.tsv"
+    saved = path.read_bytes()
     for n in rng.sample(sorted(feats), 4):
         feats[n] = random_features(rng)
-    real, writes = ItemCache.put, [0]
+    real, writes = itemtable.seal_row, [0]
 
-    def failing(self: ItemCache, *args: Any) -> None:
+    def failing(body: bytes) -> bytes:
         writes[0] += 1
-        if writes[0] == 3:
+        if writes[0] == 10:
             raise OSError("disk full")
-        real(self, *args)
+        return real(body)
 
-    monkeypatch.setattr(ItemCache, "put", failing)
+    monkeypatch.setattr(itemtable, "seal_row", failing)
     with pytest.raises(OSError):
-        update_related(feats, ids, ItemCache(tmp_path), 2, 2)
-    monkeypatch.setattr(ItemCache, "put", real)
-    got = update_related(feats, ids, ItemCache(tmp_path), 2, 2)
+        _run(tmp_path, feats, ids, 2, 2)
+    monkeypatch.setattr(itemtable, "seal_row", real)
+    assert path.read_bytes() == saved and not list(path.parent.glob(".*.tmp"))
+    update_related(feats, ids, related_table(tmp_path), 2, 2)  # stopped before saving
+    assert path.read_bytes() == saved
+    got = _run(tmp_path, feats, ids, 2, 2)
     assert got.changed == 4 and got.edges == reference(feats, 2, 2)
 
 

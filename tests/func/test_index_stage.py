@@ -790,14 +790,18 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     set_params(repo, embedder="none")
     run_index(Repo.at(repo))
     before = built(repo)
+    from arkai.ops.index import RECORDS
+
     cache = repo / CACHE_DIR
-    mains = sorted(cache.rglob("*.main.json"))
+    records = cache / f"{RECORDS}.tsv"
     terms = sorted(cache.rglob("*.terms.json"))
-    assert len(mains) == len(terms) == 2
-    # A readable entry whose data was altered (its claim count): its digest no longer matches.
-    header, body = mains[0].read_text().split("\n", 1)
-    assert '"claims":' in body
-    mains[0].write_text(header + "\n" + body.replace('"claims":', '"claims":1', 1))
+    head, *rows = records.read_text().split("\n")
+    assert len(rows) == 3 and rows[-1] == "" and len(terms) == 2
+    assert not list(cache.rglob("*.main.json"))  # the records are in the table only
+    # A readable row whose data was altered (its claim count): its digest no longer matches.
+    assert '"claims":' in rows[0]
+    rows[0] = rows[0].replace('"claims":', '"claims":1', 1)
+    records.write_text("\n".join([head, *rows]))
     # A truncated one, and one made from other inputs (a stale key, digest intact).
     terms[1].write_bytes(terms[1].read_bytes()[:100])
     # The CITES counts' file (not an item entry: arkai.search.citecache) with an item's entry
@@ -851,6 +855,31 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     again = run_index(Repo.at(repo))
     assert again.cache_rejected == 1 and b"tampered" not in lines[1].read_bytes()
     assert built(repo) == before and again.written == ["chunks.jsonl"]
+
+
+def test_entries_of_parts_now_kept_in_tables_are_pruned(repo: Path) -> None:
+    """Each item's ``main`` record and ``related`` list were one file each before they were
+    kept in tables: such files left by an older version are removed, never read."""
+    from arkai.adapters.itemcache import CACHE_DIR, ItemCache
+    from arkai.ops.index import RECORDS, run_index
+
+    set_params(repo, embedder="none")
+    run_index(Repo.at(repo))
+    before = built(repo)
+    cache = ItemCache(repo)
+    ids = [json.loads(p.read_bytes())["id"] for p in sorted(repo.glob("library/*/*/metadata.json"))]
+    assert len(ids) == 2
+    for cid in ids:
+        for part in ("main", "related"):
+            cache.put(cid, "sha256:old", part, {"left": "by an older version"})
+    (repo / "index" / "manifest.json").unlink()
+    again = run_index(Repo.at(repo))
+    assert again.cache_hits == 2 and built(repo) == before
+    left = sorted(p.name for p in (repo / CACHE_DIR).rglob("*.json") if ".main." in p.name
+                  or ".related." in p.name)  # fmt: skip
+    assert left == []
+    assert (repo / CACHE_DIR / f"{RECORDS}.tsv").is_file()
+    assert (repo / CACHE_DIR / "related.tsv").is_file()
 
 
 def test_file_digests_are_remembered_by_size_mtime_and_inode(tmp_path: Path) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -200,13 +197,11 @@ def scan_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
     except FileNotFoundError:
         return items, []
     folders, problems = _walk(lib)
-    memo = _MetadataMemo(root)
     for folder in folders:
         try:
-            items.append(Item(root=root, path=folder, metadata=memo.load(folder)))
+            items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
         except (ArkaiError, OSError) as exc:
             problems.append(ItemProblem(folder / METADATA, str(exc)))
-    memo.save(whole=True)
     return items, problems
 
 
@@ -218,7 +213,6 @@ def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[Ite
     lib = root / LIBRARY
     items: list[Item] = []
     problems: list[ItemProblem] = []
-    memo = _MetadataMemo(root)
     for rel in sorted(set(folders)):
         path, folder = lib, lib / rel
         try:
@@ -229,12 +223,11 @@ def load_items(root: Path, folders: Iterable[str]) -> tuple[list[Item], list[Ite
                     break
             else:
                 if os.path.lexists(folder / METADATA):
-                    items.append(Item(root=root, path=folder, metadata=memo.load(folder)))
+                    items.append(Item(root=root, path=folder, metadata=load_metadata(folder, root)))
         except FileNotFoundError:
             continue  # removed
         except (ArkaiError, OSError) as exc:
             problems.append(ItemProblem(folder / METADATA, str(exc)))
-    memo.save(whole=False)
     return items, problems
 
 
@@ -251,12 +244,11 @@ def item_folders(root: Path) -> list[Path]:
     return _walk(lib)[0]
 
 
-def item_at(root: Path, folder: Path, memo: _MetadataMemo | None = None) -> Item | None:
+def item_at(root: Path, folder: Path) -> Item | None:
     """The item in one of :func:`item_folders`, or None when its metadata cannot be read (as
     :func:`iter_items` leaves it out; :func:`scan_items` reports it)."""
     try:
-        metadata = memo.load(folder) if memo is not None else load_metadata(folder, root)
-        return Item(root=root, path=folder, metadata=metadata)
+        return Item(root=root, path=folder, metadata=load_metadata(folder, root))
     except (ArkaiError, OSError):
         return None
 
@@ -264,74 +256,11 @@ def item_at(root: Path, folder: Path, memo: _MetadataMemo | None = None) -> Item
 def iter_items(root: Path) -> Iterator[Item]:
     """Every readable item folder under ``library/``, sorted by path. Folders that cannot be
     read are left out here; :func:`scan_items` reports them. Streamed: each item's metadata
-    is read when it is reached (or taken from the listing's memo), so a caller that keeps
-    none holds one at a time."""
-    memo = _MetadataMemo(root)
+    is read when it is reached, so a caller that keeps none holds one at a time."""
     for folder in item_folders(root):
-        item = item_at(root, folder, memo)
+        item = item_at(root, folder)
         if item is not None:
             yield item
-    memo.save(whole=True)  # only when the listing ran to its end
-
-
-#: The listings' memo of parsed ``metadata.json`` files (:class:`_MetadataMemo`).
-METADATA_TABLE = "metadata"
-METADATA_MEMO_VERSION = "1"
-
-
-class _MetadataMemo:
-    """Each item folder's parsed ``metadata.json``, kept in one table
-    (:class:`arkai.adapters.itemtable.ItemTable`, ``.arkai/index-cache/metadata.tsv``) with
-    the file's ``lstat``: a listing of 10,000 items then opens one file, not 10,000 (every
-    stage lists the library; the reads were most of a listing's cost, docs/scale.md).
-
-    A file is taken from the table only when its ``lstat`` (size, mtime, ctime, inode) is
-    the one recorded and it had settled when recorded (git's racy rule); anything else — a
-    link, a changed file, a damaged row — is read as :func:`load_metadata` reads it, errors
-    and refusals included. The folders on the way were checked by the walk that found them
-    (links are not entered). Local and derived: a table that cannot be read or written is
-    no table."""
-
-    def __init__(self, root: Path) -> None:
-        from arkai.adapters.itemtable import ItemTable
-
-        self.root = root
-        self.lib = os.fspath(root / LIBRARY) + os.sep
-        self.table: ItemTable | None = None
-        with contextlib.suppress(OSError):
-            self.table = ItemTable(root, METADATA_TABLE, METADATA_MEMO_VERSION)
-
-    def load(self, folder: Path) -> dict[str, Any]:
-        """:func:`load_metadata` of ``folder``, from the table when the file is unchanged."""
-        from arkai.adapters.itemtable import stat_digest
-
-        path, table = os.path.join(folder, METADATA), self.table
-        name = os.fspath(folder)
-        name = name[len(self.lib) :] if name.startswith(self.lib) else name
-        stats = stat_digest([path]) if table is not None else None
-        if table is not None and stats is not None:
-            row = table.by_stat(name, stats[0])
-            if row is not None:
-                try:
-                    metadata = _metadata(json.loads(row.body))
-                except (ValueError, TypeError, AttributeError):
-                    pass  # not what keep() wrote: read the file
-                else:
-                    table.keep(name, stats, row.key, row.body)
-                    return metadata
-        metadata = load_metadata(folder, self.root)
-        if table is not None:
-            # ASCII (no line break, no lone surrogate); the same dict when parsed again.
-            body = json.dumps(metadata, ensure_ascii=True, separators=(",", ":")).encode()
-            table.keep(name, stats, "sha256:" + hashlib.sha256(body).hexdigest(), body)
-        return metadata
-
-    def save(self, *, whole: bool) -> None:
-        """Write the table when a record changed; ``whole``: this pass saw every item (the
-        others' rows are dropped)."""
-        if self.table is not None:
-            with contextlib.suppress(OSError):  # a read-only repo lists without its memo
-                self.table.save(prune=whole)
 
 
 def get_item(root: Path, ident: str) -> Item:

@@ -83,8 +83,7 @@ from arkai.search.graph import (
     features,
     node_id,
 )
-from arkai.search.graphcache import PART as RELATED_PART
-from arkai.search.graphcache import update_related
+from arkai.search.graphcache import related_table, update_related
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
@@ -129,6 +128,10 @@ LEXICAL_COUNTS = "lexical-counts.bin"
 PHRASE_TABLE_FORMAT = 1
 #: 2: each term's ``topics.json`` entry kept as its text (1: the terms as lists).
 RANKINGS_VERSION = "rankings-2"
+#: Every item's ``main`` record (:class:`ItemRecord`), a row per item under its inputs key:
+#: one file read each run, not one per item (each item's other parts are read only when used).
+RECORDS = "records"
+RECORDS_VERSION = "records-1"
 
 #: ``index:`` in params.yaml, for whatever a repo leaves out.
 DEFAULTS: dict[str, Any] = {
@@ -318,22 +321,21 @@ def _lines(chunks: Sequence[Chunk]) -> bytes:
     return canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
 
 
-ITEM_PARTS = ("main", "lines", "terms", "tokens", "phrases", RELATED_PART)
-"""The parts of an item's entry in the item cache: :func:`_store`'s and the graph step's
-related items (another part's files, an older version's, are pruned: the per-item ``topics``
-part, before the rankings were kept in one pack, is one)."""
+ITEM_PARTS = ("lines", "terms", "tokens", "phrases")
+"""The parts of an item's entry in the item cache, :func:`_store`'s (another part's files, an
+older version's, are pruned: the per-item ``topics`` part, before the rankings were kept in
+one pack, and the ``main`` and ``related`` parts, before they were kept in tables, are)."""
 
 
 def _store(
     cache: ItemCache, content_id: str, key: str,
     derived: tuple[ItemRecord, list[Chunk], dict[str, Any]],
 ) -> ItemRecord:  # fmt: skip
-    """Cache every part of a freshly derived item: ``main``, ``lines``, ``terms``, ``tokens``
-    and ``phrases``."""
+    """Cache every part of a freshly derived item but its record (:data:`RECORDS`):
+    ``lines``, ``terms``, ``tokens`` and ``phrases``."""
     from arkai.search.bm25 import encode_segment
 
     record, chunks, terms = derived
-    cache.put(content_id, key, "main", record.to_dict())
     cache.put_bytes(content_id, key, "lines", _lines(chunks))
     cache.put(content_id, key, "terms", terms)
     cache.put_bytes(content_id, key, "tokens", encode_segment(chunk_tokens(terms)))
@@ -347,20 +349,55 @@ def _phrase_bytes(terms: dict[str, Any]) -> bytes:
     return "\n".join(terms["counts"]).encode("utf-8")
 
 
+class _Records:
+    """The items' ``main`` records (:data:`RECORDS`): read from the table when made from the
+    same inputs key, counted as the item cache counts its entries (hits, misses, rejected)."""
+
+    def __init__(self, root: Path, full: bool) -> None:
+        self.table = ItemTable(root, RECORDS, RECORDS_VERSION)
+        self.full = full
+        self.hits = 0
+        self.rejected = self.table.rejected
+
+    def get(self, content_id: str, key: str) -> ItemRecord | None:
+        row = None if self.full else self.table.by_key(content_id, key)
+        if row is None:
+            return None
+        try:
+            record = ItemRecord.from_dict(json.loads(row.body))
+        except (ValueError, KeyError, TypeError):
+            self.rejected += 1  # sealed, but not a record (the line's digest is checked)
+            return None
+        self.table.keep(content_id, None, key, row.body)
+        self.hits += 1
+        return record
+
+    def put(self, content_id: str, key: str, record: ItemRecord) -> None:
+        body = canonjson.dumps_line(record.to_dict()).rstrip("\n").encode("utf-8")
+        self.table.keep(content_id, None, key, body)
+
+
 def _load(
-    item: Item, ip: dict[str, Any], settings: bytes, cache: ItemCache, memo: StatMemo, full: bool
+    item: Item,
+    ip: dict[str, Any],
+    settings: bytes,
+    cache: ItemCache,
+    records: _Records,
+    memo: StatMemo,
+    full: bool,
 ) -> _Loaded:
-    """The item's main record, from the cache when its inputs are unchanged (else, or with
-    ``full``, derived and cached with its other parts)."""
+    """The item's main record, from the records table when its inputs are unchanged (else,
+    or with ``full``, derived, and its other parts cached)."""
     key, text_raw, evidence_raw = _inputs_key(item, settings, None if full else memo)
     path = (Path(LIBRARY) / item.rel).as_posix()
-    cached = None if full else cache.get(item.id, key, "main")
+    cached = records.get(item.id, key)
     if cached is not None:
-        return _Loaded(item, path, key, ItemRecord.from_dict(cached))
+        return _Loaded(item, path, key, cached)
     if text_raw is None and evidence_raw is None:  # the key came from the memo: read the files
         key, text_raw, evidence_raw = _inputs_key(item, settings)
         memo.put(item.id, [stamp(f) for f in _inputs_files(item)], key)
     record = _store(cache, item.id, key, _derive(item, text_raw, evidence_raw, ip))
+    records.put(item.id, key, record)
     return _Loaded(item, path, key, record)
 
 
@@ -931,14 +968,13 @@ def _graph(
     loaded: list[_Loaded],
     ip: dict[str, Any],
     high: dict[str, list[tuple[str, float]]],
-    cache: ItemCache,
     full: bool,
     summary: IndexSummary,
     put: Callable[[str, bytes], None],
     info: dict[str, Any],
 ) -> None:
     """``graph.json``, ``graph.graphml`` and ``related.jsonl``: the RELATED_TO edges between
-    items kept in the item cache (only a changed item's are recomputed), CITES counts kept
+    items kept in one table (only a changed item's are recomputed), CITES counts kept
     incrementally (:mod:`arkai.search.citecache`: a transcript is searched again only for the
     needle texts it has not been searched for). ``high``: each item's high-relevance topic
     terms and their scores."""
@@ -970,16 +1006,19 @@ def _graph(
         for d in loaded
     ]
     nodes = {node_id("content", it.content_id): it for it in items}
-    # Its own instance: a stale `related` entry is the normal case for a changed item, not a
-    # damaged cache (IndexSummary.cache_rejected).
+    # A stale row is the normal case for a changed item, not a damaged cache
+    # (IndexSummary.cache_rejected counts none of them).
+    table = related_table(root)
     related = update_related(
         {n: features(it) for n, it in nodes.items()},
         {n: it.content_id for n, it in nodes.items()},
-        ItemCache(root),
+        table,
         settings.min_shared_entities,
         settings.max_related,
         full=full,
     )
+    table.save(prune=True)
+    del table
     # Each item's share of the files from the parts cache (only a changed item's is made),
     # joined by the edges between items: the bytes build_graph's writers give (tested). A part
     # read back holds where its text is in the parts file, read as the files are written.
@@ -1150,12 +1189,16 @@ def run_index(
         memo = StatMemo(cache.folder / STAMPS, settings.decode("utf-8"))
         with log.step("chunks") as info:
             loaded: list[_Loaded] = []
+            records = _Records(root, full)
             for n, item in enumerate(items, 1):
-                loaded.append(_load(item, ip, settings, cache, memo, full))
+                loaded.append(_load(item, ip, settings, cache, records, memo, full))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
-            summary.cache_hits = cache.hits
+            records.table.save(prune=True)
+            summary.cache_hits = records.hits
+            cache.rejected += records.rejected
+            del records
             cache.prune({d.item.id for d in loaded}, ITEM_PARTS)
             summary.chunks = sum(d.record.chunks for d in loaded)
             summary.claim_chunks = sum(d.record.claim_chunks for d in loaded)
@@ -1292,7 +1335,7 @@ def run_index(
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                _graph(root, out, loaded, ip, high, cache, full, summary, put, info)
+                _graph(root, out, loaded, ip, high, full, summary, put, info)
                 del high
                 if progress:
                     progress(1, 1, "graph")
