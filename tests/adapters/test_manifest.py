@@ -256,3 +256,126 @@ def test_rebuild_removes_hand_edited_files_before_building(tmp_path: Path) -> No
     assert (site / "extra.html").is_file()  # not the build's: left alone, now listed
     assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
     assert (tmp_path / manifest.PATHS["site"]).read_bytes() != want
+
+
+def _hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files read and hashed from now on (relative to library/)."""
+    seen: list[str] = []
+    real = manifest._sha256
+
+    def counting(path: Path) -> str:
+        text = path.as_posix()
+        seen.append(text[text.rindex("/library/") + 1 :])
+        return real(path)
+
+    monkeypatch.setattr(manifest, "_sha256", counting)
+    return seen
+
+
+def test_only_files_whose_path_or_stat_changed_are_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-file cache is matched by (path, size, mtime, inode) as a whole: a changed
+    file, an added one and a renamed one (same size, mtime and inode, another path) are
+    read; nothing else is, and the manifest is a scan from nothing's, byte for byte."""
+    _tree(tmp_path)
+    (tmp_path / "library/c.md").write_text("see", encoding="utf-8")
+    manifest.write(tmp_path, "library", DEST)
+    seen = _hashes(monkeypatch)
+    a = tmp_path / "library/a/transcript.md"
+    st = os.stat(a)
+    a.write_text("HELLO\n", encoding="utf-8")  # same size
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    (tmp_path / "library/new.md").write_text("new", encoding="utf-8")
+    os.rename(tmp_path / "library/c.md", tmp_path / "library/d.md")
+    manifest.write(tmp_path, "library", DEST)
+    assert sorted(seen) == ["library/a/transcript.md", "library/d.md", "library/new.md"]
+    got = (tmp_path / DEST).read_bytes()
+    seen.clear()
+    assert manifest.render(manifest.scan(tmp_path, "library")) == got  # every file hashed
+    assert len(seen) == 5
+    seen.clear()
+    manifest.write(tmp_path, "library", DEST)  # nothing changed: nothing read
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "duplicate path",
+        "short column",
+        "digest not text",
+        "unhashable",
+        "not an object",
+        "missing column",
+    ],
+)
+def test_a_damaged_per_file_cache_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    want = (tmp_path / DEST).read_bytes()
+    cache = next((tmp_path / manifest.CACHE_DIR).glob("*.json"))
+    doc = json.loads(cache.read_bytes())
+    assert doc["format"] == manifest.CACHE_FORMAT and len(doc["paths"]) == 3
+    if damage == "duplicate path":  # a path twice, with another file's digest under it
+        for col in ("paths", "sizes", "mtimes", "inodes"):
+            doc[col].append(doc[col][0])
+        doc["sha256"] += "f" * 64
+    elif damage == "short column":
+        doc["sha256"] = doc["sha256"][:-64]
+    elif damage == "digest not text":
+        doc["sha256"] = [doc["sha256"]]
+    elif damage == "unhashable":
+        doc["mtimes"][1] = [doc["mtimes"][1]]
+    elif damage == "missing column":
+        del doc["inodes"]
+    else:
+        doc = [doc]
+    cache.write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "library/b/deep/x.json").write_text("{ }", encoding="utf-8")  # not the quick path
+    seen = _hashes(monkeypatch)
+    manifest.write(tmp_path, "library", DEST)
+    assert len(seen) == 3  # every file read again
+    (tmp_path / "library/b/deep/x.json").write_text("{}", encoding="utf-8")
+    manifest.write(tmp_path, "library", DEST)
+    assert (tmp_path / DEST).read_bytes() == want
+
+
+def test_a_record_of_another_type_only_costs_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    want = (tmp_path / DEST).read_bytes()
+    cache = next((tmp_path / manifest.CACHE_DIR).glob("*.json"))
+    doc = json.loads(cache.read_bytes())
+    doc["sizes"][0] = str(doc["sizes"][0])  # never equals a walked file's size
+    cache.write_text(json.dumps(doc), encoding="utf-8")
+    for quick in (tmp_path / manifest.CACHE_DIR).glob("*.tsv"):
+        quick.unlink()
+    seen = _hashes(monkeypatch)
+    manifest.write(tmp_path, "library", DEST)
+    assert seen == ["library/" + doc["paths"][0]]
+    assert (tmp_path / DEST).read_bytes() == want
+
+
+def test_the_older_per_file_cache_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache of one record per path (before the columns) still spares the reads."""
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    want = (tmp_path / DEST).read_bytes()
+    cache = next((tmp_path / manifest.CACHE_DIR).glob("*.json"))
+    doc = json.loads(cache.read_bytes())
+    digests = [doc["sha256"][i : i + 64] for i in range(0, len(doc["sha256"]), 64)]
+    old = {p: [s, m, i, d] for p, s, m, i, d in
+           zip(doc["paths"], doc["sizes"], doc["mtimes"], doc["inodes"], digests,
+               strict=True)}  # fmt: skip
+    old["bad record"] = ["x", 1, 2, "y"]  # ignored
+    cache.write_text(json.dumps(old), encoding="utf-8")
+    for quick in (tmp_path / manifest.CACHE_DIR).glob("*.tsv"):
+        quick.unlink()
+    seen = _hashes(monkeypatch)
+    manifest.write(tmp_path, "library", DEST)
+    assert seen == [] and (tmp_path / DEST).read_bytes() == want

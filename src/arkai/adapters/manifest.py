@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from arkai.adapters.fs import atomic_write_bytes, write_if_changed
 from arkai.errors import LibraryError
@@ -114,32 +114,85 @@ def _cache_name(dest: Path) -> str:
     return dest.as_posix().replace("/", "__")
 
 
-def _load_cache(path: Path) -> dict[str, list[int | str]]:
+#: The per-file cache's layout: the files of the last scan as columns (paths sorted; their
+#: SHA-256s one string of 64 hex digits each).
+CACHE_FORMAT = 2
+
+
+def _load_cache(path: Path) -> tuple[set[Stat], dict[str, str]]:
+    """The files of the last scan of a folder (as :func:`_walk` gives them) and their
+    digests; nothing when the cache is missing or damaged (every file is then hashed again).
+    Reads the columns of :data:`CACHE_FORMAT` and the older one record per path."""
     try:
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}  # a cache: missing or damaged means every file is hashed again
-    return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError):
+        return set(), {}
+    if not isinstance(data, dict):
+        return set(), {}
+    if data.get("format") == CACHE_FORMAT:
+        cols: list[Any] = [data.get(k) for k in ("paths", "sizes", "mtimes", "inodes")]
+        joined = data.get("sha256")
+        if not all(isinstance(c, list) and len(c) == len(cols[0]) for c in cols):
+            return set(), {}
+        if not isinstance(joined, str) or len(joined) != 64 * len(cols[0]):
+            return set(), {}
+        paths, sizes, mtimes, inodes = cols
+        digests = [joined[i : i + 64] for i in range(0, len(joined), 64)]
+        # A value of another type in the other columns only never equals a walked file's.
+        try:
+            stats = set(zip(paths, sizes, mtimes, inodes, strict=True))
+            found = dict(zip(paths, digests, strict=True))
+        except TypeError:  # an unhashable value
+            return set(), {}
+        if len(found) != len(paths):  # a path twice: which digest is whose is unknown
+            return set(), {}
+        return stats, found
+    stats, found = set(), {}
+    for rel, rec in data.items():  # format 1: path → [size, mtime, inode, sha256]
+        if (isinstance(rec, list) and len(rec) == 4 and all(type(v) is int for v in rec[:3])
+                and isinstance(rec[3], str)):  # fmt: skip
+            stats.add((rel, rec[0], rec[1], rec[2]))
+            found[rel] = rec[3]
+    return stats, found
+
+
+def _hashed(
+    base: Path, files: list[Stat], cache_file: Path | None
+) -> tuple[list[Stat], dict[str, str]]:
+    """``files`` (from :func:`_walk`) sorted by path, and each one's SHA-256: reused from the
+    cache file for a file whose path, size, mtime and inode are those it records (found with
+    set operations, not a lookup per file), read and hashed otherwise; the cache is saved
+    when a file changed."""
+    old, known = _load_cache(cache_file) if cache_file else (set(), {})
+    fresh = set(files) - old  # added or changed since the last scan
+    digests = known
+    for rel, *_ in fresh:
+        digests[rel] = _sha256(base / rel)
+    ordered = sorted(files)
+    if cache_file and (fresh or len(old) != len(files)):
+        paths = [f[0] for f in ordered]
+        doc = {
+            "format": CACHE_FORMAT,
+            "paths": paths,
+            "sizes": [f[1] for f in ordered],
+            "mtimes": [f[2] for f in ordered],
+            "inodes": [f[3] for f in ordered],
+            # One string (each digest is 64 hex digits): parsed at once, not 60,000 times.
+            "sha256": "".join([digests[p] for p in paths]),
+        }
+        atomic_write_bytes(cache_file, json.dumps(doc, separators=(",", ":")).encode(), fsync=False)
+    return ordered, digests
 
 
 def _hash(base: Path, files: list[Stat], cache_file: Path | None) -> list[Entry]:
-    """``files`` (from :func:`_walk`) with their SHA-256, sorted by path; hashes in the cache
-    file are reused for files whose size, mtime and inode are those it records."""
-    old = _load_cache(cache_file) if cache_file else {}
-    new: dict[str, list[int | str]] = {}
-    entries = []
-    for rel, size, mtime, ino in sorted(files):
-        key: list[int | str] = [size, mtime, ino]
-        known = old.get(rel)
-        if isinstance(known, list) and len(known) == 4 and known[:3] == key:
-            digest = str(known[3])
-        else:
-            digest = _sha256(base / rel)
-        new[rel] = [*key, digest]
-        entries.append(Entry(rel, size, digest))
-    if cache_file and new != old:
-        atomic_write_bytes(cache_file, json.dumps(new, separators=(",", ":")).encode(), fsync=False)
-    return entries
+    """``files`` (from :func:`_walk`) with their SHA-256, sorted by path (:func:`_hashed`)."""
+    ordered, digests = _hashed(base, files, cache_file)
+    return [Entry(rel, size, digests[rel]) for rel, size, _, _ in ordered]
+
+
+def _render(ordered: list[Stat], digests: dict[str, str]) -> bytes:
+    """:func:`render` of what :func:`_hashed` gives, without an Entry per file."""
+    return "".join(f"{digests[rel]}\t{size}\t{rel}\n" for rel, size, _, _ in ordered).encode()
 
 
 def scan(root: Path, folder: str, *, cache_name: str | None = None) -> list[Entry]:
@@ -173,7 +226,7 @@ def manifest_bytes(root: Path, folder: str, cache_name: str) -> bytes:
             return body
     except OSError:
         pass  # no record yet
-    body = render(_hash(root / folder, files, _cache_path(root, cache_name)))
+    body = _render(*_hashed(root / folder, files, _cache_path(root, cache_name)))
     atomic_write_bytes(quick, mark + b"\n" + body, fsync=False)
     return body
 
