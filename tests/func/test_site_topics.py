@@ -361,3 +361,109 @@ def test_a_topic_key_moves_with_everything_its_page_shows() -> None:
     # A title that holds the next field's encoding is still another title.
     assert key(titles=("One", "Two")) != key(titles=("One3:b2", "Two"))
     assert key(titles=("ab", "c")) != key(titles=("a", "bc"))
+
+
+def test_a_big_topic_is_paged_and_its_pages_follow_what_they_show(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A topic's first page shows its best items with their passages (by relevance, then
+    the most passages) and lists the others compactly, :data:`TOPIC_PAGE_ITEMS` a page on
+    pages 2, 3, …, so no page grows with the library; a listed item's chunks are not part of
+    the pages' key, its relevance and passage count are; a topic that shrinks loses its
+    extra pages; every step equals a clean build."""
+    from tests.func.test_site_incremental import tree
+
+    monkeypatch.setattr(indexes, "TOPIC_SAID_ITEMS", 1)
+    monkeypatch.setattr(indexes, "TOPIC_PAGE_ITEMS", 2)
+    repo = make_repo(tmp_path, arkai)
+    ids = sorted(item_dirs(repo))[:5]
+    assert len(ids) == 5
+    write_index(repo, ids, {}, pad=0)
+    index = repo / "index"
+
+    def topics(entries: list[tuple[str, str, list[int]]]) -> None:
+        doc = {
+            "version": 2,
+            "synonyms": {},
+            "topics": {
+                "alpha": {
+                    "items": [
+                        {"content_id": c, "relevance": r, "chunks": ch} for c, r, ch in entries
+                    ]
+                }
+            },
+        }
+        (index / "topics.json").write_text(json.dumps(doc))  # fmt: skip
+
+    # ids[:4] have chunks 0 and 1 (write_index); ids[4] has none of its own here.
+    five = [(ids[0], "low", [0]), (ids[1], "high", [0]), (ids[2], "high", [0, 1]),
+            (ids[3], "medium", [1]), (ids[4], "low", [])]  # fmt: skip
+    topics(five)
+    build_site(repo)
+    docs, site = repo / ".site-build" / "docs", repo / "site"
+    first = topic_page(docs, "alpha")
+    second = first.with_suffix("") / "2.md"
+    text, more = first.read_text(), second.read_text()
+    # Best first: ids[2] (high, two passages) with its passages, then ids[1], ids[3] listed
+    # on the first page, ids[0] and ids[4] (low) on the second.
+    from arkai.site.html import esc
+
+    # As the pages write them (one of the fixture's titles is hostile markup).
+    titles = {c: esc(json.loads((d / "metadata.json").read_text())["title"])
+              for c, d in item_dirs(repo).items()}  # fmt: skip
+    assert text.count('class="ak-group"') == 1 and text.count('class="ak-said"') == 1
+    order = [text.find(titles[c]) for c in (ids[2], ids[1], ids[3])]
+    assert -1 not in order and order == sorted(order)
+    assert titles[ids[0]] not in text and titles[ids[4]] not in text
+    assert titles[ids[0]] in more and titles[ids[4]] in more and "ak-said" not in more
+    assert "Pages:" in text and "Pages:" in more
+    assert (site / "topics" / first.stem / "2" / "index.html").is_file()
+
+    made: list[str] = []
+    real_page = indexes._topic_page
+    monkeypatch.setattr(indexes, "_topic_page", lambda lib, t, parts: made.append(t.term)
+                        or real_page(lib, t, parts))  # fmt: skip
+    # A listed item's chunk says something new: not shown, so no page is made again.
+    write_index(repo, ids, {(ids[3], 1): "Zqxlisted alpha words."}, pad=0)
+    topics(five)
+    build_site(repo)
+    assert made == []
+    # Its relevance changes: shown on the list, so the pages are made again.
+    topics([*five[:3], (ids[3], "low", [1]), five[4]])
+    build_site(repo)
+    assert made == ["alpha"]
+    # The topic shrinks to two items: one page, the second removed from the pages and site.
+    topics(five[1:3])
+    build_site(repo)
+    assert not second.exists() and not (site / "topics" / first.stem / "2").exists()
+    assert "Pages:" not in first.read_text()
+    got = tree(docs), tree(site)
+    clean(repo)
+    build_site(repo)
+    assert (tree(docs), tree(site)) == got
+
+
+def test_a_listed_items_chunks_are_not_in_the_topic_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the items shown with passages, a topic page lists an item's title, relevance and
+    passage count only: its chunks' bytes do not move the key, those three do."""
+    from arkai.site.indexes import Library, Topic, topic_key
+    from arkai.site.links import Urls
+
+    monkeypatch.setattr(indexes, "TOPIC_SAID_ITEMS", 1)
+
+    def key(listed: bytes = b"f" * 16, relevance: str = "low", passages: int = 1,
+            title: str = "Two") -> str:  # fmt: skip
+        summaries = [{"id": "a1", "title": "One", "lines": 10},
+                     {"id": "b2", "title": title, "lines": 10}]  # fmt: skip
+        items = [
+            {"content_id": "a1", "relevance": "high", "chunks": [0], "passages": 1},
+            {"content_id": "b2", "relevance": relevance, "chunks": [5], "passages": passages},
+        ]
+        lib = Library(summaries, "S", Urls(True), topics={"t": Topic("t", items, [])})
+        lib.chunk_digests = {0: (b"d" * 16, 2, 2), 5: (listed, 1, 1)}
+        assert list(lib.topic_shown_chunks(lib.topics["t"])) == [0]
+        return topic_key(lib, lib.topics["t"])
+
+    base = key()
+    assert key(listed=b"x" * 16) == base
+    assert len({base, key(relevance="medium"), key(passages=2), key(title="Two!")}) == 4

@@ -611,13 +611,8 @@ def _generate(
         store=store,
         dirty_entities=dirty_entities,
     )
-    wanted = {
-        c
-        for t in topics.values()
-        if lib.topic_has_page(t.term)
-        for i in t.items
-        for c in i["chunks"][: indexes.CHUNK_LINKS]
-    }
+    wanted = {c for t in topics.values() if lib.topic_has_page(t.term)
+              for c in lib.topic_shown_chunks(t)}  # fmt: skip
     lib.chunk_digests = _chunk_digests(index, wanted)
     lib.load_chunks = lambda positions: _load_chunks(index, positions)
     related = _load_related(index, {s["id"]: s["title"] for s in summaries})

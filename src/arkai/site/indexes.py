@@ -35,6 +35,13 @@ TRANSCRIPT_CACHE = 64
 #: Passages of a topic shown with their sentence per item (the rest as line links).
 SNIPPETS = 3
 SNIPPET_CHARS = 160
+#: Items of a topic page shown with their passages (by relevance, then the most passages);
+#: the others are listed compactly (relevance, passage count), :data:`TOPIC_PAGE_ITEMS` a
+#: page on pages 2, 3, …, as entity pages are: a topic most items share made one page of
+#: 6.7 MB at 10,000 items, and every edit that moved one of its items rendered it again.
+TOPIC_SAID_ITEMS = 20
+TOPIC_PAGE_ITEMS = 500
+_RELEVANCE_RANK = {"high": 0, "medium": 1, "low": 2}
 
 
 @dataclass
@@ -126,6 +133,7 @@ class Library:
     entity's items) and are not looked at again when the page on disk was made from its last
     key."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _topic_order: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
@@ -191,6 +199,24 @@ class Library:
     def title(self, cid: str) -> str:
         s = self.by_id.get(cid)
         return str(s["title"]) if s else cid
+
+    def topic_order(self, t: Topic) -> list[dict[str, Any]]:
+        """A topic's items as its pages list them: by relevance, then the most passages,
+        then title and ID; the first :data:`TOPIC_SAID_ITEMS` are shown with passages."""
+        found = self._topic_order.get(t.term)
+        if found is None:
+            title = self.title
+            found = self._topic_order[t.term] = sorted(
+                t.items,
+                key=lambda e: (_RELEVANCE_RANK.get(e["relevance"], 3), -_passages(e),
+                               title(e["content_id"]), e["content_id"]),
+            )  # fmt: skip
+        return found
+
+    def topic_shown_chunks(self, t: Topic) -> Iterator[int]:
+        """The positions of the chunks a topic's pages may show (their passages)."""
+        for e in self.topic_order(t)[:TOPIC_SAID_ITEMS]:
+            yield from e["chunks"][:CHUNK_LINKS]
 
 
 def _item_link(lib: Library, src: str, cid: str) -> str:
@@ -445,7 +471,7 @@ def _entity_parts(key: str, count: int) -> list[str]:
 
 
 def _pager(lib: Library, parts: list[str], src: str) -> str:
-    """Links to every page of a paged entity, the current one unlinked."""
+    """Links to every page of a paged entity or topic, the current one unlinked."""
     cells = [
         str(n) if p == src else a(lib.urls.href(src, p), str(n)) for n, p in enumerate(parts, 1)
     ]
@@ -593,27 +619,39 @@ _NO_CHUNK: ChunkDigest = (bytes(16), None, None)
 
 
 def topic_key(lib: Library, t: Topic, heads: dict[str, bytes] | None = None) -> str:
-    """Digest of everything a topic's page is made from: the term and its synonyms, each
-    item's place, relevance, passage count and title, the bytes of the chunks the page may
-    show (``lib.chunk_digests``: not their positions, which shift whenever an item before
-    them gains or loses a chunk) and whether each is shown, the URL style and this module's
-    limits. ``heads``: each item's ID and title as the key holds them, kept between the
-    topics of one build (an item is under ≈ 60 topics at 10,000 items)."""
+    """Digest of everything a topic's pages are made from: the term and its synonyms, each
+    item's place, relevance, passage count and title, for the items shown with passages the
+    bytes of the chunks they may show (``lib.chunk_digests``: not their positions, which
+    shift whenever an item before them gains or loses a chunk) and whether each is shown,
+    the URL style and this module's limits. ``heads``: each item's ID and title as the key
+    holds them, kept between the topics of one build (an item is under ≈ 60 topics at
+    10,000 items)."""
     heads = {} if heads is None else heads
     h = hashlib.sha256()
     h.update(_sized(t.term) + _sized(json.dumps(t.synonyms)))
-    h.update(b"%d;%d;%d;%d;" % (lib.urls.directory_urls, CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS))
+    limits = (CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS, TOPIC_SAID_ITEMS, TOPIC_PAGE_ITEMS)
+    h.update(b"%d;%d;%d;%d;%d;%d;" % (lib.urls.directory_urls, *limits))
     update = h.update
-    for e in t.items:
+    for n, e in enumerate(lib.topic_order(t)):
         cid = e["content_id"]
         head = heads.get(cid)
         if head is None:
             head = heads[cid] = _sized(cid) + _sized(lib.title(cid))
-        shown = e["chunks"][:CHUNK_LINKS]
         update(head)
-        update(b"%s;%d;%d;" % (e["relevance"].encode(), _passages(e), len(shown)))
-        update(_chunk_keys(lib, cid, shown))
+        update(b"%s;%d;" % (e["relevance"].encode(), _passages(e)))
+        if n < TOPIC_SAID_ITEMS:
+            shown = e["chunks"][:CHUNK_LINKS]
+            update(b"%d;" % len(shown))
+            update(_chunk_keys(lib, cid, shown))
     return h.hexdigest()
+
+
+def _topic_parts(term: str, count: int) -> list[str]:
+    """The pages of a topic of ``count`` items (see :data:`TOPIC_PAGE_ITEMS`)."""
+    rest = max(0, count - TOPIC_SAID_ITEMS)
+    return [
+        links.topic_page_part(term, n) for n in range(1, max(1, -(-rest // TOPIC_PAGE_ITEMS)) + 1)
+    ]
 
 
 def topic_pages(
@@ -635,32 +673,29 @@ def topic_pages(
     made: set[str] = set()
     heads: dict[str, bytes] = {}
     for t in ranked:
-        if lib.topic_has_page(t.term) and not unchanged(
-            links.topic_page(t.term), topic_key(lib, t, heads)
-        ):
-            made.add(t.term)
+        if lib.topic_has_page(t.term):
+            key = topic_key(lib, t, heads)
+            # A list: every part's key is looked at (and kept).
+            if not all([unchanged(p, key) for p in _topic_parts(t.term, len(t.items))]):
+                made.add(t.term)
     if made and lib.load_chunks is not None:
         lib.chunks = lib.load_chunks(
-            {
-                pos
-                for t in ranked
-                if t.term in made
-                for e in t.items
-                for pos in e["chunks"][:CHUNK_LINKS]
-            }
+            {pos for t in ranked if t.term in made for pos in lib.topic_shown_chunks(t)}
         )
     chips = []
     for t in ranked:
         count = f'&#160;<span class="ak-count">{len(t.items)}</span>'
         if lib.topic_has_page(t.term):
-            src = links.topic_page(t.term)
-            chips.append(a(lib.urls.href(links.TOPICS, src), t.term) + count)
+            parts = _topic_parts(t.term, len(t.items))
+            chips.append(a(lib.urls.href(links.TOPICS, parts[0]), t.term) + count)
             if t.term not in made:
-                yield src, None, None
+                yield from ((p, None, None) for p in parts)
                 continue
             titles = ", ".join(lib.title(i["content_id"]) for i in t.items)
             sections = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
-            yield src, _topic_page(lib, t, src), sections
+            # Pages 2, 3, … have no search entries of their own (the first has them all).
+            for n, text in enumerate(_topic_page(lib, t, parts)):
+                yield parts[n], text, sections if n == 0 else []
         else:
             chips.append(esc(t.term) + count)
     out.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
@@ -699,14 +734,15 @@ def topic_passage(term: str, chunk: dict[str, Any]) -> tuple[int, str, str, str]
     return line, head.lstrip(), text[at : at + len(term)], tail.rstrip()
 
 
-def _topic_page(lib: Library, t: Topic, src: str) -> str:
+def _topic_page(lib: Library, t: Topic, parts: list[str]) -> list[str]:
+    """The topic's pages: the first (its best :data:`TOPIC_SAID_ITEMS` items with their
+    passages, then the others listed), one per :data:`TOPIC_PAGE_ITEMS` further items."""
+    src = parts[0]
     out = [f"<h1>{esc(t.term)}</h1>"]
     if t.synonyms:
         out.append(f"<p>Synonyms: {esc(', '.join(t.synonyms))}</p>")
-    rank = {"high": 0, "medium": 1, "low": 2}
-    for entry in sorted(
-        t.items, key=lambda e: (rank.get(e["relevance"], 3), lib.title(e["content_id"]))
-    ):
+    ranked = lib.topic_order(t)
+    for entry in ranked[:TOPIC_SAID_ITEMS]:
         cid = entry["content_id"]
         target = links.transcript_page(cid)
         passages: list[tuple[int, str, str, str]] = []
@@ -732,7 +768,36 @@ def _topic_page(lib: Library, t: Topic, src: str) -> str:
         if more:
             out.append(f'<p class="ak-also">also {" ".join(more)}</p>')
         out.append("</div>")
-    return page(t.term, out, kind="topic", hide=("toc",))
+    rest = ranked[TOPIC_SAID_ITEMS:]
+    if rest:
+        out.append(f"<p>Also under this topic: {plural(len(rest), 'item')}.</p>")
+    pages = []
+    title = t.term
+    for n, part in enumerate(parts):
+        listed = rest[n * TOPIC_PAGE_ITEMS : (n + 1) * TOPIC_PAGE_ITEMS]
+        if n:
+            title = f"{t.term} ({n + 1}/{len(parts)})"
+            out = [
+                f"<h1>{esc(title)}</h1>",
+                f"<p>{a(lib.urls.href(part, src), t.term)}: items {n * TOPIC_PAGE_ITEMS + 1}"
+                f"–{n * TOPIC_PAGE_ITEMS + len(listed)} of the {plural(len(rest), 'item')} "
+                "listed after the first.</p>",
+            ]
+        if len(parts) > 1:
+            out.append(_pager(lib, parts, part))
+        if listed:
+            out.append('<ul class="ak-mentions">')
+            for entry in listed:
+                cid = entry["content_id"]
+                rel = badge("rel-" + entry["relevance"], entry["relevance"])
+                count = plural(_passages(entry), "passage")
+                out.append(
+                    f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
+                    f" {rel}</li>"
+                )
+            out.append("</ul>")
+        pages.append(page(title, out, kind="topic", hide=("toc",)))
+    return pages
 
 
 def validation(lib: Library) -> str:

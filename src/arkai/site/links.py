@@ -64,6 +64,11 @@ def topic_page(term: str) -> str:
     return f"topics/{slugify(term)}.md"
 
 
+def topic_page_part(term: str, part: int) -> str:
+    """Page ``part`` (2, 3, …) of a topic whose items do not fit on one page."""
+    return topic_page(term) if part == 1 else f"{topic_page(term)[:-3]}/{part}.md"
+
+
 @lru_cache(maxsize=65536)
 def type_anchor(content_type: str) -> str:
     """The id of a type's section on the library page."""
