@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -299,6 +300,14 @@ def test_only_files_whose_path_or_stat_changed_are_hashed_again(
     assert seen == []
 
 
+def _cached(root: Path) -> tuple[bytes, Path, Any]:
+    """A library manifest written: its bytes, its per-file cache and the cache's document."""
+    _tree(root)
+    manifest.write(root, "library", DEST)
+    cache = next((root / manifest.CACHE_DIR).glob("*.json"))
+    return (root / DEST).read_bytes(), cache, json.loads(cache.read_bytes())
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -313,11 +322,7 @@ def test_only_files_whose_path_or_stat_changed_are_hashed_again(
 def test_a_damaged_per_file_cache_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
 ) -> None:
-    _tree(tmp_path)
-    manifest.write(tmp_path, "library", DEST)
-    want = (tmp_path / DEST).read_bytes()
-    cache = next((tmp_path / manifest.CACHE_DIR).glob("*.json"))
-    doc = json.loads(cache.read_bytes())
+    want, cache, doc = _cached(tmp_path)
     assert doc["format"] == manifest.CACHE_FORMAT and len(doc["paths"]) == 3
     if damage == "duplicate path":  # a path twice, with another file's digest under it
         for col in ("paths", "sizes", "mtimes", "inodes"):
@@ -346,11 +351,7 @@ def test_a_damaged_per_file_cache_is_not_used(
 def test_a_record_of_another_type_only_costs_its_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _tree(tmp_path)
-    manifest.write(tmp_path, "library", DEST)
-    want = (tmp_path / DEST).read_bytes()
-    cache = next((tmp_path / manifest.CACHE_DIR).glob("*.json"))
-    doc = json.loads(cache.read_bytes())
+    want, cache, doc = _cached(tmp_path)
     doc["sizes"][0] = str(doc["sizes"][0])  # never equals a walked file's size
     cache.write_text(json.dumps(doc), encoding="utf-8")
     for quick in (tmp_path / manifest.CACHE_DIR).glob("*.tsv"):
@@ -363,11 +364,7 @@ def test_a_record_of_another_type_only_costs_its_file(
 
 def test_the_older_per_file_cache_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache of one record per path (before the columns) still spares the reads."""
-    _tree(tmp_path)
-    manifest.write(tmp_path, "library", DEST)
-    want = (tmp_path / DEST).read_bytes()
-    cache = next((tmp_path / manifest.CACHE_DIR).glob("*.json"))
-    doc = json.loads(cache.read_bytes())
+    want, cache, doc = _cached(tmp_path)
     digests = [doc["sha256"][i : i + 64] for i in range(0, len(doc["sha256"]), 64)]
     old = {p: [s, m, i, d] for p, s, m, i, d in
            zip(doc["paths"], doc["sizes"], doc["mtimes"], doc["inodes"], digests,

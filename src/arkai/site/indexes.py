@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
@@ -23,6 +23,7 @@ from arkai.site.links import Urls
 from arkai.site.search import INDEX_PAGE_BOOST, Section
 from arkai.site.store import SummaryStore, mention_count
 
+T = TypeVar("T")
 LATEST = 12
 CHUNK_LINKS = 6
 #: Items of an entity page shown with their mentions' sentences (the most mentioning first).
@@ -464,10 +465,7 @@ def entity_pages(
 
 def _entity_parts(key: str, count: int) -> list[str]:
     """The pages of an entity mentioned in ``count`` items (see :data:`ENTITY_PAGE_ITEMS`)."""
-    rest = max(0, count - SAID_ITEMS)
-    return [
-        links.entity_page_part(key, n) for n in range(1, max(1, -(-rest // ENTITY_PAGE_ITEMS)) + 1)
-    ]
+    return _page_parts(links.entity_page_part, key, count, SAID_ITEMS, ENTITY_PAGE_ITEMS)
 
 
 def _pager(lib: Library, parts: list[str], src: str) -> str:
@@ -511,31 +509,52 @@ def _entity_page(lib: Library, ent: Entity, found: EntityItems, parts: list[str]
     rest = ranked[SAID_ITEMS:]
     if rest:
         out.append(f"<p>Also mentioned in {plural(len(rest), 'item')}:</p>")
+
+    def row(part: str, listed: tuple[str, str]) -> str:
+        cid, mentions = listed
+        target = links.transcript_page(cid)
+        tail = _line_links(lib, part, target, mention_lines(mentions), set())
+        count = mention_count(mentions)
+        return (
+            f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
+            f" <span>{tail}</span></li>"
+        )
+
+    return _paged(lib, ent.name, "entity", out, rest, parts, ENTITY_PAGE_ITEMS, row)
+
+
+def _page_parts(page_of: Callable[[str, int], str], key: str, count: int, said: int,
+                per_page: int) -> list[str]:  # fmt: skip
+    """The pages of an entity or topic of ``count`` items: the first (``said`` items shown
+    in full, then ``per_page`` listed), and one per ``per_page`` further items."""
+    rest = max(0, count - said)
+    return [page_of(key, n) for n in range(1, max(1, -(-rest // per_page)) + 1)]
+
+
+def _paged(lib: Library, name: str, kind: str, first: list[str], rest: Sequence[T],
+           parts: list[str], per_page: int, row: Callable[[str, T], str]) -> list[str]:  # fmt: skip
+    """A paged entity's or topic's pages: ``first`` (its head and the items shown in full)
+    with the first ``per_page`` of ``rest`` listed (``row`` renders one on a page), then one
+    page per ``per_page`` further items, each linking to the others."""
+    src, out, title = parts[0], first, name
     pages = []
     for n, part in enumerate(parts):
-        chunk = rest[n * ENTITY_PAGE_ITEMS : (n + 1) * ENTITY_PAGE_ITEMS]
+        listed = rest[n * per_page : (n + 1) * per_page]
         if n:
-            title = f"{ent.name} ({n + 1}/{len(parts)})"
+            title = f"{name} ({n + 1}/{len(parts)})"
             out = [
                 f"<h1>{esc(title)}</h1>",
-                f"<p>{a(lib.urls.href(part, src), ent.name)}: items {n * ENTITY_PAGE_ITEMS + 1}"
-                f"–{n * ENTITY_PAGE_ITEMS + len(chunk)} of the {plural(len(rest), 'item')} "
+                f"<p>{a(lib.urls.href(part, src), name)}: items {n * per_page + 1}"
+                f"–{n * per_page + len(listed)} of the {plural(len(rest), 'item')} "
                 "listed after the first.</p>",
             ]
         if len(parts) > 1:
             out.append(_pager(lib, parts, part))
-        if chunk:
+        if listed:
             out.append('<ul class="ak-mentions">')
-            for cid, mentions in chunk:
-                target = links.transcript_page(cid)
-                tail = _line_links(lib, part, target, mention_lines(mentions), set())
-                count = mention_count(mentions)
-                out.append(
-                    f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
-                    f" <span>{tail}</span></li>"
-                )
+            out.extend(row(part, x) for x in listed)
             out.append("</ul>")
-        pages.append(page(title if n else ent.name, out, kind="entity", hide=("toc",)))
+        pages.append(page(title, out, kind=kind, hide=("toc",)))
     return pages
 
 
@@ -648,10 +667,7 @@ def topic_key(lib: Library, t: Topic, heads: dict[str, bytes] | None = None) -> 
 
 def _topic_parts(term: str, count: int) -> list[str]:
     """The pages of a topic of ``count`` items (see :data:`TOPIC_PAGE_ITEMS`)."""
-    rest = max(0, count - TOPIC_SAID_ITEMS)
-    return [
-        links.topic_page_part(term, n) for n in range(1, max(1, -(-rest // TOPIC_PAGE_ITEMS)) + 1)
-    ]
+    return _page_parts(links.topic_page_part, term, count, TOPIC_SAID_ITEMS, TOPIC_PAGE_ITEMS)
 
 
 def topic_pages(
@@ -771,33 +787,16 @@ def _topic_page(lib: Library, t: Topic, parts: list[str]) -> list[str]:
     rest = ranked[TOPIC_SAID_ITEMS:]
     if rest:
         out.append(f"<p>Also under this topic: {plural(len(rest), 'item')}.</p>")
-    pages = []
-    title = t.term
-    for n, part in enumerate(parts):
-        listed = rest[n * TOPIC_PAGE_ITEMS : (n + 1) * TOPIC_PAGE_ITEMS]
-        if n:
-            title = f"{t.term} ({n + 1}/{len(parts)})"
-            out = [
-                f"<h1>{esc(title)}</h1>",
-                f"<p>{a(lib.urls.href(part, src), t.term)}: items {n * TOPIC_PAGE_ITEMS + 1}"
-                f"–{n * TOPIC_PAGE_ITEMS + len(listed)} of the {plural(len(rest), 'item')} "
-                "listed after the first.</p>",
-            ]
-        if len(parts) > 1:
-            out.append(_pager(lib, parts, part))
-        if listed:
-            out.append('<ul class="ak-mentions">')
-            for entry in listed:
-                cid = entry["content_id"]
-                rel = badge("rel-" + entry["relevance"], entry["relevance"])
-                count = plural(_passages(entry), "passage")
-                out.append(
-                    f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
-                    f" {rel}</li>"
-                )
-            out.append("</ul>")
-        pages.append(page(title, out, kind="topic", hide=("toc",)))
-    return pages
+
+    def row(part: str, entry: dict[str, Any]) -> str:
+        rel = badge("rel-" + entry["relevance"], entry["relevance"])
+        count = plural(_passages(entry), "passage")
+        return (
+            f"<li>{_item_link(lib, part, entry['content_id'])} "
+            f'<span class="ak-count">{count}</span> {rel}</li>'
+        )
+
+    return _paged(lib, t.term, "topic", out, rest, parts, TOPIC_PAGE_ITEMS, row)
 
 
 def validation(lib: Library) -> str:
