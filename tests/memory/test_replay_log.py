@@ -5,11 +5,13 @@ digest was recomputed to match."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from arkai.core.hashing import sha256_hex
@@ -29,16 +31,36 @@ def a_log() -> ReplayLog:
     )
 
 
+def _decoded(folder: Path) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+    """The saved log's header, its JSON line and its candidates array."""
+    head, _, body = (folder / LOG_FILE).read_bytes().partition(b"\n")
+    meta, _, tail = body.partition(b"\n")
+    return json.loads(head), json.loads(meta), np.frombuffer(tail, dtype="<i4").tolist()
+
+
+def _seal(folder: Path, header: dict[str, Any], body: bytes, fmt: int) -> None:
+    """Write ``body`` under ``header`` with a matching digest, as a careful forger would."""
+    header = {**header, "format": fmt, "digest": "sha256:" + sha256_hex(body)}
+    (folder / LOG_FILE).write_bytes(json.dumps(header).encode() + b"\n" + body)
+
+
 def forge(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Rewrite the log's body and give it a matching digest, as a careful forger would."""
-    raw = (folder / LOG_FILE).read_bytes()
-    head, _, body = raw.partition(b"\n")
-    data = json.loads(body)
+    """The saved log rewritten as format 2 (its candidates JSON lists), changed."""
+    header, meta, flat = _decoded(folder)
+    counts = meta.pop("cand_counts")
+    ends = list(itertools.accumulate(counts))
+    data = {**meta, "cands": [flat[e - c : e] for c, e in zip(counts, ends, strict=True)]}
     change(data)
-    new = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-    header = json.loads(head)
-    header["digest"] = "sha256:" + sha256_hex(new)
-    (folder / LOG_FILE).write_bytes(json.dumps(header).encode() + b"\n" + new)
+    _seal(folder, header, json.dumps(data, sort_keys=True, separators=(",", ":")).encode(), 2)
+
+
+def forge_array(folder: Path, change: Callable[[dict[str, Any], list[int]], bytes | None]) -> None:
+    """The saved log (format 3) with its JSON line or candidates changed (``change`` may
+    return the array's bytes itself)."""
+    header, meta, flat = _decoded(folder)
+    raw = change(meta, flat)
+    tail = raw if raw is not None else np.array(flat, dtype="<i4").tobytes()
+    _seal(folder, header, json.dumps(meta).encode() + b"\n" + tail, 3)
 
 
 def test_a_saved_log_loads_back_equal(tmp_path: Path) -> None:
@@ -75,6 +97,42 @@ def test_a_forged_log_with_a_matching_digest_is_ignored(
 ) -> None:
     save_log(tmp_path, KEY, a_log())
     forge(tmp_path, change)
+    assert load_log(tmp_path, KEY) is None
+
+
+def test_an_unchanged_log_rewritten_as_format_2_is_read(tmp_path: Path) -> None:
+    """The format before the candidates array (JSON lists) is still read, equal."""
+    save_log(tmp_path, KEY, a_log())
+    forge(tmp_path, lambda d: None)
+    assert load_log(tmp_path, KEY) == a_log()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m, f: f.__setitem__(0, 1) or None,  # cands[1] = [1]: not earlier
+        lambda m, f: f.__setitem__(2, 7) or None,  # past the end
+        lambda m, f: f.__setitem__(0, -1) or None,
+        lambda m, f: m["cand_counts"].__setitem__(2, 1) or None,  # counts and array differ
+        lambda m, f: m["cand_counts"].__setitem__(1, 2) or None,
+        lambda m, f: m["cand_counts"].__setitem__(0, -1) or None,
+        lambda m, f: m["cand_counts"].__setitem__(1, 1.0) or None,
+        lambda m, f: m["cand_counts"].__setitem__(1, True) or None,
+        lambda m, f: m.__setitem__("cand_counts", {"1": 1}) or None,
+        lambda m, f: m["cand_counts"].pop() and None,  # fewer rows than episodes
+        lambda m, f: np.array(f, dtype="<i4").tobytes()[:-1],  # not whole numbers
+        lambda m, f: np.array(f, dtype="<i4").tobytes() + b"\0\0\0\0",
+        lambda m, f: m["actions"].__setitem__(1, ["z", "b0"]) or None,
+        lambda m, f: m["kth"].append(3) or None,
+    ],
+)
+def test_a_forged_candidates_array_with_a_matching_digest_is_ignored(
+    tmp_path: Path, change: Callable[[dict[str, Any], list[int]], bytes | None]
+) -> None:
+    save_log(tmp_path, KEY, a_log())
+    forge_array(tmp_path, lambda m, f: None)
+    assert load_log(tmp_path, KEY) == a_log()  # the forger's encoding is the saver's
+    forge_array(tmp_path, change)
     assert load_log(tmp_path, KEY) is None
 
 
