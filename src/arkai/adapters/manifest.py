@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -190,11 +190,6 @@ def _hash(base: Path, files: list[Stat], cache_file: Path | None) -> list[Entry]
     return [Entry(rel, size, digests[rel]) for rel, size, _, _ in ordered]
 
 
-def _render(ordered: list[Stat], digests: dict[str, str]) -> bytes:
-    """:func:`render` of what :func:`_hashed` gives, without an Entry per file."""
-    return "".join(f"{digests[rel]}\t{size}\t{rel}\n" for rel, size, _, _ in ordered).encode()
-
-
 def scan(root: Path, folder: str, *, cache_name: str | None = None) -> list[Entry]:
     """Every file of ``root/folder`` with its size and SHA-256, sorted by path.
 
@@ -226,14 +221,20 @@ def manifest_bytes(root: Path, folder: str, cache_name: str) -> bytes:
             return body
     except OSError:
         pass  # no record yet
-    body = _render(*_hashed(root / folder, files, _cache_path(root, cache_name)))
+    ordered, digests = _hashed(root / folder, files, _cache_path(root, cache_name))
+    body = _rendered((digests[rel], size, rel) for rel, size, _, _ in ordered)  # no Entry per file
     atomic_write_bytes(quick, mark + b"\n" + body, fsync=False)
     return body
 
 
 def render(entries: list[Entry]) -> bytes:
     """The manifest's bytes: one ``sha256\\tsize\\tpath`` line per file, sorted by path."""
-    return "".join(f"{e.sha256}\t{e.size}\t{e.path}\n" for e in entries).encode("utf-8")
+    return _rendered((e.sha256, e.size, e.path) for e in entries)
+
+
+def _rendered(rows: Iterable[tuple[str, int, str]]) -> bytes:
+    """The manifest lines of ``(sha256, size, path)`` rows, in their order."""
+    return "".join(f"{digest}\t{size}\t{path}\n" for digest, size, path in rows).encode()
 
 
 def write(root: Path, folder: str, dest: Path) -> bool:
