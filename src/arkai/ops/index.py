@@ -373,7 +373,7 @@ class _Records:
         return record
 
     def put(self, content_id: str, key: str, record: ItemRecord) -> None:
-        body = canonjson.dumps_line(record.to_dict()).rstrip("\n").encode("utf-8")
+        body = canonjson.dumps_compact(record.to_dict()).encode("utf-8")
         self.table.keep(content_id, None, key, body)
 
 

@@ -413,7 +413,7 @@ def _validate_cached(item: Item, table: ItemTable) -> ItemReport:
         return rep
     rep = validate_item(item)
     if rep.error is None:
-        body = canonjson.dumps_line(_to_cache(rep)).rstrip("\n").encode("utf-8")
+        body = canonjson.dumps_compact(_to_cache(rep)).encode("utf-8")
         table.keep(item.id, stats, key, body)
     return rep
 

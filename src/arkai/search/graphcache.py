@@ -108,17 +108,14 @@ def update_related(
     stored: dict[str, Neighbours] = {}
     changed: list[str] = []
     names = {n: n for n in feats}  # one string per node ID, not one per mention of it
-    bodies: dict[str, bytes] = {}
     for n in sorted(feats):
         row = None if full else table.by_key(content_ids[n], keys[n])
         entry = _parse(row.body, names) if row is not None else None
-        if entry is None:
+        if row is None or entry is None:
             changed.append(n)
         else:
             stored[n] = entry
-            bodies[n] = row.body if row is not None else b""
-    for n, body in bodies.items():  # kept as read; those that change are kept again below
-        table.keep(content_ids[n], None, keys[n], body)
+            table.keep(content_ids[n], None, keys[n], row.body)  # those that change: again below
     if not changed and all(o in stored for rows in stored.values() for o, _ in rows):
         return RelatedUpdate(_union(stored), 0)
 
@@ -166,7 +163,7 @@ def _union(lists: Mapping[str, Neighbours]) -> dict[tuple[str, str], float]:
 
 
 def _put(table: ItemTable, content_id: str, key: str, rows: Neighbours) -> None:
-    body = canonjson.dumps_line({"related": [[o, w] for o, w in rows]}).rstrip("\n")
+    body = canonjson.dumps_compact({"related": [[o, w] for o, w in rows]})
     table.keep(content_id, None, key, body.encode("utf-8"))
 
 
