@@ -340,6 +340,72 @@ def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runne
     check_links(site)
 
 
+def test_beliefs_page_caps_its_links_and_is_made_only_when_its_inputs_change(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A belief reinforced by many claims links its first BELIEF_LINKS quotes and its latest
+    BELIEF_HISTORY changes, the rest counted; the page is not made again (its changes not
+    even read) while the replayed state, its quotes' places and titles stay the same."""
+    from arkai.model.belief import Change
+    from arkai.site import build as site_build
+    from arkai.site import indexes
+
+    repo = make_repo(tmp_path, arkai)
+    eids = [json.loads(line)["id"] for f in sorted((repo / "extracted").rglob("evidence.jsonl"))
+            for line in f.read_text().splitlines()]  # fmt: skip
+    cap = indexes.BELIEF_LINKS
+    assert len(eids) > cap + 2
+    ghost = "0" * 16  # an episode no item holds (imported, or its item removed)
+    episodes = (*eids[: cap + 2], ghost)
+    belief = Belief(
+        id="c" * 16, statement="Builds stay hermetic", type="fact", confidence=0.8,
+        status="active", created="2026-01-01", reinforced="2026-01-05", episodes=episodes,
+    )  # fmt: skip
+    changes = [Change(seq=n, kind="reinforced", belief=belief.id, date=f"2026-01-{n + 1:02d}",
+                      episode=episodes[n], note=f"change number {n}")
+               for n in range(indexes.BELIEF_HISTORY + 3)]  # fmt: skip
+    header = {"format": 1, "as_of": "2026-01-31", "params": {"half_life_days": 30}}
+    write_state(repo, header, [belief], changes, np.zeros((1, 4), dtype=np.float32))
+    reads: list[int] = []
+    real = site_build._belief_changes
+    monkeypatch.setattr(site_build, "_belief_changes", lambda root: reads.append(1) or real(root))
+    build_site(repo)
+    page_path = repo / "site" / "beliefs" / "index.html"
+    text = page_path.read_text()
+    linked = {e for e in eids if f"#E{e}" in text}
+    assert linked == set(eids[:cap])  # the first ones, in the belief's order
+    assert f"3 more supporting quotes: <code>arkai belief history {belief.id}</code>" in text
+    assert "imported or removed" not in text  # the ghost is past the cap: counted as more
+    assert "change number 3" in text and "change number 2" not in text  # the latest ones
+    assert "3 earlier changes" in text
+    assert reads == [1]
+    check_links(repo / "site")
+    docs = json.loads((repo / "site" / "search" / "search_index.json").read_text())["docs"]
+    entry = [d for d in docs if d["location"].split("#")[0] == "beliefs/"]
+    assert [d["text"] for d in entry] == ["Builds stay hermetic"]  # searched by statement
+
+    # Nothing it is made from changed: the page is not made again.
+    mtime = page_path.stat().st_mtime_ns
+    build_site(repo)
+    assert reads == [1] and page_path.stat().st_mtime_ns == mtime
+    # The replayed state changes (one change more): made again.
+    changes.append(Change(seq=99, kind="reinforced", belief=belief.id, date="2026-01-30",
+                          note="the newest change"))  # fmt: skip
+    write_state(repo, header, [belief], changes, np.zeros((1, 4), dtype=np.float32))
+    build_site(repo)
+    assert reads == [1, 1] and "the newest change" in page_path.read_text()
+    # A linked quote's item is renamed: its title on the page is new.
+    first = next(f for f in (repo / "extracted").rglob("evidence.jsonl")
+                 if eids[0] in f.read_text())  # fmt: skip
+    meta = repo / "library" / first.parent.relative_to(repo / "extracted") / "metadata.json"
+    doc = json.loads(meta.read_text())
+    doc["title"] = "A renamed talk"
+    meta.write_text(json.dumps(doc))
+    build_site(repo)
+    assert reads == [1, 1, 1]
+    assert re.search(rf'#E{eids[0]}"[^>]*>A renamed talk</a>', page_path.read_text())
+
+
 def test_cli_build_json_and_missing_user_config(tmp_path: Path, arkai: Runner) -> None:
     repo = make_repo(tmp_path, arkai)
     (repo / "mkdocs.yml").unlink()

@@ -16,6 +16,7 @@ The replay's side (outputs of the ``beliefs`` stage, rebuilt from the inputs):
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from dataclasses import dataclass
@@ -217,6 +218,16 @@ def read_state(root: Path) -> tuple[dict[str, Any], list[Belief]] | None:
 def _state(doc: Any) -> tuple[dict[str, Any], list[Belief]]:
     beliefs = [Belief.from_dict(b) for b in doc.pop("beliefs")]
     return doc, beliefs
+
+
+def state_digest(root: Path) -> str:
+    """Digest of the bytes of ``beliefs.json`` and ``changes.jsonl`` (either may be missing):
+    what a page made from the replayed state is keyed by, without parsing either."""
+    h = hashlib.sha256()
+    for name in (BELIEFS, CHANGES):
+        data = read_repo_file(beliefs_dir(root) / name, root, missing_ok=True)
+        h.update(b"-;" if data is None else b"%d;" % len(data) + data)
+    return h.hexdigest()
 
 
 def read_changes(root: Path) -> list[Change]:

@@ -40,7 +40,7 @@ from typing import Any
 
 from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
 from arkai.adapters.layout import INDEX, Item, item_at, item_folders, load_metadata
-from arkai.adapters.memory import read_changes, read_state
+from arkai.adapters.memory import read_changes, read_state, state_digest
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError, LibraryError
@@ -364,26 +364,37 @@ def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[st
 
 
 def _load_beliefs(root: Path) -> dict[str, Any] | None:
-    """``beliefs/beliefs.json`` and each belief's changes, or None before the first replay (an
-    unreadable file is left out of the site, and ``arkai validate`` / the stage report it)."""
+    """``beliefs/beliefs.json`` and the digest of the replayed state's files, or None before
+    the first replay (an unreadable file is left out of the site, and ``arkai validate`` /
+    the stage report it). Each belief's changes are read only when the beliefs page is made
+    (:func:`_belief_changes`)."""
     try:
         state = read_state(root)
-        changes = read_changes(root) if state is not None else []
+        digest = state_digest(root) if state is not None else ""
     except LibraryError:
         return None
     if state is None:
         return None
     header, beliefs = state
-    by_belief: dict[str, list[dict[str, Any]]] = {}
-    for c in changes:
-        for bid in {c.belief, c.other} - {None}:
-            by_belief.setdefault(str(bid), []).append(c.to_dict())
     return {
         "as_of": header.get("as_of"),
         "half_life_days": float((header.get("params") or {}).get("half_life_days", 30)),
         "beliefs": [b.to_dict() for b in beliefs],
-        "changes": by_belief,
+        "digest": digest,
     }
+
+
+def _belief_changes(root: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each belief's changes (``beliefs/changes.jsonl``, in its order); none when unreadable."""
+    try:
+        changes = read_changes(root)
+    except LibraryError:
+        return {}
+    by_belief: dict[str, list[dict[str, Any]]] = {}
+    for c in changes:
+        for bid in {c.belief, c.other} - {None}:
+            by_belief.setdefault(str(bid), []).append(c.to_dict())
+    return by_belief
 
 
 # --------------------------------------------------------------------------- pages
@@ -604,6 +615,7 @@ def _generate(
         urls,
         topics=topics,
         beliefs=_load_beliefs(root),
+        load_belief_changes=lambda: _belief_changes(root),
         entity_min_items=options.entity_min_items,
         topic_min_items=options.topic_min_items,
         root=root,
@@ -683,7 +695,7 @@ def _generate(
         ((tag_src, tag_text, None) for tag_src, tag_text in indexes.tag_pages(lib).items()),
         indexes.entity_pages(lib, unchanged),
         indexes.topic_pages(lib, unchanged),
-        [(links.BELIEFS, indexes.beliefs(lib), None)] if lib.beliefs is not None else [],
+        [indexes.beliefs(lib, unchanged)] if lib.beliefs is not None else [],
     )
     for page_src, body, sections in pages:
         keep.add(page_src)

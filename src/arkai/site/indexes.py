@@ -118,7 +118,9 @@ class Library:
     load_chunks: Callable[[set[int]], dict[int, dict[str, Any]]] | None = None
     """Reads the chunks at these positions (None: ``chunks`` holds them all already)."""
     beliefs: dict[str, Any] | None = None
-    """``beliefs/beliefs.json`` with each belief's changes (see ``site.build._load_beliefs``)."""
+    """``beliefs/beliefs.json`` and its files' ``digest`` (see ``site.build._load_beliefs``)."""
+    load_belief_changes: Callable[[], dict[str, list[dict[str, Any]]]] | None = None
+    """Reads each belief's changes (None: ``beliefs["changes"]`` holds them)."""
     entity_min_items: int = 1
     topic_min_items: int = 1
     root: Path | None = None
@@ -911,16 +913,73 @@ def _belief_links(lib: Library, src: str, ids: list[str], claims: _Claims) -> li
     return out
 
 
-def beliefs(lib: Library) -> str:
+#: Per belief on the beliefs page: the supporting and the contradicting quotes linked (its
+#: first ones), and the changes of its history shown (its latest); the rest are counted and
+#: ``arkai belief history ID`` lists them all. A belief of a big library is reinforced by
+#: thousands of claims: every one linked made the page 9.6 MB at 10,000 items.
+BELIEF_LINKS = 10
+BELIEF_HISTORY = 10
+
+
+def _capped(ids: Sequence[str]) -> list[str]:
+    return list(ids[:BELIEF_LINKS])
+
+
+def beliefs_key(lib: Library, shown: Sequence[Any], claims: _Claims) -> str:
+    """Digest of everything the beliefs page is made from: the replayed state's files (the
+    beliefs, their changes, the date as of which confidence is shown), for each quote linked
+    where it is (its item, whether its span holds, whether it is stale) and its item's title,
+    the URL style and this module's limits."""
+    data = lib.beliefs or {}
+    digest = data.get("digest") or json.dumps([data.get("as_of"), data.get("half_life_days"),
+                                               data.get("beliefs"), data.get("changes")],
+                                              sort_keys=True, default=str)  # fmt: skip
+    linked = []
+    for b in shown:
+        for eid in (*_capped(b.episodes), *_capped(b.contradicted_by)):
+            owner = claims.owners.get(eid)
+            stale = claims.stale.get(eid)
+            cid = stale or (owner[0] if owner else None)
+            linked.append([eid, owner, stale, lib.title(cid) if cid else None])
+    obj = [digest, linked, lib.urls.directory_urls, BELIEF_LINKS, BELIEF_HISTORY]
+    return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
+
+
+def _more(b_id: str, what: str) -> str:
+    """What a belief's row leaves out, and the command that lists it."""
+    return esc(f"{what}: ") + f"<code>arkai belief history {esc(b_id)}</code>"
+
+
+def beliefs(lib: Library, unchanged: Callable[[str, str | None], bool] = _never) -> PageOut:
     """The belief memory (``beliefs/beliefs.json``): each belief's statement, type, effective
     confidence as of the latest episode, status, the quotes that support and contradict it
-    (linked to their highlighted lines) and its history."""
+    (linked to their highlighted lines; the first :data:`BELIEF_LINKS` of each) and its
+    history (the latest :data:`BELIEF_HISTORY` changes); its search entry holds the
+    statements. No text when ``unchanged(src, beliefs_key(…))``: the page on disk was made
+    from the same inputs."""
     from arkai.memory.replay import effective_confidence, to_date
     from arkai.model.belief import Belief
 
     data = lib.beliefs or {}
     as_of = data.get("as_of")
     src = links.BELIEFS
+    day = to_date(str(as_of)) if as_of else None
+    order = {"active": 0, "invalidated": 1, "forgotten": 2, "pruned": 3}
+    shown = []
+    for raw in data.get("beliefs") or []:
+        b = Belief.from_dict(raw)
+        eff = effective_confidence(b, day, float(data.get("half_life_days", 30))) if day else 0.0
+        shown.append((order.get(b.status, 9), -eff, b.id, b, eff))
+    shown.sort(key=lambda t: t[:3])
+    claims = _belief_claims(
+        lib, [e for *_, b, _ in shown for e in (*_capped(b.episodes), *_capped(b.contradicted_by))]
+    )
+    if unchanged(src, beliefs_key(lib, [t[3] for t in shown], claims)):
+        return src, None, None
+    changes = (
+        lib.load_belief_changes() if lib.load_belief_changes is not None
+        else data.get("changes") or {}
+    )  # fmt: skip
     out = [
         "<h1>Beliefs</h1>",
         "<p>Every claim of the library replayed in date order: similar claims reinforce a "
@@ -928,34 +987,34 @@ def beliefs(lib: Library) -> str:
         f"{float(data.get('half_life_days', 30)):g} days without reinforcement. "
         f"Confidence as of {esc(str(as_of or 'the latest episode'))}.</p>",
     ]
-    day = to_date(str(as_of)) if as_of else None
-    order = {"active": 0, "invalidated": 1, "forgotten": 2, "pruned": 3}
     rows = []
-    shown = []
-    for raw in data.get("beliefs") or []:
-        b = Belief.from_dict(raw)
-        eff = effective_confidence(b, day, float(data.get("half_life_days", 30))) if day else 0.0
-        shown.append((order.get(b.status, 9), -eff, b.id, b, eff))
-    claims = _belief_claims(
-        lib, [e for *_, b, _ in shown for e in (*b.episodes, *b.contradicted_by)]
-    )
-    for _, _, _, b, eff in sorted(shown, key=lambda t: t[:3]):
+    for _, _, _, b, eff in shown:
+        every = changes.get(b.id, [])
         history = [
             f"{esc(c['date'])} {esc(c['kind'])}"
             + (f" — {esc(one_line(str(c['note'])))}" if c.get("note") else "")
-            for c in (data.get("changes") or {}).get(b.id, [])
+            for c in every[-BELIEF_HISTORY:]
         ]
+        if len(every) > BELIEF_HISTORY:
+            history.insert(0, _more(b.id, f"{len(every) - BELIEF_HISTORY} earlier changes"))
         cell = esc(b.statement)
         if history:
             cell += "<details><summary>history</summary>" + "<br>".join(history) + "</details>"
-        contra = _belief_links(lib, src, list(b.contradicted_by), claims)
+        support = _belief_links(lib, src, _capped(b.episodes), claims)
+        if len(b.episodes) > BELIEF_LINKS:
+            support.append(_more(b.id, f"{len(b.episodes) - BELIEF_LINKS} more supporting quotes"))
+        contra = _belief_links(lib, src, _capped(b.contradicted_by), claims)
+        if len(b.contradicted_by) > BELIEF_LINKS:
+            contra.append(
+                _more(b.id, f"{len(b.contradicted_by) - BELIEF_LINKS} more contradicting")
+            )
         rows.append(
             [
                 cell,
                 esc(b.type),
                 f"{eff:.2f}" + (" " + badge("pinned") if b.pinned else ""),
                 badge(css_token(b.status), b.status),
-                " · ".join(_belief_links(lib, src, list(b.episodes), claims)),
+                " · ".join(support),
                 " · ".join(contra),
             ]
         )
@@ -964,4 +1023,5 @@ def beliefs(lib: Library) -> str:
         if rows
         else ["<p><em>No beliefs.</em></p>"]
     )
-    return page("Beliefs", out, kind="beliefs", hide=("toc",))
+    entry = Section("", "Beliefs", " · ".join(t[3].statement for t in shown))
+    return src, page("Beliefs", out, kind="beliefs", hide=("toc",)), [entry]
