@@ -120,7 +120,7 @@ class Library:
     beliefs: dict[str, Any] | None = None
     """``beliefs/beliefs.json`` and its files' ``digest`` (see ``site.build._load_beliefs``)."""
     load_belief_changes: Callable[[], dict[str, list[dict[str, Any]]]] | None = None
-    """Reads each belief's changes (None: ``beliefs["changes"]`` holds them)."""
+    """Reads each belief's changes (None: the page shows no history)."""
     entity_min_items: int = 1
     topic_min_items: int = 1
     root: Path | None = None
@@ -931,9 +931,7 @@ def beliefs_key(lib: Library, shown: Sequence[Any], claims: _Claims) -> str:
     where it is (its item, whether its span holds, whether it is stale) and its item's title,
     the URL style and this module's limits."""
     data = lib.beliefs or {}
-    digest = data.get("digest") or json.dumps([data.get("as_of"), data.get("half_life_days"),
-                                               data.get("beliefs"), data.get("changes")],
-                                              sort_keys=True, default=str)  # fmt: skip
+    digest = data.get("digest", "")
     linked = []
     for b in shown:
         for eid in (*_capped(b.episodes), *_capped(b.contradicted_by)):
@@ -976,10 +974,7 @@ def beliefs(lib: Library, unchanged: Callable[[str, str | None], bool] = _never)
     )
     if unchanged(src, beliefs_key(lib, [t[3] for t in shown], claims)):
         return src, None, None
-    changes = (
-        lib.load_belief_changes() if lib.load_belief_changes is not None
-        else data.get("changes") or {}
-    )  # fmt: skip
+    changes = lib.load_belief_changes() if lib.load_belief_changes is not None else {}
     out = [
         "<h1>Beliefs</h1>",
         "<p>Every claim of the library replayed in date order: similar claims reinforce a "
