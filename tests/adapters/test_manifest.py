@@ -259,6 +259,34 @@ def test_rebuild_removes_hand_edited_files_before_building(tmp_path: Path) -> No
     assert (tmp_path / manifest.PATHS["site"]).read_bytes() != want
 
 
+def test_rebuild_compares_no_file_when_none_changed_since_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_text("page a", encoding="utf-8")
+    made: list[str] = []
+
+    def build() -> None:
+        if not (site / "a.html").exists():
+            made.append("a.html")
+            (site / "a.html").write_text("page a", encoding="utf-8")
+
+    manifest.rebuild(tmp_path, "site", build)
+    reads: list[Path] = []
+    real_read = manifest.read
+    monkeypatch.setattr(manifest, "read", lambda path: reads.append(path) or real_read(path))
+    manifest.rebuild(tmp_path, "site", build)  # nothing changed: not one manifest line read
+    assert reads == [] and made == []
+    # The manifest itself edited (a.html listed with other bytes): the files are compared
+    # one by one again, and the page that differs from it is made again.
+    dest = tmp_path / manifest.PATHS["site"]
+    dest.write_text(dest.read_text(encoding="utf-8").replace("\t6\t", "\t7\t"), encoding="utf-8")
+    manifest.rebuild(tmp_path, "site", build)
+    assert reads == [dest] and made == ["a.html"]
+    assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
+
+
 def _hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files read and hashed from now on (relative to library/)."""
     seen: list[str] = []

@@ -225,11 +225,10 @@ def _etree_graphml(graph: Any) -> bytes:
             if node.get(name) not in (None, ""):
                 d = ET.SubElement(el, f"{{{GRAPHML_NS}}}data", {"key": f"n_{name}"})
                 d.text = _value(node[name], kind)
-    for n, edge in enumerate(graph.edges):
+    for edge in graph.edges:  # no edge IDs (optional in GraphML)
         el = ET.SubElement(
-            g, f"{{{GRAPHML_NS}}}edge", {"id": f"e{n}", "source": edge["source"],
-                                          "target": edge["target"]}
-        )  # fmt: skip
+            g, f"{{{GRAPHML_NS}}}edge", {"source": edge["source"], "target": edge["target"]}
+        )
         for name, kind in _EDGE_ATTRS:
             value = edge.get(name)
             if value is None or (isinstance(value, list) and not value):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -196,7 +197,7 @@ DAMAGE = {  # what is done to the 5th of 12 records → (rejected, parts rebuilt
     "wrong-node": (1, 1),  # another item's part under this item's node and key
     "wrong-shape": (1, 1),  # a consistent digest over a payload of the wrong shape
     "wrong-sizes": (1, 1),  # …over blob sizes that do not add up
-    "wrong-edge-sizes": (1, 1),  # …over GraphML edge sizes that do not add up
+    "wrong-edge-count": (1, 1),  # …over an edge count that is not one
     "truncate": (1, 8),  # the file ends inside it: it and those after it are rebuilt
     "junk": (1, 8),  # its header line is not one: the file cannot be framed from there
 }
@@ -225,9 +226,10 @@ def test_a_damaged_or_forged_part_is_rebuilt_not_used(tmp_path: Path, damage: st
     elif damage == "wrong-sizes":
         first, rest = payload.split(b"\n", 1)
         blobs[4] = record(head, first.replace(b'"z":[', b'"z":[1,', 1) + b"\n" + rest)
-    elif damage == "wrong-edge-sizes":
+    elif damage == "wrong-edge-count":
         first, rest = payload.split(b"\n", 1)
-        blobs[4] = record(head, first.replace(b'"x":[', b'"x":[1,', 1) + b"\n" + rest)
+        assert re.search(rb'"x":[0-9]+', first)
+        blobs[4] = record(head, re.sub(rb'"x":[0-9]+', b'"x":-1', first) + b"\n" + rest)
     elif damage == "truncate":
         blobs[4:] = [blobs[4][: len(blobs[4]) // 2]]
     else:

@@ -221,6 +221,28 @@ def test_chunk_line_numbers_are_read_from_the_line_not_from_its_text() -> None:
         ' \n{ "synonyms" : {"a": ["b"]} ,\n "topics" : { "a" : {"items": [{"content_id": "q",'
         ' "chunks": [9]}, 5, {"content_id": 3}]} } }\n',
         "{}",
+        # As the index stage writes it (compact entries, keys sorted: read without decoding),
+        # an item the catalog does not list among them.
+        '{"synonyms": {}, "topics": {\n"a": {"items":[{"chunks":[0,2],"condensed_chunks":[1],'
+        '"content_id":"x","relevance":"high"},{"chunks":[],"content_id":"y","relevance":"low"},'
+        '{"chunks":[1,2,3,4,5,6,7,8],"content_id":"q","relevance":"medium"},{"chunks":[3],'
+        '"content_id":"gone","relevance":"low"}]},\n"b": {"items":[]}}, "version": 2}',
+        # Entries the pattern does not take after one it does, in the same topic: an escaped
+        # ID, an unknown relevance, a negative or zero-led number, another key, a space.
+        *(
+            '{"topics": {"a": {"items":[{"chunks":[1],"content_id":"x","relevance":"high"},'
+            + entry
+            + ']}}, "version": 2}'
+            for entry in (
+                '{"chunks":[2],"content_id":"\\u0079","relevance":"low"}',
+                '{"chunks":[2],"content_id":"y","relevance":"odd"}',
+                '{"chunks":[-1,2],"content_id":"y","relevance":"low"}',
+                '{"chunks":[0,2,07],"content_id":"y","relevance":"low"}',
+                '{"chunks":[2],"content_id":"y","relevance":"low","x":1}',
+                '{"chunks": [2],"content_id":"y","relevance":"low"}',
+                '{"content_id":"y","relevance":"low"}',
+            )
+        ),
     ],
 )
 def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
@@ -233,7 +255,13 @@ def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
     listed = [{"id": c, "chunks": 10} for c in ("x", "y", "z", "q")]
     (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
     offsets = {"x": 0, "y": 10, "z": 20, "q": 30}
-    obj = json.loads(text)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:  # a zero-led number: the file is not JSON, and is named
+        assert site_build._walk_topics(text, offsets) is None
+        with pytest.raises(ArkaiError, match=r"topics\.json"):
+            site_build._load_topics(index)
+        return
     raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
     for given in (None, offsets):
         walked = site_build._walk_topics(text, given)
@@ -245,6 +273,22 @@ def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
     want = site_build._walk_topics(text, None if obj.get("version") == 1 else offsets)
     assert want is not None
     assert {t: v.items for t, v in topics.items()} == {t: i for t, i in want[0].items() if i}
+
+
+def test_topics_as_the_index_writes_them_are_read_without_decoding() -> None:
+    """A topic in the index stage's form is read by the pattern (the same items as decoding
+    it gives); one entry of another form in it and the topic is decoded instead."""
+    text = ('{"items":[{"chunks":[4,9],"condensed_chunks":[],"content_id":"x","relevance":'
+            '"medium"},{"chunks":[0],"content_id":"y","relevance":"high"}]} tail')  # fmt: skip
+    got = site_build._scan_topic(text, 0, {"x": 10, "y": 0})
+    assert got is not None
+    assert got == (site_build._topic_items(json.loads(text[: got[1]]), {"x": 10, "y": 0}),
+                   len(text) - len(" tail"))  # fmt: skip
+    assert got[0][0] == {"content_id": "x", "relevance": "medium", "chunks": [14, 19],
+                         "passages": 2}  # fmt: skip
+    assert site_build._scan_topic(text.replace('"y"', '"\\u0079"'), 0, {}) is None
+    assert site_build._scan_topic('{"items":[]}', 0, None) == ([], 12)
+    assert site_build._scan_topic('{"items": []}', 0, None) is None
 
 
 def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> None:

@@ -624,15 +624,16 @@ def xml_node(node: Mapping[str, Any]) -> str:
     return f"{head}>\n{''.join(body)}    </node>\n" if body else f"{head} />\n"
 
 
-def xml_edge_rest(edge: Mapping[str, Any]) -> str:
-    """One ``<edge>`` element of :func:`iter_graphml` after its ``id`` attribute (the edge's
-    position in the file, which the caller adds)."""
+def xml_edge(edge: Mapping[str, Any]) -> str:
+    """One ``<edge>`` element of :func:`iter_graphml`, its lines. It has no ``id`` (optional
+    in GraphML): a position in the file would name another edge whenever one before it came
+    or went, and would keep an item's edges from being copied as they were written."""
     body = [
         _data(f"e_{name}", _value(edge[name], kind))
         for name, kind in _EDGE_ATTRS
         if edge.get(name) is not None and not (isinstance(edge[name], list) and not edge[name])
     ]
-    head = f' source="{_attr(edge["source"])}" target="{_attr(edge["target"])}"'
+    head = f'    <edge source="{_attr(edge["source"])}" target="{_attr(edge["target"])}"'
     return f"{head}>\n{''.join(body)}    </edge>\n" if body else f"{head} />\n"
 
 
@@ -679,8 +680,8 @@ def iter_graphml(graph: Graph, batch: int = 4096) -> Iterator[bytes]:
             if len(out) >= batch:
                 yield "".join(out).encode("utf-8")
                 out.clear()
-        for n, edge in enumerate(graph.edges):
-            out.append(f'    <edge id="e{n}"{xml_edge_rest(edge)}')
+        for edge in graph.edges:
+            out.append(xml_edge(edge))
             if len(out) >= batch:
                 yield "".join(out).encode("utf-8")
                 out.clear()

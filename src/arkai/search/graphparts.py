@@ -68,11 +68,11 @@ from arkai.search.graph import (
     node_id,
     related_rows,
     throttled_quotes,
-    xml_edge_rest,
+    xml_edge,
     xml_node,
 )
 
-VERSION = 2
+VERSION = 3
 PARTS = CACHE_DIR / "graph-parts.bin"
 """Beside the item cache's folders (whose pruning leaves files alone)."""
 
@@ -120,10 +120,9 @@ class ItemPart:
     (empty when it has none)."""
     xml_node: Blob
     xml_edges: Blob
-    """The same edges as ``graph.graphml`` has them, each after its ``id`` attribute (which
-    the writer adds), back to back."""
-    xml_sizes: tuple[int, ...]
-    """The size of each of them in ``xml_edges``."""
+    """The same edges as ``graph.graphml`` has them, back to back."""
+    edge_count: int
+    """How many edges that is."""
     shared: tuple[tuple[str, str, str], ...]
     """(node ID, ``Entity``/``Tag``, entity type or label) of the nodes it names."""
     spellings: tuple[tuple[str, str, int], ...]
@@ -135,7 +134,7 @@ class ItemPart:
         then the blobs, back to back."""
         blobs = (self.json_node, self.json_edges, self.xml_node, self.xml_edges)
         head = {"n": self.node, "s": [list(r) for r in self.shared],
-                "p": [list(r) for r in self.spellings], "x": list(self.xml_sizes),
+                "p": [list(r) for r in self.spellings], "x": self.edge_count,
                 "z": [len(x) for x in blobs]}  # fmt: skip
         return b"".join((canonjson.dumps_line(head).encode("utf-8"), *map(raw, blobs)))
 
@@ -149,7 +148,7 @@ class ItemPart:
             return None
         try:
             head = json.loads(bytes(payload[:end]))
-            node, sizes, xml_sizes = head["n"], head["z"], tuple(head["x"])
+            node, sizes, count = head["n"], head["z"], head["x"]
             # Interned: a shared node (entity, tag) is named in many items' heads, and the
             # graph step holds every head (decoded JSON makes a string per occurrence).
             shared = tuple(
@@ -162,16 +161,15 @@ class ItemPart:
             isinstance(node, str)
             and isinstance(sizes, list)
             and len(sizes) == 4
-            and all(type(z) is int and z >= 0 for z in (*sizes, *xml_sizes))
+            and all(type(z) is int and z >= 0 for z in (*sizes, count))
             and sum(sizes) == len(payload) - end - 1
-            and sum(xml_sizes) == sizes[3]
         ):
             return None
         blobs, pos = [], end + 1
         for z in sizes:
             blobs.append(payload[pos : pos + z])
             pos += z
-        return cls(node, blobs[0], blobs[1], blobs[2], blobs[3], xml_sizes, shared, spell)
+        return cls(node, blobs[0], blobs[1], blobs[2], blobs[3], count, shared, spell)
 
 
 def _own(it: GraphItem, s: GraphSettings) -> GraphItem:
@@ -207,14 +205,13 @@ def make_part(it: GraphItem, s: GraphSettings) -> ItemPart:
     spell: Counter[tuple[str, str]] = Counter()
     for raw_name, etype, norm, _ in _entities(it):
         spell[(node_id("entity", etype, norm), " ".join(raw_name.split()))] += 1
-    xml = [xml_edge_rest(e).encode("utf-8") for e in g.edges]
     return ItemPart(
         node=content["id"],
         json_node=json_row(content).encode("utf-8"),
         json_edges=",\n".join(json_row(e) for e in g.edges).encode("utf-8"),
         xml_node=xml_node(content).encode("utf-8"),
-        xml_edges=b"".join(xml),
-        xml_sizes=tuple(map(len, xml)),
+        xml_edges="".join(map(xml_edge, g.edges)).encode("utf-8"),
+        edge_count=len(g.edges),
         shared=shared,
         spellings=tuple((e, sp, c) for (e, sp), c in sorted(spell.items())),
     )
@@ -388,7 +385,7 @@ class GraphParts:
     @property
     def edges(self) -> int:
         return (
-            sum(len(p.xml_sizes) for p in self.parts)
+            sum(p.edge_count for p in self.parts)
             + sum(map(len, self.links.values()))
             + sum(map(len, self.topics.values()))
         )
@@ -464,7 +461,7 @@ def _json_link(src: str, dst: str, kind: str, weight: float) -> str:
 
 def _xml_link(src: str, dst: str, kind: str, weight: float) -> str:
     return (
-        f' source="{src}" target="{dst}">\n      <data key="e_type">{kind}</data>\n'
+        f'    <edge source="{src}" target="{dst}">\n      <data key="e_type">{kind}</data>\n'
         f'      <data key="e_weight">{weight!r}</data>\n    </edge>\n'
     )
 
@@ -556,21 +553,13 @@ def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
             yield b"".join(out)
             out.clear()
     links, topics, target = gp.links, gp.topics, _TopicTargets()
-    n = 0
     for p in gp.parts:
         for d, k, w in links.get(p.node, ()):
-            out.append(f'    <edge id="e{n}"{_xml_link(p.node, d, k, w)}'.encode())
-            n += 1
-        pos, blob = 0, memoryview(raw(p.xml_edges))
-        for size in p.xml_sizes:
-            out.append(f'    <edge id="e{n}"'.encode())
-            out.append(blob[pos : pos + size])
-            pos += size
-            n += 1
+            out.append(_xml_link(p.node, d, k, w).encode())
+        if len(p.xml_edges):
+            out.append(raw(p.xml_edges))  # the part's edges as they were written
         for tid, w in topics.get(p.node, ()):
-            out.append(f'    <edge id="e{n}"{_xml_link(p.node, target.xml(tid), "RELATED_TO", w)}'
-                       .encode())  # fmt: skip
-            n += 1
+            out.append(_xml_link(p.node, target.xml(tid), "RELATED_TO", w).encode())
         if len(out) >= batch:
             yield b"".join(out)
             out.clear()

@@ -140,6 +140,7 @@ class Library:
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
+        self._titles = {cid: str(s["title"]) for cid, s in self.by_id.items() if s}
         self.pos = {s["id"]: n for n, s in enumerate(self.summaries)}
         # An index built before items were removed may name items that are gone.
         for term in list(self.topics):
@@ -200,20 +201,24 @@ class Library:
         return t is not None and t.count >= self.topic_min_items
 
     def title(self, cid: str) -> str:
-        s = self.by_id.get(cid)
-        return str(s["title"]) if s else cid
+        return self._titles.get(cid, cid)
 
     def topic_order(self, t: Topic) -> list[dict[str, Any]]:
         """A topic's items as its pages list them: by relevance, then the most passages,
         then title and ID; the first :data:`TOPIC_SAID_ITEMS` are shown with passages."""
         found = self._topic_order.get(t.term)
         if found is None:
-            title = self.title
-            found = self._topic_order[t.term] = sorted(
-                t.items,
-                key=lambda e: (_RELEVANCE_RANK.get(e["relevance"], 3), -_passages(e),
-                               title(e["content_id"]), e["content_id"]),
-            )  # fmt: skip
+            # Sorted as tuples made in one comprehension (no key function called per entry:
+            # at 10,000 items ≈ 305,000 entries); the position last keeps equal keys in order.
+            titles, rank, items = self._titles, _RELEVANCE_RANK.get, t.items
+            keyed = [
+                (rank(e["relevance"], 3),
+                 -int(e["passages"]) if "passages" in e else -len(e["chunks"]),
+                 titles.get(e["content_id"], e["content_id"]), e["content_id"], n)
+                for n, e in enumerate(items)
+            ]  # fmt: skip
+            keyed.sort()
+            found = self._topic_order[t.term] = [items[k[4]] for k in keyed]
         return found
 
     def topic_shown_chunks(self, t: Topic) -> Iterator[int]:
@@ -652,18 +657,21 @@ def topic_key(lib: Library, t: Topic, heads: dict[str, bytes] | None = None) -> 
     h.update(_sized(t.term) + _sized(json.dumps(t.synonyms)))
     limits = (CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS, TOPIC_SAID_ITEMS, TOPIC_PAGE_ITEMS)
     h.update(b"%d;%d;%d;%d;%d;%d;" % (lib.urls.directory_urls, *limits))
-    update = h.update
+    # The bytes of every entry joined, then hashed once (an update per entry cost more).
+    out: list[bytes] = []
+    add = out.append
     for n, e in enumerate(lib.topic_order(t)):
         cid = e["content_id"]
         head = heads.get(cid)
         if head is None:
             head = heads[cid] = _sized(cid) + _sized(lib.title(cid))
-        update(head)
-        update(b"%s;%d;" % (e["relevance"].encode(), _passages(e)))
+        add(head)
+        add(b"%s;%d;" % (e["relevance"].encode(), _passages(e)))
         if n < TOPIC_SAID_ITEMS:
             shown = e["chunks"][:CHUNK_LINKS]
-            update(b"%d;" % len(shown))
-            update(_chunk_keys(lib, cid, shown))
+            add(b"%d;" % len(shown))
+            add(_chunk_keys(lib, cid, shown))
+    h.update(b"".join(out))
     return h.hexdigest()
 
 
