@@ -372,3 +372,28 @@ def test_an_item_is_known_by_its_folder_only_while_its_files_are_unchanged(
     report = build_site(repo)
     assert report.items == len(items)
     assert any(f"duplicate content ID {cid}" in w for w in report.warnings)
+
+
+def test_a_page_or_search_entry_gone_from_the_build_folder_is_made_again(
+    tmp_path: Path, arkai: Runner
+) -> None:
+    """The build knows which pages and search entries are on disk from one listing of each
+    folder: one deleted since the last build (or a folder of them) is made again, the same
+    bytes as before, and nothing else is."""
+    from arkai.site import links
+
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    docs, search = repo / ".site-build" / "docs", repo / ".site-build" / "search"
+    cid = sorted(item_dirs(repo))[0]
+    page, entries = docs / links.transcript_page(cid), search / f"{links.item_page(cid)}.json"
+    want = (page.read_bytes(), entries.read_bytes())
+    page.unlink()
+    entries.unlink()
+    report = build_site(repo)
+    assert (page.read_bytes(), entries.read_bytes()) == want
+    assert report.pages_written == 1  # the transcript page; the item page's bytes held
+    shutil.rmtree(docs / "transcripts")
+    build_site(repo)
+    assert page.read_bytes() == want[0]
+    assert len(list((docs / "transcripts").glob("*.md"))) == len(item_dirs(repo))

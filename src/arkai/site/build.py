@@ -25,6 +25,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import re
 import shutil
 import sys
@@ -487,6 +488,26 @@ def _asset(name: str) -> bytes:
     return resources.files("arkai.site").joinpath("assets").joinpath(name).read_bytes()
 
 
+def _files_under(folder: Path) -> set[str]:
+    """The files under ``folder`` (paths relative to it, ``/``-separated) that ``is_file``
+    would find — regular files, or links to them — from one ``scandir`` of each folder;
+    linked folders are not entered."""
+    found: set[str] = set()
+    todo = [(os.fspath(folder), "")]
+    while todo:
+        path, prefix = todo.pop()
+        try:
+            with os.scandir(path) as listing:
+                for entry in listing:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append((entry.path, f"{prefix}{entry.name}/"))
+                    elif entry.is_file():
+                        found.add(prefix + entry.name)
+        except OSError:  # no folder yet (a first build), or one that went meanwhile
+            continue
+    return found
+
+
 def _remove_others(folder: Path, keep: set[str], suffix: str = "") -> int:
     """Delete the files under ``folder`` not named in ``keep`` (+ ``suffix``), and empty
     folders; return how many files went."""
@@ -605,11 +626,16 @@ def _generate(
     regenerated: set[str] = set()
     keep: set[str] = set()
 
+    # The pages and search entries on disk, one listing of each folder (two ``stat`` calls
+    # per page cost more at 21,000 pages); one not listed is looked for (made in this run).
+    pages_there, entries_there = _files_under(docs), _files_under(build / SEARCH_DIR)
+
     def fresh(entry: dict[str, Any], slot: str, key: str, src: str) -> bool:
+        found = f"{src}.json"
         return (
             entry.get(slot) == key
-            and (docs / src).is_file()
-            and (build / SEARCH_DIR / f"{src}.json").is_file()
+            and (src in pages_there or (docs / src).is_file())
+            and (found in entries_there or (build / SEARCH_DIR / found).is_file())
         )
 
     for n, (cid, folder) in enumerate(items, 1):
