@@ -212,8 +212,7 @@ class Library:
             # at 10,000 items ≈ 305,000 entries); the position last keeps equal keys in order.
             titles, rank, items = self._titles, _RELEVANCE_RANK.get, t.items
             keyed = [
-                (rank(e["relevance"], 3),
-                 -int(e["passages"]) if "passages" in e else -len(e["chunks"]),
+                (rank(e["relevance"], 3), -_passages(e),
                  titles.get(e["content_id"], e["content_id"]), e["content_id"], n)
                 for n, e in enumerate(items)
             ]  # fmt: skip
