@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 import click
 import numpy as np
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from arkai.adapters.memory import write_state
@@ -23,7 +24,7 @@ from arkai.cli.site import site as site_group
 from arkai.errors import LibraryError
 from arkai.model.belief import Belief
 from arkai.ops.init import init_repo
-from arkai.site.build import SiteBuildError, build_site
+from arkai.site.build import SiteBuildError, SiteReport, build_site, clean
 from tests.conftest import ROOT, Runner
 
 HOSTILE_TITLE = "<img src=x onerror=window.__pwned=1> & <script>window.__pwned=1</script>"
@@ -442,3 +443,75 @@ def test_params_and_mkdocs_errors(tmp_path: Path, arkai: Runner) -> None:
     (repo / "params.yaml").write_text("site:\n  topic_min_items: 0\n")
     with pytest.raises(LibraryError, match=r"site\.topic_min_items"):
         build_site(repo)
+
+
+def _entries_bytes(build: Path) -> tuple[int, int]:
+    """The sizes of the transcript pages' and the item pages' search entries files."""
+    folder = build / "search"
+    return tuple(  # type: ignore[return-value]
+        sum(p.stat().st_size for p in (folder / kind).glob("*.json"))
+        for kind in ("transcripts", "items")
+    )
+
+
+def test_the_search_index_keeps_to_its_budget_and_the_home_page_says_so(
+    tmp_path: Path, arkai: Runner
+) -> None:
+    repo = make_repo(tmp_path, arkai)
+    build, site = repo / ".site-build", repo / "site"
+    index_path = site / "search" / "search_index.json"
+    assert build_site(repo).search_scope == "all"
+    full_index = index_path.read_bytes()
+    assert "search_index_mb" not in (site / "index.html").read_text()
+    transcripts, items = _entries_bytes(build)
+    assert transcripts > items > 0
+
+    def with_budget(mb: object) -> SiteReport:
+        params = yaml.safe_load((repo / "params.yaml").read_text())
+        params["site"]["search_index_mb"] = mb
+        (repo / "params.yaml").write_text(yaml.safe_dump(params))
+        return build_site(repo)
+
+    def locations() -> list[str]:
+        return [d["location"] for d in json.loads(index_path.read_text())["docs"]]
+
+    everything = locations()
+    # One byte less than the item and transcript entries: transcripts by their title only.
+    report = with_budget((transcripts + items - 1) / 1_000_000)
+    assert (report.search_scope, report.mkdocs) == ("no-transcript-text", "dirty")
+    found = locations()
+    assert not [x for x in found if x.startswith("transcripts/") and "#" in x]
+    assert {x for x in found if x.startswith("transcripts/")} == {
+        x for x in everything if x.startswith("transcripts/") and "#" not in x
+    }
+    assert {x for x in found if not x.startswith("transcripts/")} == {
+        x for x in everything if not x.startswith("transcripts/")
+    }
+    home = (site / "index.html").read_text()
+    assert "not transcript text" in home and "arkai search" in home
+    assert "search_index_mb" in home
+    dirty_index = index_path.read_bytes()
+    clean(repo)
+    assert build_site(repo).mkdocs == "full"
+    assert index_path.read_bytes() == dirty_index  # what a clean build in the scope writes
+
+    # Less than the item pages' entries: every page by its first entry, no transcript pages.
+    assert with_budget((items - 1) / 1_000_000).search_scope == "titles"
+    found = locations()
+    assert found and not [x for x in found if x.startswith("transcripts/") or "#" in x]
+    item_pages = {x for x in everything if x.startswith("items/") and "#" not in x}
+    assert {x for x in found if x.startswith("items/")} == item_pages
+    assert "page titles only" in (site / "index.html").read_text()
+    code, out, _ = arkai("--repo", repo, "site", "build", "--no-mkdocs")
+    assert code == 0 and "its search covers page titles only" in out and "arkai search" in out
+    code, out, _ = arkai("--repo", repo, "site", "build", "--no-mkdocs", "--json")
+    assert code == 0 and json.loads(out)["search_scope"] == "titles"
+    assert len(index_path.read_bytes()) < len(dirty_index) < len(full_index)
+
+    # No limit: the whole index again, byte for byte.
+    assert with_budget(None).search_scope == "all"
+    assert index_path.read_bytes() == full_index
+    assert "search_index_mb" not in (site / "index.html").read_text()
+    for bad in (0, -1, "big", True):
+        with pytest.raises(LibraryError, match=r"site\.search_index_mb"):
+            with_budget(bad)

@@ -7,7 +7,7 @@ import click
 from arkai.cli.common import get_repo, json_option, quiet_option
 from arkai.cli.output import emit_json, progress_bar, say
 from arkai.ops import site as site_op
-from arkai.ops.site import SiteReport
+from arkai.ops.site import SCOPE_NOTES, SiteReport
 
 
 @click.group()
@@ -54,6 +54,11 @@ def show_site(report: SiteReport, *, as_json: bool = False, quiet: bool = False)
             f"{report.pages} pages ({report.pages_written} written, {report.pages_removed} "
             f"removed) in {report.generate_s:.1f} s" + (built if report.mkdocs else "")
         )
+        if report.search_scope in SCOPE_NOTES:
+            say(
+                f"site: its search covers {SCOPE_NOTES[report.search_scope]} "
+                "(params.yaml site.search_index_mb); `arkai search` searches everything"
+            )
     return 0
 
 

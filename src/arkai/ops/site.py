@@ -8,8 +8,9 @@ from arkai.adapters.repo import Repo
 from arkai.site import build as site_build
 from arkai.site import serve as site_serve
 from arkai.site.build import SiteReport
+from arkai.site.search import SCOPE_NOTES
 
-__all__ = ["SiteReport", "build", "serve"]
+__all__ = ["SCOPE_NOTES", "SiteReport", "build", "serve"]
 
 
 def build(

@@ -66,7 +66,7 @@ from arkai.site.config import (
     load_user_config,
     reproducible_build_date,
 )
-from arkai.site.hooks import PAGES, SEARCH_DIR
+from arkai.site.hooks import PAGES, SEARCH_DIR, SEARCH_SCOPE
 from arkai.site.indexes import Library, Topic
 from arkai.site.links import Urls
 from arkai.site.pages import (
@@ -76,7 +76,16 @@ from arkai.site.pages import (
     render_transcript_page,
     wisdom_sections,
 )
-from arkai.site.search import Section, encode, item_sections, transcript_sections
+from arkai.site.search import (
+    ALL,
+    DEFAULT_INDEX_MB,
+    Section,
+    encode,
+    is_transcript,
+    item_sections,
+    search_scope,
+    transcript_sections,
+)
 from arkai.site.siteurl import derive_site_url
 from arkai.site.store import SummaryStore, pack_slim, slim_summary, stats_key
 
@@ -113,6 +122,9 @@ class SiteOptions:
     """An entity gets its own page when it occurs in at least this many items."""
     topic_min_items: int = 1
     """A topic gets its own page when at least this many items have it."""
+    search_index_mb: float | None = DEFAULT_INDEX_MB
+    """The most the search index should weigh, in MB (None: no limit; see
+    :func:`arkai.site.search.search_scope`)."""
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> SiteOptions:
@@ -125,7 +137,16 @@ class SiteOptions:
                 raise LibraryError(f"params.yaml site.{key}: expected an integer ≥ 1")
             return value
 
-        return cls(positive("entity_min_items"), positive("topic_min_items"))
+        budget = site.get("search_index_mb", DEFAULT_INDEX_MB)
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0
+        ):
+            raise LibraryError(
+                "params.yaml site.search_index_mb: expected a number of MB above 0, or null "
+                "for no limit"
+            )
+        return cls(positive("entity_min_items"), positive("topic_min_items"),
+                   None if budget is None else float(budget))  # fmt: skip
 
 
 @dataclass
@@ -139,6 +160,8 @@ class SiteReport:
     mkdocs: str | None = None
     """``full``, ``dirty`` or None (not run)."""
     mkdocs_s: float = 0.0
+    search_scope: str = ALL
+    """What the site's search index covers (:data:`arkai.site.search.SCOPES`)."""
     build_dir: str = ""
     site_dir: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -760,6 +783,12 @@ def _generate(
         page_keys[src] = old if key is None and old is not None else key or ""
         return old is not None and old == page_keys[src] and fresh({"k": old}, "k", old, src)
 
+    # What the search covers, from the entries of the item and transcript pages (all made by
+    # now; the library-wide pages' are a small share): the home page says it.
+    lib.search_scope, lib.search_bytes = _scope(build, keep, options.search_index_mb)
+    lib.search_index_mb = options.search_index_mb
+    report.search_scope = lib.search_scope
+    write_page(build / SEARCH_SCOPE, json.dumps({"scope": lib.search_scope}).encode())
     pages: Iterable[indexes.PageOut] = itertools.chain(
         [
             (links.HOME, indexes.home(lib), None),
@@ -790,6 +819,21 @@ def _generate(
     report.pages = len([k for k in keep if k.endswith(".md")])
     store.set_page_keys(page_keys)
     return lib
+
+
+def _scope(build: Path, pages: Iterable[str], budget_mb: float | None) -> tuple[str, int]:
+    """The search scope for the entries files of ``pages`` as they now are, and their bytes
+    (one ``stat`` a page)."""
+    sizes = [0, 0]
+    folder = os.fspath(build / SEARCH_DIR)  # a string: Path objects cost more than the stat
+    for src in pages:
+        try:
+            size = os.stat(f"{folder}/{src}.json").st_size
+        except OSError:
+            continue  # no entries file: nothing to count
+        sizes[is_transcript(src)] += size
+    budget = None if budget_mb is None else int(budget_mb * 1_000_000)
+    return search_scope(sizes[1], sizes[0], budget), sizes[0] + sizes[1]
 
 
 # --------------------------------------------------------------------------- mkdocs

@@ -14,7 +14,10 @@
    On such a build the previous index is set aside before MkDocs writes its own, and the
    entries of every page whose entries file is unchanged are copied from it as bytes (where
    they lie is kept in ``search-ranges.json``): only changed pages' entries are parsed and
-   serialised again.
+   serialised again. What the index covers is the scope the generator wrote in
+   ``search-scope.json`` (:func:`arkai.site.search.search_scope`: every entry, or less when
+   the index would outgrow ``site.search_index_mb``); another scope than the last build's
+   reads every page's entries again.
 3. After a dirty build the HTML of pages that no longer exist is removed, so the site is
    what a full build would leave.
 
@@ -38,6 +41,7 @@ from mkdocs.utils.meta import get_data
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.site.html import MARKER
+from arkai.site.search import ALL, SCOPES, is_transcript, scoped_rows
 
 SEARCH_INDEX = "search/search_index.json"
 #: Folder of the search entries of each page (``<page>.md.json``), in the build folder.
@@ -46,6 +50,8 @@ PAGES = "pages.json"
 #: Where each page's entries lie in the last search index written (see the module doc).
 SEARCH_RANGES = "search-ranges.json"
 PREVIOUS_INDEX = "search_index.previous.json"
+#: What the search index covers (``{"scope": …}``), written by the generator before the build.
+SEARCH_SCOPE = "search-scope.json"
 #: Compiled theme templates (see :func:`on_env`).
 JINJA_CACHE = "jinja"
 _H2 = re.compile(r'<h2 id="([^"<>]+)">([^<]*)</h2>')
@@ -208,7 +214,8 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
         config["separator"] = with_entity_separator(config["separator"])
 
-    reuse = _previous_ranges(build_dir)
+    scope = read_scope(build_dir)
+    reuse = _previous_ranges(build_dir, scope)
     ranges: dict[str, str] = {}
 
     def dump(obj: Any) -> bytes:
@@ -235,7 +242,7 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
                     old.seek(known[2])
                     body = old.read(known[3])
                 else:
-                    body = dump(_entries((url, rows_file)))[1:-1]
+                    body = dump(_entries(url, rows_file, is_transcript(f.src_uri), scope))[1:-1]
                 if body:
                     fh.write(b"" if first else b",")
                     first = False
@@ -249,7 +256,7 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     with previous.open("rb") if reuse and previous.is_file() else nullcontext() as old:
         atomic_write(index, lambda fh: write(fh, old), fsync=False)
     st = index.stat()
-    record = {"index": [st.st_size, st.st_mtime_ns], "pages": ranges}
+    record = {"index": [st.st_size, st.st_mtime_ns], "scope": scope, "pages": ranges}
     atomic_write_text(build_dir / SEARCH_RANGES, json.dumps(record), fsync=False)
 
 
@@ -265,9 +272,20 @@ def _range(text: object) -> list[int] | None:
     return found if len(found) == 4 else None
 
 
-def _previous_ranges(build_dir: Path) -> dict[str, str]:
+def read_scope(build_dir: Path) -> str:
+    """The scope in ``search-scope.json`` (every entry when the file is missing or holds no
+    known scope)."""
+    try:
+        scope = json.loads((build_dir / SEARCH_SCOPE).read_bytes()).get("scope")
+    except (OSError, ValueError, AttributeError):
+        return ALL
+    return scope if scope in SCOPES else ALL
+
+
+def _previous_ranges(build_dir: Path, scope: str) -> dict[str, str]:
     """Where each page's entries lie in the index set aside by :func:`on_pre_build` (empty
-    when there is none, or it is not the index the record describes)."""
+    when there is none, it is not the index the record describes, or it was written in
+    another scope; a record from before scopes was written with every entry)."""
     try:
         record = json.loads((build_dir / SEARCH_RANGES).read_bytes())
         st = (build_dir / PREVIOUS_INDEX).stat()
@@ -275,15 +293,18 @@ def _previous_ranges(build_dir: Path) -> dict[str, str]:
         return {}
     if not isinstance(record, dict) or record.get("index") != [st.st_size, st.st_mtime_ns]:
         return {}
+    if record.get("scope", ALL) != scope:
+        return {}
     pages = record.get("pages")
     return pages if isinstance(pages, dict) else {}
 
 
-def _entries(page: tuple[str, Path]) -> list[dict[str, Any]]:
-    """The search entries of one page: its rows (``search/<page>.json``) with locations."""
-    url, rows_file = page
+def _entries(url: str, rows_file: Path, transcript: bool, scope: str) -> list[dict[str, Any]]:
+    """The search entries of one page in ``scope``: its rows (``search/<page>.json``) with
+    locations."""
     out = []
-    for anchor, title, text, *boost in json.loads(rows_file.read_bytes()):
+    for anchor, title, text, *boost in scoped_rows(json.loads(rows_file.read_bytes()),
+                                                   transcript, scope):  # fmt: skip
         entry: dict[str, Any] = {
             "location": f"{url}#{anchor}" if anchor else url,
             "title": title,

@@ -20,7 +20,7 @@ from arkai.site import links
 from arkai.site.collect import sentence_around
 from arkai.site.html import a, badge, day, esc, h2, page, plural, table
 from arkai.site.links import Urls
-from arkai.site.search import INDEX_PAGE_BOOST, Section
+from arkai.site.search import ALL, INDEX_PAGE_BOOST, SCOPE_NOTES, Section
 from arkai.site.store import SummaryStore, mention_count
 
 T = TypeVar("T")
@@ -135,6 +135,12 @@ class Library:
     the others' pages are made from the same inputs (:func:`entity_key` reads only the
     entity's items) and are not looked at again when the page on disk was made from its last
     key."""
+    search_scope: str = ALL
+    """What the site's search index covers (:func:`arkai.site.search.search_scope`)."""
+    search_bytes: int = 0
+    """The size of every page's search entries files together."""
+    search_index_mb: float | None = None
+    """``params.yaml`` ``site.search_index_mb``, the limit the scope keeps to."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
     _topic_order: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
@@ -280,6 +286,17 @@ def home(lib: Library) -> str:
     src = links.HOME
     t = totals(lib.summaries)
     out = [f"<h1>{esc(lib.site_name)}</h1>"]
+    if lib.search_scope != ALL:
+        # Material loads the whole index into the browser: the site says what it left out.
+        size = f"{lib.search_bytes / 1_000_000:.0f}"
+        budget = lib.search_index_mb
+        limit = f" ({budget:g} MB)" if budget is not None else ""
+        out.append(
+            f'<p class="ak-search-scope">Search on this site covers '
+            f"{SCOPE_NOTES[lib.search_scope]}: the whole index would be about {size} MB, "
+            f"more than <code>site.search_index_mb</code>{limit} allows. "
+            f'<code>arkai search "words"</code> searches everything.</p>'
+        )
     cards = [
         ("items", t.get("items", 0)),
         ("claims", t.get("claims", 0)),

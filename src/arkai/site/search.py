@@ -12,6 +12,14 @@ is HTML-escaped (``& < >``), as the plugin's is. A transcript is indexed in sect
 about :data:`SECTION_CHARS` characters anchored at their first line (``#L120``), so a
 result opens the transcript at the matching passage. Text that is already indexed on the
 transcript (quotes found in it verbatim) is left out of the item page's entries.
+
+Material loads the whole index into the browser, so it is kept within ``site.search_index_mb``
+(:func:`search_scope`): when the item and transcript pages' entries (nearly all of it) would
+weigh more, transcripts are indexed by their title only, and when the item pages' entries
+alone would, every page is indexed by its first entry (its title), without transcript pages.
+The entries files stay whole; the site hook leaves out what the scope does not cover
+(:func:`scoped_rows`), and the home page says what the search covers and that
+``arkai search`` finds the rest.
 """
 
 from __future__ import annotations
@@ -32,6 +40,19 @@ SECTION_CHARS = 1000
 #: name people search for, so its boost has to undo that factor to rank below the items.
 ITEM_BOOST = 4.0
 INDEX_PAGE_BOOST = 0.001
+#: What the site's search index holds (:func:`search_scope`), widest first.
+ALL, NO_TRANSCRIPT_TEXT, TITLES = "all", "no-transcript-text", "titles"
+SCOPES = (ALL, NO_TRANSCRIPT_TEXT, TITLES)
+#: What the search covers, said on the home page and by ``arkai site build``, for each scope
+#: narrower than every entry.
+SCOPE_NOTES = {
+    NO_TRANSCRIPT_TEXT: "titles, claims, summaries, entities and topics, not transcript text",
+    TITLES: "page titles only",
+}
+#: ``params.yaml`` ``site.search_index_mb`` when not set.
+DEFAULT_INDEX_MB = 20.0
+#: In the ``titles`` scope, the most characters of a first entry's text that are kept.
+TITLE_TEXT_CHARS = 160
 _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -118,3 +139,36 @@ def item_sections(
         names = ", ".join(e.name for e in d.entities)
         out.append(Section("entities", "Entities", names, ITEM_BOOST))
     return out
+
+
+def search_scope(transcripts: int, others: int, budget: int | None) -> str:
+    """The widest scope whose entries fit in ``budget`` bytes (None: no limit): ``transcripts``
+    and ``others`` are the sizes of the transcript pages' and the other (item) pages' entries
+    files. The ``titles`` scope is the narrowest there is, whatever its size."""
+    if budget is None or transcripts + others <= budget:
+        return ALL
+    return NO_TRANSCRIPT_TEXT if others <= budget else TITLES
+
+
+def is_transcript(src: str) -> bool:
+    """Whether the page (its source path) is a transcript page."""
+    return src.startswith("transcripts/")
+
+
+def scoped_rows(rows: list[list[Any]], transcript: bool, scope: str) -> list[list[Any]]:
+    """The rows of a page's entries file (see :func:`encode`) that the index holds in
+    ``scope``: all; a transcript's first (its title) without its sections; or only the first
+    row of a page that is not a transcript, its text cut at a space to at most
+    :data:`TITLE_TEXT_CHARS` characters (the text is escaped, and a character reference holds
+    no space)."""
+    if scope == ALL:
+        return rows
+    if transcript:
+        return rows[:1] if scope == NO_TRANSCRIPT_TEXT else []
+    if scope == NO_TRANSCRIPT_TEXT or not rows:
+        return rows
+    anchor, title, text, *boost = rows[0]
+    if len(text) > TITLE_TEXT_CHARS:
+        cut = text.rfind(" ", 0, TITLE_TEXT_CHARS)
+        text = text[:cut] + " …" if cut > 0 else ""
+    return [[anchor, title, text, *boost]]
