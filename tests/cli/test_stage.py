@@ -164,3 +164,27 @@ def test_dvc_parses_yaml_with_the_c_parser() -> None:
 
     parser = YAML(typ="safe").Parser
     assert parser is not None and parser.__name__ == "CParser", parser
+
+
+def test_the_runner_freezes_the_imported_objects_and_collects_cycles_less_often(
+    kr: Path,
+) -> None:
+    probe = (
+        "import gc, json\n"
+        "from arkai.cli.stage import GC_THRESHOLDS, run_stage\n"
+        "assert gc.get_threshold() != GC_THRESHOLDS and gc.get_freeze_count() == 0\n"
+        "seen = {}\n"
+        "def op(repo, progress):\n"
+        "    # a cycle made during the operation is still collected\n"
+        "    a = []; a.append(a); del a\n"
+        "    seen.update(thresholds=list(gc.get_threshold()), frozen=gc.get_freeze_count(),\n"
+        "                collected=gc.collect(), expected=list(GC_THRESHOLDS))\n"
+        "    return 0\n"
+        "code = run_stage('probe', op, lambda result: result)\n"
+        "print(json.dumps({'code': code, **seen}))\n"
+    )
+    done = sh(kr, sys.executable, "-c", probe)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0 and got["thresholds"] == got["expected"]
+    assert got["frozen"] > 10_000  # the modules' objects, never walked again
+    assert got["collected"] >= 1
