@@ -81,7 +81,6 @@ from arkai.site.search import (
     DEFAULT_INDEX_MB,
     Section,
     encode,
-    is_transcript,
     item_sections,
     search_scope,
     transcript_sections,
@@ -831,7 +830,7 @@ def _scope(build: Path, pages: Iterable[str], budget_mb: float | None) -> tuple[
             size = os.stat(f"{folder}/{src}.json").st_size
         except OSError:
             continue  # no entries file: nothing to count
-        sizes[is_transcript(src)] += size
+        sizes[links.is_transcript(src)] += size
     budget = None if budget_mb is None else int(budget_mb * 1_000_000)
     return search_scope(sizes[1], sizes[0], budget), sizes[0] + sizes[1]
 

@@ -41,7 +41,8 @@ from mkdocs.utils.meta import get_data
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.site.html import MARKER
-from arkai.site.search import ALL, SCOPES, is_transcript, scoped_rows
+from arkai.site.links import is_transcript
+from arkai.site.search import ALL, SCOPES, scoped_rows
 
 SEARCH_INDEX = "search/search_index.json"
 #: Folder of the search entries of each page (``<page>.md.json``), in the build folder.

@@ -38,8 +38,17 @@ def item_page(content_id: str) -> str:
     return f"items/{page_id(content_id)}.md"
 
 
+#: The folder of the transcript pages.
+TRANSCRIPTS = "transcripts/"
+
+
 def transcript_page(content_id: str) -> str:
-    return f"transcripts/{page_id(content_id)}.md"
+    return f"{TRANSCRIPTS}{page_id(content_id)}.md"
+
+
+def is_transcript(src: str) -> bool:
+    """Whether the page (its source path) is a transcript page."""
+    return src.startswith(TRANSCRIPTS)
 
 
 @lru_cache(maxsize=65536)

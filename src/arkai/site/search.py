@@ -150,11 +150,6 @@ def search_scope(transcripts: int, others: int, budget: int | None) -> str:
     return NO_TRANSCRIPT_TEXT if others <= budget else TITLES
 
 
-def is_transcript(src: str) -> bool:
-    """Whether the page (its source path) is a transcript page."""
-    return src.startswith("transcripts/")
-
-
 def scoped_rows(rows: list[list[Any]], transcript: bool, scope: str) -> list[list[Any]]:
     """The rows of a page's entries file (see :func:`encode`) that the index holds in
     ``scope``: all; a transcript's first (its title) without its sections; or only the first
