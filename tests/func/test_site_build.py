@@ -512,6 +512,6 @@ def test_the_search_index_keeps_to_its_budget_and_the_home_page_says_so(
     assert with_budget(None).search_scope == "all"
     assert index_path.read_bytes() == full_index
     assert "search_index_mb" not in (site / "index.html").read_text()
-    for bad in (0, -1, "big", True):
+    for bad in (0, -1, "big", True, float("inf"), float("nan")):
         with pytest.raises(LibraryError, match=r"site\.search_index_mb"):
             with_budget(bad)

@@ -138,11 +138,13 @@ class SiteOptions:
 
         budget = site.get("search_index_mb", DEFAULT_INDEX_MB)
         if budget is not None and (
-            isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0
+            isinstance(budget, bool)
+            or not isinstance(budget, int | float)
+            or not 0 < budget < float("inf")
         ):
             raise LibraryError(
-                "params.yaml site.search_index_mb: expected a number of MB above 0, or null "
-                "for no limit"
+                "params.yaml site.search_index_mb: expected a finite number of MB above 0, or "
+                "null for no limit"
             )
         return cls(positive("entity_min_items"), positive("topic_min_items"),
                    None if budget is None else float(budget))  # fmt: skip

@@ -138,7 +138,7 @@ class Library:
     search_scope: str = ALL
     """What the site's search index covers (:func:`arkai.site.search.search_scope`)."""
     search_bytes: int = 0
-    """The size of every page's search entries files together."""
+    """The size of the item and transcript pages' search entries files together."""
     search_index_mb: float | None = None
     """``params.yaml`` ``site.search_index_mb``, the limit the scope keeps to."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
@@ -288,7 +288,7 @@ def home(lib: Library) -> str:
     out = [f"<h1>{esc(lib.site_name)}</h1>"]
     if lib.search_scope != ALL:
         # Material loads the whole index into the browser: the site says what it left out.
-        size = f"{lib.search_bytes / 1_000_000:.0f}"
+        size = f"{lib.search_bytes / 1_000_000:.3g}"
         budget = lib.search_index_mb
         limit = f" ({budget:g} MB)" if budget is not None else ""
         out.append(
