@@ -11,12 +11,14 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from arkai.site import build as site_build
+from arkai.site import indexes
 from arkai.site.build import build_site, clean
 from arkai.site.collect import sentence_around
 from arkai.site.indexes import said_spans
@@ -397,3 +399,66 @@ def test_a_page_or_search_entry_gone_from_the_build_folder_is_made_again(
     build_site(repo)
     assert page.read_bytes() == want[0]
     assert len(list((docs / "transcripts").glob("*.md"))) == len(item_dirs(repo))
+
+
+def test_pages_a_failed_build_wrote_are_made_again_when_the_inputs_go_back(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that fails after writing library-wide pages leaves those pages made from inputs
+    the summary store never recorded (its transaction is rolled back): when the inputs then
+    return to what the store holds, the pages must not pass as unchanged."""
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    build, site = repo / ".site-build", repo / "site"
+    docs = build / "docs"
+    items = item_dirs(repo)
+    donor = sorted(items)[0]
+    ghost = "feedfacefeedface"
+    folders = copy_item(repo, items[donor], donor, ghost, "Ghost of a failed build")
+    with monkeypatch.context() as patch:
+
+        def fail(*_: object) -> Iterator[indexes.PageOut]:
+            raise site_build.SiteBuildError("a failure after the entity pages")
+            yield  # a generator: it fails when the topic pages are made, not before
+
+        patch.setattr(site_build.indexes, "topic_pages", fail)
+        with pytest.raises(site_build.SiteBuildError):
+            build_site(repo)
+    written = [p for p in (docs / "entities").rglob("*.md") if ghost in p.read_text()]
+    assert written  # the failed build did write entity pages that list the copy
+    for folder in folders:
+        shutil.rmtree(folder)
+    build_site(repo)
+    assert not [p for p in docs.rglob("*.md") if ghost in p.read_text()]
+    assert not [p for p in site.rglob("*.html") if ghost in p.read_text()]
+    assert_as_clean_build(repo, docs, build, site, monkeypatch)
+
+
+def test_an_unfinished_builds_journal_removes_only_pages_inside_the_build_folder(
+    tmp_path: Path,
+) -> None:
+    build = tmp_path / ".site-build"
+    docs, entries = build / "docs", build / "search"
+    (docs / "entities").mkdir(parents=True)
+    (entries / "entities").mkdir(parents=True)
+    page, rows = docs / "entities" / "a.md", entries / "entities" / "a.md.json"
+    page.write_text("stale")
+    rows.write_text("[]")
+    kept = docs / "entities" / "b.md"
+    kept.write_text("not in the journal")
+    outside = tmp_path / "outside.md"
+    outside.write_text("someone's file")
+    (docs / "link.md").symlink_to(outside)
+    journal = build / site_build.JOURNAL
+    journal.write_text(
+        "\n".join([
+            json.dumps("entities/a.md"), json.dumps("../../outside.md"), json.dumps("/etc/x"),
+            json.dumps("link.md"), json.dumps("entities/./b.md"), json.dumps(["entities/b.md"]),
+            "{not json", json.dumps("entities\\b.md"), "",
+        ]) + "\n"
+    )  # fmt: skip
+    site_build._undo_unfinished(build, journal)
+    assert not page.exists() and not rows.exists() and not journal.exists()
+    assert kept.read_text() == "not in the journal"
+    assert outside.read_text() == "someone's file" and (docs / "link.md").is_symlink()
+    site_build._undo_unfinished(build, journal)  # no journal: nothing to do

@@ -94,6 +94,8 @@ GENERATOR_VERSION = "2"
 #: The summaries cache of earlier versions (one JSON file, read whole): removed.
 LEGACY_CACHE = "cache.json"
 STATE = "state.json"
+#: The pages the build in progress is writing (:func:`_undo_unfinished`).
+JOURNAL = "writing.jsonl"
 CONFIG = "mkdocs.yml"
 MAX_RELATED = 10
 MAX_TOPICS = 20
@@ -499,9 +501,16 @@ def code_digest() -> str:
 
 
 def _write(
-    build: Path, src: str, text: str, sections: list[Section] | None, report: SiteReport
+    build: Path,
+    src: str,
+    text: str,
+    sections: list[Section] | None,
+    report: SiteReport,
+    journal: _Journal,
 ) -> None:
-    """The page, and its search entries beside it (``search/<page>.json``)."""
+    """The page, and its search entries beside it (``search/<page>.json``), noted in the
+    build's journal first."""
+    journal.note(src)
     if write_page(build / DOCS_DIR / src, text.encode("utf-8")):
         report.pages_written += 1
     if sections is not None:
@@ -592,8 +601,62 @@ def generate_pages(
         "directory_urls": urls.directory_urls,
     }
     (build / LEGACY_CACHE).unlink(missing_ok=True)
-    with SummaryStore(build, setting) as store:
-        return _generate(root, store, user, urls, options, report, progress)
+    build.mkdir(parents=True, exist_ok=True)
+    journal = build / JOURNAL
+    _undo_unfinished(build, journal)
+    # The store commits when the pages are all written (on leaving its block, before the
+    # journal's): a build that stops before leaves the journal for the next one.
+    with _Journal(journal) as log, SummaryStore(build, setting) as store:
+        lib = _generate(root, store, user, urls, options, report, progress, log)
+    journal.unlink()
+    return lib
+
+
+class _Journal:
+    """The pages a build is writing, one JSON string a line, each flushed before its page is
+    written (see :func:`_undo_unfinished`)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = path.open("a", encoding="utf-8")
+
+    def __enter__(self) -> _Journal:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._fh.close()
+
+    def note(self, src: str) -> None:
+        self._fh.write(json.dumps(src) + "\n")
+        self._fh.flush()
+
+
+def _undo_unfinished(build: Path, journal: Path) -> None:
+    """Remove the pages (and their search entries) that a build which did not finish wrote.
+
+    Such a build wrote them from inputs its summary store never recorded (the store's
+    transaction was rolled back, or never committed): were the inputs to go back to what the
+    store holds, the pages would pass as made from them. A page that is gone is made again
+    (:func:`_generate` checks that each page it keeps is there). A line that is not a page's
+    path inside the build folder is skipped (the journal is a file like any other)."""
+    try:
+        lines = journal.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return
+    for line in lines:
+        try:
+            src = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(src, str) or not src or src.startswith("/") or "\\" in src:
+            continue
+        parts = src.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            continue
+        for path in (build / DOCS_DIR / src, build / SEARCH_DIR / f"{src}.json"):
+            with suppress(OSError):
+                if not path.is_symlink() and path.is_file():
+                    path.unlink()
+    journal.unlink()
 
 
 def _generate(
@@ -604,6 +667,7 @@ def _generate(
     options: SiteOptions,
     report: SiteReport,
     progress: Callable[[int, int], None] | None,
+    journal: _Journal,
 ) -> Library:
     build = root / BUILD_DIR
     docs = build / DOCS_DIR
@@ -693,7 +757,7 @@ def _generate(
         if not fresh(entry, "transcript_key", entry["digest"], src):
             data = data or load_item(_with_metadata(item))
             text = render_transcript_page(data, slim, urls)
-            _write(build, src, text, transcript_sections(data, slim["title"]), report)
+            _write(build, src, text, transcript_sections(data, slim["title"]), report, journal)
             entry["transcript_key"] = entry["digest"]
             regenerated.add(item.id)
             touched.add(item.id)
@@ -765,7 +829,7 @@ def _generate(
                 )
                 for anchor, heading, value in wisdom_sections(data)
             ]
-            _write(build, src, text, item_sections(data, summary, wisdom), report)
+            _write(build, src, text, item_sections(data, summary, wisdom), report, journal)
             entry["item_key"] = item_key
             regenerated.add(cid)
             touched.add(cid)
@@ -805,7 +869,7 @@ def _generate(
     for page_src, body, sections in pages:
         keep.add(page_src)
         if body is not None:
-            _write(build, page_src, body, sections, report)
+            _write(build, page_src, body, sections, report, journal)
     for name, src in (("arkai.css", CSS), ("arkai.js", JS)):
         keep.add(src)
         write_page(docs / src, _asset(name))
