@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from arkai.site import indexes
 from arkai.site.build import build_site, clean
 from arkai.site.collect import sentence_around
 from arkai.site.indexes import said_spans
-from tests.conftest import Runner
+from tests.conftest import Runner, sh
 from tests.func.test_site_build import check_links, html_text, item_dirs, make_repo
 
 #: A user hook that records, once MkDocs has read every page and before it renders any,
@@ -431,6 +433,44 @@ def test_pages_a_failed_build_wrote_are_made_again_when_the_inputs_go_back(
     build_site(repo)
     assert not [p for p in docs.rglob("*.md") if ghost in p.read_text()]
     assert not [p for p in site.rglob("*.html") if ghost in p.read_text()]
+    assert_as_clean_build(repo, docs, build, site, monkeypatch)
+
+
+KILLED_BUILD = """
+import os, signal, sys
+from pathlib import Path
+from arkai.site import build, indexes
+
+def topic_pages(*_):
+    os.kill(os.getpid(), signal.SIGKILL)  # after the entity pages, before the store commits
+    yield
+
+indexes.topic_pages = topic_pages
+build.build_site(Path(sys.argv[1]))
+"""
+
+
+def test_a_build_killed_after_its_entity_pages_leaves_none_stale(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    build, site = repo / ".site-build", repo / "site"
+    docs = build / "docs"
+    items = item_dirs(repo)
+    donor = sorted(items)[0]
+    ghost = "deadbeefdeadbeef"
+    folders = copy_item(repo, items[donor], donor, ghost, "Ghost of a killed build")
+    (tmp_path / "killed.py").write_text(KILLED_BUILD)
+    done = sh(tmp_path, sys.executable, tmp_path / "killed.py", repo, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert [p for p in (docs / "entities").rglob("*.md") if ghost in p.read_text()]
+    assert (build / site_build.JOURNAL).is_file()
+    for folder in folders:
+        shutil.rmtree(folder)
+    build_site(repo)
+    assert not [p for p in docs.rglob("*.md") if ghost in p.read_text()]
+    assert not (build / site_build.JOURNAL).exists()
     assert_as_clean_build(repo, docs, build, site, monkeypatch)
 
 
