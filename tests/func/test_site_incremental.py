@@ -403,39 +403,6 @@ def test_a_page_or_search_entry_gone_from_the_build_folder_is_made_again(
     assert len(list((docs / "transcripts").glob("*.md"))) == len(item_dirs(repo))
 
 
-def test_pages_a_failed_build_wrote_are_made_again_when_the_inputs_go_back(
-    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A build that fails after writing library-wide pages leaves those pages made from inputs
-    the summary store never recorded (its transaction is rolled back): when the inputs then
-    return to what the store holds, the pages must not pass as unchanged."""
-    repo = make_repo(tmp_path, arkai)
-    build_site(repo)
-    build, site = repo / ".site-build", repo / "site"
-    docs = build / "docs"
-    items = item_dirs(repo)
-    donor = sorted(items)[0]
-    ghost = "feedfacefeedface"
-    folders = copy_item(repo, items[donor], donor, ghost, "Ghost of a failed build")
-    with monkeypatch.context() as patch:
-
-        def fail(*_: object) -> Iterator[indexes.PageOut]:
-            raise site_build.SiteBuildError("a failure after the entity pages")
-            yield  # a generator: it fails when the topic pages are made, not before
-
-        patch.setattr(site_build.indexes, "topic_pages", fail)
-        with pytest.raises(site_build.SiteBuildError):
-            build_site(repo)
-    written = [p for p in (docs / "entities").rglob("*.md") if ghost in p.read_text()]
-    assert written  # the failed build did write entity pages that list the copy
-    for folder in folders:
-        shutil.rmtree(folder)
-    build_site(repo)
-    assert not [p for p in docs.rglob("*.md") if ghost in p.read_text()]
-    assert not [p for p in site.rglob("*.html") if ghost in p.read_text()]
-    assert_as_clean_build(repo, docs, build, site, monkeypatch)
-
-
 KILLED_BUILD = """
 import os, signal, sys
 from pathlib import Path
@@ -450,26 +417,44 @@ build.build_site(Path(sys.argv[1]))
 """
 
 
-def test_a_build_killed_after_its_entity_pages_leaves_none_stale(
-    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("stop", ["error", "sigkill"])
+def test_pages_an_unfinished_build_wrote_are_made_again_when_the_inputs_go_back(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch, stop: str
 ) -> None:
+    """A build that stops after writing library-wide pages (an error, or the process killed)
+    leaves those pages made from inputs the summary store never recorded (its transaction is
+    rolled back or never committed): when the inputs then return to what the store holds,
+    the pages must not pass as unchanged."""
     repo = make_repo(tmp_path, arkai)
     build_site(repo)
     build, site = repo / ".site-build", repo / "site"
     docs = build / "docs"
     items = item_dirs(repo)
     donor = sorted(items)[0]
-    ghost = "deadbeefdeadbeef"
-    folders = copy_item(repo, items[donor], donor, ghost, "Ghost of a killed build")
-    (tmp_path / "killed.py").write_text(KILLED_BUILD)
-    done = sh(tmp_path, sys.executable, tmp_path / "killed.py", repo, check=False)
-    assert done.returncode == -signal.SIGKILL, done.stderr
+    ghost = "feedfacefeedface"
+    folders = copy_item(repo, items[donor], donor, ghost, "Ghost of an unfinished build")
+    if stop == "sigkill":
+        (tmp_path / "killed.py").write_text(KILLED_BUILD)
+        done = sh(tmp_path, sys.executable, tmp_path / "killed.py", repo, check=False)
+        assert done.returncode == -signal.SIGKILL, done.stderr
+    else:
+        with monkeypatch.context() as patch:
+
+            def fail(*_: object) -> Iterator[indexes.PageOut]:
+                raise site_build.SiteBuildError("a failure after the entity pages")
+                yield  # a generator: it fails when the topic pages are made, not before
+
+            patch.setattr(site_build.indexes, "topic_pages", fail)
+            with pytest.raises(site_build.SiteBuildError):
+                build_site(repo)
+    # The unfinished build did write entity pages that list the copy.
     assert [p for p in (docs / "entities").rglob("*.md") if ghost in p.read_text()]
     assert (build / site_build.JOURNAL).is_file()
     for folder in folders:
         shutil.rmtree(folder)
     build_site(repo)
     assert not [p for p in docs.rglob("*.md") if ghost in p.read_text()]
+    assert not [p for p in site.rglob("*.html") if ghost in p.read_text()]
     assert not (build / site_build.JOURNAL).exists()
     assert_as_clean_build(repo, docs, build, site, monkeypatch)
 
