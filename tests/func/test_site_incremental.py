@@ -474,11 +474,16 @@ def test_an_unfinished_builds_journal_removes_only_pages_inside_the_build_folder
     outside = tmp_path / "outside.md"
     outside.write_text("someone's file")
     (docs / "link.md").symlink_to(outside)
+    (tmp_path / "elsewhere").mkdir()
+    far = tmp_path / "elsewhere" / "x.md"
+    far.write_text("through a linked folder")
+    (docs / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     journal = build / site_build.JOURNAL
     journal.write_text(
         "\n".join([
             json.dumps("entities/a.md"), json.dumps("../../outside.md"), json.dumps("/etc/x"),
-            json.dumps("link.md"), json.dumps("entities/./b.md"), json.dumps(["entities/b.md"]),
+            json.dumps("link.md"), json.dumps("linked/x.md"), json.dumps("entities/./b.md"),
+            json.dumps(["entities/b.md"]),
             "{not json", json.dumps("entities\\b.md"), "",
         ]) + "\n"
     )  # fmt: skip
@@ -486,4 +491,5 @@ def test_an_unfinished_builds_journal_removes_only_pages_inside_the_build_folder
     assert not page.exists() and not rows.exists() and not journal.exists()
     assert kept.read_text() == "not in the journal"
     assert outside.read_text() == "someone's file" and (docs / "link.md").is_symlink()
+    assert far.read_text() == "through a linked folder"
     site_build._undo_unfinished(build, journal)  # no journal: nothing to do

@@ -39,12 +39,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
+from arkai.adapters.fs import atomic_write_bytes, atomic_write_text, check_inside
 from arkai.adapters.layout import INDEX, Item, item_at, item_folders, load_metadata
 from arkai.adapters.memory import read_changes, read_state, state_digest
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
-from arkai.errors import ArkaiError, LibraryError
+from arkai.errors import ArkaiError, LibraryError, UnsafeFileError
 from arkai.search.topics import chunk_offsets
 from arkai.site import indexes, links
 from arkai.site.collect import (
@@ -637,11 +637,14 @@ def _undo_unfinished(build: Path, journal: Path) -> None:
     transaction was rolled back, or never committed): were the inputs to go back to what the
     store holds, the pages would pass as made from them. A page that is gone is made again
     (:func:`_generate` checks that each page it keeps is there). A line that is not a page's
-    path inside the build folder is skipped (the journal is a file like any other)."""
+    path inside the build folder, reached through real folders (``check_inside``) and not
+    itself a link, is skipped (the journal is a file like any other)."""
     try:
         lines = journal.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return
+    docs, entries = build / DOCS_DIR, build / SEARCH_DIR
+    listed: set[str] = set()
     for line in lines:
         try:
             src = json.loads(line)
@@ -649,13 +652,18 @@ def _undo_unfinished(build: Path, journal: Path) -> None:
             continue
         if not isinstance(src, str) or not src or src.startswith("/") or "\\" in src:
             continue
-        parts = src.split("/")
-        if any(part in ("", ".", "..") for part in parts):
+        if any(part in ("", ".", "..") for part in src.split("/")):
             continue
-        for path in (build / DOCS_DIR / src, build / SEARCH_DIR / f"{src}.json"):
-            with suppress(OSError):
-                if not path.is_symlink() and path.is_file():
-                    path.unlink()
+        try:
+            for folder, path in ((docs, docs / src), (entries, entries / f"{src}.json")):
+                check_inside(path, folder)  # no linked folder on the way
+                if path.is_symlink():
+                    raise UnsafeFileError(f"{path}: a link")
+        except UnsafeFileError:
+            continue
+        listed.add(src)
+    _remove_files(docs, listed)
+    _remove_files(entries, listed, ".json")
     journal.unlink()
 
 
