@@ -296,6 +296,34 @@ def test_updated_counts_refuse_blocks_out_of_their_kept_order() -> None:
     assert empty is not None and empty.sizes == [0] and len(empty.doc_len) == 0
 
 
+def test_an_update_reads_no_more_pairs_than_its_budget() -> None:
+    """Past ``max_read`` read (term, document) pairs the update stops (None: the caller builds
+    from every segment, in bounded memory) and reads no further segment; at the budget it
+    still gives every segment's frequencies."""
+    docs = {"x": [["a", "b"]], "y": [["b", "c"], ["c"]], "z": [["d", "d", "e"]]}
+    segs = {n: encode_segment(d) for n, d in docs.items()}
+    counts = TermCounts.from_segments([segs["x"]], ["x"])
+    read: list[str] = []
+
+    def reader(name: str) -> Callable[[], bytes]:
+        def segment() -> bytes:
+            read.append(name)
+            return segs[name]
+
+        return segment
+
+    plan: list[int | Callable[[], bytes]] = [0, reader("y"), reader("z")]
+    # y holds 3 distinct pairs (b and c in its first document, c in its second), z 2.
+    assert counts.update(plan, ["x", "y", "z"], max_read=4) is None
+    assert read == ["y", "z"]
+    read.clear()
+    assert counts.update(plan, ["x", "y", "z"], max_read=2) is None
+    assert read == ["y"]  # z never read
+    at_budget = counts.update(plan, ["x", "y", "z"], max_read=5)
+    assert at_budget is not None
+    _counts_equal(at_budget, TermCounts.from_segments(segs.values(), list(segs)))
+
+
 def test_kept_counts_that_do_not_add_up_are_not_used(tmp_path: Path) -> None:
     """A kept file whose digest fails, or one re-sealed with a digest that holds but whose
     arrays do not add up, is not used (the caller reads every segment)."""

@@ -447,7 +447,9 @@ def topics_step(root: Path) -> dict[str, Any]:
     return step(root, "topics")
 
 
-def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Path) -> None:
+def test_incremental_builds_equal_a_build_from_scratch(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from arkai.ops.index import run_index
 
     # Each item keeps one RELATED_TO neighbour (index.graph.max_related): the cached lists
@@ -492,6 +494,16 @@ def test_incremental_builds_equal_a_build_from_scratch(repo: Path, tmp_path: Pat
     # The BM25 frequencies: the kept ones, with only the changed item's segment read.
     assert step(repo, "lexical")["segments_read"] == 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # More new (term, document) pairs than an update reads in bounded memory: the
+    # frequencies are built from every item's segment instead, the same index.
+    from arkai.search import bm25
+
+    monkeypatch.setattr(bm25, "UPDATE_READ_PAIRS", 0)
+    transcript.write_bytes(transcript.read_bytes() + b"Mite counts fall after treatment.\n")
+    run_index(Repo.at(repo))
+    assert step(repo, "lexical")["segments_read"] == 2
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    monkeypatch.undo()
     # A cached ranking made under other frequencies (another context digest) is not used.
     from arkai.adapters.itemtable import seal_row
     from arkai.ops.index import RANKINGS

@@ -735,8 +735,10 @@ def _term_counts(
     many items' ``tokens`` segments were read: from those kept in ``path`` (the last build's,
     :meth:`arkai.search.bm25.TermCounts.save`) for items whose content ID and inputs key are
     the kept ones, so only the others' segments are read (``full``, a kept file that is
-    missing or damaged, or items in another order than kept: every item's); kept again for
-    the next build. The same frequencies either way (tested), so the same index."""
+    missing or damaged, items in another order than kept, or more new segments than an
+    update reads in bounded memory — :data:`arkai.search.bm25.UPDATE_READ_PAIRS`: every
+    item's); kept again for the next build. The same frequencies either way (tested), so the
+    same index."""
     from arkai.search.bm25 import TermCounts
 
     names = [f"{d.item.id} {d.key}" for d in loaded]
@@ -753,10 +755,13 @@ def _term_counts(
         ]
         counts = kept.update(plan, names)
         read = sum(not isinstance(p, int) for p in plan)
+        del plan
+    kept_names = None if kept is None else kept.names
+    del kept  # (its arrays, before a build from every segment)
     if counts is None:
         counts = TermCounts.from_segments((_segment(d, ip, settings, cache) for d in loaded), names)
         read = len(loaded)
-    if kept is None or counts.names != kept.names:
+    if counts.names != kept_names:
         counts.save(path)
     return counts, read
 

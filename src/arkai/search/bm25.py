@@ -345,6 +345,11 @@ COUNTS_FORMAT = 1
 #: A reused block, or a segment to read: one entry of :meth:`TermCounts.update`'s plan.
 Block = int | Callable[[], bytes]
 
+#: The most (term, document) pairs :meth:`TermCounts.update` reads before it leaves the build
+#: to :meth:`TermCounts.from_segments` (≈ 200 MB of its temporaries; about 3,000 of the
+#: benchmark's ten-minute talks).
+UPDATE_READ_PAIRS = 2_000_000
+
 
 @dataclass
 class TermCounts:
@@ -426,13 +431,20 @@ class TermCounts:
                    list(names) if names is not None else [str(i) for i in range(len(sizes))],
                    sizes)  # fmt: skip
 
-    def update(self, plan: Sequence[Block], names: Sequence[str]) -> TermCounts | None:
+    def update(
+        self, plan: Sequence[Block], names: Sequence[str], *, max_read: int | None = None
+    ) -> TermCounts | None:
         """The frequencies of the blocks ``plan`` names, in order — each an int (this one's
         block of that number, reused) or a callable giving a segment (read now) — named
         ``names``: what :meth:`from_segments` gives for those segments, computed from the
         reused blocks' kept frequencies (array work over them) and the read segments only.
         None when the reused blocks are not in their kept order (then every segment must be
-        read: rows would need sorting again)."""
+        read: rows would need sorting again), and as soon as the read segments hold more than
+        ``max_read`` distinct (term, document) pairs (:data:`UPDATE_READ_PAIRS` when None,
+        read at the call): the update's temporaries take about 100
+        bytes a read pair (its first build after a 100-item seed: 1.2 GB at 10,000 items),
+        :meth:`from_segments`'s stay bounded, so most of a library read again is built that
+        way."""
         reused = [p for p in plan if isinstance(p, int)]
         if (
             len(names) != len(plan)
@@ -448,13 +460,17 @@ class TermCounts:
         sizes: list[int] = []
         shift = np.zeros(len(self.sizes), dtype=np.int64)
         gone = np.ones(len(self.sizes), dtype=bool)  # the kept blocks no longer in the plan
-        at = 0
+        budget = UPDATE_READ_PAIRS if max_read is None else max_read
+        at = pairs_read = 0
         for p in plan:
             if isinstance(p, int):
                 shift[p], gone[p] = at - old_starts[p], False
                 size = self.sizes[p]
             else:
                 seg_terms, pairs = _local_pairs(p())
+                pairs_read += len(pairs.local)
+                if pairs_read > budget:
+                    return None
                 read.append((at, seg_terms, pairs))
                 size = len(pairs.lens)
             sizes.append(size)
