@@ -441,10 +441,9 @@ class TermCounts:
         None when the reused blocks are not in their kept order (then every segment must be
         read: rows would need sorting again), and as soon as the read segments hold more than
         ``max_read`` distinct (term, document) pairs (:data:`UPDATE_READ_PAIRS` when None,
-        read at the call): the update's temporaries take about 100
-        bytes a read pair (its first build after a 100-item seed: 1.2 GB at 10,000 items),
-        :meth:`from_segments`'s stay bounded, so most of a library read again is built that
-        way."""
+        read at the call): the update's temporaries take about 100 bytes a read pair (a first
+        build after a 100-item seed: 1.2 GB at 10,000 items), :meth:`from_segments`'s stay
+        bounded, so most of a library read again is built that way."""
         reused = [p for p in plan if isinstance(p, int)]
         if (
             len(names) != len(plan)
