@@ -92,6 +92,26 @@ def test_a_changed_item_mid_timeline_equals_a_replay_from_scratch(kr: Path, tmp_
     assert outputs(kr) == from_scratch(kr, tmp_path)
 
 
+def test_a_build_logs_its_steps_with_their_peak_memory(kr: Path) -> None:
+    """The run's events name the build's steps in order, each with the process's peak memory
+    when it ended (what sets the stage's peak) and what it did."""
+    from arkai.adapters.events import list_runs, read_events
+
+    for _ in range(2):  # a replay from scratch, then one from the log
+        result = op.build(Repo.at(kr))
+        run = list_runs(kr)[-1]
+        events = read_events(kr / ".arkai" / "runs" / run / "events.jsonl")
+        assert events[0]["pipeline"] == "beliefs"
+        steps = [e for e in events if e["type"] == "StepCompleted"]
+        assert [e["step"] for e in steps] == ["episodes", "vectors", "replay", "write"]
+        peaks = [e["maxrss_mb"] for e in steps]
+        assert all(isinstance(m, float) and m > 0 for m in peaks) and peaks == sorted(peaks)
+        assert steps[0]["episodes"] == result.episodes
+        assert steps[1]["embedded"] == result.embedded
+        assert (steps[2]["beliefs"], steps[2]["decided"]) == (result.beliefs, result.decided)
+    assert result.decided == 0  # (the second build: every outcome from the log)
+
+
 def test_a_decision_replays_everything(kr: Path, tmp_path: Path) -> None:
     op.build(Repo.at(kr))
     state = op.load(Repo.at(kr))

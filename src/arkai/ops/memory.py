@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from arkai.adapters import memory as files
+from arkai.adapters.events import RunLog
 from arkai.adapters.fs import atomic_write_text, read_repo_file
 from arkai.adapters.repo import Repo
 from arkai.core.hashing import text_digest
@@ -193,21 +194,29 @@ def checker(repo: Repo) -> tuple[Checker, str]:
 
 def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
     """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage), logged as a run."""
-    with repo.run("beliefs"):
-        return _build(repo, progress)
+    with repo.run("beliefs") as log:
+        return _build(repo, progress, log)
 
 
 #: Bump when the replay's rules change: a persisted replay log of an older version is unused.
 REPLAY_VERSION = 2
 
 
-def _build(repo: Repo, progress: Progress | None) -> BuildResult:
+def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
+    """The build in the run's steps (episodes, vectors, replay, write): each step's event
+    records the process's peak memory when it ended."""
     params = replay_params(repo)
     check, check_label = checker(repo)
-    episodes = collect_episodes(repo, cached=True)
+    with log.step("episodes") as info:
+        episodes = collect_episodes(repo, cached=True)
+        info["episodes"] = len(episodes)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
-    vectors, embedded, model = embed_statements(repo, [e.statement for e in episodes], progress)
+    with log.step("vectors") as info:
+        statements = [e.statement for e in episodes]
+        vectors, embedded, model = embed_statements(repo, statements, progress)
+        del statements
+        info["embedded"] = embedded
     header = {
         "format": 1,
         "as_of": None,
@@ -220,14 +229,20 @@ def _build(repo: Repo, progress: Progress | None) -> BuildResult:
             "decisions": raw, "model": model, "candidates": CANDIDATES}  # fmt: skip
     key = text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
     folder = files.cache_dir(repo.root)
-    resume = load_log(folder, key)
-    result = replay(
-        episodes, vectors, params=params, decisions=decisions, check=check, resume=resume
-    )
-    header["as_of"] = result.as_of
-    changed = files.write_state(repo.root, header, result.beliefs, result.changes, result.vectors)
-    if result.log is not None:
-        save_log(folder, key, result.log)
+    with log.step("replay") as info:
+        resume = load_log(folder, key)
+        result = replay(
+            episodes, vectors, params=params, decisions=decisions, check=check, resume=resume
+        )
+        del resume
+        info.update(beliefs=len(result.beliefs), decided=result.decided)
+    with log.step("write"):
+        header["as_of"] = result.as_of
+        changed = files.write_state(
+            repo.root, header, result.beliefs, result.changes, result.vectors
+        )
+        if result.log is not None:
+            save_log(folder, key, result.log)
     counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
     return BuildResult(
         len(episodes), len(result.beliefs), counts, embedded, changed, result.resumed_at,
