@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from arkai.errors import ArkaiError
+from arkai.search.topics import iter_topics_json
 from arkai.site import build as site_build
 from arkai.site import indexes
 from arkai.site.build import build_site, clean
@@ -311,6 +312,50 @@ def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> No
     assert got == {"a": ([0, 2], 2),
                    "b": ([3 + c for c in range(1, 1 + indexes.CHUNK_LINKS)], 11)}  # fmt: skip
     assert set(per_item) == {"a", "b"}
+
+
+def test_each_items_topics_are_its_best_by_relevance_then_term(tmp_path: Path) -> None:
+    """Per item, the site lists its first :data:`site_build.MAX_TOPICS` topics by relevance,
+    then term — what sorting every ``(relevance, term)`` pair gives — whether topics.json is
+    in the index stage's form (read by the patterns) or another (decoded), with an item named
+    twice under one term, terms out of order and more terms than are listed."""
+    import random
+
+    rng = random.Random(17)
+    ids = [f"item-{n}" for n in range(6)]
+    terms = [f"term {rng.randrange(10**6):06d}" for _ in range(60)]
+    topics: dict[str, Any] = {}
+    for term in terms:
+        entries = [
+            {"chunks": sorted(rng.sample(range(9), rng.randrange(4))), "content_id": cid,
+             "relevance": rng.choice(["high", "medium", "low"])}
+            for cid in rng.sample(ids, rng.randrange(1, 5))
+        ]  # fmt: skip
+        if rng.random() < 0.2:  # the same item again, perhaps of another relevance
+            entries.append(dict(entries[0], relevance=rng.choice(["high", "low"])))
+        topics[term] = {"items": entries}
+    index = tmp_path / "index"
+    index.mkdir()
+    listed = [{"id": cid, "chunks": 9} for cid in ids]
+    (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
+    rank = {"high": 0, "medium": 1, "low": 2}
+    want: dict[str, list[list[str]]] = {}
+    pairs: dict[str, list[tuple[int, str]]] = {}
+    for term, topic in topics.items():
+        for e in topic["items"]:
+            pairs.setdefault(e["content_id"], []).append((rank[e["relevance"]], term))
+    for cid, found in pairs.items():
+        want[cid] = [[t, r] for n, t in sorted(found)[: site_build.MAX_TOPICS]
+                     for r in rank if rank[r] == n]  # fmt: skip
+    assert any(len(found) > site_build.MAX_TOPICS for found in pairs.values())
+    doc = {"version": 2, "topics": topics, "synonyms": {}}
+    compact = "".join(b.decode() for b in iter_topics_json(doc))
+    for text in (compact, json.dumps(doc, indent=1)):  # the index stage's form; another
+        (index / "topics.json").write_text(text)
+        loaded, per_item = site_build._load_topics(index)
+        assert per_item == want
+        assert set(loaded) == set(topics)
+        assert sum(len(t.items) for t in loaded.values()) == sum(len(p) for p in pairs.values())
 
 
 def test_a_malformed_catalog_is_named(tmp_path: Path) -> None:

@@ -1,0 +1,46 @@
+"""bench/site_topics.py: the synthetic index is what the index stage writes (every entry read
+by the site's patterns, none decoded), and a measured run reports the counts it read."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from arkai.site import build as site_build
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    path = ROOT / "bench" / "site_topics.py"
+    spec = importlib.util.spec_from_file_location("bench_site_topics", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_site_topics"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_synthetic_index_is_read_as_the_index_stage_writes_it(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = tmp_path / "index"
+    bench.make_index(index, 200)
+
+    def no_decoding(*_: object) -> None:
+        raise AssertionError("a topic of the synthetic index was decoded")
+
+    with monkeypatch.context() as m:
+        m.setattr(site_build, "_topic_items", no_decoding)
+        topics, per_item = site_build._load_topics(index)
+    assert sum(len(t.items) for t in topics.values()) == 200 * bench.TOPICS_PER_ITEM
+    assert len(per_item) == 200
+    assert all(len(v) == site_build.MAX_TOPICS for v in per_item.values())
+    got = bench.measure(index, 1)
+    assert got["entries"] == 200 * bench.TOPICS_PER_ITEM
+    assert got["topics"] == len(topics) and got["items_with_topics"] == 200
+    assert got["cpu_s_median"] > 0 and got["maxrss_mb_median"] > 0
