@@ -8,6 +8,7 @@ trusted."""
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -319,8 +320,6 @@ def test_each_items_topics_are_its_best_by_relevance_then_term(tmp_path: Path) -
     then term — what sorting every ``(relevance, term)`` pair gives — whether topics.json is
     in the index stage's form (read by the patterns) or another (decoded), with an item named
     twice under one term, terms out of order and more terms than are listed."""
-    import random
-
     rng = random.Random(17)
     ids = [f"item-{n}" for n in range(6)]
     terms = [f"term {rng.randrange(10**6):06d}" for _ in range(60)]
