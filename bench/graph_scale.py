@@ -30,11 +30,10 @@ from typing import Any
 CHILD = """
 import json, random, sys, time
 from pathlib import Path
-from arkai.adapters.itemcache import ItemCache
 from arkai.search.graph import GraphItem, GraphSettings, features, node_id
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
 from arkai.adapters.fs import write_chunks_if_changed, write_if_changed
-from arkai.search.graphcache import update_related
+from arkai.search.graphcache import related_table, update_related
 
 root, phase, n, k, vocab, cap = Path(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:7])
 if phase == "site":
@@ -60,19 +59,22 @@ if phase == "changed":
     items[n // 2] = item(n // 2, salt=1)
 started = time.process_time()
 nodes = {node_id("content", it.content_id): it for it in items}
+table = related_table(root)
 up = update_related({m: features(it) for m, it in nodes.items()},
-                    {m: it.content_id for m, it in nodes.items()}, ItemCache(root), 2, cap)
+                    {m: it.content_id for m, it in nodes.items()}, table, 2, cap)
+table.save(prune=True)  # as the index stage does (arkai.ops.index._graph)
 related_s = time.process_time() - started
 parts_started = time.process_time()
-store = PartStore(root)
-graph = graph_parts(items, GraphSettings(max_related=cap), up.edges, store)
-parts_s = time.process_time() - parts_started
 index = root / "index"
-# The index stage's writers (arkai.ops.index._graph).
-write_chunks_if_changed(index / "graph.json", iter_json(graph))
-write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
+index.mkdir(exist_ok=True)
+with PartStore(root) as store:
+    graph = graph_parts(items, GraphSettings(max_related=cap), up.edges, store)
+    parts_s = time.process_time() - parts_started
+    # The index stage's writers (arkai.ops.index._graph); the parts read back are written out
+    # from the store, so it stays open until they are.
+    write_chunks_if_changed(index / "graph.json", iter_json(graph))
+    write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
 write_if_changed(index / "related.jsonl", related_jsonl(graph))
-store.close()  # the parts read back were written out from it
 print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up.changed,
                   "neighbour_lists_merged": up.merged,
                   "neighbour_lists_recomputed": up.recomputed,
