@@ -31,8 +31,9 @@ TOPICS_PER_ITEM = 30
 ITEMS_PER_TOPIC = 18
 
 RUN = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
+from arkai.adapters.events import maxrss_mb
 from arkai.cli.stage import tune_gc
 from arkai.site.build import _load_topics
 tune_gc()
@@ -41,7 +42,7 @@ topics, per_item = _load_topics(Path(sys.argv[1]))
 cpu = time.process_time() - t
 print(json.dumps({"cpu_s": cpu, "topics": len(topics), "items": len(per_item),
                   "entries": sum(len(x.items) for x in topics.values()),
-                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "maxrss_mb": maxrss_mb()}))  # this program's own peak (VmHWM), not its parent's
 """
 
 

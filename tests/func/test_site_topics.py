@@ -21,6 +21,7 @@ from arkai.search.topics import iter_topics_json
 from arkai.site import build as site_build
 from arkai.site import indexes
 from arkai.site.build import build_site, clean
+from arkai.site.indexes import TopicEntry
 from arkai.site.store import SummaryStore
 from tests.conftest import Runner
 from tests.func.test_site_build import item_dirs, make_repo
@@ -286,8 +287,9 @@ def test_topics_as_the_index_writes_them_are_read_without_decoding() -> None:
     assert got is not None
     assert got == (site_build._topic_items(json.loads(text[: got[1]]), {"x": 10, "y": 0}),
                    len(text) - len(" tail"))  # fmt: skip
-    assert got[0][0] == {"content_id": "x", "relevance": "medium", "chunks": [14, 19],
-                         "passages": 2}  # fmt: skip
+    assert got[0][0] == TopicEntry("x", "medium", [14, 19], 2)
+    assert got[0][0]._asdict() == {"content_id": "x", "relevance": "medium", "chunks": [14, 19],
+                                   "passages": 2}  # fmt: skip
     assert site_build._scan_topic(text.replace('"y"', '"\\u0079"'), 0, {}) is None
     assert site_build._scan_topic('{"items":[]}', 0, None) == ([], 12)
     assert site_build._scan_topic('{"items": []}', 0, None) is None
@@ -309,7 +311,7 @@ def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> No
     listed = [{"id": "a", "chunks": 3}, {"id": "b", "chunks": 12}, {"id": "x"}, {"id": "c"}]
     (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
     topics, per_item = site_build._load_topics(index)
-    got = {i["content_id"]: (i["chunks"], i["passages"]) for i in topics["t"].items}
+    got = {i.content_id: (i.chunks, i.passages) for i in topics["t"].items}
     assert got == {"a": ([0, 2], 2),
                    "b": ([3 + c for c in range(1, 1 + indexes.CHUNK_LINKS)], 11)}  # fmt: skip
     assert set(per_item) == {"a", "b"}
@@ -424,11 +426,8 @@ def test_a_topic_key_moves_with_everything_its_page_shows() -> None:
     ) -> str:
         summaries = [{"id": "a1", "title": titles[0], "lines": lines},
                      {"id": "b2", "title": titles[1], "lines": 10}]  # fmt: skip
-        items = [
-            {"content_id": "a1", "relevance": relevance, "chunks": list(chunks),
-             "passages": passages},
-            {"content_id": "b2", "relevance": "low", "chunks": [5], "passages": 1},
-        ]  # fmt: skip
+        items = [TopicEntry("a1", relevance, list(chunks), passages),
+                 TopicEntry("b2", "low", [5], 1)]  # fmt: skip
         lib = Library(summaries, "S", Urls(directory_urls),
                       topics={term: Topic(term, items, list(synonyms))})  # fmt: skip
         lib.chunk_digests = {0: (digest, *span), 1: (b"e" * 16, 3, 3), 5: (b"f" * 16, 1, 1)}
@@ -543,10 +542,7 @@ def test_a_listed_items_chunks_are_not_in_the_topic_key(monkeypatch: pytest.Monk
             title: str = "Two") -> str:  # fmt: skip
         summaries = [{"id": "a1", "title": "One", "lines": 10},
                      {"id": "b2", "title": title, "lines": 10}]  # fmt: skip
-        items = [
-            {"content_id": "a1", "relevance": "high", "chunks": [0], "passages": 1},
-            {"content_id": "b2", "relevance": relevance, "chunks": [5], "passages": passages},
-        ]
+        items = [TopicEntry("a1", "high", [0], 1), TopicEntry("b2", relevance, [5], passages)]
         lib = Library(summaries, "S", Urls(True), topics={"t": Topic("t", items, [])})
         lib.chunk_digests = {0: (b"d" * 16, 2, 2), 5: (listed, 1, 1)}
         assert list(lib.topic_shown_chunks(lib.topics["t"])) == [0]

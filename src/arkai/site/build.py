@@ -67,7 +67,7 @@ from arkai.site.config import (
     reproducible_build_date,
 )
 from arkai.site.hooks import PAGES, SEARCH_DIR, SEARCH_SCOPE
-from arkai.site.indexes import Library, Topic
+from arkai.site.indexes import Library, Topic, TopicEntry
 from arkai.site.links import Urls
 from arkai.site.pages import (
     ItemContext,
@@ -176,7 +176,7 @@ class SiteReport:
 # --------------------------------------------------------------------------- index files
 
 
-def _topic_items(entry: Any, offsets: Mapping[str, int] | None) -> list[dict[str, Any]]:
+def _topic_items(entry: Any, offsets: Mapping[str, int] | None) -> list[TopicEntry]:
     """One topic's items as the site keeps them: content id, relevance, the first
     :data:`indexes.CHUNK_LINKS` chunk positions in ``chunks.jsonl`` and how many there are.
     ``offsets``: each item's first position (:func:`arkai.search.topics.chunk_offsets`), which
@@ -194,11 +194,8 @@ def _topic_items(entry: Any, offsets: Mapping[str, int] | None) -> list[dict[str
         rel = _RELEVANCE_NAME.get(str(it.get("relevance") or "low"), "low")
         # Only the first chunks are shown (and their count): the rest is not kept.
         chunks = [c for c in it.get("chunks") or () if type(c) is int and c >= 0]
-        items.append({
-            "content_id": sys.intern(it["content_id"]), "relevance": rel,
-            "chunks": [offset + c for c in chunks[: indexes.CHUNK_LINKS]],
-            "passages": len(chunks),
-        })  # fmt: skip
+        shown = [offset + c for c in chunks[: indexes.CHUNK_LINKS]]
+        items.append(TopicEntry(sys.intern(it["content_id"]), rel, shown, len(chunks)))
     return items
 
 
@@ -255,7 +252,7 @@ def _json_object(text: str, i: int, member: Callable[[str, int], int]) -> int:
 
 def _scan_topic(
     text: str, at: int, offsets: Mapping[str, int] | None
-) -> tuple[list[dict[str, Any]], int] | None:
+) -> tuple[list[TopicEntry], int] | None:
     """The topic whose value opens at ``at`` as :func:`_topic_items` keeps it, and where the
     value ends — its form checked by :data:`_TOPIC_VALUE` and its entries found by
     :data:`_ENTRY_PARTS` (each one call in C, not decoded; at 10,000 items ≈ 300,000 entries) — or
@@ -265,15 +262,14 @@ def _scan_topic(
     if whole is None:
         return None
     end = whole.end()
-    links, intern, names = indexes.CHUNK_LINKS, sys.intern, _RELEVANCE_NAME
+    links, intern, names, entry = indexes.CHUNK_LINKS, sys.intern, _RELEVANCE_NAME, TopicEntry
     place: Callable[[str], int | None] = (lambda _: 0) if offsets is None else offsets.get
     # Of an entry's chunk numbers only the first ``links`` are read as numbers; the rest are
     # counted. The form matched, so the entries are the whole value's, in its order.
     return [
-        {"content_id": intern(cid), "relevance": names[rel],
-         "chunks": [offset + int(c) for c in numbers.split(",", links)[:links]] if numbers
-         else [],
-         "passages": numbers.count(",") + 1 if numbers else 0}
+        entry(intern(cid), names[rel],
+              [offset + int(c) for c in numbers.split(",", links)[:links]] if numbers else [],
+              numbers.count(",") + 1 if numbers else 0)
         for numbers, cid, rel in _ENTRY_PARTS.findall(text, at, end)
         if (offset := place(cid)) is not None
     ], end  # fmt: skip
@@ -281,13 +277,13 @@ def _scan_topic(
 
 def _walk_topics(
     text: str, offsets: Mapping[str, int] | None
-) -> tuple[dict[str, list[dict[str, Any]]], Any, Any] | None:
+) -> tuple[dict[str, list[TopicEntry]], Any, Any] | None:
     """topics.json read one topic at a time: the members of ``topics`` are decoded and trimmed
     (:func:`_topic_items`) one by one, so the whole document never exists as Python objects
     (at 10,000 items its 77 MB took the stage from 66 to 402 MB). Returns the items by term,
     ``synonyms`` and ``version`` as ``json.loads`` would see them (of a repeated key, the
     last), or None when the text is not one JSON object (the caller then parses it whole)."""
-    topics: dict[str, list[dict[str, Any]]] = {}
+    topics: dict[str, list[TopicEntry]] = {}
     found: dict[str, Any] = {}
 
     def topic(term: str, at: int) -> int:
@@ -352,10 +348,10 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
     ranked: dict[str, tuple[list[str], list[str], list[str]]] = {}
     for term in sorted(by_term):
         for it in by_term[term]:
-            found = ranked.get(it["content_id"])
+            found = ranked.get(it.content_id)
             if found is None:
-                found = ranked[it["content_id"]] = ([], [], [])
-            found[_RELEVANCE[it["relevance"]]].append(term)
+                found = ranked[it.content_id] = ([], [], [])
+            found[_RELEVANCE[it.relevance]].append(term)
     per_item: dict[str, list[list[str]]] = {}
     for cid, by_rank in ranked.items():
         best: list[list[str]] = []

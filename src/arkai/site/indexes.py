@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
@@ -85,13 +85,24 @@ def mention_lines(text: str) -> list[int | None]:
 ChunkDigest = tuple[bytes, int | None, int | None]
 
 
+class TopicEntry(NamedTuple):
+    """One item under a topic as the site keeps it from topics.json. A tuple, not a dict: at
+    10,000 items a build holds ≈ 300,000 of them (a dict of these four keys is ≈ 100 bytes
+    more each, and slower to make)."""
+
+    content_id: str
+    relevance: str
+    """``high``, ``medium`` or ``low``."""
+    chunks: list[int]
+    """The first :data:`CHUNK_LINKS` chunk positions in ``chunks.jsonl``."""
+    passages: int
+    """How many chunks the item has under the topic (``chunks`` holds the first of them)."""
+
+
 @dataclass
 class Topic:
     term: str
-    items: list[dict[str, Any]]
-    """``{content_id, relevance, chunks, passages}`` from topics.json: the first
-    :data:`CHUNK_LINKS` chunk positions and how many there are (``passages``; the length of
-    ``chunks`` when absent)."""
+    items: list[TopicEntry]
     synonyms: list[str]
     count: int = 0
     """Distinct items (set by :class:`Library`)."""
@@ -142,7 +153,7 @@ class Library:
     search_index_mb: float | None = None
     """``params.yaml`` ``site.search_index_mb``, the limit the scope keeps to."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
-    _topic_order: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _topic_order: dict[str, list[TopicEntry]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
@@ -151,12 +162,12 @@ class Library:
         # An index built before items were removed may name items that are gone.
         for term in list(self.topics):
             topic = self.topics[term]
-            topic.items = [i for i in topic.items if i["content_id"] in self.by_id]
+            topic.items = [i for i in topic.items if i.content_id in self.by_id]
             if not topic.items:
                 del self.topics[term]
             else:
                 # Counted once: asked for every item that has the topic.
-                topic.count = len({i["content_id"] for i in topic.items})
+                topic.count = len({i.content_id for i in topic.items})
         # Only each entity's totals are held (kept up to date in the store).
         for key, etype, first, count, mentions, names in (
             self.store.entity_totals() if self.store else ()
@@ -209,7 +220,7 @@ class Library:
     def title(self, cid: str) -> str:
         return self._titles.get(cid, cid)
 
-    def topic_order(self, t: Topic) -> list[dict[str, Any]]:
+    def topic_order(self, t: Topic) -> list[TopicEntry]:
         """A topic's items as its pages list them: by relevance, then the most passages,
         then title and ID; the first :data:`TOPIC_SAID_ITEMS` are shown with passages."""
         found = self._topic_order.get(t.term)
@@ -218,8 +229,8 @@ class Library:
             # at 10,000 items ≈ 305,000 entries); the position last keeps equal keys in order.
             titles, rank, items = self._titles, _RELEVANCE_RANK.get, t.items
             keyed = [
-                (rank(e["relevance"], 3), -_passages(e),
-                 titles.get(e["content_id"], e["content_id"]), e["content_id"], n)
+                (rank(e.relevance, 3), -e.passages, titles.get(e.content_id, e.content_id),
+                 e.content_id, n)
                 for n, e in enumerate(items)
             ]  # fmt: skip
             keyed.sort()
@@ -229,7 +240,7 @@ class Library:
     def topic_shown_chunks(self, t: Topic) -> Iterator[int]:
         """The positions of the chunks a topic's pages may show (their passages)."""
         for e in self.topic_order(t)[:TOPIC_SAID_ITEMS]:
-            yield from e["chunks"][:CHUNK_LINKS]
+            yield from e.chunks[:CHUNK_LINKS]
 
 
 def _item_link(lib: Library, src: str, cid: str) -> str:
@@ -621,10 +632,6 @@ def _said(href: str, line: int, before: str, words: str, after: str) -> str:
     )
 
 
-def _passages(entry: dict[str, Any]) -> int:
-    return int(entry.get("passages", len(entry["chunks"])))
-
-
 def _sized(text: str) -> bytes:
     """``text`` in a topic page's key: its UTF-8 length, then its bytes (no separator can be
     forged inside a title or a term)."""
@@ -677,14 +684,14 @@ def topic_key(lib: Library, t: Topic, heads: dict[str, bytes] | None = None) -> 
     out: list[bytes] = []
     add = out.append
     for n, e in enumerate(lib.topic_order(t)):
-        cid = e["content_id"]
+        cid = e.content_id
         head = heads.get(cid)
         if head is None:
             head = heads[cid] = _sized(cid) + _sized(lib.title(cid))
         add(head)
-        add(b"%s;%d;" % (e["relevance"].encode(), _passages(e)))
+        add(b"%s;%d;" % (e.relevance.encode(), e.passages))
         if n < TOPIC_SAID_ITEMS:
-            shown = e["chunks"][:CHUNK_LINKS]
+            shown = e.chunks[:CHUNK_LINKS]
             add(b"%d;" % len(shown))
             add(_chunk_keys(lib, cid, shown))
     h.update(b"".join(out))
@@ -733,7 +740,7 @@ def topic_pages(
             if t.term not in made:
                 yield from ((p, None, None) for p in parts)
                 continue
-            titles = ", ".join(lib.title(i["content_id"]) for i in t.items)
+            titles = ", ".join(lib.title(i.content_id) for i in t.items)
             sections = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
             # Pages 2, 3, … have no search entries of their own (the first has them all).
             for n, text in enumerate(_topic_page(lib, t, parts)):
@@ -785,18 +792,18 @@ def _topic_page(lib: Library, t: Topic, parts: list[str]) -> list[str]:
         out.append(f"<p>Synonyms: {esc(', '.join(t.synonyms))}</p>")
     ranked = lib.topic_order(t)
     for entry in ranked[:TOPIC_SAID_ITEMS]:
-        cid = entry["content_id"]
+        cid = entry.content_id
         target = links.transcript_page(cid)
         passages: list[tuple[int, str, str, str]] = []
-        for pos in entry["chunks"][:CHUNK_LINKS]:
+        for pos in entry.chunks[:CHUNK_LINKS]:
             chunk = lib.chunks.get(pos)
             if not chunk or chunk.get("content_id") != cid:
                 continue
             found = topic_passage(t.term, chunk)
             if found is not None and 1 <= found[0] <= lib.by_id[cid]["lines"]:
                 passages.append(found)
-        rel = badge("rel-" + entry["relevance"], entry["relevance"])
-        out.append(_group_head(lib, src, cid, plural(_passages(entry), "passage")))
+        rel = badge("rel-" + entry.relevance, entry.relevance)
+        out.append(_group_head(lib, src, cid, plural(entry.passages, "passage")))
         out[-1] = out[-1].replace("</p>", f" {rel}</p>", 1)
         out.append('<ul class="ak-said">')
         for line, before, words, after in passages[:SNIPPETS]:
@@ -814,11 +821,11 @@ def _topic_page(lib: Library, t: Topic, parts: list[str]) -> list[str]:
     if rest:
         out.append(f"<p>Also under this topic: {plural(len(rest), 'item')}.</p>")
 
-    def row(part: str, entry: dict[str, Any]) -> str:
-        rel = badge("rel-" + entry["relevance"], entry["relevance"])
-        count = plural(_passages(entry), "passage")
+    def row(part: str, entry: TopicEntry) -> str:
+        rel = badge("rel-" + entry.relevance, entry.relevance)
+        count = plural(entry.passages, "passage")
         return (
-            f"<li>{_item_link(lib, part, entry['content_id'])} "
+            f"<li>{_item_link(lib, part, entry.content_id)} "
             f'<span class="ak-count">{count}</span> {rel}</li>'
         )
 
