@@ -359,6 +359,123 @@ def test_each_items_topics_are_its_best_by_relevance_then_term(tmp_path: Path) -
         assert sum(len(t.items) for t in loaded.values()) == sum(len(p) for p in pairs.values())
 
 
+def _writer_doc(version: int = 2) -> dict[str, Any]:
+    """A topics document as the index stage makes it: entries of every form it writes (one
+    ID with a quote, escaped, so its topic is decoded rather than matched), terms that need
+    escaping or are not ASCII, synonyms."""
+    rng = random.Random(5)
+    topics: dict[str, Any] = {}
+    for n in range(40):
+        entries = [
+            {"chunks": sorted(rng.sample(range(9), rng.randrange(4))), "content_id": cid,
+             "relevance": rng.choice(["high", "medium", "low"])}
+            for cid in rng.sample(["x", "y", "z", "q", "gone"], rng.randrange(1, 4))
+        ]  # fmt: skip
+        if n % 7 == 0:
+            entries[0]["condensed_chunks"] = [1, 2]
+        if n % 11 == 0:
+            entries[-1]["content_id"] = 'y"q'
+        topics[f"term {n:02d}" + (' "quoted" café' if n % 9 == 0 else "")] = {"items": entries}
+    return {"version": version, "topics": topics,
+            "synonyms": {"term 01": ["term 02", "tèrm"], "term 03": []}}  # fmt: skip
+
+
+OFFSETS = {"x": 0, "y": 10, "z": 20, "q": 30, 'y"q': 40}
+
+
+def _expected_walk(text: str) -> Any:
+    """What walking the whole text gives (the reference the line reader must equal)."""
+    walked = site_build._walk_topics(text, OFFSETS)
+    assert walked is not None
+    return site_build._walk_topics(text, None) if walked[2] == 1 else walked
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    index = tmp_path / "index"
+    index.mkdir(exist_ok=True)
+    (index / "topics.json").write_bytes(text.encode("utf-8"))
+    listed = [{"id": c, "chunks": 10} for c in OFFSETS]
+    (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
+    return index
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_topics_as_the_index_writes_them_are_read_a_line_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """The index stage's layout (a topic per line) is read line by line, the file's text never
+    whole in memory, and gives what walking the whole text gives (version 1: positions)."""
+    doc = _writer_doc(version)
+    text = b"".join(iter_topics_json(doc)).decode()
+    assert '\\"q' in text and "café" in text  # an escaped ID, a term not in ASCII
+    index = _write(tmp_path, text)
+    want = _expected_walk(text)
+    assert sum(len(t) for t in want[0].values()) > 40 and want[1] == doc["synonyms"]
+    given = OFFSETS if version == 2 else None
+    assert site_build._stream_topics(index / "topics.json", given) == want
+    whole = site_build._load_topics(index)
+
+    def no_walk(*_: object, **__: object) -> None:
+        raise AssertionError("the whole text was read")
+
+    with monkeypatch.context() as m:
+        m.setattr(site_build, "_walk_topics", no_walk)
+        m.setattr(Path, "read_text", no_walk)
+        streamed = site_build._load_topics(index)
+    assert streamed == whole
+    assert {t: v.items for t, v in streamed[0].items()} == {t: i for t, i in want[0].items() if i}
+
+
+def _variants() -> dict[str, str]:
+    text = b"".join(iter_topics_json(_writer_doc())).decode()
+    lines = text.splitlines(keepends=True)
+    first = lines.index('  "topics": {\n') + 1  # the first topic line
+    last = max(n for n, line in enumerate(lines) if line.startswith('    "term'))
+    head, tail = lines[:first], lines[first:]
+
+    def joined(*parts: list[str] | str) -> str:
+        return "".join("".join(p) for p in parts)
+
+    return {
+        "crlf": text.replace("\n", "\r\n"),
+        "no final newline": text[:-1],
+        "a repeated term (the last is kept)": joined(
+            lines[: first + 2], lines[first], lines[first + 2 :]
+        ),
+        "another spacing": text.replace('": {"items"', '":  {"items"', 1),
+        "another indent": joined(head, "  ", tail),
+        "another top-level key": text.replace('  "version"', '  "x": 1,\n  "version"'),
+        "a second topics member": joined(
+            lines[:-2], '  "topics": {\n', lines[first].replace(",\n", "\n"), "  },\n", lines[-2:]
+        ),
+        "terms out of order": joined(head, lines[first + 1], lines[first], lines[first + 2 :]),
+        "an escaped term": text.replace('"term 05"', '"term 0\\u0035"'),
+        "a trailing comma": joined(
+            lines[:last], lines[last].replace("\n", ",\n"), lines[last + 1 :]
+        ),
+        "topics not an object": text.replace('  "topics": {\n', '  "topics": [{\n', 1),
+        "a topic value not JSON": text.replace('"items":[', '"items":[,', 1),
+    }
+
+
+@pytest.mark.parametrize("name", list(_variants()))
+def test_topics_laid_out_otherwise_are_walked_whole(tmp_path: Path, name: str) -> None:
+    """A file that is not exactly the index stage's layout is not read by lines (the reader
+    says so) and gives what a whole parse gives; one that is not JSON is named."""
+    text = _variants()[name]
+    index = _write(tmp_path, text)
+    assert site_build._stream_topics(index / "topics.json", OFFSETS) is None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        with pytest.raises(ArkaiError, match=r"topics\.json"):
+            site_build._load_topics(index)
+        return
+    want = _expected_walk(text)
+    topics, _ = site_build._load_topics(index)
+    assert {t: v.items for t, v in topics.items()} == {t: i for t, i in want[0].items() if i}
+
+
 def test_a_malformed_catalog_is_named(tmp_path: Path) -> None:
     """The catalog places each item's chunk numbers: one that is not JSON is an error naming
     it, not topic pages without passages."""

@@ -45,7 +45,7 @@ from arkai.adapters.memory import read_changes, read_state, state_digest
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError, LibraryError, UnsafeFileError
-from arkai.search.topics import chunk_offsets
+from arkai.search.topics import chunk_offsets, iter_topics_json
 from arkai.site import indexes, links
 from arkai.site.collect import (
     ItemData,
@@ -314,6 +314,82 @@ def _walk_topics(
     return topics, found.get("synonyms"), found.get("version")
 
 
+_TOPICS_OPEN = '  "topics": {\n'
+_TOPIC_LINE = "    "
+
+
+def _topic_line(
+    line: str, offsets: Mapping[str, int] | None
+) -> tuple[str, list[TopicEntry], str] | None:
+    """One line of the ``topics`` object as :func:`arkai.search.topics.iter_topics_json`
+    writes it, ``    "term": {value}`` and a comma or not: the term, its items as
+    :func:`_topic_items` keeps them and the line with ``null`` for the value; None when the
+    line is not a member and its value whole."""
+    try:
+        term, at = _DECODER.raw_decode(line, len(_TOPIC_LINE))
+    except ValueError:
+        return None
+    if not isinstance(term, str) or not line.startswith(": ", at):
+        return None
+    at += 2
+    fast = _scan_topic(line, at, offsets)
+    if fast is not None:
+        items, end = fast
+    else:
+        try:
+            value, end = _DECODER.raw_decode(line, at)
+        except ValueError:
+            return None
+        items = _topic_items(value, offsets)
+    rest = line[end:]
+    if rest not in (",\n", "\n"):
+        return None
+    return term, items, line[:at] + "null" + rest
+
+
+def _stream_topics(
+    path: Path, offsets: Mapping[str, int] | None
+) -> tuple[dict[str, list[TopicEntry]], Any, Any] | None:
+    """topics.json read a line at a time when it is laid out as the index stage writes it (a
+    topic per line, :func:`arkai.search.topics.iter_topics_json`), so the file's text is never
+    whole in memory (77 MB at 10,000 items, read as bytes and then as text: ≈ 150 MB of the
+    site stage's peak). What :func:`_walk_topics` gives for the same text, or None when the
+    file is laid out otherwise (the caller then walks it whole).
+
+    Each topic line's value is read (:func:`_scan_topic`, else decoded) and replaced by
+    ``null``; what remains — the other lines and the terms — must parse, and must be exactly
+    what the writer makes of the parsed synonyms, the terms in their order and the version:
+    any other layout, a repeated term, a ``topics`` line inside another value, has no such
+    remainder."""
+    topics: dict[str, list[TopicEntry]] = {}
+    rest: list[str] = []
+    inside = False
+    with path.open(encoding="utf-8", newline="") as fh:
+        for line in fh:
+            if inside and line.startswith(_TOPIC_LINE):
+                member = _topic_line(line, offsets)
+                if member is None:
+                    return None
+                term, items, bare = member
+                topics[term] = items
+                rest.append(bare)
+                continue
+            inside = line == _TOPICS_OPEN and not topics
+            rest.append(line)
+    text = "".join(rest)
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("topics"), dict):
+        return None
+    written = {"synonyms": doc.get("synonyms"), "topics": dict.fromkeys(topics),
+               "version": doc.get("version")}  # fmt: skip
+    if set(doc) != set(written) or b"".join(iter_topics_json(written)) != text.encode("utf-8"):
+        return None
+    return topics, doc.get("synonyms"), doc.get("version")
+
+
 def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
     """topics.json → topics by term, and per item its first :data:`MAX_TOPICS`
     ``[term, relevance]``, best first. Chunk numbers become positions in ``chunks.jsonl``
@@ -324,11 +400,16 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
     offsets = chunk_offsets(listed if isinstance(listed, list) else [])
     walked = None
     with suppress(OSError, UnicodeDecodeError):
-        text = path.read_text(encoding="utf-8")
-        walked = _walk_topics(text, offsets)
+        walked = _stream_topics(path, offsets)
         if walked is not None and walked[2] == 1:  # positions already: read again as they are
-            walked = _walk_topics(text, None)
-        del text
+            walked = _stream_topics(path, None)
+    if walked is None:
+        with suppress(OSError, UnicodeDecodeError):
+            text = path.read_text(encoding="utf-8")
+            walked = _walk_topics(text, offsets)
+            if walked is not None and walked[2] == 1:
+                walked = _walk_topics(text, None)
+            del text
     if walked is None:  # missing or malformed: read_json says which
         obj = read_json(path) or {}
         raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
