@@ -250,8 +250,20 @@ def test_adding_an_item_embeds_only_its_chunks(
     # The vectors step reads no item's cached lines (the keys come from chunks.jsonl, which
     # was spliced: only the new item's lines were read) and parses only the lines to embed.
     read = count_chunk_reads(monkeypatch)
+    from arkai.ops import index as index_ops
+
+    passes: list[Path] = []
+    keyed = index_ops._keyed_lines
+
+    def counted(path: Path) -> Any:
+        passes.append(path)
+        return keyed(path)
+
+    monkeypatch.setattr(index_ops, "_keyed_lines", counted)
     summary = run_index(Repo.at(repo))
     assert len(read) == 1
+    # The keys and the texts to embed in one read of chunks.jsonl.
+    assert passes == [repo / "index" / "chunks.jsonl"]
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     new = next(e for e in catalog if e["title"] == "Compilers podcast")
     new_keys = item_keys(repo, new["id"])
@@ -1065,7 +1077,7 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path
     holds the pattern's characters does not fool it; a line without a key is an error."""
     from arkai.core import canonjson
     from arkai.errors import LibraryError
-    from arkai.ops.index import chunk_keys, chunk_texts
+    from arkai.ops.index import chunk_keys, chunk_scan, chunk_texts
 
     rows = [
         {"content_id": 'a"key":"x', "key": "sha256:1", "text": 'says "key":"sha256:9" twice'},
@@ -1076,6 +1088,12 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path
     path.write_text(canonjson.dumps_lines(rows))
     assert chunk_keys(path) == ["sha256:1", "sha256:2"]
     assert chunk_texts(path, ["sha256:2"]) == {"sha256:2": rows[1]["text"]}
+    # Keys and the texts of the keys asked for in one pass; a repeated key's first line.
+    asked: list[str] = []
+    assert chunk_scan(path, lambda k: asked.append(k) is None and k != "sha256:2") == (
+        ["sha256:1", "sha256:2"], {"sha256:1": rows[0]["text"]})  # fmt: skip
+    assert asked == ["sha256:1", "sha256:2"]  # each key asked once
+    assert chunk_scan(path) == (["sha256:1", "sha256:2"], {})
     path.write_text(canonjson.dumps_lines(rows) + '{"text":"no key"}\n')
     with pytest.raises(LibraryError, match="line 4 has no chunk key"):
         chunk_keys(path)

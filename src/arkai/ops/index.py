@@ -781,13 +781,26 @@ _KEY = re.compile(rb'"key":"([^"\\]*)"')
 
 def chunk_keys(path: Path) -> list[str]:
     """The chunk keys of ``chunks.jsonl``, in file order, each once; no line is parsed."""
+    return chunk_scan(path)[0]
+
+
+def chunk_scan(
+    path: Path, wanted: Callable[[str], bool] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """One read of ``chunks.jsonl``: its chunk keys in file order, each once, and the text of
+    each chunk whose key ``wanted`` takes (only those lines parsed; none without ``wanted``).
+    The vectors step reads the keys and the texts of the chunks its store lacks in the same
+    pass (two passes at 10,000 items read ≈ 650,000 lines twice)."""
     keys: list[str] = []
     seen: set[str] = set()
-    for key, _ in _keyed_lines(path):
+    texts: dict[str, str] = {}
+    for key, line in _keyed_lines(path):
         if key not in seen:
             seen.add(key)
             keys.append(key)
-    return keys
+            if wanted is not None and wanted(key):
+                texts[key] = str(json.loads(line)["text"])
+    return keys, texts
 
 
 def chunk_texts(path: Path, wanted: Iterable[str]) -> dict[str, str]:
@@ -871,8 +884,7 @@ def requested_embedder(ip: dict[str, Any]) -> str | None:
 
 def _embed(
     out: Path,
-    keys: list[str],
-    texts_of: Callable[[Sequence[str]], dict[str, str]],
+    chunks: Path,
     ip: dict[str, Any],
     requested: str,
     previous: Any,
@@ -881,13 +893,15 @@ def _embed(
     progress: ProgressFn | None,
     extract: dict[str, Any] | None = None,
 ) -> None:
-    """Embed the chunks (``keys``, in order; ``texts_of`` gives the texts of some of them)
-    whose key the vector store lacks; prune the keys that are gone;
-    then bring the ANN index (above ``index.ann.threshold``) in line with the store.
+    """Embed the chunks of ``chunks`` (``chunks.jsonl`` as just written) whose key the vector
+    store lacks; prune the keys that are gone; then bring the ANN index (above
+    ``index.ann.threshold``) in line with the store.
 
     The model is loaded only when something must be embedded: the store is opened under the
     model name the last run recorded in the manifest (``previous``) when params still ask for
-    the same embedder.
+    the same embedder, and the file is then read once for the keys and the texts the store
+    lacks (:func:`chunk_scan`); the texts of any other chunks to embed (no store yet, another
+    model) are read in a second pass.
     """
     from arkai.search import embed, embedbatches
     from arkai.search.vectors import VectorStore
@@ -904,6 +918,8 @@ def _embed(
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
         store = VectorStore.load(folder, name, dim=dim)
+    lacking = store
+    keys, found = chunk_scan(chunks, None if lacking is None else lambda k: k not in lacking)
     old_keys = store.keys if store is not None else []
     if store is None or store.missing(keys):
         held = embed.held_embedders()
@@ -915,7 +931,10 @@ def _embed(
             if full:
                 summary.pruned += store.prune([])
         todo = store.missing(keys)
-        texts = texts_of(todo)
+        texts = {k: found[k] for k in todo if k in found}
+        if len(texts) < len(todo):
+            texts.update(chunk_texts(chunks, [k for k in todo if k not in texts]))
+        del found
         batch = max(1, int(ip["batch_size"]))
         if progress:
             progress(0, len(todo), "embedding")
@@ -1278,10 +1297,8 @@ def run_index(
             else:
                 previous = old_manifest.get("embedder")
                 # The keys from chunks.jsonl as just written; texts only of chunks to embed.
-                stored = chunk_keys(out / CHUNKS)
-                _embed(out, stored, lambda todo: chunk_texts(out / CHUNKS, todo), ip, requested,
-                       previous, full, summary, progress, repo.params.get("extract"))  # fmt: skip
-                del stored
+                _embed(out, out / CHUNKS, ip, requested, previous, full, summary, progress,
+                       repo.params.get("extract"))  # fmt: skip
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)
                 info.update(
