@@ -202,6 +202,24 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "success"
 
 
+def test_the_site_reads_the_stages_topics_a_line_at_a_time(repo: Path, fake: FakeEmbedder) -> None:
+    """``topics.json`` as the index stage writes it (kept rankings and fresh ones alike) is in
+    the layout the site reads line by line: the site's fast path is the one a library takes."""
+    from arkai.ops.index import run_index
+    from arkai.search.topics import chunk_offsets
+    from arkai.site import build as site_build
+
+    for _ in range(2):  # a first build, then one from the kept rankings
+        run_index(Repo.at(repo))
+        index = repo / "index"
+        catalog = json.loads((index / "catalog.json").read_text())["items"]
+        offsets = chunk_offsets(catalog)
+        streamed = site_build._stream_topics(index / "topics.json", offsets)
+        assert streamed is not None and sum(map(len, streamed[0].values())) > 0
+        text = (index / "topics.json").read_text(encoding="utf-8")
+        assert streamed == site_build._walk_topics(text, offsets)
+
+
 def test_the_stage_lets_go_of_the_model_it_loaded(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
