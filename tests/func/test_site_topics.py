@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from arkai.errors import ArkaiError
+from arkai.errors import ArkaiError, UnsafeFileError
 from arkai.search.topics import iter_topics_json
 from arkai.site import build as site_build
 from arkai.site import indexes
@@ -474,6 +475,33 @@ def test_topics_laid_out_otherwise_are_walked_whole(tmp_path: Path, name: str) -
     want = _expected_walk(text)
     topics, _ = site_build._load_topics(index)
     assert {t: v.items for t, v in topics.items()} == {t: i for t, i in want[0].items() if i}
+
+
+@pytest.mark.parametrize("name", ["topics.json", "related.jsonl", "chunks.jsonl"])
+def test_an_index_file_linked_elsewhere_is_refused(tmp_path: Path, name: str) -> None:
+    """The site publishes what the index files hold: one that is a symbolic link (to a file
+    outside the repo, in the index stage's own layout) is refused, naming it, as
+    ``catalog.json`` is, never read through the link."""
+    doc = _writer_doc()
+    index = _write(tmp_path, b"".join(iter_topics_json(doc)).decode())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = elsewhere / name
+    related = json.dumps({"id": "x", "related": [["y", "related", 0.5]]}) + "\n"
+    chunk = json.dumps({"content_id": "x", "start_line": 1, "end_line": 1, "text": "t"}) + "\n"
+    body = {"topics.json": (index / "topics.json").read_text(), "related.jsonl": related,
+            "chunks.jsonl": chunk}[name]  # fmt: skip
+    outside.write_text(body)
+    (index / name).unlink(missing_ok=True)
+    (index / name).symlink_to(outside)
+    with pytest.raises(UnsafeFileError, match=re.escape(name) + ".*symbolic link"):
+        if name == "topics.json":
+            site_build._load_topics(index)
+        elif name == "related.jsonl":
+            site_build._load_related(index, {"x": "X", "y": "Y"})
+        else:
+            site_build._chunk_digests(index, {0})
+    assert outside.read_text() == body
 
 
 def test_a_malformed_catalog_is_named(tmp_path: Path) -> None:

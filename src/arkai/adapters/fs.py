@@ -225,31 +225,40 @@ def read_repo_file(path: Path, root: Path, *, missing_ok: bool = False) -> bytes
     checked with ``lstat`` before it is opened, then opened with ``O_NOFOLLOW | O_NONBLOCK`` and
     checked again, so a swapped-in link or FIFO is refused too and no read ever blocks.
     """
-    check_inside(path, root)
     try:
-        st = os.lstat(path)
+        fh = open_repo_file(path, root)
     except FileNotFoundError:
         if missing_ok:
             return None
         raise
+    with fh:
+        return fh.read()
+
+
+def open_repo_file(path: Path, root: Path) -> BinaryIO:
+    """:func:`read_repo_file`'s checks, the file left open for reading (binary; the caller
+    closes it): for a file read a line or a block at a time rather than whole. A missing file
+    is :class:`FileNotFoundError`."""
+    check_inside(path, root)
+    st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(path, _kind(st.st_mode))
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
-    except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK):
             raise _refuse(path, "a symbolic link") from None
         raise
-    with os.fdopen(fd, "rb") as fh:
+    fh = os.fdopen(fd, "rb")
+    try:
         now = os.fstat(fh.fileno())
         if not stat.S_ISREG(now.st_mode) or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
             raise _refuse(path, _kind(now.st_mode))
-        return fh.read()
+    except BaseException:
+        fh.close()
+        raise
+    return fh
 
 
 def read_repo_text(path: Path, root: Path, *, missing_ok: bool = False) -> str | None:

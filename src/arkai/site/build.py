@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import itertools
 import json
 import logging
@@ -39,7 +40,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import atomic_write_bytes, atomic_write_text, check_inside
+from arkai.adapters.fs import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_inside,
+    open_repo_file,
+    read_repo_file,
+)
 from arkai.adapters.layout import INDEX, Item, item_at, item_folders, load_metadata
 from arkai.adapters.memory import read_changes, read_state, state_digest
 from arkai.adapters.params import load_params
@@ -364,7 +371,7 @@ def _stream_topics(
     topics: dict[str, list[TopicEntry]] = {}
     rest: list[str] = []
     inside = False
-    with path.open(encoding="utf-8", newline="") as fh:
+    with io.TextIOWrapper(open_repo_file(path, path.parent), encoding="utf-8", newline="") as fh:
         for line in fh:
             if inside and line.startswith(_TOPIC_LINE):
                 member = _topic_line(line, offsets)
@@ -405,7 +412,7 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
             walked = _stream_topics(path, None)
     if walked is None:
         with suppress(OSError, UnicodeDecodeError):
-            text = path.read_text(encoding="utf-8")
+            text = (read_repo_file(path, path.parent) or b"").decode("utf-8")
             walked = _walk_topics(text, offsets)
             if walked is not None and walked[2] == 1:
                 walked = _walk_topics(text, None)
@@ -456,7 +463,7 @@ def _chunk_lines(index: Path, wanted: set[int]) -> Iterator[tuple[int, bytes]]:
     if not wanted or not path.is_file():
         return
     last = max(wanted)
-    with path.open("rb") as fh:
+    with open_repo_file(path, index) as fh:
         for pos, line in enumerate(fh):
             if pos > last:
                 return
@@ -498,7 +505,7 @@ def _load_related(index: Path, titles: dict[str, str]) -> dict[str, list[list[st
     path = index / "related.jsonl"
     if not path.is_file():
         return out
-    with path.open(encoding="utf-8") as fh:
+    with io.TextIOWrapper(open_repo_file(path, index), encoding="utf-8") as fh:
         for line in fh:
             try:
                 obj = json.loads(line)
