@@ -918,8 +918,8 @@ def _embed(
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
         store = VectorStore.load(folder, name, dim=dim)
-    lacking = store
-    keys, found = chunk_scan(chunks, None if lacking is None else lambda k: k not in lacking)
+    opened = store  # the store as opened here (``store`` may be opened again below)
+    keys, found = chunk_scan(chunks, None if opened is None else lambda k: k not in opened)
     old_keys = store.keys if store is not None else []
     if store is None or store.missing(keys):
         held = embed.held_embedders()

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
-from functools import cache
+from functools import cache, partial
 from importlib import metadata as importlib_metadata
 from importlib import resources
 from pathlib import Path
@@ -322,7 +322,7 @@ def _walk_topics(
 
 
 _TOPICS_OPEN = '  "topics": {\n'
-_TOPIC_LINE = "    "
+_TOPIC_INDENT = "    "  # of a topic's line inside ``topics``
 
 
 def _topic_line(
@@ -333,7 +333,7 @@ def _topic_line(
     :func:`_topic_items` keeps them and the line with ``null`` for the value; None when the
     line is not a member and its value whole."""
     try:
-        term, at = _DECODER.raw_decode(line, len(_TOPIC_LINE))
+        term, at = _DECODER.raw_decode(line, len(_TOPIC_INDENT))
     except ValueError:
         return None
     if not isinstance(term, str) or not line.startswith(": ", at):
@@ -359,9 +359,9 @@ def _stream_topics(
 ) -> tuple[dict[str, list[TopicEntry]], Any, Any] | None:
     """topics.json read a line at a time when it is laid out as the index stage writes it (a
     topic per line, :func:`arkai.search.topics.iter_topics_json`), so the file's text is never
-    whole in memory (77 MB at 10,000 items, read as bytes and then as text: ≈ 150 MB of the
-    site stage's peak). What :func:`_walk_topics` gives for the same text, or None when the
-    file is laid out otherwise (the caller then walks it whole).
+    whole in memory (77 MB at 10,000 items: read whole, it was held twice for a moment, as
+    bytes and as text, and then beside every entry). What :func:`_walk_topics` gives for the
+    same text, or None when the file is laid out otherwise (the caller then walks it whole).
 
     Each topic line's value is read (:func:`_scan_topic`, else decoded) and replaced by
     ``null``; what remains — the other lines and the terms — must parse, and must be exactly
@@ -373,7 +373,7 @@ def _stream_topics(
     inside = False
     with io.TextIOWrapper(open_repo_file(path, path.parent), encoding="utf-8", newline="") as fh:
         for line in fh:
-            if inside and line.startswith(_TOPIC_LINE):
+            if inside and line.startswith(_TOPIC_INDENT):
                 member = _topic_line(line, offsets)
                 if member is None:
                     return None
@@ -408,15 +408,15 @@ def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str
     walked = None
     with suppress(OSError, UnicodeDecodeError):
         walked = _stream_topics(path, offsets)
-        if walked is not None and walked[2] == 1:  # positions already: read again as they are
-            walked = _stream_topics(path, None)
-    if walked is None:
-        with suppress(OSError, UnicodeDecodeError):
+        again = partial(_stream_topics, path, None)
+        if walked is None:  # another layout: the text walked whole
             text = (read_repo_file(path, path.parent) or b"").decode("utf-8")
             walked = _walk_topics(text, offsets)
-            if walked is not None and walked[2] == 1:
-                walked = _walk_topics(text, None)
+            again = partial(_walk_topics, text, None)
             del text
+        if walked is not None and walked[2] == 1:  # positions already: read again as they are
+            walked = again()
+        del again
     if walked is None:  # missing or malformed: read_json says which
         obj = read_json(path) or {}
         raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
