@@ -282,6 +282,19 @@ def _scan_topic(
     ], end  # fmt: skip
 
 
+def _read_topic(
+    text: str, at: int, offsets: Mapping[str, int] | None
+) -> tuple[list[TopicEntry], int]:
+    """The topic whose value opens at ``at`` as :func:`_topic_items` keeps it, and where the
+    value ends: read by :func:`_scan_topic` when in the index stage's form, else decoded
+    (ValueError when it is not a JSON value there)."""
+    fast = _scan_topic(text, at, offsets)
+    if fast is not None:
+        return fast
+    value, end = _DECODER.raw_decode(text, at)
+    return _topic_items(value, offsets), end
+
+
 def _walk_topics(
     text: str, offsets: Mapping[str, int] | None
 ) -> tuple[dict[str, list[TopicEntry]], Any, Any] | None:
@@ -294,12 +307,7 @@ def _walk_topics(
     found: dict[str, Any] = {}
 
     def topic(term: str, at: int) -> int:
-        fast = _scan_topic(text, at, offsets)
-        if fast is not None:
-            topics[term], end = fast
-            return end
-        value, end = _DECODER.raw_decode(text, at)
-        topics[term] = _topic_items(value, offsets)
+        topics[term], end = _read_topic(text, at, offsets)
         return end
 
     def top(key: str, at: int) -> int:
@@ -339,15 +347,10 @@ def _topic_line(
     if not isinstance(term, str) or not line.startswith(": ", at):
         return None
     at += 2
-    fast = _scan_topic(line, at, offsets)
-    if fast is not None:
-        items, end = fast
-    else:
-        try:
-            value, end = _DECODER.raw_decode(line, at)
-        except ValueError:
-            return None
-        items = _topic_items(value, offsets)
+    try:
+        items, end = _read_topic(line, at, offsets)
+    except ValueError:
+        return None
     rest = line[end:]
     if rest not in (",\n", "\n"):
         return None
