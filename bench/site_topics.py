@@ -1,7 +1,8 @@
 """The site's read of ``index/topics.json``: CPU seconds and peak RSS of
-``arkai.site.build._load_topics`` (each topic's entries, each item's first topics) for a
-synthetic index of N items, in a child process with the stage runner's collector settings
-(``arkai.cli.stage.tune_gc``) — what every site build pays before it makes a page. Prints JSON.
+``arkai.site.build._load_topics`` (each topic's first entries in page order and the digest of
+them all, each item's first topics) for a synthetic index of N items, in a child process with
+the stage runner's collector settings (``arkai.cli.stage.tune_gc``) — what every site build
+pays before it makes a page. Prints JSON.
 
     python bench/site_topics.py [--items 1000 10000] [--runs 5] [--keep DIR]
 
@@ -37,11 +38,14 @@ from arkai.adapters.events import maxrss_mb
 from arkai.cli.stage import tune_gc
 from arkai.site.build import _load_topics
 tune_gc()
+index = Path(sys.argv[1])
+# Every item of the catalog is the library's (titled by its ID), as in a site build.
+titles = {e["id"]: e["id"] for e in json.loads((index / "catalog.json").read_text())["items"]}
 t = time.process_time()
-topics, per_item = _load_topics(Path(sys.argv[1]))
+topics, per_item, _ = _load_topics(index, titles)
 cpu = time.process_time() - t
 print(json.dumps({"cpu_s": cpu, "topics": len(topics), "items": len(per_item),
-                  "entries": sum(len(x.items) for x in topics.values()),
+                  "entries": sum(x.size for x in topics.values()),
                   "maxrss_mb": maxrss_mb()}))  # this program's own peak (VmHWM), not its parent's
 """
 

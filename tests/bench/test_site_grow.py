@@ -47,3 +47,21 @@ def test_grow_copies_items_and_their_index(tmp_path: Path, arkai: Runner) -> Non
             assert all(chunks[first + n]["content_id"] == it["content_id"] for n in it["chunks"])
     related = (grown / "index" / "related.jsonl").read_text().splitlines()
     assert len(related) == 2 and json.loads(related[1])["id"] in got
+
+
+def test_a_measured_build_reports_its_own_peak_not_its_parents(tmp_path: Path) -> None:
+    """The child's peak RSS is its own (``VmHWM``): a benchmark that holds a grown library's
+    index (here 400 MB) before it starts a build does not lend it that peak, as ``ru_maxrss``
+    of a fork+exec child did."""
+    spec = importlib.util.spec_from_file_location("bench_site", BENCH)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    held = bytearray(400 * 2**20)
+    held[::4096] = b"x" * len(held[::4096])  # every page touched: resident
+    code = "import json; print(json.dumps({'ok': 1}))"
+    report, figures = bench.measured(code, [], tmp_path / "out.json", "child")
+    assert report == {"ok": 1}
+    assert 5 < figures["peak_rss_mb"] < 200
+    assert figures["cpu_s"] >= 0 and figures["wall_s"] > 0
+    del held

@@ -34,10 +34,11 @@ def test_the_synthetic_index_is_read_as_the_index_stage_writes_it(
     def no_decoding(*_: object) -> None:
         raise AssertionError("a topic of the synthetic index was decoded")
 
+    titles = {f"item-{i:06d}": "t" for i in range(200)}
     with monkeypatch.context() as m:
         m.setattr(site_build, "_topic_items", no_decoding)
-        topics, per_item = site_build._load_topics(index)
-    assert sum(len(t.items) for t in topics.values()) == 200 * bench.TOPICS_PER_ITEM
+        topics, per_item, _ = site_build._load_topics(index, titles)
+    assert sum(t.size for t in topics.values()) == 200 * bench.TOPICS_PER_ITEM
     assert len(per_item) == 200
     assert all(len(v) == site_build.MAX_TOPICS for v in per_item.values())
     got = bench.measure(index, 1)

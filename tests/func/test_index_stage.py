@@ -208,13 +208,14 @@ def test_the_site_reads_the_stages_topics_a_line_at_a_time(repo: Path, fake: Fak
     from arkai.ops.index import run_index
     from arkai.search.topics import chunk_offsets
     from arkai.site import build as site_build
+    from tests.func.test_site_topics import streamed as read_lines
 
     for _ in range(2):  # a first build, then one from the kept rankings
         run_index(Repo.at(repo))
         index = repo / "index"
         catalog = json.loads((index / "catalog.json").read_text())["items"]
         offsets = chunk_offsets(catalog)
-        streamed = site_build._stream_topics(index / "topics.json", offsets)
+        streamed = read_lines(index / "topics.json", offsets)
         assert streamed is not None and sum(map(len, streamed[0].values())) > 0
         text = (index / "topics.json").read_text(encoding="utf-8")
         assert streamed == site_build._walk_topics(text, offsets)

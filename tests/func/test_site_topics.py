@@ -11,6 +11,7 @@ import json
 import random
 import re
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,41 @@ def topic_page(docs: Path, term: str) -> Path:
     return next((docs / "topics").glob(f"{term}-*.md"))
 
 
+class Everyone(dict[str, str]):
+    """Titles for a reader of the index alone: every item is known, titled by its ID."""
+
+    def get(self, key: str, default: Any = None) -> str:  # type: ignore[override]
+        return key
+
+
+EVERYONE = Everyone()
+
+
+def loaded_items(
+    index: Path, titles: Mapping[str, str] = EVERYONE
+) -> tuple[dict[str, list[TopicEntry]], dict[str, list[list[str]]]]:
+    """``_load_topics`` seen whole: each topic's entries as its pages read them again, and
+    each item's topics. Each topic's kept part is checked against its entries: its size, its
+    distinct items, its first entries in page order and the digest of them all."""
+    topics, per_item, again = site_build._load_topics(index, titles)
+    items = {term: found for term, found in again(set(topics))}
+    assert set(items) == set(topics)
+    for term, topic in topics.items():
+        order = indexes.topic_order(indexes.known_entries(items[term], titles), titles)
+        assert topic.size == len(order) and topic.count == len({e.content_id for e in order})
+        assert topic.top == order[: indexes.TOPIC_SAID_ITEMS]
+        assert topic.listing == indexes.listing_digest(order, titles, {})
+    return {t: indexes.known_entries(i, titles) for t, i in items.items()}, per_item
+
+
+def streamed(path: Path, offsets: Mapping[str, int] | None) -> Any:
+    """What the line reader gives: the topics by term, synonyms and version (None: not the
+    writer's layout)."""
+    got: dict[str, list[TopicEntry]] = {}
+    result = site_build._drain(site_build._each_topic(path, offsets), got.__setitem__)
+    return None if result is None else (got, *result)
+
+
 def test_topic_pages_follow_what_they_show_not_chunk_numbers(
     tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,8 +129,8 @@ def test_topic_pages_follow_what_they_show_not_chunk_numbers(
     entity_reads: list[str] = []
     real_page, real_load = indexes._topic_page, site_build._load_chunks
     real_keys = SummaryStore.item_entity_keys
-    monkeypatch.setattr(indexes, "_topic_page", lambda lib, t, src: made.append(t.term)
-                        or real_page(lib, t, src))  # fmt: skip
+    monkeypatch.setattr(indexes, "_topic_page", lambda lib, t, order, src: made.append(t.term)
+                        or real_page(lib, t, order, src))  # fmt: skip
     monkeypatch.setattr(site_build, "_load_chunks", lambda index, wanted: loaded.append(
         set(wanted)) or real_load(index, wanted))  # fmt: skip
     monkeypatch.setattr(SummaryStore, "item_entity_keys", lambda self, cid: entity_reads.append(
@@ -264,7 +300,7 @@ def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
     except json.JSONDecodeError:  # a zero-led number: the file is not JSON, and is named
         assert site_build._walk_topics(text, offsets) is None
         with pytest.raises(ArkaiError, match=r"topics\.json"):
-            site_build._load_topics(index)
+            site_build._load_topics(index, EVERYONE)
         return
     raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
     for given in (None, offsets):
@@ -272,11 +308,11 @@ def test_topics_are_read_one_topic_at_a_time_as_a_whole_parse_reads_them(
         assert walked is not None
         assert walked == ({t: site_build._topic_items(e, given) for t, e in raw.items()},
                           obj.get("synonyms"), obj.get("version"))  # fmt: skip
-    topics, _ = site_build._load_topics(index)
+    items, _ = loaded_items(index)
     # Version 1 holds positions; later ones the items' own numbers, placed by the catalog.
     want = site_build._walk_topics(text, None if obj.get("version") == 1 else offsets)
     assert want is not None
-    assert {t: v.items for t, v in topics.items()} == {t: i for t, i in want[0].items() if i}
+    assert items == {t: i for t, i in want[0].items() if i}
 
 
 def test_topics_as_the_index_writes_them_are_read_without_decoding() -> None:
@@ -311,8 +347,8 @@ def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> No
     (index / "topics.json").write_text(json.dumps(doc))
     listed = [{"id": "a", "chunks": 3}, {"id": "b", "chunks": 12}, {"id": "x"}, {"id": "c"}]
     (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
-    topics, per_item = site_build._load_topics(index)
-    got = {i.content_id: (i.chunks, i.passages) for i in topics["t"].items}
+    items, per_item = loaded_items(index)
+    got = {i.content_id: (i.chunks, i.passages) for i in items["t"]}
     assert got == {"a": ([0, 2], 2),
                    "b": ([3 + c for c in range(1, 1 + indexes.CHUNK_LINKS)], 11)}  # fmt: skip
     assert set(per_item) == {"a", "b"}
@@ -354,10 +390,10 @@ def test_each_items_topics_are_its_best_by_relevance_then_term(tmp_path: Path) -
     compact = "".join(b.decode() for b in iter_topics_json(doc))
     for text in (compact, json.dumps(doc, indent=1)):  # the index stage's form; another
         (index / "topics.json").write_text(text)
-        loaded, per_item = site_build._load_topics(index)
+        loaded, per_item = loaded_items(index)
         assert per_item == want
         assert set(loaded) == set(topics)
-        assert sum(len(t.items) for t in loaded.values()) == sum(len(p) for p in pairs.values())
+        assert sum(map(len, loaded.values())) == sum(len(p) for p in pairs.values())
 
 
 def _writer_doc(version: int = 2) -> dict[str, Any]:
@@ -413,8 +449,8 @@ def test_topics_as_the_index_writes_them_are_read_a_line_at_a_time(
     want = _expected_walk(text)
     assert sum(len(t) for t in want[0].values()) > 40 and want[1] == doc["synonyms"]
     given = OFFSETS if version == 2 else None
-    assert site_build._stream_topics(index / "topics.json", given) == want
-    whole = site_build._load_topics(index)
+    assert streamed(index / "topics.json", given) == want
+    whole = site_build._load_topics(index, EVERYONE)[:2]
 
     def no_walk(*_: object, **__: object) -> None:
         raise AssertionError("the whole text was read")
@@ -422,9 +458,11 @@ def test_topics_as_the_index_writes_them_are_read_a_line_at_a_time(
     with monkeypatch.context() as m:
         m.setattr(site_build, "_walk_topics", no_walk)
         m.setattr(Path, "read_text", no_walk)
-        streamed = site_build._load_topics(index)
-    assert streamed == whole
-    assert {t: v.items for t, v in streamed[0].items()} == {t: i for t, i in want[0].items() if i}
+        m.setattr(Path, "read_bytes", no_walk)
+        by_lines = site_build._load_topics(index, EVERYONE)[:2]
+        items, _ = loaded_items(index)  # the pages' second read, by lines too
+    assert by_lines == whole
+    assert items == {t: i for t, i in want[0].items() if i}
 
 
 def _variants() -> dict[str, str]:
@@ -465,16 +503,16 @@ def test_topics_laid_out_otherwise_are_walked_whole(tmp_path: Path, name: str) -
     says so) and gives what a whole parse gives; one that is not JSON is named."""
     text = _variants()[name]
     index = _write(tmp_path, text)
-    assert site_build._stream_topics(index / "topics.json", OFFSETS) is None
+    assert streamed(index / "topics.json", OFFSETS) is None
     try:
         json.loads(text)
     except json.JSONDecodeError:
         with pytest.raises(ArkaiError, match=r"topics\.json"):
-            site_build._load_topics(index)
+            site_build._load_topics(index, EVERYONE)
         return
     want = _expected_walk(text)
-    topics, _ = site_build._load_topics(index)
-    assert {t: v.items for t, v in topics.items()} == {t: i for t, i in want[0].items() if i}
+    items, _ = loaded_items(index)
+    assert items == {t: i for t, i in want[0].items() if i}
 
 
 @pytest.mark.parametrize("name", ["topics.json", "related.jsonl", "chunks.jsonl"])
@@ -496,7 +534,7 @@ def test_an_index_file_linked_elsewhere_is_refused(tmp_path: Path, name: str) ->
     (index / name).symlink_to(outside)
     with pytest.raises(UnsafeFileError, match=re.escape(name) + ".*symbolic link"):
         if name == "topics.json":
-            site_build._load_topics(index)
+            site_build._load_topics(index, EVERYONE)
         elif name == "related.jsonl":
             site_build._load_related(index, {"x": "X", "y": "Y"})
         else:
@@ -512,7 +550,7 @@ def test_a_malformed_catalog_is_named(tmp_path: Path) -> None:
     (index / "topics.json").write_text(json.dumps({"version": 2, "topics": {}, "synonyms": {}}))
     (index / "catalog.json").write_text('{"items": [')
     with pytest.raises(ArkaiError, match=r"catalog\.json"):
-        site_build._load_topics(index)
+        site_build._load_topics(index, EVERYONE)
 
 
 def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
@@ -522,8 +560,8 @@ def test_a_malformed_topics_file_is_named(tmp_path: Path) -> None:
         (index / "topics.json").write_text(bad)
         assert site_build._walk_topics(bad, {}) is None
         with pytest.raises(ArkaiError, match=r"topics\.json"):
-            site_build._load_topics(index)
-    assert site_build._load_topics(tmp_path / "nowhere") == ({}, {})
+            site_build._load_topics(index, EVERYONE)
+    assert site_build._load_topics(tmp_path / "nowhere", EVERYONE)[:2] == ({}, {})
 
 
 def test_related_rows_that_are_damaged_are_left_out(tmp_path: Path) -> None:
@@ -553,7 +591,7 @@ def test_a_topic_key_moves_with_everything_its_page_shows() -> None:
     another key, the same inputs the same key (whether or not the items' heads are kept
     between topics), and a title or term holding what the encoding puts between fields does
     not make two different topics' keys equal."""
-    from arkai.site.indexes import Library, Topic, topic_key
+    from arkai.site.indexes import Library, make_topic, topic_key
     from arkai.site.links import Urls
 
     def key(
@@ -573,10 +611,11 @@ def test_a_topic_key_moves_with_everything_its_page_shows() -> None:
                      {"id": "b2", "title": titles[1], "lines": 10}]  # fmt: skip
         items = [TopicEntry("a1", relevance, list(chunks), passages),
                  TopicEntry("b2", "low", [5], 1)]  # fmt: skip
-        lib = Library(summaries, "S", Urls(directory_urls),
-                      topics={term: Topic(term, items, list(synonyms))})  # fmt: skip
+        lib = Library(summaries, "S", Urls(directory_urls))
+        topic = make_topic(term, items, list(synonyms), lib.titles, heads)
+        lib.topics = {term: topic}
         lib.chunk_digests = {0: (digest, *span), 1: (b"e" * 16, 3, 3), 5: (b"f" * 16, 1, 1)}
-        return topic_key(lib, lib.topics[term], heads)
+        return topic_key(lib, topic)
 
     base = key()
     assert key() == base and key(heads={}) == base
@@ -653,8 +692,8 @@ def test_a_big_topic_is_paged_and_its_pages_follow_what_they_show(
 
     made: list[str] = []
     real_page = indexes._topic_page
-    monkeypatch.setattr(indexes, "_topic_page", lambda lib, t, parts: made.append(t.term)
-                        or real_page(lib, t, parts))  # fmt: skip
+    monkeypatch.setattr(indexes, "_topic_page", lambda lib, t, order, parts: made.append(
+        t.term) or real_page(lib, t, order, parts))  # fmt: skip
     # A listed item's chunk says something new: not shown, so no page is made again.
     write_index(repo, ids, {(ids[3], 1): "Zqxlisted alpha words."}, pad=0)
     topics(five)
@@ -678,7 +717,7 @@ def test_a_big_topic_is_paged_and_its_pages_follow_what_they_show(
 def test_a_listed_items_chunks_are_not_in_the_topic_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the items shown with passages, a topic page lists an item's title, relevance and
     passage count only: its chunks' bytes do not move the key, those three do."""
-    from arkai.site.indexes import Library, Topic, topic_key
+    from arkai.site.indexes import Library, make_topic, topic_key
     from arkai.site.links import Urls
 
     monkeypatch.setattr(indexes, "TOPIC_SAID_ITEMS", 1)
@@ -688,7 +727,9 @@ def test_a_listed_items_chunks_are_not_in_the_topic_key(monkeypatch: pytest.Monk
         summaries = [{"id": "a1", "title": "One", "lines": 10},
                      {"id": "b2", "title": title, "lines": 10}]  # fmt: skip
         items = [TopicEntry("a1", "high", [0], 1), TopicEntry("b2", relevance, [5], passages)]
-        lib = Library(summaries, "S", Urls(True), topics={"t": Topic("t", items, [])})
+        lib = Library(summaries, "S", Urls(True))
+        topic = make_topic("t", items, [], lib.titles)
+        lib.topics = {"t": topic}
         lib.chunk_digests = {0: (b"d" * 16, 2, 2), 5: (listed, 1, 1)}
         assert list(lib.topic_shown_chunks(lib.topics["t"])) == [0]
         return topic_key(lib, lib.topics["t"])
@@ -696,3 +737,64 @@ def test_a_listed_items_chunks_are_not_in_the_topic_key(monkeypatch: pytest.Monk
     base = key()
     assert key(listed=b"x" * 16) == base
     assert len({base, key(relevance="medium"), key(passages=2), key(title="Two!")}) == 4
+
+
+def test_topic_pages_read_again_only_the_topics_they_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first read of topics.json each topic holds its first entries in page order
+    and a digest of them all, not every entry; the pages that are made read their own
+    topics' values again (no other topic's is read) and list every item. A topics.json that
+    changed between the two reads — an entry's relevance, a topic gone — is an error naming
+    it, not pages made from other entries than their keys were."""
+    from arkai.site.indexes import Library, TopicsChanged, topic_pages
+    from arkai.site.links import Urls
+
+    ids = [f"x{n:02d}" for n in range(50)]
+
+    def doc(relevance: str = "low", big: bool = True) -> dict[str, Any]:
+        topics: dict[str, Any] = {
+            "small": {"items": [{"chunks": [0], "content_id": "x00", "relevance": "high"}]},
+            "zeta": {"items": [{"chunks": [1], "content_id": "x01", "relevance": "low"}]},
+        }
+        if big:
+            entries = [{"chunks": [0, 1][: n % 3], "content_id": c,
+                        "relevance": "high" if n % 3 else "medium"}
+                       for n, c in enumerate(ids)]  # fmt: skip
+            entries[7]["relevance"] = relevance
+            topics["big"] = {"items": entries}
+        return {"version": 2, "topics": topics, "synonyms": {}}
+
+    def write(d: dict[str, Any]) -> None:
+        (index / "topics.json").write_bytes(b"".join(iter_topics_json(d)))
+
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "catalog.json").write_text(
+        json.dumps({"version": 1, "items": [{"id": c, "chunks": 2} for c in ids]})
+    )
+    write(doc())
+    summaries = [{"id": c, "title": f"Title {c}", "lines": 5} for c in ids]
+    lib = Library(summaries, "S", Urls(True))
+    lib.topics, _, lib.load_topic_items = site_build._load_topics(index, lib.titles)
+    big = lib.topics["big"]
+    assert big.size == 50 and big.count == 50 and len(big.top) == indexes.TOPIC_SAID_ITEMS
+
+    reads: list[str] = []
+    real = site_build._read_topic
+    monkeypatch.setattr(site_build, "_read_topic", lambda text, at, offsets: reads.append(
+        text[:12]) or real(text, at, offsets))  # fmt: skip
+    assert [term for term, _ in lib.load_topic_items({"big"})] == ["big"]
+    assert reads == ['    "big": {']
+
+    made = {p: text for p, text, _ in topic_pages(lib) if text is not None}
+    assert len(made) == 4  # the three topics' pages and the index
+    big_page = next(text for p, text in made.items() if p.startswith("topics/big"))
+    assert all(f"Title {c}" in big_page for c in ids)
+
+    write(doc(relevance="high"))
+    with pytest.raises(TopicsChanged, match=r"topics\.json.*'big' changed"):
+        list(topic_pages(lib))
+    write(doc(big=False))
+    with pytest.raises(TopicsChanged, match=r"topics\.json.*gone.*big"):
+        list(topic_pages(lib))

@@ -31,10 +31,9 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import suppress
+from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from functools import cache, partial
+from functools import cache
 from importlib import metadata as importlib_metadata
 from importlib import resources
 from pathlib import Path
@@ -332,6 +331,25 @@ def _walk_topics(
 _TOPICS_OPEN = '  "topics": {\n'
 _TOPIC_INDENT = "    "  # of a topic's line inside ``topics``
 
+#: A topic read from ``topics.json`` (its term and items as :func:`_topic_items` keeps them).
+_TopicRead = tuple[str, list[TopicEntry]]
+#: A reader of ``topics.json``: each topic (those ``wanted`` only, when given), then returns
+#: ``(synonyms, version)``, or None when the file is not in the form it reads.
+_TopicReader = Callable[
+    [Path, Mapping[str, int] | None, Container[str] | None],
+    Generator[_TopicRead, None, tuple[Any, Any] | None],
+]
+
+
+def _line_term(line: str) -> tuple[str, int] | None:
+    """The term a topic line of :func:`arkai.search.topics.iter_topics_json` opens with, and
+    where it ends; None when the line does not open with a JSON string."""
+    try:
+        term, at = _DECODER.raw_decode(line, len(_TOPIC_INDENT))
+    except ValueError:
+        return None
+    return (term, at) if isinstance(term, str) else None
+
 
 def _topic_line(
     line: str, offsets: Mapping[str, int] | None
@@ -340,13 +358,10 @@ def _topic_line(
     writes it, ``    "term": {value}`` and a comma or not: the term, its items as
     :func:`_topic_items` keeps them and the line with ``null`` for the value; None when the
     line is not a member and its value whole."""
-    try:
-        term, at = _DECODER.raw_decode(line, len(_TOPIC_INDENT))
-    except ValueError:
+    opened = _line_term(line)
+    if opened is None or not line.startswith(": ", opened[1]):
         return None
-    if not isinstance(term, str) or not line.startswith(": ", at):
-        return None
-    at += 2
+    term, at = opened[0], opened[1] + 2
     try:
         items, end = _read_topic(line, at, offsets)
     except ValueError:
@@ -357,35 +372,47 @@ def _topic_line(
     return term, items, line[:at] + "null" + rest
 
 
-def _stream_topics(
-    path: Path, offsets: Mapping[str, int] | None
-) -> tuple[dict[str, list[TopicEntry]], Any, Any] | None:
-    """topics.json read a line at a time when it is laid out as the index stage writes it (a
-    topic per line, :func:`arkai.search.topics.iter_topics_json`), so the file's text is never
-    whole in memory (77 MB at 10,000 items: read whole, it was held twice for a moment, as
-    bytes and as text, and then beside every entry). What :func:`_walk_topics` gives for the
-    same text, or None when the file is laid out otherwise (the caller then walks it whole).
+def _each_topic(
+    path: Path, offsets: Mapping[str, int] | None, wanted: Container[str] | None = None
+) -> Generator[_TopicRead, None, tuple[Any, Any] | None]:
+    """topics.json read a line at a time in the layout the index stage writes (a topic per
+    line, :func:`arkai.search.topics.iter_topics_json`), so neither the file's text nor every
+    topic is ever whole in memory: yields each topic in the file's order, then returns
+    ``(synonyms, version)`` as :func:`_walk_topics` gives them for the same text — or None
+    when the file is laid out otherwise, once what was yielded is found not to be the file's
+    (the caller then walks it whole).
 
     Each topic line's value is read (:func:`_scan_topic`, else decoded) and replaced by
     ``null``; what remains — the other lines and the terms — must parse, and must be exactly
     what the writer makes of the parsed synonyms, the terms in their order and the version:
     any other layout, a repeated term, a ``topics`` line inside another value, has no such
-    remainder."""
-    topics: dict[str, list[TopicEntry]] = {}
+    remainder.
+
+    ``wanted``: only these topics' values are read (the file read again, for the pages that
+    are made, after a first read checked it); the other lines are passed over, the layout is
+    not checked and None is returned."""
+    terms: list[str] = []
     rest: list[str] = []
     inside = False
     with io.TextIOWrapper(open_repo_file(path, path.parent), encoding="utf-8", newline="") as fh:
         for line in fh:
             if inside and line.startswith(_TOPIC_INDENT):
+                if wanted is not None:
+                    opened = _line_term(line)
+                    if opened is None or opened[0] not in wanted:
+                        continue
                 member = _topic_line(line, offsets)
                 if member is None:
                     return None
                 term, items, bare = member
-                topics[term] = items
+                terms.append(term)
                 rest.append(bare)
+                yield term, items
                 continue
-            inside = line == _TOPICS_OPEN and not topics
+            inside = line == _TOPICS_OPEN and not terms
             rest.append(line)
+    if wanted is not None:
+        return None
     text = "".join(rest)
     try:
         doc = json.loads(text)
@@ -393,63 +420,139 @@ def _stream_topics(
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("topics"), dict):
         return None
-    written = {"synonyms": doc.get("synonyms"), "topics": dict.fromkeys(topics),
+    written = {"synonyms": doc.get("synonyms"), "topics": dict.fromkeys(terms),
                "version": doc.get("version")}  # fmt: skip
     if set(doc) != set(written) or b"".join(iter_topics_json(written)) != text.encode("utf-8"):
         return None
-    return topics, doc.get("synonyms"), doc.get("version")
+    return doc.get("synonyms"), doc.get("version")
 
 
-def _load_topics(index: Path) -> tuple[dict[str, Topic], dict[str, list[list[str]]]]:
-    """topics.json → topics by term, and per item its first :data:`MAX_TOPICS`
-    ``[term, relevance]``, best first. Chunk numbers become positions in ``chunks.jsonl``
-    through ``catalog.json`` (:func:`arkai.search.topics.chunk_offsets`)."""
+def _walked_topics(
+    path: Path, offsets: Mapping[str, int] | None, wanted: Container[str] | None = None
+) -> Generator[_TopicRead, None, tuple[Any, Any] | None]:
+    """topics.json of another layout: its text walked whole (:func:`_walk_topics`, every
+    topic held at once), then each topic (``wanted`` only, when given) yielded by term;
+    returns ``(synonyms, version)``, or None when the text is not one JSON object."""
+    text = (read_repo_file(path, path.parent) or b"").decode("utf-8")
+    walked = _walk_topics(text, offsets)
+    del text
+    if walked is None:
+        return None
+    by_term, synonyms, version = walked
+    for term in sorted(by_term):
+        if wanted is None or term in wanted:
+            yield term, by_term[term]
+    return synonyms, version
+
+
+def _decoded_topics(
+    path: Path, offsets: Mapping[str, int] | None, wanted: Container[str] | None = None
+) -> Generator[_TopicRead, None, tuple[Any, Any] | None]:
+    """topics.json parsed whole by :func:`read_json`, which names the file when it is not a
+    JSON object (none: no topics)."""
+    obj = read_json(path) or {}
+    raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
+    assert isinstance(raw, dict)
+    for term in sorted(raw):
+        if wanted is None or term in wanted:
+            yield str(term), _topic_items(raw[term], offsets)
+    return obj.get("synonyms"), obj.get("version")
+
+
+class _TopicsFound:
+    """What :func:`_load_topics` keeps of each topic it reads (:func:`indexes.make_topic`)
+    and, per item, its first :data:`MAX_TOPICS` terms of each relevance (the terms come in
+    order: the writer's layout has them sorted, the other readers sort them)."""
+
+    def __init__(self, titles: Mapping[str, str]) -> None:
+        self.titles = titles
+        self.heads: dict[str, bytes] = {}
+        self.topics: dict[str, Topic] = {}
+        self.ranked: dict[str, tuple[list[str], list[str], list[str]]] = {}
+
+    def add(self, term: str, items: list[TopicEntry]) -> None:
+        known = indexes.known_entries(items, self.titles)
+        if not known:
+            return
+        self.topics[term] = indexes.make_topic(term, known, [], self.titles, self.heads)
+        ranked = self.ranked
+        for it in known:
+            found = ranked.get(it.content_id)
+            if found is None:
+                found = ranked[it.content_id] = ([], [], [])
+            terms = found[_RELEVANCE[it.relevance]]
+            if len(terms) < MAX_TOPICS:
+                terms.append(term)
+
+    def per_item(self) -> dict[str, list[list[str]]]:
+        """Per item its first :data:`MAX_TOPICS` ``[term, relevance]``, best first."""
+        per_item: dict[str, list[list[str]]] = {}
+        for cid, by_rank in self.ranked.items():
+            best: list[list[str]] = []
+            for rank, terms in enumerate(by_rank):
+                best += [[term, _RANK_NAME[rank]] for term in terms[: MAX_TOPICS - len(best)]]
+            per_item[cid] = best
+        return per_item
+
+
+def _drain(
+    read: Generator[_TopicRead, None, tuple[Any, Any] | None],
+    add: Callable[[str, list[TopicEntry]], None],
+) -> tuple[Any, Any] | None:
+    """Every topic of ``read`` given to ``add``; what the reader returns."""
+    while True:
+        try:
+            term, items = next(read)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        add(term, items)
+
+
+def _load_topics(
+    index: Path, titles: Mapping[str, str]
+) -> tuple[
+    dict[str, Topic],
+    dict[str, list[list[str]]],
+    Callable[[set[str]], Iterator[_TopicRead]],
+]:
+    """topics.json → the topics of the items ``titles`` names, by term (each one's first
+    entries and digest, :func:`indexes.make_topic`: never every entry at once); per item its
+    first :data:`MAX_TOPICS` ``[term, relevance]``, best first; and the reader of the topics'
+    entries for the pages that are made (:attr:`indexes.Library.load_topic_items`). Chunk
+    numbers become positions in ``chunks.jsonl`` through ``catalog.json``
+    (:func:`arkai.search.topics.chunk_offsets`)."""
     path = index / "topics.json"
     catalog = read_json(index / "catalog.json")
     listed = catalog.get("items") if isinstance(catalog, dict) else None
     offsets = chunk_offsets(listed if isinstance(listed, list) else [])
-    walked = None
-    with suppress(OSError, UnicodeDecodeError):
-        walked = _stream_topics(path, offsets)
-        again = partial(_stream_topics, path, None)
-        if walked is None:  # another layout: the text walked whole
-            text = (read_repo_file(path, path.parent) or b"").decode("utf-8")
-            walked = _walk_topics(text, offsets)
-            again = partial(_walk_topics, text, None)
-            del text
-        if walked is not None and walked[2] == 1:  # positions already: read again as they are
-            walked = again()
-        del again
-    if walked is None:  # missing or malformed: read_json says which
-        obj = read_json(path) or {}
-        raw = obj.get("topics") if isinstance(obj.get("topics"), dict) else {}
-        assert isinstance(raw, dict)
-        given = None if obj.get("version") == 1 else offsets
-        walked = ({str(t): _topic_items(e, given) for t, e in raw.items()}, obj.get("synonyms"),
-                  obj.get("version"))  # fmt: skip
-    by_term, synonyms, _ = walked
-    synonyms = synonyms if isinstance(synonyms, dict) else {}
-    topics: dict[str, Topic] = {}
-    for term, items in by_term.items():
-        if items:
-            syn = synonyms.get(term)
-            topics[term] = Topic(term, items, [str(s) for s in syn or []])
-    # Per item its terms by relevance, each relevance's in term order: the terms taken in
-    # order, so no item's list is sorted (at 10,000 items 0.66 → 0.37 CPU s).
-    ranked: dict[str, tuple[list[str], list[str], list[str]]] = {}
-    for term in sorted(by_term):
-        for it in by_term[term]:
-            found = ranked.get(it.content_id)
-            if found is None:
-                found = ranked[it.content_id] = ([], [], [])
-            found[_RELEVANCE[it.relevance]].append(term)
-    per_item: dict[str, list[list[str]]] = {}
-    for cid, by_rank in ranked.items():
-        best: list[list[str]] = []
-        for rank, terms in enumerate(by_rank):
-            best += [[term, _RANK_NAME[rank]] for term in terms[: MAX_TOPICS - len(best)]]
-        per_item[cid] = best
-    return topics, per_item
+    readers: tuple[_TopicReader, ...] = (_each_topic, _walked_topics)
+    for reader in (*readers, _decoded_topics):
+        given: Mapping[str, int] | None = offsets
+        while True:
+            found = _TopicsFound(titles)
+            try:
+                result = _drain(reader(path, given, None), found.add)
+            except (OSError, UnicodeDecodeError):
+                # Missing, or not UTF-8: the last reader (read_json) says which.
+                if reader is _decoded_topics:
+                    raise
+                result = None
+            if result is None or result[1] != 1 or given is None:
+                break
+            given = None  # version 1: positions already, read again as they are
+        if result is not None:
+            break
+    synonyms = result[0] if result is not None and isinstance(result[0], dict) else {}
+    for term, topic in found.topics.items():
+        topic.synonyms = [str(s) for s in synonyms.get(term) or []]
+
+    def again(terms: set[str]) -> Iterator[_TopicRead]:
+        try:
+            yield from reader(path, given, terms)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SiteBuildError(f"{path}: read again for the topic pages: {exc}") from None
+
+    return found.topics, found.per_item(), again
 
 
 def _line_number(field: re.Pattern[bytes], line: bytes) -> int | None:
@@ -873,12 +976,10 @@ def _generate(
     summaries = [entries[cid][1] for cid, _ in items]
     store.update_entities(dirty_entities, {cid: n for n, (cid, _) in enumerate(items)})
     index = root / INDEX
-    topics, item_topics = _load_topics(index)
     lib = Library(
         summaries,
         user.site_name,
         urls,
-        topics=topics,
         beliefs=_load_beliefs(root),
         load_belief_changes=lambda: _belief_changes(root),
         entity_min_items=options.entity_min_items,
@@ -888,7 +989,8 @@ def _generate(
         store=store,
         dirty_entities=dirty_entities,
     )
-    wanted = {c for t in topics.values() if lib.topic_has_page(t.term)
+    lib.topics, item_topics, lib.load_topic_items = _load_topics(index, lib.titles)
+    wanted = {c for t in lib.topics.values() if lib.topic_has_page(t.term)
               for c in lib.topic_shown_chunks(t)}  # fmt: skip
     lib.chunk_digests = _chunk_digests(index, wanted)
     lib.load_chunks = lambda positions: _load_chunks(index, positions)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -101,11 +101,78 @@ class TopicEntry(NamedTuple):
 
 @dataclass
 class Topic:
+    """One topic as the library-wide pages hold it between reading ``topics.json`` and making
+    its pages: not every item under it (≈ 55 entries an item, ≈ 180 MB at 10,000 items and
+    growing with the library), only what its key, the topics index and the items shown with
+    passages need (:func:`make_topic`). The pages that are made again read its items once
+    more (:attr:`Library.load_topic_items`)."""
+
     term: str
-    items: list[TopicEntry]
     synonyms: list[str]
-    count: int = 0
-    """Distinct items (set by :class:`Library`)."""
+    size: int
+    """Its entries (the items listed under it)."""
+    count: int
+    """Distinct items."""
+    top: list[TopicEntry]
+    """Its first :data:`TOPIC_SAID_ITEMS` entries in page order (:func:`topic_order`)."""
+    listing: bytes
+    """Digest of every entry in page order: its item's ID and title, relevance and passage
+    count (:func:`listing_digest`; part of :func:`topic_key`)."""
+
+
+def topic_order(items: Sequence[TopicEntry], titles: Mapping[str, str]) -> list[TopicEntry]:
+    """A topic's items as its pages list them: by relevance, then the most passages, then
+    title and ID, else as given; the first :data:`TOPIC_SAID_ITEMS` are shown with passages."""
+    # Sorted as tuples made in one comprehension (no key function called per entry: at 10,000
+    # items ≈ 550,000 entries); the position last keeps equal keys in order.
+    rank = _RELEVANCE_RANK.get
+    keyed = [
+        (rank(e.relevance, 3), -e.passages, titles.get(e.content_id, e.content_id),
+         e.content_id, n)
+        for n, e in enumerate(items)
+    ]  # fmt: skip
+    keyed.sort()
+    return [items[k[4]] for k in keyed]
+
+
+def listing_digest(
+    order: Sequence[TopicEntry], titles: Mapping[str, str], heads: dict[str, bytes]
+) -> bytes:
+    """Digest of a topic's entries in page order as its pages list them: each one's item ID
+    and title, relevance and passage count. ``heads``: each item's ID and title as the digest
+    holds them, kept between the topics of one build (an item is under ≈ 55 topics)."""
+    out: list[bytes] = []
+    add = out.append
+    for e in order:
+        cid = e.content_id
+        head = heads.get(cid)
+        if head is None:
+            head = heads[cid] = _sized(cid) + _sized(titles.get(cid, cid))
+        add(head)
+        add(b"%s;%d;" % (e.relevance.encode(), e.passages))
+    # The bytes of every entry joined, then hashed once (an update per entry cost more).
+    return hashlib.sha256(b"".join(out)).digest()
+
+
+def known_entries(items: Iterable[TopicEntry], titles: Mapping[str, str]) -> list[TopicEntry]:
+    """The entries of items the library has (an index built before items were removed may
+    name items that are gone): those ``titles`` has."""
+    return [e for e in items if titles.get(e.content_id) is not None]
+
+
+def make_topic(
+    term: str,
+    known: Sequence[TopicEntry],
+    synonyms: list[str],
+    titles: Mapping[str, str],
+    heads: dict[str, bytes] | None = None,
+) -> Topic:
+    """The topic of these entries: ``known``, those of the library's items
+    (:func:`known_entries`), at least one. ``heads``: see :func:`listing_digest`."""
+    order = topic_order(known, titles)
+    listing = listing_digest(order, titles, {} if heads is None else heads)
+    count = len({e.content_id for e in order})
+    return Topic(term, synonyms, len(order), count, order[:TOPIC_SAID_ITEMS], listing)
 
 
 @dataclass
@@ -119,6 +186,11 @@ class Library:
     urls: Urls
     entities: dict[str, Entity] = field(default_factory=dict)
     topics: dict[str, Topic] = field(default_factory=dict)
+    """By term (:func:`make_topic`: the items of the library only)."""
+    load_topic_items: Callable[[set[str]], Iterable[tuple[str, list[TopicEntry]]]] | None = None
+    """Reads the entries of these topics again, each ``(term, entries)`` as ``topics.json``
+    holds them (the topic pages that are made again list every item: see
+    :func:`topic_pages`); None: no topic page can be made."""
     chunks: dict[int, dict[str, Any]] = field(default_factory=dict)
     """Position in chunks.jsonl → ``{content_id, start_line, end_line, text}`` (topic
     passages): only the chunks of the topic pages that are made again (see
@@ -153,21 +225,12 @@ class Library:
     search_index_mb: float | None = None
     """``params.yaml`` ``site.search_index_mb``, the limit the scope keeps to."""
     _transcripts: dict[str, bytes] = field(default_factory=dict, repr=False)
-    _topic_order: dict[str, list[TopicEntry]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
-        self._titles = {cid: str(s["title"]) for cid, s in self.by_id.items() if s}
+        self.titles = library_titles(self.summaries)
+        """content id → title, of every item of the library (what :func:`make_topic` asks)."""
         self.pos = {s["id"]: n for n, s in enumerate(self.summaries)}
-        # An index built before items were removed may name items that are gone.
-        for term in list(self.topics):
-            topic = self.topics[term]
-            topic.items = [i for i in topic.items if i.content_id in self.by_id]
-            if not topic.items:
-                del self.topics[term]
-            else:
-                # Counted once: asked for every item that has the topic.
-                topic.count = len({i.content_id for i in topic.items})
         # Only each entity's totals are held (kept up to date in the store).
         for key, etype, first, count, mentions, names in (
             self.store.entity_totals() if self.store else ()
@@ -218,29 +281,17 @@ class Library:
         return t is not None and t.count >= self.topic_min_items
 
     def title(self, cid: str) -> str:
-        return self._titles.get(cid, cid)
-
-    def topic_order(self, t: Topic) -> list[TopicEntry]:
-        """A topic's items as its pages list them: by relevance, then the most passages,
-        then title and ID; the first :data:`TOPIC_SAID_ITEMS` are shown with passages."""
-        found = self._topic_order.get(t.term)
-        if found is None:
-            # Sorted as tuples made in one comprehension (no key function called per entry:
-            # at 10,000 items ≈ 305,000 entries); the position last keeps equal keys in order.
-            titles, rank, items = self._titles, _RELEVANCE_RANK.get, t.items
-            keyed = [
-                (rank(e.relevance, 3), -e.passages, titles.get(e.content_id, e.content_id),
-                 e.content_id, n)
-                for n, e in enumerate(items)
-            ]  # fmt: skip
-            keyed.sort()
-            found = self._topic_order[t.term] = [items[k[4]] for k in keyed]
-        return found
+        return self.titles.get(cid, cid)
 
     def topic_shown_chunks(self, t: Topic) -> Iterator[int]:
         """The positions of the chunks a topic's pages may show (their passages)."""
-        for e in self.topic_order(t)[:TOPIC_SAID_ITEMS]:
+        for e in t.top:
             yield from e.chunks[:CHUNK_LINKS]
+
+
+def library_titles(summaries: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """content id → title of each item summary (the items a topic may list)."""
+    return {s["id"]: str(s["title"]) for s in summaries if s}
 
 
 def _item_link(lib: Library, src: str, cid: str) -> str:
@@ -667,33 +718,22 @@ def _chunk_keys(lib: Library, cid: str, positions: list[int]) -> bytes:
 _NO_CHUNK: ChunkDigest = (bytes(16), None, None)
 
 
-def topic_key(lib: Library, t: Topic, heads: dict[str, bytes] | None = None) -> str:
-    """Digest of everything a topic's pages are made from: the term and its synonyms, each
-    item's place, relevance, passage count and title, for the items shown with passages the
-    bytes of the chunks they may show (``lib.chunk_digests``: not their positions, which
-    shift whenever an item before them gains or loses a chunk) and whether each is shown,
-    the URL style and this module's limits. ``heads``: each item's ID and title as the key
-    holds them, kept between the topics of one build (an item is under ≈ 60 topics at
-    10,000 items)."""
-    heads = {} if heads is None else heads
+def topic_key(lib: Library, t: Topic) -> str:
+    """Digest of everything a topic's pages are made from: the term and its synonyms, every
+    entry's place, item, title, relevance and passage count (``t.listing``), for the items
+    shown with passages the bytes of the chunks they may show (``lib.chunk_digests``: not
+    their positions, which shift whenever an item before them gains or loses a chunk) and
+    whether each is shown, the URL style and this module's limits."""
     h = hashlib.sha256()
     h.update(_sized(t.term) + _sized(json.dumps(t.synonyms)))
     limits = (CHUNK_LINKS, SNIPPETS, SNIPPET_CHARS, TOPIC_SAID_ITEMS, TOPIC_PAGE_ITEMS)
     h.update(b"%d;%d;%d;%d;%d;%d;" % (lib.urls.directory_urls, *limits))
-    # The bytes of every entry joined, then hashed once (an update per entry cost more).
+    h.update(t.listing)
     out: list[bytes] = []
-    add = out.append
-    for n, e in enumerate(lib.topic_order(t)):
-        cid = e.content_id
-        head = heads.get(cid)
-        if head is None:
-            head = heads[cid] = _sized(cid) + _sized(lib.title(cid))
-        add(head)
-        add(b"%s;%d;" % (e.relevance.encode(), e.passages))
-        if n < TOPIC_SAID_ITEMS:
-            shown = e.chunks[:CHUNK_LINKS]
-            add(b"%d;" % len(shown))
-            add(_chunk_keys(lib, cid, shown))
+    for e in t.top:
+        shown = e.chunks[:CHUNK_LINKS]
+        out.append(b"%d;" % len(shown))
+        out.append(_chunk_keys(lib, e.content_id, shown))
     h.update(b"".join(out))
     return h.hexdigest()
 
@@ -703,12 +743,20 @@ def _topic_parts(term: str, count: int) -> list[str]:
     return _page_parts(links.topic_page_part, term, count, TOPIC_SAID_ITEMS, TOPIC_PAGE_ITEMS)
 
 
+class TopicsChanged(ArkaiError):
+    """``topics.json`` read again for the pages that are made does not hold what it held when
+    their keys were made."""
+
+
 def topic_pages(
     lib: Library, unchanged: Callable[[str, str | None], bool] = _never
 ) -> Iterator[PageOut]:
     """The topics index and one page per topic that has one, one at a time. A topic page is
     rendered only when ``unchanged(src, topic_key(…))`` is false; only the chunks of those
-    pages are read (``lib.load_chunks``), not every chunk a topic page shows."""
+    pages are read (``lib.load_chunks``), not every chunk a topic page shows, and only their
+    topics' entries (``lib.load_topic_items``), one topic at a time: the whole topic index is
+    never held. Raises :class:`TopicsChanged` when what is read again is not what the keys
+    were made from."""
     out = ["<h1>Topics</h1>"]
     if not lib.topics:
         out.append(
@@ -717,36 +765,50 @@ def topic_pages(
         )
         yield links.TOPICS, page("Topics", out, kind="topics", hide=("toc",)), None
         return
-    ranked = sorted(lib.topics.values(), key=lambda t: (-len(t.items), t.term))
+    ranked = sorted(lib.topics.values(), key=lambda t: (-t.size, t.term))
     out.append(f"<p>{plural(len(ranked), 'topic')} (number of items).</p>")
     made: set[str] = set()
-    heads: dict[str, bytes] = {}
-    for t in ranked:
-        if lib.topic_has_page(t.term):
-            key = topic_key(lib, t, heads)
-            # A list: every part's key is looked at (and kept).
-            if not all([unchanged(p, key) for p in _topic_parts(t.term, len(t.items))]):
-                made.add(t.term)
-    if made and lib.load_chunks is not None:
-        lib.chunks = lib.load_chunks(
-            {pos for t in ranked if t.term in made for pos in lib.topic_shown_chunks(t)}
-        )
     chips = []
     for t in ranked:
-        count = f'&#160;<span class="ak-count">{len(t.items)}</span>'
-        if lib.topic_has_page(t.term):
-            parts = _topic_parts(t.term, len(t.items))
-            chips.append(a(lib.urls.href(links.TOPICS, parts[0]), t.term) + count)
-            if t.term not in made:
-                yield from ((p, None, None) for p in parts)
-                continue
-            titles = ", ".join(lib.title(i.content_id) for i in t.items)
-            sections = [Section("", t.term, f"topic · {titles}", INDEX_PAGE_BOOST)]
-            # Pages 2, 3, … have no search entries of their own (the first has them all).
-            for n, text in enumerate(_topic_page(lib, t, parts)):
-                yield parts[n], text, sections if n == 0 else []
-        else:
+        count = f'&#160;<span class="ak-count">{t.size}</span>'
+        if not lib.topic_has_page(t.term):
             chips.append(esc(t.term) + count)
+            continue
+        parts = _topic_parts(t.term, t.size)
+        chips.append(a(lib.urls.href(links.TOPICS, parts[0]), t.term) + count)
+        key = topic_key(lib, t)
+        # A list: every part's key is looked at (and kept).
+        if all([unchanged(p, key) for p in parts]):
+            yield from ((p, None, None) for p in parts)
+        else:
+            made.add(t.term)
+    if made:
+        if lib.load_chunks is not None:
+            lib.chunks = lib.load_chunks(
+                {pos for term in made for pos in lib.topic_shown_chunks(lib.topics[term])}
+            )
+        if lib.load_topic_items is None:
+            raise TypeError("Library.load_topic_items is needed to make topic pages")
+        left = set(made)
+        for term, items in lib.load_topic_items(made):
+            if term not in left:
+                continue
+            t = lib.topics[term]
+            order = topic_order(known_entries(items, lib.titles), lib.titles)
+            if listing_digest(order, lib.titles, {}) != t.listing:
+                raise TopicsChanged(f"topics.json: topic {term!r} changed while the site was "
+                                    "built", hint="build the site again")  # fmt: skip
+            left.discard(term)
+            parts = _topic_parts(term, t.size)
+            titles = ", ".join(lib.title(i.content_id) for i in order)
+            sections = [Section("", term, f"topic · {titles}", INDEX_PAGE_BOOST)]
+            # Pages 2, 3, … have no search entries of their own (the first has them all).
+            for n, text in enumerate(_topic_page(lib, t, order, parts)):
+                yield parts[n], text, sections if n == 0 else []
+        if left:
+            raise TopicsChanged(f"topics.json: {plural(len(left), 'topic')} gone while the site "
+                                f"was built ({', '.join(sorted(left)[:3])})",
+                                hint="build the site again")  # fmt: skip
     out.append('<p class="ak-chips">' + " · ".join(chips) + "</p>")
     yield links.TOPICS, page("Topics", out, kind="topics", hide=("toc",)), None
 
@@ -783,14 +845,14 @@ def topic_passage(term: str, chunk: dict[str, Any]) -> tuple[int, str, str, str]
     return line, head.lstrip(), text[at : at + len(term)], tail.rstrip()
 
 
-def _topic_page(lib: Library, t: Topic, parts: list[str]) -> list[str]:
+def _topic_page(lib: Library, t: Topic, ranked: list[TopicEntry], parts: list[str]) -> list[str]:
     """The topic's pages: the first (its best :data:`TOPIC_SAID_ITEMS` items with their
-    passages, then the others listed), one per :data:`TOPIC_PAGE_ITEMS` further items."""
+    passages, then the others listed), one per :data:`TOPIC_PAGE_ITEMS` further items.
+    ``ranked``: its entries in page order (:func:`topic_order`)."""
     src = parts[0]
     out = [f"<h1>{esc(t.term)}</h1>"]
     if t.synonyms:
         out.append(f"<p>Synonyms: {esc(', '.join(t.synonyms))}</p>")
-    ranked = lib.topic_order(t)
     for entry in ranked[:TOPIC_SAID_ITEMS]:
         cid = entry.content_id
         target = links.transcript_page(cid)
