@@ -525,8 +525,8 @@ def _load_topics(
     catalog = read_json(index / "catalog.json")
     listed = catalog.get("items") if isinstance(catalog, dict) else None
     offsets = chunk_offsets(listed if isinstance(listed, list) else [])
-    readers: tuple[_TopicReader, ...] = (_each_topic, _walked_topics)
-    for reader in (*readers, _decoded_topics):
+    reader: _TopicReader
+    for reader in (_each_topic, _walked_topics, _decoded_topics):
         given: Mapping[str, int] | None = offsets
         while True:
             found = _TopicsFound(titles)

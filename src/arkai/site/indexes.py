@@ -228,8 +228,8 @@ class Library:
 
     def __post_init__(self) -> None:
         self.by_id = {s["id"]: s for s in self.summaries}
-        self.titles = library_titles(self.summaries)
-        """content id → title, of every item of the library (what :func:`make_topic` asks)."""
+        # content id → title of every item of the library (the items a topic may list).
+        self.titles = {cid: str(s["title"]) for cid, s in self.by_id.items() if s}
         self.pos = {s["id"]: n for n, s in enumerate(self.summaries)}
         # Only each entity's totals are held (kept up to date in the store).
         for key, etype, first, count, mentions, names in (
@@ -287,11 +287,6 @@ class Library:
         """The positions of the chunks a topic's pages may show (their passages)."""
         for e in t.top:
             yield from e.chunks[:CHUNK_LINKS]
-
-
-def library_titles(summaries: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """content id → title of each item summary (the items a topic may list)."""
-    return {s["id"]: str(s["title"]) for s in summaries if s}
 
 
 def _item_link(lib: Library, src: str, cid: str) -> str:
