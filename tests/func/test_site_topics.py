@@ -101,7 +101,8 @@ def loaded_items(
         assert topic.size == len(order) and topic.count == len({e.content_id for e in order})
         assert topic.top == order[: indexes.TOPIC_SAID_ITEMS]
         assert topic.listing == indexes.listing_digest(order, titles, {})
-    return {t: indexes.known_entries(i, titles) for t, i in items.items()}, per_item
+    pairs = {cid: [list(pair) for pair in site_build.item_topics(v)] for cid, v in per_item.items()}
+    return {t: indexes.known_entries(i, titles) for t, i in items.items()}, pairs
 
 
 def streamed(path: Path, offsets: Mapping[str, int] | None) -> Any:

@@ -484,15 +484,34 @@ class _TopicsFound:
             if len(terms) < MAX_TOPICS:
                 terms.append(term)
 
-    def per_item(self) -> dict[str, list[list[str]]]:
-        """Per item its first :data:`MAX_TOPICS` ``[term, relevance]``, best first."""
-        per_item: dict[str, list[list[str]]] = {}
-        for cid, by_rank in self.ranked.items():
-            best: list[list[str]] = []
-            for rank, terms in enumerate(by_rank):
-                best += [[term, _RANK_NAME[rank]] for term in terms[: MAX_TOPICS - len(best)]]
-            per_item[cid] = best
+    def per_item(self) -> dict[str, ItemTopics]:
+        """Per item its first :data:`MAX_TOPICS` terms by relevance (the lists read are let go
+        item by item as they are cut)."""
+        per_item: dict[str, ItemTopics] = {}
+        ranked = self.ranked
+        while ranked:
+            cid, by_rank = ranked.popitem()
+            left = MAX_TOPICS
+            cut = []
+            for terms in by_rank:
+                cut.append(tuple(terms[:left]))
+                left -= len(cut[-1])
+            per_item[cid] = (cut[0], cut[1], cut[2])
         return per_item
+
+
+#: An item's first :data:`MAX_TOPICS` topics: its high, medium and low terms, each in term
+#: order (tuples: ≈ 350 bytes an item, where a ``[term, relevance]`` list per topic was
+#: ≈ 1.7 KB).
+ItemTopics = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def item_topics(found: ItemTopics | None) -> Iterator[tuple[str, str]]:
+    """An item's topics, best first: ``(term, relevance)``."""
+    for rank, terms in enumerate(found or ()):
+        name = _RANK_NAME[rank]
+        for term in terms:
+            yield term, name
 
 
 def _drain(
@@ -510,14 +529,10 @@ def _drain(
 
 def _load_topics(
     index: Path, titles: Mapping[str, str]
-) -> tuple[
-    dict[str, Topic],
-    dict[str, list[list[str]]],
-    Callable[[set[str]], Iterator[_TopicRead]],
-]:
+) -> tuple[dict[str, Topic], dict[str, ItemTopics], Callable[[set[str]], Iterator[_TopicRead]]]:
     """topics.json → the topics of the items ``titles`` names, by term (each one's first
     entries and digest, :func:`indexes.make_topic`: never every entry at once); per item its
-    first :data:`MAX_TOPICS` ``[term, relevance]``, best first; and the reader of the topics'
+    first :data:`MAX_TOPICS` terms by relevance (:data:`ItemTopics`); and the reader of the topics'
     entries for the pages that are made (:attr:`indexes.Library.load_topic_items`). Chunk
     numbers become positions in ``chunks.jsonl`` through ``catalog.json``
     (:func:`arkai.search.topics.chunk_offsets`)."""
@@ -525,6 +540,7 @@ def _load_topics(
     catalog = read_json(index / "catalog.json")
     listed = catalog.get("items") if isinstance(catalog, dict) else None
     offsets = chunk_offsets(listed if isinstance(listed, list) else [])
+    del catalog, listed  # every item's catalog entry (≈ 1 KB each): only the offsets are kept
     reader: _TopicReader
     for reader in (_each_topic, _walked_topics, _decoded_topics):
         given: Mapping[str, int] | None = offsets
@@ -989,7 +1005,7 @@ def _generate(
         store=store,
         dirty_entities=dirty_entities,
     )
-    lib.topics, item_topics, lib.load_topic_items = _load_topics(index, lib.titles)
+    lib.topics, per_item, lib.load_topic_items = _load_topics(index, lib.titles)
     wanted = {c for t in lib.topics.values() if lib.topic_has_page(t.term)
               for c in lib.topic_shown_chunks(t)}  # fmt: skip
     lib.chunk_digests = _chunk_digests(index, wanted)
@@ -1009,7 +1025,7 @@ def _generate(
             entity_pages=["*"] if every_entity_page else item_entity_pages(cid),
             topics=[
                 [t, r, "1" if lib.topic_has_page(t) else ""]
-                for t, r in item_topics.get(cid, [])[:MAX_TOPICS]
+                for t, r in item_topics(per_item.get(cid))
             ],
             related=related.get(cid, []),
         )
