@@ -501,8 +501,8 @@ class _TopicsFound:
 
 
 #: An item's first :data:`MAX_TOPICS` topics: its high, medium and low terms, each in term
-#: order (tuples: ≈ 350 bytes an item, where a ``[term, relevance]`` list per topic was
-#: ≈ 1.7 KB).
+#: order (tuples: ≈ 0.4 KB an item, 4.1 MB at 10,010 items, where a ``[term, relevance]``
+#: list per topic was ≈ 1.7 KB).
 ItemTopics = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
