@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -72,7 +72,7 @@ def test_the_stat_cache_is_reused_and_a_damaged_one_is_rebuilt(tmp_path: Path) -
     _tree(tmp_path)
     manifest.write(tmp_path, "library", DEST)
     want = (tmp_path / DEST).read_bytes()
-    caches = list((tmp_path / manifest.CACHE_DIR).glob("*.json"))
+    caches = list((tmp_path / manifest.CACHE_DIR).glob("*.stats"))
     quick = list((tmp_path / manifest.CACHE_DIR).glob("*.tsv"))
     assert len(caches) == len(quick) == 1
     # Every file's size, mtime and inode as last time: the manifest then made is used as it
@@ -85,15 +85,16 @@ def test_the_stat_cache_is_reused_and_a_damaged_one_is_rebuilt(tmp_path: Path) -
     # ... and one file's stat changed: the per-file records are used, whose digest is what
     # is used for an unchanged file (no file is read again)...
     cache = caches[0]
-    text = cache.read_text(encoding="utf-8")
-    good = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
-    cache.write_text(text.replace(good, "f" * 64), encoding="utf-8")
+    data = cache.read_bytes()
+    good = b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+    assert data.startswith(manifest.CACHE_HEADER) and good in data
+    cache.write_bytes(data.replace(good, b"f" * 64))
     (tmp_path / "library/b/deep/x.json").write_text("[]", encoding="utf-8")
     manifest.write(tmp_path, "library", DEST)
     assert "f" * 64 in (tmp_path / DEST).read_text(encoding="utf-8")
     assert b"tampered" not in (tmp_path / DEST).read_bytes()
     # ... and damaged caches are ignored: every file is hashed again.
-    cache.write_text("{not json", encoding="utf-8")
+    cache.write_bytes(b"{not a cache")
     quick[0].write_bytes(b"garbage")
     (tmp_path / "library/b/deep/x.json").write_text("{}", encoding="utf-8")
     manifest.write(tmp_path, "library", DEST)
@@ -328,79 +329,161 @@ def test_only_files_whose_path_or_stat_changed_are_hashed_again(
     assert seen == []
 
 
-def _cached(root: Path) -> tuple[bytes, Path, Any]:
-    """A library manifest written: its bytes, its per-file cache and the cache's document."""
+def _cached(root: Path) -> tuple[bytes, Path, list[list[bytes]]]:
+    """A library manifest written: its bytes, its per-file cache and the cache's records
+    (each a list of its five fields: path, size, mtime, inode, SHA-256)."""
     _tree(root)
     manifest.write(root, "library", DEST)
-    cache = next((root / manifest.CACHE_DIR).glob("*.json"))
-    return (root / DEST).read_bytes(), cache, json.loads(cache.read_bytes())
+    cache = next((root / manifest.CACHE_DIR).glob("*.stats"))
+    data = cache.read_bytes()
+    assert data.startswith(manifest.CACHE_HEADER) and data.endswith(b"\0")
+    fields = data[len(manifest.CACHE_HEADER) : -1].split(b"\0")
+    return (root / DEST).read_bytes(), cache, [fields[i : i + 5] for i in range(0, len(fields), 5)]
+
+
+def _records(cache: Path, records: list[list[bytes]]) -> None:
+    cache.write_bytes(manifest.CACHE_HEADER + b"".join(b"\0".join(r) + b"\0" for r in records))
 
 
 @pytest.mark.parametrize(
-    "damage",
+    ("damage", "read"),
     [
-        "duplicate path",
-        "short column",
-        "digest not text",
-        "unhashable",
-        "not an object",
-        "missing column",
+        ("duplicate path", ["b/deep/x.json", "a/transcript.md"]),  # which digest is whose?
+        ("unfinished record", ["b/deep/x.json"]),
+        ("digest not hex", ["b/deep/x.json", "a/transcript.md"]),
+        ("short digest", ["b/deep/x.json", "a/transcript.md"]),
+        ("size not digits", ["b/deep/x.json", "a/transcript.md"]),
+        ("records out of order", ["b/deep/x.json", "a/transcript.md", ".gitkeep"]),
+        ("another header", ["b/deep/x.json", "a/transcript.md", ".gitkeep"]),
+        ("the older layout", ["b/deep/x.json", "a/transcript.md", ".gitkeep"]),
     ],
 )
-def test_a_damaged_per_file_cache_is_not_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+def test_a_damaged_per_file_cache_costs_only_the_reads_of_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str, read: list[str]
 ) -> None:
-    want, cache, doc = _cached(tmp_path)
-    assert doc["format"] == manifest.CACHE_FORMAT and len(doc["paths"]) == 3
-    if damage == "duplicate path":  # a path twice, with another file's digest under it
-        for col in ("paths", "sizes", "mtimes", "inodes"):
-            doc[col].append(doc[col][0])
-        doc["sha256"] += "f" * 64
-    elif damage == "short column":
-        doc["sha256"] = doc["sha256"][:-64]
-    elif damage == "digest not text":
-        doc["sha256"] = [doc["sha256"]]
-    elif damage == "unhashable":
-        doc["mtimes"][1] = [doc["mtimes"][1]]
-    elif damage == "missing column":
-        del doc["inodes"]
-    else:
-        doc = [doc]
-    cache.write_text(json.dumps(doc), encoding="utf-8")
+    """A record that cannot be trusted is never used: its file is read and hashed again (and
+    only its file, but for a cache whose layout is not this one), and the manifest is what a
+    scan from nothing makes."""
+    want, cache, records = _cached(tmp_path)
+    assert [r[0] for r in records] == [b".gitkeep", b"a/transcript.md", b"b/deep/x.json"]
+    if damage == "duplicate path":  # the same key twice, another file's digest under one
+        records.insert(2, [*records[1][:4], records[0][4]])
+    elif damage == "unfinished record":
+        records[-1] = records[-1][:3]
+    elif damage == "digest not hex":
+        records[1][4] = b"g" * 64
+    elif damage == "short digest":
+        records[1][4] = records[1][4][:-2]
+    elif damage == "size not digits":
+        records[1][1] = b"+" + records[1][1]
+    elif damage == "records out of order":  # only the first is then met in path order
+        records.reverse()
+    _records(cache, records)
+    if damage == "unfinished record":
+        cache.write_bytes(cache.read_bytes()[:-1])  # not even its last field ended
+    elif damage == "another header":
+        cache.write_bytes(cache.read_bytes().replace(b"cache 3", b"cache 9", 1))
+    elif damage == "the older layout":  # a cache of before this one: not read, then removed
+        old = cache.with_suffix(".json")
+        old.write_text(json.dumps({"format": 2, "paths": [], "sha256": ""}), encoding="utf-8")
+        cache.unlink()
     (tmp_path / "library/b/deep/x.json").write_text("{ }", encoding="utf-8")  # not the quick path
     seen = _hashes(monkeypatch)
     manifest.write(tmp_path, "library", DEST)
-    assert len(seen) == 3  # every file read again
+    assert sorted(seen) == sorted(f"library/{p}" for p in read)
+    assert not list((tmp_path / manifest.CACHE_DIR).glob("*.json"))
+    seen.clear()
     (tmp_path / "library/b/deep/x.json").write_text("{}", encoding="utf-8")
     manifest.write(tmp_path, "library", DEST)
     assert (tmp_path / DEST).read_bytes() == want
+    assert seen == ["library/b/deep/x.json"]  # the cache written then is whole again
 
 
-def test_a_record_of_another_type_only_costs_its_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    want, cache, doc = _cached(tmp_path)
-    doc["sizes"][0] = str(doc["sizes"][0])  # never equals a walked file's size
-    cache.write_text(json.dumps(doc), encoding="utf-8")
-    for quick in (tmp_path / manifest.CACHE_DIR).glob("*.tsv"):
-        quick.unlink()
-    seen = _hashes(monkeypatch)
+def _set_reference(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | None:
+    """What :func:`manifest.changed_items` names, from the set of every line of each side (its
+    way before the lines were compared in one pass)."""
+    folders = manifest.item_folders(old["library"]) | manifest.item_folders(new["library"])
+    changed: set[str] = set()
+    for name in new:
+        for line in set(old.get(name, b"").splitlines()) ^ set(new[name].splitlines()):
+            parts = line.split(b"\t", 2)[-1].decode().split("/")
+            owner = next(
+                (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
+            )
+            if owner is not None:
+                changed.add(owner)
+            elif not any(p.startswith(".") for p in parts[:-1]):
+                return None
+    return changed
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_changed_items_in_one_pass_name_what_every_line_compared_names(seed: int) -> None:
+    """The two manifests are compared in one pass in path order, not as sets of every line:
+    the same items for every kind of change (an item added, removed, a file added, removed,
+    edited — another digest or size), and, were a side not in path order, never fewer."""
+    rnd = random.Random(seed)
+
+    def library(items: dict[str, dict[str, bytes]]) -> dict[str, bytes]:
+        sides: dict[str, list[tuple[str, bytes]]] = {"library": [], "extracted": []}
+        for folder, files in items.items():
+            for name, line in files.items():
+                side = "extracted" if name.startswith("x-") else "library"
+                sides[side].append((f"{folder}/{name}", line))
+        return {side: b"".join(line for _, line in sorted(rows)) for side, rows in sides.items()}
+
+    def line(path: str) -> bytes:
+        return f"{rnd.choice('0123456789abcdef') * 64}\t{rnd.randint(1, 9)}\t{path}\n".encode()
+
+    names = ["metadata.json", "transcript.md", "x-claims.md", "x-evidence.jsonl", "zz.txt"]
+    items: dict[str, dict[str, bytes]] = {}
+    for n in range(rnd.randint(0, 12)):
+        folder = f"t/{rnd.choice(['A', 'a', 'Ä', 'b b', 'B-'])}{n} (c{n})"
+        kept = [m for m in names if m == names[0] or rnd.random() < 0.7]
+        items[folder] = {m: line(f"{folder}/{m}") for m in kept}
+    old = library(items)
+    for folder in list(items):
+        roll = rnd.random()
+        if roll < 0.1:
+            del items[folder]
+        elif roll < 0.3:
+            name = rnd.choice(names[1:])
+            items[folder][name] = line(f"{folder}/{name}")  # added or edited
+        elif roll < 0.4 and len(items[folder]) > 1:
+            del items[folder][rnd.choice([m for m in items[folder] if m != names[0]])]
+    if rnd.random() < 0.3:
+        items[f"t/new{seed} (n)"] = {names[0]: line(f"t/new{seed} (n)/{names[0]}")}
+    new = library(items)
+    want = _set_reference(old, new)
+    assert manifest.changed_items(old, new) == want
+    shuffled = {k: b"".join(rnd.sample(v.splitlines(keepends=True), v.count(b"\n")))
+                for k, v in old.items()}  # fmt: skip
+    got = manifest.changed_items(shuffled, new)
+    assert want is not None and got is not None and got >= want
+
+
+def test_a_manifest_is_made_without_a_table_of_every_file(tmp_path: Path) -> None:
+    """One file changed among 6,000: the manifest is made from the sorted walk and the
+    per-file cache read beside it, a block at a time. What it allocates at its peak stays
+    within a few hundred bytes a file — the walk's strings, the digests and the manifest —
+    where a set and a dict of the cache's records took ≈ 1 KB a file (docs/scale.md,
+    "Manifests in bounded memory")."""
+    import tracemalloc
+
+    files = 6000
+    for n in range(files):
+        folder = tmp_path / "library" / "talks" / f"Talk {n // 6:05d} (c{n // 6:010x})"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"part-{n % 6}.json").write_bytes(b"%d" % n)
     manifest.write(tmp_path, "library", DEST)
-    assert seen == ["library/" + doc["paths"][0]]
-    assert (tmp_path / DEST).read_bytes() == want
-
-
-def test_the_older_per_file_cache_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cache of one record per path (before the columns) still spares the reads."""
-    want, cache, doc = _cached(tmp_path)
-    digests = [doc["sha256"][i : i + 64] for i in range(0, len(doc["sha256"]), 64)]
-    old = {p: [s, m, i, d] for p, s, m, i, d in
-           zip(doc["paths"], doc["sizes"], doc["mtimes"], doc["inodes"], digests,
-               strict=True)}  # fmt: skip
-    old["bad record"] = ["x", 1, 2, "y"]  # ignored
-    cache.write_text(json.dumps(old), encoding="utf-8")
-    for quick in (tmp_path / manifest.CACHE_DIR).glob("*.tsv"):
-        quick.unlink()
-    seen = _hashes(monkeypatch)
-    manifest.write(tmp_path, "library", DEST)
-    assert seen == [] and (tmp_path / DEST).read_bytes() == want
+    changed = tmp_path / "library/talks/Talk 00500 (c00000001f4)/part-3.json"
+    changed.write_bytes(b"edited")
+    tracemalloc.start()
+    try:
+        body = manifest.manifest_bytes(tmp_path, "library", manifest._cache_name(DEST))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert body.count(b"\n") == files and b"part-3.json" in body
+    assert body == manifest.render(manifest.scan(tmp_path, "library"))
+    assert peak / files < 600, f"{peak / files:.0f} bytes a file"

@@ -32,6 +32,29 @@ def test_atomic_write_replaces_and_leaves_no_temp_on_error(tmp_path: Path) -> No
     assert write_if_changed(path, b"two", fsync=False) is True and path.read_bytes() == b"two"
 
 
+def test_write_if_changed_compares_block_by_block(tmp_path: Path) -> None:
+    """The file is compared with the data a block at a time: a difference in any block, at
+    the first or last byte, is a difference; a file that grew after its size was read is not
+    the data."""
+    from arkai.adapters.fs import holds_bytes
+
+    data = bytes(range(256)) * 40  # 10,240 bytes: ten blocks of 1,024 and a part
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    assert holds_bytes(path, data, block=1024)
+    assert holds_bytes(path, data, block=len(data)) and holds_bytes(path, data, block=7)
+    for at in (0, 1023, 1024, 5000, len(data) - 1):
+        other = bytearray(data)
+        other[at] ^= 1
+        assert not holds_bytes(path, bytes(other), block=1024), at
+    assert not holds_bytes(path, data[:-1], block=1024)
+    assert not holds_bytes(path, data + b"x", block=1024)
+    assert not holds_bytes(tmp_path / "missing", b"", block=1024)
+    assert write_if_changed(path, data) is False
+    other = data[:-1] + b"\x00"
+    assert write_if_changed(path, other) is True and path.read_bytes() == other
+
+
 def test_write_if_changed_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"keep")

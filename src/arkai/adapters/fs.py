@@ -112,11 +112,19 @@ def write_if_changed(path: Path, data: bytes, *, fsync: bool = True) -> bool:
     return True
 
 
-def holds_bytes(path: Path, data: bytes) -> bool:
-    """Whether ``path`` is a regular file (not followed through a link) of exactly ``data``."""
+def holds_bytes(path: Path, data: bytes, block: int = 1 << 20) -> bool:
+    """Whether ``path`` is a regular file (not followed through a link) of exactly ``data``;
+    compared a block at a time (the file is never a second copy of ``data`` in memory)."""
     try:
         st = os.lstat(path)
-        return stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data
+        if not (stat.S_ISREG(st.st_mode) and st.st_size == len(data)):
+            return False
+        view = memoryview(data)
+        with path.open("rb") as fh:
+            for start in range(0, len(data), block):
+                if fh.read(block) != view[start : start + block]:
+                    return False
+            return fh.read(1) == b""
     except OSError:
         return False
 

@@ -23,12 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import BinaryIO, TypeVar
 
-from arkai.adapters.fs import atomic_write_bytes, write_if_changed
+from arkai.adapters.fs import atomic_write, atomic_write_bytes, write_if_changed
 from arkai.errors import LibraryError
 
 #: Where the stat cache of each manifest lives, relative to the repo root (gitignored).
@@ -66,16 +67,20 @@ def _ignored(name: str) -> bool:
     )
 
 
-#: One file as the walk found it: path relative to the folder, size, mtime (ns), inode.
-Stat = tuple[str, int, int, int]
+#: One file as the walk found it: ``path\0size\0mtime_ns\0inode``, its path relative to the
+#: folder and ``/``-separated (``\0`` is the one character no path holds). One string a file,
+#: not a tuple of four objects (half the memory), that sorts by path; its lines (``\n`` after
+#: each, in walk order) are what :func:`_fingerprint` digests.
+Key = str
 
 
-def _walk(folder: Path) -> list[Stat]:
-    """Every regular file under ``folder`` (symlinks followed, as DVC does), unsorted.
+def _walk(folder: Path) -> list[Key]:
+    """Every regular file under ``folder`` (symlinks followed, as DVC does) as its
+    :data:`Key`, unsorted.
 
     One ``scandir`` per folder and one ``stat`` per file, with plain strings: at 10,000 items
     (about 100,000 files) this walk is most of what a stage with nothing to do costs."""
-    found: list[Stat] = []
+    found: list[Key] = []
     todo = [(str(folder), "")]
     while todo:
         path, prefix = todo.pop()
@@ -94,7 +99,7 @@ def _walk(folder: Path) -> list[Stat]:
                 todo.append((entry.path, f"{prefix}{name}/"))
             elif entry.is_file():
                 st = entry.stat()
-                found.append((prefix + name, st.st_size, st.st_mtime_ns, st.st_ino))
+                found.append(f"{prefix}{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
     return found
 
 
@@ -106,7 +111,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _cache_path(root: Path, name: str, suffix: str = ".json") -> Path:
+def _cache_path(root: Path, name: str, suffix: str = ".stats") -> Path:
     return root / CACHE_DIR / f"{name}{suffix}"
 
 
@@ -114,80 +119,110 @@ def _cache_name(dest: Path) -> str:
     return dest.as_posix().replace("/", "__")
 
 
-#: The per-file cache's layout: the files of the last scan as columns (paths sorted; their
-#: SHA-256s one string of 64 hex digits each).
-CACHE_FORMAT = 2
+#: The per-file cache (``<name>.stats``): this line, then one record per file of the last
+#: scan, in path order: ``path\0size\0mtime\0inode\0sha256\0`` (every field ends with ``\0``,
+#: which no path holds). It is read a block at a time beside the sorted walk, never whole:
+#: holding the last scan's records as a set and a dict took about 600 bytes a file, and the
+#: extract stage at 100,000 items walks about 900,000 (docs/scale.md, "Manifests in bounded
+#: memory"). Caches of the earlier layouts (``<name>.json``) are not read: the first scan after
+#: the upgrade hashes every file once.
+CACHE_HEADER = b"arkai manifest stat cache 3\n"
+_HEX = re.compile(rb"[0-9a-f]{64}")
+_FIELDS = 5
+_CACHE_BLOCK = 1 << 16  # ≈ 700 records: a block's fields are a list while it is read
+_BATCH = 4096
 
 
-def _load_cache(path: Path) -> tuple[set[Stat], dict[str, str]]:
-    """The files of the last scan of a folder (as :func:`_walk` gives them) and their
-    digests; nothing when the cache is missing or damaged (every file is then hashed again).
-    Reads the columns of :data:`CACHE_FORMAT` and the older one record per path."""
+def _cached(path: Path) -> Iterator[tuple[Key, str]]:
+    """Each record of the per-file cache at ``path`` (:data:`CACHE_HEADER`) as its key and
+    SHA-256, in file order; nothing when the file is missing or of another layout, and no
+    more once it cannot be read. A record whose numbers are not digits or whose digest is not
+    64 hex digits is skipped, and so is an unfinished one at the end: a damaged cache costs
+    only the reads of its files."""
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return set(), {}
-    if not isinstance(data, dict):
-        return set(), {}
-    if data.get("format") == CACHE_FORMAT:
-        cols: list[Any] = [data.get(k) for k in ("paths", "sizes", "mtimes", "inodes")]
-        joined = data.get("sha256")
-        if not all(isinstance(c, list) and len(c) == len(cols[0]) for c in cols):
-            return set(), {}
-        if not isinstance(joined, str) or len(joined) != 64 * len(cols[0]):
-            return set(), {}
-        paths, sizes, mtimes, inodes = cols
-        digests = [joined[i : i + 64] for i in range(0, len(joined), 64)]
-        # A value of another type in the other columns only never equals a walked file's.
-        try:
-            stats = set(zip(paths, sizes, mtimes, inodes, strict=True))
-            found = dict(zip(paths, digests, strict=True))
-        except TypeError:  # an unhashable value
-            return set(), {}
-        if len(found) != len(paths):  # a path twice: which digest is whose is unknown
-            return set(), {}
-        return stats, found
-    stats, found = set(), {}
-    for rel, rec in data.items():  # format 1: path → [size, mtime, inode, sha256]
-        if (isinstance(rec, list) and len(rec) == 4 and all(type(v) is int for v in rec[:3])
-                and isinstance(rec[3], str)):  # fmt: skip
-            stats.add((rel, rec[0], rec[1], rec[2]))
-            found[rel] = rec[3]
-    return stats, found
+        with open(path, "rb") as fh:
+            if fh.readline() == CACHE_HEADER:
+                yield from _records(fh)
+    except OSError:
+        return
 
 
-def _hashed(
-    base: Path, files: list[Stat], cache_file: Path | None
-) -> tuple[list[Stat], dict[str, str]]:
-    """``files`` (from :func:`_walk`) sorted by path, and each one's SHA-256: reused from the
-    cache file for a file whose path, size, mtime and inode are those it records (found with
-    set operations, not a lookup per file), read and hashed otherwise; the cache is saved
-    when a file changed."""
-    old, known = _load_cache(cache_file) if cache_file else (set(), {})
-    fresh = set(files) - old  # added or changed since the last scan
-    digests = known
-    for rel, *_ in fresh:
-        digests[rel] = _sha256(base / rel)
-    ordered = sorted(files)
-    if cache_file and (fresh or len(old) != len(files)):
-        paths = [f[0] for f in ordered]
-        doc = {
-            "format": CACHE_FORMAT,
-            "paths": paths,
-            "sizes": [f[1] for f in ordered],
-            "mtimes": [f[2] for f in ordered],
-            "inodes": [f[3] for f in ordered],
-            # One string (each digest is 64 hex digits): parsed at once, not 60,000 times.
-            "sha256": "".join([digests[p] for p in paths]),
-        }
-        atomic_write_bytes(cache_file, json.dumps(doc, separators=(",", ":")).encode(), fsync=False)
-    return ordered, digests
+def _records(fh: BinaryIO) -> Iterator[tuple[Key, str]]:
+    pending: list[bytes] = []
+    tail = b""
+    while block := fh.read(_CACHE_BLOCK):
+        fields = (tail + block).split(b"\0")
+        tail = fields.pop()
+        pending += fields
+        full = len(pending) - len(pending) % _FIELDS
+        for i in range(0, full, _FIELDS):
+            rel, size, mtime, ino, sha = pending[i : i + _FIELDS]
+            if size.isdigit() and mtime.isdigit() and ino.isdigit() and _HEX.fullmatch(sha):
+                key = b"\0".join((rel, size, mtime, ino)).decode("utf-8", "surrogateescape")
+                yield key, sha.decode("ascii")
+        del pending[:full]
 
 
-def _hash(base: Path, files: list[Stat], cache_file: Path | None) -> list[Entry]:
-    """``files`` (from :func:`_walk`) with their SHA-256, sorted by path (:func:`_hashed`)."""
-    ordered, digests = _hashed(base, files, cache_file)
-    return [Entry(rel, size, digests[rel]) for rel, size, _, _ in ordered]
+def _digests(base: Path, keys: list[Key], cache_file: Path | None) -> tuple[bytearray, bool]:
+    """The SHA-256 of each file of ``keys`` (sorted), 32 raw bytes each in their order, and
+    whether the cache holds exactly these files. A file's digest is the cache's when a record
+    has its key (path, size, mtime and inode all equal: one pass over both, in path order, no
+    lookup table), else the file is read and hashed; a key recorded twice (whose digest is
+    which is unknown) is read too."""
+    out = bytearray(32 * len(keys))
+    records = _cached(cache_file) if cache_file else iter(())
+    rec = next(records, None)
+    passed = 0  # records read and passed over
+    fresh = False
+    for i, key in enumerate(keys):
+        while rec is not None and rec[0] < key:
+            rec, passed = next(records, None), passed + 1
+        sha = None
+        if rec is not None and rec[0] == key:
+            sha, rec, passed = rec[1], next(records, None), passed + 1
+            if rec is not None and rec[0] == key:  # the key twice: whose digest is which?
+                sha = None
+        if sha is None:
+            sha = _sha256(base / key.split("\0", 1)[0])
+            fresh = True
+        out[32 * i : 32 * i + 32] = bytes.fromhex(sha)
+    held = passed + (rec is not None) + sum(1 for _ in records)
+    return out, not fresh and held == len(keys)
+
+
+def _rows(keys: list[Key], digests: bytearray) -> Iterator[tuple[str, str, str]]:
+    """(SHA-256 hex, size, path) of each file of ``keys`` with its digest (:func:`_digests`)."""
+    for i, key in enumerate(keys):
+        rel, size, _ = key.split("\0", 2)
+        yield digests[32 * i : 32 * i + 32].hex(), size, rel
+
+
+def _save_cache(cache_file: Path, keys: list[Key], digests: bytearray) -> None:
+    """Write the per-file cache (:data:`CACHE_HEADER`) of ``keys`` a batch at a time; the
+    cache of an earlier layout is removed."""
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(CACHE_HEADER)
+        for start in range(0, len(keys), _BATCH):
+            part = keys[start : start + _BATCH]
+            fh.write("".join(
+                f"{key}\0{digests[32 * i : 32 * i + 32].hex()}\0"
+                for i, key in enumerate(part, start)
+            ).encode("utf-8", "surrogateescape"))  # fmt: skip
+
+    atomic_write(cache_file, write, fsync=False)
+    cache_file.with_suffix(".json").unlink(missing_ok=True)
+
+
+def _hashed(base: Path, files: list[Key], cache_file: Path | None) -> bytearray:
+    """Sort ``files`` (from :func:`_walk`) by path, in place, and return each one's SHA-256
+    (:func:`_digests`): reused from the cache file for a file whose path, size, mtime and inode
+    are those it records, read and hashed otherwise; the cache is saved when it changed."""
+    files.sort()
+    digests, same = _digests(base, files, cache_file)
+    if cache_file and not same:
+        _save_cache(cache_file, files, digests)
+    return digests
 
 
 def scan(root: Path, folder: str, *, cache_name: str | None = None) -> list[Entry]:
@@ -197,13 +232,17 @@ def scan(root: Path, folder: str, *, cache_name: str | None = None) -> list[Entr
     recorded by the previous scan of that name, and the new records are saved.
     """
     cache_file = _cache_path(root, cache_name) if cache_name else None
-    return _hash(root / folder, _walk(root / folder), cache_file)
+    files = _walk(root / folder)
+    digests = _hashed(root / folder, files, cache_file)
+    return [Entry(rel, int(size), sha) for sha, size, rel in _rows(files, digests)]
 
 
-def _fingerprint(files: list[Stat]) -> bytes:
+def _fingerprint(files: list[Key]) -> bytes:
+    """One digest of every walked file's path, size, mtime and inode, in walk order."""
     h = hashlib.sha256()
-    for rel, size, mtime, ino in files:
-        h.update(f"{rel}\0{size}\0{mtime}\0{ino}\n".encode("utf-8", "surrogateescape"))
+    for start in range(0, len(files), _BATCH):
+        text = "\n".join(files[start : start + _BATCH]) + "\n"
+        h.update(text.encode("utf-8", "surrogateescape"))
     return h.hexdigest().encode("ascii")
 
 
@@ -211,19 +250,27 @@ def manifest_bytes(root: Path, folder: str, cache_name: str) -> bytes:
     """The manifest of ``root/folder`` (:func:`render` of :func:`scan`), cheaply when nothing
     changed: when every file has the size, mtime and inode of the last call (one digest of
     all of them, in walk order), the manifest then made is returned as it is — no per-file
-    record is looked up; otherwise :func:`scan` with its per-file cache."""
+    record is looked up; otherwise the walk is sorted and matched with the per-file cache."""
     files = _walk(root / folder)
     mark = _fingerprint(files)
     quick = _cache_path(root, cache_name, ".tsv")
     try:
-        head, _, body = quick.read_bytes().partition(b"\n")
-        if head == mark:
-            return body
+        with open(quick, "rb") as fh:
+            if fh.readline() == mark + b"\n":
+                return fh.read()
     except OSError:
         pass  # no record yet
-    ordered, digests = _hashed(root / folder, files, _cache_path(root, cache_name))
-    body = _rendered((digests[rel], size, rel) for rel, size, _, _ in ordered)  # no Entry per file
-    atomic_write_bytes(quick, mark + b"\n" + body, fsync=False)
+    digests = _hashed(root / folder, files, _cache_path(root, cache_name))
+    pieces = _pieces(_rows(files, digests))  # no Entry per file
+    del files, digests  # (the walk's strings go before the manifest is joined)
+    body = b"".join(pieces)
+    del pieces
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(mark + b"\n")
+        fh.write(body)
+
+    atomic_write(quick, write, fsync=False)
     return body
 
 
@@ -232,9 +279,23 @@ def render(entries: list[Entry]) -> bytes:
     return _rendered((e.sha256, e.size, e.path) for e in entries)
 
 
-def _rendered(rows: Iterable[tuple[str, int, str]]) -> bytes:
+def _rendered(rows: Iterable[tuple[str, int | str, str]]) -> bytes:
     """The manifest lines of ``(sha256, size, path)`` rows, in their order."""
-    return "".join(f"{digest}\t{size}\t{path}\n" for digest, size, path in rows).encode()
+    return b"".join(_pieces(rows))
+
+
+def _pieces(rows: Iterable[tuple[str, int | str, str]]) -> list[bytes]:
+    """:func:`_rendered`'s bytes in pieces of a batch of lines each (never a string per line
+    of the whole manifest)."""
+    pieces: list[bytes] = []
+    batch: list[str] = []
+    for digest, size, path in rows:
+        batch.append(f"{digest}\t{size}\t{path}\n")
+        if len(batch) == _BATCH:
+            pieces.append("".join(batch).encode())
+            batch.clear()
+    pieces.append("".join(batch).encode())
+    return pieces
 
 
 def write(root: Path, folder: str, dest: Path) -> bool:
@@ -399,8 +460,42 @@ def sealed_run(root: Path, stage: str, now: Snapshot) -> Sealed | None:
     return Sealed(items, copies)
 
 
-def _lines(data: bytes) -> set[bytes]:
-    return set(data.splitlines())
+def _each_line(data: bytes) -> Iterator[bytes]:
+    """The lines of a manifest (ended by ``\\n``, as :func:`read` splits them), one at a time:
+    never a list or set of every line (≈ 900,000 of them at 100,000 items)."""
+    start, find = 0, data.find
+    while (end := find(b"\n", start)) != -1:
+        yield data[start:end]
+        start = end + 1
+    if start < len(data):
+        yield data[start:]
+
+
+def _differing(old: bytes, new: bytes) -> Iterator[bytes]:
+    """The lines of one manifest that the other does not hold, in one pass over both in path
+    order (both are sorted by path): a line is compared with the other's line of its path,
+    and a path is decoded only where the two lines differ. Never misses a line: a line that
+    only one holds never equals a line of the other; were either not in path order, lines
+    both hold might be yielded too (more items planned, none missed)."""
+    a, b = _each_line(old), _each_line(new)
+    x, y = next(a, None), next(b, None)
+    while x is not None and y is not None:
+        if x == y:
+            x, y = next(a, None), next(b, None)
+            continue
+        px, py = _path(x), _path(y)
+        if px <= py:
+            yield x
+            x = next(a, None)
+        if py <= px:
+            yield y
+            y = next(b, None)
+    if x is not None:
+        yield x
+        yield from a
+    if y is not None:
+        yield y
+        yield from b
 
 
 def _path(line: bytes) -> str:
@@ -413,7 +508,7 @@ def item_folders(library: bytes) -> set[str]:
     another item's folder, none under a hidden folder."""
     found = sorted(
         _path(line)[: -len("/metadata.json")]
-        for line in library.splitlines()
+        for line in _each_line(library)
         if line.endswith(b"/metadata.json")
     )
     out: set[str] = set()
@@ -439,7 +534,7 @@ def changed_items(
         folders = item_folders(old["library"]) | item_folders(new["library"])
     changed: set[str] = set()
     for name in new:
-        for line in _lines(old.get(name, b"")) ^ _lines(new[name]):
+        for line in _differing(old.get(name, b""), new[name]):
             parts = _path(line).split("/")
             owner = next(
                 (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None

@@ -375,11 +375,15 @@ def condense_stage(repo: Repo, *, progress: ProgressFn | None = None) -> Condens
         if sealed is not None and changes is not None and not changes.folders:
             before.publish(root, CONDENSED)
             return CondenseSummary(items=sealed.items, skipped=sealed.items)
+        del sealed
+    # As extract does: the manifests are not held through the run, library/'s digest is.
+    held = None if library is None else sha256_hex(library)
+    del before, given, library
     summary = condense(repo, shards=False, progress=progress, changes=changes)
     library_after = _library(root)
     after = manifest.snapshot(root, (CONDENSED,), inputs, given={LIBRARY: library_after or b""})
     after.publish(root, CONDENSED)
-    if (inputs is not None and library_after is not None and library_after == library
+    if (inputs is not None and library_after is not None and sha256_hex(library_after) == held
             and manifest.up_to_date(root, LIBRARY)):  # fmt: skip
         manifest.seal(root, "condense", after, summary.items)
     return summary

@@ -713,9 +713,15 @@ def extract_stage(repo: Repo, *, progress: ProgressFn | None = None) -> ExtractS
         if sealed is not None and changes is not None and not changes.folders:
             before.publish(root)
             return ExtractSummary(items=sealed.items, skipped=sealed.items)
+        del sealed
+    # Through the run only a digest of library/'s manifest is kept, not the manifests: at
+    # 100,000 items they are ≈ 100 MB, and the run ends by making them again (docs/scale.md,
+    # "Manifests in bounded memory").
+    library = sha256_hex(before.manifests["library"])
+    del before
     summary = run_extract(repo, progress=progress, changes=changes)
     after = manifest.snapshot(root, MANIFESTS, inputs)
     after.publish(root)
-    if inputs is not None and after.manifests["library"] == before.manifests["library"]:
+    if inputs is not None and sha256_hex(after.manifests["library"]) == library:
         manifest.seal(root, "extract", after, summary.items)
     return summary
