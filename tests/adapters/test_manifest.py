@@ -487,3 +487,36 @@ def test_a_manifest_is_made_without_a_table_of_every_file(tmp_path: Path) -> Non
     assert body.count(b"\n") == files and b"part-3.json" in body
     assert body == manifest.render(manifest.scan(tmp_path, "library"))
     assert peak / files < 600, f"{peak / files:.0f} bytes a file"
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        (b"bad\xff.md", "bad\\xff.md"),  # not UTF-8
+        (b"two\nlines.md", "two\\nlines.md"),  # a manifest line per file
+        (b"folder\xfe/in.md", "folder\\xfe"),  # a folder's name
+    ],
+)
+def test_a_name_no_manifest_line_can_hold_is_refused_naming_it(
+    tmp_path: Path, name: bytes, shown: str
+) -> None:
+    """Such a name was an `unexpected error: UnicodeEncodeError` naming no file, or a
+    manifest line cut in two (every item then planned, every run). Now the walk stops with
+    an error naming the file, its bytes escaped, and writes nothing; renamed, it is listed."""
+    _tree(tmp_path)
+    manifest.write(tmp_path, "library", DEST)
+    before = (tmp_path / DEST).read_bytes()
+    path = os.path.join(os.fsencode(tmp_path / "library/a"), name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(b"x")
+    with pytest.raises(LibraryError) as err:
+        manifest.write(tmp_path, "library", DEST)
+    assert f"library/a/{shown}" in str(err.value) and "rename" in str(err.value)
+    assert (tmp_path / DEST).read_bytes() == before
+    with pytest.raises(LibraryError):
+        manifest.snapshot(tmp_path, ("library",), {})
+    top = os.path.join(os.fsencode(tmp_path / "library/a"), name.split(b"/")[0])
+    os.rename(top, os.fsencode(tmp_path / "library/a/renamed"))
+    assert manifest.write(tmp_path, "library", DEST)
+    assert b"a/renamed" in (tmp_path / DEST).read_bytes()

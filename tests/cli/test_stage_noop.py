@@ -5,6 +5,7 @@ manifests the later stages depend on (docs/scale.md)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -316,3 +317,27 @@ def test_other_params_or_patterns_plan_every_item(
     with pytest.raises(AttributeError):
         condense_op.condense_stage(Repo.at(notes))
     assert seen == [None, None]
+
+
+def test_a_file_name_no_manifest_can_list_stops_the_stage_naming_it(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose name is not UTF-8 dropped into an item's folder: the extract stage ends
+    with a one-line error naming it (it was `unexpected error: UnicodeEncodeError`), loses
+    nothing, and runs once it is renamed."""
+    from arkai.cli import guarded
+
+    extract_op.extract_stage(Repo.at(notes))
+    kept = {p: p.read_bytes() for p in sorted((notes / "extracted").rglob("*")) if p.is_file()}
+    folder = _transcripts(notes)[0].parent
+    stray = os.path.join(os.fsencode(folder), b"notes-\xe9t\xe9.txt")  # Latin-1, not UTF-8
+    with open(stray, "wb") as fh:
+        fh.write(b"a note")
+    code = guarded(lambda: extract_op.extract_stage(Repo.at(notes)))
+    err = capsys.readouterr().err
+    assert code != 0 and "notes-\\xe9t\\xe9.txt" in err and "unexpected" not in err
+    assert {p: p.read_bytes() for p in kept} == kept
+    os.rename(stray, os.fsencode(folder / "notes-ete.txt"))
+    after = extract_op.extract_stage(Repo.at(notes))
+    assert (after.items, after.failed) == (2, {})  # its item planned, its key unchanged
+    assert b"notes-ete.txt" in (notes / manifest.PATHS["library"]).read_bytes()

@@ -95,12 +95,32 @@ def _walk(folder: Path) -> list[Key]:
             name = entry.name
             if name[0] == "." and _ignored(name):
                 continue
+            if not name.isascii() or "\n" in name:
+                _check_name(entry.path)
             if entry.is_dir():
                 todo.append((entry.path, f"{prefix}{name}/"))
             elif entry.is_file():
                 st = entry.stat()
                 found.append(f"{prefix}{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
     return found
+
+
+def _check_name(path: str) -> None:
+    """Refuse a name a manifest line cannot hold: one with a line break (the manifest is one
+    line a file) or bytes that are not UTF-8 (its lines are UTF-8 text). The error names the
+    file, those bytes escaped; nothing is written."""
+    try:
+        path.encode("utf-8")
+        if "\n" not in path:
+            return
+    except UnicodeEncodeError:
+        pass
+    shown = os.fsencode(path).decode("utf-8", "backslashreplace").replace("\n", "\\n")
+    raise LibraryError(
+        f"{shown}: a file name with a line break or bytes that are not UTF-8 cannot be listed "
+        "in the folder's manifest",
+        hint="rename or move it",
+    )
 
 
 def _sha256(path: Path) -> str:
