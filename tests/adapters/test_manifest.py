@@ -401,20 +401,14 @@ def test_a_damaged_per_file_cache_costs_only_the_reads_of_its_files(
 
 def _set_reference(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | None:
     """What :func:`manifest.changed_items` names, from the set of every line of each side (its
-    way before the lines were compared in one pass)."""
+    way before the lines were compared in one pass); the same owners of the lines."""
     folders = manifest.item_folders(old["library"]) | manifest.item_folders(new["library"])
-    changed: set[str] = set()
-    for name in new:
-        for line in set(old.get(name, b"").splitlines()) ^ set(new[name].splitlines()):
-            parts = line.split(b"\t", 2)[-1].decode().split("/")
-            owner = next(
-                (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
-            )
-            if owner is not None:
-                changed.add(owner)
-            elif not any(p.startswith(".") for p in parts[:-1]):
-                return None
-    return changed
+    lines = [
+        line
+        for name in new
+        for line in set(old.get(name, b"").splitlines()) ^ set(new[name].splitlines())
+    ]
+    return manifest._owners(lines, folders)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -4,24 +4,16 @@ and reports each run's own peak memory."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.bench import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    path = ROOT / "bench" / "manifests.py"
-    spec = importlib.util.spec_from_file_location("bench_manifests", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_manifests"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("manifests")
 
 
 def test_the_bookkeeping_plans_only_the_edited_item(bench: ModuleType) -> None:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT, SHARED_DATA
+from tests.bench import load_bench
+from tests.conftest import SHARED_DATA
 
 # Reads the shared transcripts: fails (never skips) without ../shared/data (tests/conftest.py).
 pytestmark = pytest.mark.shared_data
@@ -20,16 +18,7 @@ pytestmark = pytest.mark.shared_data
 _GAP = re.compile(rb"^(?:\s|\[\d\d:\d\d:\d\d\] |[A-Z][\w .'-]{0,40}: )*$")
 
 
-def _quality() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_quality", ROOT / "bench" / "quality.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_quality"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-Q = _quality()
+Q = load_bench("quality")
 
 
 def test_claims_devset_matches_shared_transcripts() -> None:

@@ -5,7 +5,6 @@ minutes: run by hand, see bench/README.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,17 +17,13 @@ import pytest
 
 from arkai.formats import parse_source, render_transcript
 from arkai.ops.extract import VERIFY
+from tests.bench import load_bench
 from tests.conftest import ROOT, Runner, load_json
 
 
 @pytest.fixture(scope="module")
 def scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "bench" / "scale.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("scale")
 
 
 def _size(n: int, noop: float, changed: float, added: float) -> dict[str, Any]:

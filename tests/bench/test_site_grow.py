@@ -3,22 +3,17 @@ copy its own item, the index grown to match (a copy's topic entries point at its
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+from tests.bench import load_bench
 from tests.conftest import Runner
 from tests.func.test_site_build import item_dirs, make_repo
 from tests.func.test_site_topics import write_index
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "site.py"
-
 
 def test_grow_copies_items_and_their_index(tmp_path: Path, arkai: Runner) -> None:
-    spec = importlib.util.spec_from_file_location("bench_site", BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("site")
     repo = make_repo(tmp_path, arkai)
     ids = sorted(item_dirs(repo))
     write_index(repo, ids, {}, pad=0)
@@ -53,10 +48,7 @@ def test_a_measured_build_reports_its_own_peak_not_its_parents(tmp_path: Path) -
     """The child's peak RSS is its own (``VmHWM``): a benchmark that holds a grown library's
     index (here 400 MB) before it starts a build does not lend it that peak, as ``ru_maxrss``
     of a fork+exec child did."""
-    spec = importlib.util.spec_from_file_location("bench_site", BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("site")
     held = bytearray(400 * 2**20)
     held[::4096] = b"x" * len(held[::4096])  # every page touched: resident
     code = "import json; print(json.dumps({'ok': 1}))"

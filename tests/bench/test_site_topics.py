@@ -3,26 +3,18 @@ by the site's patterns, none decoded), and a measured run reports the counts it 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from arkai.site import build as site_build
-from tests.conftest import ROOT
+from tests.bench import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    path = ROOT / "bench" / "site_topics.py"
-    spec = importlib.util.spec_from_file_location("bench_site_topics", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_site_topics"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("site_topics")
 
 
 def test_the_synthetic_index_is_read_as_the_index_stage_writes_it(

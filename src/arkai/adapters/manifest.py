@@ -552,17 +552,23 @@ def changed_items(
     ``folders``: the item folders of both libraries, when the caller has them already."""
     if folders is None:
         folders = item_folders(old["library"]) | item_folders(new["library"])
+    lines = (line for name in new for line in _differing(old.get(name, b""), new[name]))
+    return _owners(lines, folders)
+
+
+def _owners(lines: Iterable[bytes], folders: set[str]) -> set[str] | None:
+    """The item folders (of ``folders``) that hold the files of manifest ``lines``; None as
+    soon as one belongs to none (:func:`changed_items`)."""
     changed: set[str] = set()
-    for name in new:
-        for line in _differing(old.get(name, b""), new[name]):
-            parts = _path(line).split("/")
-            owner = next(
-                (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
-            )
-            if owner is not None:
-                changed.add(owner)
-            elif not any(p.startswith(".") for p in parts[:-1]):
-                return None
+    for line in lines:
+        parts = _path(line).split("/")
+        owner = next(
+            (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
+        )
+        if owner is not None:
+            changed.add(owner)
+        elif not any(p.startswith(".") for p in parts[:-1]):
+            return None
     return changed
 
 
