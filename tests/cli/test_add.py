@@ -194,3 +194,22 @@ def test_invalid_type_is_a_usage_error(kr: Path, arkai: Runner) -> None:
     code, _, err = arkai("--repo", kr, "add", SAMPLES / "note-2026-11-20.md", "--type", "../x")
     assert code == 2
     assert "--type" in err
+
+
+def test_a_file_name_that_is_not_utf8_fails_that_input_naming_it(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    """A Latin-1 file name (bytes that are not UTF-8): that input fails with one line naming
+    it, its bytes escaped — it was an `unexpected error: UnicodeEncodeError` from the run log
+    — and the other inputs are added; the run log stays JSON."""
+    bad = os.path.join(os.fsencode(tmp_path), b"caf\xe9 talk.md")
+    with open(bad, "wb") as fh:
+        fh.write(b"A talk about bees and the wax they build combs from.\n")
+    code, out, err = arkai("--repo", kr, "add", os.fsdecode(bad), SAMPLES / "note-2026-11-20.md")
+    assert code == 2, err
+    assert "caf\\xe9 talk.md: a file name that is not UTF-8" in err and "unexpected" not in err
+    assert "added" in out
+    assert len(list((kr / "library").rglob("metadata.json"))) == 1
+    for log in (kr / ".arkai" / "runs").rglob("events.jsonl"):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            json.loads(line)

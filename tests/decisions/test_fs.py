@@ -32,6 +32,14 @@ def test_atomic_write_replaces_and_leaves_no_temp_on_error(tmp_path: Path) -> No
     assert write_if_changed(path, b"two", fsync=False) is True and path.read_bytes() == b"two"
 
 
+def test_printable_path_escapes_only_bytes_that_are_not_utf8() -> None:
+    from arkai.adapters.fs import printable_path
+
+    assert printable_path("talks/ünï cödé 🐝.md") == "talks/ünï cödé 🐝.md"
+    assert printable_path(os.fsdecode(b"talks/caf\xe9.md")) == "talks/caf\\xe9.md"
+    assert printable_path("new\nline") == "new\nline"  # (a line break is the caller's to show)
+
+
 def test_write_if_changed_compares_block_by_block(tmp_path: Path) -> None:
     """The file is compared with the data a block at a time: a difference in any block, at
     the first or last byte, is a difference; a file that grew after its size was read is not

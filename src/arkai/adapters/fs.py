@@ -30,6 +30,13 @@ from arkai.errors import (
 )
 
 
+def printable_path(path: str) -> str:
+    """``path`` as messages and logs show it: a name's bytes that are not UTF-8 (held by Python
+    as lone surrogates, which no UTF-8 file or terminal takes) escaped as ``\\xff``; the same
+    string when it has none."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def atomic_write(
     path: Path,
     write: Callable[[BinaryIO], object],

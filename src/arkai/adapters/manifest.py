@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from arkai.adapters.fs import atomic_write, atomic_write_bytes, write_if_changed
+from arkai.adapters.fs import atomic_write, atomic_write_bytes, printable_path, write_if_changed
 from arkai.errors import LibraryError
 
 #: Where the stat cache of each manifest lives, relative to the repo root (gitignored).
@@ -115,7 +115,7 @@ def _check_name(path: str) -> None:
             return
     except UnicodeEncodeError:
         pass
-    shown = os.fsencode(path).decode("utf-8", "backslashreplace").replace("\n", "\\n")
+    shown = printable_path(path).replace("\n", "\\n")
     raise LibraryError(
         f"{shown}: a file name with a line break or bytes that are not UTF-8 cannot be listed "
         "in the folder's manifest",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import events
-from arkai.adapters.fs import atomic_write_bytes, atomic_write_text
+from arkai.adapters.fs import atomic_write_bytes, atomic_write_text, printable_path
 from arkai.adapters.layout import LIBRARY, METADATA, TRANSCRIPT, Item, iter_items, load_metadata
 from arkai.adapters.repo import Repo
 from arkai.adapters.store import write_json
@@ -403,9 +403,19 @@ def add_inputs(
     results: list[AddResult] = []
     with events.run(root, "add", inputs=len(inputs)) as log:
         for n, (ref, tags) in enumerate(inputs):
+            shown = printable_path(ref)
             if progress:
-                progress(n, len(inputs), ref)
-            with log.step("add", source=ref) as info:
+                progress(n, len(inputs), shown)
+            with log.step("add", source=shown) as info:
+                if shown != ref:  # a name whose bytes are not UTF-8: no file arkai writes holds it
+                    error = InvalidInputError(
+                        f"{shown}: a file name that is not UTF-8 cannot be added",
+                        hint="rename the file",
+                    )
+                    results.append(AddResult(shown, "failed", error=str(error),
+                                             exit_code=error.exit_code))  # fmt: skip
+                    info.update(statuses=["failed"])
+                    continue
                 results.extend(_add_one(root, ref, tags, opts, known, explain, info))
         if progress:
             progress(len(inputs), len(inputs), "")
