@@ -109,13 +109,10 @@ def _check_name(path: str) -> None:
     """Refuse a name a manifest line cannot hold: one with a line break (the manifest is one
     line a file) or bytes that are not UTF-8 (its lines are UTF-8 text). The error names the
     file, those bytes escaped; nothing is written."""
-    try:
-        path.encode("utf-8")
-        if "\n" not in path:
-            return
-    except UnicodeEncodeError:
-        pass
-    shown = printable_path(path).replace("\n", "\\n")
+    shown = printable_path(path)  # the same string when every byte is UTF-8
+    if shown == path and "\n" not in path:
+        return
+    shown = shown.replace("\n", "\\n")
     raise LibraryError(
         f"{shown}: a file name with a line break or bytes that are not UTF-8 cannot be listed "
         "in the folder's manifest",
