@@ -90,7 +90,7 @@ def test_resumed_replay_equals_a_replay_from_scratch(edit: str) -> None:
     eps, rows = library(200)
     before = run(eps, rows)
     assert before.log is not None
-    kinds = {a[0] for a in before.log.actions}
+    kinds = {before.log.action(o)[0] for o in range(len(before.log))}
     assert kinds >= {"c", "r", "x"}, kinds  # the data exercises create, reinforce, contradict
     eps2, rows2 = edits()[edit](eps, rows)
     calls: list[str] = []
@@ -255,10 +255,12 @@ def test_a_recorded_outcome_naming_an_unknown_belief_is_decided_afresh() -> None
     eps, rows = library(200)
     before = run(eps, rows)
     assert before.log is not None
-    actions = list(before.log.actions)
+    log, n = before.log, range(len(before.log))
+    actions = [log.action(o) for o in n]
     actions[5] = ("r", "0" * 16, 0.99)
-    forged = rp.ReplayLog(before.log.fingerprints, actions, before.log.owners,
-                          before.log.cands, before.log.kth)  # fmt: skip
+    forged = rp.ReplayLog.of([log.fingerprints[o : o + 1].tobytes() for o in n], actions,
+                             [log.owner(o) for o in n], [log.candidates(o) for o in n],
+                             log.kth.tolist())  # fmt: skip
     again = run(eps, rows, forged)
     assert again.decided >= 1
     same(again, before)

@@ -34,6 +34,7 @@ ranked by similarity on an exact integer grid (:func:`grid`), ties broken by the
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -110,19 +111,161 @@ class Decisions:
 #: it; ``("l", belief)`` was absorbed by a forgotten one; ``("x", belief, similarity, note)``
 #: created a belief that conflicts with ``belief``.
 Action = tuple[Any, ...]
+#: The actions' kinds as a log holds them (one byte an episode: the position here).
+KINDS = ("c", "r", "l", "x")
+_CODE = {kind: n for n, kind in enumerate(KINDS)}
+#: A log's fingerprint of an episode: the first 16 bytes of a SHA-256.
+FINGERPRINT = np.dtype("S16")
+#: Candidate rows of a log episode with fewer than :data:`CANDIDATES` are padded with this.
+NONE = -1
+#: Rows of candidates remapped or checked at once when a replay resumes.
+ROW_CHUNK = 1 << 13
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ReplayLog:
-    """What a replay did per episode, so a later one decides afresh only what can differ."""
+    """What a replay did per episode, so a later one decides afresh only what can differ.
 
-    fingerprints: list[str]
-    actions: list[Action]
-    owners: list[str]
-    """The belief each episode joined: created, reinforced, or was absorbed by."""
-    cands: list[list[int]]
-    kth: list[int]
+    Arrays with one row an episode, and one table of belief IDs the rows name by number: as
+    Python lists and tuples the log took ≈ 1.5 KB an episode at 80,000 episodes and reading it
+    from disk more than twice that at its peak (issue 17); as arrays ≈ 160 bytes, read from
+    the file's bytes without a copy (:mod:`arkai.memory.resume`). ``action(o)``, ``owner(o)``
+    and ``candidates(o)`` give episode ``o``'s as values.
+    """
+
+    fingerprints: npt.NDArray[Any]
+    """``S16``: each episode's :func:`fingerprint`."""
+    kinds: npt.NDArray[np.uint8]
+    """The action's kind (its position in :data:`KINDS`)."""
+    targets: npt.NDArray[np.int32]
+    """The belief the action names (``ids`` number; :data:`NONE` for a creation)."""
+    scores: npt.NDArray[np.float64]
+    """The action's similarity (reinforce, conflict; 0 for the others)."""
+    notes: dict[int, str]
+    """Episode → its conflict's note (conflicts only)."""
+    owners: npt.NDArray[np.int32]
+    """The belief each episode joined (created, reinforced, or was absorbed by)."""
+    ids: Sequence[str]
+    """Belief number → belief ID."""
+    cands: npt.NDArray[np.int32]
+    """``(episodes, CANDIDATES)``: the candidate rows, nearest first, padded with :data:`NONE`."""
+    kth: npt.NDArray[np.int64]
     """The weakest candidate's similarity on the exact grid (0 for fewer than ``CANDIDATES``)."""
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def action(self, o: int) -> Action:
+        kind = KINDS[self.kinds[o]]
+        if kind == "c":
+            return ("c",)
+        target = self.ids[int(self.targets[o])]
+        if kind == "l":
+            return ("l", target)
+        if kind == "r":
+            return ("r", target, float(self.scores[o]))
+        return ("x", target, float(self.scores[o]), self.notes[o])
+
+    def owner(self, o: int) -> str:
+        return self.ids[int(self.owners[o])]
+
+    def candidates(self, o: int) -> list[int]:
+        row = self.cands[o]
+        return [int(j) for j in row[row != NONE]]
+
+    def __eq__(self, other: object) -> bool:
+        """The same episodes, outcomes and candidates (belief numbers compared as IDs)."""
+        if not isinstance(other, ReplayLog):
+            return NotImplemented
+        n = len(self)
+        return (
+            len(other) == n
+            and np.array_equal(self.fingerprints, other.fingerprints)
+            and np.array_equal(self.kinds, other.kinds)
+            and np.array_equal(self.scores, other.scores)
+            and self.notes == other.notes
+            and np.array_equal(self.cands, other.cands)
+            and np.array_equal(self.kth, other.kth)
+            and all(self.owner(o) == other.owner(o) for o in range(n))
+            and all(self.action(o) == other.action(o) for o in range(n))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def of(
+        cls,
+        fingerprints: Sequence[bytes],
+        actions: Sequence[Sequence[Any]],
+        owners: Sequence[str],
+        cands: Sequence[Sequence[int]],
+        kth: Sequence[int],
+    ) -> ReplayLog:
+        """A log from one list per field (a test's, or an older log file's); ValueError when
+        they do not describe one (lengths differ, a malformed action, a candidate that is not
+        an earlier episode, more than :data:`CANDIDATES` of them)."""
+        n = len(fingerprints)
+        if not n == len(actions) == len(owners) == len(cands) == len(kth):
+            raise ValueError("the log's lists differ in length")
+        if not all(isinstance(f, bytes) and len(f) == FINGERPRINT.itemsize for f in fingerprints):
+            raise ValueError("a fingerprint is not 16 bytes")
+        ids: list[str] = []
+        number: dict[str, int] = {}
+
+        def num(bid: Any) -> int:
+            if not isinstance(bid, str):
+                raise ValueError(f"belief {bid!r} is not an ID")
+            if bid not in number:
+                number[bid] = len(ids)
+                ids.append(bid)
+            return number[bid]
+
+        kinds = np.zeros(n, dtype=np.uint8)
+        targets = np.full(n, NONE, dtype=np.int32)
+        scores = np.zeros(n, dtype=np.float64)
+        notes: dict[int, str] = {}
+        owned = np.zeros(n, dtype=np.int32)
+        rows = np.full((n, CANDIDATES), NONE, dtype=np.int32)
+        for o in range(n):
+            action = tuple(actions[o])
+            if not _well_formed(action):
+                raise ValueError(f"episode {o}: malformed action {action!r}")
+            kinds[o] = _CODE[action[0]]
+            if len(action) > 1:
+                targets[o] = num(action[1])
+            if len(action) > 2:
+                scores[o] = action[2]
+            if len(action) > 3:
+                notes[o] = action[3]
+            owned[o] = num(owners[o])
+            cand = cands[o]
+            if not isinstance(cand, list | tuple) or len(cand) > CANDIDATES:
+                raise ValueError(f"episode {o}: candidates {cand!r}")
+            if not all(type(j) is int and 0 <= j < o for j in cand):
+                raise ValueError(f"episode {o}: a candidate that is not an earlier episode")
+            rows[o, : len(cand)] = cand
+        if not all(type(v) is int for v in kth):
+            raise ValueError("a weakest similarity that is not an integer")
+        prints = np.frombuffer(b"".join(fingerprints), dtype=FINGERPRINT) if n else None
+        return cls(
+            prints if prints is not None else np.zeros(0, dtype=FINGERPRINT), kinds, targets,
+            scores, notes, owned, ids, rows, np.asarray(kth, dtype=np.int64).reshape(n),
+        )  # fmt: skip
+
+
+#: Each action's fields after its kind (see :data:`Action`).
+_SHAPES: dict[str, tuple[type, ...]] = {
+    "c": (), "r": (str, float), "l": (str,), "x": (str, float, str),
+}  # fmt: skip
+
+
+def _well_formed(action: tuple[Any, ...]) -> bool:
+    shape = _SHAPES.get(action[0]) if action and isinstance(action[0], str) else None
+    if shape is None or len(action) != 1 + len(shape):
+        return False
+    if not all(isinstance(v, t) for v, t in zip(action[1:], shape, strict=True)):
+        return False
+    return len(action) < 3 or math.isfinite(action[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +282,17 @@ class ReplayResult:
     """Episodes decided afresh (the others took their recorded outcome)."""
 
 
-def fingerprint(ep: Episode) -> str:
+def fingerprint(ep: Episode) -> bytes:
     """Everything of an episode the replay reads (its vector follows from the statement)."""
     fields = (ep.id, ep.statement, ep.date, ep.item or "", str(ep.position), ep.kind)
-    return sha256_hex("\0".join(fields).encode("utf-8"))[:32]
+    return hashlib.sha256("\0".join(fields).encode("utf-8")).digest()[:16]
+
+
+def fingerprints(episodes: Sequence[Episode]) -> npt.NDArray[Any]:
+    """Each episode's :func:`fingerprint`, as the log holds them."""
+    if not episodes:
+        return np.zeros(0, dtype=FINGERPRINT)
+    return np.frombuffer(b"".join(map(fingerprint, episodes)), dtype=FINGERPRINT)
 
 
 def belief_id(kind: str, seed: str) -> str:
@@ -236,6 +386,8 @@ class _State:
         """During the episodes a belief's ``episodes`` and ``items`` are kept in ``members`` and
         ``sources`` (appending to a tuple per link was quadratic); :meth:`finish` writes them."""
         self.order: list[str] = []
+        self.pos: dict[str, int] = {}
+        """Belief → its place in ``order`` (its number in the log)."""
         self.vec_row: dict[str, int] = {}
         """Belief → the episode row whose vector it holds."""
         self.of_episode: dict[int, str] = {}
@@ -262,6 +414,7 @@ class _State:
             items=(ep.item,) if ep.item else (), pinned=bid in self.d.pin,
         )  # fmt: skip
         self.beliefs[bid] = b
+        self.pos[bid] = len(self.order)
         self.order.append(bid)
         self.vec_row[bid] = i
         self.members[bid], self.sources[bid] = [], {}
@@ -303,25 +456,38 @@ def replay(
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
     episodes whose outcome can differ are decided afresh (:class:`_Resume`)."""
     st = _State(params, decisions, check)
-    fps = [fingerprint(ep) for ep in episodes]
+    fps = fingerprints(episodes)
     n = len(episodes)
-    cands: list[list[int]] = [[] for _ in range(n)]
-    kth = [0] * n
+    cands = np.full((n, CANDIDATES), NONE, dtype=np.int32)
+    kth = np.zeros(n, dtype=np.int64)
     old = _Resume.plan(resume, fps, vectors) if resume is not None else None
     todo = old.reuse_candidates(cands, kth) if old is not None else range(n)
     for i, (cand, weakest) in _candidates(vectors, CANDIDATES, todo).items():
-        cands[i], kth[i] = cand, weakest
-    actions: list[Action] = []
+        cands[i, : len(cand)], kth[i] = cand, weakest
+    kinds = np.zeros(n, dtype=np.uint8)
+    targets = np.full(n, NONE, dtype=np.int32)
+    scores = np.zeros(n, dtype=np.float64)
+    notes: dict[int, str] = {}
+    owners = np.zeros(n, dtype=np.int32)
     decided = 0
     for i in range(n):
         action = old.recorded(st, i, cands[i]) if old is not None else None
+        fresh = action is None
         if action is None:
-            action = _decide(st, i, episodes[i], vectors, cands[i])
+            row = cands[i]
+            action = _decide(st, i, episodes[i], vectors, row[row != NONE].tolist())
             decided += 1
         _apply(st, i, episodes[i], action)
-        actions.append(action)
+        kinds[i] = _CODE[action[0]]
+        if len(action) > 1:
+            targets[i] = st.pos[action[1]]
+            if len(action) > 2:
+                scores[i] = action[2]
+                if len(action) > 3:
+                    notes[i] = action[3]
+        owners[i] = st.pos[st.of_episode[i]]
         if old is not None:
-            old.settle(st, i, action)
+            old.settle(st, i, action, fresh)
     st.finish()
     as_of = max((ep.date for ep in episodes), default=None)
     if as_of is not None:
@@ -330,8 +496,7 @@ def replay(
     rows = [st.vec_row[b] for b in st.order]
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     vecs = vectors[rows] if rows else np.zeros((0, dim), dtype=np.float32)
-    owners = [st.of_episode[i] for i in range(n)]
-    log = ReplayLog(fps, actions, owners, cands, kth)
+    log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
     first = old.first if old is not None else 0
     beliefs = [st.beliefs[b] for b in st.order]
     return ReplayResult(beliefs, st.changes, vecs, as_of, log, first, decided)
@@ -358,116 +523,136 @@ class _Resume:
     or joined a belief that was made or unmade differently (``dirty_beliefs``). Marks only
     grow, and a mark set too early only costs a fresh decision, never a wrong one."""
 
-    def __init__(self, log: ReplayLog, old_of: list[int], vectors: F32) -> None:
+    def __init__(self, log: ReplayLog, old_of: npt.NDArray[np.int64], vectors: F32) -> None:
         self.log = log
         self.old_of = old_of
+        """Row now → its row in the log (-1: changed or new)."""
         self.vectors = vectors
-        self.new_of = [-1] * len(log.fingerprints)
-        for i, o in enumerate(old_of):
-            if o >= 0:
-                self.new_of[o] = i
-        self.first = next((i for i, o in enumerate(old_of) if o != i), len(old_of))
-        self.from_log = [False] * len(old_of)
+        n = len(old_of)
+        self.new_of = np.full(len(log), -1, dtype=np.int64)
+        kept = np.flatnonzero(old_of >= 0)
+        self.new_of[old_of[kept]] = kept
+        moved = np.flatnonzero(old_of != np.arange(n))
+        self.first = int(moved[0]) if len(moved) else n
+        self.from_log = np.zeros(n, dtype=bool)
         """Rows whose candidates were taken from the log (the others were searched)."""
-        self.dirty_rows: set[int] = set()
+        self.dirty = np.zeros(n, dtype=bool)
+        self.any_dirty = False
         self.dirty_beliefs: set[str] = set()
-        for o, i in enumerate(self.new_of):
-            if i < 0:  # removed: what it made is gone
-                self.dirty_beliefs |= _made(log.actions[o], log.owners[o])
+        for o in np.flatnonzero(self.new_of < 0).tolist():  # removed: what it made is gone
+            self.dirty_beliefs |= _made(log.action(o), log.owner(o))
 
     @classmethod
-    def plan(cls, log: ReplayLog, fps: list[str], vectors: F32) -> _Resume | None:
+    def plan(cls, log: ReplayLog, fps: npt.NDArray[Any], vectors: F32) -> _Resume | None:
         """None when the log cannot be matched row for row (a repeated fingerprint, or kept
         episodes in another order)."""
-        at = {f: o for o, f in enumerate(log.fingerprints)}
-        if len(at) != len(log.fingerprints):
+        order = np.argsort(log.fingerprints, kind="stable")
+        known = log.fingerprints[order]
+        if len(known) > 1 and bool((known[1:] == known[:-1]).any()):
             return None
-        old_of = [at.get(f, -1) for f in fps]
-        last = -1
-        for o in old_of:
-            if o >= 0:
-                if o <= last:
-                    return None
-                last = o
+        old_of = np.full(len(fps), -1, dtype=np.int64)
+        if len(known) and len(fps):
+            at = np.minimum(np.searchsorted(known, fps), len(known) - 1)
+            hit = known[at] == fps
+            old_of[hit] = order[at[hit]]
+        kept = old_of[old_of >= 0]
+        if len(kept) > 1 and bool((np.diff(kept) <= 0).any()):
+            return None
         return cls(log, old_of, vectors)
 
-    def _mapped(self, i: int) -> list[int] | None:
-        """Episode ``i``'s recorded candidates as rows now (None if one was removed)."""
-        new_of = self.new_of
-        out = [new_of[j] for j in self.log.cands[self.old_of[i]]]
-        return None if -1 in out else out
+    def _remap(
+        self, old: npt.NDArray[np.int32]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]]:
+        """Recorded candidate rows (a block of log rows) as rows now, and whether each log
+        row named a removed episode."""
+        named = old != NONE
+        mapped = np.where(named, self.new_of[np.where(named, old, 0)], NONE).astype(np.int32)
+        return mapped, (named & (mapped == NONE)).any(axis=1)
 
-    def reuse_candidates(self, cands: list[list[int]], kth: list[int]) -> list[int]:
+    def reuse_candidates(
+        self, cands: npt.NDArray[np.int32], kth: npt.NDArray[np.int64]
+    ) -> list[int]:
         """Fill in every recorded candidate list that still holds; return the rows to search.
 
         A kept row keeps its list when no candidate was removed and every changed row before
         it is, on the exact grid, less similar to it than its weakest candidate (float32 first
-        picks the rows that could be near enough; only those are scored on the grid)."""
-        log, n = self.log, len(self.old_of)
-        changed = [i for i, o in enumerate(self.old_of) if o < 0]
-        todo = list(changed)
-        check: list[int] = []
-        for i in range(n):
-            o = self.old_of[i]
-            if o < 0:
-                continue
-            mapped = self._mapped(i) if i >= self.first else log.cands[o]
-            if mapped is None or (i >= self.first and len(mapped) < CANDIDATES and changed):
-                todo.append(i)
-                continue
-            cands[i], kth[i] = mapped, log.kth[o]
-            self.from_log[i] = True
-            if i >= self.first and changed and len(mapped) == CANDIDATES:
-                check.append(i)
-        if check:
-            cols = np.asarray(changed)
-            targets, exact_targets = self.vectors[cols], grid(self.vectors[cols])
+        picks the rows that could be near enough; only those are scored on the grid). Rows
+        before the first change are the log's own, their candidates too."""
+        log, first = self.log, self.first
+        changed = np.flatnonzero(self.old_of < 0)
+        todo = [changed]
+        cands[:first], kth[:first] = log.cands[:first], log.kth[:first]
+        self.from_log[:first] = True
+        rest = first + np.flatnonzero(self.old_of[first:] >= 0)
+        checks = []
+        for lo in range(0, len(rest), ROW_CHUNK):
+            rows = rest[lo : lo + ROW_CHUNK]
+            olds = self.old_of[rows]
+            mapped, removed = self._remap(log.cands[olds])
+            full = mapped[:, -1] != NONE
+            bad = removed | (~full if len(changed) else False)
+            todo.append(rows[bad])
+            good = ~bad
+            cands[rows[good]], kth[rows[good]] = mapped[good], log.kth[olds[good]]
+            self.from_log[rows[good]] = True
+            if len(changed):
+                checks.append(rows[good & full])
+        check = np.concatenate(checks) if checks else np.zeros(0, dtype=np.int64)
+        if len(check):
+            targets, exact_targets = self.vectors[changed], grid(self.vectors[changed])
             eps = _margin(self.vectors.shape[1])
-            step = max(1, BLOCK_CELLS // len(changed))
+            step = max(1, min(BLOCK_CELLS // len(changed), ROW_CHUNK))
             for lo in range(0, len(check), step):
-                rows = np.asarray(check[lo : lo + step])
-                weakest = np.asarray([kth[i] for i in rows], dtype=np.float64)
+                rows = check[lo : lo + step]
+                weakest = kth[rows].astype(np.float64)
                 near = self.vectors[rows] @ targets.T >= (weakest / GRID**2 - eps)[:, None]
-                near &= cols[None, :] < rows[:, None]
-                maybe = np.nonzero(near.any(axis=1))[0]
+                near &= changed[None, :] < rows[:, None]
+                maybe = np.flatnonzero(near.any(axis=1))
                 if not len(maybe):
                     continue
                 exact = grid(self.vectors[rows[maybe]]) @ exact_targets.T
-                exact[cols[None, :] >= rows[maybe][:, None]] = -np.inf
-                hit = (exact >= weakest[maybe][:, None]).any(axis=1)
-                for i in rows[maybe][hit]:
-                    todo.append(int(i))
-                    self.from_log[int(i)] = False
-        return sorted(todo)
+                exact[changed[None, :] >= rows[maybe][:, None]] = -np.inf
+                hit = rows[maybe][(exact >= weakest[maybe][:, None]).any(axis=1)]
+                todo.append(hit)
+                self.from_log[hit] = False
+        return sorted(np.concatenate(todo).tolist())
 
-    def recorded(self, st: _State, i: int, cands: list[int]) -> Action | None:
+    def recorded(self, st: _State, i: int, cands: npt.NDArray[np.int32]) -> Action | None:
         """Episode ``i``'s recorded outcome when its decision would read the same, else None."""
-        o = self.old_of[i]
+        o = int(self.old_of[i])
         if o < 0:
             return None
-        action = self.log.actions[o]
+        action = self.log.action(o)
         if len(action) > 1 and action[1] not in st.beliefs:
             return None  # a log that does not fit the replay it claims to record
         if i >= self.first:
-            if not self.from_log[i] and cands != self._mapped(i):
-                return None
-            if not self.dirty_rows.isdisjoint(cands):
+            if not self.from_log[i]:
+                mapped, removed = self._remap(self.log.cands[o : o + 1])
+                if removed[0] or not np.array_equal(mapped[0], cands):
+                    return None
+            if self.any_dirty and bool(self.dirty[cands[cands != NONE]].any()):
                 return None
         return action
 
-    def settle(self, st: _State, i: int, action: Action) -> None:
-        """After episode ``i``'s action: mark what now differs from the recorded replay."""
-        o = self.old_of[i]
-        if o < 0 or action != self.log.actions[o]:
-            self.dirty_rows.add(i)
+    def _mark(self, rows: Sequence[int]) -> None:
+        if rows:
+            self.dirty[list(rows)] = True
+            self.any_dirty = True
+
+    def settle(self, st: _State, i: int, action: Action, fresh: bool) -> None:
+        """After episode ``i``'s action (``fresh``: decided, not taken from the log): mark
+        what now differs from the recorded replay."""
+        o = int(self.old_of[i])
+        if fresh and (o < 0 or action != self.log.action(o)):
+            self._mark([i])
             made = _made(action, st.of_episode[i])
             if o >= 0:
-                made |= _made(self.log.actions[o], self.log.owners[o])
+                made |= _made(self.log.action(o), self.log.owner(o))
             for bid in made - self.dirty_beliefs:
                 self.dirty_beliefs.add(bid)
-                self.dirty_rows.update(st.rows_of.get(bid, ()))
+                self._mark(st.rows_of.get(bid, ()))
         elif st.of_episode[i] in self.dirty_beliefs:
-            self.dirty_rows.add(i)
+            self._mark([i])
 
 
 def _decide(st: _State, i: int, ep: Episode, vectors: F32, cands: list[int]) -> Action:
@@ -542,7 +727,7 @@ def _prune(st: _State, today: date, day: str) -> None:
 
 
 def _insights(
-    st: _State, episodes: Sequence[Episode], vectors: F32, cands: list[list[int]], day: str
+    st: _State, episodes: Sequence[Episode], vectors: F32, cands: npt.NDArray[np.int32], day: str
 ) -> None:
     facts = {st.vec_row[b]: b for b in st.order
              if st.beliefs[b].status == ACTIVE and st.beliefs[b].type == FACT}  # fmt: skip
@@ -555,7 +740,8 @@ def _insights(
         return r
 
     for i in sorted(facts):
-        for j in cands[i]:
+        row = cands[i]
+        for j in row[row != NONE].tolist():
             if j in facts and float(vectors[i] @ vectors[j]) >= st.p.insight_similarity:
                 a, b = find(i), find(j)
                 if a != b:
@@ -581,6 +767,7 @@ def _insights(
         if bid in st.d.forget:
             ins = replace(ins, status=FORGOTTEN)
         st.beliefs[bid] = ins
+        st.pos[bid] = len(st.order)
         st.order.append(bid)
         st.vec_row[bid] = st.vec_row[lead.id]
         st.log("create", bid, ins.created, confidence=conf,

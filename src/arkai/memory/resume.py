@@ -3,57 +3,88 @@ episode, so the next ``beliefs`` run decides afresh only the episodes whose outc
 (:class:`arkai.memory.replay.ReplayLog`).
 
 Derived and rebuilt when unusable, like the vectors beside it: a header line, a line of JSON
-with the log but its candidates, then the candidates as little-endian ``int32``, every
-episode's after the last one's (``cand_counts`` says how many each has)::
+with the belief IDs the rows name by number and the conflicts' notes, then the log's arrays,
+one after the other, little-endian, ``n`` rows each::
 
-    {"digest": "sha256:…", "format": 3, "key": "sha256:…"}
-    {"actions": […], "cand_counts": […], "fingerprints": […], "kth": […], "owners": […]}
-    <int32 × sum(cand_counts)>
+    {"digest": "sha256:…", "episodes": n, "format": 4, "key": "sha256:…", "width": 32}
+    {"ids": ["<belief ID>", …], "notes": {"<episode>": "<note>", …}}
+    fingerprints  16 bytes × n
+    kinds         uint8 × n        (the action: KINDS' position)
+    targets       int32 × n        (the belief it names; -1 for a creation)
+    owners        int32 × n        (the belief the episode joined)
+    scores        float64 × n      (the action's similarity; 0 when it has none)
+    kth           int64 × n
+    candidates    int32 × n × width (nearest first, padded with -1)
 
-(The candidates are most of the log — 2.5 million numbers for 80,000 episodes — and as JSON
-took ≈ 1.2 s a run to parse and check; as an array 0.1 s. Format 2, the candidates as JSON
-lists in the second line and nothing after it, is still read.)
+Read, the arrays are views of the file's bytes, never Python objects per number: the log of
+80,000 episodes as JSON lists (format 2) and then as JSON with a candidates array (format 3)
+took the ``beliefs`` stage from ≈ 230 to ≈ 430 MB while it was read. Formats 2 and 3 are still
+read (once: the next save writes format 4).
 
 ``key`` is the caller's digest of everything besides the episodes that the outcome depends on
 (parameters, people's decisions, the contradiction check, the embedder); ``digest`` is the
 SHA-256 of the bytes after the header line. A log is used only when it parses, has a known
 format, the expected key and a matching digest, and is well formed (every candidate an earlier
-episode); anything else is ignored and the replay starts from the first episode.
+episode, every action a known kind naming a known belief); anything else is ignored and the
+replay starts from the first episode.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
-from arkai.adapters.fs import atomic_write_bytes
+from arkai.adapters.fs import atomic_write
 from arkai.core import canonjson
-from arkai.core.hashing import sha256_hex
-from arkai.memory.replay import ReplayLog
+from arkai.memory.replay import CANDIDATES, FINGERPRINT, KINDS, NONE, ROW_CHUNK, ReplayLog
 
 LOG_FILE = "replay.json"
-LOG_FORMAT = 3
-#: The format before the candidates were an array (read, never written).
-JSON_FORMAT = 2
+LOG_FORMAT = 4
+#: The formats before the arrays (read, never written): 3 held the candidates as an array
+#: after a JSON line with the rest, 2 everything as JSON.
+OLDER_FORMATS = (2, 3)
+#: The arrays after the JSON line, in file order: (field, dtype, values per row).
+_ARRAYS: tuple[tuple[str, str, int], ...] = (
+    ("fingerprints", "S16", 1), ("kinds", "u1", 1), ("targets", "<i4", 1), ("owners", "<i4", 1),
+    ("scores", "<f8", 1), ("kth", "<i8", 1), ("cands", "<i4", CANDIDATES),
+)  # fmt: skip
 
 
 def _dumps(value: Any) -> bytes:
     return canonjson.dumps_compact(value).encode()
 
 
+def _pieces(log: ReplayLog) -> list[bytes | memoryview]:
+    """The bytes after the header line, as pieces (the arrays not copied)."""
+    meta = {"ids": list(log.ids), "notes": {str(o): n for o, n in sorted(log.notes.items())}}
+    out: list[bytes | memoryview] = [_dumps(meta) + b"\n"]
+    for name, dtype, _ in _ARRAYS:
+        arr = np.ascontiguousarray(getattr(log, name), dtype=dtype)
+        out.append(arr.data.cast("B"))
+    return out
+
+
 def save_log(folder: Path, key: str, log: ReplayLog) -> None:
-    counts = [len(c) for c in log.cands]
-    flat = np.fromiter(itertools.chain.from_iterable(log.cands), dtype="<i4", count=sum(counts))
-    meta = _dumps({"actions": log.actions, "cand_counts": counts, "kth": log.kth,
-                   "fingerprints": log.fingerprints, "owners": log.owners})  # fmt: skip
-    body = meta + b"\n" + flat.tobytes()
-    header = {"digest": "sha256:" + sha256_hex(body), "format": LOG_FORMAT, "key": key}
+    pieces = _pieces(log)
+    digest = hashlib.sha256()
+    for piece in pieces:
+        digest.update(piece)
+    header = {"digest": "sha256:" + digest.hexdigest(), "episodes": len(log),
+              "format": LOG_FORMAT, "key": key, "width": CANDIDATES}  # fmt: skip
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(_dumps(header) + b"\n")
+        for piece in pieces:
+            fh.write(piece)
+
     # Derived, rebuilt when lost: no fsync (a torn file fails its digest check).
-    atomic_write_bytes(folder / LOG_FILE, _dumps(header) + b"\n" + body, fsync=False)
+    atomic_write(folder / LOG_FILE, write, fsync=False)
 
 
 def load_log(folder: Path, key: str) -> ReplayLog | None:
@@ -62,91 +93,119 @@ def load_log(folder: Path, key: str) -> ReplayLog | None:
         raw = (folder / LOG_FILE).read_bytes()
     except OSError:
         return None
-    head, _, body = raw.partition(b"\n")
+    end = raw.find(b"\n")
     try:
-        header = json.loads(head)
+        header = json.loads(raw[:end]) if end >= 0 else None
         if (
             not isinstance(header, dict)
-            or header.get("format") not in (LOG_FORMAT, JSON_FORMAT)
+            or header.get("format") not in (LOG_FORMAT, *OLDER_FORMATS)
             or header.get("key") != key
-            or header.get("digest") != "sha256:" + sha256_hex(body)
         ):
             return None
-        del raw
+        body = memoryview(raw)[end + 1 :]
+        if header.get("digest") != "sha256:" + hashlib.sha256(body).hexdigest():
+            return None
         if header["format"] == LOG_FORMAT:
-            meta, _, tail = body.partition(b"\n")
-            d = json.loads(meta)
-            cands = _array_candidates(d.pop("cand_counts"), tail)
-        else:
-            d = json.loads(body)
-            cands = _candidates(d.pop("cands"))
-        del body
+            return _read_arrays(header, raw, end + 1)
+        return _read_older(header["format"], raw[end + 1 :])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _read_arrays(header: dict[str, Any], raw: bytes, at: int) -> ReplayLog | None:
+    """A format-4 log: the arrays are views of ``raw``; None when it is not well formed."""
+    n = header.get("episodes")
+    if type(n) is not int or n < 0 or header.get("width") != CANDIDATES:
+        return None
+    end = raw.find(b"\n", at)
+    meta = json.loads(raw[at:end])
+    ids, notes = meta["ids"], meta["notes"]
+    if not isinstance(ids, list) or not all(isinstance(b, str) for b in ids):
+        return None
+    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+        return None
+    at = end + 1
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    for name, dtype, per in _ARRAYS:
+        count = n * per
+        arr = np.frombuffer(raw, dtype=dtype, count=count, offset=at)
+        arrays[name] = arr.reshape(n, per) if per > 1 else arr
+        at += arr.nbytes
+    if at != len(raw):
+        return None
+    log = ReplayLog(
+        fingerprints=arrays["fingerprints"].view(FINGERPRINT),
+        kinds=arrays["kinds"],
+        targets=arrays["targets"].astype(np.int32, copy=False),
+        scores=arrays["scores"].astype(np.float64, copy=False),
+        notes={int(o): v for o, v in notes.items()},
+        owners=arrays["owners"].astype(np.int32, copy=False),
+        ids=ids,
+        cands=arrays["cands"].astype(np.int32, copy=False),
+        kth=arrays["kth"].astype(np.int64, copy=False),
+    )
+    return log if _well_formed(log) else None
+
+
+def _well_formed(log: ReplayLog) -> bool:
+    """Every action a known kind naming a known belief (a creation none), a similarity where
+    it has one, a note exactly on each conflict, every owner a known belief, and every row's
+    candidates earlier episodes, then padding."""
+    kinds, targets, beliefs = log.kinds, log.targets, len(log.ids)
+    if len(kinds) and int(kinds.max()) >= len(KINDS):
+        return False
+    creates = kinds == KINDS.index("c")
+    if not bool((targets[creates] == NONE).all()):
+        return False
+    named = targets[~creates]
+    if len(named) and not (int(named.min()) >= 0 and int(named.max()) < beliefs):
+        return False
+    scored = (kinds == KINDS.index("r")) | (kinds == KINDS.index("x"))
+    if not (bool(np.isfinite(log.scores[scored]).all()) and bool((log.scores[~scored] == 0).all())):
+        return False
+    if set(log.notes) != set(np.flatnonzero(kinds == KINDS.index("x")).tolist()):
+        return False
+    if len(log.owners) and not (int(log.owners.min()) >= 0 and int(log.owners.max()) < beliefs):
+        return False
+    for lo in range(0, len(log), ROW_CHUNK):
+        rows = log.cands[lo : lo + ROW_CHUNK]
+        named_c = rows != NONE
+        earlier = rows < np.arange(lo, lo + len(rows))[:, None]
+        if not bool(((rows >= 0) & earlier | ~named_c).all()):
+            return False
+        if bool((named_c[:, 1:] & ~named_c[:, :-1]).any()):  # a candidate after padding
+            return False
+    return True
+
+
+def _read_older(fmt: int, body: bytes) -> ReplayLog | None:
+    """A format-2 or -3 log (lists of JSON values; format 3's candidates an ``int32`` array
+    after the JSON line), as :meth:`ReplayLog.of` takes them."""
+    if fmt == 3:
+        meta, _, tail = body.partition(b"\n")
+        d = json.loads(meta)
+        cands = _counted(d.pop("cand_counts"), tail)
         if cands is None:
             return None
-        log = ReplayLog(
-            fingerprints=[str(f) for f in d.pop("fingerprints")],
-            actions=[tuple(a) for a in d.pop("actions")],
-            owners=[str(b) for b in d["owners"]],
-            cands=cands,
-            kth=[int(v) for v in d["kth"]],
-        )
-    except (ValueError, KeyError, TypeError):
+    else:
+        d = json.loads(body)
+        cands = d.pop("cands")
+        if not isinstance(cands, list):
+            return None
+    prints = d["fingerprints"]
+    if not isinstance(prints, list) or not all(isinstance(f, str) and len(f) == 32 for f in prints):
         return None
-    n = len(log.fingerprints)
-    if not n == len(log.actions) == len(log.owners) == len(log.cands) == len(log.kth):
-        return None
-    if not all(_well_formed(a) for a in log.actions):
-        return None
-    return log
+    return ReplayLog.of(
+        [bytes.fromhex(f) for f in prints], d["actions"], d["owners"], cands, d["kth"]
+    )
 
 
-def _array_candidates(counts: Any, tail: bytes) -> list[list[int]] | None:
-    """Each episode's candidates from their counts and the ``int32`` array after the JSON
-    line, checked (every one an earlier episode) with array operations, each number one
-    shared int object (as :func:`_candidates` keeps them). None when malformed."""
+def _counted(counts: Any, tail: bytes) -> list[list[int]] | None:
+    """Format 3's candidates: each episode's count of the ``int32`` array after the JSON line."""
     if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
         return None
     if len(tail) % 4 or len(tail) // 4 != sum(counts):
         return None
-    flat = np.frombuffer(tail, dtype="<i4")
-    rows = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    if flat.size and not (bool((flat >= 0).all()) and bool((flat < rows).all())):
-        return None
-    shared = list(range(len(counts)))
-    values = list(map(shared.__getitem__, flat.tolist()))
+    flat = np.frombuffer(tail, dtype="<i4").tolist()
     ends = itertools.accumulate(counts)
-    return [values[end - c : end] for c, end in zip(counts, ends, strict=True)]
-
-
-def _candidates(raw: Any) -> list[list[int]] | None:
-    """Each episode's candidates (earlier episodes' numbers), checked and kept in the decoded
-    lists themselves, every number one shared int object: JSON makes an object per occurrence
-    and the candidate lists of 80,000 episodes hold millions (with a checked copy beside the
-    decoded lists, reading the log took the beliefs stage to 435 MB at 10,000 items; now
-    360). None when malformed."""
-    if not isinstance(raw, list):
-        return None
-    shared = list(range(len(raw)))
-    for i, c in enumerate(raw):
-        if not isinstance(c, list):
-            return None
-        for k, j in enumerate(c):
-            if type(j) is not int or j < 0 or j >= i:
-                return None
-            c[k] = shared[j]
-    return raw
-
-
-#: Each action's fields after its kind (see :data:`arkai.memory.replay.Action`).
-_SHAPES: dict[str, tuple[type, ...]] = {
-    "c": (), "r": (str, float), "l": (str,), "x": (str, float, str),
-}  # fmt: skip
-
-
-def _well_formed(action: tuple[Any, ...]) -> bool:
-    if len(action) == 3 and action[0] == "r":  # most episodes reinforce a belief: checked inline
-        return isinstance(action[1], str) and isinstance(action[2], float)
-    shape = _SHAPES.get(action[0]) if action and isinstance(action[0], str) else None
-    if shape is None or len(action) != 1 + len(shape):
-        return False
-    return all(isinstance(v, t) for v, t in zip(action[1:], shape, strict=True))
+    return [flat[end - c : end] for c, end in zip(counts, ends, strict=True)]
