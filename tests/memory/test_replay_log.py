@@ -109,6 +109,13 @@ def test_a_saved_log_loads_back_equal(tmp_path: Path) -> None:
     assert load_log(tmp_path, "sha256:" + "1" * 64) is None  # another key: other params
 
 
+def test_a_log_of_no_episodes_loads_back(tmp_path: Path) -> None:
+    empty = ReplayLog.of([], [], [], [], [])
+    save_log(tmp_path, KEY, empty)
+    got = load_log(tmp_path, KEY)
+    assert got == empty and got is not None and len(got) == 0
+
+
 def test_logs_differ_where_an_episode_does() -> None:
     base = lists(a_log())
     for field, o, value in [("actions", 1, ["r", "b0", 0.92]), ("owners", 2, "b0"),

@@ -65,7 +65,7 @@ def _pieces(log: ReplayLog) -> list[bytes | memoryview]:
     meta = {"ids": list(log.ids), "notes": {str(o): n for o, n in sorted(log.notes.items())}}
     out: list[bytes | memoryview] = [_dumps(meta) + b"\n"]
     for name, dtype, _ in _ARRAYS:
-        arr = np.ascontiguousarray(getattr(log, name), dtype=dtype)
+        arr = np.ascontiguousarray(getattr(log, name), dtype=dtype).reshape(-1)
         out.append(arr.data.cast("B"))
     return out
 
