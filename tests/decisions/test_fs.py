@@ -244,3 +244,41 @@ def test_scaffold_gitignore_hides_add_scratch_folders(tmp_path: Path) -> None:
         cwd=repo, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert ".adding-" not in out
+
+
+def test_rows_in_a_file_read_back_by_number(tmp_path: Path) -> None:
+    """A RowFile reads exactly the rows asked for (a number, a slice, any array of numbers,
+    repeats and order kept) and refuses what it does not hold."""
+    import numpy as np
+
+    from arkai.adapters.fs import RowFile, read_rows
+
+    rows = np.arange(70 * 3, dtype=np.float32).reshape(70, 3)
+    f = RowFile.written(tmp_path, [rows[:7], rows[7:8], rows[8:]], 70, 3)
+    assert f.shape == (70, 3) and len(f) == 70 and f.ndim == 2
+    assert f[5].tolist() == rows[5].tolist() and f[-1].tolist() == rows[69].tolist()
+    assert f[10:13].tolist() == rows[10:13].tolist() and f[60:99].shape == (10, 3)
+    assert f[5:5].shape == (0, 3) and f[np.array([], dtype=np.int64)].shape == (0, 3)
+    pick = np.array([69, 3, 3, 4, 5, 40, 0])
+    assert f[pick].tolist() == rows[pick].tolist()
+    assert f[np.array([[1, 2], [68, 1]])].tolist() == rows[[[1, 2], [68, 1]]].tolist()
+    for bad in (70, -71, np.array([0, 70]), np.array([-1]), slice(0, 9, 2), np.array([True])):
+        with pytest.raises(IndexError):
+            f[bad]
+    assert not list(tmp_path.iterdir())  # no name in the folder, ever
+    with pytest.raises(ValueError, match="69 rows written, 70 expected"):
+        RowFile.written(tmp_path, [rows[:69]], 70, 3)
+    with pytest.raises(ValueError, match="not rows of 4"):
+        RowFile.written(tmp_path, [rows], 70, 4)
+    assert not list(tmp_path.iterdir())
+    assert RowFile.written(tmp_path, [], 0, 3)[:].shape == (0, 3)
+    short = tmp_path / "short"
+    short.write_bytes(rows[:4].tobytes())
+    fd = os.open(short, os.O_RDONLY)
+    try:
+        assert read_rows(fd, 0, 3, [3, 1]).tolist() == rows[[3, 1]].tolist()
+        assert read_rows(fd, 12, 3, [0]).tolist() == rows[[1]].tolist()  # after a header
+        with pytest.raises(OSError, match="ends before row 4"):
+            read_rows(fd, 0, 3, [2, 4])
+    finally:
+        os.close(fd)

@@ -3,11 +3,15 @@ outcome can differ are decided afresh, every other one takes its recorded outcom
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from arkai.adapters.fs import RowFile
 from arkai.memory import replay as rp
 from arkai.memory.contradict import check
 from arkai.memory.replay import Decisions, ReplayParams, ReplayResult, replay
@@ -264,3 +268,80 @@ def test_a_recorded_outcome_naming_an_unknown_belief_is_decided_afresh() -> None
     again = run(eps, rows, forged)
     assert again.decided >= 1
     same(again, before)
+
+
+def test_candidates_do_not_depend_on_the_column_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Earlier rows scored a chunk at a time (a row's pool cut to its final k-th at the end)
+    rank the same rows as one pass over all of them, with any block height."""
+    rng = np.random.default_rng(13)
+    vecs = unit(rng.normal(size=(260, 16)))
+    _, reps = repeated(260)
+    for data in (vecs, reps):
+        want = rp._candidates(data, 8, range(len(data)))
+        for cols, cells in ((1, 1 << 25), (3, 1 << 25), (8, 40), (37, 1), (100, 300 * 64)):
+            monkeypatch.setattr(rp, "COLUMN_ROWS", cols)
+            monkeypatch.setattr(rp, "BLOCK_CELLS", cells)
+            assert rp._candidates(data, 8, range(len(data))) == want, (cols, cells)
+
+
+def test_a_replay_over_rows_in_a_file_equals_one_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The beliefs step reads the statement vectors by row from a file: the same beliefs,
+    changes, vectors and log as the rows in memory, from scratch and resumed, with passes of
+    a few rows at a time."""
+    monkeypatch.setattr(rp, "COLUMN_ROWS", 16)
+    monkeypatch.setattr(rp, "INSIGHT_ROWS", 4)
+    eps, rows = library(200)
+    in_file = RowFile.written(tmp_path, [rows[:70], rows[70:]], len(rows), rows.shape[1])
+    assert in_file[:].tobytes() == rows.tobytes()
+    before = run(eps, rows)
+    same(run(eps, in_file), before)  # type: ignore[arg-type]
+    eps2, rows2 = edits()["change"](eps, rows)
+    in_file2 = RowFile.written(tmp_path, [rows2], len(rows2), rows2.shape[1])
+    same(run(eps2, in_file2, before.log), run(eps2, rows2))  # type: ignore[arg-type]
+    assert not list(tmp_path.iterdir())  # the files have no name
+
+
+SCAN = """
+import sys
+from pathlib import Path
+import numpy as np
+from arkai.adapters.fs import RowFile
+from arkai.memory import replay as rp
+
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+
+rp.COLUMN_ROWS = 4096
+n, dim = 200_000, 64
+rng = np.random.default_rng(1)
+def blocks():
+    for lo in range(0, n, 1_000):
+        b = rng.normal(size=(1_000, dim)).astype(np.float32)
+        yield b / np.linalg.norm(b, axis=1, keepdims=True)
+rows = RowFile.written(Path(sys.argv[1]), blocks(), n, dim)
+if sys.argv[2] == "mapped":
+    rows = np.memmap(rows._fh, dtype=np.float32, mode="r", shape=(n, dim))
+rp._candidates(rows, 2, [1, 2, 3, 9_000])  # warm up: numpy's and BLAS's own buffers
+before = hwm()
+got = rp._candidates(rows, 32, [n - 1, n - 2, 150_000])
+print(hwm() - before, len(got[n - 1][0]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["file", "mapped"])
+def test_a_pass_over_rows_in_a_file_holds_about_a_chunk(tmp_path: Path, mode: str) -> None:
+    """Scoring rows against 200,000 rows in a file (51 MB) holds about one chunk of them (4,096
+    rows: 1 MB) besides the scores; the same file memory-mapped (``mapped``) ends up holding
+    every page — the measurement tells the two apart."""
+    proc = subprocess.run([sys.executable, "-c", SCAN, str(tmp_path), mode],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    grew, found = map(int, proc.stdout.split())
+    assert found == 32
+    if mode == "file":
+        assert grew < 12 * 2**20, grew
+    else:
+        assert grew > 30 * 2**20, grew

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from arkai.adapters.fs import (
     atomic_write_text,
     parse_yaml,
     read_repo_file,
+    write_chunks_if_changed,
     write_if_changed,
 )
 from arkai.adapters.store import iter_jsonl, read_json_as
@@ -142,12 +144,20 @@ def write_state(
     doc = header | {"beliefs": [b.to_dict() for b in beliefs]}
     encoded = (json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode()
     changed = write_if_changed(out / BELIEFS, encoded)
-    write_if_changed(out / CHANGES, "".join(dumps_line(c.to_dict()) for c in changes).encode())
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-    write_if_changed(cache_dir(root) / VECTORS, buf.getvalue())
+    # Both in pieces, never held whole (a line a change: ≈ 120 MB at 100,000 items).
+    write_chunks_if_changed(out / CHANGES, _lines(changes))
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(rows))
+    body = rows.reshape(-1).data.cast("B")
+    write_chunks_if_changed(cache_dir(root) / VECTORS, [head.getvalue(), body])
     write_recall_index(root, beliefs, encoded)
     return changed
+
+
+def _lines(changes: list[Change], batch: int = 4096) -> Iterator[bytes]:
+    for lo in range(0, len(changes), batch):
+        yield "".join(dumps_line(c.to_dict()) for c in changes[lo : lo + batch]).encode()
 
 
 # -- the recall index: answer `arkai recall` without parsing every belief ----------------

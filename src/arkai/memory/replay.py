@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters.fs import RowFile
 from arkai.core.hashing import sha256_hex
 from arkai.memory.contradict import Conflict
 from arkai.model.belief import (
@@ -59,6 +60,8 @@ from arkai.model.belief import (
 )
 
 F32 = npt.NDArray[np.float32]
+#: The statement vectors, one row an episode: in memory, or read by row from a file.
+Rows = F32 | RowFile
 Checker = Callable[[str, str], Conflict | None]
 #: Earlier episodes considered per episode (the candidate beliefs are theirs).
 CANDIDATES = 32
@@ -72,6 +75,13 @@ GRID = float(1 << 20)
 MAX_DIM = 4096
 #: Exact-grid pairs gathered at once (each pair 2 × dim float64).
 PAIR_CHUNK = 1 << 13
+#: Earlier rows scored at once against a block of rows (6 MB at width 384): from a
+#: :class:`~arkai.adapters.fs.RowFile`, the rows read for one pass. A block then holds up to
+#: ``BLOCK_CELLS / COLUMN_ROWS`` = 2,048 rows, so a replay from scratch reads the file once
+#: per 2,048 episodes.
+COLUMN_ROWS = 1 << 12
+#: Facts whose candidate pairs the insight step reads and scores at once.
+INSIGHT_ROWS = 1 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,13 +339,16 @@ def _margin(dim: int) -> float:
     return 2 * (float32 + rounding)
 
 
-def _candidates(vectors: F32, k: int, rows: Sequence[int]) -> dict[int, tuple[list[int], int]]:
+def _candidates(vectors: Rows, k: int, rows: Sequence[int]) -> dict[int, tuple[list[int], int]]:
     """For each of ``rows``: up to ``k`` earlier rows, the most similar on the exact grid first
     (ties: the earlier row), and the last one's exact similarity (0 when fewer than ``k``).
 
     A blocked float32 matmul finds, per row, every earlier row within :func:`_margin` of its
     ``k``-th best; only those are ranked on the grid, so the result does not depend on the
-    block height or the BLAS."""
+    block height or the BLAS. The earlier rows are scored :data:`COLUMN_ROWS` at a time (a
+    row's pool keeps what is within the margin of its best ``k`` so far, and is cut to the
+    margin of its final ``k``-th at the end): with the rows in a file, a pass holds that many
+    of them, not every one."""
     out: dict[int, tuple[list[int], int]] = {}
     todo = sorted({int(r) for r in rows if r > 0})
     for r in rows:
@@ -347,32 +360,46 @@ def _candidates(vectors: F32, k: int, rows: Sequence[int]) -> dict[int, tuple[li
     a = 0
     while a < len(todo):
         b = a + 1
-        while b < len(todo) and (b + 1 - a) * todo[b] <= BLOCK_CELLS:
+        while b < len(todo) and (b + 1 - a) * min(todo[b], COLUMN_ROWS) <= BLOCK_CELLS:
             b += 1
         idx = np.asarray(todo[a:b])
         hi = int(idx[-1])
-        sims = vectors[idx] @ vectors[:hi].T
-        later = np.arange(hi)[None, :] >= idx[:, None]
-        sims[later] = -np.inf
-        if hi > k:
-            floor = -np.partition(-sims, k - 1, axis=1)[:, k - 1] - eps
-            pool = (sims >= floor[:, None]) & ~later
-        else:
-            pool = ~later
-        del sims, later
-        rr, jj = np.nonzero(pool)
-        del pool
+        block = np.array(vectors[idx], dtype=np.float32)
+        best = np.full((len(idx), 0), -np.inf, dtype=np.float32)
+        """Each row's best ``k`` similarities so far (fewer columns until ``k`` are seen)."""
+        found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], F32]] = []
+        for lo in range(0, hi, COLUMN_ROWS):
+            top = min(hi, lo + COLUMN_ROWS)
+            sims = block @ np.asarray(vectors[lo:top]).T
+            later = np.arange(lo, top)[None, :] >= idx[:, None]
+            sims[later] = -np.inf
+            both = np.concatenate([best, sims], axis=1)
+            best = -np.partition(-both, k - 1, axis=1)[:, :k] if both.shape[1] > k else both
+            if best.shape[1] == k:
+                pool = (sims >= (best.min(axis=1) - eps)[:, None]) & ~later
+            else:
+                pool = ~later
+            rr, jj = np.nonzero(pool)
+            found.append((rr, jj + lo, sims[rr, jj]))
+            del sims, later, both, pool
+        rr = np.concatenate([f[0] for f in found])
+        jj = np.concatenate([f[1] for f in found])
+        if best.shape[1] == k:
+            sims_kept = np.concatenate([f[2] for f in found])
+            keep = sims_kept >= (best.min(axis=1) - eps)[rr]
+            rr, jj = rr[keep], jj[keep]
+            del sims_kept, keep
+        del found
         exact = np.empty(len(rr), dtype=np.float64)
         for lo in range(0, len(rr), PAIR_CHUNK):
             part = slice(lo, lo + PAIR_CHUNK)
-            left = grid(vectors[idx[rr[part]]])
-            exact[part] = np.einsum("ij,ij->i", left, grid(vectors[jj[part]]))
+            exact[part] = np.einsum("ij,ij->i", grid(block[rr[part]]), grid(vectors[jj[part]]))
         order = np.lexsort((jj, -exact, rr))
         starts = np.searchsorted(rr[order], np.arange(len(idx) + 1))
         for r, i in enumerate(idx):
-            top = order[starts[r] : starts[r + 1]][:k]
-            cand = [int(j) for j in jj[top]]
-            out[int(i)] = (cand, int(exact[top[-1]]) if len(cand) == k else 0)
+            top_r = order[starts[r] : starts[r + 1]][:k]
+            cand = [int(j) for j in jj[top_r]]
+            out[int(i)] = (cand, int(exact[top_r[-1]]) if len(cand) == k else 0)
         a = b
     return out
 
@@ -445,14 +472,15 @@ class _State:
 
 def replay(
     episodes: Sequence[Episode],
-    vectors: F32,
+    vectors: Rows,
     *,
     params: ReplayParams,
     decisions: Decisions,
     check: Checker,
     resume: ReplayLog | None = None,
 ) -> ReplayResult:
-    """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows). With
+    """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows, in memory
+    or read by row from a file: :class:`~arkai.adapters.fs.RowFile`). With
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
     episodes whose outcome can differ are decided afresh (:class:`_Resume`)."""
     st = _State(params, decisions, check)
@@ -495,7 +523,9 @@ def replay(
         _insights(st, episodes, vectors, cands, as_of)
     rows = [st.vec_row[b] for b in st.order]
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
-    vecs = vectors[rows] if rows else np.zeros((0, dim), dtype=np.float32)
+    vecs = np.empty((len(rows), dim), dtype=np.float32)
+    for lo in range(0, len(rows), ROW_CHUNK):
+        vecs[lo : lo + ROW_CHUNK] = vectors[rows[lo : lo + ROW_CHUNK]]
     log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
     first = old.first if old is not None else 0
     beliefs = [st.beliefs[b] for b in st.order]
@@ -523,7 +553,7 @@ class _Resume:
     or joined a belief that was made or unmade differently (``dirty_beliefs``). Marks only
     grow, and a mark set too early only costs a fresh decision, never a wrong one."""
 
-    def __init__(self, log: ReplayLog, old_of: npt.NDArray[np.int64], vectors: F32) -> None:
+    def __init__(self, log: ReplayLog, old_of: npt.NDArray[np.int64], vectors: Rows) -> None:
         self.log = log
         self.old_of = old_of
         """Row now → its row in the log (-1: changed or new)."""
@@ -543,7 +573,7 @@ class _Resume:
             self.dirty_beliefs |= _made(log.action(o), log.owner(o))
 
     @classmethod
-    def plan(cls, log: ReplayLog, fps: npt.NDArray[Any], vectors: F32) -> _Resume | None:
+    def plan(cls, log: ReplayLog, fps: npt.NDArray[Any], vectors: Rows) -> _Resume | None:
         """None when the log cannot be matched row for row (a repeated fingerprint, or kept
         episodes in another order)."""
         order = np.argsort(log.fingerprints, kind="stable")
@@ -655,14 +685,15 @@ class _Resume:
             self._mark([i])
 
 
-def _decide(st: _State, i: int, ep: Episode, vectors: F32, cands: list[int]) -> Action:
+def _decide(st: _State, i: int, ep: Episode, vectors: Rows, cands: list[int]) -> Action:
     """What episode ``i`` does, given the beliefs of the episodes before it."""
     params, check = st.p, st.check
+    bids = list(dict.fromkeys(b for b in map(st.of_episode.get, cands) if b is not None))
     scored: dict[str, float] = {}
-    for j in cands:
-        bid = st.of_episode.get(j)
-        if bid is not None and bid not in scored:
-            scored[bid] = round(float(vectors[i] @ vectors[st.vec_row[bid]]), 6)
+    if bids:
+        rows = vectors[np.asarray([i, *(st.vec_row[b] for b in bids)])]  # one read
+        for n, bid in enumerate(bids, 1):
+            scored[bid] = round(float(rows[0] @ rows[n]), 6)
     ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
     forgotten = [(b, s) for b, s in ranked if st.beliefs[b].status == FORGOTTEN]
     active = [(b, s) for b, s in ranked if st.beliefs[b].status == ACTIVE][: params.top_k]
@@ -727,7 +758,7 @@ def _prune(st: _State, today: date, day: str) -> None:
 
 
 def _insights(
-    st: _State, episodes: Sequence[Episode], vectors: F32, cands: npt.NDArray[np.int32], day: str
+    st: _State, episodes: Sequence[Episode], vectors: Rows, cands: npt.NDArray[np.int32], day: str
 ) -> None:
     facts = {st.vec_row[b]: b for b in st.order
              if st.beliefs[b].status == ACTIVE and st.beliefs[b].type == FACT}  # fmt: skip
@@ -739,10 +770,19 @@ def _insights(
             r = parent[r]
         return r
 
-    for i in sorted(facts):
-        row = cands[i]
-        for j in row[row != NONE].tolist():
-            if j in facts and float(vectors[i] @ vectors[j]) >= st.p.insight_similarity:
+    ordered = sorted(facts)
+    for lo in range(0, len(ordered), INSIGHT_ROWS):  # the pairs' rows read a batch at a time
+        pairs = []
+        for i in ordered[lo : lo + INSIGHT_ROWS]:
+            row = cands[i]
+            pairs += [(i, j) for j in row[row != NONE].tolist() if j in facts]
+        need = sorted({r for pair in pairs for r in pair})
+        if not need:
+            continue
+        at = {r: n for n, r in enumerate(need)}
+        rows = vectors[np.asarray(need)]
+        for i, j in pairs:
+            if float(rows[at[i]] @ rows[at[j]]) >= st.p.insight_similarity:
                 a, b = find(i), find(j)
                 if a != b:
                     parent[max(a, b)] = min(a, b)

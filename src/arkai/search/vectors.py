@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from arkai.adapters.fs import atomic_write
+from arkai.adapters.fs import atomic_write, read_rows
 from arkai.errors import InvalidInputError, NotFoundError
 
 __all__ = ["FORMAT", "META_FILE", "SEGMENT_ROWS", "VectorStore", "keys_digest"]
@@ -156,13 +156,13 @@ class VectorStore:
         idx = np.asarray(rows, dtype=np.int64).reshape(-1)
         if idx.size and (idx.min() < 0 or idx.max() >= len(self._keys)):
             raise NotFoundError("vector row out of range")
-        if self._whole is not None or len(self._segs) <= 1:
-            return np.asarray(self.rows[idx], dtype=np.float32)
+        if self._whole is not None:
+            return np.asarray(self._whole[idx], dtype=np.float32)
         out = np.empty((idx.size, self.dim), dtype=np.float32)
         seg_of = np.searchsorted(self._starts, idx, side="right") - 1
         for s in np.unique(seg_of).tolist():
             pick = np.flatnonzero(seg_of == s)
-            out[pick] = self._segs[s].rows[idx[pick] - self._starts[s]]
+            out[pick] = _read(self._segs[s].rows, idx[pick] - self._starts[s])
         return out
 
     def missing(self, keys: Iterable[str]) -> list[str]:
@@ -429,6 +429,25 @@ class VectorStore:
             return cls(width, model_name)
         store._saved = [str(s.name) for s in segs] if meta["format"] == FORMAT else None
         return store
+
+
+def _read(rows: F32, at: npt.NDArray[np.int64]) -> F32:
+    """Rows ``at`` of a segment: a saved one's read from its file (:func:`read_rows`: only
+    those bytes, where indexing the memory map would map a whole folio per row touched), one
+    in memory indexed. Segment files are named by their content, so the file of that name
+    holds these rows; if it is gone (a later save dropped it) the map is read."""
+    name = getattr(rows, "filename", None) if isinstance(rows, np.memmap) else None
+    if name:
+        try:
+            fd = os.open(name, os.O_RDONLY)
+        except OSError:
+            return np.asarray(rows[at], dtype=np.float32)
+        try:
+            out: F32 = read_rows(fd, int(getattr(rows, "offset", 0)), rows.shape[1], at)
+            return out
+        finally:
+            os.close(fd)
+    return np.asarray(rows[at], dtype=np.float32)
 
 
 def _small(seg: _Segment) -> bool:
