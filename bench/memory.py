@@ -144,7 +144,7 @@ def resume_bench(
     same = (
         [b.to_dict() for b in resumed.beliefs] == [b.to_dict() for b in scratch.beliefs]
         and [c.to_dict() for c in resumed.changes] == [c.to_dict() for c in scratch.changes]
-        and resumed.vectors.tobytes() == scratch.vectors.tobytes()
+        and resumed.vectors[:].tobytes() == scratch.vectors[:].tobytes()
         and resumed.log == scratch.log
     )
     t0 = time.perf_counter()

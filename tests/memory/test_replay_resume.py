@@ -55,7 +55,7 @@ def run(eps: list[Episode], rows: np.ndarray, resume: rp.ReplayLog | None = None
 def same(a: ReplayResult, b: ReplayResult) -> None:
     assert [x.to_dict() for x in a.beliefs] == [x.to_dict() for x in b.beliefs]
     assert [x.to_dict() for x in a.changes] == [x.to_dict() for x in b.changes]
-    assert a.vectors.tobytes() == b.vectors.tobytes() and a.as_of == b.as_of
+    assert a.vectors[:].tobytes() == b.vectors[:].tobytes() and a.as_of == b.as_of
     assert a.log == b.log
 
 

@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -134,25 +134,73 @@ def cache_dir(root: Path) -> Path:
     return root / CACHE
 
 
+class Rows(Protocol):
+    """Rows of float32 that slicing reads (an array, or the replay's beliefs' vectors)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __getitem__(self, key: slice, /) -> Any: ...
+
+
 def write_state(
-    root: Path, header: dict[str, Any], beliefs: list[Belief], changes: list[Change], vectors: F32
+    root: Path, header: dict[str, Any], beliefs: list[Belief], changes: list[Change], vectors: Rows
 ) -> bool:
-    """Write the replay's outputs; True when ``beliefs.json`` changed."""
+    """Write the replay's outputs; True when ``beliefs.json`` changed. ``vectors`` (one row a
+    belief) is read and written a block at a time."""
     out = beliefs_dir(root)
     cache_dir(root).mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    doc = header | {"beliefs": [b.to_dict() for b in beliefs]}
-    encoded = (json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode()
-    changed = write_if_changed(out / BELIEFS, encoded)
-    # Both in pieces, never held whole (a line a change: ≈ 120 MB at 100,000 items).
+    # Each in pieces, never held whole (a belief's entry ≈ 700 bytes, a change's line ≈ 150:
+    # at 100,000 items of distinct talks, hundreds of MB each).
+    digest = hashlib.sha256()
+    changed = write_chunks_if_changed(out / BELIEFS, _document(header, beliefs, digest))
     write_chunks_if_changed(out / CHANGES, _lines(changes))
-    rows = np.ascontiguousarray(vectors, dtype=np.float32)
-    head = io.BytesIO()
-    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(rows))
-    body = rows.reshape(-1).data.cast("B")
-    write_chunks_if_changed(cache_dir(root) / VECTORS, [head.getvalue(), body])
-    write_recall_index(root, beliefs, encoded)
+    write_chunks_if_changed(cache_dir(root) / VECTORS, _npy(vectors))
+    write_recall_index(root, beliefs, digest.hexdigest())
     return changed
+
+
+#: Stands for the beliefs in the dump of ``beliefs.json``'s other fields (escaped by JSON, so
+#: no other value can read the same).
+_BELIEFS_HERE = "\0beliefs\0"
+
+
+def _document(header: dict[str, Any], beliefs: list[Belief], digest: Any) -> Iterator[bytes]:
+    """``beliefs.json`` — ``header`` and the beliefs, the bytes of ``json.dumps(indent=1,
+    sort_keys=True, ensure_ascii=False)`` of the whole document and a newline — in pieces, a
+    batch of beliefs at a time; ``digest`` (a hashlib object) is fed every byte."""
+
+    def out(text: str) -> bytes:
+        data = text.encode("utf-8")
+        digest.update(data)
+        return data
+
+    if not beliefs:
+        yield out(json.dumps(header | {"beliefs": []}, indent=1, ensure_ascii=False,
+                             sort_keys=True) + "\n")  # fmt: skip
+        return
+    whole = json.dumps(header | {"beliefs": _BELIEFS_HERE}, indent=1, ensure_ascii=False,
+                       sort_keys=True)  # fmt: skip
+    before, after = whole.split(json.dumps(_BELIEFS_HERE))
+    yield out(before + "[\n")
+    for lo in range(0, len(beliefs), 1024):
+        entries = (json.dumps(b.to_dict(), indent=1, ensure_ascii=False, sort_keys=True)
+                   for b in beliefs[lo : lo + 1024])  # fmt: skip
+        text = ",\n".join("  " + entry.replace("\n", "\n  ") for entry in entries)
+        yield out(("" if lo == 0 else ",\n") + text)
+    yield out("\n ]" + after + "\n")
+
+
+def _npy(vectors: Rows, batch: int = 8192) -> Iterator[bytes]:
+    """``vectors`` as ``np.save`` writes a float32 matrix, a block of rows at a time."""
+    count, width = int(vectors.shape[0]), int(vectors.shape[1])
+    head = io.BytesIO()
+    layout = {"descr": "<f4", "fortran_order": False, "shape": (count, width)}
+    np.lib.format.write_array_header_1_0(head, layout)
+    yield head.getvalue()
+    for lo in range(0, count, batch):
+        yield np.ascontiguousarray(vectors[lo : lo + batch], dtype="<f4").tobytes()
 
 
 def _lines(changes: list[Change], batch: int = 4096) -> Iterator[bytes]:
@@ -166,19 +214,25 @@ RECALL_LINES = "beliefs.jsonl"
 RECALL_META = "recall.json"
 
 
-def write_recall_index(root: Path, beliefs: list[Belief], beliefs_json: bytes) -> None:
+def write_recall_index(root: Path, beliefs: list[Belief], beliefs_sha256: str) -> None:
     """``index/beliefs/beliefs.jsonl`` (one belief per line, in ``beliefs.json`` order) and
-    ``recall.json`` (line offsets, statuses, and the digest of the ``beliefs.json`` they
-    mirror): a cold ``arkai recall`` reads only the lines of its hits."""
-    lines = [dumps_line(b.to_dict()).encode("utf-8") for b in beliefs]
-    offsets, pos = [], 0
-    for line in lines:
-        offsets.append(pos)
-        pos += len(line)
+    ``recall.json`` (line offsets, statuses, and ``beliefs_sha256``, the hex SHA-256 of the
+    ``beliefs.json`` they mirror): a cold ``arkai recall`` reads only the lines of its hits."""
+    offsets: list[int] = []
+
+    def lines() -> Iterator[bytes]:
+        pos = 0
+        for lo in range(0, len(beliefs), 4096):
+            batch = [dumps_line(b.to_dict()).encode("utf-8") for b in beliefs[lo : lo + 4096]]
+            for line in batch:
+                offsets.append(pos)
+                pos += len(line)
+            yield b"".join(batch)
+
     folder = cache_dir(root)
-    write_if_changed(folder / RECALL_LINES, b"".join(lines))
+    write_chunks_if_changed(folder / RECALL_LINES, lines())
     meta = {
-        "beliefs_sha256": sha256_hex(beliefs_json),
+        "beliefs_sha256": beliefs_sha256,
         "offsets": offsets,
         "status": [b.status for b in beliefs],
     }

@@ -278,12 +278,32 @@ def _well_formed(action: tuple[Any, ...]) -> bool:
     return len(action) < 3 or math.isfinite(action[2])
 
 
+class Picked:
+    """Rows ``rows`` of ``source``, read when sliced (``picked[a:b]``): the beliefs' vectors,
+    written a block at a time, never held together (one a belief: ≈ 1.2 GB for 800,000)."""
+
+    def __init__(self, source: Rows, rows: Sequence[int]) -> None:
+        self._source = source
+        self._rows = np.asarray(rows, dtype=np.int64)
+        self.shape = (len(self._rows), source.shape[1] if source.ndim == 2 else 0)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: slice) -> F32:
+        rows = self._rows[key]
+        if not len(rows):
+            return np.zeros((0, self.shape[1]), dtype=np.float32)
+        return np.asarray(self._source[rows], dtype=np.float32)
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     beliefs: list[Belief]
     changes: list[Change]
-    vectors: F32
-    """One row per belief (the vector of the statement it holds), in ``beliefs`` order."""
+    vectors: Picked
+    """One row per belief (the vector of the statement it holds), in ``beliefs`` order, read
+    when sliced."""
     as_of: str | None
     log: ReplayLog | None = None
     resumed_at: int = 0
@@ -521,11 +541,7 @@ def replay(
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
         _insights(st, episodes, vectors, cands, as_of)
-    rows = [st.vec_row[b] for b in st.order]
-    dim = vectors.shape[1] if vectors.ndim == 2 else 0
-    vecs = np.empty((len(rows), dim), dtype=np.float32)
-    for lo in range(0, len(rows), ROW_CHUNK):
-        vecs[lo : lo + ROW_CHUNK] = vectors[rows[lo : lo + ROW_CHUNK]]
+    vecs = Picked(vectors, [st.vec_row[b] for b in st.order])
     log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
     first = old.first if old is not None else 0
     beliefs = [st.beliefs[b] for b in st.order]

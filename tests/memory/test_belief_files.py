@@ -1,0 +1,55 @@
+"""``beliefs/`` and the beliefs' vectors are written in pieces, never held whole, with the bytes
+the whole document had: ``beliefs.json`` as ``json.dumps(indent=1, sort_keys=True)`` of it,
+``changes.jsonl`` a line a change, ``vectors.npy`` as ``np.save`` writes it, and the recall
+index mirroring ``beliefs.json`` (its digest)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arkai.adapters import memory as files
+from arkai.model.belief import Belief, Change
+
+HEADER = {"format": 1, "as_of": "2026-05-01", "episodes": 9, "contradiction_check": "builtin",
+          "params": {"reinforce": 0.85, "half_life_days": 30.0}}  # fmt: skip
+
+
+def beliefs(n: int) -> list[Belief]:
+    return [
+        Belief(id=f"{i:016x}", statement=f"Claim «{i}»\nwith a \"quote\" and a tab\t.",
+               type="fact" if i % 3 else "insight", confidence=0.6 + i / 1000, status="active",
+               created="2026-01-01", reinforced="2026-02-0" + str(1 + i % 9),
+               episodes=tuple(f"e{i}-{k}" for k in range(i % 4 + 1)), items=("a", "b")[: i % 3],
+               contradicted_by=("x",) if i % 5 == 0 else (), pinned=i % 7 == 0)
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1023, 1024, 1025, 2500])
+def test_the_files_have_the_bytes_of_the_whole_document(tmp_path: Path, n: int) -> None:
+    got = beliefs(n)
+    changes = [Change(k + 1, "create", b.id, b.created, episode=b.episodes[0], confidence=0.6)
+               for k, b in enumerate(got)] * 3  # fmt: skip
+    rows = np.random.default_rng(n).normal(size=(n, 8)).astype(np.float32)
+    assert files.write_state(tmp_path, HEADER, got, changes, rows)
+    doc = HEADER | {"beliefs": [b.to_dict() for b in got]}
+    want = (json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode()
+    written = (tmp_path / "beliefs" / "beliefs.json").read_bytes()
+    assert written == want
+    lines = (tmp_path / "beliefs" / "changes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [Change.from_dict(json.loads(ln)) for ln in lines] == changes
+    buf = io.BytesIO()
+    np.save(buf, rows, allow_pickle=False)
+    assert (files.cache_dir(tmp_path) / "vectors.npy").read_bytes() == buf.getvalue()
+    meta = json.loads((files.cache_dir(tmp_path) / "recall.json").read_bytes())
+    assert meta["beliefs_sha256"] == hashlib.sha256(want).hexdigest()
+    index = files.read_recall_index(tmp_path)
+    assert index is not None and index.beliefs(list(range(n))[::-1]) == got[::-1]
+    assert files.read_state(tmp_path) == (HEADER, got)
+    assert not files.write_state(tmp_path, HEADER, got, changes, rows)  # the same bytes
