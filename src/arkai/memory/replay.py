@@ -425,33 +425,42 @@ def _candidates(vectors: Rows, k: int, rows: Sequence[int]) -> dict[int, tuple[l
 
 
 class _State:
-    def __init__(self, params: ReplayParams, decisions: Decisions, check: Checker) -> None:
+    def __init__(
+        self, params: ReplayParams, decisions: Decisions, check: Checker, episodes: int
+    ) -> None:
         self.p = params
         self.d = decisions
         self.check = check
         self.beliefs: dict[str, Belief] = {}
-        """During the episodes a belief's ``episodes`` and ``items`` are kept in ``members`` and
-        ``sources`` (appending to a tuple per link was quadratic); :meth:`finish` writes them."""
+        """During the episodes a belief's ``episodes`` and ``items`` are its rows' (its creating
+        row and ``joined``; appending to a tuple per link was quadratic): :meth:`finish` writes
+        them."""
         self.order: list[str] = []
         self.pos: dict[str, int] = {}
         """Belief → its place in ``order`` (its number in the log)."""
         self.vec_row: dict[str, int] = {}
-        """Belief → the episode row whose vector it holds."""
-        self.of_episode: dict[int, str] = {}
-        self.rows_of: dict[str, list[int]] = {}
-        self.members: dict[str, list[str]] = {}
-        self.sources: dict[str, dict[str, None]] = {}
+        """Belief → the episode row whose vector it holds (the row that created it)."""
+        self.of_episode: list[str | None] = [None] * episodes
+        """Episode row → the belief it joined."""
+        self.joined: dict[str, list[int]] = {}
+        """Belief → the rows that joined it besides the one that created it. Most beliefs have
+        none: a list and a dict entry per belief, and per-belief copies of its episodes and
+        items, were ≈ 500 bytes an episode (issue 17)."""
         self.changes: list[Change] = []
 
     def log(self, kind: str, belief: str, day: str, **kw: Any) -> None:
         self.changes.append(Change(len(self.changes) + 1, kind, belief, day, **kw))
 
-    def _join(self, bid: str, i: int, ep: Episode) -> None:
+    def _join(self, bid: str, i: int) -> None:
         self.of_episode[i] = bid
-        self.rows_of.setdefault(bid, []).append(i)
-        self.members.setdefault(bid, []).append(ep.id)
-        if ep.item:
-            self.sources.setdefault(bid, {})[ep.item] = None
+        if i != self.vec_row[bid]:
+            self.joined.setdefault(bid, []).append(i)
+
+    def rows(self, bid: str) -> list[int]:
+        """The rows that joined ``bid`` so far (none for a belief not made: while the episodes
+        are replayed, before insights)."""
+        first = self.vec_row.get(bid)
+        return [] if first is None else [first, *self.joined.get(bid, ())]
 
     def create(self, i: int, ep: Episode, kind: str = FACT, seed: str | None = None) -> Belief:
         bid = belief_id(kind, seed or ep.id)
@@ -463,9 +472,10 @@ class _State:
         self.beliefs[bid] = b
         self.pos[bid] = len(self.order)
         self.order.append(bid)
+        if bid in self.vec_row:  # made again: its earlier rows stay its rows, not its episodes
+            self.joined.setdefault(bid, []).append(self.vec_row[bid])
         self.vec_row[bid] = i
-        self.members[bid], self.sources[bid] = [], {}
-        self._join(bid, i, ep)
+        self._join(bid, i)
         self.log("create", bid, ep.date, episode=ep.id, confidence=b.confidence)
         if b.pinned:
             self.log("pin", bid, ep.date, note=self.d.pin[bid] or None)
@@ -474,20 +484,27 @@ class _State:
             self.log("forget", bid, ep.date, note=self.d.forget[bid] or None)
         return self.beliefs[bid]
 
-    def link(self, b: Belief, i: int, ep: Episode) -> None:
-        self._join(b.id, i, ep)
+    def link(self, b: Belief, i: int) -> None:
+        self._join(b.id, i)
 
     def reinforce(self, b: Belief, i: int, ep: Episode, sim: float) -> None:
-        self._join(b.id, i, ep)
+        self._join(b.id, i)
         c = round(b.confidence + (1 - b.confidence) * self.p.reinforce_step, 6)
         self.beliefs[b.id] = replace(b, confidence=c, reinforced=max(b.reinforced, ep.date))
         self.log("reinforce", b.id, ep.date, episode=ep.id, confidence=c, similarity=sim)
 
-    def finish(self) -> None:
-        """Write each belief's episodes and items (after the last episode)."""
-        for bid, eps in self.members.items():
-            b = self.beliefs[bid]
-            self.beliefs[bid] = replace(b, episodes=tuple(eps), items=tuple(self.sources[bid]))
+    def finish(self, episodes: Sequence[Episode]) -> None:
+        """Write each belief's episodes and items (after the last episode): those of its rows
+        from the one that last created it on. A belief no other row joined has them from its
+        creation already."""
+        for bid, more in self.joined.items():
+            first = self.vec_row[bid]
+            rows = [first, *(r for r in more if r > first)]
+            if len(rows) == 1:
+                continue
+            eps = tuple(episodes[r].id for r in rows)
+            items = tuple(dict.fromkeys(it for r in rows if (it := episodes[r].item)))
+            self.beliefs[bid] = replace(self.beliefs[bid], episodes=eps, items=items)
 
 
 def replay(
@@ -503,7 +520,7 @@ def replay(
     or read by row from a file: :class:`~arkai.adapters.fs.RowFile`). With
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
     episodes whose outcome can differ are decided afresh (:class:`_Resume`)."""
-    st = _State(params, decisions, check)
+    st = _State(params, decisions, check, len(episodes))
     fps = fingerprints(episodes)
     n = len(episodes)
     cands = np.full((n, CANDIDATES), NONE, dtype=np.int32)
@@ -533,10 +550,10 @@ def replay(
                 scores[i] = action[2]
                 if len(action) > 3:
                     notes[i] = action[3]
-        owners[i] = st.pos[st.of_episode[i]]
+        owners[i] = st.pos[_owner(st, i)]
         if old is not None:
             old.settle(st, i, action, fresh)
-    st.finish()
+    st.finish(episodes)
     as_of = max((ep.date for ep in episodes), default=None)
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
@@ -691,20 +708,27 @@ class _Resume:
         o = int(self.old_of[i])
         if fresh and (o < 0 or action != self.log.action(o)):
             self._mark([i])
-            made = _made(action, st.of_episode[i])
+            made = _made(action, _owner(st, i))
             if o >= 0:
                 made |= _made(self.log.action(o), self.log.owner(o))
             for bid in made - self.dirty_beliefs:
                 self.dirty_beliefs.add(bid)
-                self._mark(st.rows_of.get(bid, ()))
-        elif st.of_episode[i] in self.dirty_beliefs:
+                self._mark(st.rows(bid))
+        elif _owner(st, i) in self.dirty_beliefs:
             self._mark([i])
+
+
+def _owner(st: _State, i: int) -> str:
+    """The belief episode ``i`` joined (an episode before the one being decided)."""
+    bid = st.of_episode[i]
+    assert bid is not None
+    return bid
 
 
 def _decide(st: _State, i: int, ep: Episode, vectors: Rows, cands: list[int]) -> Action:
     """What episode ``i`` does, given the beliefs of the episodes before it."""
     params, check = st.p, st.check
-    bids = list(dict.fromkeys(b for b in map(st.of_episode.get, cands) if b is not None))
+    bids = list(dict.fromkeys(_owner(st, j) for j in cands))
     scored: dict[str, float] = {}
     if bids:
         rows = vectors[np.asarray([i, *(st.vec_row[b] for b in bids)])]  # one read
@@ -738,7 +762,7 @@ def _apply(st: _State, i: int, ep: Episode, action: Action) -> None:
     if kind == "r":
         st.reinforce(st.beliefs[action[1]], i, ep, action[2])
     elif kind == "l":
-        st.link(st.beliefs[action[1]], i, ep)
+        st.link(st.beliefs[action[1]], i)
     elif kind == "c":
         st.create(i, ep, ep.kind)
     elif kind == "x":
