@@ -218,3 +218,15 @@ def test_a_damaged_or_stale_episode_row_is_not_trusted(
     assert parsed == ["Build caches, February"]
     assert b"hive robots" not in b"".join(outputs(kr).values())
     assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_the_stage_reads_episodes_without_their_quotes(kr: Path) -> None:
+    """The replay reads no quote, so the stage's episodes carry none (fresh or from the table);
+    the table keeps them for a read that wants them."""
+    repo = Repo.at(kr)
+    full = [e for item in repo.items() for e in episodes.item_episodes(item)]
+    assert full and all(e.quote for e in full)
+    for _ in range(2):  # items read fresh, then from the table
+        bare = episodes.library_episodes(kr, repo.items(), quotes=False)
+        assert bare == [Episode(e.id, e.statement, e.date, e.item, e.position) for e in full]
+    assert episodes.library_episodes(kr, repo.items()) == full

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from arkai import __version__
@@ -86,12 +87,13 @@ def _key(item: Item) -> str | None:
     return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8"))
 
 
-def _from_row(item: Item, body: bytes) -> list[Episode] | None:
+def _from_row(item: Item, body: bytes, quotes: bool) -> list[Episode] | None:
     try:
         rows = json.loads(body)
         day = _day(item)
         return [Episode(id=str(i), statement=str(s), date=day, item=item.id, position=int(p),
-                        quote=None if q is None else str(q)) for i, s, p, q in rows]  # fmt: skip
+                        quote=None if q is None or not quotes else str(q))
+                for i, s, p, q in rows]  # fmt: skip
     except (ValueError, TypeError):
         return None
 
@@ -101,9 +103,11 @@ def _to_row(episodes: list[Episode]) -> bytes:
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def library_episodes(root: Path, items: Iterable[Item]) -> list[Episode]:
+def library_episodes(root: Path, items: Iterable[Item], *, quotes: bool = True) -> list[Episode]:
     """:func:`item_episodes` of every item (in the order given), each taken from the table
-    when the item's files are unchanged; the table then holds exactly these items."""
+    when the item's files are unchanged; the table then holds exactly these items. Without
+    ``quotes`` the episodes carry none (the replay reads none; a quote is ≈ a third of an
+    episode's memory)."""
     table = ItemTable(root, TABLE, f"{EPISODES_VERSION}\0{__version__}")
     out: list[Episode] = []
     for item in items:
@@ -112,10 +116,10 @@ def library_episodes(root: Path, items: Iterable[Item]) -> list[Episode]:
         key = row.key if row is not None else _key(item)
         if row is None and key is not None:
             row = table.by_key(item.id, key)
-        got = _from_row(item, row.body) if row is not None else None
+        got = _from_row(item, row.body, quotes) if row is not None else None
         eps = item_episodes(item) if got is None else got
         body = row.body if row is not None and got is not None else _to_row(eps)
         table.keep(item.id, stats, key, body)
-        out.extend(eps)
+        out.extend(eps if quotes or got is not None else [replace(e, quote=None) for e in eps])
     table.save(prune=True)
     return out

@@ -84,10 +84,11 @@ class BuildResult(AsDict):
 
 def collect_episodes(repo: Repo, *, cached: bool = False) -> list[Episode]:
     """Every episode in time order; ``cached`` (the ``beliefs`` stage): an unchanged item's
-    episodes come from the episode table (:func:`arkai.memory.episodes.library_episodes`)."""
+    episodes come from the episode table (:func:`arkai.memory.episodes.library_episodes`),
+    without their quotes (the replay reads none)."""
     eps: list[Episode] = []
     if cached:
-        eps = library_episodes(repo.root, repo.items())
+        eps = library_episodes(repo.root, repo.items(), quotes=False)
     else:
         for item in repo.items():
             eps.extend(item_episodes(item))
