@@ -49,10 +49,14 @@ n, work, sentences = int(sys.argv[1]), Path(sys.argv[2]), json.loads(Path(sys.ar
 DIM, BLOCK = 384, 1 << 13
 
 def episodes():
-    start = date(2020, 1, 1)
-    return [Episode(id=f"{i:016x}", statement=f"{sentences[i % len(sentences)]} ({i})",
-                    date=(start + timedelta(days=i // 400)).isoformat(),
-                    item=f"item{i // 8:07d}", position=i % 8) for i in range(n)]
+    # As the stage reads them: an item's date and ID are one string for its eight episodes.
+    start, out = date(2020, 1, 1), []
+    for i in range(n):
+        if i % 8 == 0:
+            day, item = (start + timedelta(days=i // 400)).isoformat(), f"item{i // 8:07d}"
+        out.append(Episode(id=f"{i:016x}", statement=f"{sentences[i % len(sentences)]} ({i})",
+                           date=day, item=item, position=i % 8))
+    return out
 
 def vectors(lo, hi):
     rng = np.random.default_rng(lo)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -388,20 +389,28 @@ def _candidates(vectors: Rows, k: int, rows: Sequence[int]) -> dict[int, tuple[l
         best = np.full((len(idx), 0), -np.inf, dtype=np.float32)
         """Each row's best ``k`` similarities so far (fewer columns until ``k`` are seen)."""
         found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], F32]] = []
+        first = int(idx[0])
         for lo in range(0, hi, COLUMN_ROWS):
             top = min(hi, lo + COLUMN_ROWS)
             sims = block @ np.asarray(vectors[lo:top]).T
-            later = np.arange(lo, top)[None, :] >= idx[:, None]
-            sims[later] = -np.inf
-            both = np.concatenate([best, sims], axis=1)
-            best = -np.partition(-both, k - 1, axis=1)[:, :k] if both.shape[1] > k else both
+            # Only a chunk reaching the block's first row holds rows not before every row.
+            later = np.arange(lo, top)[None, :] >= idx[:, None] if top > first else None
+            if later is not None:
+                sims[later] = -np.inf
+            cut = sims.shape[1] - k
+            chunk_best = np.partition(sims, cut, axis=1)[:, cut:] if cut > 0 else sims
+            both = np.concatenate([best, chunk_best], axis=1)
+            cut = both.shape[1] - k
+            best = np.partition(both, cut, axis=1)[:, cut:] if cut > 0 else both
             if best.shape[1] == k:
-                pool = (sims >= (best.min(axis=1) - eps)[:, None]) & ~later
+                pool = sims >= (best.min(axis=1) - eps)[:, None]
+                if later is not None:
+                    pool &= ~later
             else:
-                pool = ~later
+                pool = np.ones(sims.shape, dtype=bool) if later is None else ~later
             rr, jj = np.nonzero(pool)
             found.append((rr, jj + lo, sims[rr, jj]))
-            del sims, later, both, pool
+            del sims, later, both, pool, chunk_best
         rr = np.concatenate([f[0] for f in found])
         jj = np.concatenate([f[1] for f in found])
         if best.shape[1] == k:
@@ -438,8 +447,9 @@ class _State:
         self.order: list[str] = []
         self.pos: dict[str, int] = {}
         """Belief → its place in ``order`` (its number in the log)."""
-        self.vec_row: dict[str, int] = {}
-        """Belief → the episode row whose vector it holds (the row that created it)."""
+        self.vec_rows = array("q")
+        """Per place in ``order``, the episode row whose vector the belief holds (the row that
+        created it; :meth:`vec_row`): 8 bytes a belief, where a dict by ID took ≈ 100."""
         self.of_episode: list[str | None] = [None] * episodes
         """Episode row → the belief it joined."""
         self.joined: dict[str, list[int]] = {}
@@ -453,14 +463,19 @@ class _State:
 
     def _join(self, bid: str, i: int) -> None:
         self.of_episode[i] = bid
-        if i != self.vec_row[bid]:
+        if i != self.vec_row(bid):
             self.joined.setdefault(bid, []).append(i)
+
+    def vec_row(self, bid: str) -> int:
+        """The episode row whose vector ``bid`` holds (for a belief made twice, the later)."""
+        return self.vec_rows[self.pos[bid]]
 
     def rows(self, bid: str) -> list[int]:
         """The rows that joined ``bid`` so far (none for a belief not made: while the episodes
         are replayed, before insights)."""
-        first = self.vec_row.get(bid)
-        return [] if first is None else [first, *self.joined.get(bid, ())]
+        if bid not in self.pos:
+            return []
+        return [self.vec_row(bid), *self.joined.get(bid, ())]
 
     def create(self, i: int, ep: Episode, kind: str = FACT, seed: str | None = None) -> Belief:
         bid = belief_id(kind, seed or ep.id)
@@ -470,11 +485,11 @@ class _State:
             items=(ep.item,) if ep.item else (), pinned=bid in self.d.pin,
         )  # fmt: skip
         self.beliefs[bid] = b
+        if bid in self.pos:  # made again: its earlier rows stay its rows, not its episodes
+            self.joined.setdefault(bid, []).append(self.vec_row(bid))
         self.pos[bid] = len(self.order)
         self.order.append(bid)
-        if bid in self.vec_row:  # made again: its earlier rows stay its rows, not its episodes
-            self.joined.setdefault(bid, []).append(self.vec_row[bid])
-        self.vec_row[bid] = i
+        self.vec_rows.append(i)
         self._join(bid, i)
         self.log("create", bid, ep.date, episode=ep.id, confidence=b.confidence)
         if b.pinned:
@@ -498,7 +513,7 @@ class _State:
         from the one that last created it on. A belief no other row joined has them from its
         creation already."""
         for bid, more in self.joined.items():
-            first = self.vec_row[bid]
+            first = self.vec_row(bid)
             rows = [first, *(r for r in more if r > first)]
             if len(rows) == 1:
                 continue
@@ -558,7 +573,7 @@ def replay(
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
         _insights(st, episodes, vectors, cands, as_of)
-    vecs = Picked(vectors, [st.vec_row[b] for b in st.order])
+    vecs = Picked(vectors, [st.vec_row(b) for b in st.order])
     log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
     first = old.first if old is not None else 0
     beliefs = [st.beliefs[b] for b in st.order]
@@ -731,7 +746,7 @@ def _decide(st: _State, i: int, ep: Episode, vectors: Rows, cands: list[int]) ->
     bids = list(dict.fromkeys(_owner(st, j) for j in cands))
     scored: dict[str, float] = {}
     if bids:
-        rows = vectors[np.asarray([i, *(st.vec_row[b] for b in bids)])]  # one read
+        rows = vectors[np.asarray([i, *(st.vec_row(b) for b in bids)])]  # one read
         for n, bid in enumerate(bids, 1):
             scored[bid] = round(float(rows[0] @ rows[n]), 6)
     ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -800,7 +815,7 @@ def _prune(st: _State, today: date, day: str) -> None:
 def _insights(
     st: _State, episodes: Sequence[Episode], vectors: Rows, cands: npt.NDArray[np.int32], day: str
 ) -> None:
-    facts = {st.vec_row[b]: b for b in st.order
+    facts = {st.vec_row(b): b for b in st.order
              if st.beliefs[b].status == ACTIVE and st.beliefs[b].type == FACT}  # fmt: skip
     parent = {r: r for r in facts}
 
@@ -847,9 +862,10 @@ def _insights(
         if bid in st.d.forget:
             ins = replace(ins, status=FORGOTTEN)
         st.beliefs[bid] = ins
+        row = st.vec_row(lead.id)
         st.pos[bid] = len(st.order)
         st.order.append(bid)
-        st.vec_row[bid] = st.vec_row[lead.id]
+        st.vec_rows.append(row)
         st.log("create", bid, ins.created, confidence=conf,
                note=f"insight: {len(members)} beliefs from {len(items)} items")  # fmt: skip
         if bid in st.d.forget:
