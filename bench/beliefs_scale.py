@@ -123,11 +123,12 @@ blocks = (store.take(at[lo : lo + BLOCK]) for lo in range(0, n, BLOCK))
 rows = RowFile.written(work, blocks, n, DIM)
 del store, at
 step("vectors")
-log = load_log(work, "bench")
-assert log is not None
+held = [load_log(work, "bench")]
+assert held[0] is not None
 step("read log")
-result = replay(eps, rows, params=ReplayParams(), decisions=Decisions(), check=check, resume=log)
-del log
+# As the stage passes it: no reference kept, so the replay lets it go after the episodes.
+result = replay(eps, rows, params=ReplayParams(), decisions=Decisions(), check=check,
+                resume=held.pop())
 step("replay")
 header = {"format": 1, "as_of": result.as_of, "episodes": n}
 files.write_state(work / "kb", header, result.beliefs, result.changes, result.vectors)

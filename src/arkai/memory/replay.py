@@ -534,7 +534,8 @@ def replay(
     """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows, in memory
     or read by row from a file: :class:`~arkai.adapters.fs.RowFile`). With
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
-    episodes whose outcome can differ are decided afresh (:class:`_Resume`)."""
+    episodes whose outcome can differ are decided afresh (:class:`_Resume`); it is let go once
+    the episodes are replayed (pass it without keeping a reference to save its memory)."""
     st = _State(params, decisions, check, len(episodes))
     fps = fingerprints(episodes)
     n = len(episodes)
@@ -568,6 +569,10 @@ def replay(
         owners[i] = st.pos[_owner(st, i)]
         if old is not None:
             old.settle(st, i, action, fresh)
+    first = old.first if old is not None else 0
+    # The earlier log is not read after the episodes (≈ 180 bytes an episode): gone before the
+    # result is made, when the caller holds no other reference to it.
+    del old, resume
     st.finish(episodes)
     as_of = max((ep.date for ep in episodes), default=None)
     if as_of is not None:
@@ -575,7 +580,6 @@ def replay(
         _insights(st, episodes, vectors, cands, as_of)
     vecs = Picked(vectors, [st.vec_row(b) for b in st.order])
     log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
-    first = old.first if old is not None else 0
     beliefs = [st.beliefs[b] for b in st.order]
     return ReplayResult(beliefs, st.changes, vecs, as_of, log, first, decided)
 

@@ -242,11 +242,9 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
     key = text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
     folder = files.cache_dir(repo.root)
     with log.step("replay") as info:
-        resume = load_log(folder, key)
-        result = replay(
-            episodes, vectors, params=params, decisions=decisions, check=check, resume=resume
-        )
-        del resume
+        # The log is passed, not kept: the replay lets it go once the episodes are replayed.
+        result = replay(episodes, vectors, params=params, decisions=decisions, check=check,
+                        resume=load_log(folder, key))  # fmt: skip
         info.update(beliefs=len(result.beliefs), decided=result.decided)
     with log.step("write"):
         header["as_of"] = result.as_of
