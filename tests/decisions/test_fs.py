@@ -282,3 +282,15 @@ def test_rows_in_a_file_read_back_by_number(tmp_path: Path) -> None:
             read_rows(fd, 0, 3, [2, 4])
     finally:
         os.close(fd)
+
+
+def test_rows_are_read_without_preadv_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ``os.preadv`` is missing (macOS before 11) the rows are read with ``os.pread``."""
+    import numpy as np
+
+    from arkai.adapters.fs import RowFile
+
+    rows = np.arange(40 * 3, dtype=np.float32).reshape(40, 3)
+    f = RowFile.written(tmp_path, [rows], 40, 3)
+    monkeypatch.delattr(os, "preadv")
+    assert f[np.array([39, 0, 5, 6, 7])].tolist() == rows[[39, 0, 5, 6, 7]].tolist()

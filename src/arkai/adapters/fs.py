@@ -93,11 +93,20 @@ def read_rows(fd: int, offset: int, width: int, rows: Any) -> Any:
         view = got[a:b].reshape(-1).data.cast("B")
         at, done = offset + int(uniq[a]) * size, 0
         while done < len(view):
-            n = os.preadv(fd, [view[done:]], at + done)
+            n = _read_at(fd, view[done:], at + done)
             if n <= 0:
                 raise OSError(errno.EIO, f"a file of rows ends before row {int(uniq[b - 1])}")
             done += n
     return got if len(uniq) == len(idx) and bool((uniq == idx).all()) else got[inverse]
+
+
+def _read_at(fd: int, into: memoryview, offset: int) -> int:
+    """``os.preadv`` into ``into`` (macOS before 11 has only ``os.pread``: then a copy)."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [into], offset)
+    data = os.pread(fd, len(into), offset)
+    into[: len(data)] = data
+    return len(data)
 
 
 class RowFile:
