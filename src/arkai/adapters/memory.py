@@ -134,7 +134,7 @@ def cache_dir(root: Path) -> Path:
     return root / CACHE
 
 
-class Rows(Protocol):
+class SlicedRows(Protocol):
     """Rows of float32 that slicing reads (an array, or the replay's beliefs' vectors)."""
 
     @property
@@ -144,7 +144,11 @@ class Rows(Protocol):
 
 
 def write_state(
-    root: Path, header: dict[str, Any], beliefs: list[Belief], changes: list[Change], vectors: Rows
+    root: Path,
+    header: dict[str, Any],
+    beliefs: list[Belief],
+    changes: list[Change],
+    vectors: SlicedRows,
 ) -> bool:
     """Write the replay's outputs; True when ``beliefs.json`` changed. ``vectors`` (one row a
     belief) is read and written a block at a time."""
@@ -192,7 +196,7 @@ def _document(header: dict[str, Any], beliefs: list[Belief], digest: Any) -> Ite
     yield out("\n ]" + after + "\n")
 
 
-def _npy(vectors: Rows, batch: int = 8192) -> Iterator[bytes]:
+def _npy(vectors: SlicedRows, batch: int = 8192) -> Iterator[bytes]:
     """``vectors`` as ``np.save`` writes a float32 matrix, a block of rows at a time."""
     count, width = int(vectors.shape[0]), int(vectors.shape[1])
     head = io.BytesIO()
