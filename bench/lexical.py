@@ -71,7 +71,8 @@ def log(msg: str) -> None:
 
 
 def segments(ids: np.ndarray, ptr: np.ndarray, terms: list[str]) -> Any:
-    """The documents as :func:`arkai.search.bm25.encode_segment` outputs (ids into ``terms``)."""
+    """The documents as :func:`arkai.search.termcounts.encode_segment` outputs (ids into
+    ``terms``)."""
     for lo in range(0, len(ptr) - 1, SEGMENT_DOCS):
         hi = min(lo + SEGMENT_DOCS, len(ptr) - 1)
         lens = np.diff(ptr[lo : hi + 1]).tolist()

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 from arkai.errors import InvalidInputError
-from arkai.search.bm25 import BM25Index, TermCounts, encode_segment, top_k
+from arkai.search.bm25 import BM25Index, top_k, write_index
+from arkai.search.termcounts import (
+    CountsFile,
+    TermCounts,
+    build_counts,
+    encode_segment,
+    update_counts,
+)
 from arkai.search.text import STOPWORDS, stem, tokenize, words
 
 DOCS = [
@@ -197,11 +204,19 @@ def test_build_from_segments_holds_no_array_over_every_token(tmp_path: Path) -> 
     assert peak < 2 * n_tokens
 
 
-def test_build_from_segments_keeps_the_pairs_out_of_memory(tmp_path: Path) -> None:
+def test_build_from_segments_keeps_the_pairs_out_of_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The (term, document) pairs go to a temporary file between the two passes: building
-    holds the result's 8 bytes a non-zero and little else (holding the pairs, 12 bytes each
-    and grown by doubling, took 32 bytes a non-zero) — and gives the index the token lists
-    give."""
+    an index in memory holds the result's 8 bytes a non-zero and little else (holding the
+    pairs, 12 bytes each and grown by doubling, took 32 bytes a non-zero) — and gives the
+    index the token lists give. (The spilled triples and the kept pairs are read a chunk
+    at a time: small chunks here, so what the test sees is the result, not a chunk's
+    temporaries.)"""
+    from arkai.search import termcounts
+
+    monkeypatch.setattr(termcounts, "_SPILL_CHUNK", 4096)
+    monkeypatch.setattr(termcounts, "PAIR_BLOCK", 4096)
     words = [f"w{n}" for n in range(50)]
     tokens = [[words[(d * 7 + k) % 50] for k in range(60)] for d in range(6000)]
     merged, peak = built_from_segments(tokens, 6, tmp_path)
@@ -209,12 +224,61 @@ def test_build_from_segments_keeps_the_pairs_out_of_memory(tmp_path: Path) -> No
     assert peak < 10 * merged.matrix.nnz
 
 
-def _counts_equal(a: TermCounts, b: TermCounts) -> None:
-    assert a.terms == b.terms
+def test_kept_counts_are_built_updated_and_written_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keeping the frequencies in a file, updating them with one changed block and writing
+    the index from them hold a few blocks of rows, not the non-zeros (8 bytes each; the
+    index stage held ≈ 30 bytes a non-zero before: 2.5 GB at 100,000 items). Small blocks
+    here, and the peak under half the pairs' bytes."""
+    import tracemalloc
+
+    from arkai.search import termcounts
+
+    monkeypatch.setattr(termcounts, "_SPILL_CHUNK", 1024)
+    monkeypatch.setattr(termcounts, "PAIR_BLOCK", 1024)
+    words = [f"w{n}" for n in range(400)]
+    blocks = [[[words[(b * 31 + d * 7 + k * k) % 400] for k in range(80)] for d in range(5)]
+              for b in range(600)]  # fmt: skip
+    segs = [encode_segment(x) for x in blocks]
+    names = [f"b{n}" for n in range(len(blocks))]
+    path = tmp_path / "kept.bin"
+    tracemalloc.start()
+    try:
+        kept = build_counts(segs, names, path, range_pairs=4096)
+        _, built_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        plan: list[int | Callable[[], bytes]] = list(range(len(blocks)))
+        edited = [[words[(k * 13) % 400] for k in range(90)]]
+        plan[300] = lambda: encode_segment(edited)
+        names[300] = "b300 edited"
+        updated = update_counts(kept, plan, names, path)
+        _, update_peak = tracemalloc.get_traced_memory()
+        assert updated is not None
+        kept.close()
+        tracemalloc.reset_peak()
+        write_index(updated, tmp_path / "index")
+        _, write_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    nnz = updated.nnz
+    assert nnz > 100_000
+    peaks = (built_peak, update_peak, write_peak)
+    assert max(peaks) < 4 * nnz, peaks  # half the pairs (8 bytes a non-zero)
+    updated.close()
+    tokens = [d for n, b in enumerate(blocks) for d in (edited if n == 300 else b)]
+    BM25Index.build_from_tokens(tokens).save(tmp_path / "ref")
+    _same_files(tmp_path / "index", tmp_path / "ref")
+
+
+def _counts_equal(a: TermCounts | CountsFile, b: TermCounts | CountsFile) -> None:
+    x = a if isinstance(a, TermCounts) else a.to_memory()
+    y = b if isinstance(b, TermCounts) else b.to_memory()
+    assert x.terms == y.terms
     for name in ("indptr", "indices", "tf", "doc_len"):
-        x, y = getattr(a, name), getattr(b, name)
-        assert x.dtype == y.dtype and np.array_equal(x, y), name
-    assert (a.names, a.sizes) == (b.names, b.sizes)
+        u, v = getattr(x, name), getattr(y, name)
+        assert u.dtype == v.dtype and np.array_equal(u, v), name
+    assert (x.names, x.sizes) == (y.names, y.sizes)
 
 
 def _random_block(rng: np.random.Generator, words: list[str]) -> list[list[str]]:
@@ -225,84 +289,117 @@ def _random_block(rng: np.random.Generator, words: list[str]) -> list[list[str]]
     ]
 
 
-def test_updated_counts_are_the_counts_of_every_segment(tmp_path: Path) -> None:
+def _same_files(a: Path, b: Path) -> None:
+    for file in ("bm25.json", "bm25.npz"):
+        assert (a / file).read_bytes() == (b / file).read_bytes(), file
+
+
+@pytest.mark.parametrize("budget", [1, 3, 1 << 20])
+def test_updated_counts_are_the_counts_of_every_segment(tmp_path: Path, budget: int) -> None:
     """Kept frequencies updated with only the changed blocks' segments (blocks edited, added
-    anywhere, removed; terms that are new, terms no document has any more) equal the
-    frequencies of every segment, array for array — so the weighed index is the token lists'
-    byte for byte — and reused blocks' segments are never read."""
+    anywhere, removed; terms that are new, terms no document has any more) are the file a
+    build from every segment keeps, byte for byte — so the index written from them is the
+    token lists' byte for byte — and reused blocks' segments are never read. With blocks of
+    one row (``budget`` 1) and a few, read and written a block at a time, and the build's
+    rows placed a few at a time (one pass over the spilled triples each)."""
+    from arkai.search import termcounts
+
     rng = np.random.default_rng(7)
     words = [f"w{n}" for n in range(30)]
     blocks = {f"b{n}": _random_block(rng, words[:20]) for n in range(12)}
     order = list(blocks)
-    counts = TermCounts.from_segments((encode_segment(blocks[n]) for n in order), order)
+    kept_path = tmp_path / "kept.bin"
+    counts = build_counts((encode_segment(blocks[n]) for n in order), order, kept_path)
     fresh = 100
-    for step in range(60):
-        what = step % 4
-        if what == 0 and order:  # edit one block (new words come in, old ones may go)
-            where = int(rng.integers(0, len(order)))
-            new = f"b{fresh}"  # an edited block is another name (its key changed), same place
-            fresh += 1
-            order[where] = new
-            blocks[new] = _random_block(rng, words)
-        elif what == 1:  # add one
-            new = f"b{fresh}"
-            fresh += 1
-            order.insert(int(rng.integers(0, len(order) + 1)), new)
-            blocks[new] = _random_block(rng, words)
-        elif what == 2 and len(order) > 1:  # remove one
-            order.pop(int(rng.integers(0, len(order))))
-        # (what == 3: nothing changed)
-        at = {n: i for i, n in enumerate(counts.names)}
-        read: list[str] = []
+    old_block = termcounts.PAIR_BLOCK
+    termcounts.PAIR_BLOCK = budget
+    try:
+        for step in range(60):
+            what = step % 4
+            if what == 0 and order:  # edit one block (new words come in, old ones may go)
+                where = int(rng.integers(0, len(order)))
+                new = f"b{fresh}"  # an edited block is another name (its key changed)
+                fresh += 1
+                order[where] = new
+                blocks[new] = _random_block(rng, words)
+            elif what == 1:  # add one
+                new = f"b{fresh}"
+                fresh += 1
+                order.insert(int(rng.integers(0, len(order) + 1)), new)
+                blocks[new] = _random_block(rng, words)
+            elif what == 2 and len(order) > 1:  # remove one
+                order.pop(int(rng.integers(0, len(order))))
+            # (what == 3: nothing changed)
+            at = {n: i for i, n in enumerate(counts.names)}
+            read: list[str] = []
 
-        def reader(name: str, read: list[str] = read) -> Callable[[], bytes]:
-            def segment() -> bytes:
-                read.append(name)
-                return encode_segment(blocks[name])
+            def reader(name: str, read: list[str] = read) -> Callable[[], bytes]:
+                def segment() -> bytes:
+                    read.append(name)
+                    return encode_segment(blocks[name])
 
-            return segment
+                return segment
 
-        plan = [at[n] if n in at else reader(n) for n in order]
-        updated = counts.update(plan, order)
-        assert updated is not None
-        assert read == [n for n in order if n not in at]
-        scratch = TermCounts.from_segments((encode_segment(blocks[n]) for n in order), order)
-        _counts_equal(updated, scratch)
-        BM25Index.from_counts(updated).save(tmp_path / "updated")
-        BM25Index.build_from_tokens([d for n in order for d in blocks[n]]).save(tmp_path / "ref")
-        for file in ("bm25.json", "bm25.npz"):
-            assert (tmp_path / "updated" / file).read_bytes() == (
-                tmp_path / "ref" / file
-            ).read_bytes()
-        updated.save(tmp_path / "counts.bin")
-        loaded = TermCounts.load(tmp_path / "counts.bin")
-        assert loaded is not None
-        _counts_equal(loaded, updated)
-        counts = loaded  # read-only arrays from the file: the next update starts from them
+            plan = [at[n] if n in at else reader(n) for n in order]
+            updated = update_counts(counts, plan, order, kept_path)
+            assert updated is not None
+            assert (updated is counts) == (order == counts.names)
+            if updated is not counts:
+                counts.close()
+            assert read == [n for n in order if n not in at]
+            scratch = build_counts((encode_segment(blocks[n]) for n in order), order,
+                                   tmp_path / "scratch.bin", range_pairs=budget)  # fmt: skip
+            with scratch:
+                expected = scratch.to_memory()
+                write_index(scratch, tmp_path / "scratch")
+            _counts_equal(updated, expected)
+            assert kept_path.read_bytes() == (tmp_path / "scratch.bin").read_bytes()
+            write_index(updated, tmp_path / "updated")
+            tokens = [d for n in order for d in blocks[n]]
+            BM25Index.build_from_tokens(tokens).save(tmp_path / "ref")
+            _same_files(tmp_path / "updated", tmp_path / "ref")
+            _same_files(tmp_path / "scratch", tmp_path / "ref")
+            updated.close()
+            reopened = CountsFile.open(kept_path)  # checked, then the next update's start
+            assert reopened is not None
+            _counts_equal(reopened, expected)
+            counts = reopened
+    finally:
+        termcounts.PAIR_BLOCK = old_block
+        counts.close()
 
 
-def test_updated_counts_refuse_blocks_out_of_their_kept_order() -> None:
+def test_updated_counts_refuse_blocks_out_of_their_kept_order(tmp_path: Path) -> None:
     segs = [encode_segment([["a", "b"]]), encode_segment([["b", "c"], ["c"]])]
-    counts = TermCounts.from_segments(segs, ["x", "y"])
-    assert counts.update([1, 0], ["y", "x"]) is None  # rows would need sorting again
-    assert counts.update([0, 0], ["x", "x"]) is None
-    assert counts.update([5], ["z"]) is None
-    assert counts.update([0], ["x", "y"]) is None
-    same = counts.update([0, 1], ["x", "y"])
-    assert same is not None
-    _counts_equal(same, counts)
+    path = tmp_path / "kept.bin"
+    with build_counts(segs, ["x", "y"], path) as counts:
+        before = path.read_bytes()
+        assert update_counts(counts, [1, 0], ["y", "x"], path) is None  # rows to sort again
+        assert update_counts(counts, [0, 0], ["x", "x"], path) is None
+        assert update_counts(counts, [5], ["z"], path) is None
+        assert update_counts(counts, [0], ["x", "y"], path) is None
+        assert update_counts(counts, [0, 1], ["x", "y"], path) is counts  # nothing to write
+        assert path.read_bytes() == before
     assert TermCounts.from_segments([]).terms == []
-    empty = TermCounts.from_segments([], []).update([lambda: encode_segment([])], ["e"])
-    assert empty is not None and empty.sizes == [0] and len(empty.doc_len) == 0
+    with build_counts([], [], path) as nothing:
+        empty = update_counts(nothing, [lambda: encode_segment([])], ["e"], path)
+        assert empty is not None and empty.sizes == [0] and len(empty.doc_len) == 0
+        empty.close()
+    # Every kept block dropped, new ones read: the kept rows all go.
+    with build_counts(segs, ["x", "y"], path) as counts:
+        other = update_counts(counts, [lambda: encode_segment([["d"]])], ["z"], path)
+        assert other is not None and other.terms == ["d"] and other.nnz == 1
+        other.close()
 
 
-def test_an_update_reads_no_more_pairs_than_its_budget() -> None:
+def test_an_update_reads_no_more_pairs_than_its_budget(tmp_path: Path) -> None:
     """Past ``max_read`` read (term, document) pairs the update stops (None: the caller builds
     from every segment, in bounded memory) and reads no further segment; at the budget it
     still gives every segment's frequencies."""
     docs = {"x": [["a", "b"]], "y": [["b", "c"], ["c"]], "z": [["d", "d", "e"]]}
     segs = {n: encode_segment(d) for n, d in docs.items()}
-    counts = TermCounts.from_segments([segs["x"]], ["x"])
+    path = tmp_path / "kept.bin"
+    counts = build_counts([segs["x"]], ["x"], path)
     read: list[str] = []
 
     def reader(name: str) -> Callable[[], bytes]:
@@ -314,14 +411,16 @@ def test_an_update_reads_no_more_pairs_than_its_budget() -> None:
 
     plan: list[int | Callable[[], bytes]] = [0, reader("y"), reader("z")]
     # y holds 3 distinct pairs (b and c in its first document, c in its second), z 2.
-    assert counts.update(plan, ["x", "y", "z"], max_read=4) is None
+    assert update_counts(counts, plan, ["x", "y", "z"], path, max_read=4) is None
     assert read == ["y", "z"]
     read.clear()
-    assert counts.update(plan, ["x", "y", "z"], max_read=2) is None
+    assert update_counts(counts, plan, ["x", "y", "z"], path, max_read=2) is None
     assert read == ["y"]  # z never read
-    at_budget = counts.update(plan, ["x", "y", "z"], max_read=5)
+    at_budget = update_counts(counts, plan, ["x", "y", "z"], path, max_read=5)
     assert at_budget is not None
-    _counts_equal(at_budget, TermCounts.from_segments(segs.values(), list(segs)))
+    counts.close()
+    with at_budget:
+        _counts_equal(at_budget, TermCounts.from_segments(segs.values(), list(segs)))
 
 
 def test_kept_counts_that_do_not_add_up_are_not_used(tmp_path: Path) -> None:
@@ -331,12 +430,23 @@ def test_kept_counts_that_do_not_add_up_are_not_used(tmp_path: Path) -> None:
 
     segs = [encode_segment([["bee", "clover", "bee"], ["mite"]]), encode_segment([["queen"]])]
     path = tmp_path / "counts.bin"
-    TermCounts.from_segments(segs, ["one", "two"]).save(path)
-    assert TermCounts.load(path) is not None
-    assert TermCounts.load(tmp_path / "missing.bin") is None
+    build_counts(segs, ["one", "two"], path).close()
+
+    def opened() -> CountsFile | None:
+        got = CountsFile.open(path)
+        if got is not None:
+            got.close()
+        return got
+
+    assert opened() is not None
+    assert CountsFile.open(tmp_path / "missing.bin") is None
     good = path.read_bytes()
     path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
-    assert TermCounts.load(path) is None  # the digest
+    assert opened() is None  # the digest
+    path.write_bytes(good[:-1])
+    assert opened() is None  # cut short
+    path.write_bytes(b"")
+    assert opened() is None
     path.write_bytes(good)
     body = read_checked(path)
     assert body is not None
@@ -344,11 +454,12 @@ def test_kept_counts_that_do_not_add_up_are_not_used(tmp_path: Path) -> None:
     doc = json.loads(head)
     at = doc["term_bytes"]
     n_terms, nnz = doc["terms"], doc["nnz"]
-    ptr_at, idx_at = at, at + 8 * (n_terms + 1)
-    tf_at, len_at = idx_at + 4 * nnz, idx_at + 8 * nnz
+    ptr_at = at
+    len_at = ptr_at + 8 * (n_terms + 1)
+    pairs_at = len_at + 4 * 3  # three documents
 
     def forged(new_head: dict[str, object] | None = None, patch: tuple[int, bytes] | None = None,
-               terms: bytes | None = None) -> TermCounts | None:  # fmt: skip
+               terms: bytes | None = None) -> CountsFile | None:  # fmt: skip
         tail = bytearray(rest)
         if patch is not None:
             tail[patch[0] : patch[0] + len(patch[1])] = patch[1]
@@ -356,22 +467,69 @@ def test_kept_counts_that_do_not_add_up_are_not_used(tmp_path: Path) -> None:
             tail[:at] = terms
         h = dict(doc, **(new_head or {}))
         write_checked(path, json.dumps(h).encode() + b"\n" + bytes(tail))
-        return TermCounts.load(path)
+        return opened()
+
+    def pair(n: int, doc_: int, tf: int) -> tuple[int, bytes]:
+        return pairs_at + 8 * n, np.asarray([doc_, tf], "<i4").tobytes()
 
     assert forged() is not None  # re-sealed as it was: used
     assert forged({"format": 99}) is None
+    assert forged({"format": 1}) is None  # the arrays of the format before
     assert forged({"nnz": nnz + 1}) is None  # sizes that do not match the bytes
     assert forged({"blocks": [["one", 3], ["two", 1]]}) is None
     assert forged({"blocks": [["one", 2]]}) is None
     assert forged({"blocks": "one"}) is None
+    assert forged({"terms": -1}) is None
     assert forged(terms=b"clover\nbee\n" + rest[len(b"clover\nbee\n") : at]) is None  # unsorted
     assert forged(patch=(ptr_at + 8, np.asarray([0], "<i8").tobytes())) is None  # an empty row
-    assert forged(patch=(idx_at, np.asarray([9], "<i4").tobytes())) is None  # no such document
-    assert forged(patch=(tf_at, np.asarray([0], "<i4").tobytes())) is None  # a zero count
-    assert forged(patch=(tf_at, np.asarray([50], "<i4").tobytes())) is None  # over the length
+    # Rows: bee [doc 0 ×2], clover [0], mite [1], queen [2].
+    assert forged(patch=pair(0, 9, 2)) is None  # no such document
+    assert forged(patch=pair(0, -1, 2)) is None
+    assert forged(patch=pair(0, 0, 0)) is None  # a zero count
+    assert forged(patch=pair(1, 0, 2)) is None  # bee 2 + clover 2: over doc 0's 3 tokens
     assert forged(patch=(len_at, np.asarray([-1], "<i4").tobytes())) is None
-    # "bee" is in documents 0 and… only 0: make "mite"'s row list its document twice.
+    assert forged(patch=pair(0, 0, 1)) is not None  # bee once in doc 0: still adds up
+    # Bee's row given two pairs (0, 1): documents that do not ascend within a row.
     rows = TermCounts.from_segments(segs)
-    mite = rows.terms.index("mite")
-    lo = int(rows.indptr[mite])
-    assert forged(patch=(ptr_at + 8 * (mite + 1), np.asarray([lo + 2], "<i8").tobytes())) is None
+    assert rows.terms == ["bee", "clover", "mite", "queen"]
+    assert forged(patch=(ptr_at + 8, np.asarray([2], "<i8").tobytes())) is None
+
+
+def test_the_index_file_is_the_one_numpy_writes(tmp_path: Path) -> None:
+    """``bm25.npz`` is written a part at a time, with the bytes ``np.savez`` gives the whole
+    arrays (an index saved by an earlier version is byte for byte the one saved now)."""
+    idx = BM25Index.build(DOCS * 50)
+    idx.save(tmp_path / "new")
+    m = idx.matrix
+    np.savez(tmp_path / "old.npz", indptr=m.indptr.astype(np.int64), indices=m.indices,
+             data=m.data, doc_len=idx.doc_len)  # fmt: skip
+    assert (tmp_path / "new" / "bm25.npz").read_bytes() == (tmp_path / "old.npz").read_bytes()
+    empty = BM25Index.build([])
+    empty.save(tmp_path / "empty")
+    assert BM25Index.load(tmp_path / "empty").n_docs == 0
+
+
+def test_a_failed_update_leaves_the_kept_counts_as_they_were(tmp_path: Path) -> None:
+    """A segment that cannot be read (or a write that fails) mid-update: the kept file is
+    untouched and still opens; a kept file cut short after it was opened is an error naming
+    it, not wrong counts."""
+    segs = [encode_segment([["a", "b"]]), encode_segment([["b", "c"], ["c"]])]
+    path = tmp_path / "kept.bin"
+    build_counts(segs, ["x", "y"], path).close()
+    before = path.read_bytes()
+
+    def broken() -> bytes:
+        raise OSError("the item cache went away")
+
+    kept = CountsFile.open(path)
+    assert kept is not None
+    with kept, pytest.raises(OSError, match="went away"):
+        update_counts(kept, [0, broken], ["x", "z"], path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["kept.bin"]  # no temporary file left
+    reopened = CountsFile.open(path)
+    assert reopened is not None
+    with reopened:
+        path.write_bytes(before[:-4])  # (the open file is the same inode: cut in place)
+        with pytest.raises(OSError, match="kept.bin"):
+            reopened.to_memory()

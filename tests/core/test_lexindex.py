@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from arkai.search.bm25 import BM25Index, encode_segment
+from arkai.search.bm25 import BM25Index
 from arkai.search.lexindex import (
     DOCS_FILE,
     ENGINE_DIR,
@@ -25,6 +25,7 @@ from arkai.search.lexindex import (
     update_engine,
 )
 from arkai.search.pipeline import Corpus, rank
+from arkai.search.termcounts import encode_segment
 from arkai.search.text import tokenize
 
 N = 600

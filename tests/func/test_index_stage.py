@@ -527,9 +527,9 @@ def test_incremental_builds_equal_a_build_from_scratch(
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # More new (term, document) pairs than an update reads in bounded memory: the
     # frequencies are built from every item's segment instead, the same index.
-    from arkai.search import bm25
+    from arkai.search import termcounts
 
-    monkeypatch.setattr(bm25, "UPDATE_READ_PAIRS", 0)
+    monkeypatch.setattr(termcounts, "UPDATE_READ_PAIRS", 0)
     transcript.write_bytes(transcript.read_bytes() + b"Mite counts fall after treatment.\n")
     run_index(Repo.at(repo))
     assert step(repo, "lexical")["segments_read"] == 2

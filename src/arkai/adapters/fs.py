@@ -91,13 +91,27 @@ def read_rows(fd: int, offset: int, width: int, rows: Any) -> Any:
     cuts = (np.flatnonzero(np.diff(uniq) != 1) + 1).tolist()
     for a, b in zip([0, *cuts], [*cuts, len(uniq)], strict=True):
         view = got[a:b].reshape(-1).data.cast("B")
-        at, done = offset + int(uniq[a]) * size, 0
-        while done < len(view):
-            n = _read_at(fd, view[done:], at + done)
-            if n <= 0:
-                raise OSError(errno.EIO, f"a file of rows ends before row {int(uniq[b - 1])}")
-            done += n
+        if not read_into(fd, view, offset + int(uniq[a]) * size):
+            raise OSError(errno.EIO, f"a file of rows ends before row {int(uniq[b - 1])}")
     return got if len(uniq) == len(idx) and bool((uniq == idx).all()) else got[inverse]
+
+
+def byte_view(arr: Any) -> memoryview:
+    """The bytes of a C-contiguous array, without a copy (an empty array's: none; a
+    memoryview of zero items cannot be cast)."""
+    return arr.reshape(-1).data.cast("B") if arr.size else memoryview(b"")
+
+
+def read_into(fd: int, into: memoryview, offset: int) -> bool:
+    """Fill ``into`` with the file's bytes from ``offset`` (``pread``: the file position is
+    not used); False when the file ends first."""
+    done = 0
+    while done < len(into):
+        n = _read_at(fd, into[done:], offset + done)
+        if n <= 0:
+            return False
+        done += n
+    return True
 
 
 def _read_at(fd: int, into: memoryview, offset: int) -> int:

@@ -23,7 +23,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -142,17 +142,52 @@ def write_checked(path: Path, *body: bytes | memoryview) -> None:
     """``body`` (given in parts, written one after the other: a large record is not joined
     into one copy first) after a header line holding its digest, for the records kept beside
     the entries (derived: no fsync — a torn or edited record fails :func:`read_checked`)."""
+
+    def fill(put: Callable[[bytes | memoryview], None]) -> None:
+        for part in body:
+            put(part)
+
+    write_checked_parts(path, fill)
+
+
+def _checked_header(digest: str) -> bytes:
+    return canonjson.dumps_line({"digest": digest}).encode("utf-8")
+
+
+def write_checked_parts(
+    path: Path, fill: Callable[[Callable[[bytes | memoryview], None]], None]
+) -> None:
+    """What :func:`write_checked` writes, the body given by ``fill``, which calls the function
+    it is passed with each part in turn — parts made while writing, so a body larger than
+    memory is never held: the header line's digest is filled in once the body is written
+    (a header of the same length is written first)."""
     h = hashlib.sha256()
-    for part in body:
-        h.update(part)
-    header = canonjson.dumps_line({"digest": "sha256:" + h.hexdigest()}).encode("utf-8")
 
     def write(fh: BinaryIO) -> None:
-        fh.write(header)
-        for part in body:
+        fh.write(_checked_header("sha256:" + "0" * 64))
+
+        def put(part: bytes | memoryview) -> None:
+            h.update(part)
             fh.write(part)
 
+        fill(put)
+        fh.seek(0)
+        fh.write(_checked_header("sha256:" + h.hexdigest()))
+
     atomic_write(path, write, fsync=False)
+
+
+def checked_digest(fh: BinaryIO) -> str | None:
+    """The digest the header line of a record :func:`write_checked` wrote names, read from
+    ``fh`` at its start (then positioned at the body), for a reader that checks the body a
+    piece at a time; None when the first line is not such a header."""
+    line = fh.readline(200)
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    digest = doc.get("digest") if isinstance(doc, dict) and len(doc) == 1 else None
+    return digest if isinstance(digest, str) and line == _checked_header(digest) else None
 
 
 def read_checked(path: Path) -> bytes | None:

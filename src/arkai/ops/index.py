@@ -97,7 +97,7 @@ from arkai.search.topics import (
 )
 
 if TYPE_CHECKING:
-    from arkai.search.bm25 import TermCounts
+    from arkai.search.termcounts import CountsFile
 
 CATALOG_VERSION = 1
 MANIFEST_VERSION = 1
@@ -333,7 +333,7 @@ def _store(
 ) -> ItemRecord:  # fmt: skip
     """Cache every part of a freshly derived item but its record (:data:`RECORDS`):
     ``lines``, ``terms``, ``tokens`` and ``phrases``."""
-    from arkai.search.bm25 import encode_segment
+    from arkai.search.termcounts import encode_segment
 
     record, chunks, terms = derived
     cache.put_bytes(content_id, key, "lines", _lines(chunks))
@@ -719,7 +719,7 @@ def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) 
 
 def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
     """The item's chunks' BM25 tokens, as a segment."""
-    from arkai.search.bm25 import encode_segment
+    from arkai.search.termcounts import encode_segment
 
     raw = cache.get_bytes(d.item.id, d.key, "tokens")
     if raw is None:
@@ -730,20 +730,18 @@ def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) 
 def _term_counts(
     loaded: Sequence[_Loaded], ip: dict[str, Any], settings: bytes, cache: ItemCache, path: Path,
     full: bool,
-) -> tuple[TermCounts, int]:  # fmt: skip
-    """The term frequencies of every item's chunks (the BM25 index's, before weighing) and how
-    many items' ``tokens`` segments were read: from those kept in ``path`` (the last build's,
-    :meth:`arkai.search.bm25.TermCounts.save`) for items whose content ID and inputs key are
-    the kept ones, so only the others' segments are read (``full``, a kept file that is
-    missing or damaged, items in another order than kept, or more new segments than an
-    update reads in bounded memory — :data:`arkai.search.bm25.UPDATE_READ_PAIRS`: every
-    item's); kept again for the next build. The same frequencies either way (tested), so the
-    same index."""
-    from arkai.search.bm25 import TermCounts
+) -> tuple[CountsFile, int]:  # fmt: skip
+    """The term frequencies of every item's chunks (the BM25 index's, before weighing), kept
+    in ``path`` (:mod:`arkai.search.termcounts`; open: the caller closes it), and how many
+    items' ``tokens`` segments were read: the last build's kept frequencies updated with the
+    segments of items whose content ID or inputs key changed only (``full``, a kept file that
+    is missing or damaged, items in another order than kept, or more new segments than an
+    update reads in bounded memory — :data:`arkai.search.termcounts.UPDATE_READ_PAIRS`: built
+    again from every item's). The same frequencies either way (tested), so the same index."""
+    from arkai.search.termcounts import CountsFile, build_counts, update_counts
 
     names = [f"{d.item.id} {d.key}" for d in loaded]
-    kept = None if full else TermCounts.load(path)
-    counts = None
+    kept = None if full else CountsFile.open(path)
     if kept is not None:
         at = {name: n for n, name in enumerate(kept.names)}
 
@@ -753,17 +751,14 @@ def _term_counts(
         plan = [
             at[name] if name in at else reader(d) for name, d in zip(names, loaded, strict=True)
         ]
-        counts = kept.update(plan, names)
-        read = sum(not isinstance(p, int) for p in plan)
-        del plan
-    kept_names = None if kept is None else kept.names
-    del kept  # (its arrays, before a build from every segment)
-    if counts is None:
-        counts = TermCounts.from_segments((_segment(d, ip, settings, cache) for d in loaded), names)
-        read = len(loaded)
-    if counts.names != kept_names:
-        counts.save(path)
-    return counts, read
+        del at
+        counts = update_counts(kept, plan, names, path)
+        if counts is not kept:
+            kept.close()
+        if counts is not None:
+            return counts, sum(not isinstance(p, int) for p in plan)
+    segments = (_segment(d, ip, settings, cache) for d in loaded)
+    return build_counts(segments, names, path), len(loaded)
 
 
 def _chunk_lines(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
@@ -1270,13 +1265,13 @@ def run_index(
 
         with log.step("lexical") as info:
             if not reuse and rebuild_lexical:
-                from arkai.search.bm25 import BM25Index
+                from arkai.search.bm25 import write_index
 
                 counts, info["segments_read"] = _term_counts(
                     loaded, ip, settings, cache, cache.folder / LEXICAL_COUNTS, full
                 )
-                BM25Index.from_counts(counts, k1=k1, b=b, consume=True).save(out / LEXICAL)
-                del counts
+                with counts:
+                    write_index(counts, out / LEXICAL, k1=k1, b=b)
                 summary.lexical_rebuilt = True
                 written.append(LEXICAL)
             info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)

@@ -11,7 +11,7 @@ depend on the rest of the library, so it is cached per item (docs/index-format.m
   and condensed-chunk texts, entity names). A chunk's stemmed text is its BM25 tokens joined
   by spaces (both are :func:`arkai.search.text.tokenize`, whose tokens have no whitespace), so
   the tokens are not stored twice;
-- ``tokens``: those tokens as a BM25 segment (:func:`arkai.search.bm25.encode_segment`), which
+- ``tokens``: those tokens as a BM25 segment (:func:`arkai.search.termcounts.encode_segment`), which
   the stage merges into ``index/lexical`` without splitting a text.
 
 The global structures (IDF, BM25 weights, topic ranks, RELATED_TO and CITES edges) are then

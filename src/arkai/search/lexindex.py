@@ -39,7 +39,8 @@ import numpy.typing as npt
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.errors import InvalidInputError, LibraryError
-from arkai.search.bm25 import BM25Index, decode_segment, top_k
+from arkai.search.bm25 import BM25Index, top_k
+from arkai.search.termcounts import decode_segment
 
 __all__ = [
     "ENGINE",
@@ -179,7 +180,7 @@ class LexicalEngine:
         chunks: str,
         settings: LexicalSettings,
     ) -> LexicalEngine:
-        """Index the documents of ``segments`` (:func:`arkai.search.bm25.encode_segment`
+        """Index the documents of ``segments`` (:func:`arkai.search.termcounts.encode_segment`
         outputs in document order, as the BM25 index is built) into ``folder/engine`` and
         write ``folder/engine.json`` recording the chunk set digest ``chunks``."""
         tantivy = _tantivy()
