@@ -19,18 +19,26 @@ from); ``stat digest`` is :func:`stat_digest` of those files when they were hash
 it is hashed again next time). ``body`` is one line of JSON. A line whose digest does not
 match, or a table of another format or version, is ignored (:attr:`ItemTable.rejected`), never
 used: the item's files are read and hashed again.
+
+A loaded table holds where each row's line is, not its body (issue 17: the index stage's
+topic rankings were 48 MB of bodies at 10,000 items, ≈ 480 MB at 100,000): a row asked for
+is read from the file (kept open) and its digest checked again, and a row kept unchanged is
+copied from there when the table is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arkai.adapters.fs import write_chunks_if_changed
 from arkai.adapters.itemcache import CACHE_DIR, SETTLED_NS
@@ -43,6 +51,17 @@ class Row:
     stat: str | None
     key: str
     body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A row of the table's file: where its line is (its body read when asked for)."""
+
+    stat: str | None
+    key: str
+    at: int
+    size: int
+    """The line's length, without its line break."""
 
 
 def stat_digest(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, int] | None:
@@ -84,56 +103,96 @@ def _clean(text: str) -> bool:
 
 
 class ItemTable:
-    """The records of pass ``name`` under ``<root>/.arkai/index-cache``, loaded at once."""
+    """The records of pass ``name`` under ``<root>/.arkai/index-cache``: every row's place
+    loaded at once, its body read when asked for."""
 
     def __init__(self, root: Path, name: str, version: str) -> None:
         self.path = root / CACHE_DIR / f"{name}.tsv"
         self.header = json.dumps({"format": FORMAT, "version": version}, sort_keys=True).encode()
-        self.rows: dict[str, Row] = {}
-        self.kept: dict[str, Row] = {}
+        self.rows: dict[str, Row | _Line] = {}
+        self.kept: dict[str, Row | _Line] = {}
         self.rejected = 0
         """Lines that failed their digest or did not parse (ignored, rebuilt)."""
         self._dirty = False
         """A record kept differs from the one loaded (or is new): :meth:`save` writes."""
+        self._fd: int | None = None
+        self._closer: weakref.finalize[Any, Any] | None = None
+        self._last: tuple[str, Row] | None = None
+        """The row last read (``keep`` of the same body then reads nothing)."""
         self._load()
 
-    def _load(self) -> None:
+    def _open(self) -> bool:
+        """Open the table's file for reading (whether it could be); its descriptor is kept
+        for the rows' bodies (closed with the table, or when :meth:`save` replaces the
+        file)."""
+        self._close()
         try:
-            fh = self.path.open("rb")
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError:
+            return False
+        self._fd = fd
+        self._closer = weakref.finalize(self, os.close, fd)
+        return True
+
+    def _close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+        self._fd = self._closer = None
+
+    def _load(self) -> None:
+        if not self._open() or self._fd is None:
             return
-        with fh:  # line by line: the file is never held whole
-            if fh.readline().rstrip(b"\n") != self.header:
+        # Line by line: the file is never held whole.
+        with os.fdopen(self._fd, "rb", closefd=False) as fh:
+            first = fh.readline()
+            if first.rstrip(b"\n") != self.header:
                 self.rejected += 1
                 self._dirty = True
                 return
+            at = len(first)
             for raw in fh:
                 line = raw.rstrip(b"\n")
-                digest, _, body = line.partition(b"\t")
-                parts = body.split(b"\t", 3)
-                if hashlib.sha256(body).hexdigest().encode() != digest or len(parts) != 4:
+                parsed = _parse(line)
+                if parsed is None:
                     self.rejected += 1
                     self._dirty = True
-                    continue
-                try:
-                    cid, st, key = (p.decode("utf-8") for p in parts[:3])
-                except UnicodeDecodeError:
-                    self.rejected += 1
-                    self._dirty = True
-                    continue
-                self.rows[cid] = Row(None if st == "-" else st, key, parts[3])
+                else:
+                    cid, row = parsed
+                    self.rows[cid] = _Line(row.stat, row.key, at, len(line))
+                at += len(raw)
+
+    def _read(self, content_id: str, row: Row | _Line) -> Row | None:
+        """The row with its body (read from the file and checked again); None when the line
+        is no longer what was loaded (the row is dropped)."""
+        if isinstance(row, Row):
+            return row
+        if self._last is not None and self._last[0] == content_id:
+            return self._last[1]
+        line = b""
+        with contextlib.suppress(OSError):
+            if self._fd is not None:
+                line = os.pread(self._fd, row.size, row.at)
+        parsed = _parse(line) if len(line) == row.size else None
+        if parsed is None or parsed[0] != content_id:
+            self.rejected += 1
+            self._dirty = True
+            self.rows.pop(content_id, None)
+            self.kept.pop(content_id, None)
+            return None
+        self._last = (content_id, parsed[1])
+        return parsed[1]
 
     def by_stat(self, content_id: str, stat_key: str | None) -> Row | None:
         """The item's record when its files' :func:`stat_digest` is the one recorded."""
         row = self.rows.get(content_id)
         if row is None or stat_key is None or row.stat != stat_key:
             return None
-        return row
+        return self._read(content_id, row)
 
     def by_key(self, content_id: str, key: str) -> Row | None:
         """The item's record when it was derived from files whose digest is ``key``."""
         row = self.rows.get(content_id)
-        return row if row is not None and row.key == key else None
+        return self._read(content_id, row) if row is not None and row.key == key else None
 
     def keep(
         self, content_id: str, stats: tuple[str, int] | None, key: str | None, body: bytes
@@ -143,7 +202,7 @@ class ItemTable:
         changed within :data:`SETTLED_NS`; nothing is recorded without a ``key``."""
         old = self.rows.get(content_id)
         same = old is not None and stats is not None and (old.stat, old.key) == (stats[0], key)
-        if same and old is not None and old.body == body:
+        if same and old is not None and self._same_body(content_id, old, body):
             # Unchanged (a recorded stat was settled when recorded, so it still is).
             self.kept[content_id] = old
             return
@@ -152,26 +211,64 @@ class ItemTable:
         st = None
         if stats is not None and stats[1] < time.time_ns() - SETTLED_NS:
             st = stats[0]
-        if old is None or (old.stat, old.key) != (st, key) or old.body != body:
-            self._dirty = True
+        if (
+            old is not None
+            and (old.stat, old.key) == (st, key)
+            and self._same_body(content_id, old, body)
+        ):
+            self.kept[content_id] = old  # (its place in the file, not its bytes)
+            return
+        self._dirty = True
         self.kept[content_id] = Row(st, key, body)
+
+    def _same_body(self, content_id: str, old: Row | _Line, body: bytes) -> bool:
+        got = self._read(content_id, old)
+        return got is not None and got.body == body
 
     def save(self, *, prune: bool) -> bool:
         """Write the table (atomically, streamed, only when a record changed): the records kept
-        in this pass, and with ``prune=False`` the other ones loaded too. Whether it was
-        written."""
+        in this pass, and with ``prune=False`` the other ones loaded too (an unchanged row's
+        line copied from the file loaded). Whether it was written."""
         rows = self.kept if prune else {**self.rows, **self.kept}
         if not self._dirty and (not prune or len(self.kept) == len(self.rows)):
             return False
+        placed: dict[str, Row | _Line] = {}
 
         def lines() -> Iterator[bytes]:
+            at = len(self.header) + 1
             yield self.header + b"\n"
             for cid in sorted(rows):
                 r = rows[cid]
+                if isinstance(r, _Line):
+                    got = self._read(cid, r)
+                    if got is None:
+                        continue  # changed under us since it was loaded: made again next time
+                    r = got
                 body = b"\t".join((cid.encode(), (r.stat or "-").encode(), r.key.encode(), r.body))
-                yield seal_row(body) + b"\n"
+                line = seal_row(body)
+                placed[cid] = _Line(r.stat, r.key, at, len(line))
+                at += len(line) + 1
+                yield line + b"\n"
 
         # Derived, rebuilt when lost: no fsync (a torn line fails its digest check).
         written = write_chunks_if_changed(self.path, lines(), fsync=False)
-        self.rows, self._dirty = dict(rows), False
+        self._last = None
+        if not self._open():
+            placed = {}  # (the file is gone: nothing can be read from it)
+        self.rows, self._dirty = placed, False
+        self.kept = {cid: placed[cid] for cid in self.kept if cid in placed}
         return written
+
+
+def _parse(line: bytes) -> tuple[str, Row] | None:
+    """A stored line's content ID and row; None when its digest does not match or it does
+    not parse."""
+    digest, _, body = line.partition(b"\t")
+    parts = body.split(b"\t", 3)
+    if hashlib.sha256(body).hexdigest().encode() != digest or len(parts) != 4:
+        return None
+    try:
+        cid, st, key = (p.decode("utf-8") for p in parts[:3])
+    except UnicodeDecodeError:
+        return None
+    return cid, Row(None if st == "-" else st, key, parts[3])
