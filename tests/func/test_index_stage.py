@@ -610,6 +610,48 @@ def test_incremental_builds_equal_a_build_from_scratch(
     assert sorted(p.name for p in cache.iterdir() if p.is_file()) == records
 
 
+def test_the_graph_reads_an_items_quotes_only_to_make_its_part(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stage holds each item's record without its quotes (≈ 5 KB an item), only their
+    digest: an item's quotes are read from its row again when its graph part is made, and
+    not at all when the part is kept. Quotes read back that are not the ones digested (the
+    row changed meanwhile) are derived again from the item's files: the same graph."""
+    from arkai.ops import index as ix
+    from arkai.ops.index import run_index
+    from arkai.search.graphparts import PARTS
+
+    set_params(repo, embedder="none")
+    run_index(Repo.at(repo))
+    reads: list[str] = []
+    real = ix._Records.quotes
+
+    def counted(self: Any, content_id: str, key: str) -> list[tuple[str, str]] | None:
+        reads.append(content_id)
+        return real(self, content_id, key)
+
+    monkeypatch.setattr(ix._Records, "quotes", counted)
+    (repo / "index" / "graph.json").unlink()  # the graph is made again, every part kept
+    run_index(Repo.at(repo))
+    assert graph_step(repo)["graph_parts_built"] == 0 and reads == []
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    (repo / PARTS).unlink()  # every part made again: each item's quotes read once
+    (repo / "index" / "graph.json").unlink()
+    reads.clear()  # (the build from scratch read its own)
+    run_index(Repo.at(repo))
+    assert graph_step(repo)["graph_parts_built"] == 2 and len(reads) == 2
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+    def wrong(self: Any, content_id: str, key: str) -> list[tuple[str, str]] | None:
+        return [("claim-0", "not a quote of this item")]
+
+    monkeypatch.setattr(ix._Records, "quotes", wrong)
+    (repo / PARTS).unlink()
+    (repo / "index" / "graph.json").unlink()
+    run_index(Repo.at(repo))
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
 def test_topic_entries_name_each_items_own_chunks(repo: Path, tmp_path: Path) -> None:
     """``topics.json`` (version 2) lists each item's own chunk numbers: placed after the
     chunks of the items before it in ``catalog.json``, every entry's chunk is one of the

@@ -82,6 +82,7 @@ from arkai.search.graph import (
     cite_needles,
     features,
     node_id,
+    quotes_digest,
 )
 from arkai.search.graphcache import related_table, update_related
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
@@ -360,11 +361,12 @@ class _Records:
         self.rejected = self.table.rejected
 
     def get(self, content_id: str, key: str) -> ItemRecord | None:
+        """The item's record, without its quotes (:meth:`quotes` reads them again)."""
         row = None if self.full else self.table.by_key(content_id, key)
         if row is None:
             return None
         try:
-            record = ItemRecord.from_dict(json.loads(row.body))
+            record = ItemRecord.from_dict(json.loads(row.body)).without_quotes()
         except (ValueError, KeyError, TypeError):
             self.rejected += 1  # sealed, but not a record (the line's digest is checked)
             return None
@@ -375,6 +377,15 @@ class _Records:
     def put(self, content_id: str, key: str, record: ItemRecord) -> None:
         body = canonjson.dumps_compact(record.to_dict()).encode("utf-8")
         self.table.keep(content_id, None, key, body)
+
+    def quotes(self, content_id: str, key: str) -> list[tuple[str, str]] | None:
+        """The item's quotes, read from its row again (the table holds where the row is, not
+        its body); None when the row is gone or not a record any more."""
+        row = self.table.by_key(content_id, key)
+        try:
+            return None if row is None else ItemRecord.from_dict(json.loads(row.body)).quotes
+        except (ValueError, KeyError, TypeError):
+            return None
 
 
 def _load(
@@ -398,7 +409,7 @@ def _load(
         memo.put(item.id, [stamp(f) for f in _inputs_files(item)], key)
     record = _store(cache, item.id, key, _derive(item, text_raw, evidence_raw, ip))
     records.put(item.id, key, record)
-    return _Loaded(item, path, key, record)
+    return _Loaded(item, path, key, record.without_quotes())
 
 
 def _rederive(
@@ -411,6 +422,17 @@ def _rederive(
     derived = _derive(d.item, text_raw, evidence_raw, ip)
     _store(cache, d.item.id, key, derived)
     return derived
+
+
+def _quotes(
+    d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache, records: _Records
+) -> list[tuple[str, str]]:
+    """The item's graph quotes: from its record's row, or derived again (the row went
+    missing, was damaged or holds other quotes than the record digested, meanwhile)."""
+    got = records.quotes(d.item.id, d.key)
+    if got is None or quotes_digest(got) != d.record.quotes_digest:
+        got = _rederive(d, ip, settings, cache)[0].quotes or []
+    return got
 
 
 def _terms(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> ItemTerms:
@@ -991,12 +1013,14 @@ def _graph(
     summary: IndexSummary,
     put: Callable[[str, bytes], None],
     info: dict[str, Any],
+    quotes: Callable[[_Loaded], list[tuple[str, str]]],
 ) -> None:
     """``graph.json``, ``graph.graphml`` and ``related.jsonl``: the RELATED_TO edges between
     items kept in one table (only a changed item's are recomputed), CITES counts kept
     incrementally (:mod:`arkai.search.citecache`: a transcript is searched again only for the
     needle texts it has not been searched for). ``high``: each item's high-relevance topic
-    terms and their scores."""
+    terms and their scores; ``quotes``: an item's quotes, asked for only when its graph part
+    is made (the records hold their digest)."""
     settings = GraphSettings.from_params(ip["graph"])
     needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
                            for d in loaded)  # fmt: skip
@@ -1017,13 +1041,14 @@ def _graph(
             content_type=str(d.item.metadata.get("content_type") or ""),
             url=d.item.metadata.get("url") or None,
             tags=[str(t) for t in d.item.metadata.get("tags") or []],
-            quotes=d.record.quotes,
+            quotes_digest=d.record.quotes_digest,
             mentions=d.record.mentions,
             cites=cites[node_id("content", d.item.id)],
             high_topics=high.get(d.item.id, []),
         )
         for d in loaded
     ]
+    by_id = {d.item.id: d for d in loaded}
     nodes = {node_id("content", it.content_id): it for it in items}
     # A stale row is the normal case for a changed item, not a damaged cache
     # (IndexSummary.cache_rejected counts none of them).
@@ -1042,7 +1067,8 @@ def _graph(
     # joined by the edges between items: the bytes build_graph's writers give (tested). A part
     # read back holds where its text is in the parts file, read as the files are written.
     with PartStore(root, full=full) as parts:
-        graph = graph_parts(items, settings, related.edges, parts)
+        graph = graph_parts(items, settings, related.edges, parts,
+                            lambda it: quotes(by_id[it.content_id]))  # fmt: skip
         info["graph_parts_built"], info["graph_parts_rejected"] = parts.built, parts.rejected
         info["related_recomputed"] = related.changed
         info["related_neighbours_updated"] = related.merged + related.recomputed
@@ -1214,10 +1240,9 @@ def run_index(
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
-            records.table.save(prune=True)
+            records.table.save(prune=True)  # (kept: the graph step reads quotes from it)
             summary.cache_hits = records.hits
             cache.rejected += records.rejected
-            del records
             cache.prune({d.item.id for d in loaded}, ITEM_PARTS)
             summary.chunks = sum(d.record.chunks for d in loaded)
             summary.claim_chunks = sum(d.record.claim_chunks for d in loaded)
@@ -1352,7 +1377,8 @@ def run_index(
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                _graph(root, out, loaded, ip, high, full, summary, put, info)
+                _graph(root, out, loaded, ip, high, full, summary, put, info,
+                       lambda d: _quotes(d, ip, settings, cache, records))  # fmt: skip
                 del high
                 if progress:
                     progress(1, 1, "graph")

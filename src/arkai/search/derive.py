@@ -21,14 +21,14 @@ computed from these records, never from the texts again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from sys import intern
 from typing import Any
 
 from arkai.adapters.review import is_rejected
 from arkai.model.evidence import EvidenceLine
 from arkai.search.chunks import CLAIM_KIND, Chunk, chunk_transcript, claim_chunks
-from arkai.search.graph import GraphSettings, entity_mentions, throttled_quotes
+from arkai.search.graph import GraphSettings, entity_mentions, quotes_digest, throttled_quotes
 from arkai.search.topics import ItemTerms, item_terms
 
 #: Bump when what is derived (or how) changes: every cached record is then rebuilt.
@@ -46,10 +46,17 @@ class ItemRecord:
     claims: int
     """Non-rejected claims (the catalog's ``claims``)."""
     entities: int
-    quotes: list[tuple[str, str]]
+    quotes: list[tuple[str, str]] | None
+    """The graph's quotes (:func:`arkai.search.graph.throttled_quotes`); None in a record read
+    :meth:`without_quotes` (the index stage holds every item's record at once, and reads an
+    item's quotes only to make its graph part: ≈ 5 KB an item)."""
     mentions: list[tuple[str, str, int]]
+    quotes_digest: str
+    """:func:`arkai.search.graph.quotes_digest` of the quotes."""
 
     def to_dict(self) -> dict[str, Any]:
+        if self.quotes is None:
+            raise ValueError("a record read without its quotes is not written")
         return {
             "chunks": self.chunks,
             "claim_chunks": self.claim_chunks,
@@ -61,15 +68,20 @@ class ItemRecord:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ItemRecord:
+        quotes = [(str(a), str(b)) for a, b in d["quotes"]]
         return cls(
             chunks=int(d["chunks"]),
             claim_chunks=int(d["claim_chunks"]),
             claims=int(d["claims"]),
             entities=int(d["entities"]),
-            quotes=[(str(a), str(b)) for a, b in d["quotes"]],
+            quotes=quotes,
             # Entity names and kinds recur across items; every item's record is held at once.
             mentions=[(intern(str(a)), intern(str(b)), int(c)) for a, b, c in d["mentions"]],
+            quotes_digest=quotes_digest(quotes),
         )
+
+    def without_quotes(self) -> ItemRecord:
+        return replace(self, quotes=None)
 
 
 def derive_item(
@@ -94,8 +106,9 @@ def derive_item(
         claim_chunks=sum(1 for c in chunks if c.kind == CLAIM_KIND),
         claims=sum(1 for ln in evidence if not is_rejected(ln)),
         entities=len(entities),
-        quotes=throttled_quotes(evidence, graph),
+        quotes=(quotes := throttled_quotes(evidence, graph)),
         mentions=entity_mentions(entities),
+        quotes_digest=quotes_digest(quotes),
     )
     terms = item_terms(
         content_id,

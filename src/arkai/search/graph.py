@@ -74,6 +74,9 @@ class GraphItem:
     quotes: Sequence[tuple[str, str]] | None = None
     """:func:`throttled_quotes` of ``evidence``, when the caller has them (cached): then
     ``evidence`` is not looked at."""
+    quotes_digest: str | None = None
+    """:func:`quotes_digest` of the item's quotes, from a caller that holds the digest and not
+    the quotes (the index stage: it reads an item's quotes only to make its graph part)."""
     mentions: Sequence[tuple[str, str, int]] | None = None
     """:func:`entity_mentions` of ``entities``, when the caller has them: then ``entities``
     is not looked at."""
@@ -153,6 +156,17 @@ def throttled_quotes(lines: Iterable[EvidenceLine], s: GraphSettings) -> list[tu
     """(claim ID, case-folded quote) of the claims a MENTIONS edge may cite as evidence."""
     kept = throttle(lines, min_confidence=s.min_confidence, cap=s.max_evidence)
     return [(ln.id, ln.quote.casefold()) for ln in kept]
+
+
+def quotes_digest(quotes: Iterable[Sequence[str]]) -> str:
+    """A digest of an item's quotes (:func:`throttled_quotes`: pairs of claim ID and quote),
+    for a caller that keeps it instead of the quotes."""
+    h = hashlib.sha256()
+    for eid, quote in quotes:
+        h.update(
+            b"%d:%d:" % (len(eid), len(quote)) + f"{eid}{quote}".encode("utf-8", "surrogatepass")
+        )
+    return "sha256:" + h.hexdigest()
 
 
 def entity_mentions(entities: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, int]]:

@@ -66,13 +66,14 @@ from arkai.search.graph import (
     graphml_head,
     json_row,
     node_id,
+    quotes_digest,
     related_rows,
     throttled_quotes,
     xml_edge,
     xml_node,
 )
 
-VERSION = 3
+VERSION = 4
 PARTS = CACHE_DIR / "graph-parts.bin"
 """Beside the item cache's folders (whose pruning leaves files alone)."""
 
@@ -173,21 +174,26 @@ class ItemPart:
 
 
 def _own(it: GraphItem, s: GraphSettings) -> GraphItem:
-    """``it`` with its quotes and mentions worked out and no CITES or topics (not the
-    part's)."""
+    """``it`` with its quotes (or only their digest, when that is what it has) and mentions
+    worked out and no CITES or topics (not the part's)."""
+    quotes = it.quotes
+    if quotes is None and it.quotes_digest is None:
+        quotes = throttled_quotes(it.evidence, s)
     return replace(
         it,
-        quotes=it.quotes if it.quotes is not None else throttled_quotes(it.evidence, s),
+        quotes=quotes,
+        quotes_digest=it.quotes_digest if quotes is None else quotes_digest(quotes),
         mentions=it.mentions if it.mentions is not None else entity_mentions(it.entities),
         evidence=(), entities=(), text="", cites={}, high_topics=(),
     )  # fmt: skip
 
 
 def part_key(it: GraphItem, s: GraphSettings) -> str:
-    """A digest of what ``it``'s part is made from (``it`` as :func:`_own` gives it)."""
+    """A digest of what ``it``'s part is made from (``it`` as :func:`_own` gives it: its
+    quotes by their digest)."""
     doc = repr((
         VERSION, GRAPH_VERSION, s.min_confidence, s.max_evidence, it.content_id, it.title,
-        it.path, it.content_type, it.url, tuple(it.tags), tuple(it.quotes or ()),
+        it.path, it.content_type, it.url, tuple(it.tags), it.quotes_digest,
         tuple(it.mentions or ()),
     ))  # fmt: skip
     return "sha256:" + hashlib.sha256(doc.encode("utf-8")).hexdigest()
@@ -579,10 +585,13 @@ def graph_parts(
     settings: GraphSettings,
     related: Mapping[tuple[str, str], float],
     store: PartStore,
+    quotes: Callable[[GraphItem], Sequence[tuple[str, str]]] | None = None,
 ) -> GraphParts:
     """The graph of ``items`` with ``related`` (the :func:`arkai.search.graph.related_edges`
     of the items, kept incrementally): each item's part from ``store`` when it holds it for
-    the item's inputs, else made and put there; the store is saved (with only these items)."""
+    the item's inputs, else made and put there; the store is saved (with only these items).
+    An item given with only its quotes' digest gets its quotes from ``quotes`` when its part
+    is made (and only then)."""
     parts: list[ItemPart] = []
     cites: dict[str, Mapping[str, int]] = {}
     titles: dict[str, str] = {}
@@ -595,6 +604,13 @@ def graph_parts(
         node = node_id("content", it.content_id)
         part = store.get(node, key)
         if part is None:
+            if own.quotes is None:
+                if quotes is None:
+                    raise ValueError(f"{it.content_id}: its quotes are needed for its part")
+                got = quotes(it)
+                if quotes_digest(got) != own.quotes_digest:
+                    raise ValueError(f"{it.content_id}: its quotes are not the ones digested")
+                own = replace(own, quotes=got)
             part = store.put(node, key, make_part(own, settings))
         parts.append(part)
         if it.cites is None:
