@@ -452,7 +452,16 @@ def test_the_builder_writes_the_file_its_document_is() -> None:
     lean = built(False)
     for batch in (1, 3, 2048):
         assert b"".join(lean.iter_json(batch=batch)) == want
-    assert lean.terms == {} and len(lean.topics) == len(doc["topics"])
+    assert lean.terms == {} and lean.n_topics == len(doc["topics"])
+    # Read back a topic at a time (a budget of one byte: every batch one topic), the same.
+    from arkai.search import topics as topics_module
+
+    old_budget = topics_module.TOPIC_BATCH_BYTES
+    topics_module.TOPIC_BATCH_BYTES = 1
+    try:
+        assert b"".join(lean.iter_json(batch=2)) == want
+    finally:
+        topics_module.TOPIC_BATCH_BYTES = old_budget
     kept = TopicBuilder(n, df, {"varroa": ["mite"]}, keep_terms=False)
     for it in reversed(stats):  # any order
         ranked = full.terms[it.content_id]
@@ -462,6 +471,38 @@ def test_the_builder_writes_the_file_its_document_is() -> None:
     assert b"".join(kept.iter_json()) == want
     empty = TopicBuilder(0, {}, {"varroa": ["mite"]})
     assert b"".join(empty.iter_json()) == b"".join(iter_topics_json(empty.result().doc))
+    for b in (full, lean, kept, empty):
+        b.close()
+
+
+def test_a_builders_entries_are_kept_in_a_file_and_read_back_in_order(tmp_path: Path) -> None:
+    """The entries go to an unnamed file in the folder given (nothing left there), and come
+    back under their terms sorted, each topic's by relevance, then content ID, then text —
+    two entries of one item under one term (not what a ranking gives) included — whatever
+    the order they were added in, and the budget of text read back at a time."""
+    from arkai.search.topics import TopicBuilder
+
+    entries = {
+        "bbbb": [("mite", "low", '{"x":2}'), ("hive", "high", '{"x":1}')],
+        "aaaa": [("mite", "low", '{"x":9}'), ("mite", "low", '{"x":3}'), ("zeta", "medium", "{}")],
+        "cccc": [("hive", "high", '{"é":"ü"}'), ("hive", "medium", '{"x":0}')],
+    }
+    want = {
+        "hive": ['{"x":1}', '{"é":"ü"}', '{"x":0}'],
+        "mite": ['{"x":3}', '{"x":9}', '{"x":2}'],
+        "zeta": ["{}"],
+    }
+    for budget in (1, 10, 1 << 20):
+        for order in (["aaaa", "bbbb", "cccc"], ["cccc", "bbbb", "aaaa"]):
+            with TopicBuilder(3, {}, folder=tmp_path / "tmp", keep_terms=False) as b:
+                for cid in order:
+                    b.add_entries(cid, entries[cid])
+                got = list(b._entries.topics(budget))
+                assert b.n_topics == 3
+            assert [t for t, _ in got] == sorted(want)
+            for term, text in got:
+                assert text == '{"items":[' + ",".join(want[term]) + "]}"
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_an_items_entries_do_not_depend_on_the_items_before_it() -> None:

@@ -37,6 +37,11 @@ def printable_path(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+#: Unnamed temporary files of a stage's run (rows, spilled entries) go here, under the
+#: repository's root: on the repository's disk, not a RAM-backed ``/tmp``.
+TEMP_DIR = Path(".arkai") / "tmp"
+
+
 def atomic_write(
     path: Path,
     write: Callable[[BinaryIO], object],

@@ -43,6 +43,7 @@ import numpy as np
 import arkai
 from arkai.adapters import events
 from arkai.adapters.fs import (
+    TEMP_DIR,
     atomic_write,
     read_repo_file,
     write_chunks_if_changed,
@@ -1341,10 +1342,11 @@ def run_index(
                 )  # fmt: skip
                 n_items, df = len(loaded), table.df()
                 builder = TopicBuilder(
-                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"]), keep_terms=False
-                )
+                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"]),
+                    keep_terms=False, folder=root / TEMP_DIR,
+                )  # fmt: skip
                 # Only each item's high-relevance terms go on (to the graph); the topic
-                # document is written from the builder, never made whole.
+                # document is written from the builder's entry file, never made whole.
                 high: dict[str, list[tuple[str, float]]] = {}
                 shape = _shape_digest(builder)
                 reranked = 0
@@ -1352,20 +1354,21 @@ def run_index(
                 # Every item's ranking in one table (10,000 entry files cost more to open
                 # and write than the rankings); written once the items are ranked, so a
                 # stopped run leaves the last one as it was.
-                rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
-                for i, d in enumerate(loaded):
-                    ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
-                                           table.frequencies(i), shape)  # fmt: skip
-                    builder.add_entries(d.item.id, ranked.entries)
-                    high[d.item.id] = ranked.high
-                    reranked += ranked.fresh
-                rankings.save(prune=True)
-                del rankings
-                info["reranked"] = reranked
-                del df, table
-                if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
-                    written.append(TOPICS)
-                summary.topics = len(builder.topics)
+                with builder:
+                    rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
+                    for i, d in enumerate(loaded):
+                        ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
+                                               table.frequencies(i), shape)  # fmt: skip
+                        builder.add_entries(d.item.id, ranked.entries)
+                        high[d.item.id] = ranked.high
+                        reranked += ranked.fresh
+                    rankings.save(prune=True)
+                    del rankings
+                    info["reranked"] = reranked
+                    del df, table
+                    if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
+                        written.append(TOPICS)
+                    summary.topics = builder.n_topics
                 info["topics"] = summary.topics
                 del builder  # its entries and document frequencies, before the graph is built
                 if progress:

@@ -21,7 +21,7 @@ import numpy as np
 
 from arkai.adapters import memory as files
 from arkai.adapters.events import RunLog
-from arkai.adapters.fs import RowFile, atomic_write_text, read_repo_file
+from arkai.adapters.fs import TEMP_DIR, RowFile, atomic_write_text, read_repo_file
 from arkai.adapters.repo import Repo
 from arkai.core.hashing import text_digest
 from arkai.core.tokens import count_tokens
@@ -51,7 +51,6 @@ from arkai.model.record import AsDict
 MIN_PREFIX = 8
 #: Where the beliefs step keeps the statement vectors in episode order while it runs (an
 #: unnamed file: :class:`arkai.adapters.fs.RowFile`).
-TEMP_DIR = Path(".arkai") / "tmp"
 #: Statement rows read from the store at once (12 MB at width 384).
 ROWS_BLOCK = 1 << 13
 RECALL_THRESHOLD = 0.3

@@ -24,18 +24,21 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
 import unicodedata
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import yaml
 
-from arkai.adapters.fs import read_repo_file
+from arkai.adapters.fs import read_into, read_repo_file
 from arkai.adapters.layout import iter_items
 from arkai.core import canonjson
 from arkai.core.grammar import parse_line
@@ -450,10 +453,10 @@ def build_topics(
     stats = [item_terms(it.content_id, it.text, it.chunks, it.entities, it.condensed)
              for it in items]  # fmt: skip
     n, df = document_frequencies(stats)
-    builder = TopicBuilder(n, df, synonyms, settings)
-    for it in stats:
-        builder.add(it)
-    return builder.result()
+    with TopicBuilder(n, df, synonyms, settings) as builder:
+        for it in stats:
+            builder.add(it)
+        return builder.result()
 
 
 #: One item's entry under a term as ``topics.json`` holds it, in compact canonical JSON
@@ -462,9 +465,131 @@ def build_topics(
 #: kept text, never decoding or encoding the entry of an item that was not ranked again.
 EntryJson = str
 
-#: An entry as the builder keeps it under its term: (rank of its relevance, content ID, its
-#: JSON) — sorted as tuples, the file's order (relevance, then content ID).
-_Entry = tuple[int, str, EntryJson]
+#: Entry text read back per batch of topics (:class:`_EntryFile`): the most a batch holds.
+TOPIC_BATCH_BYTES = 32 << 20
+
+#: The span of the entry file read at a time.
+_READ_SPAN = 8 << 20
+
+
+class _EntryFile:
+    """The topic entries added to a :class:`TopicBuilder`, in an unnamed temporary file (in
+    ``folder``; the system's by default): each entry's JSON text written as it is added,
+    its term, relevance, item and place in arrays (≈ 21 bytes an entry). Read back topic by
+    topic in the file's order (terms sorted; a topic's entries by relevance, then content
+    ID, then text), :data:`TOPIC_BATCH_BYTES` of text at a time — one pass over the file a
+    batch. (Held as strings in per-term lists, the entries of 10,000 items were ≈ 60 MB of
+    the index stage's topic step, growing with the library; issue 17.)"""
+
+    def __init__(self, folder: Path | None) -> None:
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        self._fh = tempfile.TemporaryFile(prefix="arkai-topics-", dir=folder)  # noqa: SIM115
+        self._terms: dict[str, int] = {}
+        self._items: dict[str, int] = {}
+        self._term, self._item, self._len = array("i"), array("i"), array("i")
+        self._rank = array("b")
+        self._at = array("q")
+        self._size = 0
+
+    def __len__(self) -> int:
+        """The number of topics (terms with an entry)."""
+        return len(self._terms)
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def add(self, content_id: str, entries: Iterable[tuple[str, str, EntryJson]]) -> None:
+        item = self._items.setdefault(content_id, len(self._items))
+        parts: list[bytes] = []
+        for term, relevance, text in entries:
+            data = text.encode("utf-8")
+            self._term.append(self._terms.setdefault(term, len(self._terms)))
+            self._rank.append(_RANK[relevance])
+            self._item.append(item)
+            self._at.append(self._size)
+            self._len.append(len(data))
+            self._size += len(data)
+            parts.append(data)
+        self._fh.write(b"".join(parts))
+
+    def topics(self, budget: int | None = None) -> Iterator[tuple[str, str]]:
+        """Each topic's term and its object (``{"items":[…]}``, joined from the entries'
+        text: the bytes ``canonjson.dumps_compact`` gives the decoded object), terms sorted."""
+        self._fh.flush()
+        budget = TOPIC_BATCH_BYTES if budget is None else budget
+        names = list(self._terms)
+        term_rank = _rank_of(names)[np.frombuffer(self._term, np.int32)] if names else None
+        if term_rank is None:
+            return
+        item_rank = _rank_of(list(self._items))[np.frombuffer(self._item, np.int32)]
+        rank = np.frombuffer(self._rank, np.int8)
+        order = np.lexsort((item_rank, rank, term_rank))
+        lens = np.frombuffer(self._len, np.int32).astype(np.int64)
+        at = np.frombuffer(self._at, np.int64)
+        ranked = term_rank[order]
+        bounds = np.searchsorted(ranked, np.arange(len(names) + 1))
+        # Two entries of one item under one term at one relevance (not what a ranking
+        # gives, but what add_entries may be given): ordered by their text.
+        tied = np.zeros(len(order), dtype=bool)
+        tied[1:] = (
+            (np.diff(ranked) == 0) & (np.diff(rank[order]) == 0) & (np.diff(item_rank[order]) == 0)
+        )
+        spent = np.concatenate([[0], np.cumsum(lens[order])])
+        terms = sorted(names)
+        a = 0
+        while a < len(terms):
+            # The topics from `a` whose entries' text fits the budget (one at least).
+            b = int(np.searchsorted(spent[bounds], spent[bounds[a]] + budget, side="right"))
+            b = min(len(terms), max(b - 1, a + 1))
+            lo, hi = int(bounds[a]), int(bounds[b])
+            texts = self._read(order[lo:hi], at, lens)
+            for start, stop in _runs(tied[lo:hi]):
+                texts[start:stop] = sorted(texts[start:stop])
+            for k in range(a, b):
+                first, last = int(bounds[k]) - lo, int(bounds[k + 1]) - lo
+                yield terms[k], '{"items":[' + ",".join(texts[first:last]) + "]}"
+            a = b
+
+    def _read(self, picked: npt.NDArray[np.int64], at: Any, lens: Any) -> list[str]:
+        """The texts of entries ``picked``, in that order: read in spans of the file in the
+        order they lie there."""
+        out: list[str] = [""] * len(picked)
+        by_place = np.argsort(at[picked], kind="stable")
+        starts = at[picked][by_place]
+        ends = starts + lens[picked][by_place]
+        fd = self._fh.fileno()
+        i = 0
+        while i < len(by_place):
+            j = max(i + 1, int(np.searchsorted(starts, starts[i] + _READ_SPAN)))
+            base, end = int(starts[i]), int(ends[i:j].max())
+            buf = bytearray(end - base)
+            if not read_into(fd, memoryview(buf), base):
+                raise OSError("the temporary file of topic entries was cut short")
+            for k in range(i, j):
+                out[int(by_place[k])] = buf[int(starts[k]) - base : int(ends[k]) - base].decode(
+                    "utf-8"
+                )
+            i = j
+        return out
+
+
+def _runs(tied: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
+    """(start, stop) of each run of entries tied with the one before (the run's first is
+    the one before the first tied)."""
+    at = np.flatnonzero(tied)
+    if not len(at):
+        return
+    breaks = np.flatnonzero(np.diff(at) != 1) + 1
+    for group in np.split(at, breaks):
+        yield int(group[0]) - 1, int(group[-1]) + 1
+
+
+def _rank_of(strings: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Each string's position in ``sorted(strings)`` (the strings are distinct)."""
+    rank = np.empty(len(strings), dtype=np.int64)
+    rank[sorted(range(len(strings)), key=strings.__getitem__)] = np.arange(len(strings))
+    return rank
 
 
 def entry_json(content_id: str, t: Term, condensed: bool) -> EntryJson:
@@ -482,7 +607,9 @@ class TopicBuilder:
     """The topic index from per-item statistics, one item at a time (any order): ``n`` and
     ``df`` are :func:`document_frequencies` over all the items that will be added.
     ``keep_terms``: keep each item's ranked terms for :meth:`result` (``TopicIndex.terms``);
-    a caller that only writes the file (:meth:`iter_json`) need not."""
+    a caller that only writes the file (:meth:`iter_json`) need not. The entries go to a
+    temporary file in ``folder`` (:class:`_EntryFile`; the system's temporary folder by
+    default): ``close`` it, or use the builder as a context manager."""
 
     def __init__(
         self,
@@ -492,13 +619,28 @@ class TopicBuilder:
         settings: TopicSettings | None = None,
         *,
         keep_terms: bool = True,
+        folder: Path | None = None,
     ) -> None:
         self.n, self.df = n, df
         self.synonyms = synonyms or {}
         self.settings = settings or TopicSettings()
         self.keep_terms = keep_terms
         self.terms: dict[str, list[Term]] = {}
-        self.topics: dict[str, list[_Entry]] = {}
+        self._entries = _EntryFile(folder)
+
+    def __enter__(self) -> TopicBuilder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._entries.close()
+
+    @property
+    def n_topics(self) -> int:
+        """Terms with an entry (the topics of :meth:`result`)."""
+        return len(self._entries)
 
     def add(self, it: ItemTerms) -> None:
         """Rank one item and add it."""
@@ -521,25 +663,13 @@ class TopicBuilder:
 
     def add_entries(self, content_id: str, entries: Iterable[tuple[str, str, EntryJson]]) -> None:
         """Add one item's entries as :func:`entry_json` made them: (term, relevance, JSON)."""
-        topics, rank = self.topics, _RANK
-        for term, relevance, text in entries:
-            entry = (rank[relevance], content_id, text)
-            got = topics.get(term)
-            if got is None:
-                topics[term] = [entry]
-            else:
-                got.append(entry)
-
-    def _topic_json(self, term: str) -> str:
-        """The topic's object in compact canonical JSON (``{"items":[…]}``), joined from its
-        entries' text: the bytes ``canonjson.dumps_compact`` gives for the decoded object."""
-        return '{"items":[' + ",".join(e[2] for e in sorted(self.topics[term])) + "]}"
+        self._entries.add(content_id, entries)
 
     def result(self) -> TopicIndex:
         """The index of every item added so far."""
         doc = {
             "version": TOPICS_VERSION,
-            "topics": {t: json.loads(self._topic_json(t)) for t in sorted(self.topics)},
+            "topics": {t: json.loads(text) for t, text in self._entries.topics()},
             "synonyms": merge_synonyms(self.synonyms),
         }
         return TopicIndex(doc=doc, terms=self.terms)
@@ -547,7 +677,7 @@ class TopicBuilder:
     def iter_json(self, batch: int = 2048) -> Iterator[bytes]:
         """``topics.json`` of :meth:`result`'s document, in pieces, the document never made:
         each topic's line is joined from its entries' kept text."""
-        return _topics_json(merge_synonyms(self.synonyms), sorted(self.topics), self._topic_json,
+        return _topics_json(merge_synonyms(self.synonyms), self._entries.topics(),
                             TOPICS_VERSION, batch)  # fmt: skip
 
 
@@ -563,30 +693,37 @@ def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[byte
     if set(doc) != {"synonyms", "topics", "version"} or not isinstance(topics, dict):
         yield canonjson.dumps(doc).encode("utf-8")
         return
-    yield from _topics_json(doc["synonyms"], sorted(topics),
-                            lambda term: canonjson.dumps_compact(topics[term]), doc["version"],
-                            batch)  # fmt: skip
+    yield from _topics_json(
+        doc["synonyms"], ((t, canonjson.dumps_compact(topics[t])) for t in sorted(topics)),
+        doc["version"], batch,
+    )  # fmt: skip
 
 
 def _topics_json(
-    synonyms: Any, terms: list[str], topic: Callable[[str], str], version: Any, batch: int
+    synonyms: Any, topics: Iterable[tuple[str, str]], version: Any, batch: int
 ) -> Iterator[bytes]:
-    """The writer of :func:`iter_topics_json`: ``terms`` sorted, ``topic(term)`` its object in
-    compact canonical JSON."""
+    """The writer of :func:`iter_topics_json`: ``topics`` each term (sorted) and its object
+    in compact canonical JSON."""
     parts = ["{\n", '  "synonyms": ', _pad(canonjson.dumps(synonyms)[:-1], "  "), ",\n"]
-    if not terms:
+    pending = iter(topics)
+    first = next(pending, None)
+    if first is None:
         yield ("".join(parts) + '  "topics": {},\n').encode("utf-8")
     else:
         yield ("".join(parts) + '  "topics": {\n').encode("utf-8")
-        for start in range(0, len(terms), batch):
-            out = [
-                f"    {canonjson.dumps_compact(term)}: {topic(term)}"
-                for term in terms[start : start + batch]
-            ]
-            tail = ",\n" if start + batch < len(terms) else "\n"
-            yield (",\n".join(out) + tail).encode("utf-8")
+        out = [_topic_line(*first)]
+        for term, text in pending:
+            if len(out) == batch:
+                yield (",\n".join(out) + ",\n").encode("utf-8")
+                out = []
+            out.append(_topic_line(term, text))
+        yield (",\n".join(out) + "\n").encode("utf-8")
         yield b"  },\n"
     yield ('  "version": ' + json.dumps(version) + "\n}\n").encode("utf-8")
+
+
+def _topic_line(term: str, text: str) -> str:
+    return f"    {canonjson.dumps_compact(term)}: {text}"
 
 
 def _pad(text: str, pad: str) -> str:
