@@ -143,7 +143,7 @@ class ItemTable:
         if not self._open() or self._fd is None:
             return
         # Line by line: the file is never held whole.
-        with os.fdopen(self._fd, "rb", closefd=False) as fh:
+        with open(self._fd, "rb", closefd=False) as fh:
             first = fh.readline()
             if first.rstrip(b"\n") != self.header:
                 self.rejected += 1
