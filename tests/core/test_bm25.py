@@ -531,5 +531,5 @@ def test_a_failed_update_leaves_the_kept_counts_as_they_were(tmp_path: Path) -> 
     assert reopened is not None
     with reopened:
         path.write_bytes(before[:-4])  # (the open file is the same inode: cut in place)
-        with pytest.raises(OSError, match="kept.bin"):
+        with pytest.raises(OSError, match=r"kept\.bin"):
             reopened.to_memory()
