@@ -867,6 +867,52 @@ def test_a_phrase_table_drops_phrases_no_item_has(tmp_path: Path) -> None:
     )
 
 
+def test_a_kept_phrase_table_is_read_an_item_at_a_time(tmp_path: Path) -> None:
+    """The kept table's ids are not held: the file is checked a block at a time and an item's
+    ids are read when its frequencies are asked for — building from it (one item changed),
+    asking every item's frequencies and writing it again peak far under the ids' bytes (the
+    table held them, and a copy while it was read and written: 3.2 million at 10,000 items).
+    A table cut short after it was read is an error naming what is missing."""
+    import tracemalloc
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from arkai.ops import index as ix
+    from arkai.ops.index import _PhraseTable
+
+    def item(cid: str, phrases: list[str]) -> Any:
+        return SimpleNamespace(item=SimpleNamespace(id=cid), key=f"k-{cid}", phrases=phrases)
+
+    vocab = [f"phrase {n}" for n in range(5000)]
+    items = [item(f"i{n:03d}", [vocab[(n * 37 + k * 11) % 5000] for k in range(2000)])
+             for n in range(1000)]  # fmt: skip
+    for it in items:
+        it.phrases = list(dict.fromkeys(it.phrases))  # an item's phrases are distinct
+    path = tmp_path / "table.bin"
+    _PhraseTable.build(items, lambda d: d.phrases, path, False).close()
+    n_ids = sum(len(it.phrases) for it in items)
+    changed = [*items[:150], item("new", ["phrase 1", "fresh"]), *items[151:]]
+    df = Counter(p for it in changed for p in it.phrases)
+    want = [hashlib.sha256(np.asarray([df[p] for p in it.phrases], "=i8").tobytes()).digest()
+            for it in changed]  # fmt: skip
+    old_block = ix._PHRASE_BLOCK
+    ix._PHRASE_BLOCK = 4096  # (the file is checked in blocks this size: 16 KB)
+    tracemalloc.start()
+    try:
+        table = _PhraseTable.build(changed, lambda d: d.phrases, path, False)
+        got = [hashlib.sha256(table.frequencies(i)).digest() for i in range(len(changed))]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        ix._PHRASE_BLOCK = old_block
+    assert got == want
+    assert peak < n_ids, (peak, 4 * n_ids)  # a quarter of the ids' bytes
+    path.write_bytes(path.read_bytes()[:-400])  # (the same file: cut in place)
+    with pytest.raises(OSError, match="phrase ids"):
+        table.frequencies(len(changed) - 1)
+    table.close()
+
+
 def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     from arkai.adapters.itemcache import CACHE_DIR, write_checked
     from arkai.core import canonjson

@@ -27,11 +27,13 @@ remembered by size, mtime and inode (:class:`FileDigests`), so an unchanged file
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -45,6 +47,8 @@ from arkai.adapters import events
 from arkai.adapters.fs import (
     TEMP_DIR,
     atomic_write,
+    byte_view,
+    read_into,
     read_repo_file,
     write_chunks_if_changed,
     write_if_changed,
@@ -53,11 +57,12 @@ from arkai.adapters.itemcache import (
     FileDigests,
     ItemCache,
     StatMemo,
+    checked_digest,
     read_checked,
-    read_checked_head,
     stamp,
     text_lines,
     write_checked,
+    write_checked_parts,
 )
 from arkai.adapters.itemtable import ItemTable
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, TRANSCRIPT, Item
@@ -603,6 +608,14 @@ class _Frequencies(Mapping[str, int]):
         return int(np.count_nonzero(self.table.counts))
 
 
+#: An item's phrase ids: in memory (read this run), or where they are in the kept table's
+#: file (byte offset, number of ids).
+_Row = np.ndarray | tuple[int, int]
+
+#: Phrase ids read at a time from the kept table (4 MB).
+_PHRASE_BLOCK = 1 << 20
+
+
 class _PhraseTable:
     """Every item's distinct phrases as ids into one list of phrases (4 bytes a phrase of an
     item; each phrase's text once): the document frequencies, and for each item the
@@ -615,17 +628,32 @@ class _PhraseTable:
     An item whose ID and key are those kept takes its ids from there; only the others'
     ``phrases`` entries are read (at 10,000 items reading every entry and mapping 3.2 million
     phrases cost ≈ 2 s a run). A table that is missing, damaged (its digest) or inconsistent
-    is not used: every entry is read."""
+    is not used: every entry is read.
 
-    def __init__(self, phrases: list[str], rows: list[np.ndarray], keys: list[list[str]]) -> None:
+    The kept ids are not held (3.2 million at 10,000 items, and a copy of them while the
+    table was read and written again): the file is checked in one pass, a block at a time,
+    and an item's ids are read from it (``pread``) when its frequencies are asked for; a
+    table written again is written an item at a time and read from then on."""
+
+    def __init__(
+        self, phrases: list[str], rows: list[_Row], keys: list[list[str]], counts: np.ndarray,
+        fd: int | None,
+    ) -> None:  # fmt: skip
         self.phrases = phrases
         self.keys = keys
-        self.rows = np.concatenate(rows).astype("<i4", copy=False) if rows else np.zeros(0, "<i4")
-        self.starts = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum([len(r) for r in rows], out=self.starts[1:])
-        # An item's phrases are distinct: each id counted once per item that has it.
-        self.counts = np.bincount(self.rows, minlength=len(phrases)).astype(np.int64)
+        self.counts = counts
+        """Each phrase's number of items (an item's phrases are distinct)."""
+        self._rows = rows
+        self._fd = fd
+        self._closer = weakref.finalize(self, os.close, fd) if fd is not None else None
+        self._renumber: np.ndarray | None = None
+        """Kept ids → ids after :meth:`_compact` (until the table is written again)."""
         self._ids: dict[str, int] | None = None
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+        self._fd = self._closer = None
 
     def id_of(self, phrase: str) -> int | None:
         if self._ids is None:
@@ -636,10 +664,17 @@ class _PhraseTable:
         """Phrase → number of items that have it."""
         return _Frequencies(self)
 
+    def row(self, i: int) -> np.ndarray:
+        """Item ``i``'s phrase ids."""
+        row = self._rows[i]
+        if not isinstance(row, tuple):
+            return row
+        ids = _read_ids(self._fd, *row)
+        return ids if self._renumber is None else self._renumber[ids].astype(np.int32)
+
     def frequencies(self, i: int) -> bytes:
         """Item ``i``'s phrases' document frequencies, as native ``int64``."""
-        row = self.rows[self.starts[i] : self.starts[i + 1]]
-        out: bytes = self.counts[row].astype("=i8").tobytes()
+        out: bytes = self.counts[self.row(i)].astype("=i8").tobytes()
         return out
 
     @classmethod
@@ -649,24 +684,40 @@ class _PhraseTable:
     ) -> _PhraseTable:  # fmt: skip
         """The table of ``loaded`` (in order), from the kept one where an item's ID and key
         are those kept there (``full``: nothing kept is used), written back when it changed."""
-        kept = None if full else _read_phrase_table(path)
-        phrases: list[str] = kept[0] if kept else []
-        spans = kept[2] if kept else {}
+        kept = None if full else _KeptPhrases.read(path)
+        phrases: list[str] = kept.phrases if kept else []
+        at = {k: n for n, k in enumerate(kept.keys)} if kept else {}
         ids: dict[str, int] | None = None
-        rows: list[np.ndarray] = []
+        rows: list[_Row] = []
+        used: set[int] = set()
         keys = [[d.item.id, d.key] for d in loaded]
         for d in loaded:
-            span = spans.get((d.item.id, d.key))
-            if span is not None:
-                rows.append(span)
+            n = at.get((d.item.id, d.key))
+            if n is not None and kept is not None and n not in used:
+                used.add(n)
+                rows.append(kept.spans[n])
                 continue
             if ids is None:
                 ids = {p: i for i, p in enumerate(phrases)}
             rows.append(np.array([ids.setdefault(p, len(ids)) for p in phrases_of(d)], "<i4"))
         if ids is not None:
             phrases = list(ids)  # in id order: the kept phrases, then the new ones
-        table = cls(phrases, rows, keys)
-        if kept is None or ids is not None or kept[1] != keys:
+        del ids, at
+        # Every kept item's ids were counted as the file was checked: the ones not used
+        # here are taken off, the new rows' added.
+        counts = np.zeros(len(phrases), dtype=np.int64)
+        fd = None
+        if kept is not None:
+            counts[: len(kept.counts)] = kept.counts
+            fd = kept.fd
+            for n, span in enumerate(kept.spans):
+                if n not in used:
+                    counts -= np.bincount(_read_ids(fd, *span), minlength=len(phrases))
+        for row in rows:
+            if not isinstance(row, tuple):
+                counts += np.bincount(row, minlength=len(phrases))
+        table = cls(phrases, rows, keys, counts, fd)
+        if kept is None or len(used) != len(rows) or [list(k) for k in kept.keys] != keys:
             table._compact()
             table._save(path)
         return table
@@ -678,58 +729,135 @@ class _PhraseTable:
         if dead <= max(1024, len(self.phrases) // 4):
             return
         alive = self.counts > 0
-        renumber = np.cumsum(alive) - 1
-        self.rows = renumber[self.rows].astype("<i4")
+        renumber = (np.cumsum(alive) - 1).astype(np.int32)
+        self._rows = [row if isinstance(row, tuple) else renumber[row].astype("<i4")
+                      for row in self._rows]  # fmt: skip
+        self._renumber = renumber if self._renumber is None else renumber[self._renumber]
         self.phrases = [p for p, a in zip(self.phrases, alive.tolist(), strict=True) if a]
         self.counts = self.counts[alive]
         self._ids = None
 
     def _save(self, path: Path) -> None:
+        """Write the table (an item's ids at a time, kept ones read from the file loaded),
+        then read the rows from the file written."""
         text = "".join(p + "\n" for p in self.phrases).encode("utf-8")
+        sizes = [row[1] if isinstance(row, tuple) else len(row) for row in self._rows]
         head = canonjson.dumps_line({
             "format": PHRASE_TABLE_FORMAT, "items": [
-                [cid, key, int(self.starts[i + 1] - self.starts[i])]
-                for i, (cid, key) in enumerate(self.keys)],
+                [cid, key, size] for (cid, key), size in zip(self.keys, sizes, strict=True)],
             "phrases": len(self.phrases), "phrase_bytes": len(text),
         }).encode("utf-8")  # fmt: skip
-        write_checked(path, head + text + self.rows.tobytes())
+
+        def fill(put: Callable[[bytes | memoryview], None]) -> None:
+            put(head)
+            put(text)
+            for i in range(len(self._rows)):
+                put(byte_view(np.ascontiguousarray(self.row(i), "<i4")))
+
+        write_checked_parts(path, fill)
+        self.close()
+        self._renumber = None
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return  # (gone already: the rows in memory stay as they are)
+        with open(fd, "rb", closefd=False) as fh:
+            start = len(fh.readline()) + len(head) + len(text)
+        spans: list[_Row] = []
+        for size in sizes:
+            spans.append((start, size))
+            start += 4 * size
+        self._rows, self._fd = spans, fd
+        self._closer = weakref.finalize(self, os.close, fd)
 
 
-def _read_phrase_table(
-    path: Path,
-) -> tuple[list[str], list[list[str]], dict[tuple[str, str], np.ndarray]] | None:
-    """The kept phrase table (:class:`_PhraseTable`): its phrases, the items' [ID, key] in
-    order and each item's ids by (ID, key); None when it is missing, damaged or does not add
-    up (a count that does not match the ids that follow, an id out of the list)."""
-    kept = read_checked_head(path, PHRASE_TABLE_FORMAT)
-    if kept is None:
-        return None
-    doc, rest = kept
-    try:
-        n_phrases, at, items = doc["phrases"], doc["phrase_bytes"], doc["items"]
-        phrases = text_lines(rest, at)
-        if type(n_phrases) is not int or phrases is None or not isinstance(items, list):
+def _read_ids(fd: int | None, at: int, count: int) -> np.ndarray:
+    """``count`` phrase ids at byte ``at`` of the kept table. OSError when it ends first."""
+    ids = np.empty(count, dtype="<i4")
+    if fd is None or not read_into(fd, byte_view(ids), at):
+        raise OSError(errno.EIO, "the kept phrase table ends before an item's phrase ids")
+    return ids
+
+
+@dataclass
+class _KeptPhrases:
+    """A kept phrase table (:class:`_PhraseTable`), checked: its phrases, the items'
+    (ID, key) in order, where each one's ids are, and each phrase's number of items over all
+    of them; the file stays open (``fd``)."""
+
+    phrases: list[str]
+    keys: list[tuple[str, str]]
+    spans: list[tuple[int, int]]
+    counts: np.ndarray
+    fd: int
+
+    @classmethod
+    def read(cls, path: Path) -> _KeptPhrases | None:
+        """None when the file is missing, damaged or does not add up (a count that does not
+        match the ids that follow, an id out of the list); checked in one pass."""
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
             return None
-        if len(phrases) != n_phrases:
-            return None
-        ids = np.frombuffer(rest, dtype="<i4", offset=at) if (len(rest) - at) % 4 == 0 else None
-        if ids is None or (len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n_phrases)):
-            return None
-        keys: list[list[str]] = []
-        spans: dict[tuple[str, str], np.ndarray] = {}
-        start = 0
-        for cid, key, count in items:
-            if not (isinstance(cid, str) and isinstance(key, str) and type(count) is int
-                    and count >= 0):  # fmt: skip
+        try:
+            got = cls._checked(fd)
+        except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
+            got = None
+        if got is None:
+            os.close(fd)
+        return got
+
+    @classmethod
+    def _checked(cls, fd: int) -> _KeptPhrases | None:
+        with open(fd, "rb", closefd=False) as fh:
+            digest = checked_digest(fh)
+            if digest is None:
                 return None
-            keys.append([cid, key])
-            spans[(cid, key)] = ids[start : start + count]
-            start += count
-        if start != len(ids):
+            h = hashlib.sha256()
+            line = fh.readline()
+            h.update(line)
+            doc = json.loads(line)
+            if not isinstance(doc, dict) or doc.get("format") != PHRASE_TABLE_FORMAT:
+                return None
+            n_phrases, at, items = doc["phrases"], doc["phrase_bytes"], doc["items"]
+            if type(n_phrases) is not int or type(at) is not int or not isinstance(items, list):
+                return None
+            if at < 0:
+                return None
+            text = fh.read(at)
+            h.update(text)
+            phrases = text_lines(text, at)
+            if phrases is None or len(phrases) != n_phrases:
+                return None
+            start = fh.tell()
+            size = os.fstat(fd).st_size - start
+            if size % 4:
+                return None
+            keys: list[tuple[str, str]] = []
+            spans: list[tuple[int, int]] = []
+            place = start
+            for item in items:
+                if not (isinstance(item, list) and len(item) == 3):
+                    return None
+                cid, key, count = item
+                if not (isinstance(cid, str) and isinstance(key, str) and type(count) is int
+                        and count >= 0):  # fmt: skip
+                    return None
+                keys.append((cid, key))
+                spans.append((place, count))
+                place += 4 * count
+            if place - start != size:
+                return None
+            counts = np.zeros(n_phrases, dtype=np.int64)
+            for lo in range(0, size // 4, _PHRASE_BLOCK):
+                ids = _read_ids(fd, start + 4 * lo, min(_PHRASE_BLOCK, size // 4 - lo))
+                h.update(byte_view(ids))
+                if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n_phrases):
+                    return None
+                counts += np.bincount(ids, minlength=n_phrases)
+        if "sha256:" + h.hexdigest() != digest:
             return None
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
-        return None
-    return phrases, keys, spans
+        return cls(phrases, keys, spans, counts, fd)
 
 
 def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:
@@ -1376,6 +1504,7 @@ def run_index(
                     rankings.save(prune=True)
                     del rankings
                     info["reranked"] = reranked
+                    table.close()
                     del df, table
                     if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
                         written.append(TOPICS)

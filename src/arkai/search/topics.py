@@ -466,10 +466,14 @@ def build_topics(
 EntryJson = str
 
 #: Entry text read back per batch of topics (:class:`_EntryFile`): the most a batch holds.
-TOPIC_BATCH_BYTES = 32 << 20
+TOPIC_BATCH_BYTES = 16 << 20
 
 #: The span of the entry file read at a time.
-_READ_SPAN = 8 << 20
+_READ_SPAN = 4 << 20
+
+#: ``topics.json`` is written a piece at a time: ``batch`` topics, or fewer when their lines
+#: reach this many characters (a few hundred topics hold every entry of a library).
+_PIECE_CHARS = 1 << 20
 
 
 class _EntryFile:
@@ -712,11 +716,13 @@ def _topics_json(
     else:
         yield ("".join(parts) + '  "topics": {\n').encode("utf-8")
         out = [_topic_line(*first)]
+        size = len(out[0])
         for term, text in pending:
-            if len(out) == batch:
+            if len(out) == batch or size >= _PIECE_CHARS:
                 yield (",\n".join(out) + ",\n").encode("utf-8")
-                out = []
+                out, size = [], 0
             out.append(_topic_line(term, text))
+            size += len(out[-1])
         yield (",\n".join(out) + "\n").encode("utf-8")
         yield b"  },\n"
     yield ('  "version": ' + json.dumps(version) + "\n}\n").encode("utf-8")
