@@ -32,7 +32,7 @@ import json, random, sys, time
 from pathlib import Path
 from arkai.search.graph import GraphItem, GraphSettings, features, node_id
 from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
-from arkai.adapters.fs import write_chunks_if_changed, write_if_changed
+from arkai.adapters.fs import write_chunks_if_changed
 from arkai.search.graphcache import related_table, update_related
 
 root, phase, n, k, vocab, cap = Path(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:7])
@@ -74,7 +74,7 @@ with PartStore(root) as store:
     # from the store, so it stays open until they are.
     write_chunks_if_changed(index / "graph.json", iter_json(graph))
     write_chunks_if_changed(index / "graph.graphml", iter_graphml(graph))
-write_if_changed(index / "related.jsonl", related_jsonl(graph))
+write_chunks_if_changed(index / "related.jsonl", related_jsonl(graph))
 print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up.changed,
                   "neighbour_lists_merged": up.merged,
                   "neighbour_lists_recomputed": up.recomputed,

@@ -286,3 +286,47 @@ def test_graph_json_is_the_canonical_document() -> None:
         assert b"".join(iter_json(g, batch)) == to_json(g)
         assert b"".join(iter_graphml(g, batch)) == to_graphml(g)
     assert len(list(iter_json(g, 1))) > len(g.edges)
+
+
+def test_related_rows_keep_a_bounded_list_per_item_and_the_same_rows() -> None:
+    """Each item's list is cut to its best entries as it grows (an item is named at most
+    three times in another's: related to it, citing it, cited by it), and the rows are the
+    ones sorting every entry gives — ties on weight broken by title, relation, node."""
+    import random
+
+    from arkai.search.graph import related_rows
+
+    rng = random.Random(5)
+    nodes = [f"content:{n:03d}" for n in range(60)]
+    titles = {n: f"Talk {rng.randrange(12)}" for n in nodes}  # titles repeat: ties
+    ids = {n: n.split(":")[1] for n in nodes}
+    links = []
+    for a in nodes:
+        for b in rng.sample(nodes, 40):
+            if a < b:
+                links.append((a, b, "RELATED_TO", rng.choice([0.25, 0.5, 0.75])))
+            links.append((a, b, "CITES", float(rng.randrange(1, 4))))
+        links.append((a, "topic:bees", "RELATED_TO", 1.0))  # not an item: left out
+    rng.shuffle(links)
+
+    def naive(limit: int) -> list[dict[str, object]]:
+        kinds = {"RELATED_TO": ("related", "related"), "CITES": ("cites", "cited by")}
+        scored: dict[str, list[tuple[float, str, str, str]]] = {}
+        for s, t, kind, w in links:
+            if s == t or s not in titles or t not in titles:
+                continue
+            scored.setdefault(s, []).append((-w, titles[t], kinds[kind][0], t))
+            scored.setdefault(t, []).append((-w, titles[s], kinds[kind][1], s))
+        out = []
+        for src in sorted(scored, key=ids.__getitem__):
+            seen: set[str] = set()
+            rows: list[list[object]] = []
+            for neg_w, _, rel, other in sorted(scored[src]):
+                if len(rows) < limit and other not in seen:
+                    seen.add(other)
+                    rows.append([ids[other], rel, -neg_w])
+            out.append({"id": ids[src], "related": rows})
+        return out
+
+    for limit in (1, 3, 20):
+        assert list(related_rows(links, titles, ids, limit)) == naive(limit)

@@ -78,7 +78,7 @@ def assembled(items: list[GraphItem], root: Path) -> tuple[bytes, bytes, bytes, 
     with PartStore(root) as store:
         gp = graph_parts(items, SETTINGS, related, store)
         out = (b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)),
-               related_jsonl(gp))  # fmt: skip
+               b"".join(related_jsonl(gp, batch=3)))  # fmt: skip
     return (*out, store)
 
 

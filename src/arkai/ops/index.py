@@ -1151,7 +1151,6 @@ def _graph(
     high: dict[str, list[tuple[str, float]]],
     full: bool,
     summary: IndexSummary,
-    put: Callable[[str, bytes], None],
     info: dict[str, Any],
     quotes: Callable[[_Loaded], list[tuple[str, str]]],
 ) -> None:
@@ -1217,7 +1216,8 @@ def _graph(
         for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
             if write_chunks_if_changed(out / name, pieces):
                 summary.written.append(name)
-    put(RELATED, related_jsonl(graph))
+    if write_chunks_if_changed(out / RELATED, related_jsonl(graph)):
+        summary.written.append(RELATED)
     summary.nodes, summary.edges = graph.nodes, graph.edges
     info.update(nodes=summary.nodes, edges=summary.edges)
 
@@ -1520,7 +1520,7 @@ def run_index(
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                _graph(root, out, loaded, ip, high, full, summary, put, info,
+                _graph(root, out, loaded, ip, high, full, summary, info,
                        lambda d: _quotes(d, ip, settings, cache, records))  # fmt: skip
                 del high
                 if progress:

@@ -35,6 +35,7 @@ the same edge tuples (:func:`arkai.search.graph.related_rows`).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections import Counter
@@ -573,11 +574,13 @@ def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     yield b"".join(out)
 
 
-def related_jsonl(gp: GraphParts) -> bytes:
+def related_jsonl(gp: GraphParts, batch: int = 2048) -> Iterator[bytes]:
     """``related.jsonl`` (what :func:`arkai.search.graph.related_lists` gives for the same
-    graph)."""
+    graph), ``batch`` lines a piece."""
     edges = ((s, d, k, w) for s, rows in gp.links.items() for d, k, w in rows)
-    return canonjson.dumps_lines(related_rows(edges, gp.titles, gp.ids)).encode("utf-8")
+    rows = related_rows(edges, gp.titles, gp.ids)
+    while piece := list(itertools.islice(rows, batch)):
+        yield canonjson.dumps_lines(piece).encode("utf-8")
 
 
 def graph_parts(
