@@ -68,6 +68,7 @@ parts_started = time.process_time()
 index = root / "index"
 index.mkdir(exist_ok=True)
 with PartStore(root) as store:
+    related_edges = len(up.edges)  # (graph_parts empties the dict as it makes the links)
     graph = graph_parts(items, GraphSettings(max_related=cap), up.edges, store)
     parts_s = time.process_time() - parts_started
     # The index stage's writers (arkai.ops.index._graph); the parts read back are written out
@@ -82,7 +83,7 @@ print(json.dumps({"related_edges_s": round(related_s, 2), "recomputed_items": up
                   "parts_s": round(parts_s, 2), "parts_built": store.built,
                   "parts_rejected": store.rejected,
                   "edges": graph.edges,
-                  "related_edges": len(up.edges)}))
+                  "related_edges": related_edges}))
 """
 
 

@@ -77,6 +77,7 @@ def assembled(items: list[GraphItem], root: Path) -> tuple[bytes, bytes, bytes, 
     related = related_of(items)
     with PartStore(root) as store:
         gp = graph_parts(items, SETTINGS, related, store)
+        assert related == {}  # emptied as its pairs became links (not held beside them)
         out = (b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)),
                b"".join(related_jsonl(gp, batch=3)))  # fmt: skip
     return (*out, store)

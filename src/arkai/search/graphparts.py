@@ -414,9 +414,18 @@ def assemble(
     items, ``(smaller node ID, larger node ID)`` → weight), ``cites`` (content node ID →
     cited content node ID → occurrences) and ``high_topics`` (content node ID → its
     high-relevance terms and their scores); ``titles`` and ``ids``: each item's title and
-    content ID by node ID."""
+    content ID by node ID. A ``related`` that is a ``dict`` is emptied as its pairs become
+    links (every RELATED_TO pair of a library: it and the links are not held together)."""
     links: Links = {}
-    for (a, b), w in related.items():
+
+    def pairs() -> Iterator[tuple[tuple[str, str], float]]:
+        if isinstance(related, dict):
+            while related:
+                yield related.popitem()
+        else:
+            yield from related.items()
+
+    for (a, b), w in pairs():
         links.setdefault(a, []).append((b, "RELATED_TO", round(float(w), 6)))
     for src, cited in cites.items():
         for dst, count in cited.items():
@@ -594,7 +603,7 @@ def graph_parts(
     of the items, kept incrementally): each item's part from ``store`` when it holds it for
     the item's inputs, else made and put there; the store is saved (with only these items).
     An item given with only its quotes' digest gets its quotes from ``quotes`` when its part
-    is made (and only then)."""
+    is made (and only then). ``related`` is emptied when it is a ``dict`` (:func:`assemble`)."""
     parts: list[ItemPart] = []
     cites: dict[str, Mapping[str, int]] = {}
     titles: dict[str, str] = {}
