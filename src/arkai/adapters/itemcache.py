@@ -25,12 +25,14 @@ import stat
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from arkai.adapters.fs import atomic_write, atomic_write_bytes, atomic_write_text
 from arkai.core import canonjson
 
 CACHE_DIR = Path(".arkai") / "index-cache"
+
+T = TypeVar("T")
 CACHE_VERSION = 1
 
 
@@ -175,6 +177,42 @@ def write_checked_parts(
         fh.write(_checked_header("sha256:" + h.hexdigest()))
 
     atomic_write(path, write, fsync=False)
+
+
+def open_checked(path: Path, check: Callable[[BinaryIO], T | None]) -> T | None:
+    """``check`` of ``path`` opened for reading (a reader of a record kept beside the
+    entries, checked a piece at a time), which keeps the file open in what it returns; the
+    file is closed when it returns None or fails to read or parse (then None)."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 (kept open by what `check` returns)
+    except OSError:
+        return None
+    try:
+        got = check(fh)
+    except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
+        got = None
+    if got is None:
+        fh.close()
+    return got
+
+
+def checked_head(fh: BinaryIO, format_: int) -> tuple[str, Any, dict[str, Any]] | None:
+    """The start of a record :func:`write_checked` wrote whose body starts with a JSON line —
+    an object whose ``format`` is ``format_`` — read from ``fh`` a piece at a time: (the
+    digest its header names, a SHA-256 that has taken that line, the object); ``fh`` is then
+    at the bytes after the line, which the caller hashes as it reads them. None when it is
+    not such a record."""
+    digest = checked_digest(fh)
+    if digest is None:
+        return None
+    line = fh.readline()
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != format_:
+        return None
+    return digest, hashlib.sha256(line), doc
 
 
 def checked_digest(fh: BinaryIO) -> str | None:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -57,7 +57,8 @@ from arkai.adapters.itemcache import (
     FileDigests,
     ItemCache,
     StatMemo,
-    checked_digest,
+    checked_head,
+    open_checked,
     read_checked,
     stamp,
     text_lines,
@@ -637,15 +638,15 @@ class _PhraseTable:
 
     def __init__(
         self, phrases: list[str], rows: list[_Row], keys: list[list[str]], counts: np.ndarray,
-        fd: int | None,
+        fh: BinaryIO | None,
     ) -> None:  # fmt: skip
         self.phrases = phrases
         self.keys = keys
         self.counts = counts
         """Each phrase's number of items (an item's phrases are distinct)."""
         self._rows = rows
-        self._fd = fd
-        self._closer = weakref.finalize(self, os.close, fd) if fd is not None else None
+        self._fh = fh
+        self._closer = weakref.finalize(self, fh.close) if fh is not None else None
         self._renumber: np.ndarray | None = None
         """Kept ids → ids after :meth:`_compact` (until the table is written again)."""
         self._ids: dict[str, int] | None = None
@@ -653,7 +654,7 @@ class _PhraseTable:
     def close(self) -> None:
         if self._closer is not None:
             self._closer()
-        self._fd = self._closer = None
+        self._fh = self._closer = None
 
     def id_of(self, phrase: str) -> int | None:
         if self._ids is None:
@@ -669,7 +670,7 @@ class _PhraseTable:
         row = self._rows[i]
         if not isinstance(row, tuple):
             return row
-        ids = _read_ids(self._fd, *row)
+        ids = _read_ids(self._fh, *row)
         return ids if self._renumber is None else self._renumber[ids].astype(np.int32)
 
     def frequencies(self, i: int) -> bytes:
@@ -706,17 +707,17 @@ class _PhraseTable:
         # Every kept item's ids were counted as the file was checked: the ones not used
         # here are taken off, the new rows' added.
         counts = np.zeros(len(phrases), dtype=np.int64)
-        fd = None
+        fh = None
         if kept is not None:
             counts[: len(kept.counts)] = kept.counts
-            fd = kept.fd
+            fh = kept.fh
             for n, span in enumerate(kept.spans):
                 if n not in used:
-                    counts -= np.bincount(_read_ids(fd, *span), minlength=len(phrases))
+                    counts -= np.bincount(_read_ids(fh, *span), minlength=len(phrases))
         for row in rows:
             if not isinstance(row, tuple):
                 counts += np.bincount(row, minlength=len(phrases))
-        table = cls(phrases, rows, keys, counts, fd)
+        table = cls(phrases, rows, keys, counts, fh)
         if kept is None or len(used) != len(rows) or [list(k) for k in kept.keys] != keys:
             table._compact()
             table._save(path)
@@ -758,23 +759,22 @@ class _PhraseTable:
         self.close()
         self._renumber = None
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fh = open(path, "rb")  # noqa: SIM115 (kept open by the table)
         except OSError:
             return  # (gone already: the rows in memory stay as they are)
-        with open(fd, "rb", closefd=False) as fh:
-            start = len(fh.readline()) + len(head) + len(text)
+        start = len(fh.readline()) + len(head) + len(text)
         spans: list[_Row] = []
         for size in sizes:
             spans.append((start, size))
             start += 4 * size
-        self._rows, self._fd = spans, fd
-        self._closer = weakref.finalize(self, os.close, fd)
+        self._rows, self._fh = spans, fh
+        self._closer = weakref.finalize(self, fh.close)
 
 
-def _read_ids(fd: int | None, at: int, count: int) -> np.ndarray:
+def _read_ids(fh: BinaryIO | None, at: int, count: int) -> np.ndarray:
     """``count`` phrase ids at byte ``at`` of the kept table. OSError when it ends first."""
     ids = np.empty(count, dtype="<i4")
-    if fd is None or not read_into(fd, byte_view(ids), at):
+    if fh is None or not read_into(fh.fileno(), byte_view(ids), at):
         raise OSError(errno.EIO, "the kept phrase table ends before an item's phrase ids")
     return ids
 
@@ -783,81 +783,65 @@ def _read_ids(fd: int | None, at: int, count: int) -> np.ndarray:
 class _KeptPhrases:
     """A kept phrase table (:class:`_PhraseTable`), checked: its phrases, the items'
     (ID, key) in order, where each one's ids are, and each phrase's number of items over all
-    of them; the file stays open (``fd``)."""
+    of them; the file stays open (``fh``)."""
 
     phrases: list[str]
     keys: list[tuple[str, str]]
     spans: list[tuple[int, int]]
     counts: np.ndarray
-    fd: int
+    fh: BinaryIO
 
     @classmethod
     def read(cls, path: Path) -> _KeptPhrases | None:
         """None when the file is missing, damaged or does not add up (a count that does not
         match the ids that follow, an id out of the list); checked in one pass."""
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return None
-        try:
-            got = cls._checked(fd)
-        except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
-            got = None
-        if got is None:
-            os.close(fd)
-        return got
+        return open_checked(path, cls._checked)
 
     @classmethod
-    def _checked(cls, fd: int) -> _KeptPhrases | None:
-        with open(fd, "rb", closefd=False) as fh:
-            digest = checked_digest(fh)
-            if digest is None:
+    def _checked(cls, fh: BinaryIO) -> _KeptPhrases | None:
+        head = checked_head(fh, PHRASE_TABLE_FORMAT)
+        if head is None:
+            return None
+        digest, h, doc = head
+        n_phrases, at, items = doc["phrases"], doc["phrase_bytes"], doc["items"]
+        if type(n_phrases) is not int or type(at) is not int or not isinstance(items, list):
+            return None
+        if at < 0:
+            return None
+        text = fh.read(at)
+        h.update(text)
+        phrases = text_lines(text, at)
+        if phrases is None or len(phrases) != n_phrases:
+            return None
+        start = fh.tell()
+        size = os.fstat(fh.fileno()).st_size - start
+        if size % 4:
+            return None
+        keys: list[tuple[str, str]] = []
+        spans: list[tuple[int, int]] = []
+        place = start
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 3):
                 return None
-            h = hashlib.sha256()
-            line = fh.readline()
-            h.update(line)
-            doc = json.loads(line)
-            if not isinstance(doc, dict) or doc.get("format") != PHRASE_TABLE_FORMAT:
+            cid, key, count = item
+            if not (isinstance(cid, str) and isinstance(key, str) and type(count) is int
+                    and count >= 0):  # fmt: skip
                 return None
-            n_phrases, at, items = doc["phrases"], doc["phrase_bytes"], doc["items"]
-            if type(n_phrases) is not int or type(at) is not int or not isinstance(items, list):
+            keys.append((cid, key))
+            spans.append((place, count))
+            place += 4 * count
+        if place - start != size:
+            return None
+        counts = np.zeros(n_phrases, dtype=np.int64)
+        for lo in range(0, size // 4, _PHRASE_BLOCK):
+            ids = _read_ids(fh, start + 4 * lo, min(_PHRASE_BLOCK, size // 4 - lo))
+            h.update(byte_view(ids))
+            if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n_phrases):
                 return None
-            if at < 0:
-                return None
-            text = fh.read(at)
-            h.update(text)
-            phrases = text_lines(text, at)
-            if phrases is None or len(phrases) != n_phrases:
-                return None
-            start = fh.tell()
-            size = os.fstat(fd).st_size - start
-            if size % 4:
-                return None
-            keys: list[tuple[str, str]] = []
-            spans: list[tuple[int, int]] = []
-            place = start
-            for item in items:
-                if not (isinstance(item, list) and len(item) == 3):
-                    return None
-                cid, key, count = item
-                if not (isinstance(cid, str) and isinstance(key, str) and type(count) is int
-                        and count >= 0):  # fmt: skip
-                    return None
-                keys.append((cid, key))
-                spans.append((place, count))
-                place += 4 * count
-            if place - start != size:
-                return None
-            counts = np.zeros(n_phrases, dtype=np.int64)
-            for lo in range(0, size // 4, _PHRASE_BLOCK):
-                ids = _read_ids(fd, start + 4 * lo, min(_PHRASE_BLOCK, size // 4 - lo))
-                h.update(byte_view(ids))
-                if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n_phrases):
-                    return None
-                counts += np.bincount(ids, minlength=n_phrases)
+            counts += np.bincount(ids, minlength=n_phrases)
         if "sha256:" + h.hexdigest() != digest:
             return None
-        return cls(phrases, keys, spans, counts, fd)
+        return cls(phrases, keys, spans, counts, fh)
 
 
 def _phrases(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> list[str]:

@@ -35,7 +35,6 @@ Both give the same file, byte for byte, for the same segments (tested).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -49,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arkai.adapters.fs import byte_view, read_into
-from arkai.adapters.itemcache import checked_digest, text_lines, write_checked_parts
+from arkai.adapters.itemcache import checked_head, open_checked, text_lines, write_checked_parts
 from arkai.errors import InvalidInputError
 
 __all__ = [
@@ -184,29 +183,14 @@ class CountsFile:
         """The frequencies kept in ``path``; None when the file is missing, damaged (its
         digest) or does not add up (sizes, pointers, documents, counts, the terms' order).
         Checked in one pass, a block at a time."""
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 (kept open by the object)
-        except OSError:
-            return None
-        try:
-            kept = cls._checked(fh)
-        except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
-            kept = None
-        if kept is None:
-            fh.close()
-        return kept
+        return open_checked(path, cls._checked)
 
     @classmethod
     def _checked(cls, fh: BinaryIO) -> CountsFile | None:
-        digest = checked_digest(fh)
-        if digest is None:
+        checked = checked_head(fh, COUNTS_FORMAT)
+        if checked is None:
             return None
-        h = hashlib.sha256()
-        line = fh.readline()
-        h.update(line)
-        doc = json.loads(line)
-        if not isinstance(doc, dict) or doc.get("format") != COUNTS_FORMAT:
-            return None
+        digest, h, doc = checked
         blocks, n_terms, nnz, at = doc["blocks"], doc["terms"], doc["nnz"], doc["term_bytes"]
         if not (
             isinstance(blocks, list)
