@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
+from arkai.errors import InvalidInputError
 from arkai.search.bm25 import BM25Index
 from arkai.search.lexindex import (
     DOCS_FILE,
@@ -302,3 +303,35 @@ def test_search_uses_the_engine_and_refuses_a_damaged_one(
     warnings = got.pop("warnings", [])
     assert any(str(victim) in w and "exact lexical lane" in w for w in warnings), warnings
     assert got == exact
+
+
+def test_the_stage_checks_a_kept_engine_without_reading_the_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keeping an engine checks it against the index's shape — its documents, terms and
+    their document frequencies, read from ``bm25.json`` and the row pointers alone — never
+    the weights (the whole matrix: ≈ 560 MB at 100,000 items). The shape is the loaded
+    index's; a BM25 index whose frequencies differ from the engine's is still refused."""
+    from arkai.search import bm25 as bm25_module
+
+    texts = _texts(300)
+    _built(tmp_path, texts)
+    bm = BM25Index.load(tmp_path)
+    shape = bm25_module.load_shape(tmp_path)
+    assert (shape.n_docs, shape.terms) == (bm.shape().n_docs, bm.shape().terms)
+    assert np.array_equal(shape.df, bm.shape().df)
+
+    def no_weights(*a: object, **k: object) -> None:
+        raise AssertionError("the weights were read")
+
+    monkeypatch.setattr(BM25Index, "load", no_weights)
+    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, lambda: []) == "kept"
+    monkeypatch.undo()
+    # Same documents, one term's frequency different: refused by the shape as by the index.
+    other = BM25Index.build([t if i else t + " zyxwv" for i, t in enumerate(texts)])
+    other.save(tmp_path)
+    with pytest.raises(EngineError, match=r"zyxwv|documents there"):
+        LexicalEngine.load(tmp_path, bm25_module.load_shape(tmp_path), "sha256:a")
+    (tmp_path / "bm25.npz").write_bytes(b"not an npz")
+    with pytest.raises(InvalidInputError, match="cannot read BM25 index"):
+        bm25_module.load_shape(tmp_path)

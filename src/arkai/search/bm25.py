@@ -46,7 +46,8 @@ from arkai.search.termcounts import CountsFile, RowBlock, TermCounts, sorted_ran
 from arkai.search.text import tokenize
 
 __all__ = [
-    "DEFAULT_B", "DEFAULT_K1", "FORMAT_VERSION", "BM25Index", "weights", "write_index",
+    "DEFAULT_B", "DEFAULT_K1", "FORMAT_VERSION", "BM25Index", "Shape", "load_shape", "weights",
+    "write_index",
 ]  # fmt: skip
 
 DEFAULT_K1 = 1.2
@@ -58,6 +59,17 @@ _META_FILE = "bm25.json"
 
 Tokenizer = Callable[[str], list[str]]
 FloatArray = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What an index is over, without its weights: the number of documents, the terms (in id
+    order: sorted) and each term's document frequency (:meth:`BM25Index.shape`,
+    :func:`load_shape`)."""
+
+    n_docs: int
+    terms: list[str]
+    df: npt.NDArray[np.int64]
 
 
 @dataclass
@@ -258,6 +270,12 @@ class BM25Index:
             )
         return top_k(self.scores(query, allowed), k)
 
+    def shape(self) -> Shape:
+        terms = [""] * len(self.vocab)
+        for t, i in self.vocab.items():
+            terms[i] = t
+        return Shape(self.n_docs, terms, np.diff(self.matrix.indptr).astype(np.int64))
+
     # -- persistence -----------------------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -297,6 +315,27 @@ class BM25Index:
             b=float(meta["b"]),
             tokenizer=tokenizer,
         )
+
+
+def load_shape(path: str | os.PathLike[str]) -> Shape:
+    """The :class:`Shape` of the index saved in the folder ``path``, read from its terms and
+    its row pointers only (the weights and documents are never read: ≈ 8 bytes a non-zero,
+    560 MB at 100,000 items)."""
+    folder = Path(path)
+    try:
+        meta = json.loads((folder / _META_FILE).read_text(encoding="utf-8"))
+        with np.load(folder / _MATRIX_FILE) as z:
+            indptr = z["indptr"]
+        terms, n_docs = meta["terms"], int(meta["n_docs"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"cannot read BM25 index in {folder}: {exc}") from exc
+    if (
+        meta.get("format") != FORMAT_VERSION
+        or not isinstance(terms, list)
+        or (len(indptr) != len(terms) + 1)
+    ):
+        raise InvalidInputError(f"BM25 index in {folder} does not add up", hint="rebuild the index")
+    return Shape(n_docs, [str(t) for t in terms], np.diff(indptr).astype(np.int64))
 
 
 def _check_parameters(k1: float, b: float) -> None:

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from arkai.adapters.fs import atomic_write, atomic_write_text
 from arkai.errors import InvalidInputError, LibraryError
-from arkai.search.bm25 import BM25Index, top_k
+from arkai.search.bm25 import BM25Index, Shape, load_shape, top_k
 from arkai.search.termcounts import decode_segment
 
 __all__ = [
@@ -235,10 +235,12 @@ class LexicalEngine:
     # -- reading ----------------------------------------------------------------------
 
     @classmethod
-    def load(cls, folder: Path, bm: BM25Index, chunks: str | None) -> LexicalEngine:
-        """The engine in ``folder`` for ``bm`` (built from the chunk set digested ``chunks``);
-        :class:`EngineError` naming the file when it is missing, damaged or built for other
-        documents."""
+    def load(cls, folder: Path, bm: BM25Index | Shape, chunks: str | None) -> LexicalEngine:
+        """The engine in ``folder`` for ``bm`` (built from the chunk set digested ``chunks``;
+        checked against the index's :class:`arkai.search.bm25.Shape`, which is all a caller
+        that does not query needs to give); :class:`EngineError` naming the file when it is
+        missing, damaged or built for other documents."""
+        shape = bm.shape() if isinstance(bm, BM25Index) else bm
         meta_path, target = folder / ENGINE_META, folder / ENGINE_DIR
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -252,7 +254,7 @@ class LexicalEngine:
             or meta.get("engine") != ENGINE
         ):
             raise EngineError(f"{meta_path}: not a {ENGINE} record of format {FORMAT}")
-        if chunks is None or meta.get("chunks") != chunks or meta.get("n_docs") != bm.n_docs:
+        if chunks is None or meta.get("chunks") != chunks or meta.get("n_docs") != shape.n_docs:
             raise EngineError(f"{meta_path}: the engine was built for other chunks than the index")
         files = meta.get("files")
         if not isinstance(files, dict) or not files:
@@ -275,28 +277,26 @@ class LexicalEngine:
         except (OSError, ValueError) as exc:
             raise EngineError(f"{target}: tantivy cannot open it ({exc})") from None
         engine = cls(index, _split_docmap(flat, target), meta)
-        engine._check(bm, target)
+        engine._check(shape, target)
         return engine
 
-    def _check(self, bm: BM25Index, target: Path) -> None:
-        """Refuse an engine whose documents or document frequencies differ from ``bm``'s."""
-        if self.count != bm.n_docs or len(self.docmap) != self.searcher.num_segments:
+    def _check(self, shape: Shape, target: Path) -> None:
+        """Refuse an engine whose documents or document frequencies differ from those of the
+        BM25 index of ``shape``."""
+        n_docs, terms, df = shape.n_docs, shape.terms, shape.df
+        if self.count != n_docs or len(self.docmap) != self.searcher.num_segments:
             raise EngineError(f"{target}: holds {self.count} documents in "
                               f"{self.searcher.num_segments} segments, the BM25 index "
-                              f"{bm.n_docs}")  # fmt: skip
+                              f"{n_docs}")  # fmt: skip
         every = np.concatenate(self.docmap) if self.docmap else np.zeros(0, dtype=np.int64)
-        if len(every) != bm.n_docs or not np.array_equal(np.sort(every), np.arange(bm.n_docs)):
+        if len(every) != n_docs or not np.array_equal(np.sort(every), np.arange(n_docs)):
             raise EngineError(f"{target / DOCS_FILE}: does not map onto the BM25 documents")
-        if not bm.matrix.has_sorted_indices:
-            bm.matrix.sort_indices()
-        df = np.diff(bm.matrix.indptr)
-        terms = list(bm.vocab)
         picks = np.linspace(0, len(terms) - 1, min(CHECK_TERMS, len(terms))).astype(int)
         for i in sorted(set(picks.tolist()) | {int(np.argmax(df))} if len(df) else set()):
             t = terms[i]
-            if int(self.searcher.doc_freq(_FIELD, t)) != int(df[bm.vocab[t]]):
+            if int(self.searcher.doc_freq(_FIELD, t)) != int(df[i]):
                 raise EngineError(f"{target}: term {t!r} is in {self.searcher.doc_freq(_FIELD, t)}"
-                                  f" documents there, in {int(df[bm.vocab[t]])} in the BM25 "
+                                  f" documents there, in {int(df[i])} in the BM25 "
                                   "index")  # fmt: skip
 
     @staticmethod
@@ -425,7 +425,6 @@ def update_engine(
     n_docs: int,
     raw: Any,
     segments: Callable[[], Iterable[bytes]],
-    bm_loader: Callable[[], BM25Index] | None = None,
 ) -> str | None:
     """Build, keep or remove ``folder``'s engine for the BM25 index there (``n_docs``
     documents of the chunk set digested ``chunks``; ``segments()`` gives its token segments);
@@ -436,10 +435,11 @@ def update_engine(
         return "removed" if LexicalEngine.remove(folder) else None
     how = "built"
     if (folder / ENGINE_META).exists():
-        bm = bm_loader() if bm_loader is not None else BM25Index.load(folder)
         try:
-            engine = LexicalEngine.load(folder, bm, chunks)
-        except EngineError:
+            # Its terms and row pointers: the index's weights are not read (≈ 560 MB at
+            # 100,000 items).
+            engine = LexicalEngine.load(folder, load_shape(folder), chunks)
+        except (EngineError, InvalidInputError):
             how = "rebuilt"
         else:
             if engine.meta.get("candidates") != settings.candidates:
