@@ -206,13 +206,18 @@ def checked_head(fh: BinaryIO, format_: int) -> tuple[str, Any, dict[str, Any]] 
     if digest is None:
         return None
     line = fh.readline()
+    doc = _head_object(line, format_)
+    return None if doc is None else (digest, hashlib.sha256(line), doc)
+
+
+def _head_object(line: bytes, format_: int) -> dict[str, Any] | None:
+    """The JSON object a checked record's body starts with, when its ``format`` is
+    ``format_``."""
     try:
         doc = json.loads(line)
     except ValueError:
         return None
-    if not isinstance(doc, dict) or doc.get("format") != format_:
-        return None
-    return digest, hashlib.sha256(line), doc
+    return doc if isinstance(doc, dict) and doc.get("format") == format_ else None
 
 
 def checked_digest(fh: BinaryIO) -> str | None:
@@ -246,13 +251,8 @@ def read_checked_head(path: Path, format_: int) -> tuple[dict[str, Any], bytes] 
     if body is None:
         return None
     head, _, rest = body.partition(b"\n")
-    try:
-        doc = json.loads(head)
-    except ValueError:
-        return None
-    if not isinstance(doc, dict) or doc.get("format") != format_:
-        return None
-    return doc, rest
+    doc = _head_object(head, format_)
+    return None if doc is None else (doc, rest)
 
 
 def text_lines(data: bytes, size: object) -> list[str] | None:
