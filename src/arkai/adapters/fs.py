@@ -107,6 +107,18 @@ def byte_view(arr: Any) -> memoryview:
     return arr.reshape(-1).data.cast("B") if arr.size else memoryview(b"")
 
 
+def read_array(fd: int, shape: Any, dtype: Any, offset: int, what: str) -> Any:
+    """A new array of ``shape`` and ``dtype`` holding the file's bytes from ``offset``
+    (:func:`read_into`); OSError naming ``what`` when the file ends first (it was cut short
+    since it was opened)."""
+    import numpy as np
+
+    arr = np.empty(shape, dtype=dtype)
+    if not read_into(fd, byte_view(arr), offset):
+        raise OSError(errno.EIO, f"{what}: the file ends before byte {offset + arr.nbytes}")
+    return arr
+
+
 def read_into(fd: int, into: memoryview, offset: int) -> bool:
     """Fill ``into`` with the file's bytes from ``offset`` (``pread``: the file position is
     not used); False when the file ends first."""

@@ -48,7 +48,7 @@ from arkai.adapters.fs import (
     TEMP_DIR,
     atomic_write,
     byte_view,
-    read_into,
+    read_array,
     read_repo_file,
     write_chunks_if_changed,
     write_if_changed,
@@ -773,9 +773,11 @@ class _PhraseTable:
 
 def _read_ids(fh: BinaryIO | None, at: int, count: int) -> np.ndarray:
     """``count`` phrase ids at byte ``at`` of the kept table. OSError when it ends first."""
-    ids = np.empty(count, dtype="<i4")
-    if fh is None or not read_into(fh.fileno(), byte_view(ids), at):
-        raise OSError(errno.EIO, "the kept phrase table ends before an item's phrase ids")
+    if fh is None:
+        raise OSError(errno.EBADF, "the kept phrase table is closed: no phrase ids to read")
+    ids: np.ndarray = read_array(
+        fh.fileno(), count, "<i4", at, f"{fh.name} (kept phrase table, an item's phrase ids)"
+    )
     return ids
 
 

@@ -47,7 +47,7 @@ from typing import BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from arkai.adapters.fs import byte_view, read_into
+from arkai.adapters.fs import byte_view, read_array
 from arkai.adapters.itemcache import checked_head, open_checked, text_lines, write_checked_parts
 from arkai.errors import InvalidInputError
 
@@ -155,10 +155,13 @@ class CountsFile:
     def pairs(self, lo: int, hi: int) -> Int32Array:
         """Non-zeros ``lo`` to ``hi`` as (document, count) rows. OSError when the file ends
         first (it was cut short since it was opened)."""
-        got = np.empty((hi - lo, 2), dtype="<i4")
-        if not read_into(self._fh.fileno(), byte_view(got),
-                         self._pairs_at + 8 * lo):  # fmt: skip
-            raise OSError(f"{self._fh.name}: the kept term counts end before non-zero {hi}")
+        got: Int32Array = read_array(
+            self._fh.fileno(),
+            (hi - lo, 2),
+            "<i4",
+            self._pairs_at + 8 * lo,
+            f"{self._fh.name} (kept term counts, non-zeros {lo} to {hi})",
+        )
         return got.astype(np.int32, copy=False)
 
     def blocks(self, budget: int | None = None) -> Iterator[RowBlock]:
@@ -340,9 +343,13 @@ def build_counts(
                 out = np.empty((int(indptr[r1]) - base, 2), dtype=np.int32)
                 fill = indptr[r0:r1] - base  # where each row's next non-zero goes
                 for lo in range(0, n_pairs, _SPILL_CHUNK):
-                    got = np.empty((min(_SPILL_CHUNK, n_pairs - lo), 3), dtype="<i4")
-                    if not read_into(spill.fileno(), byte_view(got), 12 * lo):
-                        raise OSError("the temporary file of BM25 pairs was cut short")
+                    got = read_array(
+                        spill.fileno(),
+                        (min(_SPILL_CHUNK, n_pairs - lo), 3),
+                        "<i4",
+                        12 * lo,
+                        "the temporary file of BM25 pairs",
+                    )
                     rows = rank[got[:, 0]]
                     mine = (rows >= r0) & (rows < r1)
                     if not mine.any():
