@@ -20,7 +20,7 @@ from arkai.errors import InvalidInputError
 from arkai.ops.index import DEFAULTS, update_ann
 from arkai.search.ann import ANN_FILE, ANN_META, AnnError, AnnIndex, AnnSettings
 from arkai.search.pipeline import Corpus, build_lexical, rank
-from arkai.search.vectors import VectorStore
+from arkai.search.vectors import KeySnapshot, VectorStore
 
 DIM = 48
 N = 4000
@@ -86,9 +86,9 @@ def test_below_threshold_exact_scan_unchanged(tmp_path: Path) -> None:
     store.save(tmp_path)
     # An index left from a larger library is removed once the store is below the threshold.
     AnnIndex.build(store, AnnSettings(threshold=1)).save(tmp_path, store)
-    assert update_ann(tmp_path, store, store.keys, {"threshold": N + 1}) == "removed"
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": N + 1}) == "removed"
     assert not (tmp_path / ANN_FILE).exists() and not (tmp_path / ANN_META).exists()
-    assert update_ann(tmp_path, store, store.keys, {"threshold": N + 1}) is None
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": N + 1}) is None
     texts = [f"word{i % 37} other{i % 11}" for i in range(N)]
     corpus = Corpus(build_lexical([("", t) for t in texts]), store)
     for q in _queries(8):
@@ -105,8 +105,8 @@ def test_above_threshold_ann_used_with_recall(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _hashed_store()
-    assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
-    ann = AnnIndex.load(tmp_path, store.keys, DIM)
+    assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
+    ann = AnnIndex.load(tmp_path, store.snapshot(), DIM)
     assert ann.count == N and ann.meta["nlist"] == AnnSettings().lists_for(N)
     calls: list[object] = []
     plain = VectorStore.search
@@ -133,17 +133,17 @@ def test_above_threshold_ann_used_with_recall(
 
 def test_incremental_add_and_prune_then_rebuild(tmp_path: Path) -> None:
     store = _hashed_store()
-    assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
-    old = store.keys
+    assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
+    old = store.snapshot()
     assert update_ann(tmp_path, store, old, {"threshold": 1000}) == "kept"
     # 100 new keys, 300 pruned (7.5 %: under the rebuild fraction).
     new_keys = _keys(100, "new")
     new_vecs = _vectors(100, seed=7)
     store.add(new_keys, new_vecs)
-    gone = set(old[:300])
+    gone = set(store.keys[:300])
     store.prune([k for k in store.keys if k not in gone])
     assert update_ann(tmp_path, store, old, {"threshold": 1000}) == "updated"
-    ann = AnnIndex.load(tmp_path, store.keys, DIM)
+    ann = AnnIndex.load(tmp_path, store.snapshot(), DIM)
     assert ann.count == len(store) == N - 200
     assert ann.meta["removed_since_training"] == 300
     corpus = Corpus(None, store, ann=ann)
@@ -154,10 +154,10 @@ def test_incremental_add_and_prune_then_rebuild(tmp_path: Path) -> None:
     assert not {store.keys[r] for r in gone_rows} & gone  # a pruned key never comes back
     assert _recall_at_10(ann, store) >= 0.95
     # Pruning past the rebuild fraction (20 % of what it was trained on) retrains.
-    before = store.keys
-    store.prune(before[: len(before) - 900])
+    before = store.snapshot()
+    store.prune(store.keys[: len(store) - 900])
     assert update_ann(tmp_path, store, before, {"threshold": 1000}) == "rebuilt"
-    ann = AnnIndex.load(tmp_path, store.keys, DIM)
+    ann = AnnIndex.load(tmp_path, store.snapshot(), DIM)
     assert ann.meta["removed_since_training"] == 0 and ann.meta["trained_count"] == len(store)
 
 
@@ -171,7 +171,7 @@ def test_colliding_key_ids_are_refused() -> None:
 @pytest.mark.parametrize("damage", ["flip", "truncate", "stale-meta", "no-file"])
 def test_damaged_ann_is_named_and_rebuilt(tmp_path: Path, damage: str) -> None:
     store = _hashed_store()
-    assert update_ann(tmp_path, store, [], {"threshold": 1000}) == "built"
+    assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
     path = tmp_path / ANN_FILE
     data = bytearray(path.read_bytes())
     if damage == "flip":
@@ -186,11 +186,11 @@ def test_damaged_ann_is_named_and_rebuilt(tmp_path: Path, damage: str) -> None:
     else:
         path.unlink()
     with pytest.raises(AnnError) as err:
-        AnnIndex.load(tmp_path, store.keys, DIM)
+        AnnIndex.load(tmp_path, store.snapshot(), DIM)
     named = ANN_META if damage == "stale-meta" else ANN_FILE
     assert str(tmp_path / named) in str(err.value)
-    assert update_ann(tmp_path, store, store.keys, {"threshold": 1000}) == "rebuilt"
-    assert AnnIndex.load(tmp_path, store.keys, DIM).count == N
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000}) == "rebuilt"
+    assert AnnIndex.load(tmp_path, store.snapshot(), DIM).count == N
 
 
 def test_search_refuses_a_damaged_ann_and_scans_exactly(
@@ -209,7 +209,7 @@ def test_search_refuses_a_damaged_ann_and_scans_exactly(
     exact = search(Repo.at(tmp_path), text, k=10, explain=True).to_dict()
     folder = tmp_path / "index" / "vectors"
     store = VectorStore.load(folder, "golden")
-    assert update_ann(folder, store, [], {"threshold": 100}) == "built"
+    assert update_ann(folder, store, KeySnapshot.empty(), {"threshold": 100}) == "built"
     ann_path = folder / ANN_FILE
     data = bytearray(ann_path.read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -223,3 +223,32 @@ def test_search_refuses_a_damaged_ann_and_scans_exactly(
     exact.pop("warnings", None)
     assert any(str(ann_path) in w and "exact vector scan" in w for w in warnings), warnings
     assert got == exact
+
+
+def test_saved_file_is_faiss_serialisation_and_kept_without_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ann.faiss`` is written through FAISS's writer a buffer at a time (not copied into one
+    array first), byte for byte what ``serialize_index`` makes; an unchanged store keeps the
+    index with its file hashed, not read into FAISS; a build reads the store's rows a block at
+    a time, never the whole matrix."""
+    import faiss
+
+    from arkai.search import ann as ann_mod
+
+    store = _hashed_store(25_000)
+    monkeypatch.setattr(ann_mod, "ADD_ROWS", 4000)
+    monkeypatch.setattr(VectorStore, "rows", property(lambda self: pytest.fail("whole matrix")))
+    assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
+    ann = AnnIndex.load(tmp_path, store.snapshot(), DIM)
+    data = (tmp_path / ANN_FILE).read_bytes()
+    assert len(data) > 1 << 20  # more than one of the writer's buffers
+    assert data == faiss.serialize_index(ann.index).tobytes()
+    monkeypatch.setattr(faiss, "read_index", lambda *a: pytest.fail("read into FAISS"))
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000}) == "kept"
+    # A changed search setting is written into the record (the index is read to do it).
+    monkeypatch.undo()
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000, "nprobe": 7}) == (
+        "updated"
+    )
+    assert AnnIndex.load(tmp_path, store.snapshot(), DIM).meta["nprobe"] == 7

@@ -413,3 +413,114 @@ def test_daily_edits_keep_the_segments_few(tmp_path: Path, monkeypatch: pytest.M
         most = max(most, s.segments)
     assert len(s) == 160
     assert most <= 2 * 160 // 16 + 2, most
+
+
+def digest_keys(n: int, seed: int = 0) -> list[str]:
+    """Keys as the index stage makes them (``sha256:`` and 64 hex digits), some ending in zero
+    bytes (numpy drops an ``S32`` element's trailing zeros when it is indexed)."""
+    rng = np.random.default_rng(seed)
+    raw = [rng.bytes(32) for _ in range(n)]
+    raw[: min(n, 3)] = [b"\0" * 32, b"\1" + b"\0" * 31, b"\xab" * 31 + b"\0"][: min(n, 3)]
+    return ["sha256:" + r.hex() for r in raw]
+
+
+def test_digest_keys_are_held_as_their_bytes(tmp_path: Path) -> None:
+    keys = digest_keys(50)
+    assert vectors.key_ids(keys).tobytes() == b"".join(bytes.fromhex(k[7:]) for k in keys)
+    # Any other key (uppercase hex, another prefix, any text) is hashed, and keeps its text.
+    other = ["sha256:" + "AB" * 32, "SHA256:" + "ab" * 32, "k0", "sha256:" + "ab" * 31]
+    ids = vectors.key_ids(other)
+    assert len(set(vectors._raw(ids))) == 4
+    assert not set(vectors._raw(ids)) & {bytes.fromhex("ab" * 32)}
+    s = VectorStore(8, "m")
+    s.add(keys[:30] + other, unit_rows(34))
+    s.add(keys[30:], unit_rows(20, seed=1))
+    want = keys[:30] + other + keys[30:]
+    assert s.keys == want and len(s) == 54
+    assert s.keys_sha256() == vectors.keys_digest(want)
+    for i, k in enumerate(want):
+        assert k in s and s.row_of(k) == i
+    assert "sha256:" + "ab" * 32 not in s  # the lowercase twin of an uppercase key
+    assert s.missing([keys[0], "sha256:" + "cd" * 32, "k1", "k1"]) == ["sha256:" + "cd" * 32, "k1"]
+    s.save(tmp_path)
+    text = "".join((tmp_path / f"{e['name']}.keys").read_text() for e in
+                   json.loads((tmp_path / "meta.json").read_text())["segments"])  # fmt: skip
+    assert text == "".join(k + "\n" for k in want)  # the same files as a store of strings
+    t = VectorStore.load(tmp_path, "m")
+    assert t.keys == want and np.array_equal(t.rows, s.rows) and not t.unsaved
+    assert t.rows_of(vectors.key_ids([want[3], "gone", want[31]])).tolist() == [3, -1, 31]
+    assert t.prune([k for k in want if k not in other]) == 4
+    assert t.keys == keys[:30] + keys[30:] and not t._other  # the other keys' texts let go
+
+
+def test_store_against_a_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Random adds, replacements, prunes, saves and loads against a dict, with tiny segments
+    and the sort order made again every few rows."""
+    monkeypatch.setattr(vectors, "SEGMENT_ROWS", 8)
+    monkeypatch.setattr(vectors, "_RECENT_ROWS", 3)
+    rng = np.random.default_rng(7)
+    pool = digest_keys(120, seed=3) + [f"note-{i}" for i in range(40)]
+    model: dict[str, np.ndarray] = {}
+    s = VectorStore(4, "m")
+    for step in range(120):
+        op = rng.integers(0, 10)
+        if op < 6:
+            pick = [pool[int(i)] for i in rng.integers(0, len(pool), int(rng.integers(1, 9)))]
+            rows = unit_rows(len(pick), dim=4, seed=step)
+            s.add(pick, rows)
+            for k, r in zip(pick, rows, strict=True):
+                model[k] = r
+        elif op < 8:
+            keep = [k for k in model if rng.random() < 0.8]
+            assert s.prune(keep) == len(model) - len(keep)
+            model = {k: model[k] for k in model if k in set(keep)}
+        else:
+            s.save(tmp_path)
+            s = VectorStore.load(tmp_path, "m", dim=4)
+        assert s.keys == list(model)
+        assert s.keys_sha256() == vectors.keys_digest(model)
+        if model:
+            assert np.array_equal(s.rows, np.stack(list(model.values())))
+            assert s.rows_of(vectors.key_ids(model)).tolist() == list(range(len(model)))
+        assert s.missing(pool) == [k for k in pool if k not in model]
+
+
+def test_a_key_twice_across_segments_loads_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "SEGMENT_ROWS", 10)
+    keys = digest_keys(20)
+    s = VectorStore(8, "m")
+    s.add(keys[:10], unit_rows(10))
+    s.save(tmp_path)
+    s.add(keys[10:], unit_rows(10, seed=1))
+    s.save(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    second = meta["segments"][1]["name"]
+    # Forge the second segment to repeat a key of the first, with the record made to match.
+    text = (tmp_path / f"{second}.keys").read_text().replace(keys[10], keys[0])
+    (tmp_path / f"{second}.keys").write_text(text)
+    meta["keys_sha256"] = vectors.keys_digest([*keys[:10], keys[0], *keys[11:]])
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    assert len(VectorStore.load(tmp_path, "m")) == 0
+
+
+def test_a_loaded_store_holds_about_forty_bytes_a_key(tmp_path: Path) -> None:
+    """The keys of a loaded store are ids and their order (the rows are memory-mapped); a list
+    of key strings and a dict held ≈ 400 bytes a key."""
+    import tracemalloc
+
+    n = 60_000
+    s = VectorStore(2, "m")
+    s.add(digest_keys(n), unit_rows(n, dim=2))
+    s.save(tmp_path)
+    del s
+    tracemalloc.start()
+    try:
+        t = VectorStore.load(tmp_path, "m")
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(t) == n and t.row_of(t.keys[-1]) == n - 1
+    assert held / n < 60, held / n
+    assert peak / n < 200, peak / n

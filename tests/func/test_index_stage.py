@@ -1181,26 +1181,33 @@ def catalog(root: Path) -> list[dict[str, Any]]:
 
 def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path) -> None:
     """The vectors step's keys come from chunks.jsonl lines by pattern: a text or an ID that
-    holds the pattern's characters does not fool it; a line without a key is an error."""
+    holds the pattern's characters does not fool it; each distinct key is kept once, as its id,
+    with its first line's offset, from which that line alone is read back; a line without a
+    key is an error."""
     from arkai.core import canonjson
     from arkai.errors import LibraryError
-    from arkai.ops.index import chunk_keys, chunk_scan, chunk_texts
+    from arkai.ops.index import chunk_lines, chunk_scan
+    from arkai.search.vectors import key_ids
 
+    digest = "sha256:" + "ab" * 32
     rows = [
         {"content_id": 'a"key":"x', "key": "sha256:1", "text": 'says "key":"sha256:9" twice'},
-        {"content_id": "b", "key": "sha256:2", "text": '\\"key\\":"\n'},
+        {"content_id": "b", "key": digest, "text": '\\"key\\":"\n'},
         {"content_id": "b", "key": "sha256:1", "text": 'says "key":"sha256:9" twice'},
+        {"content_id": "c", "key": "sha256:3", "text": "third"},
     ]
     path = tmp_path / "chunks.jsonl"
     path.write_text(canonjson.dumps_lines(rows))
-    assert chunk_keys(path) == ["sha256:1", "sha256:2"]
-    assert chunk_texts(path, ["sha256:2"]) == {"sha256:2": rows[1]["text"]}
-    # Keys and the texts of the keys asked for in one pass; a repeated key's first line.
-    asked: list[str] = []
-    assert chunk_scan(path, lambda k: asked.append(k) is None and k != "sha256:2") == (
-        ["sha256:1", "sha256:2"], {"sha256:1": rows[0]["text"]})  # fmt: skip
-    assert asked == ["sha256:1", "sha256:2"]  # each key asked once
-    assert chunk_scan(path) == (["sha256:1", "sha256:2"], {})
+    scan = chunk_scan(path)
+    assert len(scan) == 3
+    assert scan.ids.tobytes() == key_ids(["sha256:1", digest, "sha256:3"]).tobytes()
+    assert key_ids([digest]).tobytes() == bytes.fromhex("ab" * 32)  # a digest key's own bytes
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert scan.offsets.tolist() == [0, len(lines[0]), sum(map(len, lines[:3]))]
+    assert chunk_lines(path, scan.offsets[[2, 1]]) == [("sha256:3", "third"),
+                                                       (digest, rows[1]["text"])]  # fmt: skip
+    with pytest.raises(LibraryError, match="no chunk at byte 5"):
+        chunk_lines(path, [5])
     path.write_text(canonjson.dumps_lines(rows) + '{"text":"no key"}\n')
-    with pytest.raises(LibraryError, match="line 4 has no chunk key"):
-        chunk_keys(path)
+    with pytest.raises(LibraryError, match="line 5 has no chunk key"):
+        chunk_scan(path)

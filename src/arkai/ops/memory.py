@@ -138,7 +138,7 @@ def embed_statements(
     (``embed.release_embedders``) before the rows are gathered: the replay after this never
     embeds."""
     from arkai.search import embed, embedbatches
-    from arkai.search.vectors import VectorStore
+    from arkai.search.vectors import VectorStore, key_ids
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
@@ -165,7 +165,7 @@ def embed_statements(
         store.save(folder)
     # In episode order, in a file the replay reads by row (≈ 1.2 GB of rows at 100,000 items),
     # copied from the store a block at a time.
-    at = np.fromiter((store.row_of(k) for k in keys), dtype=np.int64, count=len(keys))
+    at = store.rows_of(key_ids(keys))
     del keys
 
     blocks = (store.take(at[lo : lo + ROWS_BLOCK]) for lo in range(0, len(at), ROWS_BLOCK))

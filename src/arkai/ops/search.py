@@ -471,7 +471,7 @@ def embedder_name(index: SearchIndex) -> str:
 def _vector_store(index: SearchIndex) -> tuple[Any, npt.NDArray[np.int64]]:
     """The vector store and, per chunk, its row there (-1: not embedded)."""
     if index._vectors is None:
-        from arkai.search.vectors import VectorStore  # numpy only; no model library
+        from arkai.search.vectors import VectorStore, key_ids  # numpy only; no model library
 
         folder = index.folder / "vectors"
         hint = (
@@ -490,9 +490,7 @@ def _vector_store(index: SearchIndex) -> tuple[Any, npt.NDArray[np.int64]]:
             raise LibraryError(
                 f"index/vectors holds no vectors made by the embedder {name!r}", hint=hint
             )
-        rows = np.asarray(
-            [store.row_of(c.key) if c.key in store else -1 for c in index.chunks], dtype=np.int64
-        )
+        rows = store.rows_of(key_ids(c.key for c in index.chunks))
         index._vectors = (store, rows)
     store, rows = index._vectors
     return store, rows
@@ -508,7 +506,7 @@ def _ann_index(index: SearchIndex, store: Any, warnings: list[str]) -> Any:
     from arkai.search.ann import AnnError, AnnIndex
 
     try:
-        return AnnIndex.load(folder, store.keys, store.dim)
+        return AnnIndex.load(folder, store.snapshot(), store.dim)
     except AnnError as exc:
         warnings.append(f"{exc}; exact vector scan instead ({_REBUILD})")
         return None

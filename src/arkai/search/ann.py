@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from arkai.adapters.fs import atomic_write
 from arkai.errors import InvalidInputError, LibraryError
-from arkai.search.vectors import VectorStore, keys_digest
+from arkai.search.vectors import Ids, KeySnapshot, VectorStore
 
 __all__ = ["ANN_FILE", "ANN_META", "ENGINE", "AnnError", "AnnIndex", "AnnSettings", "key_ids"]
 
@@ -47,6 +47,8 @@ ANN_META = "ann.json"
 TRAIN_ROWS = 100_000
 #: k-means iterations when training (FAISS's default is 25; 10 measured the same recall).
 KMEANS_ITERATIONS = 10
+#: Rows read from the store and added to the index at a time.
+ADD_ROWS = 65_536
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 
@@ -92,14 +94,12 @@ class AnnSettings:
         return int(min(65_536, max(64, round(2 * math.sqrt(rows)))))
 
 
-def key_ids(keys: list[str]) -> I64:
-    """The FAISS id of each chunk key: the first 60 bits of its SHA-256."""
-    out = np.empty(len(keys), dtype=np.int64)
-    for i, k in enumerate(keys):
-        hexpart = (
-            k[7:22] if k.startswith("sha256:") else hashlib.sha256(k.encode()).hexdigest()[:15]
-        )
-        out[i] = int(hexpart, 16)
+def key_ids(ids: Ids) -> I64:
+    """The FAISS id of each key id (:func:`arkai.search.vectors.key_id`: for a chunk key, the
+    digest it names): its first 60 bits."""
+    data = np.ascontiguousarray(ids).tobytes()
+    head = np.frombuffer(data, dtype=">u8").reshape(-1, 4)[:, 0]
+    out: I64 = (head >> np.uint64(4)).astype(np.int64)
     return out
 
 
@@ -144,23 +144,22 @@ class AnnIndex:
         index = faiss.IndexIVFScalarQuantizer(
             quantizer, store.dim, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         )
-        rows = store.rows
+        # The rows are read a block at a time (the store's segments are memory-mapped; the
+        # whole matrix is 2.8 GB at 100,000 items).
         if n > TRAIN_ROWS:
             pick = np.sort(np.random.default_rng(0).choice(n, TRAIN_ROWS, replace=False))
-            sample = np.ascontiguousarray(rows[pick])
         else:
-            sample = np.ascontiguousarray(rows)
+            pick = np.arange(n)
         index.cp.niter = KMEANS_ITERATIONS
-        index.train(sample)
-        ids = key_ids(store.keys)
+        index.train(store.take(pick))
+        ids = key_ids(store.ids)
         if len(np.unique(ids)) != n:
             raise InvalidInputError(
                 "two chunk keys share their first 60 bits: the ANN index cannot address them"
             )
-        for lo in range(0, n, 100_000):
-            index.add_with_ids(
-                np.ascontiguousarray(rows[lo : lo + 100_000]), ids[lo : lo + 100_000]
-            )
+        for lo in range(0, n, ADD_ROWS):
+            block = np.arange(lo, min(n, lo + ADD_ROWS))
+            index.add_with_ids(store.take(block), ids[block])
         meta = {
             "format": FORMAT,
             "engine": ENGINE,
@@ -173,14 +172,13 @@ class AnnIndex:
         }
         return cls(index, meta)
 
-    def update(self, store: VectorStore, old_keys: list[str], settings: AnnSettings) -> AnnIndex:
-        """Bring the index in line with ``store`` (whose keys were ``old_keys`` when the
-        index was last saved): add the new keys, remove the gone ones — or rebuild when too
-        much was removed since training or the store grew past four times that size."""
-        keys = store.keys
-        now, before = set(keys), set(old_keys)
-        gone = [k for k in old_keys if k not in now]
-        new = [k for k in keys if k not in before]
+    def update(self, store: VectorStore, old: KeySnapshot, settings: AnnSettings) -> AnnIndex:
+        """Bring the index in line with ``store`` (whose keys were ``old`` when the index was
+        last saved): add the new keys, remove the gone ones — or rebuild when too much was
+        removed since training or the store grew past four times that size."""
+        now = store.ids
+        gone = old.ids[store.rows_of(old.ids) < 0]
+        new = np.flatnonzero(~store.present(old.ids))
         removed = int(self.meta.get("removed_since_training", 0)) + len(gone)
         trained = int(self.meta.get("trained_count", 0)) or 1
         if (
@@ -190,10 +188,11 @@ class AnnIndex:
             or self.meta.get("model") != store.model_name
         ):
             return AnnIndex.build(store, settings)
-        if gone:
+        if len(gone):
             self.index.remove_ids(key_ids(gone))
-        if new:
-            self.index.add_with_ids(store.get(new), key_ids(new))
+        for lo in range(0, len(new), ADD_ROWS):
+            block = new[lo : lo + ADD_ROWS]
+            self.index.add_with_ids(store.take(block), key_ids(now[block]))
         self.meta = {**self.meta, "removed_since_training": removed, "nprobe": settings.nprobe}
         self._sorted_ids = self._rows_of_sorted = None
         return self
@@ -201,24 +200,52 @@ class AnnIndex:
     # -- persistence ------------------------------------------------------------------
 
     def save(self, folder: Path, store: VectorStore) -> None:
-        """Write ``ann.faiss`` then ``ann.json`` (recording the store's key digest)."""
+        """Write ``ann.faiss`` then ``ann.json`` (recording the store's key digest). The index
+        is written to the file as FAISS serialises it, not copied into one buffer first (it is
+        ≈ 700 MB at 100,000 items)."""
         faiss = _faiss()
-        data = faiss.serialize_index(self.index)
-        atomic_write(folder / ANN_FILE, lambda fh: fh.write(data.tobytes()), fsync=False)
+        digest = hashlib.sha256()
+
+        def write(fh: Any) -> None:
+            def put(data: bytes) -> int:
+                digest.update(data)
+                fh.write(data)
+                return len(data)
+
+            writer = faiss.PyCallbackIOWriter(put)
+            faiss.write_index(self.index, writer)
+            del writer  # its last buffered bytes are passed on when it is let go
+
+        atomic_write(folder / ANN_FILE, write, fsync=False)
         meta = {
             **self.meta,
             "count": self.count,
-            "keys_sha256": keys_digest(store.keys),
-            "file_sha256": "sha256:" + hashlib.sha256(data.tobytes()).hexdigest(),
+            "keys_sha256": store.keys_sha256(),
+            "file_sha256": "sha256:" + digest.hexdigest(),
         }
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write(folder / ANN_META, lambda fh: fh.write(text.encode("utf-8")), fsync=False)
 
     @classmethod
-    def load(cls, folder: Path, keys: list[str], dim: int) -> AnnIndex:
-        """The index in ``folder`` for a store with ``keys`` (in row order) of width ``dim``;
-        :class:`AnnError` naming the file when it is missing, damaged, or built for other
-        rows."""
+    def load(cls, folder: Path, keys: KeySnapshot, dim: int) -> AnnIndex:
+        """The index in ``folder`` for a store with ``keys`` of width ``dim``; :class:`AnnError`
+        naming the file when it is missing, damaged, or built for other rows."""
+        meta = cls.check(folder, keys)
+        path = folder / ANN_FILE
+        faiss = _faiss()
+        try:
+            index = faiss.read_index(str(path))
+        except RuntimeError as exc:
+            raise AnnError(f"{path}: FAISS cannot read it ({exc})") from None
+        if int(index.ntotal) != len(keys.ids) or int(index.d) != dim:
+            raise AnnError(f"{path}: holds {index.ntotal} vectors of width {index.d}, "
+                           f"the store {len(keys.ids)} of width {dim}")  # fmt: skip
+        return cls(index, meta)
+
+    @staticmethod
+    def check(folder: Path, keys: KeySnapshot) -> dict[str, Any]:
+        """``ann.json`` when it records ``keys`` and ``ann.faiss`` has the SHA-256 it records
+        (the file is hashed, not read into FAISS); :class:`AnnError` naming the file if not."""
         meta_path, path = folder / ANN_META, folder / ANN_FILE
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -230,7 +257,7 @@ class AnnIndex:
             or meta.get("engine") != ENGINE
         ):
             raise AnnError(f"{meta_path}: not a {ENGINE} index record of format {FORMAT}")
-        if meta.get("keys_sha256") != keys_digest(keys) or meta.get("count") != len(keys):
+        if meta.get("keys_sha256") != keys.sha256 or meta.get("count") != len(keys.ids):
             raise AnnError(f"{meta_path}: the ANN index was built for other vectors than the store")
         try:
             digest = _file_digest(path)
@@ -238,15 +265,7 @@ class AnnIndex:
             raise AnnError(f"{path}: cannot read the ANN index ({exc})") from None
         if digest != meta.get("file_sha256"):
             raise AnnError(f"{path}: damaged (its SHA-256 differs from {meta_path.name})")
-        faiss = _faiss()
-        try:
-            index = faiss.read_index(str(path))
-        except RuntimeError as exc:
-            raise AnnError(f"{path}: FAISS cannot read it ({exc})") from None
-        if int(index.ntotal) != len(keys) or int(index.d) != dim:
-            raise AnnError(f"{path}: holds {index.ntotal} vectors of width {index.d}, "
-                           f"the store {len(keys)} of width {dim}")  # fmt: skip
-        return cls(index, meta)
+        return meta
 
     @staticmethod
     def remove(folder: Path) -> bool:
@@ -263,7 +282,7 @@ class AnnIndex:
 
     def bind(self, store: VectorStore) -> None:
         """Map FAISS ids back to the store's rows (once per loaded store)."""
-        ids = key_ids(store.keys)
+        ids = key_ids(store.ids)
         order = np.argsort(ids, kind="stable")
         self._sorted_ids, self._rows_of_sorted = ids[order], order.astype(np.int64)
 

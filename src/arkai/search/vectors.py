@@ -20,6 +20,9 @@ DVC hashes, caches and pushes only those files (docs/scale.md).
 
 A store is read by memory-mapping its segments: loading it reads the keys and the record,
 not the rows, so the index stage's incremental run never holds the rows it does not touch.
+The keys are held as 32-byte ids (:func:`key_id`: the digest a ``sha256:<64 hex>`` key names;
+for any other key, a SHA-256 of its text, whose text is kept beside it) in one array with its
+sort order, ≈ 40 bytes a row, where a list of strings and a dict held ≈ 400.
 A folder whose files disagree with the record (a missing, truncated or edited segment), or
 that was built by another model, loads as an empty store, so everything is embedded again
 rather than mixed. A folder of format 1 (one ``vectors.npy`` and ``keys.json``, the layout
@@ -47,7 +50,17 @@ import numpy.typing as npt
 from arkai.adapters.fs import atomic_write, read_rows
 from arkai.errors import InvalidInputError, NotFoundError
 
-__all__ = ["FORMAT", "META_FILE", "SEGMENT_ROWS", "VectorStore", "keys_digest"]
+__all__ = [
+    "FORMAT",
+    "ID_DTYPE",
+    "META_FILE",
+    "SEGMENT_ROWS",
+    "KeySnapshot",
+    "VectorStore",
+    "key_id",
+    "key_ids",
+    "keys_digest",
+]
 
 FORMAT = 2
 META_FILE = "meta.json"
@@ -60,9 +73,26 @@ LEGACY_VECTORS = "vectors.npy"
 LEGACY_KEYS = "keys.json"
 
 F32 = npt.NDArray[np.float32]
+#: Keys as ids, one ``S32`` element each (read them with :func:`_raw`, not by indexing:
+#: numpy drops an element's trailing zero bytes).
+Ids = npt.NDArray[np.bytes_]
+ID_DTYPE = np.dtype("S32")
+
+KEY_PREFIX = "sha256:"
+_CANONICAL = re.compile(r"sha256:[0-9a-f]{64}")
+#: Prefixed to a key that is not ``sha256:<64 hex>`` before it is hashed into its id, so no
+#: such key can take the id of a digest key.
+_OTHER_KEY = b"arkai vector key\n"
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_HEX_VALUE = np.full(256, 255, dtype=np.uint8)
+_HEX_VALUE[_HEX_DIGITS] = np.arange(16, dtype=np.uint8)
+_LINE = len(KEY_PREFIX) + 64 + 1
+#: Rows appended since the sort order was made, looked up in a dict, before it is made again.
+_RECENT_ROWS = 65_536
 
 
-def keys_digest(keys: Sequence[str]) -> str:
+def keys_digest(keys: Iterable[str]) -> str:
+    """The SHA-256 of ``keys`` one per line (``meta.json``'s ``keys_sha256``)."""
     h = hashlib.sha256()
     for k in keys:
         h.update(k.encode("utf-8"))
@@ -70,13 +100,93 @@ def keys_digest(keys: Sequence[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def key_id(key: str) -> bytes:
+    """The 32-byte id of ``key``: the digest it names when it is ``sha256:`` and 64 lowercase
+    hex digits (a chunk's or a statement's key), else the SHA-256 of its text."""
+    if len(key) == _LINE - 1 and _CANONICAL.fullmatch(key):
+        return bytes.fromhex(key[len(KEY_PREFIX) :])
+    return hashlib.sha256(_OTHER_KEY + key.encode("utf-8")).digest()
+
+
+def key_ids(keys: Iterable[str]) -> Ids:
+    """The ids of ``keys`` (:func:`key_id`), in order."""
+    raw = b"".join(key_id(k) for k in keys)
+    return np.frombuffer(raw, dtype=ID_DTYPE).copy()
+
+
+@dataclass(frozen=True)
+class KeySnapshot:
+    """A store's keys at one moment: their ids in row order and :func:`keys_digest` of them
+    (what an ANN index records it was built for)."""
+
+    ids: Ids
+    sha256: str
+
+    @classmethod
+    def empty(cls) -> KeySnapshot:
+        return cls(np.zeros(0, dtype=ID_DTYPE), keys_digest([]))
+
+
+def _raw(ids: Ids) -> list[bytes]:
+    """Each id's 32 bytes."""
+    data = ids.tobytes()
+    return [data[i : i + 32] for i in range(0, len(data), 32)]
+
+
+def _key_text(ids: Ids, other: dict[bytes, str]) -> bytes:
+    """The keys of ``ids``, one per line (a ``.keys`` file's bytes); ``other`` gives the text of
+    each key that is not a digest key."""
+    n = len(ids)
+    grid = np.empty((n, _LINE), dtype=np.uint8)
+    grid[:, : len(KEY_PREFIX)] = np.frombuffer(KEY_PREFIX.encode(), dtype=np.uint8)
+    digits = np.frombuffer(np.ascontiguousarray(ids).tobytes(), dtype=np.uint8).reshape(n, 32)
+    grid[:, len(KEY_PREFIX) : _LINE - 1 : 2] = _HEX_DIGITS[digits >> 4]
+    grid[:, len(KEY_PREFIX) + 1 : _LINE - 1 : 2] = _HEX_DIGITS[digits & 15]
+    grid[:, -1] = ord("\n")
+    if not other:
+        return grid.tobytes()
+    lines = [other[r].encode("utf-8") + b"\n" if r in other else bytes(grid[i])
+             for i, r in enumerate(_raw(ids))]  # fmt: skip
+    return b"".join(lines)
+
+
+def _parse_keys(text: bytes, count: int) -> tuple[Ids, dict[bytes, str]] | None:
+    """The ids of a ``.keys`` file's ``count`` lines and the text of each key that is not a
+    digest key; None when it does not hold ``count`` one-per-line keys."""
+    if count and len(text) == count * _LINE:
+        grid = np.frombuffer(text, dtype=np.uint8).reshape(count, _LINE)
+        prefix = np.frombuffer(KEY_PREFIX.encode(), dtype=np.uint8)
+        values = _HEX_VALUE[grid[:, len(KEY_PREFIX) : _LINE - 1]]
+        if (
+            (grid[:, : len(KEY_PREFIX)] == prefix).all()
+            and (grid[:, -1] == ord("\n")).all()
+            and (values != 255).all()
+        ):
+            digits = (values[:, 0::2] << 4) | values[:, 1::2]
+            return np.frombuffer(digits.tobytes(), dtype=ID_DTYPE).copy(), {}
+    try:
+        keys = text.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return None
+    if keys[-1] != "" or len(keys) - 1 != count or not all(keys[:-1]):
+        return None
+    return _ids_of(keys[:-1])
+
+
+def _ids_of(keys: Sequence[str]) -> tuple[Ids, dict[bytes, str]]:
+    """The ids of ``keys`` and the text of those that are not digest keys."""
+    ids = key_ids(keys)
+    other = {r: k for r, k in zip(_raw(ids), keys, strict=True) if not _CANONICAL.fullmatch(k)}
+    return ids, other
+
+
 @dataclass
 class _Segment:
     """Consecutive rows of the store: ``rows`` (memory-mapped when ``name`` is set and the
-    segment is as saved, else in memory) and their keys."""
+    segment is as saved, else in memory) and their key ids."""
 
     rows: F32
-    keys: list[str]
+    ids: Ids
     name: str | None = None
     """The saved segment these rows are, unchanged; None once they differ from any file."""
 
@@ -90,27 +200,73 @@ class VectorStore:
         self.dim = int(dim)
         self.model_name = str(model_name)
         self._segs: list[_Segment] = []
-        self._keys: list[str] = []
-        self._index: dict[str, int] = {}
+        self._n = 0
+        self._other: dict[bytes, str] = {}
+        """The text of each key that is not a digest key, by id."""
+        self._sorted: Ids = np.zeros(0, dtype=ID_DTYPE)
+        """The ids of rows ``0 … len(_order) - 1`` when the order was made (the segments' ids
+        are views of it)."""
+        self._order: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        """Those rows sorted by id."""
+        self._recent: dict[bytes, int] = {}
+        """The rows appended since, by id."""
         self._starts: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._tail: F32 = np.zeros((0, self.dim), dtype=np.float32)
         """Capacity behind the last segment's rows while it grows (it is a prefix view)."""
+        self._tail_ids: Ids = np.zeros(0, dtype=ID_DTYPE)
         self._whole: F32 | None = None
+        self._digest: str | None = None
+        """:meth:`keys_sha256` while the keys are as when it was made."""
         self._saved: list[str] | None = None
         """The segment names of the record this store was loaded from or last saved to."""
 
     # -- contents --------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return self._n
 
     def __contains__(self, key: object) -> bool:
-        return key in self._index
+        return isinstance(key, str) and bool(self.rows_of(key_ids([key]))[0] >= 0)
 
     @property
     def keys(self) -> list[str]:
-        """The keys in row order (row ``i`` of :attr:`rows` belongs to ``keys[i]``)."""
-        return list(self._keys)
+        """The keys in row order (row ``i`` of :attr:`rows` belongs to ``keys[i]``); a list
+        made on each call (:attr:`ids` is the compact form)."""
+        text = b"".join(_key_text(s.ids, self._other) for s in self._segs)
+        return text.decode("utf-8").split("\n")[:-1]
+
+    @property
+    def ids(self) -> Ids:
+        """Each row's key id (:func:`key_id`), in row order (read-only)."""
+        if len(self._order) == self._n:  # the array the order was made over, unchanged since
+            out = self._sorted.view()
+        elif not self._segs:
+            out = np.zeros(0, dtype=ID_DTYPE)
+        else:
+            out = np.concatenate([s.ids for s in self._segs])
+        out.flags.writeable = False
+        return out
+
+    def present(self, ids: Ids) -> npt.NDArray[np.bool_]:
+        """For each row, whether its key is one of ``ids``."""
+        out = np.zeros(self._n, dtype=bool)
+        rows = self.rows_of(ids)
+        out[rows[rows >= 0]] = True
+        return out
+
+    def keys_sha256(self) -> str:
+        """:func:`keys_digest` of :attr:`keys`, made a segment at a time (and kept until the
+        keys change)."""
+        if self._digest is None:
+            h = hashlib.sha256()
+            for s in self._segs:
+                h.update(_key_text(s.ids, self._other))
+            self._digest = "sha256:" + h.hexdigest()
+        return self._digest
+
+    def snapshot(self) -> KeySnapshot:
+        """The keys as they are now (their ids and digest)."""
+        return KeySnapshot(self.ids, self.keys_sha256())
 
     @property
     def rows(self) -> F32:
@@ -130,16 +286,31 @@ class VectorStore:
         """How many segments the rows are in."""
         return len(self._segs)
 
+    def rows_of(self, ids: Ids) -> npt.NDArray[np.int64]:
+        """The row of each id in ``ids`` (:func:`key_ids`), -1 where there is none."""
+        want = np.asarray(ids, dtype=ID_DTYPE).reshape(-1)
+        out = np.full(want.shape[0], -1, dtype=np.int64)
+        if len(self._order) and want.size:
+            at = np.searchsorted(self._sorted, want, sorter=self._order)
+            at = np.minimum(at, len(self._order) - 1)
+            rows = self._order[at]
+            hit = self._sorted[rows] == want
+            out[hit] = rows[hit]
+        if self._recent and want.size:
+            for i in np.flatnonzero(out < 0).tolist():
+                out[i] = self._recent.get(want[i : i + 1].tobytes(), -1)
+        return out
+
     def row_of(self, key: str) -> int:
         """The row number of ``key``."""
-        try:
-            return self._index[key]
-        except KeyError:
-            raise NotFoundError(f"no vector for {key}") from None
+        row = int(self.rows_of(key_ids([key]))[0])
+        if row < 0:
+            raise NotFoundError(f"no vector for {key}")
+        return row
 
     def vector(self, row: int) -> F32:
         """Row ``row`` (a view: do not modify)."""
-        if not 0 <= row < len(self._keys):
+        if not 0 <= row < self._n:
             raise NotFoundError(f"no vector row {row}")
         s, at = self._locate(row)
         out: F32 = self._segs[s].rows[at]
@@ -154,7 +325,7 @@ class VectorStore:
         """The rows numbered ``rows``, ``(len(rows), dim)``, read only from the segments
         holding them."""
         idx = np.asarray(rows, dtype=np.int64).reshape(-1)
-        if idx.size and (idx.min() < 0 or idx.max() >= len(self._keys)):
+        if idx.size and (idx.min() < 0 or idx.max() >= self._n):
             raise NotFoundError("vector row out of range")
         if self._whole is not None:
             return np.asarray(self._whole[idx], dtype=np.float32)
@@ -167,13 +338,9 @@ class VectorStore:
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         """The keys (first occurrence, in order) that have no row yet: what to embed."""
-        out: list[str] = []
-        seen: set[str] = set()
-        for k in keys:
-            if k not in self._index and k not in seen:
-                seen.add(k)
-                out.append(k)
-        return out
+        listed = list(dict.fromkeys(keys))
+        absent = self.rows_of(key_ids(listed)) < 0
+        return [k for k, a in zip(listed, absent.tolist(), strict=True) if a]
 
     def add(self, keys: Sequence[str], rows: npt.ArrayLike) -> None:
         """Store ``rows[i]`` under ``keys[i]``; a key already present gets its row replaced."""
@@ -186,19 +353,23 @@ class VectorStore:
             )
         if not np.isfinite(arr).all():
             raise InvalidInputError("vectors must be finite")
-        new: dict[str, int] = {}
-        for i, k in enumerate(keys):
+        for k in keys:
             if not isinstance(k, str) or not k or "\n" in k:
                 raise InvalidInputError(
                     f"vector keys must be non-empty one-line strings, got {k!r}"
                 )
-            row = self._index.get(k)
-            if row is not None:
+        ids, other = _ids_of(keys)
+        self._other.update(other)
+        found = self.rows_of(ids)
+        new: dict[bytes, int] = {}
+        for i, (r, row) in enumerate(zip(_raw(ids), found.tolist(), strict=True)):
+            if row >= 0:
                 self._replace(row, arr[i])
             else:
-                new[k] = i  # a key repeated within one call: the last row wins
+                new[r] = i  # a key repeated within one call: the last row wins
         if new:
-            self._append(list(new), arr[np.fromiter(new.values(), np.int64, len(new))])
+            at = np.fromiter(new.values(), np.int64, len(new))
+            self._append(ids[at], arr[at])
         self._whole = None
 
     def _replace(self, row: int, value: F32) -> None:
@@ -210,68 +381,99 @@ class VectorStore:
                 self._tail = seg.rows
         seg.rows[at] = value
 
-    def _append(self, keys: list[str], arr: F32) -> None:
+    def _append(self, ids: Ids, arr: F32) -> None:
         last = self._segs[-1] if self._segs else None
-        if last is None or (last.name is not None and len(last.keys) >= SEGMENT_ROWS):
-            last = _Segment(np.zeros((0, self.dim), dtype=np.float32), [])
+        if last is None or (last.name is not None and len(last.ids) >= SEGMENT_ROWS):
+            last = _Segment(np.zeros((0, self.dim), dtype=np.float32), ids[:0].copy())
             self._segs.append(last)
-            self._tail = last.rows
-            self._starts = np.append(self._starts, len(self._keys))
-        n, need = len(last.keys), len(last.keys) + len(keys)
+            self._tail, self._tail_ids = last.rows, last.ids
+            self._starts = np.append(self._starts, self._n)
+        n, need = len(last.ids), len(last.ids) + len(ids)
         if last.name is not None or need > self._tail.shape[0]:
             cap = max(need, int(self._tail.shape[0] * 1.5) + 16)
             buf = np.zeros((cap, self.dim), dtype=np.float32)
             buf[:n] = last.rows[:n]
             self._tail = buf
+        if need > self._tail_ids.shape[0] or last.ids.base is not self._tail_ids.base:
+            ibuf = np.zeros(self._tail.shape[0], dtype=ID_DTYPE)
+            ibuf[:n] = last.ids[:n]
+            self._tail_ids = ibuf
         self._tail[n:need] = arr
-        last.rows, last.name = self._tail[:need], None
-        base = len(self._keys)
-        for j, k in enumerate(keys):
-            self._index[k] = base + j
-        self._keys.extend(keys)
-        last.keys.extend(keys)
+        self._tail_ids[n:need] = ids
+        last.rows, last.ids, last.name = self._tail[:need], self._tail_ids[:need], None
+        for j, r in enumerate(_raw(ids)):
+            self._recent[r] = self._n + j
+        self._n += len(ids)
+        self._digest = None
+        if len(self._recent) > max(_RECENT_ROWS, len(self._order) // 4):
+            self._reindex()
 
     def get(self, keys: Sequence[str]) -> F32:
         """The rows of ``keys``, ``(len(keys), dim)``; :class:`NotFoundError` for an unknown key."""
-        idx = np.fromiter((self.row_of(k) for k in keys), dtype=np.int64, count=len(keys))
+        idx = self.rows_of(key_ids(keys))
+        if (idx < 0).any():
+            raise NotFoundError(f"no vector for {keys[int(np.flatnonzero(idx < 0)[0])]}")
         return self.take(idx)
 
-    def prune(self, keep_keys: Iterable[str]) -> int:
-        """Drop every row whose key is not in ``keep_keys``; return how many were dropped.
+    def prune(self, keep: Iterable[str] | Ids) -> int:
+        """Drop every row whose key is not in ``keep`` (keys, or their ids); return how many
+        were dropped.
 
         The remaining rows keep their relative order; only the segments that lose rows are
         read (and written again on save).
         """
-        keep = keep_keys if isinstance(keep_keys, set | frozenset | dict) else set(keep_keys)
+        marked = self.present(keep if isinstance(keep, np.ndarray) else key_ids(keep))
         segs: list[_Segment] = []
         dropped = 0
-        for seg in self._segs:
-            kept = [i for i, k in enumerate(seg.keys) if k in keep]
-            if len(kept) == len(seg.keys):
+        for seg, start in zip(self._segs, self._starts.tolist(), strict=True):
+            kept = np.flatnonzero(marked[start : start + len(seg.ids)])
+            if len(kept) == len(seg.ids):
                 segs.append(seg)
                 continue
-            dropped += len(seg.keys) - len(kept)
-            if kept:
-                pick = np.asarray(kept, dtype=np.int64)
-                segs.append(_Segment(np.array(seg.rows[pick], dtype=np.float32),
-                                     [seg.keys[i] for i in kept]))  # fmt: skip
+            dropped += len(seg.ids) - len(kept)
+            if len(kept):
+                segs.append(_Segment(np.array(seg.rows[kept], dtype=np.float32),
+                                     seg.ids[kept]))  # fmt: skip
         if dropped:
-            self._set_segments(segs)
+            self._place(segs)
+            self._reindex()
+            self._digest = None
         return dropped
 
-    def _set_segments(self, segs: list[_Segment]) -> None:
-        """Hold ``segs`` (their keys in row order are the store's)."""
-        self._keys = [k for s in segs for k in s.keys]
-        self._index = {k: i for i, k in enumerate(self._keys)}
-        self._place(segs)
+    def _reindex(self) -> None:
+        """Make the sort order again over every row (the segments' ids become views of one
+        array)."""
+        self._sorted = np.concatenate([s.ids for s in self._segs]) if self._segs \
+            else np.zeros(0, dtype=ID_DTYPE)  # fmt: skip
+        at = 0
+        for seg in self._segs:
+            seg.ids = self._sorted[at : at + len(seg.ids)]
+            at += len(seg.ids)
+        self._tail_ids = self._segs[-1].ids if self._segs else self._sorted[:0]
+        self._order = np.argsort(self._sorted, kind="stable")
+        self._recent = {}
+        self._n = at
+        if self._other:
+            held = set(_raw(self._sorted))
+            self._other = {r: k for r, k in self._other.items() if r in held}
+
+    def _duplicated(self) -> bool:
+        """Whether two rows hold one key."""
+        block = 1 << 20
+        for lo in range(0, max(len(self._order) - 1, 0), block):
+            run = self._sorted[self._order[lo : lo + block + 1]]
+            if (run[1:] == run[:-1]).any():
+                return True
+        return False
 
     def _place(self, segs: list[_Segment]) -> None:
-        """Hold ``segs``, the same keys in the same order as now, cut differently."""
+        """Hold ``segs``, cut as given."""
         self._segs = segs
-        sizes = [len(s.keys) for s in segs]
+        sizes = [len(s.ids) for s in segs]
         self._starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if segs \
             else np.zeros(0, dtype=np.int64)  # fmt: skip
         self._tail = segs[-1].rows if segs else np.zeros((0, self.dim), dtype=np.float32)
+        self._tail_ids = segs[-1].ids if segs else np.zeros(0, dtype=ID_DTYPE)
         self._whole = None
 
     # -- search ----------------------------------------------------------------------
@@ -300,7 +502,7 @@ class VectorStore:
             raise InvalidInputError(f"query vector has width {q.shape[0]}, expected {self.dim}")
         if not np.isfinite(q).all():
             raise InvalidInputError("query vector must be finite")
-        n = len(self._keys)
+        n = self._n
         if k <= 0 or n == 0:
             return []
         if among is not None:
@@ -352,16 +554,16 @@ class VectorStore:
         segs = self._layout()
         for seg in segs:
             if seg.name is None:
-                seg.name = _write_segment(d, seg, self.dim)
+                seg.name = _write_segment(d, seg, self.dim, self._other)
         self._place(segs)
         names = [s.name for s in segs]
         meta = {
             "format": FORMAT,
             "model": self.model_name,
             "dim": self.dim,
-            "count": len(self._keys),
-            "keys_sha256": keys_digest(self._keys),
-            "segments": [{"name": s.name, "rows": len(s.keys)} for s in segs],
+            "count": self._n,
+            "keys_sha256": self.keys_sha256(),
+            "segments": [{"name": s.name, "rows": len(s.ids)} for s in segs],
         }
         meta_text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write(d / META_FILE, lambda f: f.write(meta_text.encode("utf-8")))
@@ -379,21 +581,22 @@ class VectorStore:
         for seg in self._segs:
             if (
                 out
-                and len(out[-1].keys) + len(seg.keys) <= SEGMENT_ROWS
+                and len(out[-1].ids) + len(seg.ids) <= SEGMENT_ROWS
                 and (_small(seg) or _small(out[-1]))
             ):
                 prev = out[-1]
-                out[-1] = _Segment(np.concatenate([prev.rows, seg.rows]), prev.keys + seg.keys)
+                joined = np.concatenate([prev.ids, seg.ids])
+                out[-1] = _Segment(np.concatenate([prev.rows, seg.rows]), joined)
             else:
                 out.append(seg)
         cut: list[_Segment] = []
         for seg in out:
-            if seg.name is not None or len(seg.keys) <= SEGMENT_ROWS:
+            if seg.name is not None or len(seg.ids) <= SEGMENT_ROWS:
                 cut.append(seg)
                 continue
-            for lo in range(0, len(seg.keys), SEGMENT_ROWS):
+            for lo in range(0, len(seg.ids), SEGMENT_ROWS):
                 cut.append(_Segment(seg.rows[lo : lo + SEGMENT_ROWS],
-                                    seg.keys[lo : lo + SEGMENT_ROWS]))  # fmt: skip
+                                    seg.ids[lo : lo + SEGMENT_ROWS]))  # fmt: skip
         return cut
 
     @classmethod
@@ -417,15 +620,17 @@ class VectorStore:
             return store
         if meta.get("model") != model_name or meta_dim != width:
             return store
-        segs = _read_segments(d, meta, width) if meta["format"] == FORMAT \
+        read = _read_segments(d, meta, width) if meta["format"] == FORMAT \
             else _read_legacy(d, meta, width)  # fmt: skip
-        if segs is None:
+        if read is None:
             return store
-        keys = [k for s in segs for k in s.keys]
-        if len(keys) != meta.get("count") or meta.get("keys_sha256") != keys_digest(keys):
-            return store
-        store._set_segments(segs)
-        if len(store._index) != len(keys):  # a key twice
+        segs, other = read
+        store._other = other
+        store._place(segs)
+        store._reindex()
+        if store._n != meta.get("count") or meta.get("keys_sha256") != store.keys_sha256():
+            return cls(width, model_name)
+        if store._duplicated():  # a key twice
             return cls(width, model_name)
         store._saved = [str(s.name) for s in segs] if meta["format"] == FORMAT else None
         return store
@@ -452,14 +657,14 @@ def _read(rows: F32, at: npt.NDArray[np.int64]) -> F32:
 
 def _small(seg: _Segment) -> bool:
     """A changed segment small enough to merge with a neighbour."""
-    return seg.name is None and len(seg.keys) < SEGMENT_ROWS // 2
+    return seg.name is None and len(seg.ids) < SEGMENT_ROWS // 2
 
 
-def _write_segment(d: Path, seg: _Segment, dim: int) -> str:
+def _write_segment(d: Path, seg: _Segment, dim: int, other: dict[bytes, str]) -> str:
     rows = np.ascontiguousarray(seg.rows, dtype=np.float32)
-    keys_text = "".join(k + "\n" for k in seg.keys).encode("utf-8")
+    keys_text = _key_text(seg.ids, other)
     h = hashlib.sha256()
-    h.update(f"{len(seg.keys)} {dim}\n".encode())
+    h.update(f"{len(seg.ids)} {dim}\n".encode())
     h.update(keys_text)
     h.update(rows.tobytes())
     name = SEGMENT_PREFIX + h.hexdigest()[:32]
@@ -468,11 +673,15 @@ def _write_segment(d: Path, seg: _Segment, dim: int) -> str:
     return name
 
 
-def _read_segments(d: Path, meta: dict[str, Any], width: int) -> list[_Segment] | None:
+_Read = tuple[list[_Segment], dict[bytes, str]]
+
+
+def _read_segments(d: Path, meta: dict[str, Any], width: int) -> _Read | None:
     listed = meta.get("segments")
     if not isinstance(listed, list):
         return None
     segs: list[_Segment] = []
+    other: dict[bytes, str] = {}
     for entry in listed:
         name = entry.get("name") if isinstance(entry, dict) else None
         count = entry.get("rows") if isinstance(entry, dict) else None
@@ -481,22 +690,25 @@ def _read_segments(d: Path, meta: dict[str, Any], width: int) -> list[_Segment] 
         if not isinstance(count, int) or count < 1:
             return None
         try:
-            text = (d / f"{name}.keys").read_bytes().decode("utf-8")
+            text = (d / f"{name}.keys").read_bytes()
             rows = np.load(d / f"{name}.npy", allow_pickle=False, mmap_mode="r")
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError):
             return None
-        keys = text.split("\n")
-        if keys[-1] != "" or len(keys) - 1 != count:
+        parsed = _parse_keys(text, count)
+        if parsed is None:
             return None
         if rows.dtype != np.float32 or rows.ndim != 2 or rows.shape != (count, width):
             return None
-        segs.append(_Segment(rows, keys[:-1], name))
-    return segs
+        segs.append(_Segment(rows, parsed[0], name))
+        other.update(parsed[1])
+    return segs, other
 
 
-def _read_legacy(d: Path, meta: dict[str, Any], width: int) -> list[_Segment] | None:
+def _read_legacy(d: Path, meta: dict[str, Any], width: int) -> _Read | None:
     keys = _read_json(d / LEGACY_KEYS)
     if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+        return None
+    if any("\n" in k for k in keys):
         return None
     try:
         rows = np.load(d / LEGACY_VECTORS, allow_pickle=False)
@@ -505,8 +717,9 @@ def _read_legacy(d: Path, meta: dict[str, Any], width: int) -> list[_Segment] | 
     if rows.ndim != 2 or rows.shape != (len(keys), width):
         return None
     if not keys:
-        return []
-    return [_Segment(np.ascontiguousarray(rows, dtype=np.float32), keys)]
+        return [], {}
+    ids, other = _ids_of(keys)
+    return [_Segment(np.ascontiguousarray(rows, dtype=np.float32), ids)], other
 
 
 def _read_json(path: Path) -> Any:
