@@ -42,7 +42,7 @@ def reference(feats: dict[str, Features], mse: int, cap: int) -> dict[tuple[str,
         rows = []
         for b in feats:
             w = related_weight(feats[a], feats[b], mse) if a != b else None
-            if w is not None and feats[a].all & feats[b].all:
+            if w is not None and set(feats[a].all) & set(feats[b].all):
                 rows.append((-w, b))
         rows.sort()
         for neg_w, b in rows[:cap] if cap else rows:

@@ -377,13 +377,14 @@ def topic_edges(high_topics: Iterable[tuple[str, float]]) -> list[tuple[str, flo
 
 @dataclass(frozen=True, slots=True)
 class GraphParts:
-    """Every item's part (sorted by node ID) and what joins them."""
+    """Every item's part (sorted by node ID; their shared nodes and spellings already folded
+    into ``shared``) and what joins them."""
 
     parts: Sequence[ItemPart]
     links: Links
     """Per source node, its edges to other items: (target, type, weight), sorted."""
     topics: Topics
-    shared: Sequence[dict[str, Any]]
+    shared: SharedNodes
     """The Entity, Tag and Topic nodes, sorted."""
     titles: Mapping[str, str]
     ids: Mapping[str, str]
@@ -403,19 +404,21 @@ class GraphParts:
 
 
 def assemble(
-    parts: Iterable[ItemPart],
+    parts: Sequence[ItemPart],
+    shared: SharedNodes,
     related: Mapping[tuple[str, str], float],
     cites: Mapping[str, Mapping[str, int]],
     titles: Mapping[str, str],
     ids: Mapping[str, str],
     high_topics: Mapping[str, Sequence[tuple[str, float]]],
 ) -> GraphParts:
-    """The graph of the items whose ``parts`` these are, with ``related`` (RELATED_TO between
-    items, ``(smaller node ID, larger node ID)`` → weight), ``cites`` (content node ID →
-    cited content node ID → occurrences) and ``high_topics`` (content node ID → its
-    high-relevance terms and their scores); ``titles`` and ``ids``: each item's title and
-    content ID by node ID. A ``related`` that is a ``dict`` is emptied as its pairs become
-    links (every RELATED_TO pair of a library: it and the links are not held together)."""
+    """The graph of the items whose ``parts`` these are (in node order, their shared nodes
+    folded into ``shared``), with ``related`` (RELATED_TO between items, ``(smaller node ID,
+    larger node ID)`` → weight), ``cites`` (content node ID → cited content node ID →
+    occurrences) and ``high_topics`` (content node ID → its high-relevance terms and their
+    scores); ``titles`` and ``ids``: each item's title and content ID by node ID. A
+    ``related`` that is a ``dict`` is emptied as its pairs become links (every RELATED_TO
+    pair of a library: it and the links are not held together)."""
     links: Links = {}
 
     def pairs() -> Iterator[tuple[tuple[str, str], float]]:
@@ -433,34 +436,58 @@ def assemble(
                 links.setdefault(src, []).append((dst, "CITES", float(count)))
     for rows in links.values():
         rows.sort()
-    ordered = sorted(parts, key=lambda p: p.node)
-    topics = {p.node: t for p in ordered if (t := topic_edges(high_topics.get(p.node, ())))}
-    shared = _shared_nodes(ordered, high_topics)
-    return GraphParts(ordered, links, topics, shared, titles, ids)
+    topics = {p.node: t for p in parts if (t := topic_edges(high_topics.get(p.node, ())))}
+    return GraphParts(parts, links, topics, shared, titles, ids)
 
 
-def _shared_nodes(
-    parts: Sequence[ItemPart], high_topics: Mapping[str, Sequence[tuple[str, float]]]
-) -> list[dict[str, Any]]:
-    """The Entity, Tag and Topic nodes, sorted; a node that several items name is labelled
-    as the first of them (in node order) names it (as :func:`build_graph`)."""
-    nodes: dict[str, dict[str, Any]] = {}
-    spellings: dict[str, Counter[str]] = {}
-    for p in parts:
-        for nid, kind, value in p.shared:
+class SharedNodes:
+    """The Entity, Tag and Topic nodes, gathered from each item's part as it comes (in node
+    order), so the parts need not keep their lists: a node that several items name is labelled
+    as the first of them names it, an entity by its most frequent spelling (ties: the first
+    in sort order), as :func:`build_graph` does. Iterated, the nodes sorted, as dicts."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, tuple[str, str]] = {}
+        """Node ID → (type, label or entity type)."""
+        self._spelled: dict[str, tuple[str, int] | Counter[str]] = {}
+        """Entity node ID → its one spelling and times, or a count of each once it has two."""
+
+    def add(self, part: ItemPart, high_topics: Sequence[tuple[str, float]]) -> None:
+        nodes = self._nodes
+        for nid, kind, value in part.shared:
             if nid not in nodes:
-                key = "entity_type" if kind == "Entity" else "label"
-                nodes[nid] = {"id": nid, "type": kind, key: value}
-        for eid, spelling, times in p.spellings:
-            spellings.setdefault(eid, Counter())[spelling] += times
-        for term, _ in high_topics.get(p.node, ()):
+                nodes[nid] = (kind, value)
+        for eid, spelling, times in part.spellings:
+            had = self._spelled.get(eid)
+            if had is None:
+                self._spelled[eid] = (spelling, times)
+            elif isinstance(had, Counter):
+                had[spelling] += times
+            elif had[0] == spelling:
+                self._spelled[eid] = (spelling, had[1] + times)
+            else:
+                self._spelled[eid] = Counter({had[0]: had[1], spelling: times})
+        for term, _ in high_topics:
             tid = node_id("topic", term)
             if tid not in nodes:
-                nodes[tid] = {"id": tid, "type": "Topic", "label": term}
-    for eid, counts in spellings.items():
-        # The most frequent spelling; ties go to the first in sort order (as build_graph).
-        nodes[eid]["label"] = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    return [nodes[k] for k in sorted(nodes)]
+                nodes[tid] = ("Topic", term)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for nid in sorted(self._nodes):
+            kind, value = self._nodes[nid]
+            if kind == "Entity":
+                yield {"id": nid, "type": kind, "entity_type": value, "label": self._label(nid)}
+            else:
+                yield {"id": nid, "type": kind, "label": value}
+
+    def _label(self, eid: str) -> str:
+        had = self._spelled[eid]
+        if isinstance(had, tuple):
+            return had[0]
+        return min(had.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 # The edges between items, from fixed templates: their ends are content node IDs, NMTOKENs by
@@ -592,6 +619,10 @@ def related_jsonl(gp: GraphParts, batch: int = 2048) -> Iterator[bytes]:
         yield canonjson.dumps_lines(piece).encode("utf-8")
 
 
+def _first(pair: tuple[str, GraphItem]) -> str:
+    return pair[0]
+
+
 def graph_parts(
     items: Sequence[GraphItem],
     settings: GraphSettings,
@@ -605,15 +636,18 @@ def graph_parts(
     An item given with only its quotes' digest gets its quotes from ``quotes`` when its part
     is made (and only then). ``related`` is emptied when it is a ``dict`` (:func:`assemble`)."""
     parts: list[ItemPart] = []
+    shared = SharedNodes()
     cites: dict[str, Mapping[str, int]] = {}
     titles: dict[str, str] = {}
     ids: dict[str, str] = {}
     high: dict[str, Sequence[tuple[str, float]]] = {}
     find: Callable[[str, str], dict[str, int]] | None = None
-    for it in items:
+    # In node order, each part's shared nodes and spellings folded in as it comes and not
+    # kept with it (every item's lists were held: ≈ 40 MB at 10,000 items).
+    nodes = sorted(((node_id("content", it.content_id), it) for it in items), key=_first)
+    for node, it in nodes:
         own = _own(it, settings)
         key = part_key(own, settings)
-        node = node_id("content", it.content_id)
         part = store.get(node, key)
         if part is None:
             if own.quotes is None:
@@ -624,7 +658,8 @@ def graph_parts(
                     raise ValueError(f"{it.content_id}: its quotes are not the ones digested")
                 own = replace(own, quotes=got)
             part = store.put(node, key, make_part(own, settings))
-        parts.append(part)
+        shared.add(part, it.high_topics or ())
+        parts.append(replace(part, shared=(), spellings=()))
         if it.cites is None:
             if find is None:
                 find = cite_finder(cite_needles((i.content_id, i.title, i.url) for i in items))
@@ -635,4 +670,4 @@ def graph_parts(
         if it.high_topics:
             high[node] = it.high_topics
     store.save(titles)
-    return assemble(parts, related, cites, titles, ids, high)
+    return assemble(parts, shared, related, cites, titles, ids, high)
