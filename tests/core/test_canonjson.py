@@ -118,3 +118,12 @@ def test_encoders_made_once_give_the_bytes_of_json_dumps(value: Any) -> None:
         loop.append(loop)
         canonjson.dumps_compact(loop)
     assert canonjson.dumps_compact({"after": "a failed call"}) == '{"after":"a failed call"}'
+
+
+def test_iter_dumps_gives_the_text_of_dumps_in_pieces() -> None:
+    doc = {"z": [1, 2.5, None, True], "a": {"ünï": "q\"\n", "b": []}, "e": {}, "n": -0.0,
+           "items": [{"id": str(i), "tags": ["x"] * (i % 3)} for i in range(50)]}  # fmt: skip
+    pieces = list(canonjson.iter_dumps(doc))
+    assert len(pieces) > 10  # made as it goes, not in one piece
+    assert "".join(pieces) == canonjson.dumps(doc)
+    assert "".join(canonjson.iter_dumps([])) == canonjson.dumps([])

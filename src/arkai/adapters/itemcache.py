@@ -302,8 +302,10 @@ class StatMemo:
     def __init__(self, path: Path, salt: str = "") -> None:
         self.path = path
         self.salt = salt
-        self.known: dict[str, list[Any]] = {}
-        self.seen: dict[str, list[Any]] = {}
+        self.known: dict[str, tuple[str, str]] = {}
+        """Name → (its stamps as compact JSON, its value): text, not lists of numbers (≈ 1 KB
+        an item as parsed; the index stage holds every item's for the whole run)."""
+        self.seen: dict[str, tuple[str, str]] = {}
         try:
             raw = json.loads(path.read_bytes())
         except (OSError, ValueError):
@@ -313,7 +315,8 @@ class StatMemo:
         saved, entries = raw.get("saved_ns"), raw.get("entries")
         if not isinstance(saved, int) or not isinstance(entries, dict):
             return
-        for name, entry in entries.items():
+        while entries:
+            name, entry = entries.popitem()  # the parsed file let go as it is taken in
             if (
                 isinstance(entry, list)
                 and len(entry) == 2
@@ -321,23 +324,27 @@ class StatMemo:
                 and isinstance(entry[1], str)
                 and all(_settled(s, saved) for s in entry[0])
             ):
-                self.known[name] = entry
+                self.known[name] = (canonjson.dumps_compact(entry[0]), entry[1])
 
     def get(self, name: str, stamps: Sequence[Stamp]) -> str | None:
         entry = self.known.get(name)
-        if entry is not None and entry[0] == list(stamps):
+        if entry is not None and entry[0] == canonjson.dumps_compact(list(stamps)):
             self.seen[name] = entry
-            return str(entry[1])
+            return entry[1]
         return None
 
     def put(self, name: str, stamps: Sequence[Stamp], value: str) -> None:
-        self.seen[name] = [list(stamps), value]
+        self.seen[name] = (canonjson.dumps_compact(list(stamps)), value)
 
     def save(self) -> None:
-        """Write the entries used or put since this memo was opened (no others)."""
-        doc = {"entries": dict(sorted(self.seen.items())), "salt": self.salt,
-               "saved_ns": time.time_ns()}  # fmt: skip
-        atomic_write_text(self.path, canonjson.dumps_line(doc), fsync=False)
+        """Write the entries used or put since this memo was opened (no others): the bytes
+        :func:`canonjson.dumps_line` gives the document, made an entry at a time."""
+        text = canonjson.dumps_compact
+        entries = ",".join(f"{text(name)}:[{stamps},{text(value)}]"
+                           for name, (stamps, value) in sorted(self.seen.items()))  # fmt: skip
+        doc = (f'{{"entries":{{{entries}}},"salt":{text(self.salt)},'
+               f'"saved_ns":{time.time_ns()}}}\n')  # fmt: skip
+        atomic_write_text(self.path, doc, fsync=False)
 
 
 def _settled(s: Any, saved: int) -> bool:
@@ -374,9 +381,8 @@ class FileDigests:
     def record(self, path: Path, rel: str, digest: str) -> None:
         """Remember ``digest`` for the file this run just wrote with those bytes (trusted in
         this run; in a later one only once it has settled, like any other entry)."""
-        stamps = [stamp(path)]
-        self.memo.known[rel] = [stamps, digest]
-        self.memo.put(rel, stamps, digest)
+        self.memo.put(rel, [stamp(path)], digest)
+        self.memo.known[rel] = self.memo.seen[rel]
 
     def scan(self, out: Path, skip: tuple[str, ...] = (), name_skip: str = "") -> dict[str, str]:
         """``{path under out: digest}`` of the files under ``out``, but dotfiles, paths

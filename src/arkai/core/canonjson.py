@@ -7,7 +7,7 @@ change.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 # One encoder each, made once: ``json.dumps`` with any option makes a new encoder per call,
@@ -20,6 +20,13 @@ _COMPACT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",",
 def dumps(obj: Any) -> str:
     """A JSON document, indented two spaces, keys sorted, ending with one newline."""
     return _INDENTED.encode(obj) + "\n"
+
+
+def iter_dumps(obj: Any) -> Iterator[str]:
+    """The text of :func:`dumps` in pieces (to hash or write a large document without holding
+    its text whole)."""
+    yield from _INDENTED.iterencode(obj)
+    yield "\n"
 
 
 def dumps_compact(obj: Any) -> str:

@@ -1415,17 +1415,19 @@ def run_index(
         synonyms = load_synonyms(root / SYNONYMS)
         # Everything lexical/, topics.json and the graph are functions of: when it equals the
         # last run's and those files are as that run left them, they are not rebuilt.
-        inputs = _digest(
-            canonjson.dumps(
-                {
-                    "settings": settings.decode("utf-8"),
-                    "params": {k: ip[k] for k in ("bm25", "chunks", "topics", "graph")},
-                    "synonyms": synonyms,
-                    "catalog": catalog,
-                    "items": [d.key for d in loaded],
-                }
-            ).encode("utf-8")
-        )
+        # Hashed as the text is made (the catalog's text is ≈ 500 bytes an item), and the
+        # catalog let go: nothing after this reads it.
+        h = hashlib.sha256()
+        for piece in canonjson.iter_dumps({
+            "settings": settings.decode("utf-8"),
+            "params": {k: ip[k] for k in ("bm25", "chunks", "topics", "graph")},
+            "synonyms": synonyms,
+            "catalog": catalog,
+            "items": [d.key for d in loaded],
+        }):  # fmt: skip
+            h.update(piece.encode("utf-8"))
+        inputs = "sha256:" + h.hexdigest()
+        del catalog
         reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest, digests)
         old_counts = old_manifest.get("counts") or {}
 

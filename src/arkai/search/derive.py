@@ -35,6 +35,18 @@ from arkai.search.topics import ItemTerms, item_terms
 DERIVE_VERSION = 3
 
 
+_MENTIONS: dict[tuple[str, str, int], tuple[str, str, int]] = {}
+
+
+def _shared_mention(raw: Sequence[Any]) -> tuple[str, str, int]:
+    """A record's (name, type, count), one tuple for each in the process: the same mention
+    recurs across items (216,000 mentions of 372 entities at 10,000 items of the scale
+    benchmark: ≈ 15 MB as a tuple each)."""
+    a, b, c = raw
+    m = (intern(str(a)), intern(str(b)), int(c))
+    return _MENTIONS.setdefault(m, m)
+
+
 @dataclass(frozen=True, slots=True)
 class ItemRecord:
     """The ``main`` record of one item."""
@@ -76,7 +88,7 @@ class ItemRecord:
             entities=int(d["entities"]),
             quotes=quotes,
             # Entity names and kinds recur across items; every item's record is held at once.
-            mentions=[(intern(str(a)), intern(str(b)), int(c)) for a, b, c in d["mentions"]],
+            mentions=[_shared_mention(m) for m in d["mentions"]],
             quotes_digest=quotes_digest(quotes),
         )
 

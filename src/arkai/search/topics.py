@@ -529,7 +529,7 @@ class _EntryFile:
         item_rank = _rank_of(list(self._items))[np.frombuffer(self._item, np.int32)]
         rank = np.frombuffer(self._rank, np.int8)
         order = np.lexsort((item_rank, rank, term_rank))
-        lens = np.frombuffer(self._len, np.int32).astype(np.int64)
+        lens = np.frombuffer(self._len, np.int32)
         at = np.frombuffer(self._at, np.int64)
         ranked = term_rank[order]
         bounds = np.searchsorted(ranked, np.arange(len(names) + 1))
@@ -539,7 +539,7 @@ class _EntryFile:
         tied[1:] = (
             (np.diff(ranked) == 0) & (np.diff(rank[order]) == 0) & (np.diff(item_rank[order]) == 0)
         )
-        spent = np.concatenate([[0], np.cumsum(lens[order])])
+        spent = np.concatenate([[0], np.cumsum(lens[order], dtype=np.int64)])
         terms = sorted(names)
         a = 0
         while a < len(terms):
@@ -589,9 +589,10 @@ def _runs(tied: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
         yield int(group[0]) - 1, int(group[-1]) + 1
 
 
-def _rank_of(strings: Sequence[str]) -> npt.NDArray[np.int64]:
-    """Each string's position in ``sorted(strings)`` (the strings are distinct)."""
-    rank = np.empty(len(strings), dtype=np.int64)
+def _rank_of(strings: Sequence[str]) -> npt.NDArray[np.int32]:
+    """Each string's position in ``sorted(strings)`` (the strings are distinct; per entry,
+    four bytes where eight would do no more)."""
+    rank = np.empty(len(strings), dtype=np.int32)
     rank[sorted(range(len(strings)), key=strings.__getitem__)] = np.arange(len(strings))
     return rank
 
