@@ -151,6 +151,7 @@ def run_size(n: int, base: np.ndarray, tok: dict[str, Any], queries: list[tuple[
     ann = AnnIndex.build(store, settings)
     res["ann_build_s"] = round(time.perf_counter() - t, 2)
     res["ann_nlist"] = ann.meta["nlist"]
+    res["ann_shards"] = len(ann.shards)
     res["ann_nprobe"] = args.nprobe
     (tmp / f"ann-{n}").mkdir()
     ann.save(tmp / f"ann-{n}", store)
@@ -225,7 +226,7 @@ def compare_engines(base: np.ndarray, qv: np.ndarray, n: int, args: argparse.Nam
     params = faiss.SearchParametersIVF(nprobe=args.nprobe)
     for q in qv:
         c = time.process_time()
-        _, got = ann.index.search(q.reshape(1, -1), 10, params=params)
+        _, got = ann.shards[0].search(q.reshape(1, -1), 10, params=params)  # one below 262,144
         lat.append(time.process_time() - c)
         found.append([ids.get(int(x), -1) for x in got[0]])
     out["faiss_ivf_sq8"] = {"build_cpu_s": round(build, 1), "disk_mb": folder_mb(tmp),
@@ -271,7 +272,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="a .npy file keeping the real chunks' vectors between runs")  # fmt: skip
     ap.add_argument("--engines", type=int, metavar="N",
                     help="only compare FAISS IVF-SQ8 with hnswlib HNSW at N chunks")  # fmt: skip
+    ap.add_argument("--shard-rows", type=int, default=None,
+                    help="rows per ANN shard when built (default: the product's)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.shard_rows is not None:
+        from arkai.search import ann as ann_module
+
+        ann_module.SHARD_ROWS = args.shard_rows
     from arkai.search.embed import OnnxMiniLMEmbedder
 
     rng = random.Random(args.seed)

@@ -101,7 +101,8 @@ def main() -> None:
             disk = {p.name: p.stat().st_size for p in folder.iterdir()}
             rows.append({
                 "rows": n,
-                "ann_mb": round(disk.get("ann.faiss", 0) / 2**20),
+                "ann_mb": round(sum(v for k, v in disk.items() if k.endswith(".faiss")) / 2**20),
+                "ann_shards": sum(k.endswith(".faiss") for k in disk),
                 "store_mb": round(sum(v for k, v in disk.items() if k.endswith(".npy")) / 2**20),
                 **made,
                 "one_changed": _child(["--run", "step", str(folder), str(a.changed)]),

@@ -18,7 +18,7 @@ import pytest
 
 from arkai.errors import InvalidInputError
 from arkai.ops.index import DEFAULTS, update_ann
-from arkai.search.ann import ANN_FILE, ANN_META, AnnError, AnnIndex, AnnSettings
+from arkai.search.ann import ANN_META, AnnError, AnnIndex, AnnSettings, key_ids, shard_of
 from arkai.search.pipeline import Corpus, build_lexical, rank
 from arkai.search.vectors import KeySnapshot, VectorStore
 
@@ -51,6 +51,10 @@ def _hashed_store(n: int = N, seed: int = 0, prefix: str = "a") -> VectorStore:
     store = VectorStore(DIM, "test-model")
     store.add(_keys(n, prefix), _vectors(n, seed))
     return store
+
+
+def _shard_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("ann-*.faiss"))
 
 
 def _queries(m: int = 40) -> npt.NDArray[np.float32]:
@@ -87,7 +91,7 @@ def test_below_threshold_exact_scan_unchanged(tmp_path: Path) -> None:
     # An index left from a larger library is removed once the store is below the threshold.
     AnnIndex.build(store, AnnSettings(threshold=1)).save(tmp_path, store)
     assert update_ann(tmp_path, store, store.snapshot(), {"threshold": N + 1}) == "removed"
-    assert not (tmp_path / ANN_FILE).exists() and not (tmp_path / ANN_META).exists()
+    assert not _shard_files(tmp_path) and not (tmp_path / ANN_META).exists()
     assert update_ann(tmp_path, store, store.snapshot(), {"threshold": N + 1}) is None
     texts = [f"word{i % 37} other{i % 11}" for i in range(N)]
     corpus = Corpus(build_lexical([("", t) for t in texts]), store)
@@ -172,7 +176,7 @@ def test_colliding_key_ids_are_refused() -> None:
 def test_damaged_ann_is_named_and_rebuilt(tmp_path: Path, damage: str) -> None:
     store = _hashed_store()
     assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
-    path = tmp_path / ANN_FILE
+    (path,) = _shard_files(tmp_path)
     data = bytearray(path.read_bytes())
     if damage == "flip":
         data[len(data) // 2] ^= 0xFF
@@ -187,7 +191,7 @@ def test_damaged_ann_is_named_and_rebuilt(tmp_path: Path, damage: str) -> None:
         path.unlink()
     with pytest.raises(AnnError) as err:
         AnnIndex.load(tmp_path, store.snapshot(), DIM)
-    named = ANN_META if damage == "stale-meta" else ANN_FILE
+    named = ANN_META if damage == "stale-meta" else path.name
     assert str(tmp_path / named) in str(err.value)
     assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000}) == "rebuilt"
     assert AnnIndex.load(tmp_path, store.snapshot(), DIM).count == N
@@ -210,7 +214,7 @@ def test_search_refuses_a_damaged_ann_and_scans_exactly(
     folder = tmp_path / "index" / "vectors"
     store = VectorStore.load(folder, "golden")
     assert update_ann(folder, store, KeySnapshot.empty(), {"threshold": 100}) == "built"
-    ann_path = folder / ANN_FILE
+    (ann_path,) = _shard_files(folder)
     data = bytearray(ann_path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     ann_path.write_bytes(bytes(data))
@@ -241,9 +245,10 @@ def test_saved_file_is_faiss_serialisation_and_kept_without_reading(
     monkeypatch.setattr(VectorStore, "rows", property(lambda self: pytest.fail("whole matrix")))
     assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
     ann = AnnIndex.load(tmp_path, store.snapshot(), DIM)
-    data = (tmp_path / ANN_FILE).read_bytes()
+    (path,) = _shard_files(tmp_path)
+    data = path.read_bytes()
     assert len(data) > 1 << 20  # more than one of the writer's buffers
-    assert data == faiss.serialize_index(ann.index).tobytes()
+    assert data == faiss.serialize_index(ann.shards[0]).tobytes()
     monkeypatch.setattr(faiss, "read_index", lambda *a: pytest.fail("read into FAISS"))
     assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000}) == "kept"
     # A changed search setting is written into the record (the index is read to do it).
@@ -252,3 +257,103 @@ def test_saved_file_is_faiss_serialisation_and_kept_without_reading(
         "updated"
     )
     assert AnnIndex.load(tmp_path, store.snapshot(), DIM).meta["nprobe"] == 7
+
+
+def _keys_in_shard(shard: int, bits: int, count: int, prefix: str) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while len(out) < count:
+        key = _keys(1, f"{prefix}{i}-")[0]
+        if int(shard_of(key_ids(store_ids([key])), bits)[0]) == shard:
+            out.append(key)
+        i += 1
+    return out
+
+
+def store_ids(keys: list[str]) -> npt.NDArray[np.bytes_]:
+    from arkai.search.vectors import key_ids as vector_ids
+
+    return vector_ids(keys)
+
+
+def test_an_update_reads_and_writes_only_the_shards_its_keys_fall_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faiss
+
+    from arkai.search import ann as ann_mod
+
+    monkeypatch.setattr(ann_mod, "SHARD_ROWS", 1000)
+    store = _hashed_store()
+    assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
+    meta = json.loads((tmp_path / ANN_META).read_text())
+    assert meta["shard_bits"] == 2 and len(_shard_files(tmp_path)) == 4
+    assert sum(e["count"] for e in meta["shards"]) == N
+    before = [e["file"] for e in meta["shards"]]
+    old = store.snapshot()
+    # Three keys added and two pruned, all in shard 1.
+    new = _keys_in_shard(1, 2, 3, "added")
+    gone = [k for k in store.keys if int(shard_of(key_ids(store_ids([k])), 2)[0]) == 1][:2]
+    store.prune([k for k in store.keys if k not in gone])
+    store.add(new, _vectors(3, seed=5))
+    reads: list[str] = []
+    plain = faiss.read_index
+    monkeypatch.setattr(faiss, "read_index", lambda p, *a: reads.append(p) or plain(p, *a))
+    assert update_ann(tmp_path, store, old, {"threshold": 1000}) == "updated"
+    assert reads == [str(tmp_path / before[1])]  # the one shard the keys fall in
+    monkeypatch.undo()
+    after = [e["file"] for e in json.loads((tmp_path / ANN_META).read_text())["shards"]]
+    assert after[0] == before[0] and after[2:] == before[2:] and after[1] != before[1]
+    assert [p.name for p in _shard_files(tmp_path)] == sorted(after)  # the old shard 1 removed
+    ann = AnnIndex.load(tmp_path, store.snapshot(), DIM)
+    assert ann.count == len(store) == N + 1
+    corpus = Corpus(None, store, ann=ann)
+    for key, vec in zip(new, _vectors(3, seed=5), strict=True):
+        got = rank(corpus, "", mode="vector", query_vec=vec, answer_floor=-1.0)
+        assert store.keys[got.ranked[0].doc] == key
+    assert _recall_at_10(ann, store) >= 0.95
+
+
+def test_shards_propose_what_one_index_proposes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shard's k nearest together hold the k nearest of one index over the same lists."""
+    from arkai.search import ann as ann_mod
+
+    store = _hashed_store()
+    one = AnnIndex.build(store, AnnSettings(threshold=1))
+    monkeypatch.setattr(ann_mod, "SHARD_ROWS", 500)
+    eight = AnnIndex.build(store, AnnSettings(threshold=1))
+    assert len(one.shards) == 1 and len(eight.shards) == 8
+    assert eight.count == one.count == N
+    held = total = 0
+    for q in _queries(30):
+        want = set(one.candidates(q, 20, store).tolist())
+        got = set(eight.candidates(q, 20, store).tolist())
+        held += len(want & got)
+        total += len(want)
+    assert held / total >= 0.98, held / total
+
+
+def test_a_format_1_index_is_built_again(tmp_path: Path) -> None:
+    store = _hashed_store()
+    (tmp_path / "ann.faiss").write_bytes(b"an index of format 1")
+    (tmp_path / ANN_META).write_text(json.dumps({"format": 1, "engine": "faiss-ivf-sq8"}))
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000}) == "rebuilt"
+    assert not (tmp_path / "ann.faiss").exists() and len(_shard_files(tmp_path)) == 1
+    assert AnnIndex.load(tmp_path, store.snapshot(), DIM).count == N
+
+
+def test_build_files_writes_what_build_and_save_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stage writes each shard as it is made (one held at a time): the same files, byte
+    for byte (they are named by their content), as building whole and saving."""
+    from arkai.search import ann as ann_mod
+
+    monkeypatch.setattr(ann_mod, "SHARD_ROWS", 1000)
+    store = _hashed_store()
+    AnnIndex.build_files(tmp_path / "a", store, AnnSettings(threshold=1))
+    (tmp_path / "b").mkdir()
+    AnnIndex.build(store, AnnSettings(threshold=1)).save(tmp_path / "b", store)
+    a, b = _shard_files(tmp_path / "a"), _shard_files(tmp_path / "b")
+    assert len(a) == 4 and [p.name for p in a] == [p.name for p in b]
+    assert (tmp_path / "a" / ANN_META).read_text() == (tmp_path / "b" / ANN_META).read_text()

@@ -349,18 +349,20 @@ def test_ann_index_above_threshold(repo: Path, fake: FakeEmbedder) -> None:
     summary = run_index(Repo.at(repo))
     vectors = repo / "index" / "vectors"
     assert summary.ann == "built" and summary.chunks >= 5
-    assert (vectors / "ann.faiss").is_file() and (vectors / "ann.json").is_file()
+    (shard,) = vectors.glob("ann-*.faiss")
+    assert (vectors / "ann.json").is_file()
     meta = json.loads((vectors / "ann.json").read_text())
     assert meta["count"] == json.loads((vectors / "meta.json").read_text())["count"] >= 5
+    assert [e["file"] for e in meta["shards"]] == [shard.name]
     manifest = json.loads((repo / "index" / "manifest.json").read_text())
-    assert "vectors/ann.faiss" in manifest["files"]
+    assert f"vectors/{shard.name}" in manifest["files"]
     again = run_index(Repo.at(repo))
     assert again.ann == "kept" and again.written == []
     got = search(Repo.at(repo), "bees hive", k=3)
     assert got.results and not [w for w in got.warnings if "ann" in w]
     set_params(repo, ann={"threshold": 10**6})
     assert run_index(Repo.at(repo)).ann == "removed"
-    assert not (vectors / "ann.faiss").exists() and not (vectors / "ann.json").exists()
+    assert not list(vectors.glob("ann-*.faiss")) and not (vectors / "ann.json").exists()
 
 
 def test_reindex_command(repo: Path, fake: FakeEmbedder) -> None:

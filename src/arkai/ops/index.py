@@ -1129,7 +1129,6 @@ def update_ann(folder: Path, store: Any, old: Any, raw: Any, *, full: bool = Fal
     settings = AnnSettings.from_params(raw)
     if len(store) < settings.threshold:
         return "removed" if AnnIndex.remove(folder) else None
-    ann: AnnIndex | None = None
     how = "built"
     if not full and (folder / "ann.json").exists():
         try:
@@ -1137,16 +1136,10 @@ def update_ann(folder: Path, store: Any, old: Any, raw: Any, *, full: bool = Fal
                 meta = AnnIndex.check(folder, old)
                 if meta.get("nprobe") == settings.nprobe and meta.get("dim") == store.dim:
                     return "kept"
-            ann = AnnIndex.load(folder, old, store.dim)
+            return AnnIndex.update_files(folder, store, old, settings)
         except AnnError:
             how = "rebuilt"
-    if ann is None:
-        ann = AnnIndex.build(store, settings)
-    else:
-        before = ann.meta.get("trained_count")
-        ann = ann.update(store, old, settings)
-        how = "updated" if ann.meta.get("trained_count") == before else "rebuilt"
-    ann.save(folder, store)
+    AnnIndex.build_files(folder, store, settings)
     return how
 
 
