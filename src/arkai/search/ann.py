@@ -299,22 +299,31 @@ class AnnIndex:
         ids = key_ids(store.ids)
         order = np.argsort(ids, kind="stable")
         self._sorted_ids, self._rows_of_sorted = ids[order], order.astype(np.int64)
+        probe = int(self.meta.get("nprobe", 48))
+        for shard in self.shards:  # the lists a search scans in each (as the record says)
+            shard.nprobe = max(1, min(probe, int(shard.nlist)))
 
     def candidates(self, query: F32, k: int, store: VectorStore) -> I64:
-        """The store rows of (about) the ``k`` nearest rows to ``query``, unordered: each
-        shard's ``k`` nearest (the shards partition the rows, so these hold the ``k`` nearest
-        a single index would give)."""
+        """The store rows of (about) the ``k`` nearest rows to ``query``, unordered: the
+        coarse quantizer (one for every shard) searched once, each shard's lists it names
+        scanned, and the ``k`` best of all the shards' answers by the index's own scores —
+        what one index over the same lists gives."""
         if self._sorted_ids is None:
             self.bind(store)
         assert self._sorted_ids is not None and self._rows_of_sorted is not None
-        faiss = _faiss()
-        params = faiss.SearchParametersIVF(nprobe=int(self.meta.get("nprobe", 48)))
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
-        found = []
+        first = self.shards[0]
+        dq, iq = first.quantizer.search(q, int(first.nprobe))
+        scores, found = [], []
         for shard in self.shards:
-            _, got = shard.search(q, int(k), params=params)
-            found.append(got[0][got[0] >= 0])
-        ids = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+            d, i = shard.search_preassigned(q, int(k), iq, dq)
+            ok = i[0] >= 0
+            scores.append(d[0][ok])
+            found.append(i[0][ok])
+        ids = np.concatenate(found)
+        if len(ids) > k:
+            best = np.concatenate(scores)
+            ids = ids[np.argpartition(-best, int(k) - 1)[: int(k)]]
         pos = np.searchsorted(self._sorted_ids, ids)
         pos = np.minimum(pos, len(self._sorted_ids) - 1)
         ok = self._sorted_ids[pos] == ids
