@@ -4,10 +4,17 @@ sys.path its scripts would shadow real modules, ``site`` and ``mcp`` among them)
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from types import ModuleType
 
 from tests.conftest import ROOT
+
+
+def run_bench(name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python bench/<name>.py ARGS`` in a process of its own, its output captured."""
+    return subprocess.run([sys.executable, str(ROOT / "bench" / f"{name}.py"), *args],
+                          capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
 
 
 def load_bench(name: str) -> ModuleType:

@@ -4,20 +4,12 @@ are made, one changed item updates the index, nothing changed keeps it (not read
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.conftest import ROOT
+from tests.bench import run_bench
 
 
 def test_the_ann_update_benchmark_runs_and_reports_both_paths() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "ann_update.py"), "--sizes", "3000"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    proc = run_bench("ann_update", "--sizes", "3000", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     (row,) = report["sizes"]

@@ -6,21 +6,13 @@ lists moved to their own table)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.conftest import ROOT
+from tests.bench import run_bench
 
 
 def test_the_graph_benchmark_runs_and_reports_each_phase() -> None:
     args = ["--items", "150", "--caps", "0", "5", "--entities", "4", "--vocabulary", "60"]
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "graph_scale.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_bench("graph_scale", *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert report["bench"] == "graph_scale"

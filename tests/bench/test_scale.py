@@ -6,8 +6,6 @@ minutes: run by hand, see bench/README.md)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,8 +15,8 @@ import pytest
 
 from arkai.formats import parse_source, render_transcript
 from arkai.ops.extract import VERIFY
-from tests.bench import load_bench
-from tests.conftest import ROOT, Runner, load_json
+from tests.bench import load_bench, run_bench
+from tests.conftest import Runner, load_json
 
 
 @pytest.fixture(scope="module")
@@ -250,10 +248,7 @@ def test_re_rendering_reads_every_set(tmp_path: Path) -> None:
     before = {"1000": _size(1000, 5.0, 40.0, 41.0)}
     before["1000"]["base"] = 100
     out.write_text(json.dumps({"sizes": {}, "labels": {"before": {"sizes": before}}}))
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "scale.py"), "--out", str(out), "--markdown"],
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+    proc = run_bench("scale", "--out", str(out), "--markdown", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "before:\n| N | full build |" in proc.stderr
     assert "| 1,000 (100 distinct) | 500 s † | 5.0 s | 40.0 s | 41.0 s |" in proc.stderr
@@ -262,10 +257,7 @@ def test_re_rendering_reads_every_set(tmp_path: Path) -> None:
     assert again["labels"]["before"]["fit"]["noop"] == {"points": 1}
     empty = tmp_path / "empty.json"
     empty.write_text("{}")
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "scale.py"), "--out", str(empty)],
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+    proc = run_bench("scale", "--out", str(empty), timeout=120)
     assert proc.returncode == 2 and "give --sizes" in proc.stderr
 
 

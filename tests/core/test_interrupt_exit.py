@@ -46,3 +46,35 @@ def test_stop_signal_is_a_keyboard_interrupt() -> None:
     # Every `except KeyboardInterrupt` (click's Ctrl-C handling, arkai.cli.guarded) sees it.
     assert issubclass(interrupt.StopSignal, KeyboardInterrupt)
     assert interrupt.StopSignal is not KeyboardInterrupt
+
+
+# A stop signal that lands inside the import system's own code (a module lock's weakref
+# callback, during a lazy import): an exception raised there is printed as "Exception ignored"
+# with a traceback and lost, so the handler sends the signal again a moment later instead.
+RESENT = """\
+import signal, time, types
+from arkai.adapters import interrupt
+
+with interrupt.stop_on_signals():
+    handler = signal.getsignal(signal.SIGTERM)
+    code = types.SimpleNamespace(co_filename="<frozen importlib._bootstrap>")
+    handler(signal.SIGTERM, types.SimpleNamespace(f_code=code))
+    print("returned", interrupt.stop_requested(), flush=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pass
+        print("never sent again")
+    except KeyboardInterrupt as exc:
+        print("sent again", type(exc).__name__)
+raise SystemExit(130)
+"""
+
+
+def test_a_stop_inside_the_import_machinery_is_sent_again(tmp_path: Path) -> None:
+    (tmp_path / "resent.py").write_text(RESENT, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "resent"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert proc.stdout == "returned True\nsent again StopSignal\n", proc.stderr
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
+    assert interrupt.in_import_machinery(None) is False

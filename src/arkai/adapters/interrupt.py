@@ -11,6 +11,7 @@ second and the run's thread pool can be joined.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -68,6 +69,16 @@ class StopSignal(KeyboardInterrupt):
     once in twelve stops."""
 
 
+#: How long after a stop signal that landed inside the import machinery it is sent again.
+RESIGNAL_S = 0.01
+
+
+def in_import_machinery(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) is the import system's own
+    code, e.g. a module lock's weakref callback, where an exception raised is not propagated."""
+    return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
     """While inside, SIGTERM and SIGINT raise the stop flag and a ``KeyboardInterrupt`` in the
@@ -78,6 +89,12 @@ def stop_on_signals() -> Iterator[None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         request_stop()
+        if in_import_machinery(frame):
+            # Raised inside the import system's lock callbacks it would be printed as an
+            # "Exception ignored" traceback and lost; the signal is sent again a moment later,
+            # to land once the import has let go (the stop flag is already up).
+            threading.Timer(RESIGNAL_S, os.kill, (os.getpid(), signum)).start()
+            return
         raise StopSignal
 
     _STOP.clear()
