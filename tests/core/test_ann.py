@@ -357,3 +357,29 @@ def test_build_files_writes_what_build_and_save_write(
     a, b = _shard_files(tmp_path / "a"), _shard_files(tmp_path / "b")
     assert len(a) == 4 and [p.name for p in a] == [p.name for p in b]
     assert (tmp_path / "a" / ANN_META).read_text() == (tmp_path / "b" / ANN_META).read_text()
+
+
+@pytest.mark.parametrize(
+    "forge",
+    ["../outside.faiss", "ann-0.faiss", "missing-shard", "count", "bits"],
+)
+def test_a_forged_shard_list_is_refused_by_name(tmp_path: Path, forge: str) -> None:
+    """``ann.json`` names its shard files by content digest only (no path leaves the folder),
+    lists exactly ``2 ** shard_bits`` of them, and their counts add up."""
+    store = _hashed_store()
+    assert update_ann(tmp_path, store, KeySnapshot.empty(), {"threshold": 1000}) == "built"
+    meta = json.loads((tmp_path / ANN_META).read_text())
+    if forge == "count":
+        meta["shards"][0]["count"] += 1
+    elif forge == "bits":
+        meta["shard_bits"] = 1
+    elif forge == "missing-shard":
+        meta["shards"] = []
+    else:
+        meta["shards"][0]["file"] = forge
+    (tmp_path / ANN_META).write_text(json.dumps(meta))
+    with pytest.raises(AnnError, match="list of shards") as err:
+        AnnIndex.load(tmp_path, store.snapshot(), DIM)
+    assert str(tmp_path / ANN_META) in str(err.value)
+    assert update_ann(tmp_path, store, store.snapshot(), {"threshold": 1000}) == "rebuilt"
+    assert AnnIndex.load(tmp_path, store.snapshot(), DIM).count == N
