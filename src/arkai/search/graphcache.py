@@ -154,9 +154,12 @@ def update_related(
     return RelatedUpdate(_union(stored), len(changed), n_merged, len(recompute))
 
 
-def _union(lists: Mapping[str, Neighbours]) -> dict[tuple[str, str], float]:
+def _union(lists: dict[str, Neighbours]) -> dict[tuple[str, str], float]:
+    """The RELATED_TO pairs of every item's list, ``lists`` emptied as they are taken (every
+    item's list and the pairs made from them are not held together)."""
     edges: dict[tuple[str, str], float] = {}
-    for a, rows in lists.items():
+    while lists:
+        a, rows = lists.popitem()
         for b, w in rows:
             edges[(a, b) if a < b else (b, a)] = w
     return edges
