@@ -524,3 +524,18 @@ def test_a_loaded_store_holds_about_forty_bytes_a_key(tmp_path: Path) -> None:
     assert len(t) == n and t.row_of(t.keys[-1]) == n - 1
     assert held / n < 60, held / n
     assert peak / n < 200, peak / n
+
+
+def test_appends_grow_the_id_buffer_by_capacity_not_each_time() -> None:
+    """Rows added a few at a time go into the room left behind the last segment's ids, as they
+    do for its rows (a copy of every id on each add made a full build quadratic)."""
+    s = VectorStore(4, "m")
+    keys = digest_keys(300)
+    replaced, prev = 0, None
+    for i, k in enumerate(keys):
+        s.add([k], unit_rows(1, dim=4, seed=i))
+        if prev is not None and s._tail_ids is not prev:
+            replaced += 1
+        prev = s._tail_ids
+    assert replaced <= 12, replaced  # grown by half again each time: ≈ log(300) times
+    assert s.keys == keys and [s.row_of(k) for k in keys] == list(range(300))

@@ -394,7 +394,9 @@ class VectorStore:
             buf = np.zeros((cap, self.dim), dtype=np.float32)
             buf[:n] = last.rows[:n]
             self._tail = buf
-        if need > self._tail_ids.shape[0] or last.ids.base is not self._tail_ids.base:
+        # The last segment's ids are always `_tail_ids` or a prefix view of it (set together
+        # here, in _place and in _reindex): only a lack of room makes a new buffer.
+        if need > self._tail_ids.shape[0]:
             ibuf = np.zeros(self._tail.shape[0], dtype=ID_DTYPE)
             ibuf[:n] = last.ids[:n]
             self._tail_ids = ibuf
