@@ -204,10 +204,9 @@ class AnnIndex:
             drop = gone[gone_at == s]
             if len(drop):
                 index.remove_ids(drop)
-            rows = new[new_at == s]
+            rows, ids = new[new_at == s], new_ids[new_at == s]
             for lo in range(0, len(rows), ADD_ROWS):
-                block = rows[lo : lo + ADD_ROWS]
-                index.add_with_ids(store.take(block), key_ids(now[block]))
+                index.add_with_ids(store.take(rows[lo : lo + ADD_ROWS]), ids[lo : lo + ADD_ROWS])
             listed[s] = _write_shard(folder, index, faiss)
             del index
         meta = {**meta, "removed_since_training": removed, "nprobe": settings.nprobe}
