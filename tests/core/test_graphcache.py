@@ -284,3 +284,32 @@ def test_related_lists_best_first_both_directions_capped() -> None:
         {"id": "c", "related": [["a", "related", 0.5]]},
     ]
     assert next(x["related"] for x in related_lists(graph, limit=1)) == [["b", "cites", 2.0]]
+
+
+def test_pair_table_is_the_dict_of_its_pairs() -> None:
+    """RELATED_TO pairs held as arrays (issue 17): a pair given twice has its last weight, as
+    a dict assigned in the same order; lookups, iteration (sorted) and equality are a dict's."""
+    from array import array
+
+    from arkai.search.graph import PairTable
+
+    names = ["content:a", "content:b", "content:c", "content:d"]
+    given = [(2, 3, 0.5), (0, 1, 0.25), (0, 2, 0.125), (0, 1, 0.75), (1, 3, 1.0)]
+    table = PairTable.of(
+        names,
+        array("i", [a for a, _, _ in given]),
+        array("i", [b for _, b, _ in given]),
+        array("d", [w for _, _, w in given]),
+    )
+    want: dict[tuple[str, str], float] = {}
+    for a, b, w in given:
+        want[(names[a], names[b])] = w
+    assert table == want and want == table and len(table) == 4
+    assert list(table) == sorted(want) and table[("content:a", "content:b")] == 0.75
+    assert list(table.pairs()) == [(a, b, w) for (a, b), w in sorted(want.items())]
+    for missing in [("content:b", "content:a"), ("content:a", "content:d"), ("content:x", "a")]:
+        assert missing not in table
+        with pytest.raises(KeyError):
+            table[missing]
+    empty = PairTable.of([], array("i"), array("i"), array("d"))
+    assert empty == {} and not list(empty.pairs())

@@ -331,3 +331,54 @@ def test_the_item_caches_pruning_leaves_the_parts_file(tmp_path: Path) -> None:
     assert ItemCache(tmp_path).prune(set()) == 1
     *_, store = assembled(items, tmp_path)
     assert store.built == 0 and store.rejected == 0
+
+
+def test_links_are_each_sources_sorted_edges() -> None:
+    """Every RELATED_TO pair (from its smaller node) and CITES edge (a count of 0 is none),
+    held as arrays (issue 17): per source its edges sorted by target, type, weight."""
+    from arkai.search.graphparts import Links
+
+    related = [("content:b", "content:c", 0.1234567), ("content:a", "content:c", 0.5),
+               ("content:a", "content:b", 0.25)]  # fmt: skip
+    cites = {"content:a": {"content:c": 2, "content:b": 0}, "content:c": {"content:a": 1}}
+    links = Links(iter(related), cites)
+    assert links.get("content:a") == [
+        ("content:b", "RELATED_TO", 0.25),
+        ("content:c", "CITES", 2.0),
+        ("content:c", "RELATED_TO", 0.5),
+    ]
+    assert links.get("content:b") == [("content:c", "RELATED_TO", 0.123457)]
+    assert links.get("content:c") == [("content:a", "CITES", 1.0)]
+    assert links.get("content:x") == [] and links.get("content:d") == []
+    assert len(links) == 5
+    assert [e[:2] for e in links.edges()] == [
+        ("content:a", "content:b"), ("content:a", "content:c"), ("content:a", "content:c"),
+        ("content:b", "content:c"), ("content:c", "content:a"),
+    ]  # fmt: skip
+    assert len(Links(iter([]), {})) == 0 and Links(iter([]), {}).get("content:a") == []
+
+
+def test_pairs_as_a_table_give_the_same_files(tmp_path: Path) -> None:
+    """graph_parts given the RELATED_TO pairs as graphcache keeps them (a PairTable) writes
+    the bytes it writes from a dict of them."""
+    from array import array
+
+    from arkai.search.graph import PairTable
+
+    rng = random.Random(11)
+    items = [random_item(rng, i) for i in range(30)]
+    related = related_of(items)
+    names = sorted({n for pair in related for n in pair})
+    place = {n: i for i, n in enumerate(names)}
+    table = PairTable.of(
+        names,
+        array("i", [place[a] for a, _ in related]),
+        array("i", [place[b] for _, b in related]),
+        array("d", list(related.values())),
+    )
+    assert table == related
+    with PartStore(tmp_path) as store:
+        gp = graph_parts(items, SETTINGS, table, store)
+        got = (b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)),
+               b"".join(related_jsonl(gp, batch=3)))  # fmt: skip
+    assert got == reference(items)
