@@ -1158,8 +1158,8 @@ def _graph(
     items kept in one table (only a changed item's are recomputed), CITES counts kept
     incrementally (:mod:`arkai.search.citecache`: a transcript is searched again only for the
     needle texts it has not been searched for). ``high``: each item's high-relevance topic
-    terms and their scores; ``quotes``: an item's quotes, asked for only when its graph part
-    is made (the records hold their digest)."""
+    terms and their scores (emptied once the parts are assembled); ``quotes``: an item's
+    quotes, asked for only when its graph part is made (the records hold their digest)."""
     settings = GraphSettings.from_params(ip["graph"])
     needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
                            for d in loaded)  # fmt: skip
@@ -1212,6 +1212,9 @@ def _graph(
         info["related_recomputed"] = related.changed
         info["related_neighbours_updated"] = related.merged + related.recomputed
         del items, nodes, related
+        # The parts' topic edges are made: each item's high terms are not needed again (≈ 300
+        # bytes an item; the caller's dict is emptied).
+        high.clear()
         # In pieces, never whole in memory.
         for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
             if write_chunks_if_changed(out / name, pieces):
