@@ -392,8 +392,9 @@ class PairTable(Mapping[tuple[str, str], float]):
         weight = np.frombuffer(w, dtype=np.float64) if len(w) else np.zeros(0, np.float64)
         key = first.astype(np.int64) * max(len(names), 1) + second
         order = np.argsort(key, kind="stable")
+        ordered = key[order]
         last = np.ones(len(order), dtype=bool)
-        last[:-1] = key[order][1:] != key[order][:-1]
+        last[:-1] = ordered[1:] != ordered[:-1]
         keep = order[last]
         return cls(names, first[keep], second[keep], weight[keep])
 
