@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import math
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
@@ -362,7 +362,19 @@ def _margin(dim: int) -> float:
 
 def _candidates(vectors: Rows, k: int, rows: Sequence[int]) -> dict[int, tuple[list[int], int]]:
     """For each of ``rows``: up to ``k`` earlier rows, the most similar on the exact grid first
-    (ties: the earlier row), and the last one's exact similarity (0 when fewer than ``k``).
+    (ties: the earlier row), and the last one's exact similarity (0 when fewer than ``k``):
+    :func:`_each_candidates` as a dictionary of lists."""
+    return {i: (cand.tolist(), weakest) for i, cand, weakest in _each_candidates(vectors, k, rows)}
+
+
+def _each_candidates(
+    vectors: Rows, k: int, rows: Sequence[int]
+) -> Iterator[tuple[int, npt.NDArray[np.int64], int]]:
+    """For each of ``rows`` in order: the row, up to ``k`` earlier rows, the most similar on
+    the exact grid first (ties: the earlier row), and the last one's exact similarity (0 when
+    fewer than ``k``) — a block of rows at a time, so a caller that keeps them in arrays holds
+    no list per row (as a dictionary of lists: ≈ 1.3 KB a row, 200 MB for a first build's
+    159,000 episodes; issue 17).
 
     A blocked float32 matmul finds, per row, every earlier row within :func:`_margin` of its
     ``k``-th best; only those are ranked on the grid, so the result does not depend on the
@@ -370,13 +382,11 @@ def _candidates(vectors: Rows, k: int, rows: Sequence[int]) -> dict[int, tuple[l
     row's pool keeps what is within the margin of its best ``k`` so far, and is cut to the
     margin of its final ``k``-th at the end): with the rows in a file, a pass holds that many
     of them, not every one."""
-    out: dict[int, tuple[list[int], int]] = {}
     todo = sorted({int(r) for r in rows if r > 0})
-    for r in rows:
-        if r == 0:
-            out[0] = ([], 0)
+    if any(r == 0 for r in rows):
+        yield 0, np.zeros(0, dtype=np.int64), 0
     if not todo:
-        return out
+        return
     eps = _margin(vectors.shape[1])
     a = 0
     while a < len(todo):
@@ -425,12 +435,10 @@ def _candidates(vectors: Rows, k: int, rows: Sequence[int]) -> dict[int, tuple[l
             exact[part] = np.einsum("ij,ij->i", grid(block[rr[part]]), grid(vectors[jj[part]]))
         order = np.lexsort((jj, -exact, rr))
         starts = np.searchsorted(rr[order], np.arange(len(idx) + 1))
-        for r, i in enumerate(idx):
+        for r, i in enumerate(idx.tolist()):
             top_r = order[starts[r] : starts[r + 1]][:k]
-            cand = [int(j) for j in jj[top_r]]
-            out[int(i)] = (cand, int(exact[top_r[-1]]) if len(cand) == k else 0)
+            yield i, jj[top_r], int(exact[top_r[-1]]) if len(top_r) == k else 0
         a = b
-    return out
 
 
 class _State:
@@ -543,7 +551,7 @@ def replay(
     kth = np.zeros(n, dtype=np.int64)
     old = _Resume.plan(resume, fps, vectors) if resume is not None else None
     todo = old.reuse_candidates(cands, kth) if old is not None else range(n)
-    for i, (cand, weakest) in _candidates(vectors, CANDIDATES, todo).items():
+    for i, cand, weakest in _each_candidates(vectors, CANDIDATES, todo):
         cands[i, : len(cand)], kth[i] = cand, weakest
     kinds = np.zeros(n, dtype=np.uint8)
     targets = np.full(n, NONE, dtype=np.int32)
