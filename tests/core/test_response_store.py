@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from arkai.patterns import get_pattern
 from arkai.providers.runner import ResponseStore, Runner, RunnerConfig
@@ -107,3 +110,56 @@ def test_concurrent_migrations_lose_nothing(tmp_path: Path) -> None:
     store = ResponseStore(root)
     assert {key: store.path(key).read_bytes() for key in store.list_keys()} == entries
     assert not (root / "sh").exists()
+
+
+class _Listing:
+    """What ``os.scandir`` gives, from a list made before the folder changed."""
+
+    def __init__(self, entries: list[os.DirEntry[str]]) -> None:
+        self.entries = entries
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.entries)
+
+
+def test_a_folder_removed_while_listed_is_listed_as_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's migration empties and removes ``sh/`` between this process listing
+    the store's folders and reading ``sh/`` (or between seeing ``sh/`` and listing it to
+    migrate): the keys are listed and the migration ends, no FileNotFoundError (CI hit it
+    once with six threads opening one old store: ≈ 1 round in 10 of a stress run before)."""
+    import shutil
+
+    import arkai.providers.runner as runner
+
+    root, entries = old_store(tmp_path, (0, 1))
+    ResponseStore(root)  # migrated: every entry at its new place, sh/ gone
+    real = os.scandir
+
+    def racing(path: str | Path | int) -> Any:
+        if isinstance(path, int):  # shutil.rmtree's own listings (os is one module)
+            return real(path)
+        with real(path) as it:
+            listing = list(it)
+        if Path(path) == root and (root / "sh").is_dir():
+            shutil.rmtree(root / "sh")  # the other process's migration, done meanwhile
+        elif Path(path) == root / "sh":
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return _Listing(listing)
+
+    (root / "sh").mkdir()
+    store = ResponseStore.__new__(ResponseStore)
+    store.root = root
+    monkeypatch.setattr(runner.os, "scandir", racing)
+    assert store.list_keys() == sorted(entries)  # sh/ listed, then gone before it was read
+    (root / "sh").mkdir()
+    assert store.migrate() == 0  # sh/ seen, then gone before it was listed
+    monkeypatch.undo()
+    assert ResponseStore(root).list_keys() == sorted(entries)

@@ -154,6 +154,16 @@ _OLD_FOLDER = "sh"
 _SHA = "sha256:"
 
 
+def _listed(folder: str | Path) -> list[os.DirEntry[str]]:
+    """The entries of ``folder``; none when it is gone (or not a folder) by the time it is
+    read — a migration in another process removes ``sh/`` once it is empty."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 class ResponseStore:
     """Raw responses on disk, one canonical JSON file per key, fanned out by the key's hex
     digest like the remote (``<root>/ab/cdef….json`` for ``sha256:abcdef…``). A store in the
@@ -169,9 +179,15 @@ class ResponseStore:
         return self.root / digest[:2] / f"{digest[2:]}.json"
 
     def list_keys(self) -> list[str]:
-        """Every key with a file in the store, sorted (temporary and foreign names left out)."""
+        """Every key with a file in the store, sorted (temporary and foreign names left out).
+        A folder removed while it is listed (``sh/``, emptied by a migration in another process)
+        is listed as empty."""
         found = (
-            _SHA + p.parent.name + p.name.removesuffix(".json") for p in self.root.glob("*/*.json")
+            _SHA + folder.name + entry.name.removesuffix(".json")
+            for folder in _listed(self.root)
+            if folder.is_dir()
+            for entry in _listed(folder.path)
+            if entry.name.endswith(".json")
         )
         return sorted(k for k in found if _KEY.fullmatch(k) and self.path(k).is_file())
 
@@ -188,7 +204,8 @@ class ResponseStore:
         if old.is_symlink() or not old.is_dir():
             return 0
         moved = 0
-        for path in sorted(old.glob(f"{_SHA}*.json")):
+        names = sorted(e.name for e in _listed(old) if e.name.startswith(_SHA))
+        for path in (old / name for name in names if name.endswith(".json")):
             key = path.name.removesuffix(".json")
             if not _KEY.fullmatch(key) or path.is_symlink() or not path.is_file():
                 continue
