@@ -396,7 +396,9 @@ class Links:
         names = list(place)
         place.clear()
         rank = sorted_rank(names).astype(np.int32)
-        self._names = sorted(names)
+        self._names: list[str] = [""] * len(names)  # sorted: each name at its rank
+        for name, at in zip(names, rank.tolist(), strict=True):
+            self._names[at] = name
         n = len(src)
         s = rank[np.frombuffer(src, np.int32)] if n else np.zeros(0, np.int32)
         d = rank[np.frombuffer(dst, np.int32)] if n else np.zeros(0, np.int32)
