@@ -70,15 +70,21 @@ def log(msg: str) -> None:
     print(f"[lexical {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def segments(ids: np.ndarray, ptr: np.ndarray, terms: list[str]) -> Any:
-    """The documents as :func:`arkai.search.termcounts.encode_segment` outputs (ids into
+def segments(ids: np.ndarray, ptr: np.ndarray, terms: list[str]) -> tuple[list[str], Any]:
+    """The documents as parts of ``SEGMENT_DOCS`` documents: their names, and a function
+    giving part ``i`` as :func:`arkai.search.termcounts.encode_segment` does (ids into
     ``terms``)."""
-    for lo in range(0, len(ptr) - 1, SEGMENT_DOCS):
+    starts = list(range(0, len(ptr) - 1, SEGMENT_DOCS))
+
+    def segment(i: int) -> bytes:
+        lo = starts[i]
         hi = min(lo + SEGMENT_DOCS, len(ptr) - 1)
         lens = np.diff(ptr[lo : hi + 1]).tolist()
         local = ids[ptr[lo] : ptr[hi]].astype("<i4")
         head = json.dumps({"lens": lens, "terms": terms}, ensure_ascii=False)
-        yield head.encode("utf-8") + b"\n" + local.tobytes()
+        return head.encode("utf-8") + b"\n" + local.tobytes()
+
+    return [f"part{i}" for i in range(len(starts))], segment
 
 
 def run_size(n: int, base: np.ndarray | None, tok: dict[str, Any],
@@ -108,8 +114,8 @@ def run_size(n: int, base: np.ndarray | None, tok: dict[str, Any],
     log(f"{n}: engine build")
     settings = LexicalSettings(threshold=1, candidates=args.candidates)
     t, c = time.perf_counter(), time.process_time()
-    LexicalEngine.build(folder, segments(ids, ptr, tok["terms"]), chunks="sha256:bench",
-                        settings=settings)  # fmt: skip
+    names, segment = segments(ids, ptr, tok["terms"])
+    LexicalEngine.build(folder, names, segment, chunks="sha256:bench", settings=settings)
     res["engine_build_s"] = round(time.perf_counter() - t, 1)
     res["engine_build_cpu_s"] = round(time.process_time() - c, 1)
     del ids, ptr

@@ -3,6 +3,7 @@ the BM25 matrix scores them exactly (arkai.search.lexindex)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tantivy
 import yaml
 
 from arkai.errors import InvalidInputError
@@ -61,11 +63,18 @@ def _segments(texts: list[str]) -> list[bytes]:
     return [encode_segment(toks[i : i + 37]) for i in range(0, len(toks), 37)]
 
 
+def _parts(segs: list[bytes]) -> tuple[list[str], Any]:
+    """Parts named by their place and content, as the index stage names its items by ID and
+    inputs key."""
+    names = [f"p{i} {hashlib.sha256(seg).hexdigest()[:16]}" for i, seg in enumerate(segs)]
+    return names, segs.__getitem__
+
+
 def _built(folder: Path, texts: list[str], digest: str = "sha256:a") -> BM25Index:
     bm = BM25Index.build(texts)
     bm.save(folder)
     segs = _segments(texts)
-    assert update_engine(folder, digest, bm.n_docs, {"threshold": 100}, lambda: segs) == "built"
+    assert update_engine(folder, digest, bm.n_docs, {"threshold": 100}, *_parts(segs)) == "built"
     return bm
 
 
@@ -79,16 +88,19 @@ def test_defaults_and_params_agree() -> None:
         LexicalSettings.from_params({"treshold": 5})
     with pytest.raises(Exception, match="candidates >= 1"):
         LexicalSettings.from_params({"candidates": 0})
+    for bad in (0, 1.5, "x"):
+        with pytest.raises(InvalidInputError, match=r"rebuild_fraction|numbers"):
+            LexicalSettings.from_params({"rebuild_fraction": bad})
 
 
 def test_below_threshold_no_engine(tmp_path: Path) -> None:
     texts = _texts(50)
     BM25Index.build(texts).save(tmp_path)
     segs = _segments(texts)
-    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 51}, lambda: segs) is None
+    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 51}, *_parts(segs)) is None
     assert not (tmp_path / ENGINE_META).exists() and not (tmp_path / ENGINE_DIR).exists()
-    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 50}, lambda: segs) == "built"
-    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 51}, lambda: segs) == "removed"
+    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 50}, *_parts(segs)) == "built"
+    assert update_engine(tmp_path, "sha256:a", 50, {"threshold": 51}, *_parts(segs)) == "removed"
     assert not (tmp_path / ENGINE_META).exists() and not (tmp_path / ENGINE_DIR).exists()
 
 
@@ -203,14 +215,14 @@ def test_damaged_engine_is_named_and_rebuilt(tmp_path: Path, damage: str) -> Non
         LexicalEngine.load(tmp_path, bm, "sha256:a")
     assert named in str(err.value)
     segs = _segments(texts)
-    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, lambda: segs) == "rebuilt"
+    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, *_parts(segs)) == "rebuilt"
     LexicalEngine.load(tmp_path, bm, "sha256:a")  # intact again
 
 
 def test_stale_engine_refused_then_rebuilt_when_chunks_change(tmp_path: Path) -> None:
     texts = _texts(300)
     _built(tmp_path, texts)
-    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, lambda: []) == "kept"
+    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, *_parts([])) == "kept"
     # The chunks change: a new BM25 index, the old engine is stale.
     new_texts = texts[:250] + _texts(80, seed=9)
     bm = BM25Index.build(new_texts)
@@ -221,7 +233,7 @@ def test_stale_engine_refused_then_rebuilt_when_chunks_change(tmp_path: Path) ->
     with pytest.raises(EngineError, match="other chunks"):
         LexicalEngine.load(tmp_path, bm, "sha256:a")
     segs = _segments(new_texts)
-    assert update_engine(tmp_path, "sha256:b", 330, {"threshold": 100}, lambda: segs) == "rebuilt"
+    assert update_engine(tmp_path, "sha256:b", 330, {"threshold": 100}, *_parts(segs)) == "rebuilt"
     engine = LexicalEngine.load(tmp_path, bm, "sha256:b")
     assert json.loads((tmp_path / ENGINE_META).read_text())["chunks"] == "sha256:b"
     for q in _queries(15):
@@ -249,7 +261,7 @@ def test_golden_rankings_unchanged_with_the_engine(
         texts, _, _ = golden._corpus()
         lexical.save(tmp_path)
         segs = _segments(texts)
-        update_engine(tmp_path, "sha256:g", lexical.n_docs, {"threshold": 1}, lambda: segs)
+        update_engine(tmp_path, "sha256:g", lexical.n_docs, {"threshold": 1}, *_parts(segs))
         return Corpus(lexical, *rest, engine=LexicalEngine.load(tmp_path, lexical, "sha256:g"),
                       **kw)  # fmt: skip
 
@@ -275,7 +287,7 @@ def test_search_uses_the_engine_and_refuses_a_damaged_one(
     texts, _, _ = golden._corpus()
     segs = _segments(texts)
     assert (
-        update_engine(folder, "sha256:g", len(texts), {"threshold": 100}, lambda: segs) == "built"
+        update_engine(folder, "sha256:g", len(texts), {"threshold": 100}, *_parts(segs)) == "built"
     )
     manifest_path = tmp_path / "index" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
@@ -325,7 +337,7 @@ def test_the_stage_checks_a_kept_engine_without_reading_the_weights(
         raise AssertionError("the weights were read")
 
     monkeypatch.setattr(BM25Index, "load", no_weights)
-    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, lambda: []) == "kept"
+    assert update_engine(tmp_path, "sha256:a", 300, {"threshold": 100}, *_parts([])) == "kept"
     monkeypatch.undo()
     # Same documents, one term's frequency different: refused by the shape as by the index.
     other = BM25Index.build([t if i else t + " zyxwv" for i, t in enumerate(texts)])
@@ -335,3 +347,178 @@ def test_the_stage_checks_a_kept_engine_without_reading_the_weights(
     (tmp_path / "bm25.npz").write_bytes(b"not an npz")
     with pytest.raises(InvalidInputError, match="cannot read BM25 index"):
         bm25_module.load_shape(tmp_path)
+
+
+# -- in place -------------------------------------------------------------------------------
+
+
+def _library(groups: list[tuple[str, list[str]]]) -> tuple[list[str], list[str], list[bytes]]:
+    """Items as the index stage gives them to the engine: named by ID and a digest of their
+    content (its inputs key), their documents' token segments; and all texts in order."""
+    names = [f"{i} {hashlib.sha256(''.join(g).encode()).hexdigest()[:12]}" for i, g in groups]
+    segs = [encode_segment([tokenize(t) for t in g]) for _, g in groups]
+    return names, [t for _, g in groups for t in g], segs
+
+
+def _groups(n: int = 40, size: int = 15) -> list[tuple[str, list[str]]]:
+    texts = _texts(n * size)
+    return [(f"item{k}", texts[k * size : (k + 1) * size]) for k in range(n)]
+
+
+def _run(
+    folder: Path, groups: list[tuple[str, list[str]]], digest: str,
+    reads: list[int] | None = None, **params: Any,
+) -> tuple[str | None, BM25Index]:  # fmt: skip
+    names, texts, segs = _library(groups)
+    bm = BM25Index.build(texts)
+    bm.save(folder)
+
+    def segment(i: int) -> bytes:
+        if reads is not None:
+            reads.append(i)
+        return segs[i]
+
+    how = update_engine(folder, digest, bm.n_docs, {"threshold": 100, **params}, names, segment)
+    return how, bm
+
+
+def _agrees(folder: Path, bm: BM25Index, digest: str) -> LexicalEngine:
+    engine = LexicalEngine.load(folder, bm, digest)
+    assert engine.count == bm.n_docs
+    for q in _queries(30):
+        want = rank(Corpus(bm), q, mode="lexical", depth=20)
+        got = rank(Corpus(bm, engine=engine), q, mode="lexical", depth=20)
+        assert [(r.doc, r.score) for r in got.ranked] == [(r.doc, r.score) for r in want.ranked]
+    return engine
+
+
+def test_a_changed_item_is_replaced_in_place(tmp_path: Path) -> None:
+    """One item's text changed, one removed, one added in the middle: the engine deletes and
+    adds those items' documents only (only their segments are read), places every kept
+    document at its new BM25 position, and passes the checks a search process makes
+    (the document frequencies compared exclude the deleted documents, which tantivy's own
+    counts include until a merge); its answers are the exact lane's."""
+    groups = _groups()
+    assert _run(tmp_path, groups, "sha256:a")[0] == "built"
+    first = json.loads((tmp_path / ENGINE_META).read_text())
+    assert first["churn"] == 0 and first["next_uid"] == first["n_docs"] == 600
+    groups[7] = ("item7", _texts(20, seed=5))
+    del groups[20]
+    groups.insert(3, ("item99", _texts(15, seed=6)))
+    reads: list[int] = []
+    how, bm = _run(tmp_path, groups, "sha256:b", reads)
+    assert how == "updated"
+    assert reads == [3, 8]  # item99 (new) and item7 (changed), nothing else
+    meta = json.loads((tmp_path / ENGINE_META).read_text())
+    assert meta["chunks"] == "sha256:b" and meta["n_docs"] == bm.n_docs == 605
+    assert meta["churn"] == 15 + 20 + 15 + 15 and meta["next_uid"] == 600 + 20 + 15
+    engine = _agrees(tmp_path, bm, "sha256:b")
+    # Each item's documents (found by the part they were added with) sit at its positions.
+    names = _library(groups)[0]
+    at = 0
+    for name, (_, texts) in zip(names, groups, strict=True):
+        q = tantivy.Query.term_query(engine.schema, "part", name)
+        hits = engine.searcher.search(q, limit=100).hits
+        assert sorted(int(engine.docmap[a.segment_ord][a.doc]) for _, a in hits) == list(
+            range(at, at + len(texts))
+        ), name
+        at += len(texts)
+    # Unchanged: kept as it is.
+    names, _, segs = _library(groups)
+    assert update_engine(tmp_path, "sha256:b", 605, {"threshold": 100}, names, segs.__getitem__) \
+        == "kept"  # fmt: skip
+
+
+def test_changes_add_up_until_the_engine_is_built_again(tmp_path: Path) -> None:
+    """Each change adds the documents it deleted and added to the engine's churn; when the
+    next would pass ``rebuild_fraction`` of the documents, the engine is built afresh (churn
+    back to 0) — tantivy's statistics would otherwise drift with the deleted documents."""
+    groups = _groups()
+    _run(tmp_path, groups, "sha256:0")
+    hows, churns = [], []
+    for step in range(1, 7):
+        k = step * 5
+        groups[k] = (f"item{k}", _texts(15, seed=100 + step))
+        how, bm = _run(tmp_path, groups, f"sha256:{step}")
+        hows.append(how)
+        churns.append(json.loads((tmp_path / ENGINE_META).read_text())["churn"])
+        _agrees(tmp_path, bm, f"sha256:{step}")
+    # 30 documents a change (15 deleted, 15 added); 0.2 × 600 = 120.
+    assert hows == ["updated"] * 4 + ["rebuilt", "updated"]
+    assert churns == [30, 60, 90, 120, 0, 30]
+    # A lower fraction builds at once.
+    groups[1] = ("item1", _texts(15, seed=7))
+    assert _run(tmp_path, groups, "sha256:x", rebuild_fraction=0.05)[0] == "rebuilt"
+
+
+def test_a_damaged_or_forged_engine_is_not_updated(tmp_path: Path) -> None:
+    """An engine whose files fail their SHA-256, or whose parts list (its digest forged to
+    match) does not match its documents, is built again rather than updated."""
+    groups = _groups()
+    _run(tmp_path, groups, "sha256:a")
+    _flip(max((tmp_path / ENGINE_DIR).glob("*.idx"), key=lambda p: p.stat().st_size))
+    groups[2] = ("item2", _texts(15, seed=11))
+    how, bm = _run(tmp_path, groups, "sha256:b")
+    assert how == "rebuilt"
+    _agrees(tmp_path, bm, "sha256:b")
+    # The parts list rewritten to say item4's documents are item5's and the reverse, the record
+    # given its new digest: the update would place them wrongly, but the documents' numbers
+    # then fall outside the parts' ranges (or the frequencies differ): built again.
+    parts_path = tmp_path / ENGINE_DIR / "parts.json"
+    parts = json.loads(parts_path.read_text())
+    parts["docs"][4] += 3
+    parts["docs"][5] -= 3
+    parts["first"][5] += 3
+    parts_path.write_text(json.dumps(parts))
+    meta = json.loads((tmp_path / ENGINE_META).read_text())
+    meta["files"]["parts.json"] = "sha256:" + hashlib.sha256(parts_path.read_bytes()).hexdigest()
+    (tmp_path / ENGINE_META).write_text(json.dumps(meta))
+    groups[4] = ("item4", _texts(15, seed=12))
+    how, bm = _run(tmp_path, groups, "sha256:c")
+    assert how == "rebuilt"
+    _agrees(tmp_path, bm, "sha256:c")
+    # An engine of the first format (no parts): built again.
+    meta = json.loads((tmp_path / ENGINE_META).read_text())
+    (tmp_path / ENGINE_META).write_text(json.dumps({**meta, "format": 1}))
+    groups[6] = ("item6", _texts(15, seed=13))
+    assert _run(tmp_path, groups, "sha256:d")[0] == "rebuilt"
+
+
+_KILLED = """
+import os, pickle, signal, sys
+from pathlib import Path
+from arkai.search import lexindex
+folder, names, segs, digest, n = pickle.loads(Path(sys.argv[1]).read_bytes())
+real = lexindex._add
+def dying(*a, **k):
+    real(*a, **k)
+    os.kill(os.getpid(), signal.SIGKILL)
+lexindex._add = dying
+lexindex.update_engine(Path(folder), digest, n, {"threshold": 100}, names, segs.__getitem__)
+"""
+
+
+def test_killed_while_updating_leaves_no_trusted_engine(tmp_path: Path) -> None:
+    """A process killed (SIGKILL) in the middle of an update: the record went first, so no
+    search trusts the half-changed engine (it runs the exact lane), and the next run builds
+    the engine afresh."""
+    import pickle
+    import subprocess
+    import sys
+
+    groups = _groups()
+    _run(tmp_path, groups, "sha256:a")
+    groups[9] = ("item9", _texts(15, seed=21))
+    names, texts, segs = _library(groups)
+    bm = BM25Index.build(texts)
+    bm.save(tmp_path)
+    job = tmp_path / "job.pkl"
+    job.write_bytes(pickle.dumps((str(tmp_path), names, segs, "sha256:b", bm.n_docs)))
+    proc = subprocess.run([sys.executable, "-c", _KILLED, str(job)], check=False)
+    assert proc.returncode == -9
+    assert not (tmp_path / ENGINE_META).exists()
+    with pytest.raises(EngineError, match="cannot read the lexical engine record"):
+        LexicalEngine.load(tmp_path, bm, "sha256:b")
+    assert update_engine(tmp_path, "sha256:b", bm.n_docs, {"threshold": 100}, names,
+                         segs.__getitem__) == "built"  # fmt: skip
+    _agrees(tmp_path, bm, "sha256:b")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from arkai.cli import main
 from arkai.ops import Repo
@@ -63,3 +64,47 @@ def test_engine_built_kept_rebuilt_and_removed(base_repo: Path, tmp_path: Path) 
     run_index(Repo.at(repo))
     assert not (lexical / ENGINE_META).exists() and not (lexical / ENGINE_DIR).exists()
     assert (lexical / "bm25.npz").is_file()
+
+
+def test_a_changed_transcript_updates_the_engine_in_place(base_repo: Path, tmp_path: Path) -> None:
+    """An edited transcript: the stage replaces that item's documents in the engine (step
+    ``lexical``: ``updated``), the engine passes a search process's checks, and search answers
+    as with an engine built afresh (``--full``)."""
+    from arkai.ops.index import run_index
+    from arkai.ops.search import _CACHE, search
+    from tests.func.test_index_stage import step
+
+    repo = _repo(base_repo, tmp_path)
+    set_params(repo, embedder="none", lexical={"threshold": 5, "rebuild_fraction": 1.0})
+    run_index(Repo.at(repo))
+    assert step(repo, "lexical")["engine"] == "built"
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    summary = run_index(Repo.at(repo))
+    assert step(repo, "lexical")["engine"] == "updated" and "lexical" in summary.written
+    lexical = repo / "index" / "lexical"
+    meta = json.loads((lexical / ENGINE_META).read_text())
+    assert meta["churn"] > 0 and meta["n_docs"] == summary.chunks
+    manifest = json.loads((repo / "index" / "manifest.json").read_text())
+    assert meta["chunks"] == manifest["lexical"]["chunks"]
+    assert manifest["files"]["lexical/engine.json"]  # the manifest covers the updated record
+    from arkai.search.bm25 import BM25Index
+
+    LexicalEngine.load(lexical, BM25Index.load(lexical), meta["chunks"])
+    queries = ("varroa late summer", "bees hive", "mite counts treatment")
+
+    def answers() -> list[Any]:
+        _CACHE.clear()
+        out = []
+        for q in queries:
+            got = search(Repo.at(repo), q, k=5, mode="lexical").to_dict()
+            assert not got.get("warnings")
+            out.append(got["results"])
+        return out
+
+    updated = answers()
+    assert any(updated)
+    run_index(Repo.at(repo), full=True)
+    assert step(repo, "lexical")["engine"] == "rebuilt"
+    assert json.loads((lexical / ENGINE_META).read_text())["churn"] == 0
+    assert answers() == updated

@@ -1452,10 +1452,14 @@ def run_index(
                 written.append(LEXICAL)
             info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
             # Above `index.lexical.threshold`: the tantivy engine beside it (search/lexindex.py).
-            engine_input = lambda: (_segment(d, ip, settings, cache) for d in loaded)  # noqa: E731
+            # Its parts are the items, named as in the term counts (the inputs key changes
+            # with every input of the item's tokens): a changed item's documents replaced in
+            # place.
             info["engine"] = update_engine(
-                out / LEXICAL, chunks_digest, summary.chunks, ip.get("lexical"), engine_input
-            )
+                out / LEXICAL, chunks_digest, summary.chunks, ip.get("lexical"),
+                [f"{d.item.id} {d.key}" for d in loaded],
+                lambda i: _segment(loaded[i], ip, settings, cache), full=full,
+            )  # fmt: skip
             if info["engine"] not in (None, "kept") and LEXICAL not in written:
                 written.append(LEXICAL)
 

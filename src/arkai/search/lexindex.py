@@ -13,10 +13,13 @@ length in one byte, so long documents' lengths are approximate; its scores carry
 factor ``k1 + 1``) can only move a document across the candidate boundary, which the
 oversampling covers (docs/index-format.md, "The lexical engine at scale", has the overlap).
 
-Files, in ``index/lexical/``: ``engine/`` (tantivy's segment files and ``docs.npy``, each
-tantivy document's position in the BM25 index) and ``engine.json``, written last: format,
-engine, settings, the chunk set's digest (``index/manifest.json``'s ``lexical.chunks``), the
-number of documents and the SHA-256 of every file in ``engine/``. At search time a record
+Files, in ``index/lexical/``: ``engine/`` (tantivy's segment files, ``docs.npy``: each
+tantivy document's position in the BM25 index, and ``parts.json``: the items whose documents
+it holds, in order) and ``engine.json``, written last: format, engine, settings, the chunk
+set's digest (``index/manifest.json``'s ``lexical.chunks``), the number of documents and the
+SHA-256 of every file in ``engine/``. When items change, the engine is updated in place — the
+changed items' documents deleted, their new ones added — until the documents so changed
+reach ``index.lexical.rebuild_fraction`` of it; then it is built again. At search time a record
 that does not match the chunk set or the BM25 index, or a file whose SHA-256 differs, is
 refused with an :class:`EngineError` naming the file; the caller then runs the exact lane, so
 a damaged or stale engine never gives wrong results silently. ``tantivy`` is imported only
@@ -29,7 +32,7 @@ import hashlib
 import json
 import math
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,12 +57,16 @@ __all__ = [
     "update_engine",
 ]
 
-FORMAT = 1
+FORMAT = 2
 ENGINE = "tantivy-bm25"
 ENGINE_DIR = "engine"
 ENGINE_META = "engine.json"
 DOCS_FILE = "docs.npy"
-_FIELD, _POS = "t", "pos"
+PARTS_FILE = "parts.json"
+_FIELD, _ITEM, _UID = "t", "part", "uid"
+#: New parts' segments kept between counting and indexing them, up to this many bytes (read
+#: again beyond).
+READ_AGAIN = 16 << 20
 #: tantivy's indexing memory budget (its writer splits segments beyond it).
 HEAP_BYTES = 512_000_000
 #: With a filter, the engine is asked for this many times the candidates the filter would keep
@@ -85,6 +92,10 @@ class LexicalSettings:
     """Chunks from which the engine index is built and used (below: the exact lane only)."""
     candidates: int = 2
     """The engine proposes ``candidates × depth`` documents, which are scored exactly."""
+    rebuild_fraction: float = 0.2
+    """Build the engine again (not in place) when the documents added and deleted since it was
+    built would exceed this share of it: tantivy counts a deleted document in its statistics
+    until a merge drops it, so the candidates drift from a fresh build's."""
 
     @classmethod
     def from_params(cls, raw: Any) -> LexicalSettings:
@@ -92,18 +103,20 @@ class LexicalSettings:
             return cls()
         if not isinstance(raw, dict):
             raise InvalidInputError("params.yaml: `index.lexical` must be a mapping")
-        unknown = set(raw) - {"threshold", "candidates"}
+        unknown = set(raw) - {"threshold", "candidates", "rebuild_fraction"}
         if unknown:
             raise InvalidInputError(f"params.yaml: unknown `index.lexical` keys {sorted(unknown)}")
         try:
-            out = cls(**{k: int(v) for k, v in raw.items()})
+            out = cls(**{k: type(getattr(cls(), k))(v) for k, v in raw.items()})
         except (TypeError, ValueError):
-            raise InvalidInputError(
-                "params.yaml: `index.lexical` values must be integers"
-            ) from None
+            raise InvalidInputError("params.yaml: `index.lexical` values must be numbers") from None
         if out.threshold < 1 or out.candidates < 1:
             raise InvalidInputError(
                 "params.yaml: `index.lexical` needs threshold >= 1 and candidates >= 1"
+            )
+        if not 0.0 < out.rebuild_fraction <= 1.0:
+            raise InvalidInputError(
+                "params.yaml: `index.lexical.rebuild_fraction` must be in (0, 1]"
             )
         return out
 
@@ -125,14 +138,6 @@ def _file_digest(path: Path) -> str:
 def _engine_files(folder: Path) -> list[Path]:
     """The files of ``engine/`` a record covers (tantivy's lock files are not content)."""
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.endswith(".lock"))
-
-
-def _schema() -> Any:
-    tantivy = _tantivy()
-    sb = tantivy.SchemaBuilder()
-    sb.add_text_field(_FIELD, tokenizer_name="whitespace", index_option="freq")
-    sb.add_unsigned_field(_POS, fast=True)
-    return sb.build()
 
 
 def exact_scores(bm: BM25Index, weights: Mapping[int, float], docs: Sequence[int]) -> list[float]:
@@ -175,62 +180,144 @@ class LexicalEngine:
     def build(
         cls,
         folder: Path,
-        segments: Iterable[bytes],
+        names: Sequence[str],
+        segment: Callable[[int], bytes],
         *,
         chunks: str,
         settings: LexicalSettings,
     ) -> LexicalEngine:
-        """Index the documents of ``segments`` (:func:`arkai.search.termcounts.encode_segment`
-        outputs in document order, as the BM25 index is built) into ``folder/engine`` and
-        write ``folder/engine.json`` recording the chunk set digest ``chunks``."""
+        """Index the documents of the parts ``names`` into ``folder/engine`` and write
+        ``folder/engine.json`` recording the chunk set digest ``chunks``. Part ``i``'s
+        documents are the token segment ``segment(i)``
+        (:func:`arkai.search.termcounts.encode_segment`), the parts in document order as the
+        BM25 index is built; the index stage's parts are its items, named by ID and inputs key,
+        so that :meth:`update` can replace one."""
         tantivy = _tantivy()
+        _unique(names)
         LexicalEngine.remove(folder)
         tmp = folder / (ENGINE_DIR + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         index = tantivy.Index(_schema(), path=str(tmp))
         writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
-        n = 0
-        for raw in segments:
-            terms, lens, local = decode_segment(raw)
-            words = np.asarray(terms, dtype=object)[local]
-            ends = np.cumsum(lens)
-            for lo, hi in zip((ends - lens).tolist(), ends.tolist(), strict=True):
-                doc = tantivy.Document()
-                doc.add_text(_FIELD, " ".join(words[lo:hi]))
-                doc.add_unsigned(_POS, n)
-                writer.add_document(doc)
-                n += 1
+        first, docs, uid = [], [], 0
+        for i, name in enumerate(names):
+            n = _add(writer, name, segment(i), uid)
+            first.append(uid)
+            docs.append(n)
+            uid += n
         writer.commit()
         writer.wait_merging_threads()
         del writer
+        return cls._finish(
+            folder, tmp, index, _Parts(list(names), first, docs),
+            {"chunks": chunks, "candidates": settings.candidates, "next_uid": uid, "churn": 0},
+        )  # fmt: skip
+
+    @classmethod
+    def update(
+        cls,
+        folder: Path,
+        names: Sequence[str],
+        segment: Callable[[int], bytes],
+        *,
+        chunks: str,
+        settings: LexicalSettings,
+    ) -> LexicalEngine | None:
+        """Bring ``folder``'s engine, built (or updated) for other parts, to the parts
+        ``names`` in place, as :meth:`build` would index them: the documents of parts no longer
+        named are deleted, those of new parts added (only their segments are read), the kept
+        parts' documents placed at their new positions. ``None`` when it should be built
+        again instead: the documents added and deleted since it was built would exceed
+        ``settings.rebuild_fraction`` of its documents (:class:`LexicalSettings`). Raises
+        :class:`EngineError` when the engine is missing or damaged; the record is removed
+        before tantivy's files change, so an update that does not finish leaves no engine that
+        is trusted."""
+        meta = _read_meta(folder)
+        target = folder / ENGINE_DIR
+        engine = cls._open(folder, meta)
+        old = _Parts.read(target)
+        _unique(names)
+        at = {name: n for n, name in enumerate(old.names)}
+        named = set(names)
+        gone = [n for n, name in enumerate(old.names) if name not in named]
+        del named
+        budget = settings.rebuild_fraction * old.total() - int(meta["churn"])
+        removed = sum(old.docs[n] for n in gone)
+        fresh: dict[int, bytes | None] = {}
+        added = held = 0
+        for i, name in enumerate(names):
+            if name in at:
+                continue
+            raw = segment(i)
+            added += _count(raw)
+            if removed + added > budget:
+                return None
+            # Kept to be indexed below while they are few; read again beyond READ_AGAIN bytes.
+            held += len(raw)
+            fresh[i] = raw if held <= READ_AGAIN else None
+        if removed + added > budget:
+            return None
+        (folder / ENGINE_META).unlink()
+        writer = engine.index.writer(heap_size=HEAP_BYTES, num_threads=1)
+        for n in gone:
+            writer.delete_documents_by_term(_ITEM, old.names[n])
+        first, docs, uid = [], [], int(meta["next_uid"])
+        for i, name in enumerate(names):
+            if i in fresh:
+                held_raw = fresh.pop(i)
+                n = _add(writer, name, segment(i) if held_raw is None else held_raw, uid)
+                first.append(uid)
+                docs.append(n)
+                uid += n
+            else:
+                first.append(old.first[at[name]])
+                docs.append(old.docs[at[name]])
+        writer.commit()
+        writer.wait_merging_threads()
+        del writer
+        churn = int(meta["churn"]) + removed + added
+        return cls._finish(
+            folder, target, engine.index, _Parts(list(names), first, docs),
+            {"chunks": chunks, "candidates": settings.candidates, "next_uid": uid,
+             "churn": churn},
+        )  # fmt: skip
+
+    @classmethod
+    def _finish(
+        cls, folder: Path, target: Path, index: Any, parts: _Parts, record: dict[str, Any]
+    ) -> LexicalEngine:
+        """Write the document map and the parts into ``target`` (moved to ``folder/engine``
+        when it is another folder), then the record: ``folder/engine.json``."""
+        tantivy = _tantivy()
         index.reload()
-        docmap = _docmap(index, n)
+        docmap = _docmap(index, parts.positions(int(record["next_uid"])), target)
         flat = np.full(sum(len(x) for x in docmap) + len(docmap), -1, dtype=np.int64)
-        # docs.npy: per segment ordinal, its length then its documents' positions.
+        # docs.npy: per segment ordinal, its length then its documents' positions (-1: deleted).
         at = 0
         for seg in docmap:
             flat[at] = len(seg)
             flat[at + 1 : at + 1 + len(seg)] = seg
             at += 1 + len(seg)
-        atomic_write(tmp / DOCS_FILE, lambda fh: np.save(fh, flat), fsync=False)
-        for lock in tmp.glob("*.lock"):
+        atomic_write(target / DOCS_FILE, lambda fh: np.save(fh, flat), fsync=False)
+        parts.write(target)
+        for lock in target.glob("*.lock"):
             lock.unlink()
-        target = folder / ENGINE_DIR
-        tmp.rename(target)
-        files = {p.name: _file_digest(p) for p in _engine_files(target)}
+        final = folder / ENGINE_DIR
+        if target != final:
+            target.rename(final)
+        files = {p.name: _file_digest(p) for p in _engine_files(final)}
         meta = {
             "format": FORMAT,
             "engine": ENGINE,
             "tantivy": _version(),
-            "chunks": chunks,
-            "n_docs": n,
-            "candidates": settings.candidates,
+            "n_docs": parts.total(),
             "files": files,
+            **record,
         }
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write_text(folder / ENGINE_META, text, fsync=False)
-        return cls(tantivy.Index.open(str(target)), docmap, meta)
+        return cls(tantivy.Index.open(str(final)), docmap, meta)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -241,21 +328,18 @@ class LexicalEngine:
         that does not query needs to give); :class:`EngineError` naming the file when it is
         missing, damaged or built for other documents."""
         shape = bm.shape() if isinstance(bm, BM25Index) else bm
-        meta_path, target = folder / ENGINE_META, folder / ENGINE_DIR
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise EngineError(
-                f"{meta_path}: cannot read the lexical engine record ({exc})"
-            ) from None
-        if (
-            not isinstance(meta, dict)
-            or meta.get("format") != FORMAT
-            or meta.get("engine") != ENGINE
-        ):
-            raise EngineError(f"{meta_path}: not a {ENGINE} record of format {FORMAT}")
+        meta = _read_meta(folder)
         if chunks is None or meta.get("chunks") != chunks or meta.get("n_docs") != shape.n_docs:
-            raise EngineError(f"{meta_path}: the engine was built for other chunks than the index")
+            raise EngineError(f"{folder / ENGINE_META}: the engine was built for other chunks "
+                              "than the index")  # fmt: skip
+        engine = cls._open(folder, meta)
+        engine._check(shape, folder / ENGINE_DIR)
+        return engine
+
+    @classmethod
+    def _open(cls, folder: Path, meta: dict[str, Any]) -> LexicalEngine:
+        """The engine its record ``meta`` describes, its files' SHA-256 checked."""
+        meta_path, target = folder / ENGINE_META, folder / ENGINE_DIR
         files = meta.get("files")
         if not isinstance(files, dict) or not files:
             raise EngineError(f"{meta_path}: lists no engine files")
@@ -276,9 +360,7 @@ class LexicalEngine:
                 flat = np.load(fh)
         except (OSError, ValueError) as exc:
             raise EngineError(f"{target}: tantivy cannot open it ({exc})") from None
-        engine = cls(index, _split_docmap(flat, target), meta)
-        engine._check(shape, target)
-        return engine
+        return cls(index, _split_docmap(flat, target), meta)
 
     def _check(self, shape: Shape, target: Path) -> None:
         """Refuse an engine whose documents or document frequencies differ from those of the
@@ -289,15 +371,22 @@ class LexicalEngine:
                               f"{self.searcher.num_segments} segments, the BM25 index "
                               f"{n_docs}")  # fmt: skip
         every = np.concatenate(self.docmap) if self.docmap else np.zeros(0, dtype=np.int64)
+        every = every[every >= 0]  # a deleted document's place
         if len(every) != n_docs or not np.array_equal(np.sort(every), np.arange(n_docs)):
             raise EngineError(f"{target / DOCS_FILE}: does not map onto the BM25 documents")
         picks = np.linspace(0, len(terms) - 1, min(CHECK_TERMS, len(terms))).astype(int)
         for i in sorted(set(picks.tolist()) | {int(np.argmax(df))} if len(df) else set()):
             t = terms[i]
-            if int(self.searcher.doc_freq(_FIELD, t)) != int(df[i]):
-                raise EngineError(f"{target}: term {t!r} is in {self.searcher.doc_freq(_FIELD, t)}"
-                                  f" documents there, in {int(df[i])} in the BM25 "
-                                  "index")  # fmt: skip
+            there = self.doc_freq(t)
+            if there != int(df[i]):
+                raise EngineError(f"{target}: term {t!r} is in {there} documents there, in "
+                                  f"{int(df[i])} in the BM25 index")  # fmt: skip
+
+    def doc_freq(self, term: str) -> int:
+        """The documents holding ``term``, deleted ones not counted (tantivy's own document
+        frequency counts them until a merge drops them)."""
+        q = _tantivy().Query.term_query(self.schema, _FIELD, term)
+        return int(self.searcher.search(q, limit=1, count=True).count)
 
     @staticmethod
     def remove(folder: Path) -> bool:
@@ -381,21 +470,118 @@ def query_terms(bm: BM25Index, query: str) -> dict[str, float]:
     return out
 
 
-def _docmap(index: Any, n: int) -> list[I64]:
-    """Per segment ordinal, the BM25 position of each of its documents (from the fast field)."""
+def _docmap(index: Any, pos_of: I64, target: Path) -> list[I64]:
+    """Per segment ordinal, the BM25 position of each of its documents: ``pos_of`` of the
+    number it was added with (its fast field); -1 where a document is deleted."""
     tantivy = _tantivy()
     searcher = index.searcher()
     hits = searcher.search(
-        tantivy.Query.all_query(), limit=max(1, n), count=False, order_by_field=_POS,
-        order=tantivy.Order.Desc,
+        tantivy.Query.all_query(), limit=max(1, int(searcher.num_docs)), count=False,
+        order_by_field=_UID, order=tantivy.Order.Desc,
     ).hits  # fmt: skip
     sizes = [0] * searcher.num_segments
     for _, a in hits:
         sizes[a.segment_ord] = max(sizes[a.segment_ord], a.doc + 1)
     out = [np.full(s, -1, dtype=np.int64) for s in sizes]
-    for pos, a in hits:
-        out[a.segment_ord][a.doc] = int(pos)
+    for uid, a in hits:
+        pos = int(pos_of[uid]) if 0 <= uid < len(pos_of) else -1
+        if pos < 0:
+            raise EngineError(f"{target}: document {uid} is in no part of {PARTS_FILE}")
+        out[a.segment_ord][a.doc] = pos
     return out
+
+
+@dataclass
+class _Parts:
+    """The parts an engine indexes, in document order: each one's name, the number its first
+    document was added with (its documents are numbered on from there) and its documents."""
+
+    names: list[str]
+    first: list[int]
+    docs: list[int]
+
+    def total(self) -> int:
+        return sum(self.docs)
+
+    def positions(self, next_uid: int) -> I64:
+        """The BM25 position of the document added with each number below ``next_uid``."""
+        out = np.full(next_uid, -1, dtype=np.int64)
+        at = 0
+        for first, n in zip(self.first, self.docs, strict=True):
+            out[first : first + n] = np.arange(at, at + n)
+            at += n
+        return out
+
+    def write(self, target: Path) -> None:
+        text = json.dumps({"names": self.names, "first": self.first, "docs": self.docs})
+        atomic_write_text(target / PARTS_FILE, text + "\n", fsync=False)
+
+    @classmethod
+    def read(cls, target: Path) -> _Parts:
+        path = target / PARTS_FILE
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            out = cls(list(raw["names"]), list(raw["first"]), list(raw["docs"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise EngineError(f"{path}: cannot read the engine's parts ({exc})") from None
+        if not len(out.names) == len(out.first) == len(out.docs) or not all(
+            isinstance(x, int) and x >= 0 for x in out.first + out.docs
+        ):
+            raise EngineError(f"{path}: not a list of parts")
+        return out
+
+
+def _schema() -> Any:
+    """Each document's tokens (``t``), the part it belongs to (``part``: deleted by that term
+    when the part changes) and the number it was added with (``uid``, a fast field)."""
+    tantivy = _tantivy()
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field(_FIELD, tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field(_ITEM, tokenizer_name="raw", index_option="basic")
+    sb.add_unsigned_field(_UID, fast=True)
+    return sb.build()
+
+
+def _add(writer: Any, name: str, raw: bytes, uid: int) -> int:
+    """Add part ``name``'s documents (its token segment ``raw``), numbered from ``uid``;
+    returns how many."""
+    tantivy = _tantivy()
+    terms, lens, local = decode_segment(raw)
+    words = np.asarray(terms, dtype=object)[local]
+    ends = np.cumsum(lens)
+    n = 0
+    for lo, hi in zip((ends - lens).tolist(), ends.tolist(), strict=True):
+        doc = tantivy.Document()
+        doc.add_text(_FIELD, " ".join(words[lo:hi]))
+        doc.add_text(_ITEM, name)
+        doc.add_unsigned(_UID, uid + n)
+        writer.add_document(doc)
+        n += 1
+    return n
+
+
+def _count(raw: bytes) -> int:
+    """The documents of a token segment."""
+    return len(decode_segment(raw)[1])
+
+
+def _unique(names: Sequence[str]) -> None:
+    if len(set(names)) != len(names):
+        raise ValueError("the lexical engine's parts must have distinct names")
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    """``folder``'s engine record, of this format."""
+    meta_path = folder / ENGINE_META
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"{meta_path}: cannot read the lexical engine record ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("engine") != ENGINE:
+        raise EngineError(f"{meta_path}: not a {ENGINE} record of format {FORMAT}")
+    if not isinstance(meta.get("next_uid"), int) or not isinstance(meta.get("churn"), int):
+        raise EngineError(f"{meta_path}: not a {ENGINE} record of format {FORMAT}")
+    return meta
 
 
 def _split_docmap(flat: npt.NDArray[Any], where: Path) -> list[I64]:
@@ -424,28 +610,48 @@ def update_engine(
     chunks: str,
     n_docs: int,
     raw: Any,
-    segments: Callable[[], Iterable[bytes]],
+    names: Sequence[str],
+    segment: Callable[[int], bytes],
+    *,
+    full: bool = False,
 ) -> str | None:
-    """Build, keep or remove ``folder``'s engine for the BM25 index there (``n_docs``
-    documents of the chunk set digested ``chunks``; ``segments()`` gives its token segments);
-    returns what was done: ``built``, ``rebuilt`` (after a stale or damaged one), ``kept``,
-    ``removed`` or ``None`` (below the threshold, none there)."""
+    """Build, update, keep or remove ``folder``'s engine for the BM25 index there (``n_docs``
+    documents of the chunk set digested ``chunks``, from the parts ``names`` whose token
+    segments ``segment(i)`` gives: :meth:`LexicalEngine.build`); returns what was done:
+    ``built``, ``updated`` (in place, from an engine of other parts: :meth:`LexicalEngine.update`),
+    ``rebuilt`` (after a damaged one, or one that could not be updated), ``kept``, ``removed``
+    or ``None`` (below the threshold, none there). ``full``: built (again) whatever is there."""
     settings = LexicalSettings.from_params(raw)
     if n_docs < settings.threshold:
         return "removed" if LexicalEngine.remove(folder) else None
-    how = "built"
-    if (folder / ENGINE_META).exists():
-        try:
-            # Its terms and row pointers: the index's weights are not read (≈ 560 MB at
-            # 100,000 items).
-            engine = LexicalEngine.load(folder, load_shape(folder), chunks)
-        except (EngineError, InvalidInputError):
-            how = "rebuilt"
-        else:
-            if engine.meta.get("candidates") != settings.candidates:
-                meta = {**engine.meta, "candidates": settings.candidates}
-                text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-                atomic_write_text(folder / ENGINE_META, text, fsync=False)
-            return "kept"
-    LexicalEngine.build(folder, segments(), chunks=chunks, settings=settings)
-    return how
+    if full or not (folder / ENGINE_META).exists():
+        there = (folder / ENGINE_META).exists()
+        LexicalEngine.build(folder, names, segment, chunks=chunks, settings=settings)
+        return "rebuilt" if there else "built"
+    # Its terms and row pointers: the index's weights are not read (≈ 560 MB at 100,000 items).
+    shape = load_shape(folder)
+    try:
+        engine = LexicalEngine.load(folder, shape, chunks)
+    except (EngineError, InvalidInputError):
+        pass
+    else:
+        if engine.meta.get("candidates") != settings.candidates:
+            meta = {**engine.meta, "candidates": settings.candidates}
+            text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+            atomic_write_text(folder / ENGINE_META, text, fsync=False)
+        return "kept"
+    try:
+        updated = LexicalEngine.update(folder, names, segment, chunks=chunks, settings=settings)
+        if updated is not None:
+            # Checked as a search process would check it: the same documents and document
+            # frequencies as the BM25 index just written.
+            got = updated.meta["n_docs"]
+            if got != n_docs:
+                raise EngineError(f"{folder / ENGINE_META}: {got} documents after the update, "
+                                  f"{n_docs} in the index")  # fmt: skip
+            updated._check(shape, folder / ENGINE_DIR)
+            return "updated"
+    except (EngineError, InvalidInputError, OSError, ValueError, RuntimeError):
+        pass  # damaged, of another format or not finished: built again below
+    LexicalEngine.build(folder, names, segment, chunks=chunks, settings=settings)
+    return "rebuilt"
