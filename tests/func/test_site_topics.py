@@ -582,8 +582,8 @@ def test_related_rows_that_are_damaged_are_left_out(tmp_path: Path) -> None:
     )
     titles = {a: "A", b: "B", c: "C"}
     assert site_build._load_related(index, titles) == {
-        a: [[b, "B", "RELATED_TO"]],
-        b: [[c, "C", "CITES"]],
+        a: [(b, "B", "RELATED_TO")],
+        b: [(c, "C", "CITES")],
     }
 
 

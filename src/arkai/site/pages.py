@@ -3,6 +3,7 @@ status badges, entities, topics, related items) and its transcript page."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +52,8 @@ class ItemContext:
     """Keys of this item's entities that have a page."""
     topics: list[list[str]] = field(default_factory=list)
     """``[term, relevance, has_page ("1"/"")]`` for the item, best first."""
-    related: list[list[str]] = field(default_factory=list)
-    """``[content_id, title, relation]`` of related items (index/related.jsonl)."""
+    related: Sequence[Sequence[str]] = field(default_factory=list)
+    """``(content_id, title, relation)`` of related items (index/related.jsonl)."""
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: its deep copy was a tenth of a one-item rebuild's cost.

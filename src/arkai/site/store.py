@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ class SummaryStore:
         """``(content id, cache entry, slim summary)`` of every stored item; the entry's
         ``stats`` are given as :func:`stats_key` makes them."""
         for cid, text, slim in self._db.execute("SELECT id, entry, slim FROM items"):
-            entry = json.loads(text)
+            entry = _keyed(json.loads(text))
             if "stats" in entry:  # compared as one string (its lists were a third of an item)
                 entry["stats"] = stats_key(entry["stats"])
             yield cid, entry, pack_slim(json.loads(slim))
@@ -279,10 +280,12 @@ _SHARED_FIELDS = ("type", "subtype", "published", "url", "tags", "counts")
 def pack_slim(slim: dict[str, Any]) -> dict[str, Any]:
     """The slim record with the values many items have in common shared: one tag list, one
     claim-counts dict, one type string for all the items that have them (a big library holds
-    a slim record per item; the shared values were a third of one). Shared values must not
-    be changed: nothing changes a slim record once it is made."""
+    a slim record per item; the shared values were a third of one), its keys interned (a new
+    dictionary). Shared values must not be changed: nothing changes a slim record once it is
+    made."""
     if len(_shared) >= _SHARED_MAX:
         _shared.clear()
+    slim = _keyed(slim)
     for name in _SHARED_FIELDS:
         value = slim.get(name)
         if isinstance(value, list):
@@ -296,6 +299,13 @@ def pack_slim(slim: dict[str, Any]) -> dict[str, Any]:
         except TypeError:  # unhashable contents: kept as they are
             continue
     return slim
+
+
+def _keyed(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its keys interned: each ``json.loads`` makes its own copy of every key,
+    which for a slim record was more than half of it (1.7 → 0.75 KB an item, measured on the
+    20,000-item library; issue 17)."""
+    return {sys.intern(k): v for k, v in record.items()}
 
 
 def slim_summary(summary: dict[str, Any]) -> dict[str, Any]:
