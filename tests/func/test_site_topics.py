@@ -799,3 +799,25 @@ def test_topic_pages_read_again_only_the_topics_they_make(
     write(doc(big=False))
     with pytest.raises(TopicsChanged, match=r"topics\.json.*gone.*big"):
         list(topic_pages(lib))
+
+
+def test_the_catalog_is_read_cut_to_ids_and_chunk_counts(tmp_path: Path) -> None:
+    """The site reads ``catalog.json`` only for each item's chunk count: every entry is cut to
+    its ID and count as it is decoded (the whole entries were most of the topic step's peak),
+    and the offsets are those of the whole entries."""
+    from arkai.adapters.store import read_json
+    from arkai.search.topics import chunk_offsets
+
+    items = [
+        {"id": f"c{i}", "chunks": i + 1, "title": "T" * 500, "tags": [{"x": 1}], "url": None}
+        for i in range(5)
+    ]
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"version": 3, "items": items}))
+    cut = read_json(path, site_build._id_and_chunks)
+    assert cut == {"version": 3, "items": [{"id": e["id"], "chunks": e["chunks"]} for e in items]}
+    assert (
+        chunk_offsets(cut["items"])
+        == chunk_offsets(items)
+        == {"c0": 0, "c1": 1, "c2": 3, "c3": 6, "c4": 10}
+    )

@@ -46,15 +46,19 @@ def iter_jsonl(
         yield value
 
 
-def read_json_as(path: Path, root: Path, what: str, parse: Callable[[Any], T]) -> T | None:
+def read_json_as(
+    path: Path, root: Path, what: str, parse: Callable[[Any], T],
+    object_hook: Callable[[dict[str, Any]], Any] | None = None,
+) -> T | None:  # fmt: skip
     """The JSON file ``path`` (read safely below ``root``) parsed by ``parse``; None when it is
     missing. Bytes that are not UTF-8 JSON are a LibraryError ``<path>: not valid JSON (<why>)``,
-    a value ``parse`` rejects one ``<path>: <what> (<why>)``."""
+    a value ``parse`` rejects one ``<path>: <what> (<why>)``. ``object_hook``: as
+    :func:`json.loads`'s (each object as it is decoded → what stands for it)."""
     data = read_repo_file(path, root, missing_ok=True)
     if data is None:
         return None
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"), object_hook=object_hook)
     except (UnicodeDecodeError, ValueError) as exc:
         raise LibraryError(f"{path}: not valid JSON ({exc})") from None
     except RecursionError:
@@ -106,9 +110,12 @@ def write_evidence(path: Path, lines: Iterable[EvidenceLine]) -> bool:
     return write_if_changed(path, evidence_bytes(lines))
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object file, or None when missing. Malformed files raise LibraryError."""
-    return read_json_as(path, path.parent, "not a JSON object", json_object)
+def read_json(
+    path: Path, object_hook: Callable[[dict[str, Any]], Any] | None = None
+) -> dict[str, Any] | None:
+    """A JSON object file, or None when missing. Malformed files raise LibraryError.
+    ``object_hook``: as :func:`json.loads`'s."""
+    return read_json_as(path, path.parent, "not a JSON object", json_object, object_hook)
 
 
 def json_object(value: Any) -> dict[str, Any]:

@@ -527,6 +527,14 @@ def _drain(
         add(term, items)
 
 
+def _id_and_chunks(obj: dict[str, Any]) -> Any:
+    """A ``catalog.json`` item (an object with ``id`` and ``chunks``) cut to those two; any
+    other object as it is."""
+    if "id" in obj and "chunks" in obj:
+        return {"id": obj["id"], "chunks": obj["chunks"]}
+    return obj
+
+
 def _load_topics(
     index: Path, titles: Mapping[str, str]
 ) -> tuple[dict[str, Topic], dict[str, ItemTopics], Callable[[set[str]], Iterator[_TopicRead]]]:
@@ -537,10 +545,12 @@ def _load_topics(
     numbers become positions in ``chunks.jsonl`` through ``catalog.json``
     (:func:`arkai.search.topics.chunk_offsets`)."""
     path = index / "topics.json"
-    catalog = read_json(index / "catalog.json")
+    # Each item's catalog entry cut to its ID and chunk count as it is decoded: the entries
+    # whole (≈ 1.5 KB each decoded) were most of this step's peak (issue 17).
+    catalog = read_json(index / "catalog.json", _id_and_chunks)
     listed = catalog.get("items") if isinstance(catalog, dict) else None
     offsets = chunk_offsets(listed if isinstance(listed, list) else [])
-    del catalog, listed  # every item's catalog entry (≈ 1 KB each): only the offsets are kept
+    del catalog, listed
     reader: _TopicReader
     for reader in (_each_topic, _walked_topics, _decoded_topics):
         given: Mapping[str, int] | None = offsets
