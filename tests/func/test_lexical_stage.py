@@ -81,7 +81,8 @@ def test_a_changed_transcript_updates_the_engine_in_place(base_repo: Path, tmp_p
     transcript = sorted((repo / "library").rglob("transcript.md"))[0]
     transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
     summary = run_index(Repo.at(repo))
-    assert step(repo, "lexical")["engine"] == "updated" and "lexical" in summary.written
+    assert step(repo, "lexical")["engine"] == summary.lexical_engine == "updated"
+    assert "lexical" in summary.written and summary.to_dict()["lexical_engine"] == "updated"
     lexical = repo / "index" / "lexical"
     meta = json.loads((lexical / ENGINE_META).read_text())
     assert meta["churn"] > 0 and meta["n_docs"] == summary.chunks

@@ -182,6 +182,9 @@ class IndexSummary:
     ann: str | None = None
     """What happened to the ANN index (``built``, ``rebuilt``, ``updated``, ``kept``,
     ``removed``); ``None``: below ``index.ann.threshold``, none there."""
+    lexical_engine: str | None = None
+    """What happened to the lexical engine (``built``, ``rebuilt``, ``updated``, ``kept``,
+    ``removed``); ``None``: below ``index.lexical.threshold``, none there."""
     written: list[str] = field(default_factory=list)
     """Index files whose bytes changed."""
     shards: dict[str, Any] | None = None
@@ -205,6 +208,7 @@ class IndexSummary:
             "cache_hits": self.cache_hits,
             "cache_rejected": self.cache_rejected,
             "ann": self.ann,
+            "lexical_engine": self.lexical_engine,
             "written": sorted(self.written),
             "shards": self.shards,
         }
@@ -1455,7 +1459,7 @@ def run_index(
             # Its parts are the items, named as in the term counts (the inputs key changes
             # with every input of the item's tokens): a changed item's documents replaced in
             # place.
-            info["engine"] = update_engine(
+            info["engine"] = summary.lexical_engine = update_engine(
                 out / LEXICAL, chunks_digest, summary.chunks, ip.get("lexical"),
                 [f"{d.item.id} {d.key}" for d in loaded],
                 lambda i: _segment(loaded[i], ip, settings, cache), full=full,
