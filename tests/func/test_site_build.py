@@ -515,3 +515,46 @@ def test_the_search_index_keeps_to_its_budget_and_the_home_page_says_so(
     for bad in (0, -1, "big", True, float("inf"), float("nan")):
         with pytest.raises(LibraryError, match=r"site\.search_index_mb"):
             with_budget(bad)
+
+
+def test_the_beliefs_history_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """The beliefs page's history keeps, per belief, its count of changes and the latest
+    ``BELIEF_HISTORY`` of them while ``changes.jsonl`` is read a line at a time: a 20 MB log
+    is read in a few MB (the site stage's peak followed the log's size when every change was
+    held), a change naming another belief counts for both, and an unreadable log is no
+    history."""
+    import tracemalloc
+
+    from arkai.site import build as site_build
+    from arkai.site import indexes
+
+    folder = tmp_path / "beliefs"
+    folder.mkdir()
+    lines = []
+    for n in range(150_000):
+        day = f"2026-01-{n % 28 + 1:02d}"
+        row = {"seq": n, "kind": "reinforced", "belief": "abc"[n % 3] * 16, "date": day,
+               "episode": f"{n:040x}", "note": f"change number {n} " + "x" * 40}  # fmt: skip
+        if n == 149_999:
+            row["other"] = "d" * 16
+        lines.append(json.dumps(row))
+    (folder / "changes.jsonl").write_text("\n".join(lines) + "\n")
+    del lines
+    assert (folder / "changes.jsonl").stat().st_size > 20_000_000
+    tracemalloc.start()
+    try:
+        got = site_build._belief_changes(tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000, peak
+    keep = indexes.BELIEF_HISTORY
+    assert {b: h.count for b, h in got.items()} == {
+        "a" * 16: 50_000, "b" * 16: 50_000, "c" * 16: 50_000, "d" * 16: 1
+    }  # fmt: skip
+    assert [c["note"].split()[2] for c in got["a" * 16].latest] == [
+        str(n) for n in range(150_000 - 3 * keep, 150_000, 3)
+    ]
+    assert list(got["d" * 16].latest) == list(got["c" * 16].latest)[-1:]  # the last, n = 149,999
+    (folder / "changes.jsonl").write_text('{"seq": 1}\n')
+    assert site_build._belief_changes(tmp_path) == {}

@@ -53,3 +53,47 @@ def test_the_files_have_the_bytes_of_the_whole_document(tmp_path: Path, n: int) 
     assert index is not None and index.beliefs(list(range(n))[::-1]) == got[::-1]
     assert files.read_state(tmp_path) == (HEADER, got)
     assert not files.write_state(tmp_path, HEADER, got, changes, rows)  # the same bytes
+
+
+def test_the_change_log_is_read_a_line_at_a_time(tmp_path: Path) -> None:
+    """``iter_changes`` gives the changes one at a time from the open file (its bytes are
+    never whole in memory: a 20 MB log read through peaks far below its size); a bad line
+    or byte is an error naming the file with the line or the byte's offset; a missing log is
+    no changes; a link in its place is refused."""
+    import os
+    import tracemalloc
+
+    from arkai.errors import LibraryError
+
+    folder = tmp_path / "beliefs"
+    folder.mkdir()
+    log = folder / "changes.jsonl"
+    line = json.dumps({"seq": 1, "kind": "reinforce", "belief": "b" * 16, "date": "2026-01-01",
+                       "episode": "e" * 40, "note": "n" * 60}) + "\n"  # fmt: skip
+    count = 20_000_000 // len(line) + 1
+    with log.open("w") as fh:
+        fh.writelines(line for _ in range(count))
+    assert log.stat().st_size >= 20_000_000
+    tracemalloc.start()
+    try:
+        seen = sum(1 for c in files.iter_changes(tmp_path) if c.kind == "reinforce")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seen == count
+    assert peak < 4_000_000, peak
+
+    log.write_bytes(line.encode() * 2 + b'{"seq": 3, "kind"\n' + line.encode())
+    with pytest.raises(LibraryError, match=r"changes\.jsonl:3: not a belief change"):
+        list(files.iter_changes(tmp_path))
+    log.write_bytes(line.encode() * 2 + b"\xff" + line.encode())
+    with pytest.raises(LibraryError, match=rf"changes\.jsonl: not valid UTF-8 .* at byte "
+                                           rf"{2 * len(line)}\)"):  # fmt: skip
+        list(files.iter_changes(tmp_path))
+    log.unlink()
+    assert list(files.iter_changes(tmp_path)) == [] == files.read_changes(tmp_path)
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(line)
+    os.symlink(outside, log)
+    with pytest.raises(LibraryError, match=r"changes\.jsonl"):
+        list(files.iter_changes(tmp_path))

@@ -17,23 +17,19 @@ T = TypeVar("T")
 
 
 def iter_jsonl(
-    data: bytes,
+    data: bytes | Iterable[bytes],
     label: Path | str,
     what: str,
     parse: Callable[[Any], T],
     problems: list[str] | None = None,
 ) -> Iterator[T]:
-    """Each non-blank line of a JSON Lines file, parsed by ``parse``. A line that is not JSON
-    or that ``parse`` rejects is a LibraryError ``<label>:<n>: <what> (<why>)`` — or, given
-    ``problems``, that message goes there and the line is skipped (and bytes that are not
-    UTF-8 are replaced instead of failing the file)."""
-    try:
-        text = data.decode("utf-8", errors="strict" if problems is None else "replace")
-    except UnicodeDecodeError as exc:
-        raise LibraryError(f"{label}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    # Lines end at \n only: str.splitlines would also split at U+2028, U+0085 and other
-    # characters that JSON writes unescaped inside strings (canonjson keeps non-ASCII as is).
-    for n, row in enumerate(text.split("\n"), 1):
+    """Each non-blank line of a JSON Lines file — its bytes, or its lines as a binary file
+    gives them (read a line at a time: never the whole file in memory) — parsed by
+    ``parse``. A line that is not JSON or that ``parse`` rejects is a LibraryError
+    ``<label>:<n>: <what> (<why>)`` — or, given ``problems``, that message goes there and the
+    line is skipped (and bytes that are not UTF-8 are replaced instead of failing the
+    file)."""
+    for n, row in enumerate(_rows(data, label, problems is None), 1):
         if not row.strip():
             continue
         try:
@@ -44,6 +40,32 @@ def iter_jsonl(
             problems.append(f"{label}:{n}: {what} ({exc})")
             continue
         yield value
+
+
+def _rows(data: bytes | Iterable[bytes], label: Path | str, strict: bool) -> Iterator[str]:
+    """The lines of a JSON Lines file as text: bytes decoded whole (one invalid byte fails
+    the file before any line is given), a file's lines one at a time (the byte named by its
+    offset in the file). Bytes that are not UTF-8 are replaced unless ``strict``."""
+    errors = "strict" if strict else "replace"
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as exc:
+            raise LibraryError(f"{label}: not valid UTF-8 ({exc.reason} at byte "
+                               f"{exc.start})") from None  # fmt: skip
+        # Lines end at \n only: str.splitlines would also split at U+2028, U+0085 and other
+        # characters that JSON writes unescaped inside strings (canonjson keeps non-ASCII as
+        # is). A binary file's lines end at \n only too.
+        yield from text.split("\n")
+        return
+    at = 0
+    for raw in data:
+        try:
+            yield raw.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as exc:
+            raise LibraryError(f"{label}: not valid UTF-8 ({exc.reason} at byte "
+                               f"{at + exc.start})") from None  # fmt: skip
+        at += len(raw)
 
 
 def read_json_as(

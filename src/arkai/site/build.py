@@ -47,7 +47,7 @@ from arkai.adapters.fs import (
     read_repo_file,
 )
 from arkai.adapters.layout import INDEX, Item, item_at, item_folders, load_metadata
-from arkai.adapters.memory import read_changes, read_state, state_digest
+from arkai.adapters.memory import iter_changes, read_state, state_digest
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError, LibraryError, UnsafeFileError
@@ -685,16 +685,17 @@ def _load_beliefs(root: Path) -> dict[str, Any] | None:
     }
 
 
-def _belief_changes(root: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each belief's changes (``beliefs/changes.jsonl``, in its order); none when unreadable."""
+def _belief_changes(root: Path) -> dict[str, indexes.BeliefHistory]:
+    """Each belief's history (``beliefs/changes.jsonl`` read a line at a time: its count of
+    changes and the latest the page shows); none when unreadable."""
+    by_belief: dict[str, indexes.BeliefHistory] = {}
     try:
-        changes = read_changes(root)
+        for c in iter_changes(root):
+            change = c.to_dict()
+            for bid in {c.belief, c.other} - {None}:
+                by_belief.setdefault(str(bid), indexes.BeliefHistory()).add(change)
     except LibraryError:
         return {}
-    by_belief: dict[str, list[dict[str, Any]]] = {}
-    for c in changes:
-        for bid in {c.belief, c.other} - {None}:
-            by_belief.setdefault(str(bid), []).append(c.to_dict())
     return by_belief
 
 
