@@ -199,18 +199,9 @@ class LexicalEngine:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         index = tantivy.Index(_schema(), path=str(tmp))
-        writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
-        first, docs, uid = [], [], 0
-        for i, name in enumerate(names):
-            n = _add(writer, name, segment(i), uid)
-            first.append(uid)
-            docs.append(n)
-            uid += n
-        writer.commit()
-        writer.wait_merging_threads()
-        del writer
+        parts, uid = _write_parts(index, names, segment, {}, [], 0)
         return cls._finish(
-            folder, tmp, index, _Parts(list(names), first, docs),
+            folder, tmp, index, parts,
             {"chunks": chunks, "candidates": settings.candidates, "next_uid": uid, "churn": 0},
         )  # fmt: skip
 
@@ -239,9 +230,8 @@ class LexicalEngine:
         old = _Parts.read(target)
         _unique(names)
         at = {name: n for n, name in enumerate(old.names)}
-        named = set(names)
-        gone = [n for n, name in enumerate(old.names) if name not in named]
-        del named
+        names_set = set(names)
+        gone = [n for n, name in enumerate(old.names) if name not in names_set]
         budget = settings.rebuild_fraction * old.total() - int(meta["churn"])
         removed = sum(old.docs[n] for n in gone)
         fresh: dict[int, bytes | None] = {}
@@ -259,26 +249,14 @@ class LexicalEngine:
         if removed + added > budget:
             return None
         (folder / ENGINE_META).unlink()
-        writer = engine.index.writer(heap_size=HEAP_BYTES, num_threads=1)
-        for n in gone:
-            writer.delete_documents_by_term(_ITEM, old.names[n])
-        first, docs, uid = [], [], int(meta["next_uid"])
-        for i, name in enumerate(names):
-            if i in fresh:
-                held_raw = fresh.pop(i)
-                n = _add(writer, name, segment(i) if held_raw is None else held_raw, uid)
-                first.append(uid)
-                docs.append(n)
-                uid += n
-            else:
-                first.append(old.first[at[name]])
-                docs.append(old.docs[at[name]])
-        writer.commit()
-        writer.wait_merging_threads()
-        del writer
+        kept = {name: (old.first[n], old.docs[n]) for name, n in at.items() if name in names_set}
+        parts, uid = _write_parts(
+            engine.index, names, segment, kept, [old.names[n] for n in gone],
+            int(meta["next_uid"]), fresh,
+        )  # fmt: skip
         churn = int(meta["churn"]) + removed + added
         return cls._finish(
-            folder, target, engine.index, _Parts(list(names), first, docs),
+            folder, target, engine.index, parts,
             {"chunks": chunks, "candidates": settings.candidates, "next_uid": uid,
              "churn": churn},
         )  # fmt: skip
@@ -540,6 +518,39 @@ def _schema() -> Any:
     sb.add_text_field(_ITEM, tokenizer_name="raw", index_option="basic")
     sb.add_unsigned_field(_UID, fast=True)
     return sb.build()
+
+
+def _write_parts(
+    index: Any,
+    names: Sequence[str],
+    segment: Callable[[int], bytes],
+    kept: Mapping[str, tuple[int, int]],
+    deleted: Sequence[str],
+    uid: int,
+    held: dict[int, bytes | None] | None = None,
+) -> tuple[_Parts, int]:
+    """One writer's work, committed: the documents of the parts ``deleted`` deleted, those
+    of every part of ``names`` not in ``kept`` added (its segment from ``held`` when there,
+    else ``segment(i)``), numbered from ``uid``; the parts in order and the next number.
+    ``kept``: name → (first number, documents) of a part whose documents stay."""
+    held = held if held is not None else {}
+    writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    for name in deleted:
+        writer.delete_documents_by_term(_ITEM, name)
+    first, docs = [], []
+    for i, name in enumerate(names):
+        if name in kept:
+            at, n = kept[name]
+        else:
+            raw = held.pop(i, None)
+            at, n = uid, _add(writer, name, segment(i) if raw is None else raw, uid)
+            uid += n
+        first.append(at)
+        docs.append(n)
+    writer.commit()
+    writer.wait_merging_threads()
+    del writer
+    return _Parts(list(names), first, docs), uid
 
 
 def _add(writer: Any, name: str, raw: bytes, uid: int) -> int:
