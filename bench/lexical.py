@@ -100,6 +100,7 @@ def run_size(n: int, base: np.ndarray | None, tok: dict[str, Any],
         store.add(chunk_keys(n), vecs)
         del vecs
         ann = AnnIndex.build(store, AnnSettings())
+        res["ann_shards"] = len(ann.shards)
     log(f"{n}: texts and BM25")
     ids, ptr = synth_token_ids(tok["ids"], tok["words"], n, nrng)
     res["tokens"] = len(ids)
