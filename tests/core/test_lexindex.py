@@ -392,6 +392,17 @@ def _agrees(folder: Path, bm: BM25Index, digest: str) -> LexicalEngine:
     return engine
 
 
+def _placed(engine: LexicalEngine, groups: list[tuple[str, list[str]]]) -> None:
+    """Each item's documents (found by the part they were added with) sit at its positions."""
+    at = 0
+    for name, (_, texts) in zip(_library(groups)[0], groups, strict=True):
+        hits = engine.searcher.search(tantivy.Query.term_query(engine.schema, "part", name),
+                                      limit=100).hits  # fmt: skip
+        got = sorted(int(engine.docmap[a.segment_ord][a.doc]) for _, a in hits)
+        assert got == list(range(at, at + len(texts))), name
+        at += len(texts)
+
+
 def test_a_changed_item_is_replaced_in_place(tmp_path: Path) -> None:
     """One item's text changed, one removed, one added in the middle: the engine deletes and
     adds those items' documents only (only their segments are read), places every kept
@@ -412,17 +423,7 @@ def test_a_changed_item_is_replaced_in_place(tmp_path: Path) -> None:
     meta = json.loads((tmp_path / ENGINE_META).read_text())
     assert meta["chunks"] == "sha256:b" and meta["n_docs"] == bm.n_docs == 605
     assert meta["churn"] == 15 + 20 + 15 + 15 and meta["next_uid"] == 600 + 20 + 15
-    engine = _agrees(tmp_path, bm, "sha256:b")
-    # Each item's documents (found by the part they were added with) sit at its positions.
-    names = _library(groups)[0]
-    at = 0
-    for name, (_, texts) in zip(names, groups, strict=True):
-        q = tantivy.Query.term_query(engine.schema, "part", name)
-        hits = engine.searcher.search(q, limit=100).hits
-        assert sorted(int(engine.docmap[a.segment_ord][a.doc]) for _, a in hits) == list(
-            range(at, at + len(texts))
-        ), name
-        at += len(texts)
+    _placed(_agrees(tmp_path, bm, "sha256:b"), groups)
     # Unchanged: kept as it is.
     names, _, segs = _library(groups)
     assert update_engine(tmp_path, "sha256:b", 605, {"threshold": 100}, names, segs.__getitem__) \
@@ -522,3 +523,19 @@ def test_killed_while_updating_leaves_no_trusted_engine(tmp_path: Path) -> None:
     assert update_engine(tmp_path, "sha256:b", bm.n_docs, {"threshold": 100}, names,
                          segs.__getitem__) == "built"  # fmt: skip
     _agrees(tmp_path, bm, "sha256:b")
+
+
+def test_items_in_another_order_are_placed_without_reading_them(tmp_path: Path) -> None:
+    """The same items in another order (a folder renamed moves an item in the path order
+    the index follows), one of them with no documents: updated in place without reading
+    any segment, every document at its item's new positions."""
+    groups = _groups(20)
+    groups[4] = ("item4", [])
+    _run(tmp_path, groups, "sha256:a")
+    groups = groups[10:] + groups[:10]
+    groups[3], groups[15] = groups[15], groups[3]
+    reads: list[int] = []
+    how, bm = _run(tmp_path, groups, "sha256:b", reads)
+    assert how == "updated" and reads == []
+    assert json.loads((tmp_path / ENGINE_META).read_text())["churn"] == 0
+    _placed(_agrees(tmp_path, bm, "sha256:b"), groups)
