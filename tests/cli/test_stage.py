@@ -188,3 +188,45 @@ def test_the_runner_freezes_the_imported_objects_and_collects_cycles_less_often(
     assert got["code"] == 0 and got["thresholds"] == got["expected"]
     assert got["frozen"] > 10_000  # the modules' objects, never walked again
     assert got["collected"] >= 1
+
+
+_MAPPINGS = """
+import json
+
+def heap():
+    size = 0
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            if line.rstrip().endswith("[heap]"):
+                lo, hi = line.split()[0].split("-")
+                size += int(hi, 16) - int(lo, 16)
+    return size
+
+def heap_or_own(tune):
+    if tune:
+        from arkai.cli.stage import tune_malloc
+        assert tune_malloc()
+    big = bytearray(16 << 20)  # mapped either way; freeing it raises glibc's threshold
+    del big
+    before = heap()
+    kept = [bytearray(2 << 20) for _ in range(4)]
+    return heap() - before
+
+import sys
+print(json.dumps(heap_or_own(sys.argv[1] == "tune")))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_the_runner_has_malloc_map_large_blocks(kr: Path) -> None:
+    """A stage process (``run_stage`` calls ``tune_malloc``) maps every block from
+    ``MMAP_THRESHOLD`` up, so freeing one gives its pages back: by default glibc, having freed
+    a 16 MB block, serves 2 MB ones from its heap (which grows by them), which numpy's
+    temporaries leave fragmented in a stage; tuned, the heap does not grow."""
+    from arkai.cli import stage
+
+    assert stage.MMAP_THRESHOLD == 1 << 20
+    assert "tune_malloc()" in Path(stage.__file__).read_text().split("def run_stage", 1)[1]
+    plain = json.loads(sh(kr, sys.executable, "-c", _MAPPINGS, "plain").stdout)
+    tuned = json.loads(sh(kr, sys.executable, "-c", _MAPPINGS, "tune").stdout)
+    assert plain >= 8 << 20 and tuned < 1 << 20, (plain, tuned)
