@@ -539,3 +539,24 @@ def test_items_in_another_order_are_placed_without_reading_them(tmp_path: Path) 
     assert how == "updated" and reads == []
     assert json.loads((tmp_path / ENGINE_META).read_text())["churn"] == 0
     _placed(_agrees(tmp_path, bm, "sha256:b"), groups)
+
+
+def test_an_unreadable_index_shape_builds_the_engine_again(tmp_path: Path) -> None:
+    """With the BM25 index's shape unreadable there is nothing to check an update against:
+    the engine is built afresh (as before in-place updates), not updated and not an error."""
+    groups = _groups()
+    _run(tmp_path, groups, "sha256:a")
+    groups[3] = ("item3", _texts(15, seed=31))
+    names, texts, segs = _library(groups)
+    BM25Index.build(texts).save(tmp_path)
+    (tmp_path / "bm25.json").write_text("{torn")
+    reads: list[int] = []
+
+    def segment(i: int) -> bytes:
+        reads.append(i)
+        return segs[i]
+
+    assert update_engine(tmp_path, "sha256:b", len(texts), {"threshold": 100}, names,
+                         segment) == "rebuilt"  # fmt: skip
+    assert sorted(reads) == list(range(len(groups)))  # every item read: a fresh build
+    assert json.loads((tmp_path / ENGINE_META).read_text())["churn"] == 0

@@ -868,6 +868,12 @@ def _segment(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) 
     return raw
 
 
+def _part_names(loaded: Sequence[_Loaded]) -> list[str]:
+    """Each item's name in the lexical files kept between runs (the term counts, the engine's
+    parts): its ID and inputs key, which changes with every input of its tokens."""
+    return [f"{d.item.id} {d.key}" for d in loaded]
+
+
 def _term_counts(
     loaded: Sequence[_Loaded], ip: dict[str, Any], settings: bytes, cache: ItemCache, path: Path,
     full: bool,
@@ -881,7 +887,7 @@ def _term_counts(
     again from every item's). The same frequencies either way (tested), so the same index."""
     from arkai.search.termcounts import CountsFile, build_counts, update_counts
 
-    names = [f"{d.item.id} {d.key}" for d in loaded]
+    names = _part_names(loaded)
     kept = None if full else CountsFile.open(path)
     if kept is not None:
         at = {name: n for n, name in enumerate(kept.names)}
@@ -1461,7 +1467,7 @@ def run_index(
             # place.
             info["engine"] = summary.lexical_engine = update_engine(
                 out / LEXICAL, chunks_digest, summary.chunks, ip.get("lexical"),
-                [f"{d.item.id} {d.key}" for d in loaded],
+                _part_names(loaded),
                 lambda i: _segment(loaded[i], ip, settings, cache), full=full,
             )  # fmt: skip
             if info["engine"] not in (None, "kept") and LEXICAL not in written:

@@ -639,9 +639,11 @@ def update_engine(
         there = (folder / ENGINE_META).exists()
         LexicalEngine.build(folder, names, segment, chunks=chunks, settings=settings)
         return "rebuilt" if there else "built"
-    # Its terms and row pointers: the index's weights are not read (≈ 560 MB at 100,000 items).
-    shape = load_shape(folder)
+    shape: Shape | None = None
     try:
+        # Its terms and row pointers: the index's weights are not read (≈ 560 MB at 100,000
+        # items).
+        shape = load_shape(folder)
         engine = LexicalEngine.load(folder, shape, chunks)
     except (EngineError, InvalidInputError):
         pass
@@ -651,18 +653,20 @@ def update_engine(
             text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
             atomic_write_text(folder / ENGINE_META, text, fsync=False)
         return "kept"
-    try:
-        updated = LexicalEngine.update(folder, names, segment, chunks=chunks, settings=settings)
-        if updated is not None:
-            # Checked as a search process would check it: the same documents and document
-            # frequencies as the BM25 index just written.
-            got = updated.meta["n_docs"]
-            if got != n_docs:
-                raise EngineError(f"{folder / ENGINE_META}: {got} documents after the update, "
-                                  f"{n_docs} in the index")  # fmt: skip
-            updated._check(shape, folder / ENGINE_DIR)
-            return "updated"
-    except (EngineError, InvalidInputError, OSError, ValueError, RuntimeError):
-        pass  # damaged, of another format or not finished: built again below
+    if shape is not None:  # else unreadable: there is nothing to check an update against
+        try:
+            updated = LexicalEngine.update(folder, names, segment, chunks=chunks,
+                                           settings=settings)  # fmt: skip
+            if updated is not None:
+                # Checked as a search process would check it: the same documents and
+                # document frequencies as the BM25 index just written.
+                got = updated.meta["n_docs"]
+                if got != n_docs:
+                    raise EngineError(f"{folder / ENGINE_META}: {got} documents after the "
+                                      f"update, {n_docs} in the index")  # fmt: skip
+                updated._check(shape, folder / ENGINE_DIR)
+                return "updated"
+        except (EngineError, InvalidInputError, OSError, ValueError, RuntimeError):
+            pass  # damaged, of another format or not finished: built again below
     LexicalEngine.build(folder, names, segment, chunks=chunks, settings=settings)
     return "rebuilt"
