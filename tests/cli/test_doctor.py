@@ -68,3 +68,38 @@ def test_doctor_reports_each_state(kr: Path, arkai: Runner) -> None:
     assert by_id[b.id]["error"] == "provider timed out after 120 s"
     code, out, _ = arkai("--repo", kr, "doctor")
     assert "provider timed out after 120 s" in out and "1 need attention" not in out
+
+
+def test_doctor_compares_the_graph_exports_with_the_index_manifest(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    """``index/graph.json`` and ``graph.graphml`` are not DVC outputs (a clone that pulls has
+    none, a checkout does not restore them): doctor names one missing, changed or a link in
+    its place, without calling the library unhealthy; ``arkai reindex`` writes them again."""
+    assert arkai("--repo", kr, "add", "-q", SAMPLES / "beekeeping-talk.vtt")[0] == 0
+    assert arkai("--repo", kr, "extract", "-q")[0] == 0
+    assert _doctor(arkai, kr)[1]["graph_exports"] == []  # no index yet: nothing to compare
+    assert arkai("--repo", kr, "reindex", "-q")[0] == 0
+    index = kr / "index"
+    graph, graphml = (index / "graph.json").read_bytes(), (index / "graph.graphml").read_bytes()
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and rep["graph_exports"] == []
+
+    (index / "graph.json").unlink()
+    (index / "graph.graphml").write_bytes(graphml.replace(b"Content", b"Contend", 1))
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and rep["healthy"]
+    assert rep["graph_exports"] == ["missing: index/graph.json", "changed: index/graph.graphml"]
+    code, out, _ = arkai("--repo", kr, "doctor")
+    assert "missing: index/graph.json" in out and "`arkai reindex` writes them again" in out
+
+    outside = tmp_path / "graph.json"
+    outside.write_bytes(graph)  # the right bytes, but outside the repo
+    (index / "graph.json").symlink_to(outside)
+    assert _doctor(arkai, kr)[1]["graph_exports"][0] == "changed: index/graph.json"
+
+    (index / "graph.json").unlink()
+    assert arkai("--repo", kr, "reindex", "-q")[0] == 0
+    assert (index / "graph.json").read_bytes() == graph
+    assert (index / "graph.graphml").read_bytes() == graphml
+    assert _doctor(arkai, kr)[1]["graph_exports"] == []

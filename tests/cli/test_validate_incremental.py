@@ -278,19 +278,43 @@ def test_unchanged_stats_skip_reading_and_a_write_is_seen(
     assert checks.count(review) == 2 and hashed == [review]  # incremental, then --full
 
 
-def test_one_event_per_item_in_order(
-    lib: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The per-item ``EvidenceValidated`` events are appended in batches, one per item and in
-    the report's order, cached verdicts included."""
+def _logged(kr: Path) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """The latest run's ``EvidenceValidated`` events (content ID, valid count) in order, and
+    its ``items`` step's ``StepCompleted`` event."""
     from arkai.adapters import events
 
+    log = kr / events.RUNS_DIR / events.list_runs(kr)[-1] / "events.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (lines[0]["type"], lines[-1]["type"]) == ("RunStarted", "RunCompleted")
+    step = [e for e in lines if e["type"] == "StepCompleted" and e["step"] == "items"]
+    assert len(step) == 1
+    got = [(e["content_id"], e["valid_count"]) for e in lines
+           if e["type"] == "EvidenceValidated"]  # fmt: skip
+    return got, step[0]
+
+
+def test_events_for_items_checked_afresh_and_for_problems(
+    lib: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``EvidenceValidated`` event per item checked afresh and per verdict reporting a
+    problem, in the report's order and appended in batches; an unchanged clean item's kept
+    verdict is not logged again (the log of a daily run does not grow with the library)."""
     monkeypatch.setattr(op, "EVENT_BATCH", 1)  # a batch per item, then the rest
-    for _ in range(2):  # a first run, then one from the table
-        _, report, _ = run(arkai, lib)
-        log = lib / events.RUNS_DIR / events.list_runs(lib)[-1] / "events.jsonl"
-        lines = [json.loads(line) for line in log.read_text().splitlines()]
-        got = [(e["content_id"], e["valid_count"]) for e in lines
-               if e["type"] == "EvidenceValidated"]  # fmt: skip
-        assert got == [(i["content_id"], i["valid"]) for i in report["items"]]
-        assert (lines[0]["type"], lines[-1]["type"]) == ("RunStarted", "RunCompleted")
+    counts = ("checked", "kept", "logged")
+
+    def expect(flags: tuple[str, ...], logged: list[int], checked: int) -> dict[str, Any]:
+        _, report, _ = run(arkai, lib, *flags)
+        got, step = _logged(lib)
+        items = report["items"]
+        assert got == [(items[k]["content_id"], items[k]["valid"]) for k in logged]
+        assert [step[c] for c in counts] == [checked, len(items) - checked, len(logged)]
+        return report
+
+    expect((), [0, 1], 2)  # the first run: both checked
+    expect((), [], 0)  # both kept, both clean: nothing logged
+    library, _ = item_folders(lib, 1)
+    FORGERIES["transcript"](library, library)  # item 1 now has stale claims
+    stale = expect((), [1], 1)
+    assert stale["items"][1]["stale"] > 0 and stale["items"][0]["stale"] == 0
+    expect((), [1], 0)  # kept, but it reports a problem: logged on every run
+    expect(("--full",), [0, 1], 2)

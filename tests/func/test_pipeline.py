@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -43,6 +44,19 @@ def test_init_add_repro_drift_reanchor(tmp_path: Path) -> None:
     chunks = sum(len(json.loads(p.read_text())["chunks"]) for p in condensed)
     manifest = json.loads((repo / "index/shards/manifest.json").read_text())
     assert sum(s["chunks"] for s in manifest["shards"]) == chunks >= 7
+
+    # The graph exports are written beside the index's DVC outputs but are not among them:
+    # not in dvc.lock, no copy in DVC's cache (each run would keep one); the index's manifest
+    # lists their digests (`arkai doctor` compares them).
+    listed = json.loads((repo / "index/manifest.json").read_text())["files"]
+    for name in ("graph.json", "graph.graphml"):
+        data = (repo / "index" / name).read_bytes()
+        assert listed[name] == "sha256:" + hashlib.sha256(data).hexdigest()
+        md5 = hashlib.md5(data).hexdigest()
+        assert not (repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:]).exists(), name
+        assert f"index/{name}" not in (repo / "dvc.lock").read_text()
+    md5 = hashlib.md5((repo / "index/topics.json").read_bytes()).hexdigest()
+    assert (repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:]).is_file()  # the control
 
     # dvc metrics show reads the validation report.
     metrics = sh(repo, "dvc", "metrics", "show", "--json").stdout

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from arkai.adapters.fs import atomic_write, atomic_write_bytes, atomic_write_text
 from arkai.core import canonjson
+from arkai.core.hashing import file_digest
 
 CACHE_DIR = Path(".arkai") / "index-cache"
 
@@ -370,11 +371,8 @@ class FileDigests:
         stamps = [stamp(path)]
         digest = self.memo.get(rel, stamps)
         if digest is None:
-            h = hashlib.sha256()
             with path.open("rb") as fh:
-                while block := fh.read(1 << 20):
-                    h.update(block)
-            digest = "sha256:" + h.hexdigest()
+                digest = file_digest(fh)
             self.memo.put(rel, stamps, digest)
         return digest
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from arkai.adapters.fs import atomic_write, atomic_write_bytes, printable_path, write_if_changed
+from arkai.core.hashing import DIGEST_PREFIX, file_digest
 from arkai.errors import LibraryError
 
 #: Where the stat cache of each manifest lives, relative to the repo root (gitignored).
@@ -121,11 +122,8 @@ def _check_name(path: str) -> None:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return file_digest(fh, _CHUNK).removeprefix(DIGEST_PREFIX)
 
 
 def _cache_path(root: Path, name: str, suffix: str = ".stats") -> Path:

@@ -50,6 +50,11 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             for line in report.library_changed[:20]:
                 click.echo(f"    - {line}")
             click.echo("    `dvc repro` brings the pipeline up to date")
+        if report.graph_exports:
+            click.echo("the graph exports differ from the index's manifest:")
+            for line in report.graph_exports:
+                click.echo(f"    - {line}")
+            click.echo("    `arkai reindex` writes them again")
         click.echo(
             f"{t['items']} item{'s' * (t['items'] != 1)}: {t['healthy']} healthy, "
             f"{t['needs_attention']} need attention (failed {t['extraction_failed']}, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import BinaryIO
 
 DIGEST_PREFIX = "sha256:"
 
@@ -15,6 +16,15 @@ def sha256_hex(data: bytes) -> str:
 def digest(data: bytes) -> str:
     """``sha256:<hex>`` of ``data`` — the form every stored digest takes."""
     return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def file_digest(fh: BinaryIO, block: int = 1 << 20) -> str:
+    """``sha256:<hex>`` of what is left to read of the binary file ``fh``, read ``block``
+    bytes at a time (never whole)."""
+    h = hashlib.sha256()
+    while data := fh.read(block):
+        h.update(data)
+    return DIGEST_PREFIX + h.hexdigest()
 
 
 def text_digest(text: str) -> str:

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from arkai.adapters import manifest
+from arkai.adapters.fs import open_repo_file
 from arkai.adapters.layout import EXTRACTION, INDEX, Item
 from arkai.adapters.repo import Repo
 from arkai.adapters.store import read_json
+from arkai.core.hashing import file_digest
 from arkai.errors import ArkaiError
 from arkai.ops.extract import plan_item
 from arkai.ops.validate import validate_item
@@ -71,6 +73,11 @@ class DoctorReport:
     #: changed since the last `dvc repro`, which `dvc status` no longer shows (the stage is
     #: always run, DVC does not walk library/; docs/scale.md). Not a health problem.
     library_changed: tuple[str, ...] = ()
+    #: ``index/graph.json`` and ``graph.graphml`` that differ from the digests the index
+    #: stage's manifest lists ("missing: PATH", "changed: PATH"): exports for other tools, not
+    #: DVC outputs (a clone that pulls has none, a ``dvc checkout`` does not bring them back),
+    #: so they are checked here. Not a health problem: ``arkai reindex`` writes them again.
+    graph_exports: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -99,6 +106,7 @@ class DoctorReport:
             "site_built": self.site_built,
             "site_drift": list(self.site_drift),
             "library_changed": list(self.library_changed),
+            "graph_exports": list(self.graph_exports),
             "totals": self.totals(),
             "items": [i.to_dict() for i in self.items],
         }
@@ -192,7 +200,36 @@ def diagnose(repo: Repo) -> DoctorReport:
         site_built=pages is not None,
         site_drift=_drift(root, "site") if pages is not None else (),
         library_changed=_drift(root, "library", cached=True),
+        graph_exports=_graph_exports(root),
     )
+
+
+#: The graph files the index stage writes beside its DVC outputs (:mod:`arkai.ops.index`).
+GRAPH_EXPORTS = ("graph.json", "graph.graphml")
+
+
+def _graph_exports(root: Path) -> tuple[str, ...]:
+    """The graph exports that are not the bytes ``index/manifest.json`` lists (none listed:
+    no check)."""
+    listed = (read_json(root / INDEX / "manifest.json") or {}).get("files")
+    if not isinstance(listed, dict):
+        return ()
+    out: list[str] = []
+    for name in GRAPH_EXPORTS:
+        want, path = listed.get(name), root / INDEX / name
+        if not isinstance(want, str):
+            continue
+        try:
+            with open_repo_file(path, root) as fh:
+                got = file_digest(fh)
+        except FileNotFoundError:
+            out.append(f"missing: {INDEX}/{name}")
+            continue
+        except (ArkaiError, OSError):
+            got = None
+        if got != want:
+            out.append(f"changed: {INDEX}/{name}")
+    return tuple(out)
 
 
 def _drift(root: Path, folder: str, *, cached: bool = False) -> tuple[str, ...]:
