@@ -489,7 +489,7 @@ def plot(result: dict[str, Any], png: Path) -> None:
     import matplotlib.pyplot as plt
 
     ordered = sorted(result["sizes"].values(), key=lambda s: s["items"])
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    fig, ax = plt.subplots(figsize=(10, 4.6), dpi=120)
     xs = [s["items"] for s in ordered]
     every = [
         *xs,
@@ -532,7 +532,8 @@ def plot(result: dict[str, Any], png: Path) -> None:
     ax.set_ylabel("dvc repro, seconds (median)")
     ax.set_title("arkai daily loop: medians measured (solid), CPU fitted (dotted)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    # Beside the axes, not over the lines (one entry per loop and labelled set).
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png)
