@@ -98,6 +98,14 @@ def test_doctor_compares_the_graph_exports_with_the_index_manifest(
     (index / "graph.json").symlink_to(outside)
     assert _doctor(arkai, kr)[1]["graph_exports"][0] == "changed: index/graph.json"
 
+    manifest = (index / "manifest.json").read_bytes()
+    (index / "manifest.json").write_bytes(manifest[:40])  # cut short: not JSON
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and len(rep["graph_exports"]) == 1
+    assert rep["graph_exports"][0].startswith("not compared: ")
+    assert "manifest.json: not valid JSON" in rep["graph_exports"][0]
+    (index / "manifest.json").write_bytes(manifest)
+
     (index / "graph.json").unlink()
     assert arkai("--repo", kr, "reindex", "-q")[0] == 0
     assert (index / "graph.json").read_bytes() == graph

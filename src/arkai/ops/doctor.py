@@ -204,18 +204,20 @@ def diagnose(repo: Repo) -> DoctorReport:
     )
 
 
-#: The graph files the index stage writes beside its DVC outputs (:mod:`arkai.ops.index`).
-GRAPH_EXPORTS = ("graph.json", "graph.graphml")
-
-
 def _graph_exports(root: Path) -> tuple[str, ...]:
-    """The graph exports that are not the bytes ``index/manifest.json`` lists (none listed:
-    no check)."""
-    listed = (read_json(root / INDEX / "manifest.json") or {}).get("files")
+    """The graph exports the index stage writes beside its DVC outputs that are not the bytes
+    ``index/manifest.json`` lists (none listed: no check; a manifest that cannot be read is
+    said, not raised)."""
+    from arkai.ops.index import GRAPH_JSON, GRAPHML, MANIFEST
+
+    try:
+        listed = (read_json(root / INDEX / MANIFEST) or {}).get("files")
+    except ArkaiError as exc:
+        return (f"not compared: {exc.message}",)
     if not isinstance(listed, dict):
         return ()
     out: list[str] = []
-    for name in GRAPH_EXPORTS:
+    for name in (GRAPH_JSON, GRAPHML):
         want, path = listed.get(name), root / INDEX / name
         if not isinstance(want, str):
             continue
