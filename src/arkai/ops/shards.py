@@ -35,6 +35,7 @@ are those :func:`build_shards` makes from every item.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -280,47 +281,105 @@ def _in_order(chunks: list[CondensedChunk]) -> tuple[Iterator[Raw], int]:
     return take(), len(chunks)
 
 
-def _first_build(
+def _line(c: CondensedChunk) -> bytes:
+    """A bare chunk as the bytes :func:`_rebuild` digests: its shard line without placement."""
+    return dumps_line(c.to_dict()).encode("utf-8")
+
+
+def _rebuild(
     root: Path,
     ids: Sequence[str],
     chunks_of: Callable[[Collection[str]], Iterable[CondensedChunk]],
     *,
     shard_tokens: int,
     log: events.RunLog | None,
+    candidates: set[str] | None = None,
 ) -> ShardSummary:
-    """The shards of a library none of whose old shards can be kept (a first build, another
-    shard size, every old one unreadable): :func:`build_shards`'s files, without every chunk of
-    the library in memory. The items are read twice, one at a time: once for the chronological
-    order of their chunks (three small values a chunk), once as their chunks are packed —
-    an item's chunks usually lie together in that order, and the last :data:`_READ_BACK`
-    items read are kept. (Every chunk held at once was ≈ 38 KB an item: the index stage's
-    first build peaked in this step at 1.38 GB at 20,000 items; issue 17.)"""
+    """:func:`build_shards`'s files for the chunks of the items ``ids`` (``chunks_of``; every
+    item of the library unless ``candidates`` is given), without the library's chunks in
+    memory: the old shards are read one at a time for a digest of each item's chunks as they
+    hold them, the items one at a time for a digest of their chunks now and the
+    chronological order of those of the items to place (three small values a chunk), and the
+    items to place are read again as their chunks are packed — an item's chunks usually lie
+    together in that order, and the last :data:`_READ_BACK` items read are kept.
+    ``candidates``: only these items can differ from the old shards (the last build's record
+    said so; every old shard is intact): the shards holding none of them are not read, and
+    those read are kept to be written again. (Every chunk of the library held at once, and
+    again as the old shards hold it, was ≈ 38 KB an item: 709 MB for the step at 10,000 items
+    when the old shards were kept but the record was not; issue 17.)"""
     summary = ShardSummary()
     old = read_manifest(root)
     olds = _usable(old, shard_tokens, summary, log)
-    if olds:
-        raise ValueError("a first build is for a library whose old shards are not kept")
-    keys = sorted(order_key(c) for i in ids for c in chunks_of([i]))
+    gone = (set() if candidates is not None
+            else {n for n, info in enumerate(olds) if not _intact(root, info)})  # fmt: skip
+    kept: dict[int, list[Raw]] = {}
+
+    def objects(n: int) -> list[Raw]:
+        if candidates is None:
+            return read_shard_objects(root, olds[n].file)
+        if n not in kept:
+            kept[n] = read_shard_objects(root, olds[n].file)
+        return kept[n]
+
+    held: dict[str, Any] = {}
+    """Item → the running SHA-256 of its chunks as the old shards hold them, in their order."""
+    for n, info in enumerate(olds):
+        if n in gone or (candidates is not None and not candidates.intersection(info.items)):
+            continue
+        for d in objects(n):
+            c = _chunk(d, info.file)
+            if candidates is None or c.item in candidates:
+                h = held.get(c.item)
+                if h is None:
+                    h = held[c.item] = hashlib.sha256()
+                h.update(_line(c))
+    # As build_shards decides: an item is changed when the shards hold other chunks for it
+    # than it has now (none: removed); items the shards do not hold are new.
+    keys: list[tuple[str, str, int]] = []
+    changed: set[str] = set()
     read: dict[str, dict[int, CondensedChunk]] = {}
+    """The last :data:`_READ_BACK` items to place that were read (an edit's item is not
+    read twice)."""
+
+    def keep(item: str, chunks: Iterable[CondensedChunk]) -> dict[int, CondensedChunk]:
+        if len(read) >= _READ_BACK:
+            del read[next(iter(read))]  # the item read longest ago
+        read[item] = {c.chunk: c for c in chunks}
+        return read[item]
+
+    for i in ids:
+        now = sorted((_bare(c) for c in chunks_of([i])), key=order_key)
+        h = hashlib.sha256()
+        for c in now:
+            h.update(_line(c))
+        was = held.pop(i, None)
+        if was is not None and was.digest() == h.digest():
+            continue
+        if was is not None:
+            changed.add(i)
+        keys.extend(order_key(c) for c in now)
+        keep(i, now)
+    changed.update(held)
+    changed.update(i for n in gone for i in olds[n].items)
+    del held
+    keys.sort()
 
     def records() -> Iterator[Raw]:
         for _, item, number in keys:
             chunks = read.get(item)
             if chunks is None:
-                if len(read) >= _READ_BACK:
-                    del read[next(iter(read))]  # the item read longest ago
-                chunks = read[item] = {c.chunk: c for c in chunks_of([item])}
+                chunks = keep(item, chunks_of([item]))
             chunk = chunks.get(number)
             if chunk is None:
                 raise LibraryError(f"{item}: its condensed chunks changed while the shards were "
                                    "built; run again")  # fmt: skip
             yield _raw(chunk)
 
-    return _apply(root, old, olds, set(), set(), (records(), len(keys)),
-                  lambda n: [], shard_tokens, summary, log)  # fmt: skip
+    return _apply(root, old, olds, gone, changed, (records(), len(keys)), objects, shard_tokens,
+                  summary, log)  # fmt: skip
 
 
-#: Items whose chunks a first build keeps read while it packs (:func:`_first_build`).
+#: Items whose chunks a build keeps read while it packs (:func:`_rebuild`).
 _READ_BACK = 64
 
 
@@ -353,42 +412,18 @@ def update_shards(
         or not all(_intact(root, info) for info in olds)
     ):
         forget_record(root)  # a torn build below must not leave the old record standing
-        if olds:
-            summary = build_shards(root, chunks_of(list(keys)), shard_tokens=shard_tokens,
-                                   log=log)  # fmt: skip
-        else:
-            summary = _first_build(root, sorted(keys), chunks_of, shard_tokens=shard_tokens,
-                                   log=log)  # fmt: skip
+        summary = _rebuild(root, sorted(keys), chunks_of, shard_tokens=shard_tokens, log=log)
         summary.items_read = len(keys)
     else:
         candidates = {i for i, k in keys.items() if record.keys.get(i) != k}
         candidates |= record.keys.keys() - keys.keys()
         reading = sorted(candidates & keys.keys())
-        summary.items_read = len(reading)
-        now = _grouped(chunks_of(reading))
-        # The old shards holding a candidate, as their lines' objects: only the candidates'
-        # chunks are made records (to compare); the shards are read once.
-        cache: dict[int, list[Raw]] = {}
-
-        def shard(n: int) -> list[Raw]:
-            if n not in cache:
-                cache[n] = read_shard_objects(root, olds[n].file)
-            return cache[n]
-
-        held: dict[str, list[CondensedChunk]] = {}
-        for n, info in enumerate(olds):
-            if candidates.intersection(info.items):
-                for d in shard(n):
-                    if d["item"] in candidates:
-                        held.setdefault(d["item"], []).append(_chunk(d, olds[n].file))
-        # As build_shards decides: an item is changed when the shards hold other chunks for it
-        # than it has now; items the shards do not hold are new.
-        changed = {i for i, cs in held.items() if now.get(i, []) != cs}
-        fresh = [r for i, rs in now.items() if i in changed or i not in held for r in rs]
-        del held, now
         forget_record(root)
-        summary = _apply(root, old, olds, set(), changed, _in_order(fresh), shard, shard_tokens,
-                         summary, log)  # fmt: skip
+        # Only the candidates read, and the old shards holding one (a library grown by
+        # thousands of items at once reads them as a first build does: one at a time).
+        summary = _rebuild(root, reading, chunks_of, shard_tokens=shard_tokens, log=log,
+                           candidates=candidates)  # fmt: skip
+        summary.items_read = len(reading)
     made = manifest_digest(root)
     if made is not None:
         write_record(root, ShardRecord(made, dict(keys)))
@@ -411,7 +446,7 @@ def _apply(
     holding a ``changed`` item written again without its chunks (removed when none is left);
     ``fresh`` — chunks without placement as their lines' objects, in chronological order, and
     how many — appended to the newest old shard, spilling into new shards (taken one at a
-    time: :func:`_in_order`, :func:`_first_build`); the others kept as they are.
+    time: :func:`_in_order`, :func:`_rebuild`); the others kept as they are.
     ``objects(n)``: old shard ``n``'s lines' objects (placement included). Changed files are
     staged and moved into place once the last is made; old files no longer listed are removed;
     the manifest is written when it changed."""
@@ -515,18 +550,21 @@ def shard_library(
     is read, as by a first build)."""
     _, shard_tokens = condense_params(repo.params)
     listed = list(repo.items() if items is None else items)
-    if keys is not None and len({item.id for item in listed}) == len(listed) == len(keys):
-        by_id = {item.id: item for item in listed}
+    by_id = {item.id: item for item in listed}
 
-        def chunks_of(ids: Collection[str]) -> Iterable[CondensedChunk]:
-            return [c for i in ids for c in _item_chunks(by_id[i])]
+    def chunks_of(ids: Collection[str]) -> Iterable[CondensedChunk]:
+        return [c for i in ids for c in _item_chunks(by_id[i])]
 
+    if keys is not None and len(by_id) == len(listed) == len(keys):
         if full:
             forget_record(repo.root)
         return update_shards(repo.root, keys, chunks_of, shard_tokens=shard_tokens, log=log)
     forget_record(repo.root)
-    summary = build_shards(
-        repo.root, library_chunks(repo, listed), shard_tokens=shard_tokens, log=log
-    )
+    if len(by_id) == len(listed):  # the items read one at a time (no record: no keys)
+        summary = _rebuild(repo.root, sorted(by_id), chunks_of, shard_tokens=shard_tokens, log=log)
+    else:  # two folders with one content ID: every chunk, as build_shards takes them
+        summary = build_shards(
+            repo.root, library_chunks(repo, listed), shard_tokens=shard_tokens, log=log
+        )
     summary.items_read = len(listed)
     return summary
