@@ -303,7 +303,9 @@ def test_a_replay_over_rows_in_a_file_equals_one_in_memory(
     assert not list(tmp_path.iterdir())  # the files have no name
 
 
-SCAN = """
+#: The start of a measuring subprocess: its peak memory (``hwm``) and ``n`` random unit rows of
+#: ``dim`` columns written to a file in the folder ``sys.argv[1]`` (``unit_rows``).
+ROWS_IN_A_FILE = """
 import sys
 from pathlib import Path
 import numpy as np
@@ -315,14 +317,21 @@ def hwm():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
 
+def unit_rows(n, dim, seed):
+    rng = np.random.default_rng(seed)
+    def blocks():
+        for lo in range(0, n, 1_000):
+            b = rng.normal(size=(1_000, dim)).astype(np.float32)
+            yield b / np.linalg.norm(b, axis=1, keepdims=True)
+    return RowFile.written(Path(sys.argv[1]), blocks(), n, dim)
+"""
+
+SCAN = (
+    ROWS_IN_A_FILE
+    + """
 rp.COLUMN_ROWS = 4096
 n, dim = 200_000, 64
-rng = np.random.default_rng(1)
-def blocks():
-    for lo in range(0, n, 1_000):
-        b = rng.normal(size=(1_000, dim)).astype(np.float32)
-        yield b / np.linalg.norm(b, axis=1, keepdims=True)
-rows = RowFile.written(Path(sys.argv[1]), blocks(), n, dim)
+rows = unit_rows(n, dim, 1)
 if sys.argv[2] == "mapped":
     rows = np.memmap(rows._fh, dtype=np.float32, mode="r", shape=(n, dim))
 rp._candidates(rows, 2, [1, 2, 3, 9_000])  # warm up: numpy's and BLAS's own buffers
@@ -330,6 +339,7 @@ before = hwm()
 got = rp._candidates(rows, 32, [n - 1, n - 2, 150_000])
 print(hwm() - before, len(got[n - 1][0]))
 """
+)
 
 
 @pytest.mark.parametrize("mode", ["file", "mapped"])
@@ -361,25 +371,11 @@ def test_a_library_grown_tenfold_resumes_equal_to_scratch(monkeypatch: pytest.Mo
             same(run(eps, rows, log), want)
 
 
-NEAR = """
-import sys
-import numpy as np
-from pathlib import Path
-from arkai.adapters.fs import RowFile
-from arkai.memory import replay as rp
-
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-
+NEAR = (
+    ROWS_IN_A_FILE
+    + """
 n, dim, checked = 250_000, 64, 200
-rng = np.random.default_rng(2)
-def blocks():
-    for lo in range(0, n, 1_000):
-        b = rng.normal(size=(1_000, dim)).astype(np.float32)
-        yield b / np.linalg.norm(b, axis=1, keepdims=True)
-rows = RowFile.written(Path(sys.argv[1]), blocks(), n, dim)
+rows = unit_rows(n, dim, 2)
 resume = rp._Resume.__new__(rp._Resume)
 resume.vectors, resume.from_log = rows, np.ones(n, dtype=bool)
 check = np.arange(n - checked, n)
@@ -391,6 +387,7 @@ before = hwm()
 hit = resume._near_changed(check, changed, kth)
 print(hwm() - before, hit.tolist())
 """
+)
 
 
 def test_the_changed_rows_are_checked_a_chunk_at_a_time(tmp_path: Path) -> None:
