@@ -52,7 +52,7 @@ print(json.dumps(s.to_dict()))
 """
 
 #: Files compared between the incremental and the from-scratch index.
-COMPARED = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml",
+COMPARED = ("catalog.json", "chunks/parts.json", "topics.json", "graph.json", "graph.graphml",
             "manifest.json")  # fmt: skip
 
 

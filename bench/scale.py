@@ -239,9 +239,10 @@ def reuse_vectors(repo: Path, base: int) -> int:
     model — so the next index run embeds only what is new. Returns the rows added.
 
     A chunk's key is the SHA-256 of its text and its item's content ID
-    (:func:`arkai.search.chunks.chunk_key`); the texts come from ``index/chunks.jsonl``, the
+    (:func:`arkai.search.chunks.chunk_key`); the texts come from ``index/chunks/``, the
     rows are written through :class:`arkai.search.vectors.VectorStore`, the store's one owner.
     """
+    from arkai.adapters.chunkparts import ChunkParts
     from arkai.search.chunks import chunk_key
     from arkai.search.vectors import VectorStore
 
@@ -251,10 +252,10 @@ def reuse_vectors(repo: Path, base: int) -> int:
         return 0  # the vector lane is off
     store = VectorStore.load(index / "vectors", str(embedder["name"]), dim=int(embedder["dim"]))
     chunks: dict[str, list[tuple[str, str]]] = {}
-    with open(index / "chunks.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            d = json.loads(line)
-            chunks.setdefault(d["content_id"], []).append((d["key"], d["text"]))
+    listing = ChunkParts.load(index / "chunks")
+    for line in listing.iter_lines() if listing is not None else ():
+        d = json.loads(line)
+        chunks.setdefault(d["content_id"], []).append((d["key"], d["text"]))
     ids = {
         int(m["title"].split()[-1]): m["id"] for m in _metadata(repo) if m["title"][:5] == "Talk "
     }

@@ -498,9 +498,10 @@ def synth_vectors(base: np.ndarray, n: int, rng: np.random.Generator, sigma: flo
 def write_product_index(
     root: Path, texts: Sequence[str], vecs: np.ndarray, embedder: str, per_item: int = 100
 ) -> float:
-    """Write ``root/index`` in the product's own format (chunks.jsonl, catalog.json, the BM25
+    """Write ``root/index`` in the product's own format (index/chunks/, catalog.json, the BM25
     index, the vector store, manifest.json) for ``texts`` cut into items of ``per_item`` chunks,
     so that the timed search is ``arkai.ops.search.search`` itself. Returns the BM25 build time."""
+    from arkai.adapters.chunkparts import write_lines
     from arkai.core import canonjson
     from arkai.search.chunks import Chunk, chunk_key
     from arkai.search.pipeline import build_lexical
@@ -518,9 +519,7 @@ def write_product_index(
             items.append({"id": cid, "title": title, "content_type": "talk", "tags": [],
                           "created_at": "2026-01-01T00:00:00Z",
                           "path": f"library/talk/{title} ({cid[:8]})"})  # fmt: skip
-    with (index / "chunks.jsonl").open("w", encoding="utf-8") as fh:
-        for c in chunks:
-            fh.write(canonjson.dumps_line(c.to_dict()))
+    write_lines(index / "chunks", (canonjson.dumps_line(c.to_dict()).encode() for c in chunks))
     (index / "catalog.json").write_text(canonjson.dumps({"version": 1, "items": items}))
     bm, t = timed(partial(build_lexical, [("", x) for x in texts]))
     bm.save(index / "lexical")

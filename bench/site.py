@@ -252,10 +252,13 @@ def grow(src: Path, dst: Path, copies: int) -> int:
             shutil.copy2(src / name, dst / name)
     ids = {m.parent: json.loads(m.read_text())["id"] for m in
            sorted((src / "library").rglob("metadata.json"))}  # fmt: skip
-    chunks = (src / "index" / "chunks.jsonl").read_bytes().splitlines(keepends=True)
+    from arkai.adapters.chunkparts import ChunkParts, write_lines
+
+    listing = ChunkParts.load(src / "index" / "chunks")
+    chunks = list(listing.iter_lines()) if listing is not None else []
     related = (src / "index" / "related.jsonl").read_bytes().splitlines(keepends=True)
     topics = json.loads((src / "index" / "topics.json").read_bytes())
-    # topics.json version 2 names each item's own chunks, placed by catalog.json (chunks.jsonl's
+    # topics.json version 2 names each item's own chunks, placed by catalog.json (the chunk lines'
     # order: here the items, then each copy's block); version 1 held positions in the file.
     positions = topics.get("version") == 1
     catalog = json.loads((src / "index" / "catalog.json").read_bytes())
@@ -299,7 +302,7 @@ def grow(src: Path, dst: Path, copies: int) -> int:
     for term, more in extra.items():
         topics["topics"][term]["items"].extend(more)
     (dst / "index").mkdir()
-    (dst / "index" / "chunks.jsonl").write_bytes(b"".join(out_chunks))
+    write_lines(dst / "index" / "chunks", out_chunks)
     (dst / "index" / "related.jsonl").write_bytes(b"".join(out_related))
     # In the index stage's layout (a topic per line), as the site reads the pipeline's.
     from arkai.search.topics import iter_topics_json

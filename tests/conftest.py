@@ -173,3 +173,17 @@ def on_cluster(ray_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[An
     from tests import raycluster
 
     yield from raycluster.connected(ray_cluster, monkeypatch)
+
+
+def chunk_text(index: Path) -> str:
+    """The lines of ``index/chunks/`` (every part, in the listing's order) as one text."""
+    from arkai.adapters.chunkparts import ChunkParts
+
+    parts = ChunkParts.load(index / "chunks")
+    assert parts is not None, f"{index}/chunks has no listing"
+    return b"".join(parts.iter_lines()).decode("utf-8")
+
+
+def chunk_files(index: Path) -> dict[str, bytes]:
+    """Every file of ``index/chunks/`` by its path under ``index/``."""
+    return {f"chunks/{p.name}": p.read_bytes() for p in sorted((index / "chunks").iterdir())}

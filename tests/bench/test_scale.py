@@ -16,7 +16,7 @@ import pytest
 from arkai.formats import parse_source, render_transcript
 from arkai.ops.extract import VERIFY
 from tests.bench import load_bench, run_bench
-from tests.conftest import Runner, load_json
+from tests.conftest import Runner, chunk_text, load_json
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,7 @@ def test_grown_copies_are_items_of_their_own_answered_by_the_store(
     code, out, err = arkai("--repo", kr, "reindex", "--json")
     assert code == 0, err
     index = load_json(out)
-    chunks = [json.loads(line) for line in (kr / "index" / "chunks.jsonl").open()]
+    chunks = [json.loads(line) for line in chunk_text(kr / "index").splitlines()]
     of_copies = [c for c in chunks if title[c["content_id"]] in copies_titles]
     assert of_copies and reused == len({c["key"] for c in of_copies})
     assert index["embedded"] == 0 and index["items"] == 5

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tests.bench import load_bench
-from tests.conftest import Runner
+from tests.conftest import Runner, chunk_text
 from tests.func.test_site_build import item_dirs, make_repo
 from tests.func.test_site_topics import write_index
 
@@ -23,9 +23,7 @@ def test_grow_copies_items_and_their_index(tmp_path: Path, arkai: Runner) -> Non
     assert bench.grow(repo, grown, 2) == 2 * len(ids)
     got = item_dirs(grown)
     assert len(got) == 2 * len(ids) and set(ids) <= set(got)
-    chunks = [
-        json.loads(line) for line in (grown / "index" / "chunks.jsonl").read_text().splitlines()
-    ]
+    chunks = [json.loads(line) for line in chunk_text(grown / "index").splitlines()]
     topics = json.loads((grown / "index" / "topics.json").read_text())["topics"]
     # Each item's own chunk numbers (topics.json version 2), placed by the grown catalog.
     from arkai.search.topics import chunk_offsets

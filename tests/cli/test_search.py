@@ -248,7 +248,7 @@ def lib(kr: Path, fake_embedder: FakeEmbedder) -> dict[str, Any]:
 
     info = {spec["title"]: _write_item(kr, spec) for spec in ITEMS}
     run_index(Repo.at(kr))
-    assert (kr / "index" / "chunks.jsonl").is_file()
+    assert (kr / "index" / "chunks" / "parts.json").is_file()
     return {"root": kr, **info}
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from arkai.adapters.chunkparts import write_lines
 from arkai.core import canonjson
 from arkai.errors import NotFoundError
 from arkai.search.chunks import Chunk, chunk_key
@@ -108,7 +109,7 @@ def _write_index(root: Path) -> None:
             items.append({"id": cid, "title": title, "content_type": "talk", "tags": [],
                           "created_at": "2026-01-01T00:00:00Z",
                           "path": f"library/talk/{title} ({cid[:8]})"})  # fmt: skip
-    (folder / "chunks.jsonl").write_text("".join(canonjson.dumps_line(c.to_dict()) for c in chunks))
+    write_lines(folder / "chunks", (canonjson.dumps_line(c.to_dict()).encode() for c in chunks))
     (folder / "catalog.json").write_text(canonjson.dumps({"version": 1, "items": items}))
     build_lexical([("", t) for t in texts]).save(folder / "lexical")
     store = VectorStore(DIM, "golden")

@@ -116,7 +116,7 @@ def write_index(tmp_path: Path) -> Path:
     folder.mkdir()
     doc = build_topics(inputs(), {"varroa": ["parasite"], "compost": ["humus"]}).doc
     (folder / "topics.json").write_text(json.dumps(doc))
-    # The items in chunks.jsonl's order with their chunk counts (the topic entries' chunk
+    # The items in the chunk lines' order with their chunk counts (the topic entries' chunk
     # numbers are the items' own).
     catalog = {"version": 1, "items": [
         {"id": "b" * 16, "title": "Bees", "path": "library/x", "chunks": len(BEES.splitlines())},
@@ -143,7 +143,7 @@ def test_lookup_exact_stem_and_synonym(tmp_path: Path) -> None:
     assert syn and syn[0]["content_id"] == "b" * 16 and syn[0]["via"] == "synonym"
     humus = lookup_topic(folder, "humus")[0]
     assert humus["content_id"] == "d" * 16
-    # Positions in chunks.jsonl: the item's own chunk numbers after the items before it.
+    # Chunk positions: the item's own chunk numbers after the items before it.
     first = len(BEES.splitlines()) + len(BUILDS.splitlines())
     assert humus["chunks"] == [first]
     assert lookup_topic(folder, "quantum chromodynamics") == []
@@ -151,7 +151,7 @@ def test_lookup_exact_stem_and_synonym(tmp_path: Path) -> None:
 
 
 def test_lookup_reads_positions_of_a_version_1_file_as_they_are(tmp_path: Path) -> None:
-    """A ``topics.json`` of version 1 (positions in ``chunks.jsonl``) is read as it is; an
+    """A ``topics.json`` of version 1 (positions in the chunk lines) is read as it is; an
     item the catalog does not list has no positions in a version 2 file."""
     folder = write_index(tmp_path)
     doc = json.loads((folder / "topics.json").read_text())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -20,10 +21,10 @@ from arkai.cli import main
 from arkai.ops import Repo
 from arkai.ops.init import init_repo
 from arkai.search import embed
-from tests.conftest import SAMPLES, sh
+from tests.conftest import SAMPLES, chunk_files, chunk_text, sh
 
 NOW = "2026-11-22T12:00:00Z"
-FILES = ("catalog.json", "chunks.jsonl", "topics.json", "graph.json", "graph.graphml",
+FILES = ("catalog.json", "chunks/parts.json", "topics.json", "graph.json", "graph.graphml",
          "related.jsonl")  # fmt: skip
 
 
@@ -124,11 +125,14 @@ def repo(base_repo: Path, tmp_path: Path) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {name: (root / "index" / name).read_bytes() for name in (*FILES, "manifest.json")}
+    index = root / "index"
+    return {name: (index / name).read_bytes() for name in (*FILES, "manifest.json")} | chunk_files(
+        index
+    )
 
 
 def item_keys(root: Path, content_id: str) -> set[str]:
-    lines = (root / "index" / "chunks.jsonl").read_text().splitlines()
+    lines = chunk_text(root / "index").splitlines()
     return {json.loads(x)["key"] for x in lines if json.loads(x)["content_id"] == content_id}
 
 
@@ -143,7 +147,7 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     assert (out / "lexical").is_dir() and any((out / "lexical").iterdir())
     assert (out / "vectors").is_dir() and any((out / "vectors").iterdir())
     assert summary.items == 2 and summary.claim_chunks > 0 and summary.transcript_chunks > 0
-    keys = {json.loads(x)["key"] for x in (out / "chunks.jsonl").read_text().splitlines()}
+    keys = {json.loads(x)["key"] for x in chunk_text(out).splitlines()}
     assert summary.embedded == len(keys) == len(fake.encoded)
     assert all(len(call) <= 4 for call in fake.calls)  # batch_size from params
     assert ("embedding" in {w for _, _, w in seen}) and seen[-1][2] == "graph"
@@ -257,7 +261,7 @@ def test_adding_an_item_embeds_only_its_chunks(
 
     monkeypatch.setattr(vectors, "SEGMENT_ROWS", 4)
     run_index(Repo.at(repo))
-    lines = (repo / "index/chunks.jsonl").read_text().splitlines()
+    lines = chunk_text(repo / "index").splitlines()
     old_keys = {json.loads(x)["key"] for x in lines}
     folder = repo / "index" / "vectors"
     segments = [e["name"] for e in json.loads((folder / "meta.json").read_text())["segments"]]
@@ -266,23 +270,24 @@ def test_adding_an_item_embeds_only_its_chunks(
     assert (
         main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")]) == 0
     )
-    # The vectors step reads no item's cached lines (the keys come from chunks.jsonl, which
-    # was spliced: only the new item's lines were read) and parses only the lines to embed.
+    # The vectors step reads no item's cached lines (the keys come from index/chunks/, whose
+    # parts were kept or spliced: only the new item's lines were read) and parses only the
+    # lines to embed.
     read = count_chunk_reads(monkeypatch)
     from arkai.ops import index as index_ops
 
     passes: list[Path] = []
     keyed = index_ops._keyed_lines
 
-    def counted(path: Path) -> Any:
-        passes.append(path)
-        return keyed(path)
+    def counted(parts: Any) -> Any:
+        passes.append(parts.folder)
+        return keyed(parts)
 
     monkeypatch.setattr(index_ops, "_keyed_lines", counted)
     summary = run_index(Repo.at(repo))
     assert len(read) == 1
-    # The keys and the texts to embed in one read of chunks.jsonl.
-    assert passes == [repo / "index" / "chunks.jsonl"]
+    # The keys and the texts to embed in one read of index/chunks/.
+    assert passes == [repo / "index" / "chunks"]
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     new = next(e for e in catalog if e["title"] == "Compilers podcast")
     new_keys = item_keys(repo, new["id"])
@@ -314,7 +319,7 @@ def test_rejected_claims_leave_the_index(repo: Path, fake: FakeEmbedder) -> None
     from arkai.ops.index import run_index
 
     run_index(Repo.at(repo))
-    chunks = [json.loads(x) for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    chunks = [json.loads(x) for x in chunk_text(repo / "index").splitlines()]
     claim = next(c for c in chunks if c["kind"] == "claim")
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     entry = next(e for e in catalog if e["id"] == claim["content_id"])
@@ -322,7 +327,7 @@ def test_rejected_claims_leave_the_index(repo: Path, fake: FakeEmbedder) -> None
         f"claims:\n  {claim['evidence_id']}: {{status: rejected}}\n"
     )
     run_index(Repo.at(repo))
-    after = [json.loads(x) for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    after = [json.loads(x) for x in chunk_text(repo / "index").splitlines()]
     assert claim["evidence_id"] not in {c.get("evidence_id") for c in after}
     catalog2 = json.loads((repo / "index/catalog.json").read_text())["items"]
     entry2 = next(e for e in catalog2 if e["id"] == claim["content_id"])
@@ -410,7 +415,7 @@ def test_dvc_repro_builds_the_index(tmp_path: Path) -> None:
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["embedder"]["dim"] > 0
     assert json.loads((out / "catalog.json").read_text())["items"]
-    keys = {json.loads(x)["key"] for x in (out / "chunks.jsonl").read_text().splitlines()}
+    keys = {json.loads(x)["key"] for x in chunk_text(out).splitlines()}
     assert encoded_runs(repo) == [len(keys)]
 
     # Only the catalog is tracked by git; the rest of index/ is ignored.
@@ -443,7 +448,8 @@ BUILT = (*FILES, "manifest.json", "lexical/bm25.json", "lexical/bm25.npz")
 
 
 def built(root: Path) -> dict[str, bytes]:
-    return {name: (root / "index" / name).read_bytes() for name in BUILT}
+    index = root / "index"
+    return {name: (index / name).read_bytes() for name in BUILT} | chunk_files(index)
 
 
 def scratch_build(root: Path, dest: Path) -> dict[str, bytes]:
@@ -495,7 +501,7 @@ def test_incremental_builds_equal_a_build_from_scratch(
     # The lexical index from the cached stems is the one the chunk texts give.
     from arkai.search.bm25 import BM25Index
 
-    texts = [json.loads(x)["text"] for x in (repo / "index/chunks.jsonl").read_text().splitlines()]
+    texts = [json.loads(x)["text"] for x in chunk_text(repo / "index").splitlines()]
     BM25Index.build(texts).save(tmp_path / "reference")
     for name in ("bm25.json", "bm25.npz"):
         assert (tmp_path / "reference" / name).read_bytes() == built(repo)[f"lexical/{name}"]
@@ -522,7 +528,7 @@ def test_incremental_builds_equal_a_build_from_scratch(
     transcript = sorted((repo / "library").rglob("transcript.md"))[0]
     transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
     changed = run_index(Repo.at(repo))
-    assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
+    assert changed.cache_hits == 1 and "chunks/" in changed.written
     assert topics_step(repo)["reranked"] >= 1
     # The BM25 frequencies: the kept ones, with only the changed item's segment read.
     assert step(repo, "lexical")["segments_read"] == 1
@@ -658,7 +664,7 @@ def test_topic_entries_name_each_items_own_chunks(repo: Path, tmp_path: Path) ->
     """``topics.json`` (version 2) lists each item's own chunk numbers: placed after the
     chunks of the items before it in ``catalog.json``, every entry's chunk is one of the
     item's and holds the term (stemmed). An item that gains chunks moves every later item's
-    positions in ``chunks.jsonl`` but none of their entries, which the next run takes from
+    positions in the chunk lines but none of their entries, which the next run takes from
     the rankings table as text, ranking nothing else again."""
     from arkai.ops.index import run_index
     from arkai.search.topics import chunk_offsets, stem_key
@@ -669,7 +675,7 @@ def test_topic_entries_name_each_items_own_chunks(repo: Path, tmp_path: Path) ->
     def state() -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
         catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
         doc = json.loads((repo / "index/topics.json").read_text())
-        lines = (repo / "index/chunks.jsonl").read_text().splitlines()
+        lines = chunk_text(repo / "index").splitlines()
         return catalog, doc, [json.loads(x) for x in lines]
 
     def check(catalog: list[dict[str, Any]], doc: dict[str, Any], chunks: list[Any]) -> None:
@@ -965,8 +971,8 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     assert run_index(Repo.at(repo), full=True).cache_hits == 0  # --full trusts no record
     assert topics_step(repo)["reranked"] == 2  # …nor a cached ranking
 
-    # A damaged `lines` entry (an item's chunks.jsonl lines, stored unparsed) is rebuilt too:
-    # chunks.jsonl keeps a fresh build's bytes.
+    # A damaged `lines` entry (an item's chunk lines, stored unparsed) is rebuilt too:
+    # index/chunks/ keeps a fresh build's bytes.
     lines = sorted(cache.rglob("*.lines.json"))
     assert len(lines) == 2
     header, body = lines[1].read_text().split("\n", 1)
@@ -981,13 +987,13 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(repo: Path) -> None:
     (cache / LEXICAL_COUNTS).unlink()
     (repo / "index" / "manifest.json").unlink()
     again = run_index(Repo.at(repo))
-    # chunks.jsonl still has the digest recorded for these items' keys: no line is read.
+    # index/chunks/ still has the digest recorded for these items' keys: no line is read.
     assert again.cache_rejected == 1 and b"tampered" in lines[1].read_bytes()
     assert built(repo) == before and again.written == ["lexical"]
-    (repo / "index" / "chunks.jsonl").unlink()
+    shutil.rmtree(repo / "index" / "chunks")
     again = run_index(Repo.at(repo))
     assert again.cache_rejected == 1 and b"tampered" not in lines[1].read_bytes()
-    assert built(repo) == before and again.written == ["chunks.jsonl"]
+    assert built(repo) == before and again.written == ["chunks/"]
 
 
 def test_entries_of_parts_now_kept_in_tables_are_pruned(repo: Path) -> None:
@@ -1091,7 +1097,7 @@ def test_unchanged_items_are_not_read_again(
     transcript = sorted((repo / "library").rglob("transcript.md"))[0]
     transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
     changed = index_op.run_index(Repo.at(repo))
-    assert changed.cache_hits == 1 and "chunks.jsonl" in changed.written
+    assert changed.cache_hits == 1 and "chunks/" in changed.written
     assert transcript in reads and all(
         p.parent == transcript.parent for p in reads if p.name == "transcript.md"
     )
@@ -1101,9 +1107,9 @@ def test_unchanged_items_are_not_read_again(
 def test_chunks_file_is_spliced_from_the_last_one(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One changed item: chunks.jsonl keeps the other items' lines from the old file (their
-    cached lines are not read) and equals a fresh build's; a damaged or forged layout (where
-    each item's lines are) is not trusted."""
+    """One changed item: its part of index/chunks/ keeps the other items' lines from the old
+    part (their cached lines are not read) and equals a fresh build's; a damaged or forged
+    layout (where each item's lines are) is not trusted."""
 
     import arkai.ops.index as index_op
     from arkai.core import canonjson
@@ -1142,7 +1148,7 @@ def test_chunks_file_is_spliced_from_the_last_one(
 
     monkeypatch.setattr(layout_mod, "load_metadata", counting_metadata)
     changed = edit(1, b"Varroa counts rise in late summer.\n")
-    assert "chunks.jsonl" in index_op.run_index(Repo.at(repo)).written
+    assert "chunks/" in index_op.run_index(Repo.at(repo)).written
     assert read == [changed]
     assert phrases == [changed]
     assert len(listed) == len(set(listed)) == 2
@@ -1152,8 +1158,10 @@ def test_chunks_file_is_spliced_from_the_last_one(
     # do not hold those items' lines, so nothing is spliced; the file is a fresh build's.
     _header, body = layout.read_bytes().split(b"\n", 1)
     doc = json.loads(body)
-    doc["items"][0][2], doc["items"][1][2] = doc["items"][1][2], doc["items"][0][2]
-    assert doc["items"][0][2] != doc["items"][1][2]
+    assert len(doc["parts"]) == 1  # both items in one part
+    members = doc["parts"][0][2]
+    members[0][2], members[1][2] = members[1][2], members[0][2]
+    assert members[0][2] != members[1][2]
     body = canonjson.dumps_line(doc).encode()
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     layout.write_bytes(canonjson.dumps_line({"digest": digest}).encode() + body)
@@ -1163,7 +1171,7 @@ def test_chunks_file_is_spliced_from_the_last_one(
     assert set(read) == {d["id"] for d in catalog(repo)}  # every item's lines read
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # A damaged one (its digest no longer matches) is not used either.
-    layout.write_bytes(layout.read_bytes().replace(b'"items":[[', b'"items":[["x",', 1))
+    layout.write_bytes(layout.read_bytes().replace(b'"parts":[[', b'"parts":[["x",', 1))
     read.clear()
     edit(1, b"Queens are marked in spring.\n")
     index_op.run_index(Repo.at(repo))
@@ -1182,7 +1190,7 @@ def catalog(root: Path) -> list[dict[str, Any]]:
 
 
 def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path) -> None:
-    """The vectors step's keys come from chunks.jsonl lines by pattern: a text or an ID that
+    """The vectors step's keys come from the chunk lines by pattern: a text or an ID that
     holds the pattern's characters does not fool it; each distinct key is kept once, as its id,
     with its first line's offset, from which that line alone is read back; a line without a
     key is an error."""
@@ -1198,18 +1206,110 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path
         {"content_id": "b", "key": "sha256:1", "text": 'says "key":"sha256:9" twice'},
         {"content_id": "c", "key": "sha256:3", "text": "third"},
     ]
-    path = tmp_path / "chunks.jsonl"
-    path.write_text(canonjson.dumps_lines(rows))
-    scan = chunk_scan(path)
+    from arkai.adapters.chunkparts import ChunkParts, write_listing, write_part
+
+    def parts(text: str, cut: int) -> ChunkParts:
+        """``text``'s lines in two parts, the first of ``cut`` lines."""
+        folder = tmp_path / "index" / "chunks"
+        lines = text.encode().splitlines(keepends=True)
+        made = [write_part(folder, lambda fh, ls=ls: fh.write(b"".join(ls)))
+                for ls in (lines[:cut], lines[cut:])]  # fmt: skip
+        write_listing(folder, made)
+        listing = ChunkParts.load(folder)
+        assert listing is not None and len(listing.parts) == 2
+        return listing
+
+    listing = parts(canonjson.dumps_lines(rows), 2)
+    scan = chunk_scan(listing)
     assert len(scan) == 3
     assert scan.ids.tobytes() == key_ids(["sha256:1", digest, "sha256:3"]).tobytes()
     assert key_ids([digest]).tobytes() == bytes.fromhex("ab" * 32)  # a digest key's own bytes
-    lines = path.read_bytes().splitlines(keepends=True)
+    lines = canonjson.dumps_lines(rows).encode().splitlines(keepends=True)
     assert scan.offsets.tolist() == [0, len(lines[0]), sum(map(len, lines[:3]))]
-    assert chunk_lines(path, scan.offsets[[2, 1]]) == [("sha256:3", "third"),
-                                                       (digest, rows[1]["text"])]  # fmt: skip
+    # Read back across the parts' boundary (the second offset is in the first part).
+    assert chunk_lines(listing, scan.offsets[[2, 1]]) == [("sha256:3", "third"),
+                                                          (digest, rows[1]["text"])]  # fmt: skip
     with pytest.raises(LibraryError, match="no chunk at byte 5"):
-        chunk_lines(path, [5])
-    path.write_text(canonjson.dumps_lines(rows) + '{"text":"no key"}\n')
+        chunk_lines(listing, [5])
+    listing = parts(canonjson.dumps_lines(rows) + '{"text":"no key"}\n', 3)
     with pytest.raises(LibraryError, match="line 5 has no chunk key"):
-        chunk_scan(path)
+        chunk_scan(listing)
+
+
+def test_a_changed_item_writes_its_part_only(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """index/chunks/ in parts: a changed item's part is the one file written again (the
+    other keeps its inode and mtime, so DVC caches one part); a part edited by hand (the same
+    size), a link in its place, a stray file and the one-file chunks.jsonl of earlier
+    versions are all found and put right; a run stopped while writing the parts leaves the
+    last listing readable; every result is a fresh build's, byte for byte."""
+    import arkai.adapters.chunkparts as chunkparts
+    import arkai.ops.index as index_op
+    from arkai.adapters.chunkparts import LISTING, ChunkParts
+    from arkai.ops.search import load_index
+
+    monkeypatch.setattr(chunkparts, "PART_ITEMS", 1)  # every item a part of its own
+    set_params(repo, embedder="none")
+    folder = repo / "index" / "chunks"
+    (repo / "index").mkdir(exist_ok=True)
+    (repo / "index" / "chunks.jsonl").write_bytes(b"{}\n")  # an older version's file
+    index_op.run_index(Repo.at(repo))
+    assert not (repo / "index" / "chunks.jsonl").exists()
+    listing = ChunkParts.load(folder)
+    assert listing is not None and len(listing.parts) == 2
+    stats = {p.name: os.stat(folder / p.name) for p in listing.parts}
+    transcripts = sorted((repo / "library").rglob("transcript.md"))
+    transcripts[1].write_bytes(transcripts[1].read_bytes() + b"Varroa counts rise in June.\n")
+    assert "chunks/" in index_op.run_index(Repo.at(repo)).written
+    after = ChunkParts.load(folder)
+    assert after is not None
+    kept = [p for p in after.parts if p.name in stats]
+    assert len(kept) == 1 and len(set(os.listdir(folder)) - set(stats) - {LISTING}) == 1
+    st = os.stat(folder / kept[0].name)
+    assert (st.st_ino, st.st_mtime_ns) == (stats[kept[0].name].st_ino,
+                                           stats[kept[0].name].st_mtime_ns)  # fmt: skip
+    fresh = scratch_build(repo, tmp_path / "scratch")
+    assert built(repo) == fresh
+
+    # Edited by hand, the same size: its digest no longer its name's, so it is written again.
+    part = folder / after.parts[0].name
+    data = part.read_bytes()
+    part.write_bytes(data.replace(b"a", b"e", 1))
+    assert len(part.read_bytes()) == len(data) and part.read_bytes() != data
+    (repo / "index" / "manifest.json").unlink()
+    index_op.run_index(Repo.at(repo))
+    assert built(repo) == fresh
+    # A link in a part's place (to a file outside the repo, which is left as it is).
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(b"not chunks\n")
+    part.unlink()
+    part.symlink_to(outside)
+    (folder / "stray.jsonl").write_bytes(b"{}\n")
+    (repo / "index" / "manifest.json").unlink()
+    index_op.run_index(Repo.at(repo))
+    assert not part.is_symlink() and outside.read_bytes() == b"not chunks\n"
+    assert built(repo) == fresh
+
+    # Stopped while writing the parts (after the first): the listing is the last run's and
+    # every part it names is there, so search reads what it read before.
+    before = [c.text for c in load_index(repo).chunks]
+    real = index_op.write_part
+    calls: list[int] = []
+
+    def stopping(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(index_op, "write_part", stopping)
+    for n in (0, 1):
+        transcripts[n].write_bytes(transcripts[n].read_bytes() + b"Drones leave in autumn.\n")
+    with pytest.raises(KeyboardInterrupt):
+        index_op.run_index(Repo.at(repo))
+    assert [c.text for c in load_index(repo).chunks] == before
+    monkeypatch.setattr(index_op, "write_part", real)
+    index_op.run_index(Repo.at(repo))
+    assert "Drones leave in autumn." in chunk_text(repo / "index")
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")

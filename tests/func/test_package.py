@@ -342,7 +342,7 @@ def clone(venv: Venv, repo: Path, dest: Path, sha: str) -> Path:
 @pytest.mark.slow
 def test_fresh_venv_builds_a_new_library(venv: Venv, library: Path) -> None:
     """`arkai init` + `dvc repro` from the wheel alone: everything valid, the index built."""
-    assert (library / "index" / "chunks.jsonl").is_file()
+    assert (library / "index" / "chunks" / "parts.json").is_file()
     assert (library / "site" / "index.html").is_file()
     report = json.loads((library / "reports" / "validation.json").read_text(encoding="utf-8"))
     assert report["items"] == 1 and report["valid"] >= 1 and report["stale"] == 0

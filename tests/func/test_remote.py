@@ -158,7 +158,7 @@ def rebuild_in_clone(
     assert runs and not any(runs), f"clone B embedded chunks: {runs}"
     # The same claims, spans and entities as A's (only extraction timestamps differ).
     assert evidence(b) == evidence(a) and evidence(b)
-    for rel in ("index/chunks.jsonl", "index/graph.json", "index/manifest.json"):
+    for rel in ("index/chunks/parts.json", "index/graph.json", "index/manifest.json"):
         assert (b / rel).read_bytes() == (a / rel).read_bytes(), rel
 
 

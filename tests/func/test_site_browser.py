@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from arkai.adapters.chunkparts import write_lines
 from arkai.cli import main
 from arkai.ops.init import init_repo
 from arkai.site.build import build_site
@@ -103,7 +104,7 @@ def _write_index(repo: Path, *cids: str) -> None:
             text = "\n".join(lines[n - 1 : n + 2])
             chunks.append({"content_id": cid, "kind": "transcript", "start_line": n,
                            "end_line": min(n + 2, len(lines)), "text": text})  # fmt: skip
-    (index / "chunks.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
+    write_lines(index / "chunks", (json.dumps(c).encode() + b"\n" for c in chunks))
     items = [{"content_id": c, "relevance": "high" if i == 0 else "low", "chunks": refs[c]}
              for i, c in enumerate(cids)]  # fmt: skip
     (index / "topics.json").write_text(json.dumps(

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from arkai.adapters.chunkparts import write_lines
 from arkai.adapters.memory import write_state
 from arkai.cli.site import site as site_group
 from arkai.errors import LibraryError
@@ -285,10 +286,10 @@ def test_index_files_add_topics_related_and_beliefs(tmp_path: Path, arkai: Runne
     first = json.loads(evidence.read_text().splitlines()[0])
     index = repo / "index"
     index.mkdir(exist_ok=True)
-    (index / "chunks.jsonl").write_text(
-        json.dumps({"content_id": a, "start_line": 3, "end_line": 5}) + "\n"
-        + json.dumps({"content_id": b, "start_line": 1, "end_line": 2}) + "\n"
-    )  # fmt: skip
+    write_lines(index / "chunks", [
+        json.dumps({"content_id": a, "start_line": 3, "end_line": 5}).encode() + b"\n",
+        json.dumps({"content_id": b, "start_line": 1, "end_line": 2}).encode() + b"\n",
+    ])  # fmt: skip
     (index / "topics.json").write_text(json.dumps({
         "version": 1,
         "topics": {"remote cache": {"items": [

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from arkai.adapters.chunkparts import ChunkParts, write_lines
 from arkai.errors import ArkaiError, UnsafeFileError
 from arkai.search.topics import iter_topics_json
 from arkai.site import build as site_build
@@ -38,7 +39,7 @@ def write_index(
     at: dict[tuple[str, int], int] | None = None,
     version: int = 2,
 ) -> None:
-    """chunks.jsonl: ``pad`` chunks of another item first (they shift every position), then
+    """index/chunks/: ``pad`` chunks of another item first (they shift every position), then
     two chunks per item; topics.json: "alpha" on the first two items, "beta" on the last
     two, "gamma" on the third alone — each item's own chunk numbers, with catalog.json
     listing the items in the file's order (``version`` 1: positions in the file, as that
@@ -56,7 +57,7 @@ def write_index(
             text = texts.get((cid, k), f"words about alpha beta gamma in {cid} part {k}")
             line = (at or {}).get((cid, k), 1 + k)
             rows.append({"content_id": cid, "start_line": line, "end_line": line, "text": text})
-    (index / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_lines(index / "chunks", (json.dumps(r).encode() + b"\n" for r in rows))
     listed = [{"id": ids[-1], "chunks": pad}, *({"id": c, "chunks": 2} for c in ids[:4])]
     (index / "catalog.json").write_text(json.dumps({"version": 1, "items": listed}))
 
@@ -141,7 +142,7 @@ def test_topic_pages_follow_what_they_show_not_chunk_numbers(
     assert build_site(repo).mkdocs == "dirty"
     assert made == [] and loaded == [] and entity_reads == []
 
-    # Three chunks inserted before all others: every position in chunks.jsonl shifts (and
+    # Three chunks inserted before all others: every chunk position shifts (and
     # every chunk number of a version 1 topics.json), what the pages show does not. None is
     # made again; each keeps its bytes and its time.
     write_index(repo, ids, {}, pad=3)
@@ -335,7 +336,7 @@ def test_topics_as_the_index_writes_them_are_read_without_decoding() -> None:
 
 def test_topic_chunks_become_positions_through_the_catalog(tmp_path: Path) -> None:
     """A version 2 topics.json names each item's own chunks; the site places them after the
-    chunks of the items before it in catalog.json (``chunks.jsonl``'s order), keeps the
+    chunks of the items before it in catalog.json (the chunk lines' order), keeps the
     first :data:`indexes.CHUNK_LINKS` and counts them all; an item the catalog does not list
     (or lists after an item without a chunk count) is left out, and so is a negative number."""
     index = tmp_path / "index"
@@ -516,24 +517,31 @@ def test_topics_laid_out_otherwise_are_walked_whole(tmp_path: Path, name: str) -
     assert items == {t: i for t, i in want[0].items() if i}
 
 
-@pytest.mark.parametrize("name", ["topics.json", "related.jsonl", "chunks.jsonl"])
+@pytest.mark.parametrize("name", ["topics.json", "related.jsonl", "chunks/parts.json",
+                                  "chunks/part"])  # fmt: skip
 def test_an_index_file_linked_elsewhere_is_refused(tmp_path: Path, name: str) -> None:
     """The site publishes what the index files hold: one that is a symbolic link (to a file
     outside the repo, in the index stage's own layout) is refused, naming it, as
-    ``catalog.json`` is, never read through the link."""
+    ``catalog.json`` is, never read through the link — the chunks' listing and a part alike."""
     doc = _writer_doc()
     index = _write(tmp_path, b"".join(iter_topics_json(doc)).decode())
+    chunk = json.dumps({"content_id": "x", "start_line": 1, "end_line": 1, "text": "t"}) + "\n"
+    write_lines(index / "chunks", [chunk.encode()])
+    listing = ChunkParts.load(index / "chunks")
+    assert listing is not None
+    if name == "chunks/part":
+        name = f"chunks/{listing.parts[0].name}"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    outside = elsewhere / name
+    outside = elsewhere / Path(name).name
     related = json.dumps({"id": "x", "related": [["y", "related", 0.5]]}) + "\n"
-    chunk = json.dumps({"content_id": "x", "start_line": 1, "end_line": 1, "text": "t"}) + "\n"
     body = {"topics.json": (index / "topics.json").read_text(), "related.jsonl": related,
-            "chunks.jsonl": chunk}[name]  # fmt: skip
+            "chunks/parts.json": (index / name).read_text() if name.startswith("chunks/") else "",
+            }.get(name, chunk)  # fmt: skip
     outside.write_text(body)
     (index / name).unlink(missing_ok=True)
     (index / name).symlink_to(outside)
-    with pytest.raises(UnsafeFileError, match=re.escape(name) + ".*symbolic link"):
+    with pytest.raises(UnsafeFileError, match=re.escape(Path(name).name) + ".*symbolic link"):
         if name == "topics.json":
             site_build._load_topics(index, EVERYONE)
         elif name == "related.jsonl":

@@ -49,6 +49,7 @@ def atomic_write(
     fsync: bool = True,
     mode: int = 0o644,
     unless: Callable[[Path], bool] | None = None,
+    rename_to: Callable[[], Path] | None = None,
 ) -> bool:
     """Create or replace ``path`` with what ``write`` writes to a binary file object.
 
@@ -56,6 +57,9 @@ def atomic_write(
     unless ``fsync=False``, for derived data), then renamed over ``path``. On any error the temp
     file is removed and ``path`` is left as it was; so it is when ``unless`` returns True for
     the flushed temp file. Returns whether ``path`` was replaced.
+
+    ``rename_to``: the file's name is decided once its bytes are written (a part named by its
+    digest): the temp file is made beside ``path`` and renamed to what this returns.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
@@ -69,7 +73,7 @@ def atomic_write(
             if fsync:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, path if rename_to is None else rename_to())
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -225,10 +229,12 @@ def write_chunks_if_changed(
         for chunk in chunks:
             fh.write(chunk)
 
-    return atomic_write(path, write, fsync=fsync, unless=lambda tmp: _same_bytes(tmp, path))
+    return atomic_write(path, write, fsync=fsync, unless=lambda tmp: same_bytes(tmp, path))
 
 
-def _same_bytes(a: Path, b: Path, block: int = 1 << 20) -> bool:
+def same_bytes(a: Path, b: Path, block: int = 1 << 20) -> bool:
+    """Whether ``b`` is a regular file (not followed through a link) of exactly ``a``'s bytes,
+    compared a block at a time."""
     try:
         if not stat.S_ISREG(os.lstat(b).st_mode) or a.stat().st_size != b.stat().st_size:
             return False

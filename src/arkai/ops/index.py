@@ -3,12 +3,12 @@
 One stage over the whole library, incremental inside:
 
 - ``catalog.json`` — the seed's catalog plus counts, git-tracked, rewritten only when it changes;
-- ``chunks.jsonl`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`),
-  spliced from the last file (unchanged items' spans copied, :class:`_Layout`) and the
-  changed items' cached lines (never held whole);
+- ``chunks/`` — transcript windows and claim chunks (:mod:`arkai.search.chunks`), one line
+  each, in parts of about 64 items (:mod:`arkai.adapters.chunkparts`): a part whose items are
+  unchanged is kept, only a changed item's part written again (:class:`_Layout`);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
-  (``full`` re-embeds everything; the keys are read from ``chunks.jsonl`` by pattern and only
+  (``full`` re-embeds everything; the keys are read from ``index/chunks/`` by pattern and only
   the lines to embed are parsed), keys no longer present are pruned;
 - ``topics.json`` — the topic index (:mod:`arkai.search.topics`), merged with ``synonyms.yaml``;
 - ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`), its
@@ -44,9 +44,17 @@ import numpy as np
 
 import arkai
 from arkai.adapters import events
+from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
+from arkai.adapters.chunkparts import (
+    LISTING,
+    ChunkParts,
+    Part,
+    ends_part,
+    write_listing,
+    write_part,
+)
 from arkai.adapters.fs import (
     TEMP_DIR,
-    atomic_write,
     byte_view,
     read_array,
     read_repo_file,
@@ -111,7 +119,9 @@ CATALOG_VERSION = 1
 MANIFEST_VERSION = 1
 SYNONYMS = "synonyms.yaml"
 CATALOG = "catalog.json"
-CHUNKS = "chunks.jsonl"
+CHUNKS = CHUNKS_FOLDER
+#: The one file the chunks were in before they were kept in parts (removed when found).
+LEGACY_CHUNKS = "chunks.jsonl"
 LEXICAL = "lexical"
 VECTORS = "vectors"
 TOPICS = "topics.json"
@@ -125,8 +135,9 @@ INPUTS = "inputs.json"
 DIGESTS = "digests.json"
 #: The remembered inputs keys of the items, by their files' stamps (in the item cache).
 STAMPS = "stamps.json"
-#: Where each item's lines are in ``chunks.jsonl`` (in the item cache; :class:`_Layout`).
+#: Which items' lines each part of ``chunks/`` holds (in the item cache; :class:`_Layout`).
 LAYOUT = "chunks-layout.json"
+LAYOUT_VERSION = 2
 #: Every item's ranked terms, a row per item (:class:`arkai.adapters.itemtable.ItemTable`).
 RANKINGS = "rankings"
 #: Every item's phrase ids, for the document frequencies (in the item cache; :class:`_PhraseTable`).
@@ -329,7 +340,7 @@ def _derive(
 
 
 def _lines(chunks: Sequence[Chunk]) -> bytes:
-    """The chunks' ``chunks.jsonl`` lines."""
+    """The chunks' chunk lines."""
     return canonjson.dumps_lines(c.to_dict() for c in chunks).encode("utf-8")
 
 
@@ -909,21 +920,21 @@ def _term_counts(
 
 
 def _chunk_lines(d: _Loaded, ip: dict[str, Any], settings: bytes, cache: ItemCache) -> bytes:
-    """The item's ``chunks.jsonl`` lines, as cached."""
+    """The item's chunk lines, as cached."""
     raw = cache.get_bytes(d.item.id, d.key, "lines")
     if raw is None:
         raw = _lines(_rederive(d, ip, settings, cache)[1])
     return raw
 
 
-#: A ``chunks.jsonl`` line's chunk key: canonical JSON escapes every quote inside a string, so
+#: A chunk line's chunk key: canonical JSON escapes every quote inside a string, so
 #: the pattern is found only where the member is (the first match of a line).
 _KEY = re.compile(rb'"key":"([^"\\]*)"')
 
 
 @dataclass(frozen=True)
 class ChunkScan:
-    """The distinct chunk keys of ``chunks.jsonl`` in file order: each one's id
+    """The distinct chunk keys of ``index/chunks/`` in file order: each one's id
     (:func:`arkai.search.vectors.key_id`) and the byte offset of its first line."""
 
     ids: Any
@@ -933,16 +944,16 @@ class ChunkScan:
         return len(self.ids)
 
 
-def chunk_scan(path: Path) -> ChunkScan:
-    """One read of ``chunks.jsonl`` for its chunk keys (no line is parsed): ≈ 40 bytes a chunk
-    held, where a list and a set of key strings held ≈ 200."""
+def chunk_scan(parts: ChunkParts) -> ChunkScan:
+    """One read of ``index/chunks/`` for its chunk keys (no line is parsed): ≈ 40 bytes a
+    chunk held, where a list and a set of key strings held ≈ 200."""
     from array import array
 
     from arkai.search.vectors import ID_DTYPE, key_id
 
     ids = bytearray()
     offsets = array("q")
-    for key, _line, at in _keyed_lines(path):
+    for key, _line, at in _keyed_lines(parts):
         ids += key_id(key)
         offsets.append(at)
     every = np.frombuffer(ids, dtype=ID_DTYPE)
@@ -959,33 +970,28 @@ def chunk_scan(path: Path) -> ChunkScan:
     return ChunkScan(every, starts)
 
 
-def chunk_lines(path: Path, offsets: Iterable[int]) -> list[tuple[str, str]]:
-    """The (key, text) of each ``chunks.jsonl`` line starting at ``offsets`` (from
+def chunk_lines(parts: ChunkParts, offsets: Iterable[int]) -> list[tuple[str, str]]:
+    """The (key, text) of each chunk line starting at ``offsets`` of the whole sequence (from
     :func:`chunk_scan`; only those lines are read and parsed)."""
     out: list[tuple[str, str]] = []
-    with path.open("rb") as fh:
-        for at in offsets:
-            fh.seek(int(at))
-            line = fh.readline()
-            try:
-                row = json.loads(line)
-                out.append((str(row["key"]), str(row["text"])))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise LibraryError(f"{path}: no chunk at byte {at} ({exc}); "
-                                   "run `arkai reindex --full`") from None  # fmt: skip
+    for at, line in parts.read_at(int(a) for a in offsets):
+        try:
+            row = json.loads(line)
+            out.append((str(row["key"]), str(row["text"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LibraryError(f"{parts.folder}: no chunk at byte {at} ({exc}); "
+                               "run `arkai reindex --full`") from None  # fmt: skip
     return out
 
 
-def _keyed_lines(path: Path) -> Iterator[tuple[str, bytes, int]]:
-    """Each line of ``chunks.jsonl`` with its chunk key and its byte offset."""
-    at = 0
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            m = _KEY.search(line)
-            if m is None:
-                raise LibraryError(f"{path}: line {n} has no chunk key; run `arkai reindex --full`")
-            yield m.group(1).decode("utf-8"), line, at
-            at += len(line)
+def _keyed_lines(parts: ChunkParts) -> Iterator[tuple[str, bytes, int]]:
+    """Each chunk line with its chunk key and its byte offset in the whole sequence."""
+    for n, (at, line) in enumerate(parts.iter_offsets(), 1):
+        m = _KEY.search(line)
+        if m is None:
+            raise LibraryError(f"{parts.folder}: line {n} has no chunk key; "
+                               "run `arkai reindex --full`")  # fmt: skip
+        yield m.group(1).decode("utf-8"), line, at
 
 
 #: The metadata fields the stage reads (the catalog's and the graph's); an item keeps only
@@ -1022,7 +1028,7 @@ def _digest(data: bytes) -> str:
 
 
 #: Files whose bytes the ``inputs`` digest of the manifest determines.
-DERIVED = (CHUNKS, CATALOG, TOPICS, GRAPH_JSON, GRAPHML, RELATED, f"{LEXICAL}/")
+DERIVED = (f"{CHUNKS}/", CATALOG, TOPICS, GRAPH_JSON, GRAPHML, RELATED, f"{LEXICAL}/")
 
 
 def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests) -> bool:
@@ -1058,9 +1064,17 @@ def requested_embedder(ip: dict[str, Any]) -> str | None:
     return name
 
 
+def _listing(out: Path) -> ChunkParts:
+    """``index/chunks/`` as this run wrote it."""
+    listing = ChunkParts.load(out / CHUNKS)
+    if listing is None:
+        raise LibraryError(f"{out / CHUNKS}: no {LISTING} after the chunks were written")
+    return listing
+
+
 def _embed(
     out: Path,
-    chunks: Path,
+    chunks: ChunkParts,
     ip: dict[str, Any],
     requested: str,
     previous: Any,
@@ -1069,7 +1083,7 @@ def _embed(
     progress: ProgressFn | None,
     extract: dict[str, Any] | None = None,
 ) -> None:
-    """Embed the chunks of ``chunks`` (``chunks.jsonl`` as just written) whose key the vector
+    """Embed the chunks of ``chunks`` (``index/chunks/`` as just written) whose key the vector
     store lacks; prune the keys that are gone; then bring the ANN index (above
     ``index.ann.threshold``) in line with the store.
 
@@ -1246,103 +1260,123 @@ def _write_chunks(
     known: str | None,
     full: bool,
 ) -> str:
-    """Bring ``chunks.jsonl`` (the items' cached lines, in order) up to date. Returns the
-    file's digest. ``known``: the digest the last run recorded for the same item keys (the
-    lines are a function of them) — when the file still has it, nothing is read.
+    """Bring ``index/chunks/`` (the items' cached lines, in order, in parts:
+    :mod:`arkai.adapters.chunkparts`) up to date. Returns the digest of the whole sequence.
+    ``known``: the digest the last run recorded for the same item keys (the lines are a
+    function of them) — when the listing still has it and every part its bytes, nothing
+    else is read.
 
-    Otherwise, when the layout the last run recorded (:class:`_Layout`: each item's key and
-    byte length) is intact and the file still has that run's digest, the file is spliced:
-    the lines of an item whose key is unchanged are copied from the old file, only the
-    changed and new items' lines are read from the item cache. Without a usable layout (or
-    with ``full``) every item's cached lines are streamed; either way the file is replaced
-    only when its bytes change."""
-    path = out / CHUNKS
-    layout_path = cache.folder / LAYOUT
-    if known is not None and path.is_file() and digests.of(path, CHUNKS) == known:
-        return known
-    old = None if full else _Layout.load(layout_path)
-    if old is not None and not (
-        path.is_file()
-        and path.stat().st_size == sum(n for _, _, n in old.items)
-        and digests.of(path, CHUNKS) == old.digest
-    ):
-        old = None
-    spans: dict[str, tuple[str, int, int]] = {}
-    if old is not None:
-        at = 0
-        for cid, key, n in old.items:
-            spans[cid] = (key, at, n)
-            at += n
+    Otherwise a part whose run of items (content IDs and inputs keys) the last run's layout
+    (:class:`_Layout`) holds, and whose file still has its bytes, is kept as it is; any
+    other run is written: an item's lines copied from an intact old part where its key is
+    unchanged, else from the item cache. ``full``: every part written again from the cache."""
+    folder = out / CHUNKS
+    legacy = out / LEGACY_CHUNKS
+    if legacy.is_file() or legacy.is_symlink():
+        legacy.unlink()  # the one file of earlier versions (this stage's own output)
     try:
-        return _splice(path, layout_path, loaded, spans, ip, settings, cache, digests, written)
-    except _Mismatch:  # the old file does not hold what the layout says: no splicing
-        return _splice(path, layout_path, loaded, {}, ip, settings, cache, digests, written)
+        listing = ChunkParts.load(folder)
+    except LibraryError:
+        listing = None  # written again below
 
+    def intact(name: str) -> bool:
+        path = folder / name
+        st = stamp(path)
+        return (
+            st is not None
+            and st[0] >= 0
+            and digests.of(path, f"{CHUNKS}/{name}") == "sha256:" + name.removesuffix(".jsonl")
+        )
 
-class _Mismatch(Exception):
-    """A span of the old ``chunks.jsonl`` is not the item's lines the layout says it is."""
+    if (
+        known is not None
+        and listing is not None
+        and listing.digest == known
+        and all(intact(p.name) for p in listing.parts)
+    ):
+        return known
+    old = None if full else _Layout.load(cache.folder / LAYOUT)
+    kept: dict[tuple[tuple[str, str], ...], tuple[str, int]] = {}
+    spans: dict[str, tuple[str, str, int, int]] = {}
+    for name, lines, members in old.parts if old is not None else []:
+        if not intact(name):
+            continue
+        kept[tuple((c, k) for c, k, _ in members)] = (name, lines)
+        at = 0
+        for c, k, n in members:
+            spans[c] = (k, name, at, n)
+            at += n
+    parts: list[Part] = []
+    layout: list[tuple[str, int, list[tuple[str, str, int]]]] = []
+    made = 0
+    for run in _runs(loaded):
+        found = kept.get(tuple((d.item.id, d.key) for d in run))
+        if found is not None:
+            name, lines = found
+            members = [(d.item.id, d.key, spans[d.item.id][3]) for d in run]
+            parts.append(Part(name, lines, sum(n for _, _, n in members)))
+            layout.append((name, lines, members))
+            continue
+        members = []
 
-
-def _splice(
-    path: Path,
-    layout_path: Path,
-    loaded: Sequence[_Loaded],
-    spans: dict[str, tuple[str, int, int]],
-    ip: dict[str, Any],
-    settings: bytes,
-    cache: ItemCache,
-    digests: FileDigests,
-    written: list[str],
-) -> str:
-    """Write ``chunks.jsonl``: an item's span of the old file where ``spans`` has it under its
-    key, else its lines from the item cache."""
-    h = hashlib.sha256()
-    items: list[tuple[str, str, int]] = []
-
-    def write(fh: Any) -> None:
-        with contextlib.ExitStack() as stack:
-            src = stack.enter_context(path.open("rb")) if spans else None
-            for d in loaded:
+        def write(fh: BinaryIO, run: list[_Loaded] = run, members: list[Any] = members) -> None:
+            for d in run:
                 span = spans.get(d.item.id)
-                if src is not None and span is not None and span[0] == d.key:
-                    src.seek(span[1])
-                    raw = src.read(span[2])
-                    # Each line of the span one of this item's (a key of canonical JSON is
-                    # never escaped, so the marker is found once a line and nowhere else).
-                    cid = canonjson.dumps(d.item.id).strip().encode("utf-8")
-                    marker = b'"content_id":' + cid + b","
-                    if (
-                        len(raw) != span[2]
-                        or not raw.endswith(b"\n")
-                        or raw.count(marker) != raw.count(b"\n")
-                    ):
-                        raise _Mismatch
-                else:
+                raw = None
+                if span is not None and span[0] == d.key:
+                    raw = _span(folder / span[1], span[2], span[3], d.item.id)
+                if raw is None:
                     raw = _chunk_lines(d, ip, settings, cache)
-                h.update(raw)
                 fh.write(raw)
-                items.append((d.item.id, d.key, len(raw)))
+                members.append((d.item.id, d.key, len(raw)))
 
-    def same(_tmp: Path) -> bool:
-        return path.is_file() and digests.of(path, CHUNKS) == "sha256:" + h.hexdigest()
-
-    if atomic_write(path, write, unless=same):
-        written.append(CHUNKS)
-    digest = "sha256:" + h.hexdigest()
-    digests.record(path, CHUNKS, digest)  # just hashed while written: not read again
-    _Layout(digest, items).save(layout_path)
+        part = write_part(folder, write)
+        digests.record(folder / part.name, f"{CHUNKS}/{part.name}", part.sha256)
+        parts.append(part)
+        layout.append((part.name, part.lines, members))
+        made += 1
+    digest, listed = write_listing(folder, parts)
+    if made or listed:
+        written.append(f"{CHUNKS}/")
+    _Layout(layout).save(cache.folder / LAYOUT)
     return digest
+
+
+def _runs(loaded: Sequence[_Loaded]) -> Iterator[list[_Loaded]]:
+    """The items in runs, one a part (:func:`arkai.adapters.chunkparts.ends_part`)."""
+    run: list[_Loaded] = []
+    for d in loaded:
+        run.append(d)
+        if ends_part(d.item.id):
+            yield run
+            run = []
+    if run:
+        yield run
+
+
+def _span(path: Path, at: int, size: int, content_id: str) -> bytes | None:
+    """An item's lines in an old part (intact: its bytes are its name's digest) where the
+    layout says they are; None unless they are whole lines, each naming the item (a key of
+    canonical JSON is never escaped, so the marker is found once a line and nowhere else) —
+    the caller then takes them from the item cache."""
+    with path.open("rb") as fh:
+        fh.seek(at)
+        raw = fh.read(size)
+    marker = b'"content_id":' + canonjson.dumps(content_id).strip().encode("utf-8") + b","
+    if len(raw) != size or not raw.endswith(b"\n") or raw.count(marker) != raw.count(b"\n"):
+        return None
+    return raw
 
 
 @dataclass(frozen=True)
 class _Layout:
-    """Where each item's lines are in ``chunks.jsonl`` (in the item cache folder, beside
-    ``inputs.json``): the file's digest, then (content ID, inputs key, byte length) per item,
-    in file order; a header line holds the digest of the rest, so a damaged or edited
-    layout is not used (the file is then rebuilt from the item cache)."""
+    """The parts of ``index/chunks/`` as the last run wrote them (in the item cache folder,
+    beside ``inputs.json``): per part its file name, its number of lines and (content ID,
+    inputs key, byte length) per item, in order; a header line holds the digest of the
+    rest, so a damaged or edited layout is not used (every part is then written again from
+    the item cache)."""
 
-    digest: str
-    items: list[tuple[str, str, int]]
+    parts: list[tuple[str, int, list[tuple[str, str, int]]]]
 
     @classmethod
     def load(cls, path: Path) -> _Layout | None:
@@ -1351,17 +1385,19 @@ class _Layout:
             return None
         try:
             doc = json.loads(body)
-            items = [(str(c), str(k), int(n)) for c, k, n in doc["items"]]
-            if any(n < 0 for _, _, n in items):
+            if doc["version"] != LAYOUT_VERSION:
                 return None
-            return cls(str(doc["chunks"]), items)
+            parts = [(str(name), int(lines), [(str(c), str(k), int(n)) for c, k, n in members])
+                     for name, lines, members in doc["parts"]]  # fmt: skip
+            if any(n < 0 for _, _, members in parts for _, _, n in members):
+                return None
+            return cls(parts)
         except (ValueError, TypeError, KeyError):
             return None
 
     def save(self, path: Path) -> None:
-        write_checked(
-            path, canonjson.dumps_line({"chunks": self.digest, "items": self.items}).encode()
-        )
+        doc = {"parts": self.parts, "version": LAYOUT_VERSION}
+        write_checked(path, canonjson.dumps_line(doc).encode("utf-8"))
 
 
 def run_index(
@@ -1481,8 +1517,8 @@ def run_index(
                 info["skipped"] = True
             else:
                 previous = old_manifest.get("embedder")
-                # The keys from chunks.jsonl as just written; texts only of chunks to embed.
-                _embed(out, out / CHUNKS, ip, requested, previous, full, summary, progress,
+                # The keys from index/chunks/ as just written; texts only of chunks to embed.
+                _embed(out, _listing(out), ip, requested, previous, full, summary, progress,
                        repo.params.get("extract"))  # fmt: skip
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)

@@ -3,7 +3,7 @@
 The plan for one query:
 
 1. parse the markup (:func:`arkai.search.markup.parse_query`);
-2. build a boolean mask over the chunks of ``index/chunks.jsonl``: ``in:``/``tag:``/dates from
+2. build a boolean mask over the chunks of ``index/chunks/``: ``in:``/``tag:``/dates from
    ``index/catalog.json``, ``asof:`` from git history (:mod:`arkai.adapters.history`), then
    phrases (must occur) and exclusions (must not), case-insensitive;
 3. rank the allowed chunks in the lexical lane (BM25, ``index/lexical``) and/or the vector lane
@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
+from arkai.adapters.chunkparts import LISTING, ChunkParts
 from arkai.adapters.layout import EVIDENCE, EXTRACTED, INDEX, LIBRARY, REVIEW, TRANSCRIPT
 from arkai.adapters.params import load_params
 from arkai.adapters.repo import Repo
@@ -84,7 +86,7 @@ class SearchIndex:
 
     root: Path
     chunks: list[Chunk]
-    """``index/chunks.jsonl``, in file order (= BM25 document order)."""
+    """``index/chunks/``'s lines, in order (= BM25 document order)."""
     catalog: dict[str, dict[str, Any]]
     """Content ID → catalog entry."""
     manifest: dict[str, Any]
@@ -113,7 +115,7 @@ class SearchIndex:
                 raise LibraryError(str(exc), hint=_REBUILD) from None
             if bm.n_docs != len(self.chunks):
                 raise LibraryError(
-                    f"index/lexical has {bm.n_docs} documents but index/chunks.jsonl has "
+                    f"index/lexical has {bm.n_docs} documents but index/chunks/ has "
                     f"{len(self.chunks)} chunks",
                     hint=_REBUILD,
                 )
@@ -163,7 +165,7 @@ def _missing(root: Path, what: str) -> LibraryError:
 
 def _stamp(folder: Path) -> tuple[float, ...]:
     out: list[float] = []
-    for name in ("chunks.jsonl", "catalog.json", "lexical/bm25.json", "manifest.json"):
+    for name in ("chunks/parts.json", "catalog.json", "lexical/bm25.json", "manifest.json"):
         try:
             out.append((folder / name).stat().st_mtime)
         except OSError:
@@ -178,21 +180,22 @@ def load_index(root: Path) -> SearchIndex:
     cached = _CACHE.get(root)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    chunks_path = folder / "chunks.jsonl"
-    if not chunks_path.is_file():
-        raise _missing(root, "index/chunks.jsonl")
+    parts = ChunkParts.load(folder / CHUNKS_FOLDER)
+    if parts is None:
+        raise _missing(root, f"index/{CHUNKS_FOLDER}/{LISTING}")
     catalog = read_json(folder / "catalog.json")
     if catalog is None:
         raise _missing(root, "index/catalog.json")
     chunks: list[Chunk] = []
-    with chunks_path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                chunks.append(Chunk.from_dict(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise LibraryError(f"{chunks_path}:{n}: bad chunk ({exc})", hint=_REBUILD) from None
+    for n, line in enumerate(parts.iter_lines(), 1):
+        if not line.strip():
+            continue
+        try:
+            chunks.append(Chunk.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LibraryError(
+                f"{parts.folder}: line {n}: bad chunk ({exc})", hint=_REBUILD
+            ) from None
     entries = catalog.get("items")
     if not isinstance(entries, list):
         raise LibraryError(f"{folder / 'catalog.json'}: 'items' must be a list", hint=_REBUILD)
@@ -241,7 +244,7 @@ class Hit:
     """One chunk of an item that matched."""
 
     chunk: int
-    """Index of the chunk in ``index/chunks.jsonl``."""
+    """Position of the chunk in ``index/chunks/``'s lines."""
     kind: str
     """``transcript`` or ``claim``."""
     start_line: int

@@ -1,4 +1,4 @@
-"""Search chunks of an item (``index/chunks.jsonl``, docs/index-format.md). Pure functions.
+"""Search chunks of an item (``index/chunks/``, docs/index-format.md). Pure functions.
 
 Two kinds of chunk:
 
@@ -39,7 +39,7 @@ MIN_WORDS = 120
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One line of ``index/chunks.jsonl``."""
+    """One line of ``index/chunks/``."""
 
     key: str
     content_id: str

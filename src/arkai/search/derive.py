@@ -5,7 +5,7 @@ depend on the rest of the library, so it is cached per item (docs/index-format.m
 - :class:`ItemRecord` (``main``): the item's chunk, claim and entity counts for the catalog,
   and its graph contributions (throttled quotes, entity mentions) — small, so the stage reads
   every item's without reading a chunk text;
-- the item's chunks (the ``lines`` part: their ``chunks.jsonl`` lines, byte for byte, which the
+- the item's chunks (the ``lines`` part: their chunk lines, byte for byte, which the
   stage concatenates without parsing);
 - ``terms``: the item's :class:`arkai.search.topics.ItemTerms` (phrase counts, stemmed chunk
   and condensed-chunk texts, entity names). A chunk's stemmed text is its BM25 tokens joined
@@ -52,7 +52,7 @@ class ItemRecord:
     """The ``main`` record of one item."""
 
     chunks: int
-    """How many chunks the item has (its ``chunks.jsonl`` lines)."""
+    """How many chunks the item has (its chunk lines)."""
     claim_chunks: int
     """How many of them are claim chunks."""
     claims: int
@@ -107,7 +107,7 @@ def derive_item(
     max_words: int,
     graph: GraphSettings,
 ) -> tuple[ItemRecord, list[Chunk], dict[str, Any]]:
-    """The item's ``main`` record, its chunks (``chunks.jsonl`` order) and its ``terms``
+    """The item's ``main`` record, its chunks (``index/chunks/`` order) and its ``terms``
     record (:func:`terms_to_dict`)."""
     chunks = chunk_transcript(
         content_id, text, target_words=target_words, max_words=max_words

@@ -8,7 +8,7 @@ plus the names of the item's entities (``entities.json``). Relevance comes from 
 TF-IDF rank in its item: ``high`` for the first ``high_rank`` terms (when their score is at
 least ``high_min_score``), ``medium`` up to ``medium_rank``, ``low`` after that. Each item
 entry lists the chunks whose stemmed text contains the term — their numbers within the item
-(0-based, in the item's order in ``index/chunks.jsonl``: :func:`chunk_offsets` turns them into
+(0-based, in the item's order in ``index/chunks/``: :func:`chunk_offsets` turns them into
 positions in the file), so one item's entries depend on that item alone — and, for an item
 the ``condense`` stage has chunked, ``condensed_chunks``: the numbers of its condensed
 chunks (``chunk`` in ``condensed.json`` and the shards, 1-based within the item — the seed's
@@ -47,7 +47,7 @@ from arkai.search.termcounts import sorted_rank
 from arkai.search.text import STOPWORDS as TEXT_STOPWORDS
 from arkai.search.text import tokenize
 
-#: 2: ``chunks`` are numbers within the item (1: positions in ``chunks.jsonl``, which every
+#: 2: ``chunks`` are numbers within the item (1: positions in ``index/chunks/``, which every
 #: item before a changed one's chunk count shifted).
 TOPICS_VERSION = 2
 RELEVANCES = ("high", "medium", "low")
@@ -126,7 +126,7 @@ class TopicInput:
     text: str
     """The transcript."""
     chunks: Sequence[str] = ()
-    """The texts of the item's chunks, in its ``chunks.jsonl`` order."""
+    """The texts of the item's chunks, in its ``index/chunks/`` order."""
     entities: Sequence[str] = ()
     """Entity names from ``entities.json``."""
     condensed: Sequence[tuple[int, str]] = ()
@@ -808,7 +808,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def chunk_offsets(catalog_items: Iterable[Any]) -> dict[str, int]:
-    """Content ID → the position in ``chunks.jsonl`` of the item's first chunk, from the
+    """Content ID → the position in ``index/chunks/`` of the item's first chunk, from the
     items of ``catalog.json`` (the file's order, each with its chunk count): what turns the
     chunk numbers of ``topics.json`` (within the item) into positions in the file. Entries
     that are not an item with a whole chunk count are left out (so are the items after one:
@@ -830,7 +830,7 @@ def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
 
     One hit per item: ``{content_id, title, path, relevance, chunks, condensed_chunks, terms,
     via}`` — the best relevance over the matched terms, the union of their chunks (positions in
-    ``chunks.jsonl``, from the item's own chunk numbers and ``catalog.json``; none for an item
+    ``index/chunks/``, from the item's own chunk numbers and ``catalog.json``; none for an item
     the catalog does not list) and of their condensed chunks (numbers within the item), the
     matched terms, and ``via`` = ``exact`` | ``stem`` | ``synonym``
     (the closest way any of them matched). Best relevance first, then exact before stem
@@ -865,7 +865,7 @@ def lookup_topic(index_dir: Path, term: str) -> list[dict[str, Any]]:
         listed = listed if isinstance(listed, list) else []
         catalog = {str(e.get("id")): e for e in listed if isinstance(e, dict)}
         offsets = chunk_offsets(listed)
-    # Version 1 files held positions in chunks.jsonl already.
+    # Version 1 files held positions in index/chunks/ already.
     local = doc.get("version") != 1
     order = {"exact": 0, "stem": 1, "synonym": 2}
     hits: dict[str, dict[str, Any]] = {}

@@ -39,6 +39,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
+from arkai.adapters.chunkparts import ChunkParts
 from arkai.adapters.fs import (
     atomic_write_bytes,
     atomic_write_text,
@@ -184,7 +186,7 @@ class SiteReport:
 
 def _topic_items(entry: Any, offsets: Mapping[str, int] | None) -> list[TopicEntry]:
     """One topic's items as the site keeps them: content id, relevance, the first
-    :data:`indexes.CHUNK_LINKS` chunk positions in ``chunks.jsonl`` and how many there are.
+    :data:`indexes.CHUNK_LINKS` chunk positions in ``index/chunks/`` and how many there are.
     ``offsets``: each item's first position (:func:`arkai.search.topics.chunk_offsets`), which
     the item's own chunk numbers are added to (an item it does not have is left out); None for
     a version 1 file, whose numbers are positions already."""
@@ -542,7 +544,7 @@ def _load_topics(
     entries and digest, :func:`indexes.make_topic`: never every entry at once); per item its
     first :data:`MAX_TOPICS` terms by relevance (:data:`ItemTopics`); and the reader of the topics'
     entries for the pages that are made (:attr:`indexes.Library.load_topic_items`). Chunk
-    numbers become positions in ``chunks.jsonl`` through ``catalog.json``
+    numbers become positions in ``index/chunks/`` through ``catalog.json``
     (:func:`arkai.search.topics.chunk_offsets`)."""
     path = index / "topics.json"
     # Each item's catalog entry cut to its ID and chunk count as it is decoded: the entries
@@ -582,7 +584,7 @@ def _load_topics(
 
 
 def _line_number(field: re.Pattern[bytes], line: bytes) -> int | None:
-    """The value of a line-number field of one ``chunks.jsonl`` line, found without parsing
+    """The value of a line-number field of one chunk line, found without parsing
     it (None unless it occurs exactly once: inside a JSON string its quotes are escaped, so
     only the field itself can match)."""
     found = field.findall(line)
@@ -590,17 +592,11 @@ def _line_number(field: re.Pattern[bytes], line: bytes) -> int | None:
 
 
 def _chunk_lines(index: Path, wanted: set[int]) -> Iterator[tuple[int, bytes]]:
-    """The lines of ``chunks.jsonl`` at these positions (0-based), read up to the last one."""
-    path = index / "chunks.jsonl"
-    if not wanted or not path.is_file():
-        return
-    last = max(wanted)
-    with open_repo_file(path, index) as fh:
-        for pos, line in enumerate(fh):
-            if pos > last:
-                return
-            if pos in wanted:
-                yield pos, line
+    """The chunk lines at these positions (0-based) of ``index/chunks/``: only the parts
+    that hold one are read (none without a listing)."""
+    parts = ChunkParts.load(index / CHUNKS_FOLDER) if wanted else None
+    if parts is not None:
+        yield from parts.lines_at(wanted)
 
 
 def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDigest]:
@@ -618,7 +614,7 @@ def _chunk_digests(index: Path, wanted: set[int]) -> dict[int, indexes.ChunkDige
 
 
 def _load_chunks(index: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
-    """The chunks at these positions of ``chunks.jsonl`` (unreadable lines are left out)."""
+    """The chunks at these positions of ``index/chunks/`` (unreadable lines are left out)."""
     out: dict[int, dict[str, Any]] = {}
     for pos, line in _chunk_lines(index, wanted):
         try:

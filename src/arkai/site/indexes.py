@@ -80,7 +80,7 @@ def mention_lines(text: str) -> list[int | None]:
     return [int(n) or None for n in text.split()]
 
 
-#: A chunk as a topic page's key sees it: the digest of its ``chunks.jsonl`` line (16 bytes),
+#: A chunk as a topic page's key sees it: the digest of its chunk line (16 bytes),
 #: its ``start_line`` and ``end_line`` (None when not found).
 ChunkDigest = tuple[bytes, int | None, int | None]
 
@@ -94,7 +94,7 @@ class TopicEntry(NamedTuple):
     relevance: str
     """``high``, ``medium`` or ``low``."""
     chunks: list[int]
-    """The first :data:`CHUNK_LINKS` chunk positions in ``chunks.jsonl``."""
+    """The first :data:`CHUNK_LINKS` chunk positions in ``index/chunks/``."""
     passages: int
     """How many chunks the item has under the topic (``chunks`` holds the first of them)."""
 
@@ -192,11 +192,11 @@ class Library:
     holds them (the topic pages that are made again list every item: see
     :func:`topic_pages`); None: no topic page can be made."""
     chunks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    """Position in chunks.jsonl → ``{content_id, start_line, end_line, text}`` (topic
+    """Position in index/chunks/ → ``{content_id, start_line, end_line, text}`` (topic
     passages): only the chunks of the topic pages that are made again (see
     :func:`topic_pages`), loaded by ``load_chunks``."""
     chunk_digests: dict[int, ChunkDigest] = field(default_factory=dict)
-    """Position in chunks.jsonl → digest of its line's bytes, its start and end line, for
+    """Position in index/chunks/ → digest of its line's bytes, its start and end line, for
     every chunk a topic page may show (part of the topic page's key: :func:`topic_key`)."""
     load_chunks: Callable[[set[int]], dict[int, dict[str, Any]]] | None = None
     """Reads the chunks at these positions (None: ``chunks`` holds them all already)."""
