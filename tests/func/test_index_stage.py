@@ -1313,3 +1313,67 @@ def test_a_changed_item_writes_its_part_only(
     index_op.run_index(Repo.at(repo))
     assert "Drones leave in autumn." in chunk_text(repo / "index")
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def test_graph_exports_follow_params_and_the_flag(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """index/graph.json and graph.graphml: written while `index.graph.exports` asks (true,
+    false, or auto: up to AUTO_EXPORT_ITEMS items), or on `arkai reindex --graph-exports`;
+    a run that does not write them removes any there (a stale export is never left), and
+    the manifest lists them only when written (what `arkai doctor` compares)."""
+    import arkai.ops.index as index_op
+    from arkai.errors import LibraryError
+
+    def exports(value: Any) -> None:
+        graph = yaml.safe_load((repo / "params.yaml").read_text())["index"]["graph"]
+        set_params(repo, graph={**graph, "exports": value})
+
+    set_params(repo, embedder="none")
+    exports(True)
+    index_op.run_index(Repo.at(repo))
+    out = repo / "index"
+    exported = {n: (out / n).read_bytes() for n in index_op.EXPORTS}
+    related = (out / "related.jsonl").read_bytes()
+
+    def listed() -> set[str]:
+        files = json.loads((out / "manifest.json").read_text())["files"]
+        return {n for n in index_op.EXPORTS if n in files}
+
+    assert listed() == set(index_op.EXPORTS)
+    exports(False)
+    summary = index_op.run_index(Repo.at(repo))
+    assert not any((out / n).exists() for n in index_op.EXPORTS)
+    assert set(index_op.EXPORTS) <= set(summary.written) and listed() == set()
+    assert (out / "related.jsonl").read_bytes() == related
+    # On request: the same bytes as when params ask; kept by a run with nothing to do…
+    code = main(["--repo", str(repo), "reindex", "--quiet", "--graph-exports"])
+    assert code == 0
+    assert {n: (out / n).read_bytes() for n in index_op.EXPORTS} == exported
+    assert listed() == set(index_op.EXPORTS)
+    assert index_op.run_index(Repo.at(repo)).written == []
+    assert all((out / n).is_file() for n in index_op.EXPORTS)
+    # …and removed by the next run that changes the library without writing them.
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Queens are marked in spring.\n")
+    index_op.run_index(Repo.at(repo))
+    assert not any((out / n).exists() for n in index_op.EXPORTS) and listed() == set()
+    # auto: while the library holds at most AUTO_EXPORT_ITEMS items (here 2).
+    exports("auto")
+    monkeypatch.setattr(index_op, "AUTO_EXPORT_ITEMS", 1)
+    index_op.run_index(Repo.at(repo))
+    assert not any((out / n).exists() for n in index_op.EXPORTS)
+    monkeypatch.setattr(index_op, "AUTO_EXPORT_ITEMS", 2)
+    index_op.run_index(Repo.at(repo))
+    assert all((out / n).is_file() for n in index_op.EXPORTS)
+    # A link planted in an export's place is removed, never followed.
+    monkeypatch.setattr(index_op, "AUTO_EXPORT_ITEMS", 1)
+    outside = repo.parent / "outside.json"
+    outside.write_text("{}")
+    (out / index_op.GRAPH_JSON).unlink()
+    (out / index_op.GRAPH_JSON).symlink_to(outside)
+    index_op.run_index(Repo.at(repo))
+    assert not (out / index_op.GRAPH_JSON).is_symlink() and outside.read_text() == "{}"
+    exports("sometimes")
+    with pytest.raises(LibraryError, match=r"`index\.graph\.exports` must be true, false or auto"):
+        index_op.run_index(Repo.at(repo))

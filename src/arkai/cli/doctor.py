@@ -54,7 +54,7 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             click.echo("the graph exports differ from the index's manifest:")
             for line in report.graph_exports:
                 click.echo(f"    - {line}")
-            click.echo("    `arkai reindex` writes them again")
+            click.echo("    `arkai reindex --graph-exports` writes them again")
         click.echo(
             f"{t['items']} item{'s' * (t['items'] != 1)}: {t['healthy']} healthy, "
             f"{t['needs_attention']} need attention (failed {t['extraction_failed']}, "

@@ -12,14 +12,22 @@ from arkai.ops.index import IndexSummary, run_index
 
 @click.command()
 @click.option("--full", is_flag=True, help="Re-embed every chunk and rebuild every index file.")
+@click.option(
+    "--graph-exports",
+    is_flag=True,
+    help="Also write index/graph.json and graph.graphml, whatever index.graph.exports says "
+    "(the next index run that does not write them removes them).",
+)
 @json_option
 @quiet_option
 @click.pass_context
-def reindex(ctx: click.Context, full: bool, as_json: bool, quiet: bool) -> None:
+def reindex(
+    ctx: click.Context, full: bool, graph_exports: bool, as_json: bool, quiet: bool
+) -> None:
     """Bring index/ up to date with the library: catalog, search chunks, the BM25 and vector
     indexes (only new chunks are embedded), the topic index and the knowledge graph."""
     with progress_bar("index", quiet=quiet or as_json) as bar:
-        summary = run_index(get_repo(ctx), full=full, progress=bar)
+        summary = run_index(get_repo(ctx), full=full, progress=bar, graph_exports=graph_exports)
     show_index(summary, as_json=as_json, quiet=quiet)
 
 

@@ -1027,19 +1027,46 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+#: The graph exports: for other tools, not DVC outputs, written while
+#: ``index.graph.exports`` asks (:func:`graph_exports_wanted`).
+EXPORTS = (GRAPH_JSON, GRAPHML)
+#: ``index.graph.exports: auto`` writes the exports while the library holds at most this many
+#: items: above, they are ≈ 16 KB an item rewritten whole on every run (165 MB at 10,000
+#: items) for files nothing in arkai reads (docs/index-format.md, "The graph exports").
+AUTO_EXPORT_ITEMS = 2_000
+
+
+def graph_exports_wanted(ip: dict[str, Any], items: int, force: bool = False) -> bool:
+    """Whether this run writes the graph exports: ``force`` (``arkai reindex
+    --graph-exports``), else ``index.graph.exports`` — true, false, or ``auto`` (the
+    default: while the library holds at most :data:`AUTO_EXPORT_ITEMS` items)."""
+    value = ip["graph"].get("exports", "auto")
+    if force:
+        return True
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return items <= AUTO_EXPORT_ITEMS
+    raise LibraryError(
+        f"params.yaml: `index.graph.exports` must be true, false or auto, not {value!r}"
+    )
+
+
 #: Files whose bytes the ``inputs`` digest of the manifest determines.
 DERIVED = (f"{CHUNKS}/", CATALOG, TOPICS, GRAPH_JSON, GRAPHML, RELATED, f"{LEXICAL}/")
 
 
-def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests) -> bool:
-    """True when the derived files are the ones the manifest lists, byte for byte."""
+def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests, exports: bool) -> bool:
+    """True when the derived files are the ones the manifest lists, byte for byte (the
+    graph exports among them when ``exports``; else none may be there)."""
     files = manifest.get("files")
     if not isinstance(files, dict):
         return False
     listed = {k: v for k, v in files.items() if k.startswith(DERIVED)}
     current = {k: v for k, v in _scan(out, digests).items() if k.startswith(DERIVED)}
     # Every derived file there (an index from before one was added lacks it).
-    present = all(any(k.startswith(d) for k in current) for d in DERIVED)
+    wanted = DERIVED if exports else tuple(d for d in DERIVED if d not in EXPORTS)
+    present = all(any(k.startswith(d) for k in current) for d in wanted)
     return bool(listed) and listed == current and present
 
 
@@ -1177,8 +1204,10 @@ def _graph(
     summary: IndexSummary,
     info: dict[str, Any],
     quotes: Callable[[_Loaded], list[tuple[str, str]]],
+    exports: bool,
 ) -> None:
-    """``graph.json``, ``graph.graphml`` and ``related.jsonl``: the RELATED_TO edges between
+    """``graph.json``, ``graph.graphml`` (when ``exports``; else any there are removed, so
+    none is ever left behind the library) and ``related.jsonl``: the RELATED_TO edges between
     items kept in one table (only a changed item's are recomputed), CITES counts kept
     incrementally (:mod:`arkai.search.citecache`: a transcript is searched again only for the
     needle texts it has not been searched for). ``high``: each item's high-relevance topic
@@ -1241,8 +1270,13 @@ def _graph(
         high.clear()
         # In pieces, never whole in memory.
         for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
-            if write_chunks_if_changed(out / name, pieces):
+            if not exports:
+                if (out / name).is_file() or (out / name).is_symlink():
+                    (out / name).unlink()
+                    summary.written.append(name)
+            elif write_chunks_if_changed(out / name, pieces):
                 summary.written.append(name)
+        info["exports"] = exports
     if write_chunks_if_changed(out / RELATED, related_jsonl(graph)):
         summary.written.append(RELATED)
     summary.nodes, summary.edges = graph.nodes, graph.edges
@@ -1401,14 +1435,20 @@ class _Layout:
 
 
 def run_index(
-    repo: Repo, *, full: bool = False, progress: ProgressFn | None = None
+    repo: Repo,
+    *,
+    full: bool = False,
+    progress: ProgressFn | None = None,
+    graph_exports: bool = False,
 ) -> IndexSummary:
-    """Build (or bring up to date) every file under ``index/``; see the module docstring."""
+    """Build (or bring up to date) every file under ``index/``; see the module docstring.
+    ``graph_exports``: write the graph exports whatever ``index.graph.exports`` says."""
     root = repo.root
     ip = index_params(repo.params)
     out = repo.index
     out.mkdir(parents=True, exist_ok=True)
     items = [_slim(item) for item in repo.items()]
+    exports = graph_exports_wanted(ip, len(items), graph_exports)
     summary = IndexSummary(items=len(items))
     written = summary.written
 
@@ -1475,7 +1515,11 @@ def run_index(
             h.update(piece.encode("utf-8"))
         inputs = "sha256:" + h.hexdigest()
         del catalog
-        reuse = not full and last.get("inputs") == inputs and _intact(out, old_manifest, digests)
+        reuse = (
+            not full
+            and last.get("inputs") == inputs
+            and _intact(out, old_manifest, digests, exports)
+        )
         old_counts = old_manifest.get("counts") or {}
 
         # The BM25 index from the items' cached token segments (when the chunks changed).
@@ -1582,7 +1626,7 @@ def run_index(
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
                 _graph(root, out, loaded, ip, high, full, summary, info,
-                       lambda d: _quotes(d, ip, settings, cache, records))  # fmt: skip
+                       lambda d: _quotes(d, ip, settings, cache, records), exports)  # fmt: skip
                 del high
                 if progress:
                     progress(1, 1, "graph")
