@@ -155,3 +155,43 @@ def test_part_counts_lines_of_memoryviews(folder: Path) -> None:
     part = write_part(folder, lambda fh: fh.write(memoryview(data)))
     assert part == Part(part.name, 3, len(data))
     assert json.loads((folder / part.name).read_bytes().splitlines()[2])["n"] == 2
+
+
+def test_search_reads_the_new_parts_when_an_index_run_replaces_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index run removes the old parts once its listing is written: a search reading the
+    old listing meanwhile finds a listed part gone and reads the new listing's parts; a part
+    gone with the listing unchanged is an error naming it."""
+    from arkai.adapters.chunkparts import write_lines
+    from arkai.ops import search
+
+    def rows(word: str) -> list[bytes]:
+        return [
+            json.dumps({"key": f"sha256:{word}{i}", "content_id": "c1", "kind": "transcript",
+                        "start_line": i, "end_line": i, "byte_range": [0, 1],
+                        "text": f"{word} {i}", "timestamp": None}).encode() + b"\n"
+            for i in (1, 2)
+        ]  # fmt: skip
+
+    index = tmp_path / "index"
+    write_lines(index / "chunks", rows("old"))
+    (index / "catalog.json").write_text(json.dumps({"version": 1, "items": []}))
+    real = search._parse_chunks
+    raced: list[str] = []
+
+    def racing(parts: ChunkParts) -> object:
+        if not raced:
+            raced.append(parts.digest)
+            write_lines(index / "chunks", rows("new"))  # the old part is removed
+        return real(parts)
+
+    monkeypatch.setattr(search, "_parse_chunks", racing)
+    loaded = search.load_index(tmp_path)
+    assert [c.text for c in loaded.chunks] == ["new 1", "new 2"] and len(raced) == 1
+    listing = ChunkParts.load(index / "chunks")
+    assert listing is not None
+    (index / "chunks" / listing.parts[0].name).unlink()
+    monkeypatch.setattr(search, "_CACHE", {})
+    with pytest.raises(LibraryError, match=f"{listing.parts[0].name}: missing"):
+        search.load_index(tmp_path)

@@ -173,19 +173,24 @@ def _stamp(folder: Path) -> tuple[float, ...]:
     return tuple(out)
 
 
-def load_index(root: Path) -> SearchIndex:
-    """Read ``index/`` (cached per process until its files change)."""
-    folder = root / INDEX
-    stamp = _stamp(folder)
-    cached = _CACHE.get(root)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    parts = ChunkParts.load(folder / CHUNKS_FOLDER)
-    if parts is None:
-        raise _missing(root, f"index/{CHUNKS_FOLDER}/{LISTING}")
-    catalog = read_json(folder / "catalog.json")
-    if catalog is None:
-        raise _missing(root, "index/catalog.json")
+def _read_chunks(root: Path, folder: Path) -> list[Chunk]:
+    """Every chunk of ``index/chunks/``. An index run that replaces the parts while they are
+    read (it removes the old ones once its listing is written) makes a listed part go
+    missing: the parts are then read once more, under the new listing."""
+    for again in (False, True):
+        parts = ChunkParts.load(folder)
+        if parts is None:
+            raise _missing(root, f"index/{CHUNKS_FOLDER}/{LISTING}")
+        try:
+            return _parse_chunks(parts)
+        except LibraryError:
+            now = ChunkParts.load(folder)
+            if again or now is None or now.digest == parts.digest:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _parse_chunks(parts: ChunkParts) -> list[Chunk]:
     chunks: list[Chunk] = []
     for n, line in enumerate(parts.iter_lines(), 1):
         if not line.strip():
@@ -196,6 +201,20 @@ def load_index(root: Path) -> SearchIndex:
             raise LibraryError(
                 f"{parts.folder}: line {n}: bad chunk ({exc})", hint=_REBUILD
             ) from None
+    return chunks
+
+
+def load_index(root: Path) -> SearchIndex:
+    """Read ``index/`` (cached per process until its files change)."""
+    folder = root / INDEX
+    stamp = _stamp(folder)
+    cached = _CACHE.get(root)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    catalog = read_json(folder / "catalog.json")
+    if catalog is None:
+        raise _missing(root, "index/catalog.json")
+    chunks = _read_chunks(root, folder / CHUNKS_FOLDER)
     entries = catalog.get("items")
     if not isinstance(entries, list):
         raise LibraryError(f"{folder / 'catalog.json'}: 'items' must be a list", hint=_REBUILD)
