@@ -1170,6 +1170,14 @@ def test_chunks_file_is_spliced_from_the_last_one(
     index_op.run_index(Repo.at(repo))
     assert set(read) == {d["id"] for d in catalog(repo)}  # every item's lines read
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # One naming a part outside the folder is not used either.
+    _header, body = layout.read_bytes().split(b"\n", 1)
+    doc = json.loads(body)
+    doc["parts"][0][0] = "../" + doc["parts"][0][0]
+    body = canonjson.dumps_line(doc).encode()
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    layout.write_bytes(canonjson.dumps_line({"digest": digest}).encode() + body)
+    assert index_op._Layout.load(layout) is None
     # A damaged one (its digest no longer matches) is not used either.
     layout.write_bytes(layout.read_bytes().replace(b'"parts":[[', b'"parts":[["x",', 1))
     read.clear()
@@ -1289,6 +1297,20 @@ def test_a_changed_item_writes_its_part_only(
     (repo / "index" / "manifest.json").unlink()
     index_op.run_index(Repo.at(repo))
     assert not part.is_symlink() and outside.read_bytes() == b"not chunks\n"
+    assert built(repo) == fresh
+
+    # The folder itself a link to one outside the repo: the link is removed, nothing there is
+    # written or removed, and the parts are written again in a folder of their own.
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(folder, elsewhere)
+    (elsewhere / "keep.txt").write_text("theirs")
+    before_elsewhere = sorted(os.listdir(elsewhere))
+    shutil.rmtree(folder)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    (repo / "index" / "manifest.json").unlink()
+    index_op.run_index(Repo.at(repo))
+    assert folder.is_dir() and not folder.is_symlink()
+    assert sorted(os.listdir(elsewhere)) == before_elsewhere
     assert built(repo) == fresh
 
     # Stopped while writing the parts (after the first): the listing is the last run's and

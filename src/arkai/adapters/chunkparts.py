@@ -43,6 +43,8 @@ __all__ = [
     "ChunkParts",
     "Part",
     "ends_part",
+    "is_part_name",
+    "real_folder",
     "write_lines",
     "write_listing",
     "write_part",
@@ -60,6 +62,20 @@ PART_ITEMS = 64
 #: What a part file is called: the hex SHA-256 of its bytes.
 _NAME = re.compile(r"[0-9a-f]{64}\.jsonl")
 _HINT = "run `arkai reindex` to write index/chunks/ again"
+
+
+def is_part_name(name: str) -> bool:
+    """Whether ``name`` is a part file's name (``<sha256 hex>.jsonl``: no folder in it)."""
+    return _NAME.fullmatch(name) is not None
+
+
+def real_folder(folder: Path) -> None:
+    """Make ``folder`` a real folder of its own before anything is written or removed in it:
+    a link in its place (to a folder outside the repo, say) or a file is removed, never
+    followed — the writers remove every file the listing does not name."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def ends_part(content_id: str) -> bool:
@@ -125,7 +141,7 @@ class ChunkParts:
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             raise LibraryError(f"{path}: not a chunk listing ({exc})", hint=_HINT) from None
         for p in parts:
-            if not _NAME.fullmatch(p.name) or p.lines < 0 or p.size < 0:
+            if not is_part_name(p.name) or p.lines < 0 or p.size < 0:
                 raise LibraryError(f"{path}: not a chunk part: {p.name!r}", hint=_HINT)
         return cls(folder, parts, "sha256:" + hashlib.sha256(data).hexdigest())
 
@@ -223,6 +239,7 @@ def write_part(folder: Path, write: Callable[[BinaryIO], None]) -> Part:
     ``\\n``); the file is named by its digest once written (atomically: a temp file renamed),
     or the temp file dropped when a regular file of that name already holds those bytes.
     Returns the part."""
+    real_folder(folder)
     counted = _Counting()
 
     def body(fh: BinaryIO) -> None:
@@ -260,7 +277,7 @@ def write_listing(folder: Path, parts: Iterable[Part]) -> tuple[str, bool]:
     Returns the sequence's digest and whether the listing was written."""
     listed = [{"lines": p.lines, "name": p.name, "size": p.size} for p in parts]
     data = canonjson.dumps({"parts": listed, "version": LISTING_VERSION}).encode("utf-8")
-    folder.mkdir(parents=True, exist_ok=True)
+    real_folder(folder)
     written = write_if_changed(folder / LISTING, data)
     keep = {str(p["name"]) for p in listed} | {LISTING}
     for entry in os.scandir(folder):

@@ -50,6 +50,8 @@ from arkai.adapters.chunkparts import (
     ChunkParts,
     Part,
     ends_part,
+    is_part_name,
+    real_folder,
     write_listing,
     write_part,
 )
@@ -1305,6 +1307,7 @@ def _write_chunks(
     other run is written: an item's lines copied from an intact old part where its key is
     unchanged, else from the item cache. ``full``: every part written again from the cache."""
     folder = out / CHUNKS
+    real_folder(folder)  # a link in its place removed first: nothing is read through it
     legacy = out / LEGACY_CHUNKS
     if legacy.is_file() or legacy.is_symlink():
         legacy.unlink()  # the one file of earlier versions (this stage's own output)
@@ -1425,6 +1428,8 @@ class _Layout:
                      for name, lines, members in doc["parts"]]  # fmt: skip
             if any(n < 0 for _, _, members in parts for _, _, n in members):
                 return None
+            if not all(is_part_name(name) for name, _, _ in parts):
+                return None  # a name with a folder in it: not one this stage wrote
             return cls(parts)
         except (ValueError, TypeError, KeyError):
             return None
