@@ -1,13 +1,14 @@
 """``extract_claims``: salient declarative sentences, chosen by TF-IDF centrality, quoted verbatim.
 
 Every unit of the transcript (sentence, or clause window for unpunctuated captions; see
-:mod:`.text`) becomes a TF-IDF vector (scikit-learn ``TfidfVectorizer``, sublinear term
-frequency, light stemming, stop words and filler removed). A unit's centrality is the mean of
-two normalised scores: cosine similarity to the document centroid, and TextRank (PageRank over
-the graph of units at most :data:`WINDOW` units apart, so memory and time grow linearly with
-the input). It is then weighted by hints: numbers and proper names (+), length near 10–30
-words, an early position (+, slight), hesitation openers, filler, a leading pronoun that needs
-context, and a personal story with no number in it (−), even one that names things.
+:mod:`.text`) becomes a TF-IDF vector (scikit-learn ``TfidfVectorizer``'s, made by
+:func:`.tfidf.tfidf_matrix` without importing it; sublinear term frequency, light stemming,
+stop words and filler removed). A unit's centrality is the mean of two normalised scores:
+cosine similarity to the document centroid, and TextRank (PageRank over the graph of units at
+most :data:`WINDOW` units apart, so memory and time grow linearly with the input). It is
+then weighted by hints: numbers and proper names (+), length near 10–30 words, an early
+position (+, slight), hesitation openers, filler, a leading pronoun that needs context, and a
+personal story with no number in it (−), even one that names things.
 
 Candidates are declarative (no questions), not greetings, thanks or sign-offs, not meta talk,
 narration of on-screen steps, talk addressed to the other speaker, hedges or caption restarts
@@ -59,6 +60,7 @@ from arkai.providers.builtin.text import (
     topic_words,
     word_count,
 )
+from arkai.providers.builtin.tfidf import tfidf_matrix
 from arkai.providers.builtin.worth import filler_reason
 
 MAX_AUTO_CLAIMS = 100
@@ -340,11 +342,8 @@ def _rank_cached(text: str, min_words: int, max_words: int) -> Ranking:
         return ranking
     captions = any(u.kind == "window" for u in units)
     dialogue = len({ln.speaker for ln in lines if ln.speaker}) >= 2
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    vectorizer = TfidfVectorizer(analyzer=_analyzer, sublinear_tf=True, dtype=np.float64)
     try:
-        matrix = vectorizer.fit_transform([u.text for u in units]).tocsr()
+        matrix, _terms = tfidf_matrix([_analyzer(u.text) for u in units], sublinear_tf=True)
     except ValueError:  # no vocabulary at all
         return ranking
     ranking.matrix = matrix

