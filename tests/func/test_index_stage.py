@@ -276,18 +276,22 @@ def test_adding_an_item_embeds_only_its_chunks(
     read = count_chunk_reads(monkeypatch)
     from arkai.ops import index as index_ops
 
-    passes: list[Path] = []
+    passes: list[str] = []
     keyed = index_ops._keyed_lines
 
-    def counted(parts: Any) -> Any:
-        passes.append(parts.folder)
-        return keyed(parts)
+    def counted(parts: Any, part: Any) -> Any:
+        passes.append(part.name)
+        return keyed(parts, part)
 
     monkeypatch.setattr(index_ops, "_keyed_lines", counted)
     summary = run_index(Repo.at(repo))
     assert len(read) == 1
-    # The keys and the texts to embed in one read of index/chunks/.
-    assert passes == [repo / "index" / "chunks"]
+    # The keys of the parts not seen before (the new item's), the others' kept by part.
+    from arkai.adapters.chunkparts import ChunkParts
+
+    listing = ChunkParts.load(repo / "index" / "chunks")
+    assert listing is not None and passes and set(passes) <= {p.name for p in listing.parts}
+    assert 1 <= len(passes) <= 2  # the part the new item joined (or the two it split)
     catalog = json.loads((repo / "index/catalog.json").read_text())["items"]
     new = next(e for e in catalog if e["title"] == "Compilers podcast")
     new_keys = item_keys(repo, new["id"])
@@ -1197,7 +1201,9 @@ def catalog(root: Path) -> list[dict[str, Any]]:
     return items
 
 
-def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path) -> None:
+def test_chunk_keys_and_texts_are_read_without_parsing_every_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The vectors step's keys come from the chunk lines by pattern: a text or an ID that
     holds the pattern's characters does not fool it; each distinct key is kept once, as its id,
     with its first line's offset, from which that line alone is read back; a line without a
@@ -1240,8 +1246,39 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(tmp_path: Path
     with pytest.raises(LibraryError, match="no chunk at byte 5"):
         chunk_lines(listing, [5])
     listing = parts(canonjson.dumps_lines(rows) + '{"text":"no key"}\n', 3)
-    with pytest.raises(LibraryError, match="line 5 has no chunk key"):
+    with pytest.raises(LibraryError, match=f"{listing.parts[1].name}: line 2 has no chunk key"):
         chunk_scan(listing)
+
+    # Kept per part under its name: a second scan reads no part; a damaged entry, or a
+    # sealed one of another length, is read again; entries of parts gone are removed.
+    import arkai.ops.index as index_op
+    from arkai.adapters.itemcache import write_checked
+
+    listing = parts(canonjson.dumps_lines(rows), 2)
+    keys = tmp_path / "keys"
+    (keys).mkdir()
+    (keys / "gone.keys").write_bytes(b"old")
+    first = chunk_scan(listing, keys)
+    assert sorted(p.name for p in keys.iterdir()) == sorted(
+        p.name.removesuffix(".jsonl") + ".keys" for p in listing.parts
+    )
+    read: list[str] = []
+    real = index_op._keyed_lines
+
+    def counting(parts: Any, part: Any) -> Any:
+        read.append(part.name)
+        return real(parts, part)
+
+    monkeypatch.setattr(index_op, "_keyed_lines", counting)
+    again = chunk_scan(listing, keys)
+    assert read == [] and again.ids.tobytes() == first.ids.tobytes()
+    assert again.offsets.tolist() == first.offsets.tolist()
+    entry = keys / (listing.parts[0].name.removesuffix(".jsonl") + ".keys")
+    entry.write_bytes(entry.read_bytes()[:-1] + b"x")  # damaged: its seal no longer holds
+    write_checked(keys / (listing.parts[1].name.removesuffix(".jsonl") + ".keys"), b"short")
+    again = chunk_scan(listing, keys)
+    assert sorted(read) == sorted(p.name for p in listing.parts)
+    assert again.ids.tobytes() == first.ids.tobytes()
 
 
 def test_a_changed_item_writes_its_part_only(

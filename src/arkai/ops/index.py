@@ -8,8 +8,8 @@ One stage over the whole library, incremental inside:
   unchanged is kept, only a changed item's part written again (:class:`_Layout`);
 - ``lexical/`` — a BM25 index over the chunks, rebuilt when the chunks or its parameters change;
 - ``vectors/`` — chunk embeddings keyed by chunk key: only keys not yet stored are embedded
-  (``full`` re-embeds everything; the keys are read from ``index/chunks/`` by pattern and only
-  the lines to embed are parsed), keys no longer present are pruned;
+  (``full`` re-embeds everything; the keys are read from ``index/chunks/`` by pattern, kept per
+  part, and only the lines to embed are parsed), keys no longer present are pruned;
 - ``topics.json`` — the topic index (:mod:`arkai.search.topics`), merged with ``synonyms.yaml``;
 - ``graph.json`` / ``graph.graphml`` — the knowledge graph (:mod:`arkai.search.graph`), its
   RELATED_TO edges between items kept incrementally (:mod:`arkai.search.graphcache`);
@@ -137,6 +137,8 @@ INPUTS = "inputs.json"
 DIGESTS = "digests.json"
 #: The remembered inputs keys of the items, by their files' stamps (in the item cache).
 STAMPS = "stamps.json"
+#: Each part's chunk keys, named by the part (in the item cache; :func:`chunk_scan`).
+PART_KEYS = "part-keys"
 #: Which items' lines each part of ``chunks/`` holds (in the item cache; :class:`_Layout`).
 LAYOUT = "chunks-layout.json"
 LAYOUT_VERSION = 2
@@ -946,20 +948,30 @@ class ChunkScan:
         return len(self.ids)
 
 
-def chunk_scan(parts: ChunkParts) -> ChunkScan:
-    """One read of ``index/chunks/`` for its chunk keys (no line is parsed): ≈ 40 bytes a
-    chunk held, where a list and a set of key strings held ≈ 200."""
-    from array import array
+def chunk_scan(parts: ChunkParts, cache: Path | None = None) -> ChunkScan:
+    """The chunk keys of ``index/chunks/`` (no line is parsed): ≈ 40 bytes a chunk held,
+    where a list and a set of key strings held ≈ 200. With ``cache`` (a folder of the item
+    cache), each part's keys are kept there under the part's name — its content's digest, so
+    a kept entry is never stale — and only a part not seen before is read: one part for a
+    changed item, where every run read all 155 MB at 10,000 items."""
+    from arkai.search.vectors import ID_DTYPE
 
-    from arkai.search.vectors import ID_DTYPE, key_id
-
-    ids = bytearray()
-    offsets = array("q")
-    for key, _line, at in _keyed_lines(parts):
-        ids += key_id(key)
-        offsets.append(at)
-    every = np.frombuffer(ids, dtype=ID_DTYPE)
-    starts = np.frombuffer(offsets, dtype=np.int64)
+    ids: list[Any] = []
+    starts: list[Any] = []
+    base = 0
+    for part in parts.parts:
+        part_ids, part_starts = _part_keys(parts, part, cache)
+        ids.append(part_ids)
+        starts.append(part_starts + base)
+        base += part.size
+    if cache is not None and cache.is_dir():
+        keep = {_keys_name(p) for p in parts.parts}
+        for entry in os.scandir(cache):
+            if entry.name not in keep and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+    every = np.concatenate(ids) if ids else np.empty(0, dtype=ID_DTYPE)
+    at = np.concatenate(starts) if starts else np.empty(0, dtype=np.int64)
+    del ids, starts
     # A key's later lines, found a block of the sorted order at a time (no sorted copy).
     order = np.argsort(every, kind="stable")
     later = np.zeros(len(every), dtype=bool)
@@ -968,8 +980,36 @@ def chunk_scan(parts: ChunkParts) -> ChunkScan:
         later[run[1:][every[run[1:]] == every[run[:-1]]]] = True
     del order
     if later.any():
-        return ChunkScan(every[~later], starts[~later])
-    return ChunkScan(every, starts)
+        return ChunkScan(every[~later], at[~later])
+    return ChunkScan(every, at)
+
+
+def _keys_name(part: Part) -> str:
+    return part.name.removesuffix(".jsonl") + ".keys"
+
+
+def _part_keys(parts: ChunkParts, part: Part, cache: Path | None) -> tuple[Any, Any]:
+    """One part's key ids and the byte offset of each line in the part: from ``cache`` (a
+    sealed record of ``lines`` ids and offsets; any other is read again), else read."""
+    from arkai.search.vectors import ID_DTYPE, key_id
+
+    width = ID_DTYPE.itemsize
+    path = None if cache is None else cache / _keys_name(part)
+    body = None if path is None else read_checked(path)
+    if body is not None and len(body) == part.lines * (width + 8):
+        cut = part.lines * width
+        return (np.frombuffer(body, dtype=ID_DTYPE, count=part.lines),
+                np.frombuffer(body, dtype="<i8", offset=cut).astype(np.int64))  # fmt: skip
+    ids = bytearray()
+    starts: list[int] = []
+    for key, at in _keyed_lines(parts, part):
+        ids += key_id(key)
+        starts.append(at)
+    at_array = np.asarray(starts, dtype="<i8")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_checked(path, bytes(ids), at_array.tobytes())
+    return np.frombuffer(bytes(ids), dtype=ID_DTYPE), at_array.astype(np.int64)
 
 
 def chunk_lines(parts: ChunkParts, offsets: Iterable[int]) -> list[tuple[str, str]]:
@@ -986,14 +1026,17 @@ def chunk_lines(parts: ChunkParts, offsets: Iterable[int]) -> list[tuple[str, st
     return out
 
 
-def _keyed_lines(parts: ChunkParts) -> Iterator[tuple[str, bytes, int]]:
-    """Each chunk line with its chunk key and its byte offset in the whole sequence."""
-    for n, (at, line) in enumerate(parts.iter_offsets(), 1):
-        m = _KEY.search(line)
-        if m is None:
-            raise LibraryError(f"{parts.folder}: line {n} has no chunk key; "
-                               "run `arkai reindex --full`")  # fmt: skip
-        yield m.group(1).decode("utf-8"), line, at
+def _keyed_lines(parts: ChunkParts, part: Part) -> Iterator[tuple[str, int]]:
+    """Each line of one part with its chunk key and its byte offset in the part."""
+    at = 0
+    with parts.open(part) as fh:
+        for n, line in enumerate(fh, 1):
+            m = _KEY.search(line)
+            if m is None:
+                raise LibraryError(f"{parts.folder / part.name}: line {n} has no chunk key; "
+                                   "run `arkai reindex --full`")  # fmt: skip
+            yield m.group(1).decode("utf-8"), at
+            at += len(line)
 
 
 #: The metadata fields the stage reads (the catalog's and the graph's); an item keeps only
@@ -1104,6 +1147,7 @@ def _listing(out: Path) -> ChunkParts:
 def _embed(
     out: Path,
     chunks: ChunkParts,
+    keys: Path | None,
     ip: dict[str, Any],
     requested: str,
     previous: Any,
@@ -1118,7 +1162,8 @@ def _embed(
 
     The model is loaded only when something must be embedded: the store is opened under the
     model name the last run recorded in the manifest (``previous``) when params still ask for
-    the same embedder. The file is read once for its keys (:func:`chunk_scan`: ids and line
+    the same embedder. The parts are read for their keys (:func:`chunk_scan`, kept per part in
+    ``keys``: only a part not seen before is read; ids and line
     offsets, not strings); the lines of the chunks to embed are then read by offset.
     """
     from arkai.search import embed, embedbatches
@@ -1136,7 +1181,7 @@ def _embed(
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
         store = VectorStore.load(folder, name, dim=dim)
-    scan = chunk_scan(chunks)
+    scan = chunk_scan(chunks, keys)
     old = store.snapshot() if store is not None else KeySnapshot.empty()
     if store is None or (store.rows_of(scan.ids) < 0).any():
         held = embed.held_embedders()
@@ -1567,7 +1612,8 @@ def run_index(
             else:
                 previous = old_manifest.get("embedder")
                 # The keys from index/chunks/ as just written; texts only of chunks to embed.
-                _embed(out, _listing(out), ip, requested, previous, full, summary, progress,
+                _embed(out, _listing(out), None if full else cache.folder / PART_KEYS, ip,
+                       requested, previous, full, summary, progress,
                        repo.params.get("extract"))  # fmt: skip
                 if summary.embedded or summary.pruned:
                     written.append(VECTORS)
