@@ -1249,19 +1249,16 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(
     with pytest.raises(LibraryError, match=f"{listing.parts[1].name}: line 2 has no chunk key"):
         chunk_scan(listing)
 
-    # Kept per part under its name: a second scan reads no part; a damaged entry, or a
-    # sealed one of another length, is read again; entries of parts gone are removed.
+    # Kept per part under its name: a second scan reads no part; a damaged record, or a
+    # sealed one that does not add up, is not used; parts gone leave the record.
     import arkai.ops.index as index_op
-    from arkai.adapters.itemcache import write_checked
+    from arkai.adapters.itemcache import read_checked, write_checked
 
     listing = parts(canonjson.dumps_lines(rows), 2)
-    keys = tmp_path / "keys"
-    (keys).mkdir()
-    (keys / "gone.keys").write_bytes(b"old")
+    keys = tmp_path / "part-keys.bin"
     first = chunk_scan(listing, keys)
-    assert sorted(p.name for p in keys.iterdir()) == sorted(
-        p.name.removesuffix(".jsonl") + ".keys" for p in listing.parts
-    )
+    head = json.loads((read_checked(keys) or b"").split(b"\n", 1)[0])
+    assert [n for n, _ in head["parts"]] == [p.name for p in listing.parts]
     read: list[str] = []
     real = index_op._keyed_lines
 
@@ -1273,12 +1270,20 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(
     again = chunk_scan(listing, keys)
     assert read == [] and again.ids.tobytes() == first.ids.tobytes()
     assert again.offsets.tolist() == first.offsets.tolist()
-    entry = keys / (listing.parts[0].name.removesuffix(".jsonl") + ".keys")
-    entry.write_bytes(entry.read_bytes()[:-1] + b"x")  # damaged: its seal no longer holds
-    write_checked(keys / (listing.parts[1].name.removesuffix(".jsonl") + ".keys"), b"short")
-    again = chunk_scan(listing, keys)
+    keys.write_bytes(keys.read_bytes()[:-1] + b"x")  # damaged: its seal no longer holds
+    assert chunk_scan(listing, keys).ids.tobytes() == first.ids.tobytes()
     assert sorted(read) == sorted(p.name for p in listing.parts)
-    assert again.ids.tobytes() == first.ids.tobytes()
+    read.clear()
+    write_checked(keys, b'{"parts":[["' + listing.parts[0].name.encode() + b'",9]]}\nshort')
+    assert chunk_scan(listing, keys).offsets.tolist() == first.offsets.tolist()
+    assert sorted(read) == sorted(p.name for p in listing.parts)
+    # One part replaced: only it is read; the record keeps the listed parts only.
+    read.clear()
+    listing = parts(canonjson.dumps_lines(rows[:2] + rows[3:]), 2)
+    chunk_scan(listing, keys)
+    assert read == [listing.parts[1].name]
+    head = json.loads((read_checked(keys) or b"").split(b"\n", 1)[0])
+    assert [n for n, _ in head["parts"]] == [p.name for p in listing.parts]
 
 
 def test_a_changed_item_writes_its_part_only(

@@ -137,8 +137,8 @@ INPUTS = "inputs.json"
 DIGESTS = "digests.json"
 #: The remembered inputs keys of the items, by their files' stamps (in the item cache).
 STAMPS = "stamps.json"
-#: Each part's chunk keys, named by the part (in the item cache; :func:`chunk_scan`).
-PART_KEYS = "part-keys"
+#: Each chunk part's keys, by the part's name (in the item cache; :class:`_PartKeys`).
+PART_KEYS = "part-keys.bin"
 #: Which items' lines each part of ``chunks/`` holds (in the item cache; :class:`_Layout`).
 LAYOUT = "chunks-layout.json"
 LAYOUT_VERSION = 2
@@ -950,28 +950,27 @@ class ChunkScan:
 
 def chunk_scan(parts: ChunkParts, cache: Path | None = None) -> ChunkScan:
     """The chunk keys of ``index/chunks/`` (no line is parsed): ≈ 40 bytes a chunk held,
-    where a list and a set of key strings held ≈ 200. With ``cache`` (a folder of the item
-    cache), each part's keys are kept there under the part's name — its content's digest, so
-    a kept entry is never stale — and only a part not seen before is read: one part for a
-    changed item, where every run read all 155 MB at 10,000 items."""
+    where a list and a set of key strings held ≈ 200. With ``cache`` (a file of the item
+    cache, :class:`_PartKeys`), each part's keys are kept under the part's name — its
+    content's digest, so a kept entry is never stale — and only a part not seen before is
+    read: one part for a changed item, where every run read all 155 MB at 10,000 items."""
     from arkai.search.vectors import ID_DTYPE
 
+    kept = _PartKeys.load(cache)
     ids: list[Any] = []
     starts: list[Any] = []
     base = 0
     for part in parts.parts:
-        part_ids, part_starts = _part_keys(parts, part, cache)
-        ids.append(part_ids)
-        starts.append(part_starts + base)
+        got = kept.get(part)
+        if got is None:
+            got = kept.put(part, *_read_keys(parts, part))
+        ids.append(got[0])
+        starts.append(got[1].astype(np.int64) + base)
         base += part.size
-    if cache is not None and cache.is_dir():
-        keep = {_keys_name(p) for p in parts.parts}
-        for entry in os.scandir(cache):
-            if entry.name not in keep and entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
+    kept.save(parts.parts)
     every = np.concatenate(ids) if ids else np.empty(0, dtype=ID_DTYPE)
     at = np.concatenate(starts) if starts else np.empty(0, dtype=np.int64)
-    del ids, starts
+    del ids, starts, kept
     # A key's later lines, found a block of the sorted order at a time (no sorted copy).
     order = np.argsort(every, kind="stable")
     later = np.zeros(len(every), dtype=bool)
@@ -984,32 +983,79 @@ def chunk_scan(parts: ChunkParts, cache: Path | None = None) -> ChunkScan:
     return ChunkScan(every, at)
 
 
-def _keys_name(part: Part) -> str:
-    return part.name.removesuffix(".jsonl") + ".keys"
-
-
-def _part_keys(parts: ChunkParts, part: Part, cache: Path | None) -> tuple[Any, Any]:
-    """One part's key ids and the byte offset of each line in the part: from ``cache`` (a
-    sealed record of ``lines`` ids and offsets; any other is read again), else read."""
+def _read_keys(parts: ChunkParts, part: Part) -> tuple[Any, Any]:
+    """One part's key ids and the byte offset of each of its lines in the part, read."""
     from arkai.search.vectors import ID_DTYPE, key_id
 
-    width = ID_DTYPE.itemsize
-    path = None if cache is None else cache / _keys_name(part)
-    body = None if path is None else read_checked(path)
-    if body is not None and len(body) == part.lines * (width + 8):
-        cut = part.lines * width
-        return (np.frombuffer(body, dtype=ID_DTYPE, count=part.lines),
-                np.frombuffer(body, dtype="<i8", offset=cut).astype(np.int64))  # fmt: skip
     ids = bytearray()
     starts: list[int] = []
     for key, at in _keyed_lines(parts, part):
         ids += key_id(key)
         starts.append(at)
-    at_array = np.asarray(starts, dtype="<i8")
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_checked(path, bytes(ids), at_array.tobytes())
-    return np.frombuffer(bytes(ids), dtype=ID_DTYPE), at_array.astype(np.int64)
+    return np.frombuffer(bytes(ids), dtype=ID_DTYPE), np.asarray(starts, dtype="<i8")
+
+
+class _PartKeys:
+    """Each chunk part's key ids and line offsets, by part name, in one sealed record of the
+    item cache (:func:`arkai.adapters.itemcache.write_checked`): a JSON line of the parts'
+    names and line counts, then each part's ids (32 bytes a line) and offsets (8). A damaged
+    record, or one that does not add up, is not used (every part is read again)."""
+
+    def __init__(self, path: Path | None, found: dict[str, tuple[Any, Any]]) -> None:
+        self.path = path
+        self.found = found
+        self.changed = False
+
+    @classmethod
+    def load(cls, path: Path | None) -> _PartKeys:
+        from arkai.search.vectors import ID_DTYPE
+
+        body = None if path is None else read_checked(path)
+        found: dict[str, tuple[Any, Any]] = {}
+        if body is not None:
+            head, _, rest = body.partition(b"\n")
+            try:
+                listed = [(str(name), int(lines)) for name, lines in json.loads(head)["parts"]]
+            except (ValueError, KeyError, TypeError):
+                listed = []
+            width = ID_DTYPE.itemsize + 8
+            if (
+                listed
+                and all(n >= 0 for _, n in listed)
+                and (sum(n for _, n in listed) * width == len(rest))
+            ):
+                at = 0
+                for name, n in listed:
+                    ids = np.frombuffer(rest, dtype=ID_DTYPE, count=n, offset=at)
+                    at += n * ID_DTYPE.itemsize
+                    offsets = np.frombuffer(rest, dtype="<i8", count=n, offset=at)
+                    at += n * 8
+                    found[name] = (ids, offsets)
+        return cls(path, found)
+
+    def get(self, part: Part) -> tuple[Any, Any] | None:
+        got = self.found.get(part.name)
+        return got if got is not None and len(got[0]) == part.lines else None
+
+    def put(self, part: Part, ids: Any, offsets: Any) -> tuple[Any, Any]:
+        self.found[part.name] = (ids, offsets)
+        self.changed = True
+        return ids, offsets
+
+    def save(self, parts: Sequence[Part]) -> None:
+        """Written again (the listed parts only, in order) when a part was read or one went."""
+        if self.path is None:
+            return
+        names = [p.name for p in parts]
+        if not self.changed and set(names) == set(self.found):
+            return
+        head = canonjson.dumps_compact({"parts": [[n, len(self.found[n][0])] for n in names]})
+        blocks: list[bytes | memoryview] = [head.encode("utf-8") + b"\n"]
+        for n in names:
+            ids, offsets = self.found[n]
+            blocks += [byte_view(np.ascontiguousarray(ids)),
+                       byte_view(np.ascontiguousarray(offsets, dtype="<i8"))]  # fmt: skip
+        write_checked(self.path, *blocks)
 
 
 def chunk_lines(parts: ChunkParts, offsets: Iterable[int]) -> list[tuple[str, str]]:
