@@ -86,6 +86,21 @@ def count_chunk_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return read
 
 
+def count_part_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the chunk parts whose lines the vectors step reads for their keys."""
+    import arkai.ops.index as index_op
+
+    read: list[str] = []
+    real = index_op._keyed_lines
+
+    def counting(parts: Any, part: Any) -> Any:
+        read.append(part.name)
+        return real(parts, part)
+
+    monkeypatch.setattr(index_op, "_keyed_lines", counting)
+    return read
+
+
 def set_params(root: Path, **index: Any) -> None:
     params = yaml.safe_load((root / "params.yaml").read_text())
     params.setdefault("index", {}).update(index)
@@ -274,16 +289,7 @@ def test_adding_an_item_embeds_only_its_chunks(
     # parts were kept or spliced: only the new item's lines were read) and parses only the
     # lines to embed.
     read = count_chunk_reads(monkeypatch)
-    from arkai.ops import index as index_ops
-
-    passes: list[str] = []
-    keyed = index_ops._keyed_lines
-
-    def counted(parts: Any, part: Any) -> Any:
-        passes.append(part.name)
-        return keyed(parts, part)
-
-    monkeypatch.setattr(index_ops, "_keyed_lines", counted)
+    passes = count_part_reads(monkeypatch)
     summary = run_index(Repo.at(repo))
     assert len(read) == 1
     # The keys of the parts not seen before (the new item's), the others' kept by part.
@@ -1251,7 +1257,6 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(
 
     # Kept per part under its name: a second scan reads no part; a damaged record, or a
     # sealed one that does not add up, is not used; parts gone leave the record.
-    import arkai.ops.index as index_op
     from arkai.adapters.itemcache import read_checked, write_checked
 
     listing = parts(canonjson.dumps_lines(rows), 2)
@@ -1259,14 +1264,7 @@ def test_chunk_keys_and_texts_are_read_without_parsing_every_line(
     first = chunk_scan(listing, keys)
     head = json.loads((read_checked(keys) or b"").split(b"\n", 1)[0])
     assert [n for n, _ in head["parts"]] == [p.name for p in listing.parts]
-    read: list[str] = []
-    real = index_op._keyed_lines
-
-    def counting(parts: Any, part: Any) -> Any:
-        read.append(part.name)
-        return real(parts, part)
-
-    monkeypatch.setattr(index_op, "_keyed_lines", counting)
+    read = count_part_reads(monkeypatch)
     again = chunk_scan(listing, keys)
     assert read == [] and again.ids.tobytes() == first.ids.tobytes()
     assert again.offsets.tolist() == first.offsets.tolist()
