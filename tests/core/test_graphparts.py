@@ -328,7 +328,12 @@ def test_the_item_caches_pruning_leaves_the_parts_file(tmp_path: Path) -> None:
     items = [random_item(rng, i) for i in range(3)]
     assembled(items, tmp_path)
     ItemCache(tmp_path).put(items[0].content_id, "k", "main", {"x": 1})
+    # A folder not named as the entries' shards are (what another cache keeps) stays whole.
+    other = ItemCache(tmp_path).folder / "kept-by-another-step"
+    other.mkdir()
+    (other / "data.bin").write_bytes(b"x")
     assert ItemCache(tmp_path).prune(set()) == 1
+    assert (other / "data.bin").read_bytes() == b"x"
     *_, store = assembled(items, tmp_path)
     assert store.built == 0 and store.rejected == 0
 

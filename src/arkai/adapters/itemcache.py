@@ -122,7 +122,9 @@ class ItemCache:
         """Remove the entries of items not in ``keep`` (content IDs) and, when ``parts`` names
         every part the caller keeps, the entries of any other part (one an older version
         wrote, which nothing reads again); how many went. Other files in the folder (the
-        records beside the entries, :func:`write_checked`) are not entries and stay."""
+        records beside the entries, :func:`write_checked`) are not entries and stay, and so
+        do folders not named as the entries' are (:meth:`path`: the first two characters of
+        the ID), whatever a later version keeps in one."""
         if not self.folder.is_dir():
             return 0
         wanted = {_safe(cid) for cid in keep}
@@ -130,7 +132,8 @@ class ItemCache:
         removed = 0
         # Names, not Path objects: ≈ 70,000 entries at 10,000 items are looked at every run.
         with os.scandir(self.folder) as subs:
-            folders = [e.path for e in subs if e.is_dir(follow_symlinks=False)]
+            folders = [e.path for e in subs
+                       if e.is_dir(follow_symlinks=False) and len(e.name) <= 2]  # fmt: skip
         for sub in folders:
             with os.scandir(sub) as names:
                 for e in names:
