@@ -113,14 +113,6 @@ class ChunkParts:
     digest: str
     """``sha256:`` of the listing's bytes: the digest of the whole sequence of lines."""
 
-    @property
-    def lines(self) -> int:
-        return sum(p.lines for p in self.parts)
-
-    @property
-    def size(self) -> int:
-        return sum(p.size for p in self.parts)
-
     @classmethod
     def load(cls, folder: Path) -> ChunkParts | None:
         """The listing of ``folder``; None when there is none. A listing that is not one (not
@@ -189,7 +181,7 @@ class ChunkParts:
 
     def read_at(self, offsets: Iterable[int]) -> Iterator[tuple[int, bytes]]:
         """``(offset, line)`` of the line starting at each byte offset of the whole sequence
-        (the offsets :func:`iter_offsets` gives), in the order given."""
+        (a part's start plus the line's offset in it), in the order given."""
         sizes = [0]
         for p in self.parts:
             sizes.append(sizes[-1] + p.size)
@@ -209,13 +201,6 @@ class ChunkParts:
         finally:
             if open_part is not None:
                 open_part[1].close()
-
-    def iter_offsets(self) -> Iterator[tuple[int, bytes]]:
-        """Every line with the byte offset where it starts in the whole sequence."""
-        at = 0
-        for line in self.iter_lines():
-            yield at, line
-            at += len(line)
 
 
 def _checked_lines(fh: BinaryIO, part: Part, folder: Path) -> Iterator[bytes]:
