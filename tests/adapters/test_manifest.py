@@ -514,3 +514,95 @@ def test_a_name_no_manifest_line_can_hold_is_refused_naming_it(
     os.rename(top, os.fsencode(tmp_path / "library/a/renamed"))
     assert manifest.write(tmp_path, "library", DEST)
     assert b"a/renamed" in (tmp_path / DEST).read_bytes()
+
+
+def _full(root: Path, folder: str = "library") -> bytes:
+    """The manifest of ``root/folder`` by a whole walk, without any cache."""
+    return manifest.render(manifest.scan(root, folder))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_spliced_manifest_is_the_whole_walks_for_the_folders_written(
+    tmp_path: Path, seed: int
+) -> None:
+    # Issue 17: a stage that wrote only some item folders walks those alone. Names that sort
+    # right around a folder's (a sibling "b c", "b-x", "b.x", "bc", "bé", a file "b0") and a
+    # hidden folder: the run replaced is exactly the folder's, whatever the other names.
+    rng = random.Random(seed)
+    names = ["a", "b", "b c", "b-x", "b.x", "bc", "bé", "b/z", "c/d", "ünï", ".hidden"]
+    lib = tmp_path / "library"
+
+    def fill(folder: str, count: int) -> None:
+        for i in range(count):
+            path = lib / folder / rng.choice(["", "sub/", "sub/deeper/"]) / f"f{i}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{folder} {i} {rng.random()}\n", encoding="utf-8")
+
+    for name in names:
+        fill(name, rng.randint(0, 4))
+    (lib / "b0").write_text("a file named like a folder's neighbour\n", encoding="utf-8")
+    old = _full(tmp_path)
+    # Some folders written: files added, edited, removed; one folder removed, one new.
+    written = rng.sample(["a", "b", "b c", "bc", "b/z", "c/d", "ünï"], 3)
+    for name in written:
+        for path in sorted((lib / name).rglob("*")):
+            if path.is_file() and rng.random() < 0.4:
+                path.unlink()
+            elif path.is_file() and rng.random() < 0.5:
+                path.write_text("edited\n", encoding="utf-8")
+        fill(name, rng.randint(0, 3))
+    import shutil
+
+    shutil.rmtree(lib / written[0])
+    (lib / "new" / "one").mkdir(parents=True)
+    (lib / "new" / "one" / "x.md").write_text("new\n", encoding="utf-8")
+    assert manifest.spliced(tmp_path, "library", old, [*written, "new/one", "gone"]) == _full(
+        tmp_path
+    )
+    # Every folder named, nested ones ("b" and "b/z") and their neighbours among them.
+    every = manifest.spliced(tmp_path, "library", old, [*names, "new/one", "b/z/", "/a"])
+    assert every == _full(tmp_path)
+    # Files outside the folders named are not walked: an edit there keeps its old line.
+    (lib / "a" / "late.txt").parent.mkdir(parents=True, exist_ok=True)
+    (lib / "a" / "late.txt").write_text("late\n", encoding="utf-8")
+    again = manifest.spliced(tmp_path, "library", old, [])
+    assert again == old
+    assert manifest.spliced(tmp_path, "library", b"", ["a"]) == b"".join(
+        line + b"\n"
+        for line in _full(tmp_path).splitlines()
+        if line.split(b"\t")[2].startswith(b"a/")
+    )
+
+
+def test_a_spliced_manifest_refuses_a_name_no_line_can_hold(tmp_path: Path) -> None:
+    (tmp_path / "library" / "a").mkdir(parents=True)
+    bad = os.fsencode(tmp_path / "library" / "a") + b"/bad\xffname"
+    with open(bad, "wb") as fh:
+        fh.write(b"x")
+    with pytest.raises(LibraryError, match="not UTF-8"):
+        manifest.spliced(tmp_path, "library", b"", ["a"])
+
+
+def test_published_reads_the_manifests_back_or_walks_when_one_is_gone(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    now = manifest.snapshot(tmp_path, ("library",), {"v": 1})
+    now.publish(tmp_path)
+    (tmp_path / "library/a/transcript.md").write_text("changed\n", encoding="utf-8")
+    (tmp_path / "library/b/deep/x.json").write_text("[]", encoding="utf-8")
+    # Only a/ walked again: b/'s line is the one published.
+    got = manifest.published(tmp_path, ("library",), {"v": 1}, fresh={"library": ["a"]})
+    kept = manifest.published(tmp_path, ("library",), {"v": 1}, fresh={"extracted": ["a"]})
+    assert kept.manifests == now.manifests and kept.digest == now.digest
+    lines = got.manifests["library"].decode().splitlines()
+    assert [line.split("\t")[1:] for line in lines] == [
+        ["0", ".gitkeep"],
+        ["8", "a/transcript.md"],
+        ["2", "b/deep/x.json"],
+    ]
+    assert got.digest != now.digest
+    # The digest is what a snapshot of the same manifests gives (a seal compares the two).
+    same = manifest.snapshot(tmp_path, (), {"v": 1}, given={"library": got.manifests["library"]})
+    assert same.digest == got.digest
+    (tmp_path / manifest.PATHS["library"]).unlink()
+    walked = manifest.published(tmp_path, ("library",), {"v": 1}, fresh={"library": ["a"]})
+    assert walked.manifests["library"] == _full(tmp_path)

@@ -116,6 +116,99 @@ def test_extract_stage_seals_only_a_complete_run(
     assert len(calls) == 2  # sealed now: nothing planned
 
 
+def test_a_change_while_a_planned_run_works_is_planned_by_the_next_run(
+    notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 17: after a complete run, a run that plans a few items walks only their folders
+    # once the work is done. The planned item's transcript edited again and another item's
+    # claims edited while it works (after its walk) are not in what it publishes and seals:
+    # the next run plans both.
+    extract_op.extract_stage(Repo.at(notes))
+    manifest.write(notes, "library", manifest.PATHS["library"])
+    condense_op.condense_stage(Repo.at(notes))
+    first, second = _transcripts(notes)
+    with open(first, "a", encoding="utf-8") as fh:
+        fh.write("\nOne more line about hive scales.\n")
+    claims = sorted((notes / "extracted" / second.parent.relative_to(notes / "library"))
+                    .rglob("claims.md"))[0]  # fmt: skip
+    real, real_condense = extract_op.run_extract, condense_op.condense
+
+    def meanwhile(repo: Repo, **kw: Any) -> extract_op.ExtractSummary:
+        out = real(repo, **kw)
+        with open(first, "a", encoding="utf-8") as fh:
+            fh.write("\nA line written while the stage worked.\n")
+        claims.write_text(claims.read_text(encoding="utf-8") + "\nreviewed\n", encoding="utf-8")
+        return out
+
+    monkeypatch.setattr(extract_op, "run_extract", meanwhile)
+    one = extract_op.extract_stage(Repo.at(notes))
+    assert (one.extracted, one.skipped) == (1, 1)
+    rel = first.parent.relative_to(notes / "library").as_posix()
+    # What it published: the planned item's outputs as they are, the rest as it planned.
+    published = {name: (notes / manifest.PATHS[name]).read_bytes()
+                 for name in ("library", "extracted")}  # fmt: skip
+    assert published["library"] != manifest.manifest_bytes(notes, "library", "check-l")
+    assert published["extracted"] != manifest.manifest_bytes(notes, "extracted", "check-e")
+    planned: list[str] = []
+    plan_item = extract_op.plan_item
+    monkeypatch.setattr(
+        extract_op,
+        "plan_item",
+        lambda item, *a: planned.append(item.rel.as_posix()) or plan_item(item, *a),
+    )
+    monkeypatch.setattr(extract_op, "run_extract", real)
+    two = extract_op.extract_stage(Repo.at(notes))
+    assert sorted(planned) == sorted(p.parent.relative_to(notes / "library").as_posix()
+                                     for p in (first, second))  # fmt: skip
+    assert (two.extracted, two.skipped) == (1, 1)
+    assert claims.read_text(encoding="utf-8").endswith("\nreviewed\n")  # (kept as edited)
+    for name in ("library", "extracted"):  # a whole walk's manifests now
+        assert (notes / manifest.PATHS[name]).read_bytes() == manifest.manifest_bytes(
+            notes, name, f"check-{name}"
+        )
+    planned.clear()
+    assert extract_op.extract_stage(Repo.at(notes)).skipped == 2 and planned == []
+
+    # condense: the first item's transcript was planned; a condensed file of the other item
+    # edited while it works is planned by its next run (and kept as edited).
+    condensed = sorted((notes / "condensed").rglob("condensed.json"))
+    other = next(p for p in condensed if not p.is_relative_to(notes / "condensed" / rel))
+    manifest.unseal(notes, "condense")
+    condense_op.condense_stage(Repo.at(notes))  # sealed with the library as it is now
+    with open(first, "a", encoding="utf-8") as fh:
+        fh.write("\nAnd one more.\n")
+    extract_op.extract_stage(Repo.at(notes))
+
+    def condensing(repo: Repo, **kw: Any) -> Any:
+        out = real_condense(repo, **kw)
+        data = json.loads(other.read_text(encoding="utf-8"))
+        data["chunks"][0]["summary"] = "A summary a person wrote."
+        other.write_text(json.dumps(data), encoding="utf-8")
+        return out
+
+    monkeypatch.setattr(condense_op, "condense", condensing)
+    assert condense_op.condense_stage(Repo.at(notes)).condensed == 1
+    assert (notes / manifest.PATHS["condensed"]).read_bytes() != manifest.manifest_bytes(
+        notes, "condensed", "check-c"
+    )
+    seen: list[Any] = []
+
+    def seeing(repo: Repo, **kw: Any) -> Any:
+        seen.append(kw["changes"])
+        return real_condense(repo, **kw)
+
+    monkeypatch.setattr(condense_op, "condense", seeing)
+    again = condense_op.condense_stage(Repo.at(notes))
+    assert [sorted(c.folders) for c in seen] == [
+        [other.parent.relative_to(notes / "condensed").as_posix()]
+    ]
+    assert (again.condensed, again.skipped) == (0, 2)
+    assert "A summary a person wrote." in other.read_text(encoding="utf-8")
+    assert (notes / manifest.PATHS["condensed"]).read_bytes() == manifest.manifest_bytes(
+        notes, "condensed", "check-c"
+    )
+
+
 def test_condense_stage_skips_when_nothing_changed_and_records_hand_edits(
     notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,8 @@ it; the report always equals `arkai validate --full` (every span re-checked from
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -12,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from arkai.adapters import itemtable
+from arkai.adapters import itemtable, manifest
 from arkai.adapters.repo import Repo
 from arkai.cli import main
 from arkai.core import canonjson
@@ -318,3 +320,136 @@ def test_events_for_items_checked_afresh_and_for_problems(
     assert stale["items"][1]["stale"] > 0 and stale["items"][0]["stale"] == 0
     expect((), [1], 0)  # kept, but it reports a problem: logged on every run
     expect(("--full",), [0, 1], 2)
+
+
+# -- the stage: planned from the manifests the stages before it wrote (issue 17) -------------
+
+
+def stage(kr: Path, *, manifests: bool = True) -> op.ValidateResult:
+    """The ``validate`` stage as ``dvc repro`` runs it: after the stages before it wrote the
+    manifests of library/, extracted/ and condensed/ (``manifests``)."""
+    if manifests:
+        manifest.write_all(kr, *op.STAGE_FOLDERS)
+    return op.validate(Repo.at(kr, stage=op.STAGE), report=Path("m.json"))
+
+
+def full(kr: Path) -> dict[str, Any]:
+    return op.validate(Repo.at(kr), full=True).to_dict()
+
+
+def test_the_stage_looks_at_changed_items_only_and_says_what_the_full_check_says(
+    lib: Path, checks: list[str]
+) -> None:
+    first = stage(lib)
+    assert len(checks) == 2 and first.summary["ok"]  # no complete run yet: every item
+    checks.clear()
+    assert stage(lib).to_dict() == first.to_dict() and checks == []
+    ids = [i.id for i in Repo.at(lib).items()]
+    # Each forgery in turn on the review (index 1): that item alone is looked at, and the
+    # verdicts are exactly those of a check of every span from scratch.
+    for name in sorted(FORGERIES):
+        library, out = item_folders(lib, 1)
+        FORGERIES[name](library, out)
+        checks.clear()
+        got = stage(lib).to_dict()
+        assert checks == [ids[1]], name
+        assert got == full(lib), name
+        metric = json.loads((lib / "m.json").read_text(encoding="utf-8"))
+        assert metric == got["summary"], name
+    # An item removed, then one moved: the same, and the other item is not looked at.
+    library, out = item_folders(lib, 1)
+    moved = library.with_name(library.name + " moved")
+    library.rename(moved)
+    out.rename(out.with_name(moved.name))
+    checks.clear()
+    got = stage(lib).to_dict()
+    assert checks == [ids[1]] and got == full(lib)
+    assert str(moved.relative_to(lib)) in [i["path"] for i in got["items"]]
+    shutil.rmtree(moved)
+    shutil.rmtree(out.with_name(moved.name))
+    checks.clear()
+    got = stage(lib).to_dict()
+    assert checks == [] and got == full(lib) and got["summary"]["items"] == 1
+
+
+def test_the_stage_trusts_the_manifests_and_the_next_run_sees_the_change(
+    lib: Path, arkai: Runner, checks: list[str]
+) -> None:
+    # The stage's dependencies are the manifests: a transcript edited after they were
+    # written (`dvc repro --single-item validate`) is not looked at by the stage — the
+    # command and CI look at every file — and is the next time they are written.
+    stage(lib)
+    library, out = item_folders(lib, 1)  # the review: its claims' sentence duplicated
+    FORGERIES["transcript"](library, out)
+    checks.clear()
+    assert stage(lib, manifests=False).summary["ok"] and checks == []
+    code, cli, _ = run(arkai, lib)
+    assert code == 1 and not cli["summary"]["ok"]
+    assert not stage(lib).summary["ok"]
+
+
+def test_a_forged_or_damaged_sealed_result_makes_the_stage_look_at_everything(
+    lib: Path,
+) -> None:
+    first = stage(lib).to_dict()
+    path = lib / manifest.CACHE_DIR / f"{op.STAGE}.done.result"
+    data = path.read_bytes()
+    # A clean verdict given to a failing item, by someone who does not redo the seal's digest;
+    # then a result whose digest was redone but is not a result.
+    library, out = item_folders(lib, 1)
+    FORGERIES["evidence"](library, out)
+    manifest.write_all(lib, *op.STAGE_FOLDERS)
+    stage(lib)
+    for forged in (data, b"{}"):
+        path.write_bytes(forged)
+        if forged == b"{}":
+            seal = lib / manifest.CACHE_DIR / f"{op.STAGE}.done.json"
+            record = json.loads(seal.read_text(encoding="utf-8"))
+            record["result"] = hashlib.sha256(forged).hexdigest()
+            seal.write_text(json.dumps(record), encoding="utf-8")
+        # Trusted, the clean verdict would pass the failing item (nothing changed since).
+        got = stage(lib, manifests=False).to_dict()
+        assert not got["summary"]["ok"] and got != first and got == full(lib)
+
+
+def test_after_an_unreadable_item_the_stage_looks_at_everything_again(
+    lib: Path, checks: list[str]
+) -> None:
+    # What could not be read (a malformed metadata.json, a linked transcript) is not kept:
+    # the manifests follow links, so they may not say when it can be read again.
+    stage(lib)
+    library, _ = item_folders(lib, 0)
+    meta = library / "metadata.json"
+    good = meta.read_bytes()
+    meta.write_text("{not json", encoding="utf-8")
+    broken = stage(lib)
+    assert broken.summary["errors"] == 1 and broken.to_dict() == full(lib)
+    meta.write_bytes(good)
+    transcript = library / "transcript.md"
+    real = library.parent / "elsewhere.md"
+    transcript.rename(real)
+    transcript.symlink_to(real)
+    linked = stage(lib)
+    assert linked.summary["errors"] == 1 and linked.to_dict() == full(lib)
+    # The link replaced by the same bytes: every manifest line as it was, and yet the stage
+    # looks again and finds it readable.
+    transcript.unlink()
+    real.rename(transcript)
+    assert stage(lib).summary["ok"] and stage(lib).to_dict() == full(lib)
+
+
+def test_a_verdict_as_kept_holds_every_field_of_the_report(lib: Path) -> None:
+    # The verdicts are kept field by field (not through asdict): a field added to a report,
+    # its counts or its problems and not to the kept form fails here.
+    library, out = item_folders(lib, 1)
+    FORGERIES["evidence"](library, out)
+    FORGERIES["wisdom"](library, out)
+    reports = op.validate(Repo.at(lib), full=True).reports
+    assert any(r.problems for r in reports)
+    for rep in reports:
+        kept = op._to_cache(rep)
+        generic = {f.name: getattr(rep, f.name) for f in dataclasses.fields(rep)}
+        generic["counts"] = {k: c.to_dict() for k, c in rep.counts.items()}
+        generic["problems"] = [p.to_dict() for p in rep.problems]
+        assert kept == generic
+        assert op._report_of(json.loads(json.dumps(kept))) == rep

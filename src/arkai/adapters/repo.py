@@ -27,16 +27,21 @@ class Repo:
     """One knowledge repo. Cheap to build; params, items and git are read on first use."""
 
     root: Path
+    stage: str | None = None
+    """The DVC stage this process runs (:func:`arkai.cli.stage.run_stage`), None elsewhere. A
+    stage may take its dependencies as DVC hands them over — the folder manifests the stages
+    before it wrote in the same ``dvc repro`` — instead of looking at every file again; the
+    CLI's commands always look (``validate``: docs/scale.md, "The walks after the work")."""
 
     @classmethod
-    def open(cls, start: Path | str | None = None) -> Repo:
+    def open(cls, start: Path | str | None = None, *, stage: str | None = None) -> Repo:
         """The repo containing ``start`` (or ``$ARKAI_REPO``, or the current folder)."""
-        return cls(layout.find_root(Path(start) if start is not None else None))
+        return cls(layout.find_root(Path(start) if start is not None else None), stage)
 
     @classmethod
-    def at(cls, root: Path | str) -> Repo:
+    def at(cls, root: Path | str, *, stage: str | None = None) -> Repo:
         """The repo rooted exactly at ``root`` (no search upwards)."""
-        return cls(Path(root).resolve())
+        return cls(Path(root).resolve(), stage)
 
     @cached_property
     def params(self) -> dict[str, Any]:

@@ -99,7 +99,7 @@ def run_stage(
     tune_malloc()
 
     def body() -> int:
-        repo = Repo.open()
+        repo = Repo.open(stage=name)
         with progress_bar(name, quiet=False) as bar:
 
             def progress(done: int, total: int, what: str = "", *_: Any) -> None:

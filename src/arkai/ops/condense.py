@@ -359,9 +359,12 @@ def condense_stage(repo: Repo, *, progress: ProgressFn | None = None) -> Condens
     ``dvc repro``, after ``extract`` (it depends on the manifest of library/, which it reads
     the transcripts through). When :func:`_stage_inputs` are those of its last complete run,
     only the items whose lines in that manifest of library/ or in condensed/'s (from a stat
-    walk) differ from that run's are read and planned; with none, nothing is. A run is sealed
-    as complete when no item failed and the library, walked again at its end, is what that
-    manifest says; one that is not leaves the last seal.
+    walk) differ from that run's are read and planned; with none, nothing is; the manifest of
+    condensed/ is then brought up to date by walking the planned items' folders alone
+    (:func:`arkai.adapters.manifest.published`), and the run sealed with the manifest of
+    library/ it planned from. Otherwise (every item planned) a run is sealed as complete when
+    no item failed and the library, walked again at its end, is what that manifest says; one
+    that is not leaves the last seal.
     """
     root = repo.root
     inputs = _stage_inputs(repo)
@@ -376,6 +379,22 @@ def condense_stage(repo: Repo, *, progress: ProgressFn | None = None) -> Condens
             before.publish(root, CONDENSED)
             return CondenseSummary(items=sealed.items, skipped=sealed.items)
         del sealed
+    if changes is not None:
+        # Only the changed items planned (as extract does): condensed/'s manifest published
+        # as planned, then brought up to date by walking those items' folders alone; sealed
+        # with library/'s manifest as planned (a transcript changed since differs from it, so
+        # the next run plans its item) — no walk of library/ (docs/scale.md).
+        before.publish(root, CONDENSED)
+        planned_from = sha256_hex(before.manifests[LIBRARY])
+        del before, given, library
+        summary = condense(repo, shards=False, progress=progress, changes=changes)
+        planned = _library(root)
+        after = manifest.published(root, (CONDENSED,), inputs, given={LIBRARY: planned or b""},
+                                   fresh={CONDENSED: changes.folders})  # fmt: skip
+        after.publish(root, CONDENSED)
+        if planned is not None and sha256_hex(planned) == planned_from:
+            manifest.seal(root, "condense", after, summary.items)
+        return summary
     # As extract does: the manifests are not held through the run, library/'s digest is.
     held = None if library is None else sha256_hex(library)
     del before, given, library

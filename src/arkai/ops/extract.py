@@ -698,10 +698,14 @@ def extract_stage(repo: Repo, *, progress: ProgressFn | None = None) -> ExtractS
     those of the last complete run, only the items whose lines in the manifests (from a stat
     walk) differ from that run's — added, removed, edited, their extraction deleted or edited
     by hand — are read and planned; the others are known done. With none, nothing is read and
-    the manifests are only written again if one was deleted. A run is complete (sealed) when no
-    item failed and the library did not change while it ran (an item added meanwhile is then
-    extracted next time); a run that is not leaves the last seal, so the next one plans again
-    every item changed since it (the failed ones included).
+    the manifests are only written again if one was deleted. After such a run the manifest of
+    extracted/ is brought up to date by walking the planned items' folders alone
+    (:func:`arkai.adapters.manifest.published`), and the run is sealed with the manifest of
+    library/ it planned from (a file changed meanwhile differs from it: the next run plans its
+    item). A run that planned every item is complete (sealed) when no item failed and the
+    library did not change while it ran (an item added meanwhile is then extracted next time);
+    a run that is not leaves the last seal, so the next one plans again every item changed
+    since it (the failed ones included).
     """
     root = repo.root
     inputs = _stage_inputs(repo)
@@ -714,6 +718,19 @@ def extract_stage(repo: Repo, *, progress: ProgressFn | None = None) -> ExtractS
             before.publish(root)
             return ExtractSummary(items=sealed.items, skipped=sealed.items)
         del sealed
+    if changes is not None:
+        # Only the changed items are planned: the manifests are published as planned, and
+        # extracted/'s is brought up to date after the run by walking the folders of those
+        # items alone (manifest.published). The run is sealed with library/'s as planned: a
+        # file changed after the walk differs from the sealed line, so the next run plans its
+        # item (docs/scale.md, "The walks after the work").
+        before.publish(root)
+        del before
+        summary = run_extract(repo, progress=progress, changes=changes)
+        after = manifest.published(root, MANIFESTS, inputs, fresh={"extracted": changes.folders})
+        after.publish(root, "extracted")
+        manifest.seal(root, "extract", after, summary.items)
+        return summary
     # Through the run only a digest of library/'s manifest is kept, not the manifests: at
     # 100,000 items they are ≈ 100 MB, and the run ends by making them again (docs/scale.md,
     # "Manifests in bounded memory").
