@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from arkai.adapters import itemtable
+from arkai.adapters import itemtable, manifest
 from arkai.adapters import memory as files
 from arkai.adapters.repo import Repo
 from arkai.cli import main
@@ -230,3 +230,105 @@ def test_the_stage_reads_episodes_without_their_quotes(kr: Path) -> None:
         bare = episodes.library_episodes(kr, repo.items(), quotes=False)
         assert bare == [Episode(e.id, e.statement, e.date, e.item, e.position) for e in full]
     assert episodes.library_episodes(kr, repo.items()) == full
+
+
+# -- the stage: planned from the manifests the extract stage wrote (issue 17) ------------------
+
+
+def stage_build(kr: Path, *, manifests: bool = True) -> op.BuildResult:
+    """The ``beliefs`` stage as ``dvc repro`` runs it, after the extract stage wrote the
+    manifests of library/ and extracted/ (``manifests``)."""
+    if manifests:
+        manifest.write_all(kr, *op.STAGE_FOLDERS)
+    return op.build(Repo.at(kr, stage=op.STAGE))
+
+
+@pytest.fixture
+def looked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The content IDs whose files the episodes' read looks at."""
+    seen: list[str] = []
+    real = episodes._of
+
+    def spy(table: Any, item: Any, quotes: bool) -> Any:
+        seen.append(item.id)
+        return real(table, item, quotes)
+
+    monkeypatch.setattr(episodes, "_of", spy)
+    return seen
+
+
+def _reject_first_claim(kr: Path, title: str) -> bytes:
+    evidence = next((kr / "extracted").rglob(f"*{title}*/evidence.jsonl"))
+    claim = json.loads(evidence.read_text().splitlines()[0])
+    review = next((kr / "library").glob(f"*/*{title}*")) / "review.yaml"
+    old = review.read_bytes() if review.exists() else b""
+    review.write_text(f"claims:\n  {claim['id']}: {{status: rejected}}\n")
+    return old
+
+
+def test_the_stage_reads_the_changed_items_only_and_equals_a_replay_from_scratch(
+    kr: Path, tmp_path: Path, looked: list[str]
+) -> None:
+    february = next(i.id for i in Repo.at(kr).items() if "February" in i.title)
+    stage_build(kr)
+    assert len(looked) == 3  # no complete read yet: every item
+    looked.clear()
+    stage_build(kr)
+    assert looked == []
+    _reject_first_claim(kr, "February")
+    again = stage_build(kr)
+    assert looked == [february] and again.resumed_at > 0
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+    # An item removed: none looked at, its episodes gone.
+    shutil.rmtree(next((kr / "library").glob("*/*March*")))
+    shutil.rmtree(next((kr / "extracted").glob("*/*March*")))
+    looked.clear()
+    gone = stage_build(kr)
+    assert looked == [] and gone.episodes < again.episodes
+    shutil.rmtree(tmp_path / "scratch")
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_a_row_another_build_wrote_for_other_bytes_is_not_taken(
+    kr: Path, tmp_path: Path, looked: list[str]
+) -> None:
+    # The stage's last read sealed February's key. `arkai memory build` (which looks at every
+    # file) then keeps February's row for an edited review; the edit is undone, so every
+    # manifest line is what the stage sealed — and the row in the table is not for these
+    # bytes: the stage reads the library whole rather than take it.
+    stage_build(kr)
+    old = _reject_first_claim(kr, "February")
+    op.build(Repo.at(kr))
+    review = next((kr / "library").glob("*/*February*")) / "review.yaml"
+    if old:
+        review.write_bytes(old)
+    else:
+        review.unlink()
+    looked.clear()
+    stage_build(kr)
+    assert len(looked) == 3
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_a_forged_seal_or_an_unreadable_item_makes_the_stage_read_everything(
+    kr: Path, looked: list[str]
+) -> None:
+    first = stage_build(kr)
+    result = kr / manifest.CACHE_DIR / f"{op.EPISODES_SEAL}.done.result"
+    doc = json.loads(result.read_text(encoding="utf-8"))
+    doc["items"] = doc["items"][:1]  # two items "forgotten": their episodes would be lost
+    result.write_text(json.dumps(doc), encoding="utf-8")
+    looked.clear()
+    stage_build(kr)
+    assert len(looked) == 3
+    # A malformed metadata.json: that item is left out (as `arkai memory build` leaves it),
+    # and the read after it looks at every item again.
+    meta = next((kr / "library").glob("*/*January*")) / "metadata.json"
+    good = meta.read_bytes()
+    meta.write_text("{not json")
+    looked.clear()
+    broken = stage_build(kr)
+    assert len(looked) == 2 and broken.episodes < first.episodes
+    meta.write_bytes(good)
+    looked.clear()
+    assert stage_build(kr).episodes == first.episodes and len(looked) == 3

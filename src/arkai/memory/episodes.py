@@ -87,11 +87,10 @@ def _key(item: Item) -> str | None:
     return "sha256:" + sha256_hex("\n".join(parts).encode("utf-8"))
 
 
-def _from_row(item: Item, body: bytes, quotes: bool) -> list[Episode] | None:
+def _from_row(content_id: str, day: str, body: bytes, quotes: bool) -> list[Episode] | None:
     try:
         rows = json.loads(body)
-        day = _day(item)
-        return [Episode(id=str(i), statement=str(s), date=day, item=item.id, position=int(p),
+        return [Episode(id=str(i), statement=str(s), date=day, item=content_id, position=int(p),
                         quote=None if q is None or not quotes else str(q))
                 for i, s, p, q in rows]  # fmt: skip
     except (ValueError, TypeError):
@@ -103,23 +102,74 @@ def _to_row(episodes: list[Episode]) -> bytes:
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def library_episodes(root: Path, items: Iterable[Item], *, quotes: bool = True) -> list[Episode]:
+def _table(root: Path) -> ItemTable:
+    return ItemTable(root, TABLE, f"{EPISODES_VERSION}\0{__version__}")
+
+
+def _of(table: ItemTable, item: Item, quotes: bool) -> tuple[list[Episode], str | None]:
+    """The item's episodes, from the table when its files are unchanged (kept there either
+    way), and the key of its files (None when one cannot be read safely)."""
+    stats = stat_digest(_files(item))
+    row = table.by_stat(item.id, stats[0] if stats is not None else None)
+    key = row.key if row is not None else _key(item)
+    if row is None and key is not None:
+        row = table.by_key(item.id, key)
+    got = _from_row(item.id, _day(item), row.body, quotes) if row is not None else None
+    eps = item_episodes(item) if got is None else got
+    body = row.body if row is not None and got is not None else _to_row(eps)
+    table.keep(item.id, stats, key, body)
+    return (eps if quotes or got is not None else [replace(e, quote=None) for e in eps]), key
+
+
+def library_episodes(
+    root: Path,
+    items: Iterable[Item],
+    *,
+    quotes: bool = True,
+    keys: list[tuple[str, str, str, str | None]] | None = None,
+) -> list[Episode]:
     """:func:`item_episodes` of every item (in the order given), each taken from the table
     when the item's files are unchanged; the table then holds exactly these items. Without
     ``quotes`` the episodes carry none (the replay reads none; a quote is ≈ a third of an
-    episode's memory)."""
-    table = ItemTable(root, TABLE, f"{EPISODES_VERSION}\0{__version__}")
+    episode's memory). ``keys``: each item's folder (relative to library/), content ID, date
+    and files' key are appended to it (what :func:`planned_episodes` is given next time)."""
+    table = _table(root)
     out: list[Episode] = []
     for item in items:
-        stats = stat_digest(_files(item))
-        row = table.by_stat(item.id, stats[0] if stats is not None else None)
-        key = row.key if row is not None else _key(item)
-        if row is None and key is not None:
-            row = table.by_key(item.id, key)
-        got = _from_row(item, row.body, quotes) if row is not None else None
-        eps = item_episodes(item) if got is None else got
-        body = row.body if row is not None and got is not None else _to_row(eps)
-        table.keep(item.id, stats, key, body)
-        out.extend(eps if quotes or got is not None else [replace(e, quote=None) for e in eps])
+        eps, key = _of(table, item, quotes)
+        out.extend(eps)
+        if keys is not None:
+            keys.append((item.rel.as_posix(), item.id, _day(item), key))
+    table.save(prune=True)
+    return out
+
+
+def planned_episodes(
+    root: Path,
+    items: Iterable[Item],
+    kept: Iterable[tuple[str, str, str, str | None]],
+    keys: list[tuple[str, str, str, str | None]],
+) -> list[Episode] | None:
+    """The episodes (without quotes) of the library whose items are ``items`` — those whose
+    files may have changed, read as :func:`library_episodes` reads them — and ``kept``: the
+    items known unchanged since their episodes were last made (folder, content ID, date and
+    the key of their files then), taken from the table without looking at their files; None
+    when the table does not hold one of them under that key (a row damaged, or written by
+    another build for other bytes meanwhile: the caller reads the library whole). ``keys``
+    as for :func:`library_episodes`; the table then holds exactly these items."""
+    table = _table(root)
+    out: list[Episode] = []
+    for folder, content_id, day, key in kept:
+        row = table.by_key(content_id, key) if key is not None else None
+        got = _from_row(content_id, day, row.body, False) if row is not None else None
+        if row is None or got is None:
+            return None
+        table.keep(content_id, (row.stat, 0) if row.stat else None, key, row.body)
+        out.extend(got)
+        keys.append((folder, content_id, day, key))
+    for item in items:
+        eps, key = _of(table, item, False)
+        out.extend(eps)
+        keys.append((item.rel.as_posix(), item.id, _day(item), key))
     table.save(prune=True)
     return out

@@ -19,9 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from arkai import __version__
+from arkai.adapters import manifest
 from arkai.adapters import memory as files
 from arkai.adapters.events import RunLog
 from arkai.adapters.fs import TEMP_DIR, RowFile, atomic_write_text, read_repo_file
+from arkai.adapters.layout import load_items
 from arkai.adapters.repo import Repo
 from arkai.core.hashing import text_digest
 from arkai.core.tokens import count_tokens
@@ -35,7 +38,13 @@ from arkai.errors import (
 )
 from arkai.memory import contradict
 from arkai.memory.contradict import Conflict
-from arkai.memory.episodes import item_episodes, library_episodes, ordered
+from arkai.memory.episodes import (
+    EPISODES_VERSION,
+    item_episodes,
+    library_episodes,
+    ordered,
+    planned_episodes,
+)
 from arkai.memory.replay import (
     CANDIDATES,
     Checker,
@@ -82,17 +91,90 @@ class BuildResult(AsDict):
 
 
 def collect_episodes(repo: Repo, *, cached: bool = False) -> list[Episode]:
-    """Every episode in time order; ``cached`` (the ``beliefs`` stage): an unchanged item's
+    """Every episode in time order; ``cached`` (the ``beliefs`` step): an unchanged item's
     episodes come from the episode table (:func:`arkai.memory.episodes.library_episodes`),
-    without their quotes (the replay reads none)."""
+    without their quotes (the replay reads none) — as the DVC stage, only the items whose
+    manifest lines changed are looked at (:func:`_stage_episodes`)."""
     eps: list[Episode] = []
-    if cached:
+    if cached and repo.stage == STAGE:
+        eps = _stage_episodes(repo)
+    elif cached:
         eps = library_episodes(repo.root, repo.items(), quotes=False)
     else:
         for item in repo.items():
             eps.extend(item_episodes(item))
     eps.extend(files.read_imported(repo.root))
     return ordered(eps)
+
+
+#: The DVC stage :func:`build` runs as (``stages/beliefs.py``), and the name its episodes' last
+#: complete read is sealed under (:func:`arkai.adapters.manifest.seal`).
+STAGE = "beliefs"
+EPISODES_SEAL = "beliefs-episodes"
+#: The manifests the stage depends on (written by the extract stage before it).
+STAGE_FOLDERS = ("library", "extracted")
+#: Bump when what the sealed result (:func:`_stage_episodes`) holds changes.
+SEALED_VERSION = 1
+
+
+def _stage_episodes(repo: Repo) -> list[Episode]:
+    """The episodes as the ``beliefs`` stage reads them (without quotes): like the extract
+    stage after a complete run (:func:`arkai.adapters.manifest.changes`), only the items whose
+    lines in the manifests of library/ and extracted/ — the stage's DVC dependencies, written
+    by the extract stage in the same ``dvc repro`` — differ from the last complete read's are
+    looked at; the others' episodes come from the episode table under the key their files
+    had then, not looking at their files (the items' folders, IDs, dates and keys are sealed
+    with the manifests). Without such a read, when a changed line belongs to no item, when an
+    item folder cannot be read, or when the table does not hold a kept item under its key,
+    every item is looked at (:func:`arkai.memory.episodes.library_episodes`). A file changed
+    after the manifests were written is seen by the next ``dvc repro``; ``arkai memory
+    build`` looks at every item's files."""
+    root = repo.root
+    given: dict[str, bytes] = {}
+    for folder in STAGE_FOLDERS:
+        try:
+            given[folder] = (root / manifest.PATHS[folder]).read_bytes()
+        except OSError:
+            return library_episodes(root, repo.items(), quotes=False)
+    inputs = {"stage": EPISODES_SEAL, "episodes": EPISODES_VERSION, "sealed": SEALED_VERSION,
+              "arkai": __version__}  # fmt: skip
+    now = manifest.snapshot(root, (), inputs, given=given)
+    del given
+    sealed = manifest.sealed_run(root, EPISODES_SEAL, now)
+    changes = manifest.changes(sealed, now)
+    last = _sealed_keys(sealed.result) if sealed is not None and changes is not None else None
+    keys: list[tuple[str, str, str, str | None]] = []
+    eps = None
+    if changes is not None and last is not None:
+        items, problems = load_items(root, changes.folders)
+        if not problems:
+            kept = [row for row in last if row[0] not in changes.folders]
+            eps = planned_episodes(root, items, kept, keys)
+    if eps is None:
+        keys.clear()
+        items, problems = repo.scan()
+        eps = library_episodes(root, items, quotes=False, keys=keys)
+        del items
+    if problems or any(key is None for *_, key in keys):
+        manifest.unseal(root, EPISODES_SEAL)  # (looked at whole next time)
+    else:
+        result = {"version": SEALED_VERSION, "items": keys}
+        data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        manifest.seal(root, EPISODES_SEAL, now, len(keys), data)
+    return eps
+
+
+def _sealed_keys(data: bytes | None) -> list[tuple[str, str, str, str | None]] | None:
+    """The items a sealed read of the episodes kept (:func:`_stage_episodes`); None when it
+    is not that."""
+    try:
+        doc = json.loads(data or b"")
+        if doc["version"] != SEALED_VERSION:
+            return None
+        return [(str(f), str(c), str(d), None if k is None else str(k))
+                for f, c, d, k in doc["items"]]  # fmt: skip
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _embedder(repo: Repo) -> Any:
