@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -572,11 +573,14 @@ def test_a_ranking_is_the_plain_computation_bit_for_bit() -> None:
 
     import numpy as np
 
-    from arkai.search.topics import ItemTerms, _Scores, rank_item
+    from arkai.search.topics import ItemTerms, _Scores, rank_item, rounded_count
 
     rng = random.Random(11)
     vocab = [f"w{i:03d}" for i in range(300)]
-    s = TopicSettings(top_terms=12, min_phrase_count=2)
+    s = TopicSettings(top_terms=12, min_phrase_count=2, frequency_bits=0)
+    # The default rounding (frequency_bits 5) ranks as the plain computation over the rounded
+    # counts does.
+    s5 = dataclasses.replace(s, frequency_bits=5)
     checked = 0
     for round_ in range(40):
         counts: dict[str, int] = {}
@@ -600,6 +604,9 @@ def test_a_ranking_is_the_plain_computation_bit_for_bit() -> None:
         assert rank_item(it, df, n, s) == want
         array = np.array([df[p] for p in counts], dtype=np.int64)
         assert rank_item(it, df, n, s, frequencies=array) == want
+        rounded_df = {p: rounded_count(d, 5) for p, d in df.items()}
+        assert rank_item(it, df, n, s5) == _plain_ranking(it, rounded_df, rounded_count(n, 5), s)
+        assert rank_item(it, df, n, s5, frequencies=array) == rank_item(it, df, n, s5)
         # Every score has the plain computation's bits, in the plain order.
         raw = {t: float(c) * (math.log((1 + n) / (1 + df[t])) + 1.0) for t, c in counts.items()}
         norm = math.sqrt(math.fsum(v * v for v in raw.values()))
@@ -608,3 +615,57 @@ def test_a_ranking_is_the_plain_computation_bit_for_bit() -> None:
         assert list(_Scores(counts, df, n, s).best_first(64)) == pairs
         checked += len(want)
     assert checked > 300
+
+
+def test_rounded_counts_keep_their_leading_bits() -> None:
+    """The IDF's counts rounded down to ``bits`` significant bits: exact below ``2 ** bits``,
+    at most a ``2 ** -(bits - 1)`` part lower above, a fixed point of itself, never above
+    the count, in order; 0 bits keeps every count."""
+    import random
+
+    import numpy as np
+
+    from arkai.search.topics import rounded, rounded_count
+
+    assert [rounded_count(n, 5) for n in (0, 1, 31, 32, 33, 99, 100, 1000, 10_001)] == [
+        0, 1, 31, 32, 32, 96, 100, 992, 9728,
+    ]  # fmt: skip
+    assert rounded_count(10_001, 0) == 10_001
+    rng = random.Random(3)
+    values = np.array(sorted(rng.randrange(0, 2**40) for _ in range(5000)), dtype=np.int64)
+    for bits in (1, 3, 5, 8):
+        got = rounded(values, bits)
+        assert (got <= values).all() and (np.diff(got) >= 0).all()
+        assert (rounded(got, bits) == got).all()
+        small = values < 2**bits
+        assert (got[small] == values[small]).all()
+        big = ~small
+        assert (values[big] - got[big] <= values[big] >> (bits - 1)).all()
+        assert all(bin(int(v)).rstrip("0").count("1") <= bits for v in got[big][:200])
+
+
+def test_rounded_frequencies_only_move_scores_above_the_exact_range() -> None:
+    """With ``frequency_bits`` the scores are TF-IDF over the rounded counts: the same as
+    exact ones while every count is below ``2 ** frequency_bits``, those of the rounded counts
+    above."""
+    from arkai.search.topics import TopicSettings, _Scores, rounded_count
+
+    counts = {"hive": 3, "queen bee": 2, "varroa": 1}
+    df = {"hive": 40, "queen bee": 7, "varroa": 1000}
+    exact = _Scores(counts, df, 5000, TopicSettings(frequency_bits=0))
+    same = _Scores(counts, {k: min(v, 31) for k, v in df.items()}, 31, TopicSettings())
+    assert (
+        same.scores.tolist()
+        == _Scores(
+            counts, {k: min(v, 31) for k, v in df.items()}, 31, TopicSettings(frequency_bits=0)
+        ).scores.tolist()
+    )
+    rounded5 = _Scores(counts, df, 5000, TopicSettings(frequency_bits=5))
+    by_hand = _Scores(
+        counts, {k: rounded_count(v, 5) for k, v in df.items()}, rounded_count(5000, 5),
+        TopicSettings(frequency_bits=0),
+    )  # fmt: skip
+    assert rounded5.scores.tolist() == by_hand.scores.tolist()
+    assert rounded5.scores.tolist() != exact.scores.tolist()
+    for phrase in counts:
+        assert rounded5.score(phrase) == by_hand.score(phrase)

@@ -18,6 +18,7 @@ import yaml
 
 from arkai.adapters import events
 from arkai.cli import main
+from arkai.errors import LibraryError
 from arkai.ops import Repo
 from arkai.ops.init import init_repo
 from arkai.search import embed
@@ -1439,3 +1440,45 @@ def test_graph_exports_follow_params_and_the_flag(
     exports("sometimes")
     with pytest.raises(LibraryError, match=r"`index\.graph\.exports` must be true, false or auto"):
         index_op.run_index(Repo.at(repo))
+
+
+@pytest.mark.parametrize("bits", [0, 1])
+def test_rounded_frequencies_rank_again_only_where_a_rounded_count_moved(
+    repo: Path, tmp_path: Path, bits: int
+) -> None:
+    """Issue 17: an edit that gives one item a phrase two others have moves that phrase's
+    document frequency from 2 to 3. Exact counts (``frequency_bits: 0``) rank the two others
+    again; rounded to one significant bit both counts are 2, and only the edited item is
+    ranked again. Either way the index is a build from scratch's."""
+    from arkai.ops.index import run_index
+    from arkai.search.topics import phrases
+
+    code = main(["--repo", str(repo), "add", "--quiet", str(SAMPLES / "compilers-podcast.srt")])
+    assert code == 0
+    set_params(repo, embedder="none", topics={"frequency_bits": bits})
+    run_index(Repo.at(repo))
+    texts = {p: set(phrases(p.read_text(encoding="utf-8")))
+             for p in sorted((repo / "library").rglob("transcript.md"))}  # fmt: skip
+    shared = None
+    for edited, mine in texts.items():
+        others = [words for p, words in texts.items() if p != edited]
+        found = sorted(w for w in others[0] & others[1] - mine if " " not in w and len(w) > 4)
+        if found:
+            shared = edited, found[0]
+            break
+    assert shared is not None, "no word two sample items share and the third lacks"
+    edited, word = shared
+    edited.write_bytes(edited.read_bytes() + f"\n{word.capitalize()}.\n".encode())
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["reranked"] == (3 if bits == 0 else 1)
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+@pytest.mark.parametrize("bad", [-1, 63, "five"])
+def test_a_bad_frequency_bits_is_an_error_naming_params(repo: Path, bad: object) -> None:
+    from arkai.ops.index import run_index
+
+    set_params(repo, embedder="none", topics={"frequency_bits": bad})
+    with pytest.raises(LibraryError, match=r"params\.yaml: index\.topics: .*"):
+        run_index(Repo.at(repo))
+    assert not (repo / "index" / "topics.json").exists()

@@ -111,6 +111,8 @@ from arkai.search.topics import (
     TopicSettings,
     entry_json,
     load_synonyms,
+    rounded,
+    rounded_count,
     stem_key,
 )
 
@@ -237,6 +239,10 @@ def index_params(params: dict[str, Any]) -> dict[str, Any]:
     out = {**DEFAULTS, **raw}
     for sub in ("bm25", "chunks", "topics", "graph", "ann"):
         out[sub] = {**DEFAULTS[sub], **(raw.get(sub) or {})}
+    try:
+        TopicSettings.from_params(out["topics"])
+    except (TypeError, ValueError) as exc:
+        raise LibraryError(f"params.yaml: index.topics: {exc}") from None
     return out
 
 
@@ -548,7 +554,8 @@ def _kept_ranking(raw: bytes, content_id: str, condensed: bool) -> _Ranked | Non
 def _shape_digest(builder: TopicBuilder) -> Any:
     """The running SHA-256 of what every item's ranking context shares (the number of items
     and the topic settings): made once per build, copied for each item."""
-    shape = {"n": builder.n, "settings": asdict(builder.settings)}
+    shape = {"n": rounded_count(builder.n, builder.settings.frequency_bits),
+             "settings": asdict(builder.settings)}  # fmt: skip
     return hashlib.sha256(canonjson.dumps_line(shape).encode("utf-8"))
 
 
@@ -692,9 +699,10 @@ class _PhraseTable:
         ids = _read_ids(self._fh, *row)
         return ids if self._renumber is None else self._renumber[ids].astype(np.int32)
 
-    def frequencies(self, i: int) -> bytes:
-        """Item ``i``'s phrases' document frequencies, as native ``int64``."""
-        out: bytes = self.counts[self.row(i)].astype("=i8").tobytes()
+    def frequencies(self, i: int, bits: int = 0) -> bytes:
+        """Item ``i``'s phrases' document frequencies, :func:`rounded` to ``bits`` (what its
+        ranking depends on; 0: exact), as native ``int64``."""
+        out: bytes = rounded(self.counts[self.row(i)], bits).astype("=i8").tobytes()
         return out
 
     @classmethod
@@ -1690,6 +1698,7 @@ def run_index(
                 # document is written from the builder's entry file, never made whole.
                 high: dict[str, list[tuple[str, float]]] = {}
                 shape = _shape_digest(builder)
+                bits = builder.settings.frequency_bits
                 reranked = 0
 
                 # Every item's ranking in one table (10,000 entry files cost more to open
@@ -1699,7 +1708,7 @@ def run_index(
                     rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
                     for i, d in enumerate(loaded):
                         ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
-                                               table.frequencies(i), shape)  # fmt: skip
+                                               table.frequencies(i, bits), shape)  # fmt: skip
                         builder.add_entries(d.item.id, ranked.entries)
                         high[d.item.id] = ranked.high
                         reranked += ranked.fresh

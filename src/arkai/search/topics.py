@@ -104,18 +104,53 @@ class TopicSettings:
     high_min_score: float = 0.05
     #: Phrases of two or three words must occur at least this often in an item.
     min_phrase_count: int = 2
+    #: The IDF's counts (the number of items, each phrase's document frequency) rounded down
+    #: to this many significant bits (:func:`rounded`): exact below ``2 ** frequency_bits``;
+    #: 0 keeps them exact.
+    frequency_bits: int = 5
 
     @classmethod
     def from_params(cls, p: Mapping[str, Any] | None) -> TopicSettings:
         p = p or {}
         d = cls()
+        bits = int(p.get("frequency_bits", d.frequency_bits))
+        if not 0 <= bits <= 62:
+            raise ValueError(f"frequency_bits: {bits} is not between 0 and 62")
         return cls(
             top_terms=int(p.get("top_terms", d.top_terms)),
             high_rank=int(p.get("high_rank", d.high_rank)),
             medium_rank=int(p.get("medium_rank", d.medium_rank)),
             high_min_score=float(p.get("high_min_score", d.high_min_score)),
             min_phrase_count=int(p.get("min_phrase_count", d.min_phrase_count)),
+            frequency_bits=bits,
         )
+
+
+def rounded(counts: Any, bits: int) -> np.ndarray:
+    """Non-negative integer ``counts`` rounded down to their ``bits`` most significant bits, as
+    ``int64``: a count below ``2 ** bits`` is kept, one above loses at most a ``2 ** -(bits -
+    1)`` part of itself (with 5 bits: 99 → 96, 1,000 → 992, 10,001 → 9,728); ``bits`` 0
+    keeps every count.
+
+    What the topic IDF is computed from (:class:`_Scores`), so that one item's edit, which
+    moves each of its new or lost phrases' document frequency by one, changes the rounded
+    frequency of few of them: the items that have a phrase whose rounded frequency stayed
+    are not ranked again (their ranking is kept under the digest of those frequencies). A
+    phrase in ``d`` items moves to another rounded value on about one edit in
+    ``d / 2 ** bits``, so an edit ranks again about ``2 ** bits`` items per such phrase
+    instead of all ``d`` (docs/index-format.md, "The IDF's counts rounded")."""
+    values = np.asarray(counts, dtype=np.int64)
+    if bits <= 0 or values.size == 0:
+        return values
+    # frexp's exponent is the bit length of an integer below 2**53 (exact as a float64).
+    length = np.frexp(values.astype(np.float64))[1].astype(np.int64)
+    shift = np.maximum(length - bits, 0)
+    return (values >> shift) << shift
+
+
+def rounded_count(count: int, bits: int) -> int:
+    """One count :func:`rounded`."""
+    return int(rounded(np.array([count], dtype=np.int64), bits)[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,8 +332,10 @@ class _Scores:
     """One item's phrases by TF-IDF: raw count × smoothed IDF (``ln((1 + n) / (1 + df)) + 1``),
     L2-normalised over the item's phrases — scikit-learn's ``TfidfVectorizer`` defaults, with
     the norm summed exactly (``math.fsum``) so a score depends on nothing but the item's counts
-    and the document frequencies. Phrases of two or three words that occur fewer than
-    ``min_phrase_count`` times are not ranked (they still count in the norm).
+    and the document frequencies, and ``n`` and ``df`` :func:`rounded` to the settings'
+    ``frequency_bits`` (exact below ``2 ** frequency_bits``, as scikit-learn's). Phrases of
+    two or three words that occur fewer than ``min_phrase_count`` times are not ranked (they
+    still count in the norm).
 
     Computed as arrays, each product and quotient the same IEEE operation as one float at a
     time (so the same bits): an item has thousands of phrases and a run that changes the
@@ -313,12 +350,14 @@ class _Scores:
         s: TopicSettings,
         frequencies: np.ndarray | None = None,
     ) -> None:
+        n = rounded_count(n, s.frequency_bits)
         self.counts, self.df, self.n, self.s = counts, df, n, s
         terms = list(counts)
         size = len(terms)
         count = np.fromiter(counts.values(), dtype=np.float64, count=size)
         if frequencies is None or len(frequencies) != size:
             frequencies = np.fromiter((df[t] for t in terms), dtype=np.int64, count=size)
+        frequencies = rounded(frequencies, s.frequency_bits)
         values, where = np.unique(frequencies, return_inverse=True)
         self.idf = {d: math.log((1 + n) / (1 + d)) + 1.0 for d in values.tolist()}
         raw = count * np.array(list(self.idf.values()), dtype=np.float64)[where]
@@ -342,7 +381,7 @@ class _Scores:
         count = self.counts.get(phrase)
         if count is None or (" " in phrase and count < self.s.min_phrase_count):
             return 0.0
-        d = int(self.df[phrase])
+        d = rounded_count(int(self.df[phrase]), self.s.frequency_bits)
         idf = self.idf.get(d)
         if idf is None:
             idf = math.log((1 + self.n) / (1 + d)) + 1.0
