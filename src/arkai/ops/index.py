@@ -676,6 +676,8 @@ class _PhraseTable:
         self._renumber: np.ndarray | None = None
         """Kept ids → ids after :meth:`_compact` (until the table is written again)."""
         self._ids: dict[str, int] | None = None
+        self._rounded: tuple[int, np.ndarray] | None = None
+        """The bits and the counts :meth:`frequencies` rounded last."""
 
     def close(self) -> None:
         if self._closer is not None:
@@ -702,7 +704,10 @@ class _PhraseTable:
     def frequencies(self, i: int, bits: int = 0) -> bytes:
         """Item ``i``'s phrases' document frequencies, :func:`rounded` to ``bits`` (what its
         ranking depends on; 0: exact), as native ``int64``."""
-        out: bytes = rounded(self.counts[self.row(i)], bits).astype("=i8").tobytes()
+        if self._rounded is None or self._rounded[0] != bits:
+            # Every phrase's count rounded once, not each item's on every call.
+            self._rounded = (bits, rounded(self.counts, bits).astype("=i8"))
+        out: bytes = self._rounded[1][self.row(i)].tobytes()
         return out
 
     @classmethod
@@ -763,7 +768,7 @@ class _PhraseTable:
         self._renumber = renumber if self._renumber is None else renumber[self._renumber]
         self.phrases = [p for p, a in zip(self.phrases, alive.tolist(), strict=True) if a]
         self.counts = self.counts[alive]
-        self._ids = None
+        self._ids = self._rounded = None
 
     def _save(self, path: Path) -> None:
         """Write the table (an item's ids at a time, kept ones read from the file loaded),
