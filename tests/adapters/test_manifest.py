@@ -606,3 +606,29 @@ def test_published_reads_the_manifests_back_or_walks_when_one_is_gone(tmp_path: 
     (tmp_path / manifest.PATHS["library"]).unlink()
     walked = manifest.published(tmp_path, ("library",), {"v": 1}, fresh={"library": ["a"]})
     assert walked.manifests["library"] == _full(tmp_path)
+
+
+def test_a_plan_from_the_published_manifests_walks_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "library/a").mkdir(parents=True)
+    (tmp_path / "library/b").mkdir(parents=True)
+    for item in ("a", "b"):
+        (tmp_path / f"library/{item}/metadata.json").write_text("{}", encoding="utf-8")
+    assert manifest.planned(tmp_path, "s", ("library",), {"v": 1}) is None  # none published
+    manifest.write_all(tmp_path, "library")
+    first = manifest.planned(tmp_path, "s", ("library",), {"v": 1})
+    assert first is not None and first.sealed is None and first.changes is None
+    manifest.seal(tmp_path, "s", first.now, 2)
+    (tmp_path / "library/b/metadata.json").write_text('{"x": 1}', encoding="utf-8")
+    manifest.write_all(tmp_path, "library")
+
+    def no_walk(*_: object) -> None:
+        raise AssertionError("walked")
+
+    monkeypatch.setattr(manifest, "_walk", no_walk)
+    plan = manifest.planned(tmp_path, "s", ("library",), {"v": 1})
+    assert plan is not None and plan.changes is not None
+    assert (set(plan.changes.folders), plan.changes.done) == ({"b"}, 1)
+    other = manifest.planned(tmp_path, "s", ("library",), {"v": 2})  # other inputs
+    assert other is not None and other.sealed is None and other.changes is None

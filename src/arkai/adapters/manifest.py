@@ -702,6 +702,34 @@ def changes(sealed: Sealed | None, now: Snapshot) -> Changes | None:
     return Changes(frozenset(folders), len(present - folders))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A stage's plan from the manifests the stages before it published (:func:`planned`):
+    the manifests now with the stage's inputs, its last complete run with the same inputs
+    (or None) and the items that may have changed since (None: plan every item)."""
+
+    now: Snapshot
+    sealed: Sealed | None
+    changes: Changes | None
+
+
+def planned(root: Path, stage: str, folders: tuple[str, ...], inputs: object) -> Plan | None:
+    """The plan of a stage that depends on the manifests of ``folders`` as the stages before
+    it published them (:data:`PATHS`, DVC's dependencies of the stage — not walked again):
+    :func:`sealed_run` and :func:`changes` of their snapshot with ``inputs``. None when one of
+    them is missing (the stage then looks at every item)."""
+    given: dict[str, bytes] = {}
+    for folder in folders:
+        try:
+            given[folder] = (root / PATHS[folder]).read_bytes()
+        except OSError:
+            return None
+    now = snapshot(root, (), inputs, given=given)
+    del given
+    sealed = sealed_run(root, stage, now)
+    return Plan(now, sealed, changes(sealed, now))
+
+
 def rebuild(root: Path, folder: str, build: Callable[[], T]) -> T:
     """Run ``build`` (which writes ``root/folder``) so that its manifest can be trusted.
 

@@ -130,18 +130,12 @@ def _stage_episodes(repo: Repo) -> list[Episode]:
     after the manifests were written is seen by the next ``dvc repro``; ``arkai memory
     build`` looks at every item's files."""
     root = repo.root
-    given: dict[str, bytes] = {}
-    for folder in STAGE_FOLDERS:
-        try:
-            given[folder] = (root / manifest.PATHS[folder]).read_bytes()
-        except OSError:
-            return library_episodes(root, repo.items(), quotes=False)
     inputs = {"stage": EPISODES_SEAL, "episodes": EPISODES_VERSION, "sealed": SEALED_VERSION,
               "arkai": __version__}  # fmt: skip
-    now = manifest.snapshot(root, (), inputs, given=given)
-    del given
-    sealed = manifest.sealed_run(root, EPISODES_SEAL, now)
-    changes = manifest.changes(sealed, now)
+    plan = manifest.planned(root, EPISODES_SEAL, STAGE_FOLDERS, inputs)
+    if plan is None:
+        return library_episodes(root, repo.items(), quotes=False)
+    sealed, changes = plan.sealed, plan.changes
     last = _sealed_keys(sealed.result) if sealed is not None and changes is not None else None
     keys: list[tuple[str, str, str, str | None]] = []
     eps = None
@@ -160,7 +154,7 @@ def _stage_episodes(repo: Repo) -> list[Episode]:
     else:
         result = {"version": SEALED_VERSION, "items": keys}
         data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        manifest.seal(root, EPISODES_SEAL, now, len(keys), data)
+        manifest.seal(root, EPISODES_SEAL, plan.now, len(keys), data)
     return eps
 
 

@@ -601,19 +601,13 @@ def _stage_run(repo: Repo) -> tuple[list[ItemReport], list[ItemProblem]]:
     library again); ``arkai validate`` and CI's ``arkai validate --full`` look at every file
     whatever the manifests say."""
     root = repo.root
-    given: dict[str, bytes] = {}
-    for folder in STAGE_FOLDERS:
-        try:
-            given[folder] = (root / manifest.PATHS[folder]).read_bytes()
-        except OSError:
-            items, problems = repo.scan()
-            return validate_items(root, items, full=False, prune=True), problems
     inputs = {"stage": STAGE, "validator": VALIDATOR_VERSION, "result": RESULT_VERSION,
               "arkai": __version__}  # fmt: skip
-    now = manifest.snapshot(root, (), inputs, given=given)
-    del given
-    sealed = manifest.sealed_run(root, STAGE, now)
-    changes = manifest.changes(sealed, now)
+    plan = manifest.planned(root, STAGE, STAGE_FOLDERS, inputs)
+    if plan is None:
+        items, problems = repo.scan()
+        return validate_items(root, items, full=False, prune=True), problems
+    sealed, changes = plan.sealed, plan.changes
     last = _result(root, sealed.result) if sealed is not None and changes is not None else None
     if last is not None and (last[1] or any(r.error is not None for r in last[0])):
         # Something could not be read last time (a link, a file it may not open): what the
@@ -630,7 +624,7 @@ def _stage_run(repo: Repo) -> tuple[list[ItemReport], list[ItemProblem]]:
         fresh = validate_items(root, items, full=False, kept=kept, table=False)
         reports = sorted([*kept, *fresh], key=lambda r: r.path.split(os.sep))
         problems = sorted(found, key=lambda p: p.path)  # (none was kept: see above)
-    manifest.seal(root, STAGE, now, len(reports), _result_bytes(root, reports, problems))
+    manifest.seal(root, STAGE, plan.now, len(reports), _result_bytes(root, reports, problems))
     return reports, problems
 
 
