@@ -123,3 +123,24 @@ def test_a_row_changed_in_the_file_after_loading_is_not_used(tmp_path: Path) -> 
     assert again.by_key("item2", "sha256:k2") is not None
     again.save(prune=False)
     assert sorted(ItemTable(tmp_path, "t", "v1").rows) == ["item0", "item2"]
+
+
+def test_a_retained_row_is_kept_unread_under_its_key(tmp_path: Path) -> None:
+    """``retain``: the loaded row stays in the table (its line copied, nothing rewritten when
+    every row is retained or kept the same) when it was made under that key; under another
+    key it is not, and a pruning save drops it."""
+    table = ItemTable(tmp_path, "t", "v1")
+    for n in range(3):
+        table.keep(f"item{n}", None, f"sha256:k{n}", b'{"n":%d}' % n)
+    table.save(prune=True)
+    before = table.path.read_bytes()
+    again = ItemTable(tmp_path, "t", "v1")
+    assert again.retain("item0", "sha256:k0") and again.retain("item2", "sha256:k2")
+    assert not again.retain("item1", "sha256:other") and not again.retain("item9", "sha256:k9")
+    again.keep("item1", None, "sha256:k1", b'{"n":1}')
+    assert not again.save(prune=True) and again.path.read_bytes() == before
+    third = ItemTable(tmp_path, "t", "v1")
+    assert third.retain("item0", "sha256:k0") and not third.retain("item1", "sha256:other")
+    assert third.save(prune=True)
+    last = ItemTable(tmp_path, "t", "v1")
+    assert sorted(last.rows) == ["item0"] and last.by_key("item0", "sha256:k0") is not None

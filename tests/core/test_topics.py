@@ -506,6 +506,174 @@ def test_a_builders_entries_are_kept_in_a_file_and_read_back_in_order(tmp_path: 
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def _entry(cid: str, relevance: str, n: int) -> str:
+    return canonjson.dumps_compact({"chunks": [n], "content_id": cid, "relevance": relevance})
+
+
+def _kept_round(
+    rng: Any, items: dict[str, list[tuple[str, str, str]]]
+) -> dict[str, list[tuple[str, str, str]]]:
+    """The items after one round of edits: some entries made again, some items gone, some
+    new (each entry names its item, as the index stage's do)."""
+    terms = ["hive", "mite", "varroa mite", "zeta", "queen", "brood", "é-term"]
+    out = {cid: list(e) for cid, e in items.items() if rng.random() > 0.15}
+    for cid in list(out):
+        if rng.random() < 0.3:
+            out[cid] = []
+    for _ in range(rng.randrange(1, 4)):
+        out[f"{rng.randrange(1 << 32):08x}"] = []
+    for cid, entries in out.items():
+        if not entries and rng.random() > 0.1:
+            picked = rng.sample(terms, rng.randrange(1, len(terms)))
+            out[cid] = [(t, rng.choice(["high", "medium", "low"]), _entry(cid, "low", i))
+                        for i, t in enumerate(picked)]  # fmt: skip
+    return out
+
+
+def test_kept_entries_give_the_file_of_entries_given_afresh(tmp_path: Path) -> None:
+    """Over rounds of edits — items kept, made again, removed, added, with no entries —
+    a builder given each unchanged item's entries from the last build's record
+    (:meth:`TopicBuilder.add_kept`) writes the bytes of one given every entry afresh, keeps
+    each item's tag and payload, and its record serves the next round."""
+    import random
+
+    from arkai.search.topics import KeptEntries, TopicBuilder
+
+    rng = random.Random(7)
+    record = tmp_path / "kept.bin"
+    items: dict[str, list[tuple[str, str, str]]] = {}
+    tags: dict[str, str] = {}
+    for round_ in range(12):
+        items = _kept_round(rng, items) if round_ else _kept_round(rng, {"a": [], "b": []})
+        fresh = {cid: str(entries) for cid, entries in items.items()}
+        kept = KeptEntries.read(record)
+        assert (kept is None) == (round_ == 0)
+        taken = 0
+        with (
+            TopicBuilder(len(items), {}, keep_terms=False, folder=tmp_path / "tmp") as got,
+            TopicBuilder(len(items), {}, keep_terms=False, folder=tmp_path / "tmp") as want,
+        ):
+            for cid in sorted(items, key=lambda c: rng.random()):
+                want.add_entries(cid, items[cid])
+                k = kept.match(cid, fresh[cid]) if kept is not None else None
+                if kept is not None and k is not None and tags.get(cid) == fresh[cid]:
+                    assert kept.payloads[k] == [cid, len(items[cid])]
+                    got.add_kept(cid, kept, k)
+                    taken += 1
+                else:
+                    got.add_entries(cid, items[cid], (fresh[cid], [cid, len(items[cid])]))
+            assert b"".join(got.iter_json()) == b"".join(want.iter_json())
+            assert got.n_topics == want.n_topics
+            got.keep(record)
+        if kept is not None:
+            kept.close()
+        tags = fresh
+        assert round_ == 0 or taken > 0
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_an_item_given_twice_is_not_kept(tmp_path: Path) -> None:
+    """An item whose entries came in two calls has no one span: the record leaves it out."""
+    from arkai.search.topics import KeptEntries, TopicBuilder
+
+    with TopicBuilder(2, {}, keep_terms=False) as b:
+        b.add_entries("aaaa", [("hive", "high", _entry("aaaa", "high", 0))], ("t", None))
+        b.add_entries("bbbb", [("hive", "low", _entry("bbbb", "low", 0))], ("t", None))
+        b.add_entries("aaaa", [("mite", "low", _entry("aaaa", "low", 1))], ("t", None))
+        b.keep(tmp_path / "kept.bin")
+    kept = KeptEntries.read(tmp_path / "kept.bin")
+    assert kept is not None
+    assert kept.match("aaaa", "t") is None and kept.match("bbbb", "t") is not None
+    assert kept.match("bbbb", "other tag") is None
+    kept.close()
+
+
+def _kept_record(tmp_path: Path) -> Path:
+    from arkai.search.topics import TopicBuilder
+
+    with TopicBuilder(2, {}, keep_terms=False) as b:
+        b.add_entries("aaaa", [("hive", "high", _entry("aaaa", "high", 0)),
+                               ("mite", "low", _entry("aaaa", "low", 2))], ("ta", 1))  # fmt: skip
+        b.add_entries("bbbb", [("hive", "low", _entry("bbbb", "low", 5))], ("tb", 2))
+        b.keep(tmp_path / "kept.bin")
+    return tmp_path / "kept.bin"
+
+
+def test_a_damaged_or_forged_record_of_kept_entries_is_not_used(tmp_path: Path) -> None:
+    """A byte changed anywhere, the record cut short or grown, another format, or — with
+    its digest sealed again — a term, relevance, place or item span out of range, or an
+    item twice: not read (the stage ranks from its other caches)."""
+    from arkai.adapters.itemcache import read_checked, write_checked
+    from arkai.search.topics import KeptEntries
+
+    path = _kept_record(tmp_path)
+    good = path.read_bytes()
+    kept = KeptEntries.read(path)
+    assert kept is not None and kept.match("aaaa", "ta") == 0
+    kept.close()
+    for damaged in (good[:-1], good + b"x", good[:-3] + b"X" + good[-2:],
+                    good[:80] + bytes([good[80] ^ 1]) + good[81:]):  # fmt: skip
+        path.write_bytes(damaged)
+        assert KeptEntries.read(path) is None
+    path.write_bytes(good)
+    body = read_checked(path)
+    assert body is not None
+    head_line, rest = body.split(b"\n", 1)
+    head = json.loads(head_line)
+    m = head["entries"]
+
+    def forged(change: Any, arrays: bytes = rest) -> bool:
+        """Whether the record, changed and sealed again, is read."""
+        doc = json.loads(head_line)
+        change(doc)
+        write_checked(path, json.dumps(doc).encode() + b"\n" + arrays)
+        got = KeptEntries.read(path)
+        if got is not None:
+            got.close()
+        return got is not None
+
+    assert forged(lambda d: None)  # (sealed again as it was: read)
+    assert not forged(lambda d: d.update(format=2))
+    assert not forged(lambda d: d.update(terms=d["terms"][:1]))  # a term id past the list
+    assert not forged(lambda d: d["items"][0].__setitem__(4, m + 1))
+    assert not forged(lambda d: d["items"][0].__setitem__(3, 3))  # first after its end
+    assert not forged(lambda d: d["items"].append(d["items"][0]))  # an item twice
+    assert not forged(lambda d: d.update(size=d["size"] - 1))
+    # The relevance of the first entry (after the 4-byte term ids) out of range.
+    rank_at = 4 * m
+    assert not forged(lambda d: None, rest[:rank_at] + b"\x07" + rest[rank_at + 1 :])
+    # A place past the text: the last entry's (the int64 places come after the lengths).
+    at_end = 4 * m + m + 4 * m + 8 * m
+    last = rest[at_end - 8 : at_end]
+    big = (int.from_bytes(last, "little") + 1000).to_bytes(8, "little")
+    assert not forged(lambda d: None, rest[: at_end - 8] + big + rest[at_end:])
+
+
+def test_kept_entries_that_name_another_item_are_refused(tmp_path: Path) -> None:
+    """A record sealed again with one item's span pointing at another's entries: copying
+    them raises :class:`KeptEntriesError` (they would go into ``topics.json`` unread)."""
+    from arkai.adapters.itemcache import read_checked, write_checked
+    from arkai.search.topics import KeptEntries, KeptEntriesError, TopicBuilder
+
+    path = _kept_record(tmp_path)
+    body = read_checked(path)
+    assert body is not None
+    head_line, rest = body.split(b"\n", 1)
+    doc = json.loads(head_line)
+    (a, b) = doc["items"]
+    a[3:5], b[3:5] = b[3:5], a[3:5]
+    write_checked(path, json.dumps(doc).encode() + b"\n" + rest)
+    kept = KeptEntries.read(path)
+    assert kept is not None
+    with TopicBuilder(2, {}, keep_terms=False) as builder:
+        k = kept.match("bbbb", "tb")
+        assert k is not None
+        builder.add_kept("bbbb", kept, k)
+        with pytest.raises(KeptEntriesError, match="bbbb"):
+            builder.take_kept()
+    kept.close()
+
+
 def test_an_items_entries_do_not_depend_on_the_items_before_it() -> None:
     """Chunk numbers are the item's own: an item with more chunks before another (in the
     file's order) leaves the other's entries as they were — the index stage keeps them as

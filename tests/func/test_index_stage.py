@@ -556,7 +556,7 @@ def test_incremental_builds_equal_a_build_from_scratch(
     monkeypatch.undo()
     # A cached ranking made under other frequencies (another context digest) is not used.
     from arkai.adapters.itemtable import seal_row
-    from arkai.ops.index import RANKINGS
+    from arkai.ops.index import RANKINGS, TOPIC_ENTRIES
 
     cache = repo / ".arkai" / "index-cache"
     table = cache / f"{RANKINGS}.tsv"
@@ -568,6 +568,8 @@ def test_incremental_builds_equal_a_build_from_scratch(
         header + b"\n" + seal_row(b"\t".join((cid, stat, key, forged))) + b"\n" + rest
     )
     (repo / "index" / "topics.json").unlink()
+    # (the entries kept whole as the last build made them, which would be taken first)
+    (cache / TOPIC_ENTRIES).unlink()
     run_index(Repo.at(repo))
     assert topics_step(repo)["reranked"] == 1
     assert built(repo) == scratch_build(repo, tmp_path / "scratch")
@@ -738,7 +740,7 @@ def test_a_kept_ranking_not_written_by_the_stage_is_ranked_again(
     with the row, a row of another shape — is not copied but ranked again, and the file is a
     fresh build's."""
     from arkai.adapters.itemtable import seal_row
-    from arkai.ops.index import RANKINGS, run_index
+    from arkai.ops.index import RANKINGS, TOPIC_ENTRIES, run_index
 
     set_params(repo, embedder="none")
     run_index(Repo.at(repo))
@@ -769,9 +771,58 @@ def test_a_kept_ranking_not_written_by_the_stage_is_ranked_again(
         line = seal_row(b"\t".join((cid, stat, key, b"\t".join(fields))))
         table.write_bytes(header + b"\n" + line + b"\n" + rest)
         (repo / "index" / "topics.json").unlink()
+        (table.parent / TOPIC_ENTRIES).unlink()  # the rankings table is what is read
         run_index(Repo.at(repo))
         assert topics_step(repo)["reranked"] == 1, fields
         assert built(repo) == want
+
+
+def test_the_topic_entries_are_kept_whole_and_a_forged_record_is_ranked_without(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The next build takes each unchanged item's topic entries from the record the last
+    one kept (neither its ranking row nor its entries read); one whose key changed is ranked
+    again. A record sealed again with one item's entries under another's name, or damaged,
+    is not used: the items are ranked from the rankings table, and ``topics.json`` is a
+    fresh build's either way."""
+    from arkai.adapters.itemcache import read_checked, write_checked
+    from arkai.ops.index import TOPIC_ENTRIES, run_index
+
+    set_params(repo, embedder="none")
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["kept"] == 0  # (no record yet)
+    record = repo / ".arkai" / "index-cache" / TOPIC_ENTRIES
+    assert record.is_file()
+    (repo / "index" / "topics.json").unlink()
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["kept"] == 2 and topics_step(repo)["reranked"] == 0
+    want = scratch_build(repo, tmp_path / "scratch")
+    assert built(repo) == want
+
+    body = read_checked(record)
+    assert body is not None
+    head_line, rest = body.split(b"\n", 1)
+    doc = json.loads(head_line)
+    a, b = doc["items"]
+    a[3:5], b[3:5] = b[3:5], a[3:5]
+    write_checked(record, json.dumps(doc).encode() + b"\n" + rest)
+    (repo / "index" / "topics.json").unlink()
+    run_index(Repo.at(repo))
+    step = topics_step(repo)
+    assert step["kept_rejected"] is True and step["kept"] == 0 and step["reranked"] == 0
+    assert built(repo) == want
+    # Written again as the stage makes it: the next build takes it.
+    (repo / "index" / "topics.json").unlink()
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["kept"] == 2
+    # A byte of the record changed: not read.
+    data = bytearray(record.read_bytes())
+    data[-5] ^= 1
+    record.write_bytes(bytes(data))
+    (repo / "index" / "topics.json").unlink()
+    run_index(Repo.at(repo))
+    assert topics_step(repo)["kept"] == 0 and "kept_rejected" not in topics_step(repo)
+    assert built(repo) == want
 
 
 def test_the_phrase_table_is_kept_and_only_changed_items_phrases_are_read(

@@ -194,6 +194,15 @@ class ItemTable:
         row = self.rows.get(content_id)
         return self._read(content_id, row) if row is not None and row.key == key else None
 
+    def retain(self, content_id: str, key: str) -> bool:
+        """Keep the item's loaded row, unread, when it was derived under ``key`` (its line is
+        copied when the table is written); whether it was."""
+        row = self.rows.get(content_id)
+        if row is None or row.key != key:
+            return False
+        self.kept[content_id] = row
+        return True
+
     def keep(
         self, content_id: str, stats: tuple[str, int] | None, key: str | None, body: bytes
     ) -> None:

@@ -107,6 +107,8 @@ from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
     EntryJson,
     ItemTerms,
+    KeptEntries,
+    KeptEntriesError,
     TopicBuilder,
     TopicSettings,
     entry_json,
@@ -146,6 +148,8 @@ LAYOUT = "chunks-layout.json"
 LAYOUT_VERSION = 2
 #: Every item's ranked terms, a row per item (:class:`arkai.adapters.itemtable.ItemTable`).
 RANKINGS = "rankings"
+#: Every item's topic entries as the last build made them (:class:`KeptEntries`).
+TOPIC_ENTRIES = "topic-entries.bin"
 #: Every item's phrase ids, for the document frequencies (in the item cache; :class:`_PhraseTable`).
 PHRASE_TABLE = "phrase-table.bin"
 #: The term frequencies the BM25 index was last weighed from (:func:`_term_counts`).
@@ -568,7 +572,7 @@ def _ranked_terms(
     builder: TopicBuilder,
     full: bool,
     frequencies: bytes,
-    shape: Any,
+    context: str,
 ) -> _Ranked:
     """The item's ranked terms, kept in ``rankings`` (one table for every item,
     :class:`arkai.adapters.itemtable.ItemTable`) under the item's inputs key: the digest of
@@ -580,11 +584,8 @@ def _ranked_terms(
     (its ``terms`` record is not even read, its entries are not decoded: their text is
     kept); one that is re-ranked reuses the chunks found for a term (they depend on the item
     alone). ``full``: no kept ranking is used. ``frequencies``: the document frequency of
-    each of its phrases, in its order (:class:`_PhraseTable`); ``shape``:
-    :func:`_shape_digest` of ``builder``."""
-    h = shape.copy()
-    h.update(frequencies)
-    context = "sha256:" + h.hexdigest()
+    each of its phrases, in its order (:class:`_PhraseTable`); ``context``: the digest of
+    :func:`_shape_digest` of ``builder`` and ``frequencies``."""
     row = None if full else rankings.by_key(d.item.id, d.key)
     kept = row.body if row is not None else b""
     fields = kept.split(b"\t") if kept else []
@@ -1300,6 +1301,88 @@ def update_ann(folder: Path, store: Any, old: Any, raw: Any, *, full: bool = Fal
     return how
 
 
+def _rank_items(
+    root: Path,
+    out: Path,
+    loaded: list[_Loaded],
+    ip: dict[str, Any],
+    settings: bytes,
+    cache: ItemCache,
+    synonyms: dict[str, list[str]],
+    table: _PhraseTable,
+    full: bool,
+    kept: KeptEntries | None,
+    written: list[str],
+    high: dict[str, list[tuple[str, float]]],
+) -> tuple[int, int, int]:
+    """The topic step's work after the document frequencies: each item's ranking — its
+    entries as the last build kept them (``kept``, :class:`arkai.search.topics.KeptEntries`)
+    when they were made under the same inputs key and ranking context, else kept in the
+    rankings table or ranked again (:func:`_ranked_terms`) — then ``topics.json`` written and
+    the entries kept for the next build. Fills ``high`` with each item's high-relevance terms
+    (the graph's). Returns the number of topics, of items ranked again and of items whose
+    kept entries were taken;
+    :class:`KeptEntriesError` when a kept item's entries are not what they claim (before
+    anything is written but the rankings table)."""
+    builder = TopicBuilder(
+        len(loaded), table.df(), synonyms, TopicSettings.from_params(ip["topics"]),
+        keep_terms=False, folder=root / TEMP_DIR,
+    )  # fmt: skip
+    # Only each item's high-relevance terms go on (to the graph); the topic document is
+    # written from the builder's entry file, never made whole.
+    shape = _shape_digest(builder)
+    bits = builder.settings.frequency_bits
+    reranked = taken = 0
+    intern = sys.intern
+    # Every item's ranking in one table (10,000 entry files cost more to open and write than
+    # the rankings); written once the items are ranked, so a stopped run leaves the last one
+    # as it was.
+    with builder:
+        rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
+        for i, d in enumerate(loaded):
+            frequencies = table.frequencies(i, bits)
+            h = shape.copy()
+            h.update(frequencies)
+            context = "sha256:" + h.hexdigest()
+            tag = f"{d.key} {context}"
+            k = kept.match(d.item.id, tag) if kept is not None else None
+            if k is not None and kept is not None:
+                terms = _kept_high(kept.payloads[k])
+                # Its ranking's row stays in the table, unread (a re-ranking reuses its
+                # chunks); an item whose row is gone is ranked from the table as before.
+                if terms is not None and rankings.retain(d.item.id, d.key):
+                    builder.add_kept(d.item.id, kept, k)
+                    high[d.item.id] = [(intern(t), s) for t, s in terms]
+                    taken += 1
+                    continue
+            ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
+                                   frequencies, context)  # fmt: skip
+            builder.add_entries(d.item.id, ranked.entries, (tag, ranked.high))
+            high[d.item.id] = ranked.high
+            reranked += ranked.fresh
+        builder.take_kept()
+        rankings.save(prune=True)
+        del rankings
+        if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
+            written.append(TOPICS)
+        builder.keep(cache.folder / TOPIC_ENTRIES)
+        return builder.n_topics, reranked, taken
+
+
+def _kept_high(payload: Any) -> list[tuple[str, float]] | None:
+    """The high-relevance terms and scores kept with an item's entries (``[[term, score],
+    …]``), or None when the payload is not such a list."""
+    if not isinstance(payload, list):
+        return None
+    out: list[tuple[str, float]] = []
+    for pair in payload:
+        if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is str
+                and type(pair[1]) in (int, float)):  # fmt: skip
+            return None
+        out.append((pair[0], float(pair[1])))
+    return out
+
+
 def _graph(
     root: Path,
     out: Path,
@@ -1604,26 +1687,26 @@ def run_index(
 
         with log.step("catalog") as info:
             catalog = {"version": CATALOG_VERSION, "items": [catalog_entry(d) for d in loaded]}
-            put(CATALOG, canonjson.dumps(catalog).encode("utf-8"))
+            catalog_text = canonjson.dumps(catalog).encode("utf-8")
+            put(CATALOG, catalog_text)
             info["items"] = len(loaded)
+            del catalog
 
         old_manifest = read_json(out / MANIFEST) or {}
         synonyms = load_synonyms(root / SYNONYMS)
         # Everything lexical/, topics.json and the graph are functions of: when it equals the
-        # last run's and those files are as that run left them, they are not rebuilt.
-        # Hashed as the text is made (the catalog's text is ≈ 500 bytes an item), and the
-        # catalog let go: nothing after this reads it.
-        h = hashlib.sha256()
-        for piece in canonjson.iter_dumps({
+        # last run's and those files are as that run left them, they are not rebuilt. The
+        # catalog's text as written is hashed (≈ 500 bytes an item; encoding the catalog
+        # again with the rest cost ≈ 0.3 s at 10,000 items), then let go.
+        h = hashlib.sha256(canonjson.dumps_line({
             "settings": settings.decode("utf-8"),
             "params": {k: ip[k] for k in ("bm25", "chunks", "topics", "graph")},
             "synonyms": synonyms,
-            "catalog": catalog,
             "items": [d.key for d in loaded],
-        }):  # fmt: skip
-            h.update(piece.encode("utf-8"))
+        }).encode("utf-8"))  # fmt: skip
+        h.update(catalog_text)
         inputs = "sha256:" + h.hexdigest()
-        del catalog
+        del catalog_text
         reuse = (
             not full
             and last.get("inputs") == inputs
@@ -1694,39 +1777,27 @@ def run_index(
                     loaded, lambda d: _phrases(d, ip, settings, cache),
                     cache.folder / PHRASE_TABLE, full,
                 )  # fmt: skip
-                n_items, df = len(loaded), table.df()
-                builder = TopicBuilder(
-                    n_items, df, synonyms, TopicSettings.from_params(ip["topics"]),
-                    keep_terms=False, folder=root / TEMP_DIR,
-                )  # fmt: skip
-                # Only each item's high-relevance terms go on (to the graph); the topic
-                # document is written from the builder's entry file, never made whole.
+                kept = None if full else KeptEntries.read(cache.folder / TOPIC_ENTRIES)
                 high: dict[str, list[tuple[str, float]]] = {}
-                shape = _shape_digest(builder)
-                bits = builder.settings.frequency_bits
-                reranked = 0
-
-                # Every item's ranking in one table (10,000 entry files cost more to open
-                # and write than the rankings); written once the items are ranked, so a
-                # stopped run leaves the last one as it was.
-                with builder:
-                    rankings = ItemTable(root, RANKINGS, RANKINGS_VERSION)
-                    for i, d in enumerate(loaded):
-                        ranked = _ranked_terms(d, ip, settings, cache, rankings, builder, full,
-                                               table.frequencies(i, bits), shape)  # fmt: skip
-                        builder.add_entries(d.item.id, ranked.entries)
-                        high[d.item.id] = ranked.high
-                        reranked += ranked.fresh
-                    rankings.save(prune=True)
-                    del rankings
-                    info["reranked"] = reranked
-                    table.close()
-                    del df, table
-                    if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
-                        written.append(TOPICS)
-                    summary.topics = builder.n_topics
+                try:
+                    summary.topics, info["reranked"], info["kept"] = _rank_items(
+                        root, out, loaded, ip, settings, cache, synonyms, table, full, kept,
+                        written, high,
+                    )  # fmt: skip
+                except KeptEntriesError:
+                    # The kept entries were not what they claimed: ranked without them.
+                    high.clear()
+                    summary.topics, info["reranked"], info["kept"] = _rank_items(
+                        root, out, loaded, ip, settings, cache, synonyms, table, full, None,
+                        written, high,
+                    )  # fmt: skip
+                    info["kept_rejected"] = True
+                finally:
+                    if kept is not None:
+                        kept.close()
+                table.close()
+                del table
                 info["topics"] = summary.topics
-                del builder  # its entries and document frequencies, before the graph is built
                 if progress:
                     progress(1, 1, "topics")
 

@@ -28,17 +28,18 @@ import tempfile
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 import yaml
 
 from arkai.adapters.fs import read_into, read_repo_file
+from arkai.adapters.itemcache import checked_head, open_checked, write_checked_parts
 from arkai.adapters.layout import iter_items
 from arkai.core import canonjson
 from arkai.core.grammar import parse_line
@@ -535,16 +536,41 @@ class _EntryFile:
         self._rank = array("b")
         self._at = array("q")
         self._size = 0
+        self.marks: dict[str, tuple[str, Any]] = {}
+        """Per item the caller's tag and payload (:meth:`TopicBuilder.add_entries`)."""
+        self._spans: dict[str, tuple[int, int]] = {}
+        """Per item its entries (first, end) in the arrays."""
+        self._twice: set[str] = set()
+        """Items given more than once (their entries are not one span: never kept)."""
+        self._pending: list[tuple[str, int]] = []
+        """Items whose entries are copied from :attr:`_source` (by their index there) when
+        the entries are first read (:meth:`_take_kept`)."""
+        self._source: KeptEntries | None = None
 
     def __len__(self) -> int:
         """The number of topics (terms with an entry)."""
+        self._take_kept()
         return len(self._terms)
 
     def close(self) -> None:
         self._fh.close()
 
-    def add(self, content_id: str, entries: Iterable[tuple[str, str, EntryJson]]) -> None:
-        item = self._items.setdefault(content_id, len(self._items))
+    def _item_of(self, content_id: str) -> int:
+        if content_id in self._items:
+            self._twice.add(content_id)
+            return self._items[content_id]
+        return self._items.setdefault(content_id, len(self._items))
+
+    def add(
+        self,
+        content_id: str,
+        entries: Iterable[tuple[str, str, EntryJson]],
+        mark: tuple[str, Any] | None = None,
+    ) -> None:
+        item = self._item_of(content_id)
+        first = len(self._term)
+        if mark is not None:
+            self.marks[content_id] = mark
         parts: list[bytes] = []
         for term, relevance, text in entries:
             data = text.encode("utf-8")
@@ -556,10 +582,121 @@ class _EntryFile:
             self._size += len(data)
             parts.append(data)
         self._fh.write(b"".join(parts))
+        self._spans[content_id] = (first, len(self._term))
+
+    def add_kept(self, content_id: str, source: KeptEntries, k: int) -> None:
+        """The item's entries as ``source`` (the last build's) holds them at its index ``k``,
+        with their tag and payload: copied in with every other such item's, a span of the
+        file at a time, when the entries are first read."""
+        if self._source is not None and self._source is not source:
+            raise ValueError("the kept entries of one build come from one source")
+        self._source = source
+        self._item_of(content_id)
+        self._pending.append((content_id, k))
+        self.marks[content_id] = (source.tags[k], source.payloads[k])
+
+    def _take_kept(self) -> None:
+        """The pending kept items' entries appended: their text copied from the source's
+        file (adjacent spans read as one), their terms, items and places in the arrays."""
+        pending, src = self._pending, self._source
+        if not pending or src is None:
+            return
+        self._pending = []
+        ks = np.array([k for _, k in pending], dtype=np.int64)
+        lo, hi = src.first[ks], src.end[ks]
+        counts = hi - lo
+        has = counts > 0
+        # Each item's bytes: from its first entry's start to its last entry's end.
+        start, end = np.zeros(len(ks), np.int64), np.zeros(len(ks), np.int64)
+        start[has] = src.at[lo[has]]
+        end[has] = src.at[hi[has] - 1] + src.lens[hi[has] - 1]
+        order = np.argsort(start, kind="stable")
+        moved = np.zeros(len(ks), dtype=np.int64)  # each item's new place minus its old
+        fd = src.fh.fileno()
+        i = 0
+        while i < len(order):
+            a = int(order[i])
+            if not has[a]:
+                i += 1
+                continue
+            run_start, run_end = int(start[a]), int(end[a])
+            j = i + 1
+            while (
+                j < len(order)
+                and int(start[order[j]]) == run_end
+                and (run_end - run_start < _READ_SPAN)
+            ):
+                run_end = int(end[order[j]])
+                j += 1
+            buf = bytearray(run_end - run_start)
+            if not read_into(fd, memoryview(buf), src.base + run_start):
+                raise KeptEntriesError("the kept topic entries were cut short")
+            for b in order[i:j]:
+                # Every entry of the item names it (they go into topics.json unread).
+                cid = pending[int(b)][0]
+                block = bytes(buf[int(start[b]) - run_start : int(end[b]) - run_start])
+                if block.count(b'"content_id":') != int(counts[b]) or block.count(
+                    b'"content_id":' + canonjson.dumps_compact(cid).encode("utf-8") + b","
+                ) != int(counts[b]):
+                    raise KeptEntriesError(f"{cid}: kept topic entries that are not its own")
+            self._fh.write(buf)
+            moved[order[i:j]] = self._size - run_start
+            self._size += run_end - run_start
+            i = j
+        sel = np.repeat(lo - np.cumsum(np.concatenate([[0], counts[:-1]])), counts) + np.arange(
+            int(counts.sum()), dtype=np.int64
+        )
+        used = np.unique(src.term[sel])
+        remap = np.zeros(len(src.terms), dtype=np.int32)
+        for u in used.tolist():
+            remap[u] = self._terms.setdefault(src.terms[u], len(self._terms))
+        base = len(self._term)
+        self._term.frombytes(remap[src.term[sel]].astype(np.int32).tobytes())
+        self._rank.frombytes(src.rank[sel].astype(np.int8).tobytes())
+        self._len.frombytes(src.lens[sel].astype(np.int32).tobytes())
+        self._at.frombytes((src.at[sel] + np.repeat(moved, counts)).astype(np.int64).tobytes())
+        items = np.array([self._items[cid] for cid, _ in pending], dtype=np.int32)
+        self._item.frombytes(np.repeat(items, counts).astype(np.int32).tobytes())
+        ends = base + np.cumsum(counts)
+        for (cid, _), first, stop in zip(
+            pending, (ends - counts).tolist(), ends.tolist(), strict=True
+        ):
+            self._spans[cid] = (first, stop)
+
+    def _arrays(self) -> tuple[array[int], ...]:
+        return self._term, self._rank, self._len, self._at
+
+    def save(self, path: Path) -> None:
+        """Keep these entries for the next build (:class:`KeptEntries`): those of each item
+        given once with a tag, and the text of them all, in one checked record."""
+        self._take_kept()
+        self._fh.flush()
+        terms = list(self._terms)
+        items = [[cid, tag, payload, *self._spans[cid]]
+                 for cid, (tag, payload) in self.marks.items()
+                 if cid in self._spans and cid not in self._twice]  # fmt: skip
+        head = {"format": KEPT_FORMAT, "terms": terms, "items": items,
+                "entries": len(self._term), "size": self._size}  # fmt: skip
+        fd = self._fh.fileno()
+
+        def fill(put: Callable[[bytes | memoryview], None]) -> None:
+            put(json.dumps(head, separators=(",", ":")).encode("ascii") + b"\n")
+            for arr, dtype in zip(self._arrays(), _KEPT_DTYPES, strict=True):
+                put(np.asarray(arr).astype(dtype).tobytes())
+            done = 0
+            while done < self._size:
+                buf = bytearray(min(_READ_SPAN, self._size - done))
+                if not read_into(fd, memoryview(buf), done):
+                    raise OSError("the temporary file of topic entries was cut short")
+                put(memoryview(buf))
+                done += len(buf)
+
+        write_checked_parts(path, fill)
 
     def topics(self, budget: int | None = None) -> Iterator[tuple[str, str]]:
         """Each topic's term and its object (``{"items":[…]}``, joined from the entries'
         text: the bytes ``canonjson.dumps_compact`` gives the decoded object), terms sorted."""
+        self._take_kept()
         self._fh.flush()
         budget = TOPIC_BATCH_BYTES if budget is None else budget
         names = list(self._terms)
@@ -629,6 +766,103 @@ class _EntryFile:
                 )
             i = j
         return out
+
+
+class KeptEntriesError(ValueError):
+    """Kept entries (:class:`KeptEntries`) found not to be what they claim as they are
+    copied: the caller builds without them."""
+
+
+#: The record of :meth:`_EntryFile.save` (:class:`KeptEntries`).
+KEPT_FORMAT = 1
+#: Its arrays after the head line: each entry's term, relevance, length and place.
+_KEPT_DTYPES = ("<i4", "<i1", "<i4", "<i8")
+
+
+@dataclass(eq=False)
+class KeptEntries:
+    """The topic entries of the last build, kept for the next (:meth:`TopicBuilder.keep`):
+    per item its caller's tag and payload and its entries — their terms, relevances and
+    text — so an item whose tag is the same is added without its entries being read or made
+    again (:meth:`TopicBuilder.add_kept`). One record checked whole when read (a digest over
+    it; the text is hashed a piece at a time and read again, a span at a time, when copied);
+    kept open while used. Each item's entries are checked to name it as they are copied."""
+
+    terms: list[str]
+    index: dict[str, int]
+    """Content ID → the item's index."""
+    tags: list[str]
+    payloads: list[Any]
+    first: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+    term: npt.NDArray[np.int32]
+    rank: npt.NDArray[np.int8]
+    lens: npt.NDArray[np.int32]
+    at: npt.NDArray[np.int64]
+    fh: BinaryIO
+    base: int
+    """Where the entries' text starts in the file."""
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def match(self, content_id: str, tag: str) -> int | None:
+        """The item's index when it is kept under ``tag``."""
+        k = self.index.get(content_id)
+        return k if k is not None and self.tags[k] == tag else None
+
+    @classmethod
+    def read(cls, path: Path) -> KeptEntries | None:
+        """The record at ``path``; None when it is missing, damaged or not one."""
+        return open_checked(path, cls._checked)
+
+    @classmethod
+    def _checked(cls, fh: BinaryIO) -> KeptEntries | None:
+        head = checked_head(fh, KEPT_FORMAT)
+        if head is None:
+            return None
+        digest, h, doc = head
+        m, size, terms, items = doc["entries"], doc["size"], doc["terms"], doc["items"]
+        if not (type(m) is int and type(size) is int and m >= 0 and size >= 0
+                and isinstance(terms, list) and all(type(t) is str for t in terms)
+                and isinstance(items, list)):  # fmt: skip
+            return None
+        arrays = []
+        for dtype in _KEPT_DTYPES:
+            data = fh.read(m * np.dtype(dtype).itemsize)
+            if len(data) != m * np.dtype(dtype).itemsize:
+                return None
+            h.update(data)
+            arrays.append(np.frombuffer(data, dtype).astype(np.dtype(dtype).newbyteorder("=")))
+        base = fh.tell()
+        left = size
+        while left:
+            piece = fh.read(min(left, _READ_SPAN))
+            if not piece:
+                return None
+            h.update(piece)
+            left -= len(piece)
+        if fh.read(1) or "sha256:" + h.hexdigest() != digest:
+            return None
+        term, rank, lens, at = arrays
+        if m and (term.min() < 0 or term.max() >= len(terms) or rank.min() < 0
+                  or rank.max() >= len(RELEVANCES) or lens.min() <= 0 or at.min() < 0
+                  or int((at + lens).max()) > size):  # fmt: skip
+            return None
+        index: dict[str, int] = {}
+        tags: list[str] = []
+        payloads: list[Any] = []
+        first, end = np.zeros(len(items), np.int64), np.zeros(len(items), np.int64)
+        for k, row in enumerate(items):
+            cid, tag, payload, a, b = row
+            if not (type(cid) is str and type(tag) is str and type(a) is int
+                    and type(b) is int and 0 <= a <= b <= m and cid not in index):  # fmt: skip
+                return None
+            index[cid] = k
+            tags.append(tag)
+            payloads.append(payload)
+            first[k], end[k] = a, b
+        return cls(terms, index, tags, payloads, first, end, term, rank, lens, at, fh, base)
 
 
 def _runs(tied: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
@@ -711,9 +945,31 @@ class TopicBuilder:
         self.add_entries(content_id, [(t.term, t.relevance, entry_json(content_id, t, condensed))
                                       for t in ranked])  # fmt: skip
 
-    def add_entries(self, content_id: str, entries: Iterable[tuple[str, str, EntryJson]]) -> None:
-        """Add one item's entries as :func:`entry_json` made them: (term, relevance, JSON)."""
-        self._entries.add(content_id, entries)
+    def add_entries(
+        self,
+        content_id: str,
+        entries: Iterable[tuple[str, str, EntryJson]],
+        mark: tuple[str, Any] | None = None,
+    ) -> None:
+        """Add one item's entries as :func:`entry_json` made them: (term, relevance, JSON).
+        ``mark``: a tag (what the entries were made from) and a payload (JSON) to keep them
+        under for the next build (:meth:`keep`, :meth:`add_kept`)."""
+        self._entries.add(content_id, entries, mark)
+
+    def add_kept(self, content_id: str, kept: KeptEntries, k: int) -> None:
+        """Add one item's entries as the last build kept them (``kept.match`` gave ``k``),
+        with their tag and payload; none of them is read or made again."""
+        self._entries.add_kept(content_id, kept, k)
+
+    def take_kept(self) -> None:
+        """Copy in the entries of the items added with :meth:`add_kept` now (else they are
+        when first read): :class:`KeptEntriesError` when they are not what they claim."""
+        self._entries._take_kept()
+
+    def keep(self, path: Path) -> None:
+        """Keep the entries of the items added with a mark (or kept) for the next build, in
+        the record at ``path`` (:meth:`KeptEntries.read`)."""
+        self._entries.save(path)
 
     def result(self) -> TopicIndex:
         """The index of every item added so far."""
