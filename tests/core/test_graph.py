@@ -307,13 +307,18 @@ def test_related_rows_keep_a_bounded_list_per_item_and_the_same_rows() -> None:
                 links.append((a, b, "RELATED_TO", rng.choice([0.25, 0.5, 0.75])))
             links.append((a, b, "CITES", float(rng.randrange(1, 4))))
         links.append((a, "topic:bees", "RELATED_TO", 1.0))  # not an item: left out
+        links.append(("entity:x", a, "CITES", 1.0))  # nor is this source
+        if rng.random() < 0.2:
+            links.append((a, a, "CITES", 9.0))  # an item citing itself: left out
+            links.append((a, rng.choice(nodes), "MENTIONS", 5.0))  # another type: left out
+    links += [(nodes[0], nodes[5], "RELATED_TO", 0.0), (nodes[7], nodes[3], "CITES", 0.0)]
     rng.shuffle(links)
 
     def naive(limit: int) -> list[dict[str, object]]:
         kinds = {"RELATED_TO": ("related", "related"), "CITES": ("cites", "cited by")}
         scored: dict[str, list[tuple[float, str, str, str]]] = {}
         for s, t, kind, w in links:
-            if s == t or s not in titles or t not in titles:
+            if s == t or s not in titles or t not in titles or kind not in kinds:
                 continue
             scored.setdefault(s, []).append((-w, titles[t], kinds[kind][0], t))
             scored.setdefault(t, []).append((-w, titles[s], kinds[kind][1], s))
@@ -328,5 +333,6 @@ def test_related_rows_keep_a_bounded_list_per_item_and_the_same_rows() -> None:
             out.append({"id": ids[src], "related": rows})
         return out
 
-    for limit in (1, 3, 20):
+    for limit in (1, 3, 20, 200):
         assert list(related_rows(links, titles, ids, limit)) == naive(limit)
+    assert list(related_rows([], titles, ids)) == []

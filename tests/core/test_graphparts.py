@@ -387,3 +387,79 @@ def test_pairs_as_a_table_give_the_same_files(tmp_path: Path) -> None:
         got = (b"".join(iter_json(gp, batch=7)), b"".join(iter_graphml(gp, batch=5)),
                b"".join(related_jsonl(gp, batch=3)))  # fmt: skip
     assert got == reference(items)
+
+
+def _records(path: Path) -> list[tuple[list[bytes], int, int]]:
+    """Each record of the parts file: its header fields, where its payload starts, its size."""
+    data, out, pos = path.read_bytes(), [], 0
+    while pos < len(data):
+        end = data.index(b"\n", pos)
+        fields = data[pos:end].split(b"\t")
+        out.append((fields, end + 1, int(fields[3])))
+        pos = end + 1 + int(fields[3])
+    return out
+
+
+def test_parts_without_their_text_give_the_counts_and_related_lines(tmp_path: Path) -> None:
+    """Read without their text (the exports not wanted), the parts come from their payload's
+    own header line — checked by its digest in the record's line — and give the same
+    ``related.jsonl``, node and edge counts; asked for exports, such a graph refuses. A record
+    of the first layout (no such digest) is read whole and written back with it; a damaged
+    payload header is caught either way (the part made again), while damaged text is not
+    read at all."""
+    rng = random.Random(3)
+    items = [random_item(rng, i) for i in range(20)]
+    whole_json, _, whole_related, _ = assembled(items, tmp_path)
+    g = build_graph(items, SETTINGS)
+    path = tmp_path / PARTS
+
+    def headless() -> tuple[bytes, int, int, PartStore]:
+        with PartStore(tmp_path) as store:
+            gp = graph_parts(items, SETTINGS, related_of(items), store, text=False)
+            with pytest.raises(ValueError, match="no export"):
+                b"".join(iter_json(gp))
+            with pytest.raises(ValueError, match="no export"):
+                b"".join(iter_graphml(gp))
+            return b"".join(related_jsonl(gp, batch=4)), gp.nodes, gp.edges, store
+
+    related, nodes, edges, store = headless()
+    assert (related, nodes, edges) == (whole_related, len(g.nodes), len(g.edges))
+    assert store.built == store.rejected == 0
+    assert all(len(f) == 6 for f, _, _ in _records(path))
+
+    # The first layout: four fields. Read whole (so a damaged text is caught), written back
+    # with the payload header's digest.
+    data = path.read_bytes()
+    for fields, _, _ in _records(path):
+        data = data.replace(b"\t".join(fields) + b"\n", b"\t".join(fields[:4]) + b"\n", 1)
+    path.write_bytes(data)
+    assert all(len(f) == 4 for f, _, _ in _records(path))
+    related, nodes, edges, store = headless()
+    assert (related, nodes, edges, store.built) == (whole_related, len(g.nodes), len(g.edges), 0)
+    assert all(len(f) == 6 for f, _, _ in _records(path))
+
+    # A byte of one part's text changed: not read without the text; with it, caught.
+    fields, start, size = _records(path)[4]
+    data = bytearray(path.read_bytes())
+    data[start + size - 2] ^= 1
+    path.write_bytes(bytes(data))
+    related, _, _, store = headless()
+    assert related == whole_related and store.rejected == 0
+    *got, store = assembled(items, tmp_path)
+    assert got[0] == whole_json and store.rejected == 1 and store.built == 1
+
+    # A byte of one part's payload header changed: its line's digest fails, then the
+    # payload's: the part is made again.
+    fields, start, _ = _records(path)[7]
+    data = bytearray(path.read_bytes())
+    data[start + 3] ^= 1
+    path.write_bytes(bytes(data))
+    related, _, _, store = headless()
+    assert related == whole_related and store.rejected == 1 and store.built == 1
+    # The header digest alone forged (the payload intact): read whole, its line made right.
+    fields, start, size = _records(path)[2]
+    forged = b"\t".join([*fields[:4], b"0" * 64, fields[5]]) + b"\n"
+    path.write_bytes(path.read_bytes().replace(b"\t".join(fields) + b"\n", forged, 1))
+    related, _, _, store = headless()
+    assert related == whole_related and store.rejected == 0 and store.built == 0
+    assert _records(path)[2][0] == fields

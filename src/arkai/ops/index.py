@@ -1449,7 +1449,7 @@ def _graph(
     # read back holds where its text is in the parts file, read as the files are written.
     with PartStore(root, full=full) as parts:
         graph = graph_parts(items, settings, related.edges, parts,
-                            lambda it: quotes(by_id[it.content_id]))  # fmt: skip
+                            lambda it: quotes(by_id[it.content_id]), text=exports)  # fmt: skip
         info["graph_parts_built"], info["graph_parts_rejected"] = parts.built, parts.rejected
         info["related_recomputed"] = related.changed
         info["related_neighbours_updated"] = related.merged + related.recomputed

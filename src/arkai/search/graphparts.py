@@ -29,7 +29,7 @@ is its term) are written from small tuples with fixed templates; everything else
 text, copied. An item's edges are sorted by target, and ``content:`` sorts before ``entity:``
 and ``tag:``, which sort before ``topic:``: its edges to items, then its part's, then its
 topics'. ``related.jsonl`` comes from
-the same edge tuples (:func:`arkai.search.graph.related_rows`).
+the same edges, as arrays (:func:`arkai.search.graph.related_rows_of`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from sys import intern
 from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 from arkai.adapters.fs import atomic_write
 from arkai.adapters.itemcache import CACHE_DIR
@@ -59,6 +60,7 @@ from arkai.search.graph import (
     GRAPHML_EMPTY,
     GRAPHML_END,
     GRAPHML_OPEN,
+    RELATION_TYPES,
     GraphItem,
     GraphSettings,
     PairTable,
@@ -70,10 +72,11 @@ from arkai.search.graph import (
     cite_needles,
     entity_mentions,
     graphml_head,
+    item_nodes,
     json_row,
     node_id,
     quotes_digest,
-    related_rows,
+    related_rows_of,
     throttled_quotes,
     xml_edge,
     xml_node,
@@ -154,30 +157,48 @@ class ItemPart:
             end = bytes(payload).find(b"\n")
         if end < 0:
             return None
-        try:
-            head = json.loads(bytes(payload[:end]))
-            node, sizes, count = head["n"], head["z"], head["x"]
-            # Interned: a shared node (entity, tag) is named in many items' heads, and the
-            # graph step holds every head (decoded JSON makes a string per occurrence).
-            shared = tuple(
-                (intern(str(a)), intern(str(b)), intern(str(c))) for a, b, c in head["s"]
-            )
-            spell = tuple((intern(str(a)), intern(str(b)), int(c)) for a, b, c in head["p"])
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        head = _decode_head(bytes(payload[:end]), len(payload) - end - 1)
+        if head is None:
             return None
-        if not (
-            isinstance(node, str)
-            and isinstance(sizes, list)
-            and len(sizes) == 4
-            and all(type(z) is int and z >= 0 for z in (*sizes, count))
-            and sum(sizes) == len(payload) - end - 1
-        ):
-            return None
+        node, sizes, count, shared, spell = head
         blobs, pos = [], end + 1
         for z in sizes:
             blobs.append(payload[pos : pos + z])
             pos += z
         return cls(node, blobs[0], blobs[1], blobs[2], blobs[3], count, shared, spell)
+
+
+_Head = tuple[
+    str, list[int], int, tuple[tuple[str, str, str], ...], tuple[tuple[str, str, int], ...]
+]
+
+
+def _decode_head(line: bytes, text: int) -> _Head | None:
+    """A payload's header line (:meth:`ItemPart.encode`): the node ID, the blobs' sizes, the
+    edge count, the shared nodes and spellings — None when it has not that shape or its
+    sizes do not add up to ``text``, the bytes after it."""
+    try:
+        head = json.loads(line)
+        node, sizes, count = head["n"], head["z"], head["x"]
+        # Interned: a shared node (entity, tag) is named in many items' heads, and the
+        # graph step holds every head (decoded JSON makes a string per occurrence).
+        shared = tuple((intern(str(a)), intern(str(b)), intern(str(c))) for a, b, c in head["s"])
+        spell = tuple((intern(str(a)), intern(str(b)), int(c)) for a, b, c in head["p"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    if not (
+        isinstance(node, str)
+        and isinstance(sizes, list)
+        and len(sizes) == 4
+        and all(type(z) is int and z >= 0 for z in (*sizes, count))
+        and sum(sizes) == text
+    ):
+        return None
+    return node, sizes, count, shared, spell
+
+
+#: The text of a part read without it (:meth:`PartStore.get` with ``text=False``).
+NO_TEXT = b""
 
 
 def _own(it: GraphItem, s: GraphSettings) -> GraphItem:
@@ -243,6 +264,23 @@ class _Record:
     """The size of the record's header line."""
     data: bytes | None = None
     """The whole record, for one made in this run (else it is read from the file)."""
+    head_digest: str = ""
+    """SHA-256 of the payload's header line (with its line break), read alone when a part's
+    text is not wanted; empty for a record of the first layout (4 fields)."""
+    head_size: int = 0
+
+    def header(self, node: str) -> bytes:
+        """The record's header line."""
+        fields = [node, self.key, self.digest, str(self.size)]
+        if self.head_digest:
+            fields += [self.head_digest, str(self.head_size)]
+        return ("\t".join(fields) + "\n").encode()
+
+
+def _payload_head(payload: bytes) -> tuple[str, int]:
+    """The digest and size of a payload's header line (with its line break)."""
+    size = payload.find(b"\n") + 1
+    return hashlib.sha256(payload[:size]).hexdigest(), size
 
 
 #: A header line longer than this is not one (node ID, key, digest and size are short).
@@ -255,7 +293,13 @@ class PartStore:
     a part changed or went. One record per item: a header line ``node ID\tkey\tSHA-256 of the
     payload\tits size``, then the payload (:meth:`ItemPart.encode`). A record that cannot be
     framed ends the reading (the items from there on are rebuilt). Open until :meth:`close`
-    (a context manager): the parts it gives read their text from it."""
+    (a context manager): the parts it gives read their text from it.
+
+    A header line may also hold the digest and size of the payload's own header line (the
+    part's node, edge count, shared nodes and spellings): a part asked for without its text
+    (``text=False``: the graph exports are not written) is read and checked from that line
+    alone, not its whole payload (≈ 107 MB at 10,000 items). A record without them is read
+    whole, and written back with them."""
 
     def __init__(self, root: Path, *, full: bool = False) -> None:
         self.path = root / PARTS
@@ -276,15 +320,18 @@ class PartStore:
         while pos < total:
             line = fh.readline(MAX_HEAD)
             head = line[:-1].split(b"\t") if line.endswith(b"\n") else []
-            size = int(head[3]) if len(head) == 4 and head[3].isdigit() else -1
+            size = int(head[3]) if len(head) in (4, 6) and head[3].isdigit() else -1
+            own = int(head[5]) if len(head) == 6 and head[5].isdigit() else 0
             start = pos + len(line)
-            if size < 0 or start + size > total:
+            if size < 0 or start + size > total or own > size or (len(head) == 6 and not own):
                 self.rejected += 1
                 self._dirty = True
                 break
             node = head[0].decode("utf-8", "replace")
             key, digest = head[1].decode("ascii", "replace"), head[2].decode("ascii", "replace")
-            self._records[node] = _Record(key, digest, start, size, len(line))
+            own_digest = head[4].decode("ascii", "replace") if own else ""
+            self._records[node] = _Record(key, digest, start, size, len(line), None,
+                                          own_digest, own)  # fmt: skip
             pos = start + size
             fh.seek(pos)
 
@@ -299,12 +346,24 @@ class PartStore:
         if self._file is not None:
             self._file.close()
 
-    def get(self, node: str, key: str) -> ItemPart | None:
+    def get(self, node: str, key: str, *, text: bool = True) -> ItemPart | None:
         """The intact part stored for ``node`` with this ``key``: checked against its digest
-        when read, its text then left in the file (:class:`FileSpan`)."""
+        when read, its text then left in the file (:class:`FileSpan`). ``text=False``: its
+        text is not wanted (:data:`NO_TEXT` instead), so only its payload's header line is
+        read and checked when the record has that line's digest."""
         rec = self._records.get(node)
         if rec is None or rec.key != key:
             return None
+        if not text and rec.head_digest and rec.data is None and self._file is not None:
+            line = os.pread(self._file.fileno(), rec.head_size, rec.start)
+            if len(line) == rec.head_size and hashlib.sha256(line).hexdigest() == (rec.head_digest):
+                head = _decode_head(line[:-1], rec.size - rec.head_size)
+                if head is not None and head[0] == node and line.endswith(b"\n"):
+                    _, _, count, shared, spell = head
+                    return ItemPart(node, NO_TEXT, NO_TEXT, NO_TEXT, NO_TEXT, count, shared,
+                                    spell)  # fmt: skip
+            # Not as its line says: the whole payload is read (and the record dropped when
+            # that is damaged too).
         if rec.data is not None:
             payload: bytes = rec.data[rec.head :]
         else:
@@ -318,6 +377,13 @@ class PartStore:
             del self._records[node]
             self._dirty = True
             return None
+        if rec.data is None:
+            # A record of the first layout, or one whose own line failed its digest: written
+            # back with that line's digest.
+            own_digest, own = _payload_head(payload)
+            if (rec.head_digest, rec.head_size) != (own_digest, own):
+                self._records[node] = replace(rec, head_digest=own_digest, head_size=own)
+                self._dirty = True
         if rec.data is not None or self._file is None:
             return part
         # The blobs are the payload's tail, back to back: where each is in the file.
@@ -327,17 +393,20 @@ class PartStore:
         for b in blobs:
             spans.append(FileSpan(self._file, at, len(b)))
             at += len(b)
-        return replace(part, json_node=spans[0], json_edges=spans[1], xml_node=spans[2],
-                       xml_edges=spans[3])  # fmt: skip
+        # Made directly (dataclasses.replace costs ≈ 7 µs a call: 10,000 parts a run).
+        return ItemPart(part.node, spans[0], spans[1], spans[2], spans[3], part.edge_count,
+                        part.shared, part.spellings)  # fmt: skip
 
     def put(self, node: str, key: str, part: ItemPart) -> ItemPart:
         """Store ``part``; returns it as read back (its text a view into the stored record,
         so that it is held once)."""
         payload = part.encode()
         digest = hashlib.sha256(payload).hexdigest()
-        head = f"{node}\t{key}\t{digest}\t{len(payload)}\n".encode()
+        own_digest, own = _payload_head(payload)
+        rec = _Record(key, digest, 0, len(payload), 0, None, own_digest, own)
+        head = rec.header(node)
         record = head + payload
-        self._records[node] = _Record(key, digest, 0, len(payload), len(head), record)
+        self._records[node] = replace(rec, head=len(head), data=record)
         self.built += 1
         self._dirty = True
         back = ItemPart.decode(memoryview(record)[len(head) :])
@@ -359,7 +428,10 @@ class PartStore:
                     fh.write(rec.data)
                     continue
                 assert source is not None
-                fh.write(FileSpan(source, rec.start - rec.head, rec.head + rec.size).read())
+                # Its header line as it is now (a record of the first layout gains its
+                # payload's own line), then its payload copied.
+                fh.write(rec.header(n))
+                fh.write(FileSpan(source, rec.start, rec.size).read())
 
         atomic_write(self.path, write, fsync=False)  # derived: rebuilt when lost
 
@@ -426,6 +498,17 @@ class Links:
             self._dst[lo:hi].tolist(), self._kind[lo:hi].tolist(), self._weight[lo:hi].tolist(),
             strict=True)]  # fmt: skip
 
+    def arrays(
+        self,
+    ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int8],
+               npt.NDArray[np.float64]]:  # fmt: skip
+        """Every edge as arrays: the node IDs named (sorted), then each edge's source and
+        target by their place there, its type (its place in :attr:`TYPES`) and weight, by
+        source."""
+        counts = np.diff(self._starts)
+        src = np.repeat(np.arange(len(self._names), dtype=np.int64), counts)
+        return self._names, src, self._dst, self._kind, self._weight
+
     def edges(self) -> Iterator[tuple[str, str, str, float]]:
         """Every edge: ``(source, target, type, weight)``, by source."""
         for i, source in enumerate(self._names):
@@ -463,6 +546,8 @@ class GraphParts:
     titles: Mapping[str, str]
     ids: Mapping[str, str]
     """Content node ID → title, content ID."""
+    text: bool = True
+    """The parts hold their text (else only ``related.jsonl`` and the counts can be made)."""
 
     @property
     def edges(self) -> int:
@@ -603,6 +688,11 @@ class _TopicTargets:
         return out
 
 
+def _need_text(gp: GraphParts) -> None:
+    if not gp.text:
+        raise ValueError("the graph's parts were read without their text: no export")
+
+
 def _json_list(key: str, rows: Iterable[Bytes], batch: int) -> Iterator[bytes]:
     """``  "key": [ … ],`` of :func:`arkai.search.graph.iter_json`, in pieces. A row may be
     several rows already joined by ``,\\n``."""
@@ -623,6 +713,7 @@ def _json_list(key: str, rows: Iterable[Bytes], batch: int) -> Iterator[bytes]:
 def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     """``graph.json`` (the bytes of :func:`arkai.search.graph.iter_json` for the same
     graph), in pieces."""
+    _need_text(gp)
     links, topics, target = gp.links, gp.topics, _TopicTargets()
 
     def edges() -> Iterator[Bytes]:
@@ -649,6 +740,7 @@ def iter_json(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
 def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
     """``graph.graphml`` (the bytes of :func:`arkai.search.graph.iter_graphml` for the same
     graph), in pieces."""
+    _need_text(gp)
     out: list[Bytes] = [x.encode("utf-8") for x in graphml_head()]
     if not gp.parts:  # no Content node: no other node and no edge either
         out.append((GRAPHML_EMPTY + GRAPHML_END).encode())
@@ -683,7 +775,17 @@ def iter_graphml(gp: GraphParts, batch: int = 4096) -> Iterator[bytes]:
 def related_jsonl(gp: GraphParts, batch: int = 2048) -> Iterator[bytes]:
     """``related.jsonl`` (what :func:`arkai.search.graph.related_lists` gives for the same
     graph), ``batch`` lines a piece."""
-    rows = related_rows(gp.links.edges(), gp.titles, gp.ids)
+    nodes = item_nodes(gp.titles, gp.ids)
+    place = {n: i for i, n in enumerate(nodes)}
+    names, src, dst, kind, weight = gp.links.arrays()
+    # Each name's place among the items (-1: not an item), each type's among related_rows_of's.
+    at = np.array([place.get(n, -1) for n in names], dtype=np.int64)
+    del place
+    codes = np.array([list(RELATION_TYPES).index(t) for t in Links.TYPES], dtype=np.int8)
+    s, d = at[src], at[dst]
+    items = (s >= 0) & (d >= 0)
+    rows = related_rows_of(nodes, s[items].astype(np.int32), d[items].astype(np.int32),
+                           codes[kind[items]], weight[items], gp.titles, gp.ids)  # fmt: skip
     while piece := list(itertools.islice(rows, batch)):
         yield canonjson.dumps_lines(piece).encode("utf-8")
 
@@ -698,12 +800,16 @@ def graph_parts(
     related: Mapping[tuple[str, str], float],
     store: PartStore,
     quotes: Callable[[GraphItem], Sequence[tuple[str, str]]] | None = None,
+    *,
+    text: bool = True,
 ) -> GraphParts:
     """The graph of ``items`` with ``related`` (the :func:`arkai.search.graph.related_edges`
     of the items, kept incrementally): each item's part from ``store`` when it holds it for
     the item's inputs, else made and put there; the store is saved (with only these items).
     An item given with only its quotes' digest gets its quotes from ``quotes`` when its part
-    is made (and only then). ``related`` is emptied when it is a ``dict`` (:func:`assemble`)."""
+    is made (and only then). ``related`` is emptied when it is a ``dict`` (:func:`assemble`).
+    ``text=False``: the parts' text is not read (:meth:`PartStore.get`), so the result makes
+    ``related.jsonl`` and the counts, not the exports."""
     parts: list[ItemPart] = []
     shared = SharedNodes()
     cites: dict[str, Mapping[str, int]] = {}
@@ -717,7 +823,7 @@ def graph_parts(
     for node, it in nodes:
         own = _own(it, settings)
         key = part_key(own, settings)
-        part = store.get(node, key)
+        part = store.get(node, key, text=text)
         if part is None:
             if own.quotes is None:
                 if quotes is None:
@@ -728,7 +834,8 @@ def graph_parts(
                 own = replace(own, quotes=got)
             part = store.put(node, key, make_part(own, settings))
         shared.add(part, it.high_topics or ())
-        parts.append(replace(part, shared=(), spellings=()))
+        parts.append(ItemPart(part.node, part.json_node, part.json_edges, part.xml_node,
+                              part.xml_edges, part.edge_count, (), ()))  # fmt: skip
         if it.cites is None:
             if find is None:
                 find = cite_finder(cite_needles((i.content_id, i.title, i.url) for i in items))
@@ -739,4 +846,5 @@ def graph_parts(
         if it.high_topics:
             high[node] = it.high_topics
     store.save(titles)
-    return assemble(parts, shared, related, cites, titles, ids, high)
+    graph = assemble(parts, shared, related, cites, titles, ids, high)
+    return graph if text else replace(graph, text=False)
