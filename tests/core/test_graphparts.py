@@ -440,9 +440,9 @@ def test_parts_without_their_text_give_the_counts_and_related_lines(tmp_path: Pa
 
     # A byte of one part's text changed: not read without the text; with it, caught.
     fields, start, size = _records(path)[4]
-    data = bytearray(path.read_bytes())
-    data[start + size - 2] ^= 1
-    path.write_bytes(bytes(data))
+    damaged = bytearray(path.read_bytes())
+    damaged[start + size - 2] ^= 1
+    path.write_bytes(bytes(damaged))
     related, _, _, store = headless()
     assert related == whole_related and store.rejected == 0
     *got, store = assembled(items, tmp_path)
@@ -451,9 +451,9 @@ def test_parts_without_their_text_give_the_counts_and_related_lines(tmp_path: Pa
     # A byte of one part's payload header changed: its line's digest fails, then the
     # payload's: the part is made again.
     fields, start, _ = _records(path)[7]
-    data = bytearray(path.read_bytes())
-    data[start + 3] ^= 1
-    path.write_bytes(bytes(data))
+    damaged = bytearray(path.read_bytes())
+    damaged[start + 3] ^= 1
+    path.write_bytes(bytes(damaged))
     related, _, _, store = headless()
     assert related == whole_related and store.rejected == 1 and store.built == 1
     # The header digest alone forged (the payload intact): read whole, its line made right.

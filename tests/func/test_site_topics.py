@@ -110,7 +110,9 @@ def streamed(path: Path, offsets: Mapping[str, int] | None) -> Any:
     """What the line reader gives: the topics by term, synonyms and version (None: not the
     writer's layout)."""
     got: dict[str, list[TopicEntry]] = {}
-    result = site_build._drain(site_build._each_topic(path, offsets), got.__setitem__)
+    result = site_build._drain(
+        site_build._each_topic(path, offsets), lambda term, items, _: got.__setitem__(term, items)
+    )
     return None if result is None else (got, *result)
 
 

@@ -39,6 +39,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
 from arkai.adapters.chunkparts import ChunkParts
 from arkai.adapters.fs import (
@@ -95,6 +98,8 @@ from arkai.site.search import (
 )
 from arkai.site.siteurl import derive_site_url
 from arkai.site.store import SummaryStore, pack_slim, slim_summary, stats_key
+from arkai.site.topicmemo import FILE as TOPIC_MEMO
+from arkai.site.topicmemo import Memo, TopicMemo, memo_key, value_digest
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
@@ -333,12 +338,15 @@ def _walk_topics(
 _TOPICS_OPEN = '  "topics": {\n'
 _TOPIC_INDENT = "    "  # of a topic's line inside ``topics``
 
-#: A topic read from ``topics.json`` (its term and items as :func:`_topic_items` keeps them).
-_TopicRead = tuple[str, list[TopicEntry]]
+#: A topic read from ``topics.json``: its term and items as :func:`_topic_items` keeps them
+#: (or as a memo kept them), and its value's digest when a memo is kept.
+_TopicRead = tuple[str, list[TopicEntry] | Memo, bytes | None]
+#: A topic as the pages made again read it: its term and items.
+_TopicRead2 = tuple[str, list[TopicEntry]]
 #: A reader of ``topics.json``: each topic (those ``wanted`` only, when given), then returns
 #: ``(synonyms, version)``, or None when the file is not in the form it reads.
 _TopicReader = Callable[
-    [Path, Mapping[str, int] | None, Container[str] | None],
+    [Path, Mapping[str, int] | None, Container[str] | None, TopicMemo | None],
     Generator[_TopicRead, None, tuple[Any, Any] | None],
 ]
 
@@ -375,7 +383,10 @@ def _topic_line(
 
 
 def _each_topic(
-    path: Path, offsets: Mapping[str, int] | None, wanted: Container[str] | None = None
+    path: Path,
+    offsets: Mapping[str, int] | None,
+    wanted: Container[str] | None = None,
+    memo: TopicMemo | None = None,
 ) -> Generator[_TopicRead, None, tuple[Any, Any] | None]:
     """topics.json read a line at a time in the layout the index stage writes (a topic per
     line, :func:`arkai.search.topics.iter_topics_json`), so neither the file's text nor every
@@ -392,7 +403,11 @@ def _each_topic(
 
     ``wanted``: only these topics' values are read (the file read again, for the pages that
     are made, after a first read checked it); the other lines are passed over, the layout is
-    not checked and None is returned."""
+    not checked and None is returned.
+
+    ``memo``: a topic whose value has the digest the memo kept it under is yielded as the
+    memo's (:class:`arkai.site.topicmemo.Memo`), its value not read; each other topic comes
+    with its value's digest (to be kept), else None."""
     terms: list[str] = []
     rest: list[str] = []
     inside = False
@@ -403,13 +418,25 @@ def _each_topic(
                     opened = _line_term(line)
                     if opened is None or opened[0] not in wanted:
                         continue
+                digest = None
+                if memo is not None and (opened := _line_term(line)) is not None:
+                    at = opened[1] + 2
+                    end = len(line) - (2 if line.endswith(",\n") else 1)
+                    if line.startswith(": ", opened[1]) and line.endswith("\n") and end > at:
+                        digest = value_digest(line[at:end])
+                        kept = memo.get(opened[0], digest)
+                        if kept is not None:
+                            terms.append(opened[0])
+                            rest.append(line[:at] + "null" + line[end:])
+                            yield opened[0], kept, digest
+                            continue
                 member = _topic_line(line, offsets)
                 if member is None:
                     return None
                 term, items, bare = member
                 terms.append(term)
                 rest.append(bare)
-                yield term, items
+                yield term, items, digest
                 continue
             inside = line == _TOPICS_OPEN and not terms
             rest.append(line)
@@ -430,7 +457,10 @@ def _each_topic(
 
 
 def _walked_topics(
-    path: Path, offsets: Mapping[str, int] | None, wanted: Container[str] | None = None
+    path: Path,
+    offsets: Mapping[str, int] | None,
+    wanted: Container[str] | None = None,
+    memo: TopicMemo | None = None,
 ) -> Generator[_TopicRead, None, tuple[Any, Any] | None]:
     """topics.json of another layout: its text walked whole (:func:`_walk_topics`, every
     topic held at once), then each topic (``wanted`` only, when given) yielded by term;
@@ -443,12 +473,15 @@ def _walked_topics(
     by_term, synonyms, version = walked
     for term in sorted(by_term):
         if wanted is None or term in wanted:
-            yield term, by_term[term]
+            yield term, by_term[term], None
     return synonyms, version
 
 
 def _decoded_topics(
-    path: Path, offsets: Mapping[str, int] | None, wanted: Container[str] | None = None
+    path: Path,
+    offsets: Mapping[str, int] | None,
+    wanted: Container[str] | None = None,
+    memo: TopicMemo | None = None,
 ) -> Generator[_TopicRead, None, tuple[Any, Any] | None]:
     """topics.json parsed whole by :func:`read_json`, which names the file when it is not a
     JSON object (none: no topics)."""
@@ -457,49 +490,122 @@ def _decoded_topics(
     assert isinstance(raw, dict)
     for term in sorted(raw):
         if wanted is None or term in wanted:
-            yield str(term), _topic_items(raw[term], offsets)
+            yield str(term), _topic_items(raw[term], offsets), None
     return obj.get("synonyms"), obj.get("version")
 
 
 class _TopicsFound:
-    """What :func:`_load_topics` keeps of each topic it reads (:func:`indexes.make_topic`)
-    and, per item, its first :data:`MAX_TOPICS` terms of each relevance (the terms come in
-    order: the writer's layout has them sorted, the other readers sort them)."""
+    """What :func:`_load_topics` keeps of each topic it reads (:func:`indexes.make_topic`,
+    or the memo's: :mod:`arkai.site.topicmemo`) and each of its entries' item and relevance,
+    for every item's first :data:`MAX_TOPICS` terms of each relevance (the terms come in
+    order: the writer's layout has them sorted, the other readers sort them). ``offsets``:
+    where each item's chunks start in ``index/chunks/`` (None: the file names positions);
+    ``memo``: where a topic read afresh is kept (its line's value digest given with it)."""
 
-    def __init__(self, titles: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        titles: Mapping[str, str],
+        known: list[str],
+        offsets: Mapping[str, int] | None = None,
+        memo: TopicMemo | None = None,
+    ) -> None:
         self.titles = titles
+        self.known = known
+        self.index = memo.index if memo is not None else {c: i for i, c in enumerate(known)}
+        self.offsets = offsets
+        self.memo = memo
         self.heads: dict[str, bytes] = {}
         self.topics: dict[str, Topic] = {}
-        self.ranked: dict[str, tuple[list[str], list[str], list[str]]] = {}
+        self._terms: list[str] = []
+        self._items: list[npt.NDArray[np.int32]] = []
+        self._ranks: list[npt.NDArray[np.int8]] = []
 
-    def add(self, term: str, items: list[TopicEntry]) -> None:
-        known = indexes.known_entries(items, self.titles)
-        if not known:
+    def add(self, term: str, items: list[TopicEntry] | Memo, digest: bytes | None = None) -> None:
+        if isinstance(items, Memo):
+            self._kept(term, items)
             return
-        self.topics[term] = indexes.make_topic(term, known, [], self.titles, self.heads)
-        ranked = self.ranked
-        for it in known:
-            found = ranked.get(it.content_id)
-            if found is None:
-                found = ranked[it.content_id] = ([], [], [])
-            terms = found[_RELEVANCE[it.relevance]]
-            if len(terms) < MAX_TOPICS:
-                terms.append(term)
+        known = indexes.known_entries(items, self.titles)
+        index = self.index
+        idx = np.array([index[c] if (c := e.content_id) in index else self._place(c)
+                        for e in known], dtype=np.int32)  # fmt: skip
+        ranks = np.array([_RELEVANCE[e.relevance] for e in known], dtype=np.int8)
+        topic = indexes.make_topic(term, known, [], self.titles, self.heads) if known else None
+        if self.memo is not None and digest is not None:
+            off = self.offsets or {}
+            top = () if topic is None else tuple(
+                (e.content_id, e.relevance, tuple(c - off[e.content_id] for c in e.chunks),
+                 e.passages)
+                for e in topic.top
+            )  # fmt: skip
+            size, count, listing = (
+                (topic.size, topic.count, topic.listing) if topic else (0, 0, b"")
+            )
+            self.memo.put(term, digest, Memo(size, count, listing, top, idx, ranks))
+        if topic is not None:
+            self.topics[term] = topic
+            self._entries(term, idx, ranks)
+
+    def _place(self, cid: str) -> int:
+        """An item ``titles`` names but does not list (a mapping that answers for any ID):
+        numbered after the listed ones (a memo of them is then not used again: its items
+        differ)."""
+        self.index[cid] = len(self.known)
+        self.known.append(cid)
+        return self.index[cid]
+
+    def _kept(self, term: str, memo: Memo) -> None:
+        """A topic as the memo kept it (none: no entry of a library item)."""
+        if not memo.size:
+            return
+        off = self.offsets or {}
+        top = [TopicEntry(cid, _RELEVANCE_NAME[rel], [off[cid] + c for c in chunks], passages)
+               for cid, rel, chunks, passages in memo.top]  # fmt: skip
+        self.topics[term] = Topic(term, [], memo.size, memo.count, top, memo.listing)
+        self._entries(term, memo.items, memo.ranks)
+
+    def _entries(
+        self, term: str, items: npt.NDArray[np.int32], ranks: npt.NDArray[np.int8]
+    ) -> None:
+        self._terms.append(term)
+        self._items.append(items)
+        self._ranks.append(ranks)
 
     def per_item(self) -> dict[str, ItemTopics]:
-        """Per item its first :data:`MAX_TOPICS` terms by relevance (the lists read are let go
-        item by item as they are cut)."""
-        per_item: dict[str, ItemTopics] = {}
-        ranked = self.ranked
-        while ranked:
-            cid, by_rank = ranked.popitem()
-            left = MAX_TOPICS
-            cut = []
-            for terms in by_rank:
-                cut.append(tuple(terms[:left]))
-                left -= len(cut[-1])
-            per_item[cid] = (cut[0], cut[1], cut[2])
-        return per_item
+        """Per item its first :data:`MAX_TOPICS` terms of each relevance, in the order the
+        topics came (and, within one, their entries), then its first :data:`MAX_TOPICS` of
+        those, high before medium before low: every entry sorted at once by item, relevance
+        and the order it came in (as arrays: a list of terms per item and relevance, grown
+        entry by entry, was ≈ 0.3 s at 10,000 items)."""
+        if not self._items:
+            return {}
+        items = np.concatenate(self._items).astype(np.int64)
+        ranks = np.concatenate(self._ranks).astype(np.int64)
+        terms = np.repeat(np.arange(len(self._terms)), [len(a) for a in self._items])
+        order = np.lexsort((np.arange(len(items)), ranks, items))
+        items, ranks, terms = items[order], ranks[order], terms[order]
+        # The first MAX_TOPICS of each (item, relevance), then of each item.
+        keep = _places(items * 3 + ranks) < MAX_TOPICS
+        items, ranks, terms = items[keep], ranks[keep], terms[keep]
+        keep = _places(items) < MAX_TOPICS
+        items, ranks, terms = items[keep], ranks[keep], terms[keep]
+        names = [self._terms[t] for t in terms.tolist()]
+        starts = np.flatnonzero(np.diff(items, prepend=-1)).tolist()
+        known = self.known
+        out: dict[str, ItemTopics] = {}
+        for lo, hi in itertools.pairwise([*starts, len(items)]):
+            r = ranks[lo:hi]
+            a = lo + int(np.searchsorted(r, 1))
+            b = lo + int(np.searchsorted(r, 2))
+            out[known[int(items[lo])]] = (tuple(names[lo:a]), tuple(names[a:b]),
+                                          tuple(names[b:hi]))  # fmt: skip
+        return out
+
+
+def _places(group: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Each element's place within its run of equal values (``group`` sorted)."""
+    starts = np.flatnonzero(np.diff(group, prepend=-1))
+    sizes = np.diff(np.append(starts, len(group)))
+    return np.arange(len(group)) - np.repeat(starts, sizes)
 
 
 #: An item's first :data:`MAX_TOPICS` topics: its high, medium and low terms, each in term
@@ -518,15 +624,15 @@ def item_topics(found: ItemTopics | None) -> Iterator[tuple[str, str]]:
 
 def _drain(
     read: Generator[_TopicRead, None, tuple[Any, Any] | None],
-    add: Callable[[str, list[TopicEntry]], None],
+    add: Callable[[str, list[TopicEntry] | Memo, bytes | None], None],
 ) -> tuple[Any, Any] | None:
     """Every topic of ``read`` given to ``add``; what the reader returns."""
     while True:
         try:
-            term, items = next(read)
+            term, items, digest = next(read)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        add(term, items)
+        add(term, items, digest)
 
 
 def _id_and_chunks(obj: dict[str, Any]) -> Any:
@@ -538,14 +644,16 @@ def _id_and_chunks(obj: dict[str, Any]) -> Any:
 
 
 def _load_topics(
-    index: Path, titles: Mapping[str, str]
-) -> tuple[dict[str, Topic], dict[str, ItemTopics], Callable[[set[str]], Iterator[_TopicRead]]]:
+    index: Path, titles: Mapping[str, str], memo_path: Path | None = None
+) -> tuple[dict[str, Topic], dict[str, ItemTopics], Callable[[set[str]], Iterator[_TopicRead2]]]:
     """topics.json → the topics of the items ``titles`` names, by term (each one's first
     entries and digest, :func:`indexes.make_topic`: never every entry at once); per item its
     first :data:`MAX_TOPICS` terms by relevance (:data:`ItemTopics`); and the reader of the topics'
     entries for the pages that are made (:attr:`indexes.Library.load_topic_items`). Chunk
     numbers become positions in ``index/chunks/`` through ``catalog.json``
-    (:func:`arkai.search.topics.chunk_offsets`)."""
+    (:func:`arkai.search.topics.chunk_offsets`). ``memo_path``: the memo of the last read
+    (:mod:`arkai.site.topicmemo`), used for the topics whose lines did not change and
+    written back."""
     path = index / "topics.json"
     # Each item's catalog entry cut to its ID and chunk count as it is decoded: the entries
     # whole (≈ 1.5 KB each decoded) were most of this step's peak (issue 17).
@@ -553,13 +661,19 @@ def _load_topics(
     listed = catalog.get("items") if isinstance(catalog, dict) else None
     offsets = chunk_offsets(listed if isinstance(listed, list) else [])
     del catalog, listed
+    known = sorted(cid for cid, title in titles.items() if title is not None)
+    memo = None
+    if memo_path is not None:
+        memo = TopicMemo.load(memo_path, memo_key(code_digest(), titles, offsets), known)
     reader: _TopicReader
     for reader in (_each_topic, _walked_topics, _decoded_topics):
         given: Mapping[str, int] | None = offsets
         while True:
-            found = _TopicsFound(titles)
+            # The memo holds the items' own chunk numbers: used when the file names them.
+            use = memo if reader is _each_topic and given is not None else None
+            found = _TopicsFound(titles, known, given, use)
             try:
-                result = _drain(reader(path, given, None), found.add)
+                result = _drain(reader(path, given, None, use), found.add)
             except (OSError, UnicodeDecodeError):
                 # Missing, or not UTF-8: the last reader (read_json) says which.
                 if reader is _decoded_topics:
@@ -570,13 +684,17 @@ def _load_topics(
             given = None  # version 1: positions already, read again as they are
         if result is not None:
             break
+    if found.memo is not None and result is not None and memo_path is not None:
+        found.memo.save(memo_path)
     synonyms = result[0] if result is not None and isinstance(result[0], dict) else {}
     for term, topic in found.topics.items():
         topic.synonyms = [str(s) for s in synonyms.get(term) or []]
 
-    def again(terms: set[str]) -> Iterator[_TopicRead]:
+    def again(terms: set[str]) -> Iterator[_TopicRead2]:
         try:
-            yield from reader(path, given, terms)
+            for term, items, _ in reader(path, given, terms, None):
+                assert not isinstance(items, Memo)  # no memo: each read
+                yield term, items
         except (OSError, UnicodeDecodeError) as exc:
             raise SiteBuildError(f"{path}: read again for the topic pages: {exc}") from None
 
@@ -1014,7 +1132,9 @@ def _generate(
         store=store,
         dirty_entities=dirty_entities,
     )
-    lib.topics, per_item, lib.load_topic_items = _load_topics(index, lib.titles)
+    lib.topics, per_item, lib.load_topic_items = _load_topics(
+        index, lib.titles, root / BUILD_DIR / TOPIC_MEMO
+    )
     wanted = {c for t in lib.topics.values() if lib.topic_has_page(t.term)
               for c in lib.topic_shown_chunks(t)}  # fmt: skip
     lib.chunk_digests = _chunk_digests(index, wanted)
