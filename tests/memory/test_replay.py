@@ -152,3 +152,22 @@ def test_conflict_rules(old: str, new: str, rule: str) -> None:
 )
 def test_no_conflict(old: str, new: str) -> None:
     assert check(old, new) is None
+
+
+def test_a_reinforced_belief_is_the_one_replace_makes() -> None:
+    """``Belief.reinforced_by`` names every field (a field added to ``Belief`` and not to it
+    fails here): the belief ``dataclasses.replace`` gives, for a later and an earlier date."""
+    import dataclasses
+
+    from arkai.model.belief import Belief
+
+    values: dict[str, object] = {
+        "id": "b1", "statement": "s", "type": "fact", "confidence": 0.5, "status": "active",
+        "created": "2026-01-01", "reinforced": "2026-02-01", "episodes": ("e1",),
+        "items": ("i1",), "contradicted_by": ("e2",), "replaced_by": "b2", "pinned": True,
+    }  # fmt: skip
+    assert [f.name for f in dataclasses.fields(Belief)] == list(values)
+    b = Belief(**values)  # type: ignore[arg-type]
+    for day in ("2026-03-01", "2025-12-31"):
+        want = dataclasses.replace(b, confidence=0.75, reinforced=max(b.reinforced, day))
+        assert b.reinforced_by(0.75, day) == want

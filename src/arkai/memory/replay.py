@@ -513,7 +513,7 @@ class _State:
     def reinforce(self, b: Belief, i: int, ep: Episode, sim: float) -> None:
         self._join(b.id, i)
         c = round(b.confidence + (1 - b.confidence) * self.p.reinforce_step, 6)
-        self.beliefs[b.id] = replace(b, confidence=c, reinforced=max(b.reinforced, ep.date))
+        self.beliefs[b.id] = b.reinforced_by(c, ep.date)
         self.log("reinforce", b.id, ep.date, episode=ep.id, confidence=c, similarity=sim)
 
     def finish(self, episodes: Sequence[Episode]) -> None:

@@ -73,6 +73,15 @@ class Belief:
     """The belief that replaced it when it was contradicted."""
     pinned: bool = False
 
+    def reinforced_by(self, confidence: float, date: str) -> Belief:
+        """This belief at ``confidence``, reinforced on ``date`` when that is later than its
+        last: made field by field (``dataclasses.replace`` costs ≈ 3 µs, and a replay does
+        this once per reinforcing episode: ≈ 79,000 at 10,000 items). Every field is named
+        (``tests/memory/test_replay.py`` checks it against ``replace``)."""
+        return Belief(self.id, self.statement, self.type, confidence, self.status, self.created,
+                      max(self.reinforced, date), self.episodes, self.items,
+                      self.contradicted_by, self.replaced_by, self.pinned)  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "id": self.id,
