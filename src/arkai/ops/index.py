@@ -1779,18 +1779,14 @@ def run_index(
                 )  # fmt: skip
                 kept = None if full else KeptEntries.read(cache.folder / TOPIC_ENTRIES)
                 high: dict[str, list[tuple[str, float]]] = {}
+                rank = partial(_rank_items, root, out, loaded, ip, settings, cache, synonyms,
+                               table, full)  # fmt: skip
                 try:
-                    summary.topics, info["reranked"], info["kept"] = _rank_items(
-                        root, out, loaded, ip, settings, cache, synonyms, table, full, kept,
-                        written, high,
-                    )  # fmt: skip
+                    summary.topics, info["reranked"], info["kept"] = rank(kept, written, high)
                 except KeptEntriesError:
                     # The kept entries were not what they claimed: ranked without them.
                     high.clear()
-                    summary.topics, info["reranked"], info["kept"] = _rank_items(
-                        root, out, loaded, ip, settings, cache, synonyms, table, full, None,
-                        written, high,
-                    )  # fmt: skip
+                    summary.topics, info["reranked"], info["kept"] = rank(None, written, high)
                     info["kept_rejected"] = True
                 finally:
                     if kept is not None:

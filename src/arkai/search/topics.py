@@ -556,10 +556,12 @@ class _EntryFile:
         self._fh.close()
 
     def _item_of(self, content_id: str) -> int:
+        """The item's number (a new one for an item not given before)."""
         if content_id in self._items:
             self._twice.add(content_id)
-            return self._items[content_id]
-        return self._items.setdefault(content_id, len(self._items))
+        else:
+            self._items[content_id] = len(self._items)
+        return self._items[content_id]
 
     def add(
         self,
