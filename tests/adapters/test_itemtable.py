@@ -74,7 +74,7 @@ def test_a_link_is_not_trusted_by_its_stat(tmp_path: Path, files: list[Path]) ->
 def test_a_loaded_table_holds_no_bodies(tmp_path: Path) -> None:
     """Loading, asking for every row, keeping it unchanged and writing the table again holds
     one row's body at a time, not the table (the index stage's rankings: 48 MB of bodies at
-    10,000 items); a row kept unchanged is copied from the file into the new one."""
+    10,000 items); a row kept unchanged stays where it is, the changed one is appended."""
     import tracemalloc
 
     table = ItemTable(tmp_path, "t", "v1")
@@ -98,7 +98,10 @@ def test_a_loaded_table_holds_no_bodies(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert peak < total // 10, (peak, total)
     after = table.path.read_bytes()
-    assert after != before and after.split(b"\n")[2:] == before.split(b"\n")[2:]
+    # The changed row appended as a batch of one: its first line, then the row.
+    head, line, end = after[len(before) :].split(b"\n")
+    assert after.startswith(before) and end == b"" and head.split(b"\t")[1:4] == [b"", b"+", b"1"]
+    assert line.endswith(b'\titem0000\t-\tsha256:item0000\t{"text":"new"}')
     # The table reads its rows from the file it wrote.
     assert again.by_key("item0000", "sha256:item0000") == itemtable.Row(
         None, "sha256:item0000", b'{"text":"new"}'
@@ -144,3 +147,149 @@ def test_a_retained_row_is_kept_unread_under_its_key(tmp_path: Path) -> None:
     assert third.save(prune=True)
     last = ItemTable(tmp_path, "t", "v1")
     assert sorted(last.rows) == ["item0"] and last.by_key("item0", "sha256:k0") is not None
+
+
+def _table_rows(root: Path) -> dict[str, tuple[str, bytes]]:
+    """What a fresh load of table ``t`` gives: each row's key and body."""
+    table = ItemTable(root, "t", "v1")
+    got = {}
+    for cid, line in table.rows.items():
+        row = table.by_key(cid, line.key)
+        assert row is not None, cid
+        got[cid] = (row.key, row.body)
+    return got
+
+
+def _save_all(root: Path, rows: dict[str, tuple[str, bytes]]) -> bytes:
+    """The bytes of a table holding ``rows``, written whole in one save."""
+    table = ItemTable(root, "t", "v1")
+    for cid, (key, body) in rows.items():
+        table.keep(cid, None, key, body)
+    table.save(prune=True)
+    return table.path.read_bytes()
+
+
+def test_saves_append_and_a_load_gives_the_rows_of_the_last_save(tmp_path: Path) -> None:
+    """Rounds of random changes, additions, removals and retained rows: each save appends a
+    batch (the file only grows) until the lines no row uses would outweigh the others; then
+    it is written whole, byte for byte the table written afresh with those rows. A load
+    always gives the rows of the last save."""
+    import random
+
+    rng = random.Random(3)
+    model = {f"item{n:03d}": (f"sha256:k{n}", b'{"n":%d}' % n) for n in range(60)}
+    assert _save_all(tmp_path, model)
+    appended = whole = 0
+    for round_ in range(80):
+        before = (tmp_path / itemtable.CACHE_DIR / "t.tsv").read_bytes()
+        table = ItemTable(tmp_path, "t", "v1")
+        for cid in rng.sample(sorted(model), rng.randint(0, 4)):
+            model[cid] = (f"sha256:r{round_}{cid}", b'{"round":%d}' % round_)
+        if round_ % 3 == 0:
+            del model[rng.choice(sorted(model))]
+        if round_ % 4 == 1:
+            model[f"new{round_:03d}"] = ("sha256:new", b"[]")
+        for cid, (key, body) in model.items():
+            if rng.random() < 0.5 and table.retain(cid, key):
+                continue
+            table.keep(cid, None, key, body)
+        table.save(prune=True)
+        after = table.path.read_bytes()
+        if after.startswith(before) and len(after) > len(before):
+            appended += 1
+            assert after[len(before) :].split(b"\t")[1:3] == [b"", b"+"]
+        elif after != before:
+            whole += 1
+            assert after == _save_all(tmp_path / f"fresh{round_}", model)
+        assert _table_rows(tmp_path) == model
+        # The file stays within twice the rows' lines, plus the batch just appended.
+        live = len(_save_all(tmp_path / f"live{round_}", model))
+        assert len(after) <= 2 * live + len(after) - len(before)
+    assert appended > 20 and whole > 0  # both ways taken
+
+
+def test_a_torn_or_damaged_batch_undoes_its_save_and_every_later_one(tmp_path: Path) -> None:
+    """A save cut short (its batch torn), a batch line changed and sealed again (its own
+    digest right, the batch's wrong), a line removed or its count changed: the table is as
+    the save before that batch left it — later batches unused too — and the next save writes
+    the file whole."""
+    states = []
+    rows = {f"item{n}": (f"sha256:k{n}", b'{"n":%d}' % n) for n in range(20)}
+    _save_all(tmp_path, rows)
+    states.append(dict(rows))
+    for step in range(3):
+        table = ItemTable(tmp_path, "t", "v1")
+        rows[f"item{step}"] = (f"sha256:s{step}", b'{"step":%d}' % step)
+        rows.pop(f"item{10 + step}")
+        for cid, (key, body) in rows.items():
+            table.keep(cid, None, key, body)
+        table.save(prune=True)
+        states.append(dict(rows))
+    path = tmp_path / itemtable.CACHE_DIR / "t.tsv"
+    good = path.read_bytes()
+    lines = good.split(b"\n")
+    heads = [i for i, ln in enumerate(lines) if ln.split(b"\t")[1:3] == [b"", b"+"]]
+    assert len(heads) == 3  # three batches after the base
+    second = heads[1]
+
+    def resealed(line: bytes) -> bytes:
+        return itemtable.seal_row(line.split(b"\t", 1)[1].replace(b'"step":1', b'"step":9'))
+
+    attacks = {
+        "torn": good[: len(b"\n".join(lines[: second + 2])) - 5],
+        "resealed": b"\n".join(
+            [
+                *lines[: second + 1],
+                *(resealed(ln) for ln in lines[second + 1 : heads[2]]),
+                *lines[heads[2] :],
+            ]
+        ),  # fmt: skip
+        "removed": b"\n".join([*lines[: second + 1], *lines[second + 2 :]]),
+        "count": b"\n".join(
+            [
+                *lines[:second],
+                itemtable.seal_row(
+                    lines[second].split(b"\t", 1)[1].replace(b"\t+\t2\t", b"\t+\t1\t")
+                ),
+                *lines[second + 1 :],
+            ]
+        ),  # fmt: skip
+    }
+    assert lines[second].split(b"\t")[3] == b"2"  # one change and one removal
+    for name, data in attacks.items():
+        path.write_bytes(data)
+        table = ItemTable(tmp_path, "t", "v1")
+        assert table.rejected >= 1, name
+        assert _table_rows(tmp_path) == states[1], name
+        for cid, (key, body) in states[3].items():
+            table.keep(cid, None, key, body)
+        assert table.save(prune=True)
+        assert path.read_bytes() == _save_all(tmp_path / name, states[3]), name
+        assert _table_rows(tmp_path) == states[3]
+
+
+def test_a_file_grown_or_replaced_by_another_process_is_written_whole(tmp_path: Path) -> None:
+    """A table loaded, then its file appended to (or replaced) by another table: a save
+    appends nothing to a file it did not load; it writes its rows whole."""
+    rows = {f"item{n}": (f"sha256:k{n}", b"{}") for n in range(10)}
+    _save_all(tmp_path, rows)
+    for how in ("grown", "replaced"):
+        mine = ItemTable(tmp_path, "t", "v1")
+        other = ItemTable(tmp_path, "t", "v1")
+        other.keep("item0", None, "sha256:other", b'"other"')
+        for cid, (key, body) in rows.items():
+            if cid != "item0":
+                other.retain(cid, key)
+        other.save(prune=True)
+        if how == "replaced":
+            copy = tmp_path / "copy.tsv"
+            copy.write_bytes(other.path.read_bytes())
+            copy.replace(other.path)
+        mine.keep("item1", None, f"sha256:{how}", how.encode())
+        for cid, (key, _) in rows.items():
+            if cid != "item1":
+                mine.retain(cid, key)
+        assert mine.save(prune=True)
+        want = dict(rows) | {"item1": (f"sha256:{how}", how.encode())}
+        assert _table_rows(tmp_path) == want
+        assert mine.path.read_bytes() == _save_all(tmp_path / how, want)

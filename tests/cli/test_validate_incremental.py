@@ -145,6 +145,24 @@ def table_rows(kr: Path) -> tuple[Path, list[bytes]]:
     return path, path.read_bytes().split(b"\n")
 
 
+def in_force(lines: list[bytes], cid: str) -> int:
+    """The index of the item's line in force: its last (a save appends changed rows)."""
+    return max(i for i, line in enumerate(lines) if line.split(b"\t")[1:2] == [cid.encode()])
+
+
+def resealed(lines: list[bytes]) -> list[bytes]:
+    """The lines with each appended batch's first line sealed again for the lines that follow
+    it (what a forger who knows the format writes after changing a row of a batch)."""
+    out = list(lines)
+    for h, line in enumerate(out):
+        fields = line.split(b"\t")
+        if fields[1:3] == [b"", b"+"]:
+            count = int(fields[3])
+            digest = hashlib.sha256(b"".join(x + b"\n" for x in out[h + 1 : h + 1 + count]))
+            out[h] = itemtable.seal_row(b"\t".join([*fields[1:4], digest.hexdigest().encode()]))
+    return out
+
+
 def test_a_damaged_cache_entry_is_ignored_and_recomputed(
     lib: Path, arkai: Runner, checks: list[str]
 ) -> None:
@@ -179,32 +197,32 @@ def test_a_forged_verdict_passes_no_changed_file_and_not_ci(
     forged for the current bytes fools the local cache, never `--full` (what CI runs)."""
     run(arkai, lib)
     review, garden = (i.id for i in list(Repo.at(lib).items())[::-1])
-    path, lines = table_rows(lib)
-    good = next(line for line in lines if garden.encode() in line)
-    n = next(i for i, line in enumerate(lines) if review.encode() in line)
     library, out = item_folders(lib, 1)
     FORGERIES["evidence"](library, out)  # the review's evidence now fails
     code, forged, _ = run(arkai, lib)
     assert code == 1 and not forged["summary"]["ok"]
-    _, lines = table_rows(lib)
+    path, lines = table_rows(lib)
+    good = lines[in_force(lines, garden)]
+    n = in_force(lines, review)
     # Seal the garden's clean verdict under the review's ID and key: the stat, key and
     # content ID no longer agree with the files, so the review is checked again and fails.
     mine = lines[n].split(b"\t")
     theirs = good.split(b"\t")
     lines[n] = itemtable.seal_row(b"\t".join([*mine[1:4], theirs[4]]))
-    path.write_bytes(b"\n".join(lines))
+    path.write_bytes(b"\n".join(resealed(lines)))
     checks.clear()
     assert run(arkai, lib)[0] == 1 and checks == [review]
     # A forger who rewrites the verdict for the current bytes (the counts of a clean run)
     # fools only the local cache: --full re-checks every span.
     _, lines = table_rows(lib)
+    n = in_force(lines, review)
     row = lines[n].split(b"\t")
     verdict = json.loads(row[4])
     verdict["problems"] = []
     verdict["counts"]["evidence"] = {**verdict["counts"]["evidence"], "invalid": 0}
     row[4] = canonjson.dumps_line(verdict).rstrip("\n").encode()
     lines[n] = itemtable.seal_row(b"\t".join(row[1:]))  # a forger's seal
-    path.write_bytes(b"\n".join(lines))
+    path.write_bytes(b"\n".join(resealed(lines)))
     assert run(arkai, lib)[0] == 0  # the local cache believed it
     assert run(arkai, lib, "--full")[0] == 1
 

@@ -102,15 +102,24 @@ def _run(
 
 def _edit_row(root: Path, cid: str, how: str) -> None:
     """Damage (``cut``: its body shortened, the digest no longer matching) or drop an item's
-    row of the table."""
+    row of the table: the item's last line (the one in force), or every line of it."""
     path = root / CACHE_DIR / f"{PART}.tsv"
     lines = path.read_bytes().split(b"\n")
-    at = next(i for i, ln in enumerate(lines) if ln.split(b"\t")[1:2] == [cid.encode()])
+    ats = [i for i, ln in enumerate(lines) if ln.split(b"\t")[1:2] == [cid.encode()]]
     if how == "cut":
-        lines[at] = lines[at][:-7]
+        lines[ats[-1]] = lines[ats[-1]][:-7]
     else:
-        del lines[at]
+        lines = [ln for i, ln in enumerate(lines) if i not in ats]
     path.write_bytes(b"\n".join(lines))
+
+
+def _base_only(root: Path) -> list[str]:
+    """The items whose every line is in the table's base (none in a batch appended since)."""
+    lines = (root / CACHE_DIR / f"{PART}.tsv").read_bytes().split(b"\n")[1:-1]
+    cids = [ln.split(b"\t")[1].decode() for ln in lines]
+    base = cids.index("") if "" in cids else len(cids)
+    later = set(cids[base:])
+    return [c for c in cids[:base] if c not in later]
 
 
 def test_incremental_edges_equal_a_full_computation(tmp_path: Path) -> None:
@@ -133,19 +142,19 @@ def test_incremental_edges_equal_a_full_computation(tmp_path: Path) -> None:
     feats["content:0100"] = Features(frozenset(ENTITIES[2:6]), frozenset())
     del feats["content:0003"]
     assert update() == 1
-    rows = (tmp_path / CACHE_DIR / f"{PART}.tsv").read_bytes().split(b"\n")[1:-1]
-    assert sorted(r.split(b"\t")[1].decode() for r in rows) == sorted(
-        n.split(":")[1] for n in feats
-    )  # the removed item's row went with it
+    # The removed item's row went with it (the table's last word on it drops it).
+    assert sorted(related_table(tmp_path).rows) == sorted(n.split(":")[1] for n in feats)
     # Rounds of random changes, each to a few items (neighbours of earlier changes included).
     for _ in range(12):
         picked = rng.sample(sorted(feats), 3)
         for n in picked:
             feats[n] = random_features(rng)
         assert update() == 3
-    # Damaged and missing rows are recomputed, never used.
-    _edit_row(tmp_path, "0011", "cut")
-    _edit_row(tmp_path, "0012", "drop")
+    # Damaged and missing rows of the table's base (the rows last written whole) are
+    # recomputed, never used; each such row alone.
+    a, b = _base_only(tmp_path)[:2]
+    _edit_row(tmp_path, a, "cut")
+    _edit_row(tmp_path, b, "drop")
     assert update() == 2
     # A row sealed right but not a list of neighbours: recomputed too.
     path = tmp_path / CACHE_DIR / f"{PART}.tsv"
@@ -204,8 +213,11 @@ def test_capped_incremental_edges_equal_a_full_computation(tmp_path: Path, cap: 
 def test_a_run_stopped_before_or_while_saving_leaves_the_last_lists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The table is written whole, atomically, after every list is made: a run that stops
-    before (or while) saving leaves the last run's table, and the next run is exact."""
+    """The table is saved after every list is made (a batch appended, or the file written
+    whole, atomically): a run that stops before saving leaves the last run's table, and one
+    that stops while appending leaves a torn batch, which undoes that save whole (a list
+    depends on the other items' lists of the same save); either way the next run is
+    exact."""
     import arkai.adapters.itemtable as itemtable
 
     rng = random.Random(5)
@@ -233,6 +245,19 @@ def test_a_run_stopped_before_or_while_saving_leaves_the_last_lists(
     assert path.read_bytes() == saved
     got = _run(tmp_path, feats, ids, 2, 2)
     assert got.changed == 4 and got.edges == reference(feats, 2, 2)
+    # Stopped while appending: the batch torn a few bytes before its end.
+    appended = path.read_bytes()
+    for n in rng.sample(sorted(feats), 3):
+        feats[n] = random_features(rng)
+    _run(tmp_path, feats, ids, 2, 2)
+    data = path.read_bytes()
+    assert data.startswith(appended) and len(data) > len(appended)
+    path.write_bytes(data[: len(data) - 9])
+    for n in rng.sample(sorted(feats), 2):
+        feats[n] = random_features(rng)
+    got = _run(tmp_path, feats, ids, 2, 2)
+    assert got.edges == reference(feats, 2, 2) and got.changed >= 2
+    assert _run(tmp_path, feats, ids, 2, 2).changed == 0
 
 
 def test_build_graph_with_given_edges_is_the_computed_graph() -> None:
