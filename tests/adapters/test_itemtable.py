@@ -243,7 +243,7 @@ def test_a_torn_or_damaged_batch_undoes_its_save_and_every_later_one(tmp_path: P
                 *(resealed(ln) for ln in lines[second + 1 : heads[2]]),
                 *lines[heads[2] :],
             ]
-        ),  # fmt: skip
+        ),
         "removed": b"\n".join([*lines[: second + 1], *lines[second + 2 :]]),
         "count": b"\n".join(
             [
@@ -253,7 +253,7 @@ def test_a_torn_or_damaged_batch_undoes_its_save_and_every_later_one(tmp_path: P
                 ),
                 *lines[second + 1 :],
             ]
-        ),  # fmt: skip
+        ),
     }
     assert lines[second].split(b"\t")[3] == b"2"  # one change and one removal
     for name, data in attacks.items():
@@ -277,7 +277,7 @@ def test_a_file_grown_or_replaced_by_another_process_is_written_whole(tmp_path: 
         mine = ItemTable(tmp_path, "t", "v1")
         other = ItemTable(tmp_path, "t", "v1")
         other.keep("item0", None, "sha256:other", b'"other"')
-        for cid, (key, body) in rows.items():
+        for cid, (key, _) in rows.items():
             if cid != "item0":
                 other.retain(cid, key)
         other.save(prune=True)
