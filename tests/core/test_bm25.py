@@ -533,3 +533,39 @@ def test_a_failed_update_leaves_the_kept_counts_as_they_were(tmp_path: Path) -> 
         path.write_bytes(before[:-4])  # (the open file is the same inode: cut in place)
         with pytest.raises(OSError, match=r"kept\.bin"):
             reopened.to_memory()
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 16])
+def test_kept_counts_over_a_length_are_caught_whatever_the_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """The check that each document's counts sum to at most its length is made over pairs
+    gathered from several blocks at a time: a count raised in any block (the first, one in
+    the middle, the last), re-sealed, is still caught, with blocks of one row, a few rows,
+    or every row."""
+    from arkai.adapters.itemcache import read_checked, write_checked
+    from arkai.search import termcounts
+
+    monkeypatch.setattr(termcounts, "PAIR_BLOCK", block)
+    words = [f"w{n:03d}" for n in range(60)]
+    segs = [encode_segment([words[:40], words[20:], words[::3]])]
+    path = tmp_path / "counts.bin"
+    build_counts(segs, ["one"], path).close()
+    body = read_checked(path)
+    assert body is not None
+    head, _, rest = body.partition(b"\n")
+    doc = json.loads(head)
+    pairs_at = doc["term_bytes"] + 8 * (doc["terms"] + 1) + 4 * 3
+    nnz = doc["nnz"]
+    assert nnz > 4 * 3 * 3  # several gatherings of pairs when blocks are small
+    for n in (0, nnz // 2, nnz - 1):
+        for tf, used in ((1, True), (2, False)):  # every count is 1: raising one overflows
+            tail = bytearray(rest)
+            at = pairs_at + 8 * n + 4
+            assert tail[at : at + 4] == np.asarray([1], "<i4").tobytes()
+            tail[at : at + 4] = np.asarray([tf], "<i4").tobytes()
+            write_checked(path, head + b"\n" + bytes(tail))
+            got = CountsFile.open(path)
+            assert (got is not None) == used, (n, tf)
+            if got is not None:
+                got.close()
