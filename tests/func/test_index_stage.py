@@ -1533,3 +1533,155 @@ def test_a_bad_frequency_bits_is_an_error_naming_params(repo: Path, bad: object)
     with pytest.raises(LibraryError, match=r"params\.yaml: index\.topics: .*"):
         run_index(Repo.at(repo))
     assert not (repo / "index" / "topics.json").exists()
+
+
+# -- the stage: its items listed from the manifests the stages before it wrote (issue 17) -----
+
+
+def stage_index(root: Path, *, manifests: bool = True) -> Any:
+    """The ``index`` stage as ``dvc repro`` runs it, after the extract and condense stages wrote
+    the manifests of library/, extracted/ and condensed/ (``manifests``)."""
+    from arkai.adapters import manifest
+    from arkai.ops.index import STAGE, STAGE_FOLDERS, run_index
+
+    if manifests:
+        manifest.write_all(root, *STAGE_FOLDERS)
+    return run_index(Repo.at(root, stage=STAGE))
+
+
+def from_seal(root: Path) -> int:
+    """How many items the last index run took as the stage's last complete run sealed them."""
+    return int(step(root, "chunks")["listed_from_seal"])
+
+
+def test_the_stage_reads_only_the_changed_item_folders_and_equals_a_build_from_scratch(
+    repo: Path, tmp_path: Path
+) -> None:
+    set_params(repo, embedder="none")  # (incremental vector segments differ from a fresh set)
+    stage_index(repo)
+    assert from_seal(repo) == 0  # no complete run yet: every folder read
+    stage_index(repo)
+    assert from_seal(repo) == 2
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    changed = stage_index(repo)
+    assert from_seal(repo) == 1 and changed.cache_hits == 1
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # The metadata the catalog shows, changed: read from the folder, not the seal.
+    meta_file = next(p for p in (repo / "library").rglob("metadata.json") if "note" in str(p))
+    meta = json.loads(meta_file.read_text())
+    meta["title"] = "Renamed note"
+    meta_file.write_text(json.dumps(meta))
+    stage_index(repo)
+    assert from_seal(repo) == 1
+    titles = {
+        e["title"] for e in json.loads((repo / "index" / "catalog.json").read_text())["items"]
+    }
+    assert "Renamed note" in titles
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # A folder moved with its mirrors (every file the same): listed at its new path.
+    folder = meta_file.parent
+    rel = folder.relative_to(repo / "library")
+    for tree in ("library", "extracted", "condensed"):
+        if (repo / tree / rel).exists():
+            (repo / tree / rel).rename((repo / tree / rel).with_name(folder.name + " moved"))
+    stage_index(repo)
+    assert from_seal(repo) == 1
+    paths = {e["path"] for e in json.loads((repo / "index" / "catalog.json").read_text())["items"]}
+    assert f"library/{rel.parent.as_posix()}/{folder.name} moved" in paths
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+    # An item removed: gone from the index, nothing else read.
+    talk = next((repo / "library").glob("*/Beekeeping*"))
+    shutil.rmtree(talk)
+    shutil.rmtree(repo / "extracted" / talk.relative_to(repo / "library"))
+    gone = stage_index(repo)
+    assert from_seal(repo) == 1 and gone.items == 1
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def test_an_edit_after_the_manifests_were_written_is_seen_by_the_next_run(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The trust boundary: the manifests are the stage's DVC dependencies, written by the
+    stages before it in the same ``dvc repro``. A file edited after they were written is not
+    seen by that run (its item is as sealed); the next run's manifests hold the edit."""
+    set_params(repo, embedder="none")
+    stage_index(repo)
+    before = built(repo)
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Drones gather at the congregation area.\n")
+    stage_index(repo, manifests=False)
+    assert from_seal(repo) == 2 and built(repo) == before
+    stage_index(repo)
+    assert from_seal(repo) == 1
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch") != before
+
+
+def test_a_damaged_or_forged_seal_makes_the_stage_read_every_folder(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A seal whose result fails its digest, or one re-sealed in another version, is not
+    taken: every folder is read. One forged to the byte for the current manifests (another
+    title sealed for an item) fools only the stage's own listing: ``arkai index`` reads every
+    folder, and any change to that item's files reads it again."""
+    from arkai.adapters import manifest
+    from arkai.ops.index import STAGE
+
+    set_params(repo, embedder="none")
+    stage_index(repo)
+    result = repo / manifest.CACHE_DIR / f"{STAGE}.done.result"
+    seal = repo / manifest.CACHE_DIR / f"{STAGE}.done.json"
+    good, good_seal = result.read_bytes(), seal.read_bytes()
+    result.write_bytes(good.replace(b'"version":1', b'"version":1 '))
+    stage_index(repo)
+    assert from_seal(repo) == 0  # the digest: not taken
+    result.write_bytes(good)
+    seal.write_bytes(good_seal)
+
+    def reseal(doc: dict[str, Any]) -> None:
+        data = json.dumps(doc).encode()
+        result.write_bytes(data)
+        record = json.loads(seal.read_bytes())
+        record["result"] = hashlib.sha256(data).hexdigest()
+        seal.write_bytes(json.dumps(record).encode())
+
+    doc = json.loads(good)
+    reseal({**doc, "version": 99})
+    stage_index(repo)
+    assert from_seal(repo) == 0
+    stage_index(repo)  # sealed afresh by the run that read everything
+    assert from_seal(repo) == 2
+    doc = json.loads(result.read_bytes())
+    doc["items"][0][2]["title"] = "Forged title"
+    reseal(doc)
+    stage_index(repo)
+    titles = {
+        e["title"] for e in json.loads((repo / "index" / "catalog.json").read_text())["items"]
+    }
+    assert "Forged title" in titles  # the stage's own listing believed it
+    from arkai.ops.index import run_index
+
+    run_index(Repo.at(repo))  # `arkai index`: every folder read
+    titles = {
+        e["title"] for e in json.loads((repo / "index" / "catalog.json").read_text())["items"]
+    }
+    assert "Forged title" not in titles
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
+
+
+def test_an_unreadable_folder_is_left_out_and_every_folder_read_next_time(
+    repo: Path, fake: FakeEmbedder
+) -> None:
+    """A malformed ``metadata.json``: that item is left out (as ``arkai index`` leaves it), the
+    run is not sealed, and the run after it reads every folder again."""
+    stage_index(repo)
+    meta = next(p for p in (repo / "library").rglob("metadata.json") if "note" in str(p))
+    good = meta.read_bytes()
+    meta.write_text("{not json")
+    broken = stage_index(repo)
+    assert broken.items == 1 and from_seal(repo) == 0
+    meta.write_bytes(good)
+    again = stage_index(repo)
+    assert again.items == 2 and from_seal(repo) == 0
+    stage_index(repo)
+    assert from_seal(repo) == 2

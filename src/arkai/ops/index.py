@@ -44,6 +44,7 @@ import numpy as np
 
 import arkai
 from arkai.adapters import events
+from arkai.adapters import manifest as folder_manifests
 from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
 from arkai.adapters.chunkparts import (
     LISTING,
@@ -76,7 +77,7 @@ from arkai.adapters.itemcache import (
     write_checked_parts,
 )
 from arkai.adapters.itemtable import ItemTable
-from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, TRANSCRIPT, Item
+from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, TRANSCRIPT, Item, load_items
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
@@ -430,19 +431,27 @@ def _load(
     settings: bytes,
     cache: ItemCache,
     records: _Records,
-    memo: StatMemo,
+    memo: StatMemo | None,
     full: bool,
+    known: str | None = None,
 ) -> _Loaded:
     """The item's main record, from the records table when its inputs are unchanged (else,
-    or with ``full``, derived, and its other parts cached)."""
-    key, text_raw, evidence_raw = _inputs_key(item, settings, None if full else memo)
+    or with ``full``, derived, and its other parts cached). ``known``: the item's inputs key
+    as the stage's last complete run sealed it for files the manifests say are unchanged
+    (:func:`_stage_listing`): its files are not looked at when the table holds its record."""
     path = (Path(LIBRARY) / item.rel).as_posix()
+    if known is not None and not full:
+        got = records.get(item.id, known)
+        if got is not None:
+            return _Loaded(item, path, known, got)
+    key, text_raw, evidence_raw = _inputs_key(item, settings, None if full else memo)
     cached = records.get(item.id, key)
     if cached is not None:
         return _Loaded(item, path, key, cached)
     if text_raw is None and evidence_raw is None:  # the key came from the memo: read the files
         key, text_raw, evidence_raw = _inputs_key(item, settings)
-        memo.put(item.id, [stamp(f) for f in _inputs_files(item)], key)
+        if memo is not None:
+            memo.put(item.id, [stamp(f) for f in _inputs_files(item)], key)
     record = _store(cache, item.id, key, _derive(item, text_raw, evidence_raw, ip))
     records.put(item.id, key, record)
     return _Loaded(item, path, key, record.without_quotes())
@@ -1626,6 +1635,97 @@ class _Layout:
         write_checked(path, canonjson.dumps_line(doc).encode("utf-8"))
 
 
+#: The DVC stage :func:`run_index` runs as (``stages/index.py``): its items are listed from the
+#: manifests the stages before it wrote, and its run sealed under this name
+#: (:func:`_stage_listing`).
+STAGE = "index"
+#: The folders whose manifests the stage depends on (dvc.yaml) and plans from.
+STAGE_FOLDERS = ("library", "extracted", "condensed")
+#: Bump when what the stage's sealed result (:func:`_sealed_bytes`) holds changes.
+SEALED_VERSION = 1
+
+
+@dataclass
+class _Listing:
+    """The items a run works through: each read from its folder, or — an item whose files the
+    manifests say are those of the stage's last complete run — as that run sealed it."""
+
+    items: list[Item]
+    keys: dict[str, str]
+    """A sealed item's folder (absolute, as a string) → its inputs key then."""
+    plan: folder_manifests.Plan | None
+    """The stage's plan (:func:`arkai.adapters.manifest.planned`); None outside the stage."""
+    sealable: bool
+    """Every item folder could be read: the run may be sealed when it completes."""
+
+
+def _run_items(repo: Repo, settings: bytes, full: bool) -> _Listing:
+    """The run's items (:func:`_slim`), sorted by path: :func:`_stage_listing` as the DVC
+    stage, else every item read from its folder."""
+    if repo.stage == STAGE and not full:
+        return _stage_listing(repo, settings)
+    return _Listing([_slim(i) for i in repo.items()], {}, None, False)
+
+
+def _stage_listing(repo: Repo, settings: bytes) -> _Listing:
+    """The ``index`` stage's items, planned as the validate and beliefs stages plan theirs
+    (:func:`arkai.adapters.manifest.changes`): only the item folders whose lines in the
+    manifests of library/, extracted/ and condensed/ — the stage's DVC dependencies, written by
+    the stages before it in the same ``dvc repro`` — differ from the last complete run's are
+    read; every other item is as that run sealed it (its folder, the metadata the index uses
+    and its inputs key), its files not looked at (issue 17: listing the library read 10,000
+    ``metadata.json`` files and stamped 50,000 input files, ≈ 1 s a run). Without such a run
+    (a fresh clone, other settings, a new arkai, a damaged seal), when a changed line belongs
+    to no item, or when a changed folder cannot be read, every folder is read; a run that
+    found one it could not read is not sealed (it is read again next time). A file changed
+    after the manifests were written is seen by the next ``dvc repro``; ``arkai index`` reads
+    every item."""
+    inputs = {"stage": STAGE, "sealed": SEALED_VERSION, "arkai": arkai.__version__,
+              "settings": settings.decode("utf-8")}  # fmt: skip
+    plan = folder_manifests.planned(repo.root, STAGE, STAGE_FOLDERS, inputs)
+    sealed = None if plan is None else plan.sealed
+    changes = None if plan is None or sealed is None else plan.changes
+    rows = None if changes is None or sealed is None else _sealed_rows(sealed)
+    if changes is not None and rows is not None:
+        fresh, problems = load_items(repo.root, changes.folders)
+        if not problems:
+            lib = repo.root / LIBRARY
+            items = [_slim(i) for i in fresh]
+            keys: dict[str, str] = {}
+            for folder, key, metadata in rows:
+                if folder not in changes.folders:
+                    item = Item(repo.root, lib / folder, metadata)
+                    items.append(item)
+                    keys[os.fspath(item.path)] = key
+            items.sort(key=lambda i: i.path)
+            return _Listing(items, keys, plan, True)
+    found, problems = repo.scan()
+    return _Listing([_slim(i) for i in found], {}, plan, not problems)
+
+
+def _sealed_bytes(loaded: Sequence[_Loaded]) -> bytes:
+    """What the stage seals with its run: each item's folder (relative to library/), inputs
+    key and the metadata the index uses."""
+    rows = [[d.item.rel.as_posix(), d.key, d.item.metadata] for d in loaded]
+    doc = {"version": SEALED_VERSION, "items": rows}
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _sealed_rows(sealed: folder_manifests.Sealed) -> list[tuple[str, str, dict[str, Any]]] | None:
+    """What :func:`_sealed_bytes` wrote; None when it is not that (the seal's digest held, so
+    only a result written by another version gets here: every folder is then read)."""
+    try:
+        doc = json.loads(sealed.result or b"")
+        if doc["version"] != SEALED_VERSION:
+            return None
+        rows = [(str(f), str(k), m) for f, k, m in doc["items"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not all(isinstance(m, dict) and isinstance(m.get("id"), str) for _, _, m in rows):
+        return None
+    return [(f, k, {x: m[x] for x in _METADATA_USED if x in m}) for f, k, m in rows]
+
+
 def run_index(
     repo: Repo,
     *,
@@ -1639,7 +1739,9 @@ def run_index(
     ip = index_params(repo.params)
     out = repo.index
     out.mkdir(parents=True, exist_ok=True)
-    items = [_slim(item) for item in repo.items()]
+    settings = _settings_key(ip)
+    listed = _run_items(repo, settings, full)
+    items = listed.items
     exports = graph_exports_wanted(ip, len(items), graph_exports)
     summary = IndexSummary(items=len(items))
     written = summary.written
@@ -1649,15 +1751,18 @@ def run_index(
             written.append(name)
 
     with events.run(root, "index", items=len(items), full=full) as log:
-        settings = _settings_key(ip)
         cache = ItemCache(root)
         digests = FileDigests(cache.folder / DIGESTS)
-        memo = StatMemo(cache.folder / STAMPS, settings.decode("utf-8"))
+        # (Not read when the items are planned: a changed item's stamps changed, and the
+        # memo's file, left as it is, serves a later run that reads every item.)
+        memo = None if listed.keys else StatMemo(cache.folder / STAMPS, settings.decode("utf-8"))
         with log.step("chunks") as info:
             loaded: list[_Loaded] = []
             records = _Records(root, full)
+            sealed_keys = listed.keys
             for n, item in enumerate(items, 1):
-                loaded.append(_load(item, ip, settings, cache, records, memo, full))
+                known = sealed_keys.get(os.fspath(item.path))
+                loaded.append(_load(item, ip, settings, cache, records, memo, full, known))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
@@ -1678,11 +1783,13 @@ def run_index(
             chunks_digest = _write_chunks(
                 out, loaded, ip, settings, cache, digests, written, known, full
             )
-            info.update(chunks=summary.chunks, cached=summary.cache_hits)
+            info.update(chunks=summary.chunks, cached=summary.cache_hits,
+                        listed_from_seal=len(sealed_keys))  # fmt: skip
             # Nothing after this step asks the memo (an entry is a digest of files as they
             # are, right whether or not the run completes): saved and let go (≈ 450 bytes an
             # item held to the end before; issue 17).
-            memo.save()
+            if memo is not None:
+                memo.save()
             del memo
 
         with log.step("catalog") as info:
@@ -1845,4 +1952,10 @@ def run_index(
             write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
                                                "items": len(loaded), "keys": keys})  # fmt: skip
             digests.save()
+            if listed.plan is not None:
+                if listed.sealable:
+                    folder_manifests.seal(root, STAGE, listed.plan.now, len(loaded),
+                                          _sealed_bytes(loaded))  # fmt: skip
+                else:
+                    folder_manifests.unseal(root, STAGE)
     return summary
