@@ -1685,3 +1685,33 @@ def test_an_unreadable_folder_is_left_out_and_every_folder_read_next_time(
     assert again.items == 2 and from_seal(repo) == 0
     stage_index(repo)
     assert from_seal(repo) == 2
+
+
+def test_manifests_written_again_while_the_stage_runs_leave_it_unsealed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run is sealed with the manifests it planned from, read again when it ends (not
+    held through the run): when they changed meanwhile (an edit, and the manifests written
+    again, while the stage worked), the run is not sealed and the next one reads every
+    folder."""
+    import arkai.ops.index as index_op
+    from arkai.adapters import manifest
+
+    set_params(repo, embedder="none")
+    stage_index(repo)
+    stage_index(repo)
+    assert from_seal(repo) == 2
+    real = index_op._write_chunks
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+        transcript.write_bytes(transcript.read_bytes() + b"Swarms leave in late spring.\n")
+        manifest.write_all(repo, *index_op.STAGE_FOLDERS)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_op, "_write_chunks", meanwhile)
+    stage_index(repo)
+    monkeypatch.undo()
+    assert from_seal(repo) == 2  # (planned before the edit)
+    stage_index(repo, manifests=False)
+    assert from_seal(repo) == 0  # not sealed: every folder read

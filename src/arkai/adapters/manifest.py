@@ -718,16 +718,25 @@ def planned(root: Path, stage: str, folders: tuple[str, ...], inputs: object) ->
     it published them (:data:`PATHS`, DVC's dependencies of the stage — not walked again):
     :func:`sealed_run` and :func:`changes` of their snapshot with ``inputs``. None when one of
     them is missing (the stage then looks at every item)."""
+    now = published_snapshot(root, folders, inputs)
+    if now is None:
+        return None
+    sealed = sealed_run(root, stage, now)
+    return Plan(now, sealed, changes(sealed, now))
+
+
+def published_snapshot(root: Path, folders: tuple[str, ...], inputs: object) -> Snapshot | None:
+    """The snapshot of the manifests of ``folders`` as the stages before a stage published
+    them (read, not walked) with ``inputs``; None when one is missing. A stage that plans
+    from them may read them again when it ends, to seal its run without holding them: the
+    same digest as its plan's means the same bytes."""
     given: dict[str, bytes] = {}
     for folder in folders:
         try:
             given[folder] = (root / PATHS[folder]).read_bytes()
         except OSError:
             return None
-    now = snapshot(root, (), inputs, given=given)
-    del given
-    sealed = sealed_run(root, stage, now)
-    return Plan(now, sealed, changes(sealed, now))
+    return snapshot(root, (), inputs, given=given)
 
 
 def rebuild(root: Path, folder: str, build: Callable[[], T]) -> T:

@@ -1653,8 +1653,11 @@ class _Listing:
     items: list[Item]
     keys: dict[str, str]
     """A sealed item's folder (absolute, as a string) → its inputs key then."""
-    plan: folder_manifests.Plan | None
-    """The stage's plan (:func:`arkai.adapters.manifest.planned`); None outside the stage."""
+    planned: str | None
+    """The digest of the manifests the stage planned from (with its inputs); None outside
+    the stage, or when they were missing. (Not the manifests: ≈ 12 MB at 10,000 items, read
+    again to seal the run when it ends.)"""
+    inputs: dict[str, Any]
     sealable: bool
     """Every item folder could be read: the run may be sealed when it completes."""
 
@@ -1664,7 +1667,7 @@ def _run_items(repo: Repo, settings: bytes, full: bool) -> _Listing:
     stage, else every item read from its folder."""
     if repo.stage == STAGE and not full:
         return _stage_listing(repo, settings)
-    return _Listing([_slim(i) for i in repo.items()], {}, None, False)
+    return _Listing([_slim(i) for i in repo.items()], {}, None, {}, False)
 
 
 def _stage_listing(repo: Repo, settings: bytes) -> _Listing:
@@ -1683,6 +1686,7 @@ def _stage_listing(repo: Repo, settings: bytes) -> _Listing:
     inputs = {"stage": STAGE, "sealed": SEALED_VERSION, "arkai": arkai.__version__,
               "settings": settings.decode("utf-8")}  # fmt: skip
     plan = folder_manifests.planned(repo.root, STAGE, STAGE_FOLDERS, inputs)
+    planned = None if plan is None else plan.now.digest
     sealed = None if plan is None else plan.sealed
     changes = None if plan is None or sealed is None else plan.changes
     rows = None if changes is None or sealed is None else _sealed_rows(sealed)
@@ -1698,9 +1702,10 @@ def _stage_listing(repo: Repo, settings: bytes) -> _Listing:
                     items.append(item)
                     keys[os.fspath(item.path)] = key
             items.sort(key=lambda i: i.path)
-            return _Listing(items, keys, plan, True)
+            return _Listing(items, keys, planned, inputs, True)
+    del plan, sealed, changes, rows
     found, problems = repo.scan()
-    return _Listing([_slim(i) for i in found], {}, plan, not problems)
+    return _Listing([_slim(i) for i in found], {}, planned, inputs, not problems)
 
 
 def _sealed_bytes(loaded: Sequence[_Loaded]) -> bytes:
@@ -1952,10 +1957,11 @@ def run_index(
             write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
                                                "items": len(loaded), "keys": keys})  # fmt: skip
             digests.save()
-            if listed.plan is not None:
-                if listed.sealable:
-                    folder_manifests.seal(root, STAGE, listed.plan.now, len(loaded),
-                                          _sealed_bytes(loaded))  # fmt: skip
+            if listed.planned is not None:
+                # The manifests read again: the ones planned from when the digest is the same.
+                now = folder_manifests.published_snapshot(root, STAGE_FOLDERS, listed.inputs)
+                if listed.sealable and now is not None and now.digest == listed.planned:
+                    folder_manifests.seal(root, STAGE, now, len(loaded), _sealed_bytes(loaded))
                 else:
                     folder_manifests.unseal(root, STAGE)
     return summary
