@@ -493,3 +493,137 @@ def test_an_unfinished_builds_journal_removes_only_pages_inside_the_build_folder
     assert outside.read_text() == "someone's file" and (docs / "link.md").is_symlink()
     assert far.read_text() == "through a linked folder"
     site_build._undo_unfinished(build, journal)  # no journal: nothing to do
+
+
+# -- the stage: its items planned from the manifests the stages before it wrote (issue 17) ----
+
+
+def stage_site(repo: Path, *, manifests: bool = True) -> site_build.SiteReport:
+    """The ``site`` stage as ``dvc repro`` runs it, after the extract stage wrote the manifests
+    of library/ and extracted/ (``manifests``)."""
+    from arkai.adapters import manifest
+
+    if manifests:
+        manifest.write_all(repo, *site_build.STAGE_FOLDERS)
+    return build_site(repo, stage=True)
+
+
+@pytest.fixture
+def stats_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The item folders whose input files the site looks at (``input_stats``)."""
+    seen: list[str] = []
+    real = site_build.input_stats
+
+    def spy(item: object) -> object:
+        seen.append(item.path.name)  # type: ignore[attr-defined]
+        return real(item)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(site_build, "input_stats", spy)
+    return seen
+
+
+def test_the_stage_looks_only_at_the_changed_items_files_and_equals_a_clean_build(
+    tmp_path: Path, arkai: Runner, stats_taken: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path, arkai)
+    items = item_dirs(repo)
+    stage_site(repo)
+    assert len(stats_taken) == len(items)  # no complete run yet: every item looked at
+    stats_taken.clear()
+    stage_site(repo)
+    assert stats_taken == []
+    cid, folder = sorted(items.items())[0]
+    transcript = folder / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"\nA line added by an editor today.\n")
+    stage_site(repo)
+    assert stats_taken == [folder.name]
+    docs = repo / ".site-build" / "docs"
+    assert "A line added by an editor today." in (docs / f"transcripts/{cid}.md").read_text()
+    # An edit after the manifests were written: not seen by that run, seen by the next.
+    transcript.write_bytes(transcript.read_bytes() + b"\nA second line, added late.\n")
+    stats_taken.clear()
+    stage_site(repo, manifests=False)
+    assert stats_taken == []
+    assert "A second line" not in (docs / f"transcripts/{cid}.md").read_text()
+    stage_site(repo)
+    assert stats_taken == [folder.name]
+    assert "A second line" in (docs / f"transcripts/{cid}.md").read_text()
+    assert_as_clean_build(repo, docs, repo / ".site-build", repo / "site", monkeypatch)
+
+
+def test_a_summary_another_build_made_for_other_bytes_is_not_taken(
+    tmp_path: Path, arkai: Runner, stats_taken: list[str]
+) -> None:
+    """The stage sealed an item's input digest; ``arkai site`` (which looks at every item's
+    files) then made its summary for an edit that is undone, so the item's manifest lines are
+    the sealed ones again — and the summary is not for these bytes: the item's files are
+    looked at rather than the summary taken."""
+    repo = make_repo(tmp_path, arkai)
+    stage_site(repo)
+    cid, folder = sorted(item_dirs(repo).items())[0]
+    transcript = folder / "transcript.md"
+    good = transcript.read_bytes()
+    transcript.write_bytes(good + b"\nA line that will be taken back.\n")
+    build_site(repo)  # not the stage: every item's files looked at
+    transcript.write_bytes(good)
+    stats_taken.clear()
+    stage_site(repo)
+    assert stats_taken == [folder.name]
+    page = (repo / ".site-build" / "docs" / f"transcripts/{cid}.md").read_text()
+    assert "taken back" not in page
+
+
+def test_a_damaged_or_forged_site_seal_is_not_taken(
+    tmp_path: Path, arkai: Runner, stats_taken: list[str]
+) -> None:
+    from arkai.adapters import manifest
+
+    repo = make_repo(tmp_path, arkai)
+    items = item_dirs(repo)
+    stage_site(repo)
+    result = repo / manifest.CACHE_DIR / f"{site_build.STAGE}.done.result"
+    result.write_bytes(result.read_bytes().replace(b'"version":1', b'"version":1 '))
+    stats_taken.clear()
+    stage_site(repo)
+    assert len(stats_taken) == len(items)  # the digest: every item looked at
+    seal = repo / manifest.CACHE_DIR / f"{site_build.STAGE}.done.json"
+    doc = json.loads(result.read_bytes())
+    doc["items"] = {k: "0" * 64 for k in doc["items"]}  # sealed right, for other bytes
+    data = json.dumps(doc).encode()
+    result.write_bytes(data)
+    record = json.loads(seal.read_bytes())
+    record["result"] = __import__("hashlib").sha256(data).hexdigest()
+    seal.write_bytes(json.dumps(record).encode())
+    stats_taken.clear()
+    stage_site(repo)
+    assert len(stats_taken) == len(items)  # no summary holds those digests
+
+
+def test_manifests_written_again_while_the_site_builds_leave_it_unsealed(
+    tmp_path: Path, arkai: Runner, stats_taken: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run is sealed with the manifests it planned from, read again when it ends: an edit
+    (and the manifests written again) while it built leaves it unsealed, so the next run looks
+    at every item's files — the edit included."""
+    from arkai.adapters import manifest
+
+    repo = make_repo(tmp_path, arkai)
+    items = item_dirs(repo)
+    stage_site(repo)
+    cid, folder = sorted(items.items())[0]
+    real = site_build.run_mkdocs
+
+    def meanwhile(*args: object, **kwargs: object) -> None:
+        transcript = folder / "transcript.md"
+        transcript.write_bytes(transcript.read_bytes() + b"\nWritten while the site built.\n")
+        manifest.write_all(repo, *site_build.STAGE_FOLDERS)
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(site_build, "run_mkdocs", meanwhile)
+    stage_site(repo)
+    monkeypatch.setattr(site_build, "run_mkdocs", real)
+    stats_taken.clear()
+    stage_site(repo, manifests=False)
+    assert len(stats_taken) == len(items)
+    page = (repo / ".site-build" / "docs" / f"transcripts/{cid}.md").read_text()
+    assert "Written while the site built." in page

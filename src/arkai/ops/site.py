@@ -26,8 +26,9 @@ def build(
     if clean:
         site_build.clean(repo.root)
     return site_build.build_site(
-        repo.root, mkdocs=mkdocs, full=full, verbose=verbose, progress=progress
-    )
+        repo.root, mkdocs=mkdocs, full=full, verbose=verbose, progress=progress,
+        stage=repo.stage == site_build.STAGE,
+    )  # fmt: skip
 
 
 def serve(repo: Repo, *, port: int = 8000) -> int:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from arkai.adapters import manifest as folder_manifests
 from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
 from arkai.adapters.chunkparts import ChunkParts
 from arkai.adapters.fs import (
@@ -51,7 +52,7 @@ from arkai.adapters.fs import (
     open_repo_file,
     read_repo_file,
 )
-from arkai.adapters.layout import INDEX, Item, item_at, item_folders, load_metadata
+from arkai.adapters.layout import INDEX, LIBRARY, Item, item_at, item_folders, load_metadata
 from arkai.adapters.memory import iter_changes, read_state, state_digest
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
@@ -122,6 +123,78 @@ _START_LINE = re.compile(rb'"start_line": ?(-?[0-9]+)[,}]')
 _END_LINE = re.compile(rb'"end_line": ?(-?[0-9]+)[,}]')
 
 log = logging.getLogger(__name__)
+
+
+#: The DVC stage that builds the site (``stages/site.py``): its items are planned from the
+#: manifests of library/ and extracted/ (its dependencies), and its run sealed under this name.
+STAGE = "site"
+STAGE_FOLDERS = ("library", "extracted")
+#: Bump when what the stage's sealed result (:class:`_ItemPlan`) holds changes.
+SEALED_VERSION = 1
+
+
+@dataclass
+class _ItemPlan:
+    """The site stage's items planned from the manifests (:func:`_item_plan`): the item
+    folders the manifest of library/ lists, and for each folder whose lines are those of the
+    stage's last complete run, the input digest that run recorded for its item."""
+
+    digest: str
+    """The digest of the manifests planned from (with the inputs): the run is sealed only
+    when they are still those when it ends."""
+    inputs: dict[str, Any]
+    folders: list[Path]
+    unchanged: dict[str, str]
+    """An unchanged item's folder (relative to the repo root, as its summary holds it) → the
+    input digest sealed for it."""
+    sealed: dict[str, str] = field(default_factory=dict)
+    """Filled by the build: each item's folder → its input digest now (what is sealed)."""
+
+
+def _item_plan(root: Path) -> _ItemPlan | None:
+    """The plan of the ``site`` stage's items, as the validate, beliefs and index stages plan
+    theirs (:func:`arkai.adapters.manifest.changes`); None when a manifest is missing (the
+    library is then walked and every item's input files looked at)."""
+    inputs = {"stage": STAGE, "sealed": SEALED_VERSION, "generator": GENERATOR_VERSION}
+    plan = folder_manifests.planned(root, STAGE, STAGE_FOLDERS, inputs)
+    if plan is None:
+        return None
+    lib = root / LIBRARY
+    folders = sorted(
+        lib / rel for rel in folder_manifests.item_folders(plan.now.manifests["library"])
+    )
+    unchanged: dict[str, str] = {}
+    sealed, changes = plan.sealed, plan.changes
+    if sealed is not None and changes is not None:
+        rows = _sealed_rows(sealed.result)
+        prefix = f"{LIBRARY}/"
+        for rel, digest in (rows or {}).items():
+            if rel.startswith(prefix) and rel[len(prefix) :] not in changes.folders:
+                unchanged[rel] = digest
+    return _ItemPlan(plan.now.digest, inputs, folders, unchanged)
+
+
+def _sealed_rows(data: bytes | None) -> dict[str, str] | None:
+    """What :func:`_seal_items` sealed; None when it is not that."""
+    try:
+        doc = json.loads(data or b"")
+        if doc["version"] != SEALED_VERSION or not isinstance(doc["items"], dict):
+            return None
+        return {str(k): str(v) for k, v in doc["items"].items()}
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _seal_items(root: Path, plan: _ItemPlan) -> None:
+    """Seal the stage's run with the manifests it planned from, read again (not held through
+    the run): unsealed when they changed meanwhile."""
+    now = folder_manifests.published_snapshot(root, STAGE_FOLDERS, plan.inputs)
+    if now is None or now.digest != plan.digest:
+        folder_manifests.unseal(root, STAGE)
+        return
+    doc = {"version": SEALED_VERSION, "items": plan.sealed}
+    data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    folder_manifests.seal(root, STAGE, now, len(plan.sealed), data)
 
 
 class SiteBuildError(ArkaiError):
@@ -924,6 +997,7 @@ def generate_pages(
     options: SiteOptions,
     report: SiteReport,
     progress: Callable[[int, int], None] | None = None,
+    plan: _ItemPlan | None = None,
 ) -> Library:
     """Write every page into ``.site-build/docs`` (unchanged pages are left alone).
 
@@ -947,7 +1021,7 @@ def generate_pages(
     # The store commits when the pages are all written (on leaving its block, before the
     # journal's): a build that stops before leaves the journal for the next one.
     with _Journal(journal) as log, SummaryStore(build, setting) as store:
-        lib = _generate(root, store, user, urls, options, report, progress, log)
+        lib = _generate(root, store, user, urls, options, report, progress, log, plan)
     journal.unlink()
     return lib
 
@@ -1016,6 +1090,7 @@ def _generate(
     report: SiteReport,
     progress: Callable[[int, int], None] | None,
     journal: _Journal,
+    plan: _ItemPlan | None = None,
 ) -> Library:
     build = root / BUILD_DIR
     docs = build / DOCS_DIR
@@ -1033,10 +1108,30 @@ def _generate(
     # as the summary holds it (each made once, here).
     found_as: dict[str, tuple[list[list[int] | None], str, str]] = {}
     seen: set[str] = set()
-    for place in item_folders(root):
-        stats = input_stats(Item(root, place, {}))
-        skey, rel = stats_key(stats), place.relative_to(root).as_posix()
+    # As the DVC stage (``plan``): the item folders the manifest of library/ lists, and an
+    # item whose folder's manifest lines are those of the stage's last complete run is taken
+    # as its summary holds it when that holds the input digest sealed for it — its files are
+    # not looked at (issue 17: ≈ 50,000 ``lstat`` calls at 10,000 items).
+    sealed_digests = plan.unchanged if plan is not None else {}
+    for place in plan.folders if plan is not None else item_folders(root):
+        rel = place.relative_to(root).as_posix()
         cid = at_path.get(rel)
+        sealed_digest = sealed_digests.get(rel)
+        if (
+            cid is not None
+            and sealed_digest is not None
+            and stored[cid][0].get("digest") == sealed_digest
+            and isinstance(skey := stored[cid][0].get("stats"), str)
+        ):
+            if cid in seen:
+                report.warnings.append(f"{place}: duplicate content ID {cid}, skipped")
+                continue
+            seen.add(cid)
+            items.append((cid, str(place)))
+            found_as[cid] = ([], skey, rel)  # (its stats not needed: the summary holds)
+            continue
+        stats = input_stats(Item(root, place, {}))
+        skey = stats_key(stats)
         if cid is None or stored[cid][0].get("stats") != skey:
             found = item_at(root, place)
             if found is None:
@@ -1099,6 +1194,8 @@ def _generate(
             # Only written back for touched items: not kept (a fifth of an item's memory).
             entry.pop("stats", None)
         entries[item.id] = (entry, slim)
+        if plan is not None:
+            plan.sealed[rel] = entry["digest"]
         # The transcript page depends on the item's files only: made now.
         src = links.transcript_page(item.id)
         keep.add(src)
@@ -1317,6 +1414,7 @@ def prepare(
     options: SiteOptions | None = None,
     report: SiteReport | None = None,
     progress: Callable[[int, int], None] | None = None,
+    plan: _ItemPlan | None = None,
 ) -> tuple[Path, str, SiteReport]:
     """Generate the pages and the config; return (config path, config text, report)."""
     report = report or SiteReport()
@@ -1325,7 +1423,7 @@ def prepare(
     opts = options or SiteOptions.from_params(params)
     build = root / BUILD_DIR
     started = time.perf_counter()
-    lib = generate_pages(root, user, opts, report, progress)
+    lib = generate_pages(root, user, opts, report, progress, plan)
     site_url = None if user.data.get("site_url") else derive_site_url(root, params)
     text = generated_config(
         user, build, topics=True, beliefs=lib.beliefs is not None, site_url=site_url
@@ -1345,9 +1443,13 @@ def build_site(
     full: bool = False,
     verbose: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    stage: bool = False,
 ) -> SiteReport:
-    """Generate the pages, then ``mkdocs build`` (dirty when that is safe, see module doc)."""
-    config_file, text, report = prepare(root, options=options, progress=progress)
+    """Generate the pages, then ``mkdocs build`` (dirty when that is safe, see module doc).
+    ``stage``: run as the DVC stage, the items planned from the manifests (:func:`_item_plan`)
+    unless ``full``, and the run sealed when it completes."""
+    plan = _item_plan(root) if stage and not full else None
+    config_file, text, report = prepare(root, options=options, progress=progress, plan=plan)
     if not mkdocs:
         return report
     user = load_user_config(root)
@@ -1370,6 +1472,8 @@ def build_site(
     report.mkdocs_s = round(time.perf_counter() - started, 3)
     report.mkdocs = "dirty" if dirty else "full"
     atomic_write_text(build / STATE, json.dumps({"fingerprint": fp, "complete": True}))
+    if plan is not None:
+        _seal_items(root, plan)
     return report
 
 
