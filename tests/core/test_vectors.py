@@ -539,3 +539,27 @@ def test_appends_grow_the_id_buffer_by_capacity_not_each_time() -> None:
         prev = s._tail_ids
     assert replaced <= 12, replaced  # grown by half again each time: ≈ log(300) times
     assert s.keys == keys and [s.row_of(k) for k in keys] == list(range(300))
+
+
+def test_keys_sharing_their_first_bytes_are_each_found(tmp_path: Path) -> None:
+    """A lookup searches the ids' first 8 bytes: keys that share them (sorted by the rest
+    among themselves) are each found at their own row, after a reload too, and a key sharing
+    them that is not stored is not found."""
+    rng = np.random.default_rng(5)
+
+    def key(head: str) -> str:
+        return "sha256:" + head + "".join(rng.choice(list("0123456789abcdef"), 64 - len(head)))
+
+    shared = [key("00000000deadbeef") for _ in range(40)]
+    others = [key("") for _ in range(40)]
+    keys = [k for pair in zip(shared, others, strict=True) for k in pair]
+    rows = rng.standard_normal((len(keys), 8)).astype(np.float32)
+    store = VectorStore(8, "m")
+    store.add(keys, rows)
+    store.save(tmp_path / "v")
+    for s in (store, VectorStore.load(tmp_path / "v", "m")):
+        got = s.rows_of(vectors.key_ids(keys))
+        assert got.tolist() == list(range(len(keys)))
+        absent = [key("00000000deadbeef"), key("00000000deadbef0"), key("")]
+        assert (s.rows_of(vectors.key_ids(absent)) == -1).all()
+        assert np.array_equal(s.vector(int(s.rows_of(vectors.key_ids([shared[7]]))[0])), rows[14])

@@ -150,6 +150,13 @@ def _key_text(ids: Ids, other: dict[bytes, str]) -> bytes:
     return b"".join(lines)
 
 
+def _first_bytes(ids: Ids) -> npt.NDArray[np.uint64]:
+    """The first 8 bytes of each id as a big-endian number: ids sorted (bytewise, as numpy
+    orders them) have these in ascending order."""
+    whole = np.ascontiguousarray(ids, dtype=ID_DTYPE).view(">u8")
+    return whole[:: ID_DTYPE.itemsize // 8].astype(np.uint64)
+
+
 def _parse_keys(text: bytes, count: int) -> tuple[Ids, dict[bytes, str]] | None:
     """The ids of a ``.keys`` file's ``count`` lines and the text of each key that is not a
     digest key; None when it does not hold ``count`` one-per-line keys."""
@@ -208,6 +215,10 @@ class VectorStore:
         are views of it)."""
         self._order: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         """Those rows sorted by id."""
+        self._firsts: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
+        """The first 8 bytes of each id in that order, as numbers (:func:`_first_bytes`): what
+        a lookup searches (a search over the 32-byte ids through ``_order`` took 3× as long:
+        ≈ 80 ms for the 182,000 chunks of 10,000 items, five times a run)."""
         self._recent: dict[bytes, int] = {}
         """The rows appended since, by id."""
         self._starts: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -291,11 +302,21 @@ class VectorStore:
         want = np.asarray(ids, dtype=ID_DTYPE).reshape(-1)
         out = np.full(want.shape[0], -1, dtype=np.int64)
         if len(self._order) and want.size:
-            at = np.searchsorted(self._sorted, want, sorter=self._order)
+            firsts = _first_bytes(want)
+            at = np.searchsorted(self._firsts, firsts)
             at = np.minimum(at, len(self._order) - 1)
             rows = self._order[at]
             hit = self._sorted[rows] == want
             out[hit] = rows[hit]
+            # Ids that share their first 8 bytes (sorted by the rest among themselves): the
+            # one found first need not be the one asked for.
+            for i in np.flatnonzero(~hit & (self._firsts[at] == firsts)).tolist():
+                j = int(at[i]) + 1
+                while j < len(self._order) and self._firsts[j] == firsts[i]:
+                    if self._sorted[self._order[j]] == want[i]:
+                        out[i] = self._order[j]
+                        break
+                    j += 1
         if self._recent and want.size:
             for i in np.flatnonzero(out < 0).tolist():
                 out[i] = self._recent.get(want[i : i + 1].tobytes(), -1)
@@ -453,6 +474,7 @@ class VectorStore:
             at += len(seg.ids)
         self._tail_ids = self._segs[-1].ids if self._segs else self._sorted[:0]
         self._order = np.argsort(self._sorted, kind="stable")
+        self._firsts = _first_bytes(self._sorted)[self._order]
         self._recent = {}
         self._n = at
         if self._other:
