@@ -627,3 +627,36 @@ def test_manifests_written_again_while_the_site_builds_leave_it_unsealed(
     assert len(stats_taken) == len(items)
     page = (repo / ".site-build" / "docs" / f"transcripts/{cid}.md").read_text()
     assert "Written while the site built." in page
+
+
+def test_a_dirty_build_asks_each_page_once_whether_it_changed(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MkDocs asks a page's ``is_modified`` before reading it and again before rendering it
+    (three ``stat`` calls each); the hooks answer each page's second ask from its first. The
+    page whose item changed is still made again, and the others are not."""
+    from mkdocs.structure.files import File
+
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    asked: dict[str, int] = {}
+    real = File.is_modified
+
+    def counted(self: File) -> bool:
+        asked[self.src_uri] = asked.get(self.src_uri, 0) + 1
+        return real(self)
+
+    monkeypatch.setattr(File, "is_modified", counted)
+    cid, folder = sorted(item_dirs(repo).items())[0]
+    transcript = folder / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"\nA changed line for the dirty build.\n")
+    site = repo / "site"
+    before = {p: p.stat().st_mtime_ns for p in site.rglob("*.html")}
+    assert build_site(repo).mkdocs == "dirty"
+    pages = [u for u in asked if u.endswith(".md")]
+    assert len(pages) > 10 and max(asked[u] for u in pages) == 1
+    changed = {p for p, t in before.items() if p.exists() and p.stat().st_mtime_ns != t}
+    assert any(cid in str(p) for p in changed)
+    page = next(p for p in changed if "transcripts" in str(p) and cid in str(p))
+    assert "A changed line for the dirty build." in html_text(page.read_text())
+    assert len(changed) < len(before) // 2
