@@ -36,12 +36,14 @@ neighbour lists do, so a save is undone whole — the table is then as the save 
 it). A save cut short leaves such a torn batch. In the base a damaged line loses its row
 alone, as before. The file is written whole again (atomically) when the lines no row uses
 would outweigh the ones it does, after a damaged line or torn batch, and when it is not the
-file that was loaded (another process replaced or grew it).
+file that was loaded (another process replaced or grew it: the file is locked, ``flock``,
+while it is checked and appended to).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -388,6 +390,9 @@ class ItemTable:
         except OSError:
             return False
         try:
+            # Held while the file is checked and written: another process's save appends
+            # after this one (and finds the file grown), never between the check and write.
+            fcntl.flock(fd, fcntl.LOCK_EX)
             mine, there = os.fstat(self._fd), os.fstat(fd)
             if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino) or (
                 there.st_size != self._size
