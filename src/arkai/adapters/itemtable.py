@@ -330,8 +330,7 @@ class ItemTable:
                     if got is None:
                         continue  # changed under us since it was loaded: made again next time
                     r = got
-                body = b"\t".join((cid.encode(), (r.stat or "-").encode(), r.key.encode(), r.body))
-                line = seal_row(body)
+                line = seal_row(_row_body(cid, r))
                 placed[cid] = _Line(r.stat, r.key, at, len(line))
                 at += len(line) + 1
                 yield line + b"\n"
@@ -366,8 +365,7 @@ class ItemTable:
         for cid in sorted(cid for cid, r in rows.items() if not isinstance(r, _Line)):
             row = rows[cid]
             assert isinstance(row, Row)
-            fields = (cid.encode(), (row.stat or "-").encode(), row.key.encode(), row.body)
-            out.append((cid, b"\t".join(fields), row))
+            out.append((cid, _row_body(cid, row), row))
         if not out:
             return False
         lines = [seal_row(body) for _, body, _ in out]
@@ -408,6 +406,11 @@ class ItemTable:
         self.rows, self._dirty = {cid: placed[cid] for cid in rows}, False
         self.kept = {cid: placed[cid] for cid in self.kept if cid in placed}
         return True
+
+
+def _row_body(content_id: str, row: Row) -> bytes:
+    """A row's line as :func:`seal_row` seals it: its content ID, stat, key and body."""
+    return b"\t".join((content_id.encode(), (row.stat or "-").encode(), row.key.encode(), row.body))
 
 
 def _parse(line: bytes) -> tuple[str, Row] | None:

@@ -539,6 +539,23 @@ def seal(root: Path, stage: str, now: Snapshot, items: int, result: bytes | None
     atomic_write_bytes(_seal_path(root, stage), json.dumps(record).encode("utf-8"), fsync=False)
 
 
+def seal_as_planned(
+    root: Path, stage: str, folders: tuple[str, ...], inputs: object, planned: str, items: int,
+    result: bytes | None = None,
+) -> bool:  # fmt: skip
+    """:func:`seal` a run that planned from the published manifests of ``folders`` (its
+    :class:`Plan`'s snapshot digest ``planned``) without holding them through its work: they
+    are read again, and the run is sealed only when their digest with ``inputs`` is still
+    ``planned`` — else (written again meanwhile) the last seal is forgotten, so the next run
+    looks at every item. Whether it sealed."""
+    now = published_snapshot(root, folders, inputs)
+    if now is None or now.digest != planned:
+        unseal(root, stage)
+        return False
+    seal(root, stage, now, items, result)
+    return True
+
+
 def unseal(root: Path, stage: str) -> None:
     """Forget ``stage``'s last complete run (its next run works through every item)."""
     _seal_path(root, stage).unlink(missing_ok=True)

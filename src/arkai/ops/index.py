@@ -1766,8 +1766,8 @@ def run_index(
             records = _Records(root, full)
             sealed_keys = listed.keys
             for n, item in enumerate(items, 1):
-                known = sealed_keys.get(os.fspath(item.path))
-                loaded.append(_load(item, ip, settings, cache, records, memo, full, known))
+                sealed_key = sealed_keys.get(os.fspath(item.path))
+                loaded.append(_load(item, ip, settings, cache, records, memo, full, sealed_key))
                 if progress:
                     progress(n, len(items), item.title)
             loaded.sort(key=lambda d: d.path)
@@ -1957,11 +1957,10 @@ def run_index(
             write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
                                                "items": len(loaded), "keys": keys})  # fmt: skip
             digests.save()
-            if listed.planned is not None:
-                # The manifests read again: the ones planned from when the digest is the same.
-                now = folder_manifests.published_snapshot(root, STAGE_FOLDERS, listed.inputs)
-                if listed.sealable and now is not None and now.digest == listed.planned:
-                    folder_manifests.seal(root, STAGE, now, len(loaded), _sealed_bytes(loaded))
-                else:
-                    folder_manifests.unseal(root, STAGE)
+            if listed.planned is not None and listed.sealable:
+                folder_manifests.seal_as_planned(root, STAGE, STAGE_FOLDERS, listed.inputs,
+                                                 listed.planned, len(loaded),
+                                                 _sealed_bytes(loaded))  # fmt: skip
+            elif listed.planned is not None:
+                folder_manifests.unseal(root, STAGE)
     return summary

@@ -188,13 +188,10 @@ def _sealed_rows(data: bytes | None) -> dict[str, str] | None:
 def _seal_items(root: Path, plan: _ItemPlan) -> None:
     """Seal the stage's run with the manifests it planned from, read again (not held through
     the run): unsealed when they changed meanwhile."""
-    now = folder_manifests.published_snapshot(root, STAGE_FOLDERS, plan.inputs)
-    if now is None or now.digest != plan.digest:
-        folder_manifests.unseal(root, STAGE)
-        return
     doc = {"version": SEALED_VERSION, "items": plan.sealed}
     data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    folder_manifests.seal(root, STAGE, now, len(plan.sealed), data)
+    folder_manifests.seal_as_planned(root, STAGE, STAGE_FOLDERS, plan.inputs, plan.digest,
+                                     len(plan.sealed), data)  # fmt: skip
 
 
 class SiteBuildError(ArkaiError):
@@ -1121,22 +1118,17 @@ def _generate(
             cid is not None
             and sealed_digest is not None
             and stored[cid][0].get("digest") == sealed_digest
-            and isinstance(skey := stored[cid][0].get("stats"), str)
+            and isinstance(held := stored[cid][0].get("stats"), str)
         ):
-            if cid in seen:
-                report.warnings.append(f"{place}: duplicate content ID {cid}, skipped")
-                continue
-            seen.add(cid)
-            items.append((cid, str(place)))
-            found_as[cid] = ([], skey, rel)  # (its stats not needed: the summary holds)
-            continue
-        stats = input_stats(Item(root, place, {}))
-        skey = stats_key(stats)
-        if cid is None or stored[cid][0].get("stats") != skey:
-            found = item_at(root, place)
-            if found is None:
-                continue
-            cid = found.id
+            stats, skey = [], held  # (not needed: the summary holds)
+        else:
+            stats = input_stats(Item(root, place, {}))
+            skey = stats_key(stats)
+            if cid is None or stored[cid][0].get("stats") != skey:
+                found = item_at(root, place)
+                if found is None:
+                    continue
+                cid = found.id
         if cid in seen:
             report.warnings.append(f"{place}: duplicate content ID {cid}, skipped")
             continue
