@@ -26,12 +26,12 @@ MkDocs imports this file by path, so it keeps no state beyond one build.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import re
 import shutil
-from collections.abc import Callable
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -196,24 +196,13 @@ def on_post_build(config: Any) -> None:
 
 def on_files(files: Any, config: Any) -> Any:
     _state["files"] = [f for f in files if f.is_documentation_page()]
+    # Each page's `is_modified` answered once per build: a dirty build asks it twice a page
+    # (before reading the page and before rendering it), three `stat` calls each time —
+    # ≈ 128,000 calls, 0.4 s, for 21,000 pages at 10,000 items. Nothing between the two asks
+    # writes the page's source or output.
     for f in _state["files"]:
-        f.is_modified = _asked_once(f.is_modified)
+        f.is_modified = functools.cache(f.is_modified)
     return files
-
-
-def _asked_once(is_modified: Callable[[], bool]) -> Callable[[], bool]:
-    """A page's ``File.is_modified`` answered once per build: a dirty build asks it twice a
-    page (before reading the page and before rendering it), three ``stat`` calls each time —
-    ≈ 128,000 calls, 0.4 s, for 21,000 pages at 10,000 items. Nothing between the two asks
-    writes the page's source or output."""
-    answer: list[bool] = []
-
-    def once() -> bool:
-        if not answer:
-            answer.append(is_modified())
-        return answer[0]
-
-    return once
 
 
 def _add_search_entries(site: Path, build_dir: Path) -> None:
