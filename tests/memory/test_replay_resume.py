@@ -381,10 +381,11 @@ resume.vectors, resume.from_log = rows, np.ones(n, dtype=bool)
 check = np.arange(n - checked, n)
 changed = np.arange(0, n - checked)
 kth = np.full(n, int(0.95 * rp.GRID**2), dtype=np.int64)
-kth[-1] = 0  # any earlier row is nearer than nothing: this one is searched again
-resume._near_changed(check[:3], changed[:5_000], kth)  # warm up: numpy's and BLAS's buffers
+kth[-1] = 0  # any earlier row is nearer than nothing: this one's list is ranked again
+cands = np.zeros((n, rp.CANDIDATES), dtype=np.int32)  # (a full list of kept rows)
+resume._near_changed(check[:3], changed[:5_000], cands, kth)  # warm up: numpy's and BLAS's buffers
 before = hwm()
-hit = resume._near_changed(check, changed, kth)
+hit = resume._near_changed(check, changed, cands, kth)
 print(hwm() - before, hit.tolist())
 """
 )
@@ -400,3 +401,41 @@ def test_the_changed_rows_are_checked_a_chunk_at_a_time(tmp_path: Path) -> None:
     grew, hit = proc.stdout.split(maxsplit=1)
     assert hit.strip() == "[249999]"
     assert int(grew) < 64 * 2**20, grew
+
+
+def test_rows_a_new_episode_is_near_are_ranked_again_without_a_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Episodes inserted early (near copies of many later ones): each later kept row whose
+    weakest candidate a new row beats gets its list from its recorded one and the new rows
+    ranked together — only the new rows are searched against every earlier row — and the
+    replay equals one from scratch (lists, outcomes, log)."""
+    eps, rows = library(200)
+    before = run(eps, rows)
+    assert before.log is not None
+    new = [Episode(f"{9000 + j:016x}", eps[110 + j].statement, eps[100].date, "item-new",
+                   20_000 + j) for j in range(6)]  # fmt: skip
+    eps2 = [*eps[:101], *new, *eps[101:]]  # (every later row has a full list: 32 before it)
+    rows2 = np.insert(rows, 101, rows[110:116], axis=0)
+    searched: list[list[int]] = []
+    real = rp._each_candidates
+
+    def spy(vectors: object, k: int, todo: object) -> object:
+        searched.append(list(todo))  # type: ignore[call-overload]
+        return real(vectors, k, todo)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rp, "_each_candidates", spy)
+    merged: list[int] = []
+    real_near = rp._Resume._near_changed
+
+    def near(self: rp._Resume, *args: object) -> object:
+        got = real_near(self, *args)  # type: ignore[arg-type]
+        merged.extend(got.tolist())  # type: ignore[attr-defined]
+        return got
+
+    monkeypatch.setattr(rp._Resume, "_near_changed", near)
+    resumed = run(eps2, rows2, before.log)
+    monkeypatch.undo()
+    assert searched[0] == list(range(101, 107))  # the new rows alone
+    assert len(merged) > 10 and all(m > 106 for m in merged)
+    same(resumed, run(eps2, rows2))

@@ -689,20 +689,27 @@ class _Resume:
                 checks.append(rows[good & full])
         check = np.concatenate(checks) if checks else np.zeros(0, dtype=np.int64)
         if len(check):
-            todo.append(self._near_changed(check, changed, kth))
+            self._near_changed(check, changed, cands, kth)
         return sorted(np.concatenate(todo).tolist())
 
     def _near_changed(
-        self, check: npt.NDArray[np.int64], changed: npt.NDArray[np.int64], kth: npt.NDArray[Any]
-    ) -> npt.NDArray[np.int64]:
-        """The rows of ``check`` (kept rows whose recorded candidates were taken) that a
-        changed row before them is, on the exact grid, at least as similar to as their weakest
-        candidate: searched again (their ``from_log`` cleared). The changed rows are taken
-        :data:`COLUMN_ROWS` at a time — with every row new but a few (a library grown
-        ten-fold in one run) their vectors and grid copies at once were ≈ 4.6 KB a row, 826 MB
-        at 10,000 items (issue 17) — and a row found near one is not checked again."""
+        self, check: npt.NDArray[np.int64], changed: npt.NDArray[np.int64],
+        cands: npt.NDArray[np.int32], kth: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:  # fmt: skip
+        """The rows of ``check`` (kept rows whose recorded candidates were taken, a full list
+        of them, none removed) that a changed row before them is, on the exact grid, at least
+        as similar to as their weakest candidate: their candidates are those rows and their
+        recorded ones ranked together (``cands`` and ``kth`` set; their ``from_log``
+        cleared); returned. The recorded list is the best ``k`` of the rows before the row in
+        the recorded replay, none of them removed, so it is the best ``k`` of the kept rows
+        before it, and a changed row less similar than its weakest cannot enter it: ranking
+        the two together gives what a search over every earlier row gives (a search per such
+        row was ≈ 4 s when an item was added at 10,000 items: 2,000 rows, each against up to
+        80,000; issue 17). The changed rows are taken :data:`COLUMN_ROWS` at a time — with
+        every row new but a few (a library grown ten-fold in one run) their vectors and grid
+        copies at once were ≈ 4.6 KB a row, 826 MB at 10,000 items."""
         eps = _margin(self.vectors.shape[1])
-        found = np.zeros(len(check), dtype=bool)
+        near: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[Any]]] = []
         for c0 in range(0, len(changed), COLUMN_ROWS):
             cols = changed[c0 : c0 + COLUMN_ROWS]
             if not (check > cols[0]).any():
@@ -711,23 +718,40 @@ class _Resume:
             exact_targets = grid(targets)
             step = max(1, min(BLOCK_CELLS // len(cols), ROW_CHUNK))
             for lo in range(0, len(check), step):
-                open_rows = lo + np.flatnonzero(~found[lo : lo + step])
-                rows = check[open_rows]
-                rows_after = rows > cols[0]
-                open_rows, rows = open_rows[rows_after], rows[rows_after]
+                rows = check[lo : lo + step]
+                rows = rows[rows > cols[0]]
                 if not len(rows):
                     continue
                 weakest = kth[rows].astype(np.float64)
-                near = self.vectors[rows] @ targets.T >= (weakest / GRID**2 - eps)[:, None]
-                near &= cols[None, :] < rows[:, None]
-                maybe = np.flatnonzero(near.any(axis=1))
+                close = self.vectors[rows] @ targets.T >= (weakest / GRID**2 - eps)[:, None]
+                close &= cols[None, :] < rows[:, None]
+                maybe = np.flatnonzero(close.any(axis=1))
                 if not len(maybe):
                     continue
                 exact = grid(self.vectors[rows[maybe]]) @ exact_targets.T
                 exact[cols[None, :] >= rows[maybe][:, None]] = -np.inf
-                found[open_rows[maybe][(exact >= weakest[maybe][:, None]).any(axis=1)]] = True
+                ri, ci = np.nonzero(exact >= weakest[maybe][:, None])
+                near.append((rows[maybe][ri], cols[ci], exact[ri, ci]))
             del targets, exact_targets
-        hit = check[found]
+        if not near:
+            return np.zeros(0, dtype=np.int64)
+        rr = np.concatenate([x[0] for x in near])
+        cc = np.concatenate([x[1] for x in near])
+        ee = np.concatenate([x[2] for x in near])
+        del near
+        hit = np.unique(rr)
+        order = np.argsort(rr, kind="stable")
+        rr, cc, ee = rr[order], cc[order], ee[order]
+        starts = np.searchsorted(rr, hit)
+        ends = np.searchsorted(rr, hit, side="right")
+        k = cands.shape[1]
+        for r, s, e in zip(hit.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            kept = cands[r].astype(np.int64)
+            kept_exact = grid(self.vectors[kept]) @ grid(self.vectors[r : r + 1])[0]
+            rows_all = np.concatenate([kept, cc[s:e]])
+            sims_all = np.concatenate([kept_exact, ee[s:e]])
+            best = np.lexsort((rows_all, -sims_all))[:k]  # most similar first, ties: earlier
+            cands[r], kth[r] = rows_all[best], int(sims_all[best[-1]])
         self.from_log[hit] = False
         return hit
 
