@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -399,16 +400,41 @@ def test_a_damaged_per_file_cache_costs_only_the_reads_of_its_files(
     assert seen == ["library/b/deep/x.json"]  # the cache written then is whole again
 
 
+def _folders_by_rule(library: bytes) -> set[str]:
+    """The item folders of a manifest of library/, by the rule itself, from every line split:
+    each folder with a ``metadata.json``, none under a hidden folder nor inside another."""
+    found = sorted(
+        line.split(b"\t", 2)[-1].decode()[: -len("/metadata.json")]
+        for line in library.splitlines()
+        if line.endswith(b"/metadata.json")
+    )
+    out: set[str] = set()
+    for folder in found:
+        parts = folder.split("/")
+        if any(p.startswith(".") for p in parts):
+            continue
+        if not any("/".join(parts[:i]) in out for i in range(1, len(parts))):
+            out.add(folder)
+    return out
+
+
 def _set_reference(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | None:
-    """What :func:`manifest.changed_items` names, from the set of every line of each side (its
-    way before the lines were compared in one pass); the same owners of the lines."""
-    folders = manifest.item_folders(old["library"]) | manifest.item_folders(new["library"])
-    lines = [
-        line
-        for name in new
-        for line in set(old.get(name, b"").splitlines()) ^ set(new[name].splitlines())
-    ]
-    return manifest._owners(lines, folders)
+    """What :func:`manifest.changed_items` names, by the rule, from the set of every line of
+    each side: the item folder of each line one side holds and the other does not; None when
+    one belongs to no item and to no hidden folder."""
+    folders = _folders_by_rule(old["library"]) | _folders_by_rule(new["library"])
+    changed: set[str] = set()
+    for name in new:
+        for line in set(old.get(name, b"").splitlines()) ^ set(new[name].splitlines()):
+            parts = line.split(b"\t", 2)[-1].decode().split("/")
+            owner = next(
+                (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
+            )
+            if owner is not None:
+                changed.add(owner)
+            elif not any(p.startswith(".") for p in parts[:-1]):
+                return None
+    return changed
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -632,3 +658,118 @@ def test_a_plan_from_the_published_manifests_walks_nothing(
     assert (set(plan.changes.folders), plan.changes.done) == ({"b"}, 1)
     other = manifest.planned(tmp_path, "s", ("library",), {"v": 2})  # other inputs
     assert other is not None and other.sealed is None and other.changes is None
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_changes_among_many_items_name_what_the_rule_names(seed: int) -> None:
+    """A few items changed among many (the daily case, where the lines both manifests begin
+    and end with are passed over as bytes): the items and the count of the others are the
+    rule's — with nested and hidden folders, stray files, changes in the first and the last
+    line, lines that share their ends, and manifests without their last line break."""
+    rnd = random.Random(seed)
+    folders = [f"t/{rnd.choice(['A', 'a', 'Ä', 'b b', 'B-'])}{n} (c{n})" for n in range(60)]
+    folders += [f"{rnd.choice(folders)}/inner{n}" for n in range(3)]  # nested: no items
+    folders += [".adding-x/t", f"t/.h{seed}"]  # hidden: no items
+    names = ["metadata.json", "transcript.md", "zz.txt"]
+
+    def line(path: str, digest: str = "0", size: int = 1) -> bytes:
+        return f"{digest * 64}\t{size}\t{path}\n".encode()
+
+    files = {f"{f}/{n}": line(f"{f}/{n}") for f in folders for n in names}
+    extracted = {f"{f}/claims.md": line(f"{f}/claims.md") for f in folders[:60]}
+
+    def manifests(lib: dict[str, bytes], ext: dict[str, bytes]) -> dict[str, bytes]:
+        out = {"library": b"".join(v for _, v in sorted(lib.items())),
+               "extracted": b"".join(v for _, v in sorted(ext.items()))}  # fmt: skip
+        if rnd.random() < 0.2:
+            out = {k: v.removesuffix(b"\n") for k, v in out.items()}
+        return out
+
+    old = manifests(files, extracted)
+    lib, ext = dict(files), dict(extracted)
+    for _ in range(rnd.randint(1, 4)):
+        roll, path = rnd.random(), rnd.choice(sorted(lib))
+        if roll < 0.35:  # edited: another digest, or only the size's last digit
+            lib[path] = line(path, rnd.choice("12"), rnd.choice([1, 11, 21]))
+        elif roll < 0.5:
+            del lib[path]
+        elif roll < 0.6:
+            first, last = min(lib), max(lib)
+            lib[first if rnd.random() < 0.5 else last] = line(first, "3")
+        elif roll < 0.7:
+            folder = rnd.choice(folders)
+            for n in names:
+                lib.pop(f"{folder}/{n}", None)  # an item (or a nested one) removed
+        elif roll < 0.8:
+            added = f"t/new{rnd.randint(0, 9)} (n)"
+            lib[f"{added}/metadata.json"] = line(f"{added}/metadata.json")
+        elif roll < 0.9:
+            ext[rnd.choice(sorted(ext))] = line("x", "4")  # an extraction edited
+        elif roll < 0.95:
+            lib[".gitkeep"] = line(".gitkeep", "5")  # a stray file: everything planned
+        else:
+            lib[f"t/.h{seed}/x.txt"] = line(f"t/.h{seed}/x.txt", "6")  # hidden: no item's
+    new = manifests(lib, ext)
+    want = _set_reference(old, new)
+    assert manifest.changed_items(old, new) == want
+    sealed = manifest.Sealed(0, old)
+    got = manifest.changes(sealed, manifest.Snapshot(new, "digest"))
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got.folders == want
+        assert got.done == len(_folders_by_rule(new["library"]) - want)
+    assert manifest.item_folders(new["library"]) == _folders_by_rule(new["library"])
+
+
+def _split(data: bytes) -> list[bytes]:
+    """The lines of ``data`` as a manifest's reader takes them (the last may lack its break)."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_lines_passed_over_are_whole_lines_both_hold_at_both_ends(seed: int) -> None:
+    """What is left of two manifests once the bytes they begin and end with are passed over:
+    the same whole lines left out of each before and after, so the lines one holds and the
+    other lacks are what they were."""
+    rnd = random.Random(seed)
+    pool = [b"a", b"ab", b"b", b"ba", b"", b"a\tb", b"bb"]
+
+    def text() -> bytes:
+        lines = [rnd.choice(pool) for _ in range(rnd.randint(0, 8))]
+        return b"\n".join(lines) + (b"\n" if lines and rnd.random() < 0.8 else b"")
+
+    old = text()
+    new = old if rnd.random() < 0.2 else text()
+    if rnd.random() < 0.5 and old:  # one byte changed among the same others
+        cut = rnd.randrange(len(old))
+        new = old[:cut] + rnd.choice([b"", b"a", b"\n", b"b\n"]) + old[cut + 1 :]
+    a, b = manifest._trimmed(old, new)
+    assert len(old) - len(a) == len(new) - len(b)
+    cuts = [
+        p
+        for p in range(len(old) - len(a) + 1)
+        if old[:p] == new[:p]
+        and old[p : p + len(a)] == a
+        and new[p : p + len(b)] == b
+        and old[p + len(a) :] == new[p + len(b) :]
+    ]
+
+    def whole_lines(p: int) -> bool:
+        """The bytes before ``p`` are whole lines, and so are those after what is left."""
+        tail = len(old) - p - len(a)
+        after = all(
+            tail == 0 or not part or whole[p + len(part) - 1] == 0x0A
+            for whole, part in ((old, a), (new, b))
+        )
+        return (p == 0 or old[p - 1] == 0x0A) and after
+
+    assert any(whole_lines(p) for p in cuts), (old, new, a, b)
+    Lines = Counter[bytes]
+    lost: Lines = Counter(_split(old)) - Counter(_split(new))
+    got: Lines = Counter(_split(new)) - Counter(_split(old))
+    assert Counter(_split(a)) - Counter(_split(b)) == lost
+    assert Counter(_split(b)) - Counter(_split(a)) == got

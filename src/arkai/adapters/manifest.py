@@ -616,9 +616,12 @@ def _each_line(data: bytes) -> Iterator[bytes]:
 def _differing(old: bytes, new: bytes) -> Iterator[bytes]:
     """The lines of one manifest that the other does not hold, in one pass over both in path
     order (both are sorted by path): a line is compared with the other's line of its path,
-    and a path is decoded only where the two lines differ. Never misses a line: a line that
+    and a path is decoded only where the two lines differ. The whole lines both begin with
+    and both end with are passed over first, compared as bytes (:func:`_trimmed`): for a few
+    changed items, the pass is over the few lines between. Never misses a line: a line that
     only one holds never equals a line of the other; were either not in path order, lines
     both hold might be yielded too (more items planned, none missed)."""
+    old, new = _trimmed(old, new)
     a, b = _each_line(old), _each_line(new)
     x, y = next(a, None), next(b, None)
     while x is not None and y is not None:
@@ -640,56 +643,125 @@ def _differing(old: bytes, new: bytes) -> Iterator[bytes]:
         yield from b
 
 
+_BLOCK = 1 << 16
+
+
+def _trimmed(old: bytes, new: bytes) -> tuple[bytes, bytes]:
+    """``old`` and ``new`` without the whole lines both begin with and the whole lines both
+    end with: the same lines left out of each (as many, in the same order), so what one holds
+    and the other does not is what it was. A block of bytes at a time, then halving the
+    block that differs: a few milliseconds for two manifests of 10 MB."""
+    n = min(len(old), len(new))
+    start = _same_for(old, new, n, 1)
+    start = old.rfind(b"\n", 0, start) + 1  # back to the start of its line (0: none)
+    tail = _same_for(old, new, n - start, -1)
+    if tail:
+        a, b = len(old) - tail, len(new) - tail
+        if not ((a == start or old[a - 1] == 0x0A) and (b == start or new[b - 1] == 0x0A)):
+            # Not a line's start in both: from the first line break inside it (the same
+            # bytes in both, so at the same place in each).
+            cut = old.find(b"\n", a)
+            tail = len(old) - cut - 1 if cut != -1 else 0
+    return old[start : len(old) - tail], new[start : len(new) - tail]
+
+
+def _same_for(old: bytes, new: bytes, limit: int, way: int) -> int:
+    """How many bytes (at most ``limit``) ``old`` and ``new`` share from their start (``way``
+    1) or from their end (``way`` -1)."""
+
+    def span(x: bytes, lo: int, hi: int) -> bytes:  # slices: compared as memory is
+        return x[lo:hi] if way == 1 else x[len(x) - hi : len(x) - lo]
+
+    lo = 0
+    while lo < limit:
+        hi = min(limit, lo + _BLOCK)
+        if span(old, lo, hi) != span(new, lo, hi):
+            break
+        lo = hi
+    else:
+        return limit
+    # The first ``lo`` bytes agree, the first ``hi`` do not: halve the block between.
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if span(old, lo, mid) == span(new, lo, mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _path(line: bytes) -> str:
     return line.split(b"\t", 2)[-1].decode("utf-8", "surrogateescape")
+
+
+_METADATA = b"/metadata.json"
+
+
+def _item_paths(library: bytes) -> set[bytes]:
+    """:func:`item_folders` as the manifest's bytes (UTF-8, not decoded): each
+    ``…/metadata.json`` line found by searching the bytes, not by splitting every line
+    (≈ 8 ms for a manifest of 10,000 items where the lines one at a time took ≈ 25)."""
+    found: list[bytes] = []
+    find, rfind = library.find, library.rfind
+    key = _METADATA + b"\n"
+    at = 0
+    while (end := find(key, at)) != -1:
+        found.append(library[rfind(b"\n", 0, end) + 1 : end].split(b"\t", 2)[-1])
+        at = end + len(key)
+    if library.endswith(_METADATA):  # the last line, without its line break
+        found.append(library[rfind(b"\n") + 1 : -len(_METADATA)].split(b"\t", 2)[-1])
+    found.sort()  # UTF-8's byte order is its code points': a folder before those inside it
+    out: set[bytes] = set()
+    for folder in found:
+        if folder.startswith(b".") or b"/." in folder:
+            continue  # under a hidden folder
+        cut = folder.find(b"/")
+        while cut != -1 and folder[:cut] not in out:
+            cut = folder.find(b"/", cut + 1)
+        if cut == -1:  # inside no other item's folder
+            out.add(folder)
+    return out
 
 
 def item_folders(library: bytes) -> set[str]:
     """The item folders (relative to library/) of a manifest of library/: each folder holding a
     ``metadata.json``, as :func:`arkai.adapters.layout.scan_items` finds them — not inside
     another item's folder, none under a hidden folder."""
-    found = sorted(
-        _path(line)[: -len("/metadata.json")]
-        for line in _each_line(library)
-        if line.endswith(b"/metadata.json")
-    )
-    out: set[str] = set()
-    for folder in found:
-        parts = folder.split("/")
-        if any(p.startswith(".") for p in parts):
-            continue
-        if not any("/".join(parts[:i]) in out for i in range(1, len(parts))):
-            out.add(folder)
-    return out
+    return {p.decode("utf-8", "surrogateescape") for p in _item_paths(library)}
 
 
-def changed_items(
-    old: dict[str, bytes], new: dict[str, bytes], folders: set[str] | None = None
-) -> set[str] | None:
+def changed_items(old: dict[str, bytes], new: dict[str, bytes]) -> set[str] | None:
     """The item folders (relative to library/, ``/``-separated) with a line of any of the
     manifests (``library``, and ``extracted`` or ``condensed``: the same relative paths) added,
     removed or changed from ``old`` to ``new`` — items added and removed included. None when a
     changed line belongs to no item folder of either (a stray file): then plan everything.
-    Lines under hidden folders, which no item reader enters, are not items' files.
-    ``folders``: the item folders of both libraries, when the caller has them already."""
-    if folders is None:
-        folders = item_folders(old["library"]) | item_folders(new["library"])
+    Lines under hidden folders, which no item reader enters, are not items' files."""
+    every = _item_paths(old["library"]) | _item_paths(new["library"])
+    found = _changed(old, new, every)
+    return None if found is None else {p.decode("utf-8", "surrogateescape") for p in found}
+
+
+def _changed(
+    old: dict[str, bytes], new: dict[str, bytes], folders: set[bytes]
+) -> set[bytes] | None:
     lines = (line for name in new for line in _differing(old.get(name, b""), new[name]))
     return _owners(lines, folders)
 
 
-def _owners(lines: Iterable[bytes], folders: set[str]) -> set[str] | None:
-    """The item folders (of ``folders``) that hold the files of manifest ``lines``; None as
-    soon as one belongs to none (:func:`changed_items`)."""
-    changed: set[str] = set()
+def _owners(lines: Iterable[bytes], folders: set[bytes]) -> set[bytes] | None:
+    """The item folders (of ``folders``, :func:`_item_paths`) that hold the files of manifest
+    ``lines``; None as soon as one belongs to none (:func:`changed_items`)."""
+    changed: set[bytes] = set()
     for line in lines:
-        parts = _path(line).split("/")
-        owner = next(
-            (f for i in range(1, len(parts)) if (f := "/".join(parts[:i])) in folders), None
-        )
-        if owner is not None:
-            changed.add(owner)
-        elif not any(p.startswith(".") for p in parts[:-1]):
+        path = line.split(b"\t", 2)[-1]
+        cut = path.find(b"/")
+        while cut != -1 and path[:cut] not in folders:
+            cut = path.find(b"/", cut + 1)
+        if cut != -1:
+            changed.add(path[:cut])
+            continue
+        folder = path[: path.rfind(b"/") + 1]  # its folders, each with its slash
+        if not (folder.startswith(b".") or b"/." in folder):
             return None
     return changed
 
@@ -711,12 +783,14 @@ def changes(sealed: Sealed | None, now: Snapshot) -> Changes | None:
         return None
     if sealed.manifests == now.manifests:
         return Changes(frozenset(), sealed.items)
-    present = item_folders(now.manifests["library"])
-    every = item_folders(sealed.manifests["library"]) | present
-    folders = changed_items(sealed.manifests, now.manifests, every)
+    before, library = sealed.manifests["library"], now.manifests["library"]
+    present = _item_paths(library)
+    every = present if before == library else _item_paths(before) | present
+    folders = _changed(sealed.manifests, now.manifests, every)
     if folders is None:
         return None
-    return Changes(frozenset(folders), len(present - folders))
+    decoded = frozenset(p.decode("utf-8", "surrogateescape") for p in folders)
+    return Changes(decoded, len(present - folders))
 
 
 @dataclass(frozen=True)
