@@ -289,6 +289,111 @@ def test_rebuild_compares_no_file_when_none_changed_since_the_manifest(
     assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
 
 
+class _Site:
+    """A folder an incremental build writes: each page it has not made, and ``fresh`` ones
+    again each time (new bytes); what it saw before writing, build after build."""
+
+    def __init__(self, root: Path, pages: tuple[str, ...] = ("a.html", "b.html", "c.html")):
+        self.folder = root / "site"
+        self.folder.mkdir()
+        self.pages, self.fresh, self.builds = pages, set[str](), 0
+
+    def __call__(self) -> list[str]:
+        self.builds += 1
+        seen = sorted(p.name for p in self.folder.iterdir())
+        for name in self.pages:
+            if not (self.folder / name).exists() or name in self.fresh:
+                text = f"page {name}" + (f" build {self.builds}" if name in self.fresh else "")
+                (self.folder / name).write_text(text, encoding="utf-8")
+        return seen
+
+
+def test_rebuild_walks_once_after_its_own_manifest_and_never_takes_its_writes_for_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _Site(tmp_path)
+    manifest.rebuild(tmp_path, "site", site)
+    walks: list[Path] = []
+    real = manifest._walk
+    monkeypatch.setattr(manifest, "_walk", lambda folder: walks.append(folder) or real(folder))
+    site.fresh = {"b.html"}  # the build writes it again each time, other bytes each time
+    for n in range(2, 5):
+        walks.clear()
+        manifest.rebuild(tmp_path, "site", site)
+        assert site.builds == n and walks == [tmp_path / "site"]
+        assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
+    assert (site.folder / "b.html").read_text(encoding="utf-8") == "page b.html build 4"
+
+
+@pytest.mark.parametrize("when", ["now", "past", "future", "same size"])
+def test_a_page_edited_by_hand_before_the_build_is_made_again_whatever_its_mtime(
+    tmp_path: Path, when: str
+) -> None:
+    """The edit is told from the build's writes by its ctime (no tool sets it), not its
+    mtime: set back, forward or to what it was, the page is still made again."""
+    site = _Site(tmp_path)
+    manifest.rebuild(tmp_path, "site", site)
+    page = site.folder / "b.html"
+    before = page.stat()
+    page.write_text("edited by hand" if when != "same size" else "page b.htmX", encoding="utf-8")
+    if when == "past":
+        os.utime(page, ns=(before.st_atime_ns - 10**12, before.st_mtime_ns - 10**12))
+    elif when == "future":
+        os.utime(page, ns=(before.st_atime_ns + 10**12, before.st_mtime_ns + 10**12))
+    elif when == "same size":  # the size as it was, an mtime a second on
+        os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    (site.folder / "extra.html").write_text("someone's", encoding="utf-8")
+    # The first build saw the edited page; it was removed and the second made it again.
+    assert manifest.rebuild(tmp_path, "site", site) == ["a.html", "c.html", "extra.html"]
+    assert site.builds == 3
+    assert page.read_text(encoding="utf-8") == "page b.html"
+    assert (site.folder / "extra.html").is_file()  # not the build's: left alone, now listed
+    assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
+
+
+def test_a_page_touched_or_rewritten_by_the_build_is_not_made_again(tmp_path: Path) -> None:
+    site = _Site(tmp_path)
+    manifest.rebuild(tmp_path, "site", site)
+    os.utime(site.folder / "a.html", ns=(1, 1))  # touched: its bytes are the listed ones
+    (site.folder / "b.html").write_text("edited by hand", encoding="utf-8")
+    site.fresh = {"b.html"}  # … and written again by the build: the build's bytes stand
+    manifest.rebuild(tmp_path, "site", site)
+    assert site.builds == 2
+    assert (site.folder / "b.html").read_text(encoding="utf-8") == "page b.html build 2"
+    assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
+
+
+@pytest.mark.parametrize("why", ["coarse clock", "manifest edited", "no stat cache copy"])
+def test_without_its_own_manifest_or_a_fine_clock_the_files_are_compared_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    site = _Site(tmp_path)
+    manifest.rebuild(tmp_path, "site", site)
+    dest = tmp_path / manifest.PATHS["site"]
+    if why == "coarse clock":
+        monkeypatch.setattr(manifest, "_clock_mark", lambda root: None)
+    elif why == "manifest edited":
+        dest.write_bytes(dest.read_bytes().replace(b"\t11\t", b"\t12\t"))
+    else:
+        manifest._cache_path(tmp_path, manifest._cache_name(manifest.PATHS["site"]),
+                             ".tsv").unlink()  # fmt: skip
+    (site.folder / "b.html").write_text("edited by hand", encoding="utf-8")
+    seen = manifest.rebuild(tmp_path, "site", site)
+    assert site.builds == 2 and "b.html" not in seen  # removed before the one build
+    assert (site.folder / "b.html").read_text(encoding="utf-8") == "page b.html"
+    assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
+
+
+def test_the_clock_mark_is_after_every_change_before_it(tmp_path: Path) -> None:
+    before = tmp_path / "before"
+    before.write_text("x", encoding="utf-8")
+    mark = manifest._clock_mark(tmp_path)
+    assert mark is not None and before.stat().st_ctime_ns < mark
+    after = tmp_path / "after"
+    after.write_text("y", encoding="utf-8")
+    assert after.stat().st_ctime_ns >= mark
+
+
 def _hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files read and hashed from now on (relative to library/)."""
     seen: list[str] = []
