@@ -463,3 +463,28 @@ def test_parts_without_their_text_give_the_counts_and_related_lines(tmp_path: Pa
     related, _, _, store = headless()
     assert related == whole_related and store.rejected == 0 and store.built == 0
     assert _records(path)[2][0] == fields
+
+
+def test_parts_looked_up_by_what_they_are_made_from(tmp_path: Path) -> None:
+    """An item with ``made_from`` (the index stage's record key: what its quotes and mentions
+    are made from) has its part looked up by that digest, not by its quotes and mentions: the
+    same bytes as without it; a new digest, title or tag makes the part again, the same digest
+    keeps it."""
+    rng = random.Random(21)
+    plain = [random_item(rng, i) for i in range(12)]
+    items = [replace(it, made_from=f"sha256:{i:064x}") for i, it in enumerate(plain)]
+    *got, store = assembled(items, tmp_path)
+    assert tuple(got) == reference(plain) and store.built == len(items)
+    *_, store = assembled(items, tmp_path)
+    assert store.built == 0
+    # Another digest (the item's files changed): its part is made again.
+    items[2] = replace(items[2], made_from="sha256:" + "e" * 64, mentions=[("Zoë", "person", 1)])
+    *got, store = assembled(items, tmp_path)
+    assert store.built == 1 and tuple(got) == reference([replace(i, made_from=None) for i in items])
+    items[5] = replace(items[5], title="Retitled")  # not in the record: in the key
+    *_, store = assembled(items, tmp_path)
+    assert store.built == 1
+    # The same digest is the caller's word that the quotes and mentions are the same: kept.
+    items[7] = replace(items[7], mentions=[("Lisbon", "place", 9)])
+    *_, store = assembled(items, tmp_path)
+    assert store.built == 0

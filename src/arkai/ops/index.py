@@ -1433,6 +1433,7 @@ def _graph(
             tags=[str(t) for t in d.item.metadata.get("tags") or []],
             quotes_digest=d.record.quotes_digest,
             mentions=d.record.mentions,
+            made_from=d.key,  # the record, its quotes and mentions, are made from these
             cites=cites[node_id("content", d.item.id)],
             high_topics=high.get(d.item.id, []),
         )

@@ -85,6 +85,11 @@ class GraphItem:
     is not looked at."""
     cites: Mapping[str, int] | None = None
     """:func:`find_cites` of ``text``, when the caller has them: then ``text`` is not read."""
+    made_from: str | None = None
+    """A digest of everything the item's quotes and mentions are made from, from a caller that
+    has one (the index stage: its record's inputs key): a cached graph part is then looked up
+    by it instead of by the quotes and mentions themselves
+    (:func:`arkai.search.graphparts.part_key`)."""
 
 
 @dataclass(frozen=True, slots=True)
