@@ -563,3 +563,34 @@ def test_keys_sharing_their_first_bytes_are_each_found(tmp_path: Path) -> None:
         absent = [key("00000000deadbeef"), key("00000000deadbef0"), key("")]
         assert (s.rows_of(vectors.key_ids(absent)) == -1).all()
         assert np.array_equal(s.vector(int(s.rows_of(vectors.key_ids([shared[7]]))[0])), rows[14])
+
+
+@pytest.mark.parametrize("unsaved", [False, True])
+def test_stored_rows_read_the_rows_asked_for_in_the_order_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unsaved: bool
+) -> None:
+    """The rows of a store in another order (the beliefs step's episode order), read from its
+    segments as asked — a number, a slice, any array of numbers, repeats kept — never copied
+    whole; what is not a row is refused."""
+    _segmented(tmp_path, monkeypatch, n=40)
+    store = VectorStore.load(tmp_path, "m")
+    if unsaved:  # rows in memory beside the saved segments
+        store.add(keys_for(5, "new"), unit_rows(5, seed=3))
+    keys = keys_for(40) + (keys_for(5, "new") if unsaved else [])
+    order = np.random.default_rng(4).permutation(len(keys))
+    want = store.get([keys[i] for i in order])
+    rows = vectors.StoredRows(store, store.rows_of(vectors.key_ids([keys[i] for i in order])))
+    assert rows.shape == (len(keys), 8) and len(rows) == len(keys) and rows.ndim == 2
+    assert np.array_equal(rows[3], want[3]) and np.array_equal(rows[-1], want[-1])
+    assert np.array_equal(rows[10:30], want[10:30]) and rows[5:5].shape == (0, 8)
+    pick = np.array([39, 3, 3, 0, 17])
+    assert np.array_equal(rows[pick], want[pick])
+    assert np.array_equal(rows[np.array([[1, 2], [39, 1]])], want[[[1, 2], [39, 1]]])
+    for bad in (len(keys), -len(keys) - 1, np.array([0, len(keys)]), np.array([-1]),
+                slice(0, 9, 2), np.array([True])):  # fmt: skip
+        with pytest.raises(IndexError):
+            rows[bad]
+    with pytest.raises(NotFoundError):
+        vectors.StoredRows(store, [0, len(store)])
+    with pytest.raises(NotFoundError):
+        vectors.StoredRows(store, [-1])

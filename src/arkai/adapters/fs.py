@@ -144,13 +144,46 @@ def _read_at(fd: int, into: memoryview, offset: int) -> int:
     return len(data)
 
 
-class RowFile:
-    """Float32 rows of ``width`` values in an unnamed temporary file, read on demand with
-    :func:`read_rows`: ``rows[i]``, ``rows[a:b]`` and ``rows[array of numbers]`` return arrays
-    read for the call, so a process holds only what it asked for, never the file (the beliefs
-    step's statement vectors: ≈ 1.2 GB at 100,000 items). Made by :meth:`written`."""
+class ReadRows:
+    """Float32 rows read on demand: ``rows[i]`` (one row), ``rows[a:b]`` and ``rows[array of
+    numbers]`` return arrays read for the call (:meth:`_read`), so a process holds only what
+    it asked for, never every row."""
 
     ndim = 2
+    shape: tuple[int, int]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: Any) -> Any:
+        import numpy as np
+
+        count = self.shape[0]
+        if isinstance(key, int | np.integer):
+            i = int(key) + count if int(key) < 0 else int(key)
+            if not 0 <= i < count:
+                raise IndexError(f"row {int(key)} of {count}")
+            return self._read(np.array([i], dtype=np.int64))[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(count)
+            if step != 1:
+                raise IndexError("a slice of rows with a step")
+            return self._read(np.arange(start, max(start, stop)))
+        idx = np.asarray(key)
+        if idx.dtype.kind not in "iu":
+            raise IndexError(f"rows by {idx.dtype} index")
+        if idx.size and (int(idx.max()) >= count or int(idx.min()) < 0):
+            raise IndexError(f"rows {int(idx.min())}–{int(idx.max())} of {count}")
+        return self._read(idx.reshape(-1)).reshape((*idx.shape, self.shape[1]))
+
+    def _read(self, idx: Any) -> Any:
+        """The rows of ``idx`` (a 1-D array of row numbers, each in range), in its order."""
+        raise NotImplementedError
+
+
+class RowFile(ReadRows):
+    """Float32 rows of ``width`` values in an unnamed temporary file, read on demand with
+    :func:`read_rows` (:class:`ReadRows`). Made by :meth:`written`."""
 
     def __init__(self, fh: BinaryIO, count: int, width: int) -> None:
         self._fh = fh
@@ -180,30 +213,6 @@ class RowFile:
             fh.close()
             raise
         return cls(fh, count, width)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, key: Any) -> Any:
-        import numpy as np
-
-        count = self.shape[0]
-        if isinstance(key, int | np.integer):
-            i = int(key) + count if int(key) < 0 else int(key)
-            if not 0 <= i < count:
-                raise IndexError(f"row {int(key)} of {count}")
-            return self._read([i])[0]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(count)
-            if step != 1:
-                raise IndexError("a slice of rows with a step")
-            return self._read(np.arange(start, max(start, stop)))
-        idx = np.asarray(key)
-        if idx.dtype.kind not in "iu":
-            raise IndexError(f"rows by {idx.dtype} index")
-        if idx.size and int(idx.max()) >= count:
-            raise IndexError(f"row {int(idx.max())} of {count}")
-        return self._read(idx).reshape((*idx.shape, self.shape[1]))
 
     def _read(self, idx: Any) -> Any:
         return read_rows(self._fh.fileno(), 0, self.shape[1], idx)

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from arkai.adapters.fs import RowFile
+from arkai.adapters.fs import ReadRows
 from arkai.core.hashing import sha256_hex
 from arkai.memory.contradict import Conflict
 from arkai.model.belief import (
@@ -62,7 +62,7 @@ from arkai.model.belief import (
 
 F32 = npt.NDArray[np.float32]
 #: The statement vectors, one row an episode: in memory, or read by row from a file.
-Rows = F32 | RowFile
+Rows = F32 | ReadRows
 Checker = Callable[[str, str], Conflict | None]
 #: Earlier episodes considered per episode (the candidate beliefs are theirs).
 CANDIDATES = 32
@@ -77,7 +77,7 @@ MAX_DIM = 4096
 #: Exact-grid pairs gathered at once (each pair 2 × dim float64).
 PAIR_CHUNK = 1 << 13
 #: Earlier rows scored at once against a block of rows (6 MB at width 384): from a
-#: :class:`~arkai.adapters.fs.RowFile`, the rows read for one pass. A block then holds up to
+#: :class:`~arkai.adapters.fs.ReadRows`, the rows read for one pass. A block then holds up to
 #: ``BLOCK_CELLS / COLUMN_ROWS`` = 2,048 rows, so a replay from scratch reads the file once
 #: per 2,048 episodes.
 COLUMN_ROWS = 1 << 12
@@ -540,7 +540,7 @@ def replay(
     resume: ReplayLog | None = None,
 ) -> ReplayResult:
     """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows, in memory
-    or read by row from a file: :class:`~arkai.adapters.fs.RowFile`). With
+    or read by row from files: :class:`~arkai.adapters.fs.ReadRows`). With
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
     episodes whose outcome can differ are decided afresh (:class:`_Resume`); it is let go once
     the episodes are replayed (pass it without keeping a reference to save its memory)."""

@@ -23,7 +23,7 @@ from arkai import __version__
 from arkai.adapters import manifest
 from arkai.adapters import memory as files
 from arkai.adapters.events import RunLog
-from arkai.adapters.fs import TEMP_DIR, RowFile, atomic_write_text, read_repo_file
+from arkai.adapters.fs import atomic_write_text, read_repo_file
 from arkai.adapters.layout import load_items
 from arkai.adapters.repo import Repo
 from arkai.core.hashing import text_digest
@@ -58,10 +58,6 @@ from arkai.model.belief import ACTIVE, BELIEF_STATUSES, TYPES, Belief, Change, E
 from arkai.model.record import AsDict
 
 MIN_PREFIX = 8
-#: Where the beliefs step keeps the statement vectors in episode order while it runs (an
-#: unnamed file: :class:`arkai.adapters.fs.RowFile`).
-#: Statement rows read from the store at once (12 MB at width 384).
-ROWS_BLOCK = 1 << 13
 RECALL_THRESHOLD = 0.3
 EXPORT_FORMAT = "arkai-memory/1"
 Progress = Callable[[int, int, str], None]
@@ -214,7 +210,7 @@ def embed_statements(
     (``embed.release_embedders``) before the rows are gathered: the replay after this never
     embeds."""
     from arkai.search import embed, embedbatches
-    from arkai.search.vectors import VectorStore, key_ids
+    from arkai.search.vectors import StoredRows, VectorStore, key_ids
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
@@ -239,13 +235,9 @@ def embed_statements(
         embed.release_embedders(keep=held)
     if store.prune(keys) or todo or store.unsaved:
         store.save(folder)
-    # In episode order, in a file the replay reads by row (≈ 1.2 GB of rows at 100,000 items),
-    # copied from the store a block at a time.
-    at = store.rows_of(key_ids(keys))
-    del keys
-
-    blocks = (store.take(at[lo : lo + ROWS_BLOCK]) for lo in range(0, len(at), ROWS_BLOCK))
-    ordered = RowFile.written(repo.root / TEMP_DIR, blocks, len(at), store.dim)
+    # In episode order, read by row from the store's files as the replay asks (≈ 1.2 GB of
+    # rows at 100,000 items: never held, nor copied).
+    ordered = StoredRows(store, store.rows_of(key_ids(keys)))
     return ordered, len(todo), store.model_name
 
 
