@@ -97,3 +97,34 @@ def test_the_change_log_is_read_a_line_at_a_time(tmp_path: Path) -> None:
     os.symlink(outside, log)
     with pytest.raises(LibraryError, match=r"changes\.jsonl"):
         list(files.iter_changes(tmp_path))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_change_line_is_the_canonical_line_of_its_dict(seed: int) -> None:
+    """Each change's line of ``changes.jsonl``, made field by field, is the canonical line of
+    its dict — for every field present or absent, strings JSON must escape, and the values no
+    change holds but the encoder writes (ints, NaN, infinities, non-strings)."""
+    import math
+    import random
+
+    from arkai.adapters.memory import _change_line
+    from arkai.core.canonjson import dumps_line
+    from arkai.model.belief import Change
+
+    rnd = random.Random(seed)
+    texts = ["b" * 16, "", 'a "quoted" \\ back', "line\nbreak\ttab\x01", "Zoë ✓ 𝄞", "\u2028"]
+    numbers = [None, 0.6, 1.0, 0.1 + 0.2, 1e-7, 123456789.125, -0.0, 5e300,
+               math.nan, math.inf, -math.inf, 1, True]  # fmt: skip
+    for _ in range(300):
+        c = Change(
+            seq=rnd.choice([1, 80_000, 2**40, True]) if rnd.random() < 0.1 else rnd.randint(1, 9),
+            kind=rnd.choice(["create", "reinforce", *texts]),
+            belief=rnd.choice(texts),
+            date=rnd.choice(["2024-01-02", *texts]),
+            episode=rnd.choice([None, *texts]),
+            other=rnd.choice([None, *texts, 7]),  # type: ignore[arg-type]
+            confidence=rnd.choice(numbers),
+            similarity=rnd.choice(numbers),
+            note=rnd.choice([None, *texts]),
+        )
+        assert _change_line(c) == dumps_line(c.to_dict()), c

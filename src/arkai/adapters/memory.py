@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,7 +211,43 @@ def _npy(vectors: SlicedRows, batch: int = 8192) -> Iterator[bytes]:
 
 def _lines(changes: list[Change], batch: int = 4096) -> Iterator[bytes]:
     for lo in range(0, len(changes), batch):
-        yield "".join(dumps_line(c.to_dict()) for c in changes[lo : lo + batch]).encode()
+        yield "".join(map(_change_line, changes[lo : lo + batch])).encode()
+
+
+_quoted = json.encoder.encode_basestring  # a JSON string, non-ASCII kept (canonjson's)
+
+
+def _change_line(c: Change) -> str:
+    """``canonjson.dumps_line(c.to_dict())`` (tested), made without the dict and the encoder's
+    key sort — the keys written in their sorted order — for what every change holds: strings,
+    an int and finite floats (anything else goes through the encoder). The change log has a
+    line per reinforcement (≈ 80,000 at 10,000 items), encoded every run: 0.27 → 0.07 s."""
+    if type(c.seq) is not int or not (_plain(c.confidence) and _plain(c.similarity)):
+        return dumps_line(c.to_dict())
+    try:
+        out = ['{"belief":', _quoted(c.belief)]
+        if c.confidence is not None:
+            out += [',"confidence":', float.__repr__(c.confidence)]
+        out += [',"date":', _quoted(c.date)]
+        if c.episode is not None:
+            out += [',"episode":', _quoted(c.episode)]
+        out += [',"kind":', _quoted(c.kind)]
+        if c.note is not None:
+            out += [',"note":', _quoted(c.note)]
+        if c.other is not None:
+            out += [',"other":', _quoted(c.other)]
+        out += [',"seq":', int.__repr__(c.seq)]
+        if c.similarity is not None:
+            out += [',"similarity":', float.__repr__(c.similarity)]
+    except TypeError:  # a field that is not a string
+        return dumps_line(c.to_dict())
+    out.append("}\n")
+    return "".join(out)
+
+
+def _plain(v: object) -> bool:
+    """None or a finite float (what ``float.__repr__`` writes as JSON does)."""
+    return v is None or (type(v) is float and math.isfinite(v))
 
 
 # -- the recall index: answer `arkai recall` without parsing every belief ----------------
