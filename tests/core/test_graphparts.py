@@ -5,6 +5,7 @@ removal, and whatever was done to the parts file."""
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 from dataclasses import replace
@@ -136,8 +137,15 @@ def test_change_add_remove_equal_a_build_from_scratch(tmp_path: Path) -> None:
         assert store.rejected == 0
         # Only the changed or added item's part is made: the work follows the change.
         assert store.built == [1, 1, 0][what] if what else store.built <= 1
-        # A removed item's part went with it.
-        assert len(records((tmp_path / PARTS).read_bytes())) == len(items)
+        # A removed item's part went with it (the file written whole); a changed or added
+        # one's was appended, its node's last record, the file never twice what is used.
+        recs = records((tmp_path / PARTS).read_bytes())
+        assert {h[0].decode() for h, _ in recs} == {node_id("content", it.content_id)
+                                                    for it in items}  # fmt: skip
+        if what == 2:
+            assert len(recs) == len(items)
+        last = {h[0]: len(b"\t".join(h)) + 1 + len(pl) for h, pl in recs}
+        assert (tmp_path / PARTS).stat().st_size <= 2 * sum(last.values())
 
 
 def test_a_title_change_reaches_the_neighbours_lines(tmp_path: Path) -> None:
@@ -490,31 +498,111 @@ def test_parts_looked_up_by_what_they_are_made_from(tmp_path: Path) -> None:
     assert store.built == 0
 
 
-def test_the_parts_file_written_again_is_the_file_a_build_from_scratch_writes(
-    tmp_path: Path,
-) -> None:
-    """The unchanged records are copied as runs of bytes, the changed ones written between
-    them: the same file, byte for byte, as every part made afresh — after a change, an
-    addition, a removal, and with records of the first layout (written back with more)."""
+def test_the_parts_file_holds_the_records_a_build_from_scratch_writes(tmp_path: Path) -> None:
+    """After each change the last record of each node is the record a build from scratch
+    writes, byte for byte: appended for a change or an addition, the file written whole —
+    the unchanged records copied as runs of bytes — for a removal or records of the first
+    layout (then the same file as from scratch), and once records no node uses would outweigh
+    the used ones."""
     rng = random.Random(17)
     items = [random_item(rng, i) for i in range(30)]
     assembled(items, tmp_path)
     scratch = tmp_path / "scratch"
-    for round_ in range(6):
+    path = tmp_path / PARTS
+    wholes = 0
+    for round_ in range(12):
         j = rng.randrange(len(items))
-        if round_ % 3 == 0:
+        kind = ["change", "add", "remove", "first layout"][round_ % 4]
+        if kind == "change":
             items[j] = random_item(rng, int(items[j].content_id, 16), salt=round_)
-        elif round_ % 3 == 1:
+        elif kind == "add":
             items.append(random_item(rng, 200 + round_))
-        else:
+        elif kind == "remove":
             items.pop(j)
-        if round_ == 4:  # some records of the first layout: four fields
-            data = (tmp_path / PARTS).read_bytes()
-            for fields, _, _ in _records(tmp_path / PARTS)[::3]:
+        else:  # some records of the first layout (four fields), and one part changed
+            data = path.read_bytes()
+            for fields, _, _ in _records(path)[::3]:
                 data = data.replace(b"\t".join(fields) + b"\n", b"\t".join(fields[:4]) + b"\n")
-            (tmp_path / PARTS).write_bytes(data)
+            path.write_bytes(data)
+            items[j] = random_item(rng, int(items[j].content_id, 16), salt=round_)
+        before = path.stat().st_ino
         assembled(items, tmp_path)
         scratch.mkdir(exist_ok=True)
         (scratch / PARTS).unlink(missing_ok=True)
         assembled(items, scratch)
-        assert (tmp_path / PARTS).read_bytes() == (scratch / PARTS).read_bytes(), round_
+        want = (scratch / PARTS).read_bytes()
+        last = {h[0]: record(h, pl, forge=False) for h, pl in records(path.read_bytes())}
+        assert b"".join(last[k] for k in sorted(last)) == want, (round_, kind)
+        whole = path.stat().st_ino != before
+        assert whole == (kind in ("remove", "first layout")), (round_, kind)
+        if whole:
+            wholes += 1
+            assert path.read_bytes() == want
+    assert wholes == 6
+    # Changed parts appended until the records no node uses would outweigh the used ones.
+    used = path.stat().st_size
+    for round_ in range(200):
+        k = round_ % len(items)
+        items[k] = random_item(rng, int(items[k].content_id, 16), salt=100 + round_)
+        before = path.stat().st_ino
+        assembled(items, tmp_path)
+        if path.stat().st_ino != before:
+            break
+        assert path.stat().st_size <= 2 * used * 1.5
+    else:
+        raise AssertionError("never written whole")
+    assert round_ > 1 and len(records(path.read_bytes())) == len(items)
+
+
+@pytest.mark.parametrize("cut", [1, 40, -1])
+def test_an_append_cut_short_leaves_the_parts_before_it(tmp_path: Path, cut: int) -> None:
+    """A run killed while appending leaves a torn last record: the next run reads the
+    records before it (the changed item's earlier part, under its old key, is not taken),
+    makes that part again and writes the file whole."""
+    rng = random.Random(23)
+    items = [random_item(rng, i) for i in range(10)]
+    assembled(items, tmp_path)
+    path = tmp_path / PARTS
+    size = path.stat().st_size
+    items[3] = random_item(rng, 3, salt=1)
+    assembled(items, tmp_path)
+    grown = path.read_bytes()
+    assert len(grown) > size  # appended
+    path.write_bytes(grown[: size + cut] if cut > 0 else grown[:cut])
+    *got, store = assembled(items, tmp_path)
+    assert tuple(got) == reference(items)
+    assert (store.rejected, store.built) == (1, 1)
+    assert len(records(path.read_bytes())) == len(items)  # written whole
+
+
+def test_an_append_only_goes_to_the_file_that_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process replaced or grew the file since it was read: nothing is appended to it
+    (it is written whole from what this run holds); a failed write is cut back."""
+    from arkai.adapters.fs import append_to_loaded
+
+    path = tmp_path / "f"
+    path.write_bytes(b"abc")
+    with path.open("rb") as fh:
+        assert append_to_loaded(path, fh.fileno(), 3, b"de") and path.read_bytes() == b"abcde"
+        assert not append_to_loaded(path, fh.fileno(), 3, b"x")  # grown since: not the size
+        other = tmp_path / "g"
+        other.write_bytes(b"abcde")
+        other.replace(path)  # replaced: another inode
+        assert not append_to_loaded(path, fh.fileno(), 5, b"x") and path.read_bytes() == b"abcde"
+    assert not append_to_loaded(tmp_path / "missing", 0, 0, b"x")
+    real, calls = os.write, []
+
+    def half(fd: int, data: bytes | memoryview) -> int:  # two bytes, then a full disk
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        return real(fd, bytes(data)[:2])
+
+    with path.open("rb") as fh:
+        monkeypatch.setattr(os, "write", half)
+        with pytest.raises(OSError, match="No space"):
+            append_to_loaded(path, fh.fileno(), 5, b"123456")
+        monkeypatch.undo()
+    assert path.read_bytes() == b"abcde"  # cut back to its size

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 import tempfile
@@ -284,6 +285,36 @@ def holds_bytes(path: Path, data: bytes, block: int = 1 << 20) -> bool:
             return fh.read(1) == b""
     except OSError:
         return False
+
+
+def append_to_loaded(path: Path, loaded: int, size: int, data: bytes) -> bool:
+    """Append ``data`` to ``path`` when it is still the file open as ``loaded`` (a descriptor:
+    the same device and inode) and still ``size`` bytes long, checked and written under an
+    exclusive ``flock`` — another process appending the same way finds the file grown, never
+    writes between this check and this write; False, having written nothing, otherwise
+    (replaced or grown since it was read: the caller writes it whole). A write that fails part
+    way (a full disk) is cut back to ``size`` before the error is raised; a process killed
+    mid-write can still leave a torn tail, which the formats that append detect."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        mine, there = os.fstat(loaded), os.fstat(fd)
+        if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino) or there.st_size != size:
+            return False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
+    return True
 
 
 def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:

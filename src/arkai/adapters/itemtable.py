@@ -43,7 +43,6 @@ while it is checked and appended to).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -55,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import write_chunks_if_changed
+from arkai.adapters.fs import append_to_loaded, write_chunks_if_changed
 from arkai.adapters.itemcache import CACHE_DIR, SETTLED_NS
 
 FORMAT = 1
@@ -382,25 +381,8 @@ class ItemTable:
             at += len(line) + 1
         if at - len(self.header) - 1 > 2 * live:
             return False  # mostly lines no row uses: written whole
-        data = head + b"\n" + data
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return False
-        try:
-            # Held while the file is checked and written: another process's save appends
-            # after this one (and finds the file grown), never between the check and write.
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            mine, there = os.fstat(self._fd), os.fstat(fd)
-            if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino) or (
-                there.st_size != self._size
-            ):
-                return False  # not the file loaded (replaced, or grown by another process)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+        if not append_to_loaded(self.path, self._fd, self._size, head + b"\n" + data):
+            return False  # not the file loaded (replaced, or grown by another process)
         self._file, self._size, self._live = placed, at, live
         self._last = None
         self.rows, self._dirty = {cid: placed[cid] for cid in rows}, False

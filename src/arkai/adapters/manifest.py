@@ -950,9 +950,10 @@ def _clock_mark(root: Path, wait_s: float = 0.1) -> int | None:
     deadline = time.monotonic() + wait_s
     first: int | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            atomic_write_bytes(path, b"", fsync=False)
         while True:
-            path.write_bytes(b"")
+            os.utime(path)  # its times set to now: its ctime too
             now = os.stat(path).st_ctime_ns
             if first is None:
                 first = now
