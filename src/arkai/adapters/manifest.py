@@ -235,15 +235,26 @@ def _save_cache(cache_file: Path, keys: list[Key], digests: bytearray) -> None:
     cache_file.with_suffix(".json").unlink(missing_ok=True)
 
 
-def _hashed(base: Path, files: list[Key], cache_file: Path | None) -> bytearray:
+def _hashed(
+    base: Path, files: list[Key], cache_file: Path | None, vet: Vet | None = None
+) -> bytearray:
     """Sort ``files`` (from :func:`_walk`) by path, in place, and return each one's SHA-256
     (:func:`_digests`): reused from the cache file for a file whose path, size, mtime and inode
-    are those it records, read and hashed otherwise; the cache is saved when it changed."""
+    are those it records, read and hashed otherwise; the cache is saved when it changed —
+    after ``vet`` has seen the files read and hashed (it raises to stop: nothing is saved)."""
     files.sort()
-    digests, same = _digests(base, files, cache_file)
+    fresh: list[int] = []
+    digests, same = _digests(base, files, cache_file, fresh)
+    if vet is not None:
+        vet(files, digests, fresh)
     if cache_file and not same:
         _save_cache(cache_file, files, digests)
     return digests
+
+
+#: What :func:`_hashed` is given to look at the files hashed afresh before anything is saved:
+#: the sorted walk, every file's digest, the places of those read and hashed.
+Vet = Callable[[list[Key], bytearray, list[int]], None]
 
 
 def scan(root: Path, folder: str, *, cache_name: str | None = None) -> list[Entry]:
@@ -267,11 +278,6 @@ def _fingerprint(files: list[Key]) -> bytes:
     return h.hexdigest().encode("ascii")
 
 
-#: What :func:`manifest_bytes` is given to look at the files hashed afresh before anything is
-#: saved: the sorted walk, every file's digest, the places of those read and hashed.
-Vet = Callable[[list[Key], bytearray, list[int]], None]
-
-
 def manifest_bytes(root: Path, folder: str, cache_name: str, *, vet: Vet | None = None) -> bytes:
     """The manifest of ``root/folder`` (:func:`render` of :func:`scan`), cheaply when nothing
     changed: when every file has the size, mtime and inode of the last call (one digest of
@@ -288,14 +294,7 @@ def manifest_bytes(root: Path, folder: str, cache_name: str, *, vet: Vet | None 
                 return fh.read()
     except OSError:
         pass  # no record yet
-    files.sort()
-    cache_file = _cache_path(root, cache_name)
-    fresh: list[int] = []
-    digests, same = _digests(root / folder, files, cache_file, fresh)
-    if vet is not None:
-        vet(files, digests, fresh)
-    if not same:
-        _save_cache(cache_file, files, digests)
+    digests = _hashed(root / folder, files, _cache_path(root, cache_name), vet)
     pieces = _pieces(_rows(files, digests))  # no Entry per file
     del files, digests  # (the walk's strings go before the manifest is joined)
     body = b"".join(pieces)
