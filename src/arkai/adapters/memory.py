@@ -221,7 +221,7 @@ def _change_line(c: Change) -> str:
     """``canonjson.dumps_line(c.to_dict())`` (tested), made without the dict and the encoder's
     key sort — the keys written in their sorted order — for what every change holds: strings,
     an int and finite floats (anything else goes through the encoder). The change log has a
-    line per reinforcement (≈ 80,000 at 10,000 items), encoded every run: 0.27 → 0.07 s."""
+    line per reinforcement (≈ 80,000 at 10,000 items), encoded every run: 3.7× faster."""
     if type(c.seq) is not int or not (_plain(c.confidence) and _plain(c.similarity)):
         return dumps_line(c.to_dict())
     try:
