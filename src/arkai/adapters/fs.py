@@ -304,17 +304,26 @@ def append_to_loaded(path: Path, loaded: int, size: int, data: bytes) -> bool:
         mine, there = os.fstat(loaded), os.fstat(fd)
         if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino) or there.st_size != size:
             return False
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(fd, view) :]
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, size)
-            raise
+        _write_all(fd, data, size)
     finally:
         os.close(fd)
     return True
+
+
+def _write_all(fd: int, data: bytes, start: int, *, fsync: bool = False) -> None:
+    """Write all of ``data`` to ``fd`` (opened to append; ``start`` bytes long), fsynced when
+    asked; on any failure (a full disk, an interrupt) the file is cut back to ``start`` and
+    the error raised: one record whole or none of it."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
 
 
 def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
@@ -337,18 +346,7 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _refuse(path, _kind(st.st_mode))
-        start = st.st_size
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            if fsync:
-                os.fsync(fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
-            raise
+        _write_all(fd, data, st.st_size, fsync=fsync)
     finally:
         os.close(fd)
 
