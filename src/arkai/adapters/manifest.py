@@ -725,10 +725,10 @@ def _item_paths(library: bytes) -> set[bytes]:
     key = _METADATA + b"\n"
     at = 0
     while (end := find(key, at)) != -1:
-        found.append(library[rfind(b"\n", 0, end) + 1 : end].split(b"\t", 2)[-1])
+        found.append(_path_bytes(library[rfind(b"\n", 0, end) + 1 : end]))
         at = end + len(key)
     if library.endswith(_METADATA):  # the last line, without its line break
-        found.append(library[rfind(b"\n") + 1 : -len(_METADATA)].split(b"\t", 2)[-1])
+        found.append(_path_bytes(library[rfind(b"\n") + 1 : -len(_METADATA)]))
     found.sort()  # UTF-8's byte order is its code points': a folder before those inside it
     out: set[bytes] = set()
     for folder in found:
@@ -772,7 +772,7 @@ def _owners(lines: Iterable[bytes], folders: set[bytes]) -> set[bytes] | None:
     ``lines``; None as soon as one belongs to none (:func:`changed_items`)."""
     changed: set[bytes] = set()
     for line in lines:
-        path = line.split(b"\t", 2)[-1]
+        path = _path_bytes(line)
         cut = path.find(b"/")
         while cut != -1 and path[:cut] not in folders:
             cut = path.find(b"/", cut + 1)

@@ -276,10 +276,14 @@ class _Record:
 
     def header(self, node: str) -> bytes:
         """The record's header line."""
-        fields = [node, self.key, self.digest, str(self.size)]
-        if self.head_digest:
-            fields += [self.head_digest, str(self.head_size)]
-        return ("\t".join(fields) + "\n").encode()
+        return _header(node, self.key, self.digest, self.size, self.head_digest, self.head_size)
+
+
+def _header(node: str, key: str, digest: str, size: int, head_digest: str, head_size: int) -> bytes:
+    fields = [node, key, digest, str(size)]
+    if head_digest:
+        fields += [head_digest, str(head_size)]
+    return ("\t".join(fields) + "\n").encode()
 
 
 def _payload_head(payload: bytes) -> tuple[str, int]:
@@ -346,9 +350,10 @@ class PartStore:
             node = head[0].decode("utf-8", "replace")
             key, digest = head[1].decode("ascii", "replace"), head[2].decode("ascii", "replace")
             own_digest = head[4].decode("ascii", "replace") if own else ""
-            rec = _Record(key, digest, start, size, len(line), None, own_digest, own)
+            same = _header(node, key, digest, size, own_digest, own) == line
             # A node's last record is its part (an earlier one was superseded by an append).
-            self._records[node] = replace(rec, as_read=rec.header(node) == line)
+            self._records[node] = _Record(key, digest, start, size, len(line), None,
+                                          own_digest, own, same)  # fmt: skip
             pos = start + size
             fh.seek(pos)
         self._size = pos
