@@ -579,7 +579,7 @@ def test_stored_rows_read_the_rows_asked_for_in_the_order_given(
     keys = keys_for(40) + (keys_for(5, "new") if unsaved else [])
     order = np.random.default_rng(4).permutation(len(keys))
     want = store.get([keys[i] for i in order])
-    rows = vectors.StoredRows(store, store.rows_of(vectors.key_ids([keys[i] for i in order])))
+    rows = vectors.stored_rows(store, store.rows_of(vectors.key_ids([keys[i] for i in order])))
     assert rows.shape == (len(keys), 8) and len(rows) == len(keys) and rows.ndim == 2
     assert np.array_equal(rows[3], want[3]) and np.array_equal(rows[-1], want[-1])
     assert np.array_equal(rows[10:30], want[10:30]) and rows[5:5].shape == (0, 8)
@@ -591,6 +591,6 @@ def test_stored_rows_read_the_rows_asked_for_in_the_order_given(
         with pytest.raises(IndexError):
             rows[bad]
     with pytest.raises(NotFoundError):
-        vectors.StoredRows(store, [0, len(store)])
+        vectors.stored_rows(store, [0, len(store)])
     with pytest.raises(NotFoundError):
-        vectors.StoredRows(store, [-1])
+        vectors.stored_rows(store, [-1])

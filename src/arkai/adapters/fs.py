@@ -182,6 +182,27 @@ class ReadRows:
         raise NotImplementedError
 
 
+class Reindexed(ReadRows):
+    """The rows of another source in the order of ``at`` (its row numbers), read from it when
+    indexed: ``take`` reads the rows of an array of its numbers (in that order, repeats kept).
+    Nothing is copied or held but the numbers: the beliefs' vectors from the statements', the
+    statements' in episode order from the vector store (issue 17: copied, ≈ 120 MB a run at
+    10,000 items)."""
+
+    def __init__(self, take: Callable[[Any], Any], at: Any, width: int) -> None:
+        import numpy as np
+
+        self._take, self._at = take, np.asarray(at, dtype=np.int64).reshape(-1)
+        self.shape = (len(self._at), width)
+
+    def _read(self, idx: Any) -> Any:
+        import numpy as np
+
+        if not len(idx):
+            return np.zeros((0, self.shape[1]), dtype=np.float32)
+        return np.asarray(self._take(self._at[idx]), dtype=np.float32)
+
+
 class RowFile(ReadRows):
     """Float32 rows of ``width`` values in an unnamed temporary file, read on demand with
     :func:`read_rows` (:class:`ReadRows`). Made by :meth:`written`."""

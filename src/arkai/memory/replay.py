@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from arkai.adapters.fs import ReadRows
+from arkai.adapters.fs import ReadRows, Reindexed
 from arkai.core.hashing import sha256_hex
 from arkai.memory.contradict import Conflict
 from arkai.model.belief import (
@@ -279,30 +279,17 @@ def _well_formed(action: tuple[Any, ...]) -> bool:
     return len(action) < 3 or math.isfinite(action[2])
 
 
-class Picked:
-    """Rows ``rows`` of ``source``, read when sliced (``picked[a:b]``): the beliefs' vectors,
-    written a block at a time, never held together (one a belief: ≈ 1.2 GB for 800,000)."""
-
-    def __init__(self, source: Rows, rows: Sequence[int]) -> None:
-        self._source = source
-        self._rows = np.asarray(rows, dtype=np.int64)
-        self.shape = (len(self._rows), source.shape[1] if source.ndim == 2 else 0)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, key: slice) -> F32:
-        rows = self._rows[key]
-        if not len(rows):
-            return np.zeros((0, self.shape[1]), dtype=np.float32)
-        return np.asarray(self._source[rows], dtype=np.float32)
+def _picked(source: Rows, rows: Sequence[int]) -> Reindexed:
+    """Rows ``rows`` of ``source``, read when indexed: the beliefs' vectors, written a block at
+    a time, never held together (one a belief: ≈ 1.2 GB for 800,000)."""
+    return Reindexed(source.__getitem__, rows, source.shape[1] if source.ndim == 2 else 0)
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     beliefs: list[Belief]
     changes: list[Change]
-    vectors: Picked
+    vectors: Reindexed
     """One row per belief (the vector of the statement it holds), in ``beliefs`` order, read
     when sliced."""
     as_of: str | None
@@ -586,7 +573,7 @@ def replay(
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
         _insights(st, episodes, vectors, cands, as_of)
-    vecs = Picked(vectors, [st.vec_row(b) for b in st.order])
+    vecs = _picked(vectors, [st.vec_row(b) for b in st.order])
     log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
     beliefs = [st.beliefs[b] for b in st.order]
     return ReplayResult(beliefs, st.changes, vecs, as_of, log, first, decided)

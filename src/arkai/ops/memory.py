@@ -210,7 +210,7 @@ def embed_statements(
     (``embed.release_embedders``) before the rows are gathered: the replay after this never
     embeds."""
     from arkai.search import embed, embedbatches
-    from arkai.search.vectors import StoredRows, VectorStore, key_ids
+    from arkai.search.vectors import VectorStore, key_ids, stored_rows
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
@@ -237,7 +237,7 @@ def embed_statements(
         store.save(folder)
     # In episode order, read by row from the store's files as the replay asks (≈ 1.2 GB of
     # rows at 100,000 items: never held, nor copied).
-    ordered = StoredRows(store, store.rows_of(key_ids(keys)))
+    ordered = stored_rows(store, store.rows_of(key_ids(keys)))
     return ordered, len(todo), store.model_name
 
 

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from arkai.adapters.fs import ReadRows, atomic_write, read_rows
+from arkai.adapters.fs import Reindexed, atomic_write, read_rows
 from arkai.errors import InvalidInputError, NotFoundError
 
 __all__ = [
@@ -56,11 +56,11 @@ __all__ = [
     "META_FILE",
     "SEGMENT_ROWS",
     "KeySnapshot",
-    "StoredRows",
     "VectorStore",
     "key_id",
     "key_ids",
     "keys_digest",
+    "stored_rows",
 ]
 
 FORMAT = 2
@@ -661,22 +661,15 @@ class VectorStore:
         return store
 
 
-class StoredRows(ReadRows):
+def stored_rows(store: VectorStore, at: npt.ArrayLike) -> Reindexed:
     """The rows of ``store`` numbered ``at``, in that order, read from its segments when
-    indexed (:class:`~arkai.adapters.fs.ReadRows`): the beliefs step's statement vectors in
-    episode order without a copy of them (issue 17: the copy was ≈ 120 MB written to a
-    temporary file every run at 10,000 items, 1.2 GB at 100,000, and 0.2 s). The store must
-    not change while they are read. :class:`NotFoundError` when a number is not a row."""
-
-    def __init__(self, store: VectorStore, at: npt.ArrayLike) -> None:
-        rows = np.asarray(at, dtype=np.int64).reshape(-1)
-        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= len(store)):
-            raise NotFoundError("vector row out of range")
-        self._store, self._at = store, rows
-        self.shape = (len(rows), store.dim)
-
-    def _read(self, idx: npt.NDArray[np.int64]) -> F32:
-        return self._store.take(self._at[idx])
+    indexed (:class:`~arkai.adapters.fs.Reindexed`): the beliefs step's statement vectors in
+    episode order, never copied (≈ 120 MB a run at 10,000 items, 1.2 GB at 100,000). The store
+    must not change while they are read. :class:`NotFoundError` when a number is not a row."""
+    rows = np.asarray(at, dtype=np.int64).reshape(-1)
+    if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= len(store)):
+        raise NotFoundError("vector row out of range")
+    return Reindexed(store.take, rows, store.dim)
 
 
 def _read(rows: F32, at: npt.NDArray[np.int64]) -> F32:
