@@ -3,6 +3,7 @@ the BM25 matrix scores them exactly (arkai.search.lexindex)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -560,3 +561,30 @@ def test_an_unreadable_index_shape_builds_the_engine_again(tmp_path: Path) -> No
                          segment) == "rebuilt"  # fmt: skip
     assert sorted(reads) == list(range(len(groups)))  # every item read: a fresh build
     assert json.loads((tmp_path / ENGINE_META).read_text())["churn"] == 0
+
+
+@pytest.mark.parametrize("late", ["by its old path", "in the folder being deleted"])
+def test_an_engine_removed_while_a_file_appears_in_it_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: str
+) -> None:
+    """A reader of the engine still open in this process reloads it when its meta file
+    changes, taking a lock file in its folder (tantivy) — while the folder is being deleted.
+    The folder is renamed aside before it is deleted (a file made by its old path lands in no
+    folder), and deleted again after a file appeared in it: the engine is removed, nothing of
+    it left, no "Directory not empty" (a loaded machine's CI once failed so here)."""
+    _run(tmp_path, _groups(), "sha256:0")
+    engine = tmp_path / ENGINE_DIR
+    real, calls = os.rmdir, []
+
+    def rmdir(path: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(path)
+        if len(calls) == 1:  # the lock file appears as the folder itself is deleted
+            inside = engine if late == "by its old path" else Path(path)
+            with contextlib.suppress(FileNotFoundError):
+                (inside / ".tantivy-meta.lock").write_bytes(b"")
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    assert LexicalEngine.remove(tmp_path)
+    monkeypatch.undo()
+    assert not engine.exists() and not list(tmp_path.glob(ENGINE_DIR + "*"))

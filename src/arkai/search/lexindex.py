@@ -28,10 +28,13 @@ here, only when an engine index is built or read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
+import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -376,8 +379,10 @@ class LexicalEngine:
             gone = True
         for name in (ENGINE_DIR, ENGINE_DIR + ".tmp"):
             if (folder / name).exists():
-                shutil.rmtree(folder / name)
+                _remove_tree(folder / name)
                 gone = True
+        for left in folder.glob(ENGINE_DIR + ".gone-*"):  # one a run that stopped left
+            _remove_tree(left)
         return gone
 
     # -- search -----------------------------------------------------------------------
@@ -518,6 +523,28 @@ def _schema() -> Any:
     sb.add_text_field(_ITEM, tokenizer_name="raw", index_option="basic")
     sb.add_unsigned_field(_UID, fast=True)
     return sb.build()
+
+
+def _remove_tree(path: Path, tries: int = 5) -> None:
+    """Delete an engine's folder: renamed aside first, so that a reader of it still open in this
+    process — whose thread reloads it when its meta file changes, taking a lock file in it
+    (tantivy) — finds no folder of that name rather than one half deleted; then deleted, again
+    after a moment when a file appeared in it meanwhile (a loaded machine's CI once failed
+    "Directory not empty" here)."""
+    trash = path
+    if not path.name.startswith(ENGINE_DIR + ".gone-"):
+        trash = path.with_name(f"{ENGINE_DIR}.gone-{os.getpid()}-{time.monotonic_ns()}")
+        os.rename(path, trash)
+    for attempt in range(tries):
+        try:
+            shutil.rmtree(trash)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY or attempt == tries - 1:
+                raise
+            time.sleep(0.02 * (attempt + 1))
 
 
 def _write_parts(
