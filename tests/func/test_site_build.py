@@ -406,6 +406,20 @@ def test_beliefs_page_caps_its_links_and_is_made_only_when_its_inputs_change(
     build_site(repo)
     assert reads == [1, 1, 1]
     assert re.search(rf'#E{eids[0]}"[^>]*>A renamed talk</a>', page_path.read_text())
+    # The history comes from the beliefs stage's fold (index/beliefs/history.json), the same
+    # as folding the log here; once the log is edited by hand the fold no longer mirrors it
+    # and the page folds the log itself: the added change is shown.
+    from arkai.adapters import memory
+
+    kept = memory.read_histories(repo)
+    assert kept is not None and kept == memory.histories(memory.iter_changes(repo))
+    with (repo / "beliefs" / "changes.jsonl").open("a") as fh:
+        fh.write(json.dumps({"seq": 100, "kind": "reinforced", "belief": belief.id,
+                             "date": "2026-01-31", "note": "added by hand"}) + "\n")  # fmt: skip
+    assert memory.read_histories(repo) is None
+    build_site(repo)
+    assert reads == [1, 1, 1, 1] and "added by hand" in page_path.read_text()
+    assert "5 earlier changes" in page_path.read_text()  # 13 + the newest + this one
 
 
 def test_cli_build_json_and_missing_user_config(tmp_path: Path, arkai: Runner) -> None:
@@ -553,7 +567,7 @@ def test_the_beliefs_history_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert {b: h.count for b, h in got.items()} == {
         "a" * 16: 50_000, "b" * 16: 50_000, "c" * 16: 50_000, "d" * 16: 1
     }  # fmt: skip
-    assert [c["note"].split()[2] for c in got["a" * 16].latest] == [
+    assert [c.note.split()[2] for c in got["a" * 16].latest] == [
         str(n) for n in range(150_000 - 3 * keep, 150_000, 3)
     ]
     assert list(got["d" * 16].latest) == list(got["c" * 16].latest)[-1:]  # the last, n = 149,999

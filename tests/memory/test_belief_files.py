@@ -128,3 +128,117 @@ def test_a_change_line_is_the_canonical_line_of_its_dict(seed: int) -> None:
             note=rnd.choice([None, *texts]),
         )
         assert _change_line(c) == dumps_line(c.to_dict()), c
+
+
+def _folded_here(root: Path) -> dict[str, tuple[int, list[tuple[str, str, str | None]]]]:
+    """Each belief's history folded from the change log as written (its lines parsed one by
+    one, no cache): count and latest steps."""
+    out: dict[str, tuple[int, list[tuple[str, str, str | None]]]] = {}
+    for c in files.iter_changes(root):
+        for bid in dict.fromkeys(b for b in (c.belief, c.other) if b is not None):
+            count, steps = out.get(bid, (0, []))
+            out[bid] = (count + 1, [*steps, (c.date, c.kind, c.note)][-files.HISTORY_LATEST :])
+    return out
+
+
+def _plain(got: dict[str, files.History] | None) -> object:
+    return (
+        None
+        if got is None
+        else {b: (h.count, [tuple(s) for s in h.latest]) for b, h in got.items()}
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_each_beliefs_history_mirrors_the_change_log_it_was_folded_from(
+    tmp_path: Path, seed: int
+) -> None:
+    """``write_state`` keeps each belief's history (count, latest ``HISTORY_LATEST`` steps) in
+    ``index/beliefs/history.json`` with the digest of the ``changes.jsonl`` it wrote, and
+    ``read_histories`` gives exactly what folding the written log line by line gives — a
+    change naming another belief counts for both, a belief naming itself once."""
+    import random
+
+    rnd = random.Random(seed)
+    ids = [f"{i:016x}" for i in range(rnd.randint(1, 12))]
+    changes = [
+        Change(seq=n, kind=rnd.choice(["create", "reinforce", "invalidate", "Zoë ✓"]),
+               belief=rnd.choice(ids), date=f"2026-0{rnd.randint(1, 9)}-1{rnd.randint(0, 9)}",
+               other=rnd.choice([None, None, *ids]),
+               note=rnd.choice([None, "", "a \"note\"\nwith a break", f"change {n}"]))
+        for n in range(rnd.choice([0, 1, 9, 10, 11, 400]))
+    ]  # fmt: skip
+    rows = np.zeros((len(ids), 4), dtype=np.float32)
+    files.write_state(tmp_path, HEADER, beliefs(len(ids)), changes, rows)
+    got = files.read_histories(tmp_path)
+    assert got is not None
+    assert _plain(got) == _folded_here(tmp_path)
+    assert _plain(files.histories(files.iter_changes(tmp_path))) == _plain(got)
+    for h in got.values():
+        assert h.latest.maxlen == files.HISTORY_LATEST  # appended to as the fold does
+
+
+def test_a_history_that_does_not_mirror_the_log_is_not_read(tmp_path: Path) -> None:
+    """``read_histories`` is None — the reader folds the log itself — when ``history.json`` is
+    missing, damaged or of another form, or names another change log (the log edited by
+    hand, a line added, removed or changed, or ``history.json`` of an older log left behind);
+    and when the log is missing or a link out of the library."""
+    import os
+
+    changes = [Change(seq=n, kind="reinforce", belief="b" * 16, date="2026-01-02",
+                      note=f"change {n}") for n in range(14)]  # fmt: skip
+    rows = np.zeros((1, 4), dtype=np.float32)
+    files.write_state(tmp_path, HEADER, beliefs(1), changes, rows)
+    side = files.cache_dir(tmp_path) / "history.json"
+    log = tmp_path / "beliefs" / "changes.jsonl"
+    good, log_bytes = side.read_bytes(), log.read_bytes()
+    assert files.read_histories(tmp_path) is not None
+    doc = json.loads(good)
+    (count, steps) = doc["beliefs"]["b" * 16]
+    assert count == 14 and [s[2] for s in steps] == [f"change {n}" for n in range(4, 14)]
+
+    def forged(**change: object) -> bytes:
+        return json.dumps(doc | change).encode()
+
+    bad_forms = [
+        b"", b"{", b"[]", b"\xff\xfe", forged(latest=files.HISTORY_LATEST + 1),
+        forged(changes_sha256=None), forged(beliefs=[]),
+        forged(beliefs={"b" * 16: [14, steps[:-1]]}),  # fewer steps than kept
+        forged(beliefs={"b" * 16: [3, steps]}),  # more steps than its count
+        forged(beliefs={"b" * 16: [14.0, steps]}),
+        forged(beliefs={"b" * 16: [14, [*steps[:-1], ["2026-01-02", "reinforce", 7]]]}),
+        forged(beliefs={"b" * 16: [14, [*steps[:-1], ["2026-01-02", "reinforce"]]]}),
+        forged(beliefs={"b" * 16: "x"}),
+    ]  # fmt: skip
+    for data in bad_forms:
+        side.write_bytes(data)
+        assert files.read_histories(tmp_path) is None, data
+    side.write_bytes(good)
+    assert files.read_histories(tmp_path) is not None
+    # The log edited by hand: a line added, one removed, one changed in place (same size).
+    for edited in (
+        log_bytes + log_bytes.splitlines(keepends=True)[0],
+        b"".join(log_bytes.splitlines(keepends=True)[1:]),
+        log_bytes.replace(b"change 13", b"change 31"),
+    ):
+        log.write_bytes(edited)
+        assert files.read_histories(tmp_path) is None
+    # An older history left behind after a newer log: not read either.
+    log.write_bytes(log_bytes)
+    assert files.read_histories(tmp_path) is not None
+    files.write_state(tmp_path, HEADER, beliefs(1), changes[:5], rows)
+    newer = side.read_bytes()
+    side.write_bytes(good)
+    assert files.read_histories(tmp_path) is None
+    side.write_bytes(newer)
+    assert _plain(files.read_histories(tmp_path)) == _folded_here(tmp_path)
+    # No log, or a link in its place to the very bytes the history mirrors: none.
+    mirrored = log.read_bytes()
+    log.unlink()
+    assert files.read_histories(tmp_path) is None
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_bytes(mirrored)
+    os.symlink(outside, log)
+    assert files.read_histories(tmp_path) is None
+    side.unlink()
+    assert files.read_histories(tmp_path) is None

@@ -11,7 +11,9 @@ The replay's side (outputs of the ``beliefs`` stage, rebuilt from the inputs):
 - ``beliefs/beliefs.json`` — every belief (kept in git, so belief changes show in pull requests);
 - ``beliefs/changes.jsonl`` — the change log, one change per line;
 - ``index/beliefs/`` — the beliefs' vectors and the statement embedding store (in DVC's cache,
-  not in git; rebuilt when missing).
+  not in git; rebuilt when missing), and what mirrors the two files above for their readers:
+  the recall index (``beliefs.jsonl``, ``recall.json``) and each belief's history
+  (``history.json``), each keyed by the SHA-256 of the file it mirrors.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -159,12 +162,20 @@ def write_state(
     out.mkdir(parents=True, exist_ok=True)
     # Each in pieces, never held whole (a belief's entry ≈ 700 bytes, a change's line ≈ 150:
     # at 100,000 items of distinct talks, hundreds of MB each).
-    digest = hashlib.sha256()
+    digest, log = hashlib.sha256(), hashlib.sha256()
     changed = write_chunks_if_changed(out / BELIEFS, _document(header, beliefs, digest))
-    write_chunks_if_changed(out / CHANGES, _lines(changes))
+    write_chunks_if_changed(out / CHANGES, _fed(_lines(changes), log))
     write_chunks_if_changed(cache_dir(root) / VECTORS, _npy(vectors))
     write_recall_index(root, beliefs, digest.hexdigest())
+    write_histories(root, histories(changes), log.hexdigest())
     return changed
+
+
+def _fed(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes]:
+    """``chunks``, each fed to ``digest`` (a hashlib object) as it passes."""
+    for chunk in chunks:
+        digest.update(chunk)
+        yield chunk
 
 
 #: Stands for the beliefs in the dump of ``beliefs.json``'s other fields (escaped by JSON, so
@@ -314,6 +325,114 @@ def read_recall_index(root: Path) -> RecallIndex | None:
                            folder / RECALL_LINES)  # fmt: skip
     except (ValueError, KeyError, TypeError):
         return None
+
+
+# -- each belief's history: the beliefs page without reading the change log -------------
+
+HISTORY = "history.json"
+HISTORY_LATEST = 10
+"""The changes a belief's history keeps (its latest): the beliefs page shows them and counts
+the rest (``arkai belief history ID`` lists them all)."""
+
+
+class Step(NamedTuple):
+    """A change as a belief's history shows it."""
+
+    date: str
+    kind: str
+    note: str | None
+
+
+@dataclass
+class History:
+    """One belief's changes as its page shows them: how many there are and the latest
+    :data:`HISTORY_LATEST` — never every change (the log grows with every episode: ≈ 80,000
+    lines, 12 MB, at 10,000 items)."""
+
+    count: int = 0
+    latest: deque[Step] = field(default_factory=lambda: deque(maxlen=HISTORY_LATEST))
+
+    def add(self, change: Change) -> None:
+        self.count += 1
+        self.latest.append(Step(change.date, change.kind, change.note))
+
+
+def histories(changes: Iterable[Change]) -> dict[str, History]:
+    """Each belief's :class:`History` over ``changes`` in their order (a change naming another
+    belief counts for both)."""
+    out: dict[str, History] = {}
+    for c in changes:
+        for bid in (c.belief,) if c.other is None or c.other == c.belief else (c.belief, c.other):
+            if (h := out.get(bid)) is None:
+                h = out[bid] = History()
+            h.add(c)
+    return out
+
+
+def write_histories(root: Path, by_belief: dict[str, History], changes_sha256: str) -> None:
+    """``index/beliefs/history.json``: each belief's history and ``changes_sha256``, the hex
+    SHA-256 of the ``changes.jsonl`` it was folded from. The beliefs stage has every change in
+    memory; the site, which made each page's history by parsing the whole log (0.44 s a run
+    at 10,000 items), reads this instead (:func:`read_histories`)."""
+    doc = {
+        "changes_sha256": changes_sha256,
+        "latest": HISTORY_LATEST,
+        "beliefs": {b: [h.count, [list(s) for s in h.latest]] for b, h in by_belief.items()},
+    }
+    data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    write_if_changed(cache_dir(root) / HISTORY, data)
+
+
+def read_histories(root: Path) -> dict[str, History] | None:
+    """Each belief's history from ``history.json`` when it mirrors the current
+    ``changes.jsonl`` (its digest, read a block at a time) and is in the form
+    :func:`write_histories` gives; else None (the caller folds the log itself,
+    :func:`histories` over :func:`iter_changes`). No change log: None as well."""
+    try:
+        raw = read_repo_file(cache_dir(root) / HISTORY, root, missing_ok=True)
+        if raw is None:
+            return None
+        digest = hashlib.sha256()
+        with open_repo_file(beliefs_dir(root) / CHANGES, root) as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+        doc = json.loads(raw)
+    except (OSError, LibraryError, ValueError):
+        return None
+    if not (
+        isinstance(doc, dict)
+        and doc.get("changes_sha256") == digest.hexdigest()
+        and doc.get("latest") == HISTORY_LATEST
+        and isinstance(doc.get("beliefs"), dict)
+    ):
+        return None
+    out: dict[str, History] = {}
+    for bid, entry in doc["beliefs"].items():
+        steps = _steps(entry)
+        if steps is None:
+            return None
+        out[bid] = History(entry[0], deque(steps, maxlen=HISTORY_LATEST))
+    return out
+
+
+def _steps(entry: Any) -> list[Step] | None:
+    """A history's ``[count, [[date, kind, note], …]]`` as steps, or None when not of that form
+    (as many steps as the count, up to those kept: any other number is not)."""
+    if not (
+        isinstance(entry, list)
+        and len(entry) == 2
+        and type(entry[0]) is int
+        and isinstance(entry[1], list)
+        and len(entry[1]) == min(entry[0], HISTORY_LATEST)
+    ):
+        return None
+    steps = []
+    for s in entry[1]:
+        if not (isinstance(s, list) and len(s) == 3 and type(s[0]) is str and type(s[1]) is str
+                and (s[2] is None or type(s[2]) is str)):  # fmt: skip
+            return None
+        steps.append(Step(*s))
+    return steps
 
 
 def read_state(root: Path) -> tuple[dict[str, Any], list[Belief]] | None:

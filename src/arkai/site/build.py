@@ -53,7 +53,14 @@ from arkai.adapters.fs import (
     read_repo_file,
 )
 from arkai.adapters.layout import INDEX, LIBRARY, Item, item_at, item_folders, load_metadata
-from arkai.adapters.memory import iter_changes, read_state, state_digest
+from arkai.adapters.memory import (
+    History,
+    histories,
+    iter_changes,
+    read_histories,
+    read_state,
+    state_digest,
+)
 from arkai.adapters.params import load_params
 from arkai.adapters.store import read_json
 from arkai.errors import ArkaiError, LibraryError, UnsafeFileError
@@ -869,18 +876,17 @@ def _load_beliefs(root: Path) -> dict[str, Any] | None:
     }
 
 
-def _belief_changes(root: Path) -> dict[str, indexes.BeliefHistory]:
-    """Each belief's history (``beliefs/changes.jsonl`` read a line at a time: its count of
-    changes and the latest the page shows); none when unreadable."""
-    by_belief: dict[str, indexes.BeliefHistory] = {}
+def _belief_changes(root: Path) -> dict[str, History]:
+    """Each belief's history: the beliefs stage's fold of the change log when it mirrors
+    ``beliefs/changes.jsonl`` (:func:`arkai.adapters.memory.read_histories`), else the log
+    read a line at a time and folded here; none when unreadable."""
+    got = read_histories(root)
+    if got is not None:
+        return got
     try:
-        for c in iter_changes(root):
-            change = c.to_dict()
-            for bid in {c.belief, c.other} - {None}:
-                by_belief.setdefault(str(bid), indexes.BeliefHistory()).add(change)
+        return histories(iter_changes(root))
     except LibraryError:
         return {}
-    return by_belief
 
 
 # --------------------------------------------------------------------------- pages

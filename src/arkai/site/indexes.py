@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from arkai.adapters.fs import read_repo_file
 from arkai.adapters.layout import TRANSCRIPT
+from arkai.adapters.memory import HISTORY_LATEST, History
 from arkai.core.escape import css_token, one_line
 from arkai.errors import ArkaiError
 from arkai.site import links
@@ -202,7 +203,7 @@ class Library:
     """Reads the chunks at these positions (None: ``chunks`` holds them all already)."""
     beliefs: dict[str, Any] | None = None
     """``beliefs/beliefs.json`` and its files' ``digest`` (see ``site.build._load_beliefs``)."""
-    load_belief_changes: Callable[[], dict[str, BeliefHistory]] | None = None
+    load_belief_changes: Callable[[], dict[str, History]] | None = None
     """Reads each belief's history (None: the page shows no history)."""
     entity_min_items: int = 1
     topic_min_items: int = 1
@@ -1006,21 +1007,7 @@ def _belief_links(lib: Library, src: str, ids: list[str], claims: _Claims) -> li
 #: ``arkai belief history ID`` lists them all. A belief of a big library is reinforced by
 #: thousands of claims: every one linked made the page 9.6 MB at 10,000 items.
 BELIEF_LINKS = 10
-BELIEF_HISTORY = 10
-
-
-@dataclass
-class BeliefHistory:
-    """What the beliefs page shows of one belief's changes: how many there are and the
-    latest :data:`BELIEF_HISTORY` (date, kind, note) — never every change (the change log
-    grows with every episode: ≈ 24 MB at 20,000 items)."""
-
-    count: int = 0
-    latest: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=BELIEF_HISTORY))
-
-    def add(self, change: dict[str, Any]) -> None:
-        self.count += 1
-        self.latest.append({k: change.get(k) for k in ("date", "kind", "note")})
+BELIEF_HISTORY = HISTORY_LATEST
 
 
 def _capped(ids: Sequence[str]) -> list[str]:
@@ -1086,10 +1073,9 @@ def beliefs(lib: Library, unchanged: Callable[[str, str | None], bool] = _never)
     ]
     rows = []
     for _, _, _, b, eff in shown:
-        had = changes.get(b.id) or BeliefHistory()
+        had = changes.get(b.id) or History()
         history = [
-            f"{esc(c['date'])} {esc(c['kind'])}"
-            + (f" — {esc(one_line(str(c['note'])))}" if c.get("note") else "")
+            f"{esc(c.date)} {esc(c.kind)}" + (f" — {esc(one_line(c.note))}" if c.note else "")
             for c in had.latest
         ]
         if had.count > len(had.latest):
