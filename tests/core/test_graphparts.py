@@ -606,3 +606,107 @@ def test_an_append_only_goes_to_the_file_that_was_read(
             append_to_loaded(path, fh.fileno(), 5, b"123456")
         monkeypatch.undo()
     assert path.read_bytes() == b"abcde"  # cut back to its size
+
+
+def _related(items: list[GraphItem], root: Path) -> tuple[str, bytes]:
+    """``related.jsonl``'s key and bytes for ``items`` (a fresh parts store at ``root``)."""
+    from arkai.search.graphparts import related_inputs
+
+    with PartStore(root, full=True) as store:
+        gp = graph_parts(items, SETTINGS, related_of(items), store, text=False)
+        made = related_inputs(gp)
+        return made.key(), b"".join(made.lines(batch=3))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_related_key_names_everything_related_jsonl_is_made_from(tmp_path: Path, seed: int) -> None:
+    """The index stage writes ``related.jsonl`` again only when its key changed: the same
+    items give the same key and bytes (whatever their order or store), and any change that
+    changes a line changes the key — a title (the order of ties), an item's mentions (its
+    RELATED_TO edges), a citation, an item added or removed. A change the lines do not see
+    (an entity no other item shares) may keep the key."""
+    rng = random.Random(seed)
+    items = [random_item(rng, i) for i in range(30)]
+    key, data = _related(items, tmp_path / "a")
+    assert data == reference(items)[2]  # the bytes build_graph's related_lists give
+    shuffled = items[:]
+    rng.shuffle(shuffled)
+    assert _related(shuffled, tmp_path / "b") == (key, data)
+    variants: list[list[GraphItem]] = []
+    for n in range(12):
+        i = rng.randrange(len(items))
+        it = items[i]
+        change = n % 6
+        if change == 0:
+            new = replace(it, title=f"Title number {rng.randrange(40)}")
+        elif change == 1:
+            names = rng.sample(NAMES, rng.randint(0, 5))
+            new = replace(it, mentions=[(x, "person", rng.randint(1, 4)) for x in names])
+        elif change == 2:
+            target = node_id("content", items[rng.randrange(len(items))].content_id)
+            new = replace(it, cites={**(it.cites or {}), target: rng.randint(1, 3)})
+        elif change == 3:
+            new = replace(it, mentions=[*it.mentions, (f"only here {n}", "org", 1)])
+        elif change == 4:
+            variants.append(items[:i] + items[i + 1 :])
+            continue
+        else:
+            variants.append([*items, random_item(rng, 100 + n)])
+            continue
+        variants.append([*items[:i], new, *items[i + 1 :]])
+    lines_changed = 0
+    for k, variant in enumerate(variants):
+        other_key, other = _related(variant, tmp_path / f"v{k}")
+        assert other == reference(variant)[2]
+        if other != data:
+            lines_changed += 1
+            assert other_key != key, k
+        titles = {it.content_id: it.title for it in variant}
+        if titles != {it.content_id: it.title for it in items}:
+            assert other_key != key, k  # every title is an input (ties are ordered by it)
+    assert lines_changed >= 3  # the variants do move related lists
+
+
+def test_related_key_covers_the_code_that_makes_the_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other code, other lines: the key digests the source of the modules that make them."""
+    from arkai.search import graphparts
+
+    items = [random_item(random.Random(7), i) for i in range(8)]
+    key, _ = _related(items, tmp_path / "a")
+    copy = tmp_path / "code" / "arkai" / "search"
+    copy.mkdir(parents=True)
+    (copy.parent / "core").mkdir()
+    base = Path(graphparts.__file__).resolve().parents[2]
+    for name in graphparts._RELATED_CODE:
+        (tmp_path / "code" / name).write_bytes((base / name).read_bytes())
+    fake = copy / "graphparts.py"
+    monkeypatch.setattr(graphparts, "__file__", str(fake))
+    assert _related(items, tmp_path / "b")[0] == key  # the same code where it is read
+    fake.write_bytes(fake.read_bytes() + b"\n# another line\n")
+    assert _related(items, tmp_path / "c")[0] != key
+
+
+def test_related_key_changes_with_each_of_its_inputs(tmp_path: Path) -> None:
+    """Each field of RelatedInputs is in its key: an edge's end, type or weight, an item's
+    title or content ID, the items' order."""
+    from arkai.search.graphparts import related_inputs
+
+    items = [random_item(random.Random(3), i) for i in range(30)]
+    with PartStore(tmp_path, full=True) as store:
+        made = related_inputs(graph_parts(items, SETTINGS, related_of(items), store, text=False))
+    assert len(made.src) >= 2
+    key = made.key()
+    first = made.nodes[0]
+    changed = [
+        replace(made, src=made.src[::-1].copy()),
+        replace(made, dst=(made.dst + 1) % len(made.nodes)),
+        replace(made, kind=(1 - made.kind).astype(made.kind.dtype)),
+        replace(made, weight=made.weight + 0.5),
+        replace(made, titles={**made.titles, first: made.titles[first] + "!"}),
+        replace(made, ids={**made.ids, first: "f" * 16}),
+        replace(made, nodes=made.nodes[::-1]),
+    ]
+    assert all(c.key() != key for c in changed)
+    assert replace(made).key() == key

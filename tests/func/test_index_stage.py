@@ -527,6 +527,31 @@ def test_incremental_builds_equal_a_build_from_scratch(
     assert graph_step(repo)["related_recomputed"] == 0
     # …and the cached topic rankings: no item's phrase frequencies changed, none was ranked.
     assert topics_step(repo)["reranked"] == 0
+    # related.jsonl is made from the same inputs (RelatedInputs.key): not made again.
+    assert graph_step(repo)["related_kept"] is True
+    # …unless it was edited by hand (its bytes, not its size or time, changed) or the kept key
+    # and digest do not say what made it: then it is made again, the bytes of a fresh build.
+    related = repo / "index" / "related.jsonl"
+    data = related.read_bytes()
+    st = related.stat()
+    related.write_bytes(data.replace(b'"related"', b'"RELATED"', 1))
+    os.utime(related, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert run_index(Repo.at(repo)).written == ["related.jsonl"]
+    assert graph_step(repo)["related_kept"] is False and related.read_bytes() == data
+    (repo / "index" / "graph.json").write_text("{}")
+    assert run_index(Repo.at(repo)).written == ["graph.json"]
+    assert graph_step(repo)["related_kept"] is True
+    inputs = repo / ".arkai" / "index-cache" / "inputs.json"
+    key, digest = json.loads(inputs.read_text())["related"]
+    other = "sha256:" + "0" * 64
+    for forged in ([other, digest], [key, other], [key], None, "x", [1, 2]):
+        doc = json.loads(inputs.read_text())
+        doc["related"] = forged
+        inputs.write_text(json.dumps(doc))
+        (repo / "index" / "graph.json").write_text("{}")
+        assert run_index(Repo.at(repo)).written == ["graph.json"]
+        assert graph_step(repo)["related_kept"] is False and related.read_bytes() == data
+    assert built(repo) == scratch_build(repo, tmp_path / "scratch")
     # An index from before related.jsonl existed (not in the manifest either) gets it.
     (repo / "index" / "related.jsonl").unlink()
     manifest = json.loads((repo / "index" / "manifest.json").read_text())

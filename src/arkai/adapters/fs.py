@@ -16,7 +16,7 @@ import fcntl
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -248,6 +248,14 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
 def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """UTF-8 text with ``\\n`` line ends, written atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def fed(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes]:
+    """``chunks``, each fed to ``digest`` (a hashlib object) as it passes: the digest of what
+    :func:`write_chunks_if_changed` wrote (or found there already) without reading it back."""
+    for chunk in chunks:
+        digest.update(chunk)
+        yield chunk
 
 
 def write_chunks_if_changed(

@@ -34,6 +34,7 @@ import yaml
 
 from arkai.adapters.fs import (
     atomic_write_text,
+    fed,
     open_repo_file,
     parse_yaml,
     read_repo_file,
@@ -164,18 +165,11 @@ def write_state(
     # at 100,000 items of distinct talks, hundreds of MB each).
     digest, log = hashlib.sha256(), hashlib.sha256()
     changed = write_chunks_if_changed(out / BELIEFS, _document(header, beliefs, digest))
-    write_chunks_if_changed(out / CHANGES, _fed(_lines(changes), log))
+    write_chunks_if_changed(out / CHANGES, fed(_lines(changes), log))
     write_chunks_if_changed(cache_dir(root) / VECTORS, _npy(vectors))
     write_recall_index(root, beliefs, digest.hexdigest())
     write_histories(root, histories(changes), log.hexdigest())
     return changed
-
-
-def _fed(chunks: Iterable[bytes], digest: Any) -> Iterator[bytes]:
-    """``chunks``, each fed to ``digest`` (a hashlib object) as it passes."""
-    for chunk in chunks:
-        digest.update(chunk)
-        yield chunk
 
 
 #: Stands for the beliefs in the dump of ``beliefs.json``'s other fields (escaped by JSON, so

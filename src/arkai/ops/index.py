@@ -59,6 +59,7 @@ from arkai.adapters.chunkparts import (
 from arkai.adapters.fs import (
     TEMP_DIR,
     byte_view,
+    fed,
     read_array,
     read_repo_file,
     write_chunks_if_changed,
@@ -83,6 +84,7 @@ from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
 from arkai.adapters.store import parse_evidence, read_entities, read_json, write_json
 from arkai.core import canonjson
+from arkai.core.hashing import DIGEST_PREFIX
 from arkai.errors import LibraryError
 from arkai.ops.shards import shard_library
 from arkai.search.chunks import MAX_WORDS, TARGET_WORDS, Chunk
@@ -103,7 +105,13 @@ from arkai.search.graph import (
     quotes_digest,
 )
 from arkai.search.graphcache import related_table, update_related
-from arkai.search.graphparts import PartStore, graph_parts, iter_graphml, iter_json, related_jsonl
+from arkai.search.graphparts import (
+    PartStore,
+    graph_parts,
+    iter_graphml,
+    iter_json,
+    related_inputs,
+)
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
     EntryJson,
@@ -1170,6 +1178,13 @@ def graph_exports_wanted(ip: dict[str, Any], items: int, force: bool = False) ->
 DERIVED = (f"{CHUNKS}/", CATALOG, TOPICS, GRAPH_JSON, GRAPHML, RELATED, f"{LEXICAL}/")
 
 
+def _pair(value: Any) -> list[str] | None:
+    """A ``[key, digest]`` kept in ``inputs.json``, or None when it is not two strings."""
+    if isinstance(value, list) and len(value) == 2 and all(type(v) is str for v in value):
+        return [value[0], value[1]]
+    return None
+
+
 def _intact(out: Path, manifest: dict[str, Any], digests: FileDigests, exports: bool) -> bool:
     """True when the derived files are the ones the manifest lists, byte for byte (the
     graph exports among them when ``exports``; else none may be there)."""
@@ -1403,14 +1418,19 @@ def _graph(
     info: dict[str, Any],
     quotes: Callable[[_Loaded], list[tuple[str, str]]],
     exports: bool,
-) -> None:
+    digests: FileDigests,
+    last_related: list[str] | None,
+) -> list[str]:
     """``graph.json``, ``graph.graphml`` (when ``exports``; else any there are removed, so
     none is ever left behind the library) and ``related.jsonl``: the RELATED_TO edges between
     items kept in one table (only a changed item's are recomputed), CITES counts kept
     incrementally (:mod:`arkai.search.citecache`: a transcript is searched again only for the
     needle texts it has not been searched for). ``high``: each item's high-relevance topic
     terms and their scores (emptied once the parts are assembled); ``quotes``: an item's
-    quotes, asked for only when its graph part is made (the records hold their digest)."""
+    quotes, asked for only when its graph part is made (the records hold their digest).
+    ``last_related``: the last run's ``[key, digest]`` of ``related.jsonl``
+    (:meth:`arkai.search.graphparts.RelatedInputs.key`), returned as this run's (the file is
+    not made again when both hold)."""
     settings = GraphSettings.from_params(ip["graph"])
     needles = cite_needles((d.item.id, d.item.title, d.item.metadata.get("url") or None)
                            for d in loaded)  # fmt: skip
@@ -1476,10 +1496,28 @@ def _graph(
             elif write_chunks_if_changed(out / name, pieces):
                 summary.written.append(name)
         info["exports"] = exports
-    if write_chunks_if_changed(out / RELATED, related_jsonl(graph)):
-        summary.written.append(RELATED)
     summary.nodes, summary.edges = graph.nodes, graph.edges
     info.update(nodes=summary.nodes, edges=summary.edges)
+    # related.jsonl made again only when what it is made from changed: the key and the
+    # file's digest as the last run left them (inputs.json) against the key now and the
+    # file's digest now (its stat memo: a file edited since is read and differs).
+    lists = related_inputs(graph)
+    del graph
+    key, path = lists.key(), out / RELATED
+    info["related_kept"] = (
+        not full
+        and last_related is not None
+        and last_related[0] == key
+        and path.is_file()
+        and not path.is_symlink()
+        and digests.of(path, RELATED) == last_related[1]
+    )
+    if info["related_kept"] and last_related is not None:
+        return last_related
+    h = hashlib.sha256()
+    if write_chunks_if_changed(path, fed(lists.lines(), h)):
+        summary.written.append(RELATED)
+    return [key, DIGEST_PREFIX + h.hexdigest()]
 
 
 def _write_chunks(
@@ -1911,13 +1949,17 @@ def run_index(
                     progress(1, 1, "topics")
 
         with log.step("graph") as info:
+            related_made = _pair(last.get("related"))  # kept as it is when nothing changed
             if reuse:
                 summary.nodes = int(old_counts.get("nodes", 0))
                 summary.edges = int(old_counts.get("edges", 0))
                 info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
             else:
-                _graph(root, out, loaded, ip, high, full, summary, info,
-                       lambda d: _quotes(d, ip, settings, cache, records), exports)  # fmt: skip
+                related_made = _graph(
+                    root, out, loaded, ip, high, full, summary, info,
+                    lambda d: _quotes(d, ip, settings, cache, records), exports, digests,
+                    _pair(last.get("related")),
+                )  # fmt: skip
                 del high
                 if progress:
                     progress(1, 1, "graph")
@@ -1956,7 +1998,8 @@ def run_index(
             # rebuild gives the same bytes (and the same dvc.lock entry).
             write_json(out / MANIFEST, manifest)
             write_json(cache.folder / INPUTS, {"chunks": chunks_digest, "inputs": inputs,
-                                               "items": len(loaded), "keys": keys})  # fmt: skip
+                                               "items": len(loaded), "keys": keys,
+                                               "related": related_made})  # fmt: skip
             digests.save()
             if listed.planned is not None and listed.sealable:
                 folder_manifests.seal_as_planned(root, STAGE, STAGE_FOLDERS, listed.inputs,
