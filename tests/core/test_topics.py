@@ -572,6 +572,133 @@ def test_kept_entries_give_the_file_of_entries_given_afresh(tmp_path: Path) -> N
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_lines_copied_from_the_last_file_give_the_file_made_afresh(tmp_path: Path) -> None:
+    """Over rounds of edits (items kept, made again, removed, added, left with no entries, a
+    synonym), a builder that copies from the last ``topics.json`` the line of every topic no
+    changed item is in (:meth:`TopicBuilder.lines_from`) writes the bytes of one given every
+    entry afresh; lines are copied in every round after the first, and those of topics a
+    changed item is in are not."""
+    import hashlib
+    import random
+
+    from arkai.search.topics import KeptEntries, TopicBuilder, WrittenTopics
+
+    rng = random.Random(11)
+    record, path = tmp_path / "kept.bin", tmp_path / "topics.json"
+    items: dict[str, list[tuple[str, str, str]]] = {}
+    old_items: dict[str, list[tuple[str, str, str]]] = {}
+    tags: dict[str, str] = {}
+    copied_rounds = 0
+    for round_ in range(14):
+        items = _kept_round(rng, items) if round_ else _kept_round(rng, {"a": [], "b": []})
+        fresh = {cid: str(entries) for cid, entries in items.items()}
+        kept = KeptEntries.read(record)
+        synonyms = {"hive": ["colony"]} if round_ % 5 == 4 else {}
+        with (
+            TopicBuilder(len(items), {}, synonyms, keep_terms=False) as got,
+            TopicBuilder(len(items), {}, synonyms, keep_terms=False) as want,
+        ):
+            changed: set[str] = set()
+            for cid in sorted(items, key=lambda c: rng.random()):
+                want.add_entries(cid, items[cid])
+                k = kept.match(cid, fresh[cid]) if kept is not None else None
+                if kept is not None and k is not None and tags.get(cid) == fresh[cid]:
+                    got.add_kept(cid, kept, k)
+                else:
+                    got.add_entries(cid, items[cid], (fresh[cid], None))
+                    changed |= {t for t, _, _ in items[cid]}
+            for cid, entries in old_items.items():
+                if tags.get(cid) != fresh.get(cid):
+                    changed |= {t for t, _, _ in entries}
+            expected = b"".join(want.iter_json())
+            lines = None
+            made = WrittenTopics()
+            if kept is not None:
+                with open(path, "rb") as fh:
+                    sha = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+                    lines = got.lines_from(kept, fh, sha)
+                    data = b"".join(got.iter_json(batch=3, lines=lines, written=made))
+            else:
+                data = b"".join(got.iter_json(batch=3, written=made))
+            assert data == expected, round_
+            if lines is not None:
+                assert not set(lines.spans) & changed  # a changed item's topics are made
+                copied_rounds += lines.copied > 0
+            # What is kept of the file: its digest and each line's place, the term's line.
+            assert made.sha256 == "sha256:" + hashlib.sha256(data).hexdigest()
+            for term, (a, b) in made.lines.items():
+                opening = b"    " + json.dumps(term, ensure_ascii=False).encode() + b": {"
+                assert data[a:b].startswith(opening)
+                assert data[b : b + 2] in (b",\n", b"\n ")
+            path.write_bytes(data)
+            got.keep(record, made)
+        if kept is not None:
+            kept.close()
+        tags, old_items = fresh, items
+    assert copied_rounds >= 4  # (seeded: 5 of 13; most rounds change most of the 7 terms)
+
+
+def test_lines_are_not_copied_from_a_file_that_is_not_the_kept_one(tmp_path: Path) -> None:
+    """No line is copied when the file's digest is not the one kept with the entries (edited,
+    replaced), when the record was kept without a file, or with one of another form; a kept
+    place that does not hold the term's line is made from the entries instead."""
+    import hashlib
+
+    from arkai.search.topics import KeptEntries, TopicBuilder, WrittenTopics
+
+    record, path = tmp_path / "kept.bin", tmp_path / "topics.json"
+
+    def build(kept: KeptEntries | None, *, cid_changed: str = "cccc") -> TopicBuilder:
+        b = TopicBuilder(3, {}, keep_terms=False)
+        for cid, terms in (("aaaa", ["hive", "mite"]), ("bbbb", ["hive", "zeta"]),
+                           ("cccc", ["queen"])):  # fmt: skip
+            entries = [(t, "high", _entry(cid, "high", n)) for n, t in enumerate(terms)]
+            k = kept.match(cid, "t") if kept is not None else None
+            if kept is not None and k is not None and cid != cid_changed:
+                b.add_kept(cid, kept, k)
+            else:
+                b.add_entries(cid, entries, ("t", None))
+        return b
+
+    made = WrittenTopics()
+    with build(None) as b:
+        data = b"".join(b.iter_json(written=made))
+        b.keep(record, made)
+    path.write_bytes(data)
+    sha = "sha256:" + hashlib.sha256(data).hexdigest()
+    kept = KeptEntries.read(record)
+    assert kept is not None and kept.file is not None and kept.file[0] == sha
+    with build(kept) as b, open(path, "rb") as fh:
+        lines = b.lines_from(kept, fh, sha)
+        assert lines is not None and set(lines.spans) == {"hive", "mite", "zeta"}
+        assert b"".join(b.iter_json(lines=lines)) == data and lines.copied == 3
+    with build(kept) as b, open(path, "rb") as fh:
+        assert b.lines_from(kept, fh, "sha256:" + "0" * 64) is None  # another file
+    # A place that holds another term's line (a forged record): that topic is made afresh.
+    kept.file = (sha, {**kept.file[1], "hive": kept.file[1]["mite"]})
+    with build(kept) as b, open(path, "rb") as fh:
+        lines = b.lines_from(kept, fh, sha)
+        assert lines is not None
+        assert b"".join(b.iter_json(lines=lines)) == data and lines.copied == 2
+    kept.close()
+    # Kept without the file, or with one of another form: nothing is copied.
+    with build(None) as b:
+        b.keep(record)
+    kept = KeptEntries.read(record)
+    assert kept is not None and kept.file is None
+    kept.close()
+    from arkai.search.topics import _written_file
+
+    bad_forms = [
+        None, [], {"sha256": 1, "lines": []}, {"sha256": "s", "lines": [["a", 5, 5]]},
+        {"sha256": "s", "lines": [["a", 1, 5], ["a", 6, 9]]},
+        {"sha256": "s", "lines": [["a", -1, 5]]}, {"sha256": "s", "lines": {}},
+    ]  # fmt: skip
+    for bad in bad_forms:
+        assert _written_file(bad) is None, bad
+    assert _written_file({"sha256": "s", "lines": [["a", 1, 5]]}) == ("s", {"a": (1, 5)})
+
+
 def test_an_item_given_twice_is_not_kept(tmp_path: Path) -> None:
     """An item whose entries came in two calls has no one span: the record leaves it out."""
     from arkai.search.topics import KeptEntries, TopicBuilder
@@ -585,6 +712,20 @@ def test_an_item_given_twice_is_not_kept(tmp_path: Path) -> None:
     assert kept is not None
     assert kept.match("aaaa", "t") is None and kept.match("bbbb", "t") is not None
     assert kept.match("bbbb", "other tag") is None
+    kept.close()
+    # Nor is the file made from them: the next build could not tell that item's topics from
+    # the others' (it would copy lines its changed entries are in).
+    from arkai.search.topics import WrittenTopics
+
+    with TopicBuilder(2, {}, keep_terms=False) as b:
+        b.add_entries("aaaa", [("hive", "high", _entry("aaaa", "high", 0))], ("t", None))
+        b.add_entries("aaaa", [("mite", "low", _entry("aaaa", "low", 1))], ("t", None))
+        made = WrittenTopics()
+        b"".join(b.iter_json(written=made))
+        assert set(made.lines) == {"hive", "mite"}
+        b.keep(tmp_path / "kept.bin", made)
+    kept = KeptEntries.read(tmp_path / "kept.bin")
+    assert kept is not None and kept.file is None
     kept.close()
 
 

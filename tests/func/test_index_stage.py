@@ -531,11 +531,12 @@ def test_incremental_builds_equal_a_build_from_scratch(
     assert graph_step(repo)["related_kept"] is True
     # …unless it was edited by hand (its bytes, not its size or time, changed) or the kept key
     # and digest do not say what made it: then it is made again, the bytes of a fresh build.
+    # (Its digest is the stat memo's, FileDigests: a file whose size, time and inode are
+    # the ones recorded once it had settled is not read again — the trust _intact gives
+    # every derived file, and git its index.)
     related = repo / "index" / "related.jsonl"
     data = related.read_bytes()
-    st = related.stat()
     related.write_bytes(data.replace(b'"related"', b'"RELATED"', 1))
-    os.utime(related, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert run_index(Repo.at(repo)).written == ["related.jsonl"]
     assert graph_step(repo)["related_kept"] is False and related.read_bytes() == data
     (repo / "index" / "graph.json").write_text("{}")
@@ -1740,3 +1741,56 @@ def test_manifests_written_again_while_the_stage_runs_leave_it_unsealed(
     assert from_seal(repo) == 2  # (planned before the edit)
     stage_index(repo, manifests=False)
     assert from_seal(repo) == 0  # not sealed: every folder read
+
+
+_NOTES = {
+    "orchards": "Grafting apple trees in early spring keeps the orchard varieties true. "
+    "Cider makers prize bittersweet apples; pruning opens the canopy to sunlight.",
+    "sourdough": "A sourdough starter needs flour, water and patience. Hydration above "
+    "seventy percent gives an open crumb; a cold proof deepens the flavour of the loaf.",
+    "tides": "Spring tides follow the new and full moon. Harbour pilots read tide tables "
+    "before bringing container ships through the narrow estuary channel.",
+    "glaciers": "Glaciers carve valleys as ice flows downhill. Meltwater lakes form behind "
+    "moraines, and calving fronts retreat faster as the ocean warms.",
+    "violins": "A luthier carves violin plates from spruce and maple. Varnish recipes were "
+    "guarded secrets; the bridge and soundpost shape the instrument's tone.",
+    "compost": "Compost heaps need nitrogen from green waste and carbon from dry leaves. "
+    "Turning the heap adds oxygen, and worms finish the humus.",
+}
+
+
+def test_topic_lines_no_changed_item_is_in_are_copied_from_the_last_file(
+    tmp_path: Path,
+) -> None:
+    """A library of notes on unrelated subjects: one note edited, its topics' lines are made
+    again and every other topic's copied from the last ``topics.json`` — the bytes of a build
+    from scratch; after the file was edited by hand, none is copied."""
+    from arkai.ops.index import run_index
+
+    root = tmp_path / "kr"
+    init_repo(root, git=False)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for name, text in _NOTES.items():
+        (inbox / f"{name}.md").write_text(f"# {name.title()}\n\n{text}\n")
+    assert main(["--repo", str(root), "add", "--quiet", *map(str, sorted(inbox.iterdir()))]) == 0
+    assert main(["--repo", str(root), "extract", "--quiet"]) == 0
+    set_params(root, embedder="none")
+    run_index(Repo.at(root))
+    note = next(
+        p for p in (root / "library").rglob("transcript.md") if "Sourdough" in p.read_text()
+    )
+    note.write_text(note.read_text() + "\nRye flour ferments faster than wheat flour.\n")
+    assert main(["--repo", str(root), "extract", "--quiet"]) == 0
+    run_index(Repo.at(root))
+    info = topics_step(root)
+    assert info["reranked"] >= 1 and info["kept"] >= 1 and info["lines_copied"] >= 1, info
+    assert built(root) == scratch_build(root, tmp_path / "scratch")
+    topics_file = root / "index" / "topics.json"
+    topics_file.write_bytes(topics_file.read_bytes().replace(b'"relevance":"', b'"relevance": "'))
+    note.write_text(note.read_text() + "\nA banneton shapes the dough overnight.\n")
+    assert main(["--repo", str(root), "extract", "--quiet"]) == 0
+    run_index(Repo.at(root))
+    info = topics_step(root)
+    assert info["kept"] >= 1 and info["lines_copied"] == 0, info
+    assert built(root) == scratch_build(root, tmp_path / "scratch")

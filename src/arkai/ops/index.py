@@ -60,6 +60,7 @@ from arkai.adapters.fs import (
     TEMP_DIR,
     byte_view,
     fed,
+    open_repo_file,
     read_array,
     read_repo_file,
     write_chunks_if_changed,
@@ -120,6 +121,7 @@ from arkai.search.topics import (
     KeptEntriesError,
     TopicBuilder,
     TopicSettings,
+    WrittenTopics,
     entry_json,
     load_synonyms,
     rounded,
@@ -1338,14 +1340,16 @@ def _rank_items(
     kept: KeptEntries | None,
     written: list[str],
     high: dict[str, list[tuple[str, float]]],
-) -> tuple[int, int, int]:
+    digests: FileDigests,
+) -> tuple[int, int, int, int]:
     """The topic step's work after the document frequencies: each item's ranking — its
     entries as the last build kept them (``kept``, :class:`arkai.search.topics.KeptEntries`)
     when they were made under the same inputs key and ranking context, else kept in the
     rankings table or ranked again (:func:`_ranked_terms`) — then ``topics.json`` written and
-    the entries kept for the next build. Fills ``high`` with each item's high-relevance terms
-    (the graph's). Returns the number of topics, of items ranked again and of items whose
-    kept entries were taken;
+    the entries kept for the next build (with the file's lines: a topic no changed item is in
+    is copied from the last file, :meth:`TopicBuilder.lines_from`). Fills ``high`` with each
+    item's high-relevance terms (the graph's). Returns the number of topics, of items ranked
+    again, of items whose kept entries were taken and of topics whose line was copied;
     :class:`KeptEntriesError` when a kept item's entries are not what they claim (before
     anything is written but the rankings table)."""
     builder = TopicBuilder(
@@ -1387,10 +1391,20 @@ def _rank_items(
         builder.take_kept()
         rankings.save(prune=True)
         del rankings
-        if write_chunks_if_changed(out / TOPICS, builder.iter_json()):
-            written.append(TOPICS)
-        builder.keep(cache.folder / TOPIC_ENTRIES)
-        return builder.n_topics, reranked, taken
+        # The lines of the last topics.json no changed item is in are copied from it, when
+        # the kept entries were kept with that file and it is still that file (its digest).
+        made, path, lines = WrittenTopics(), out / TOPICS, None
+        with contextlib.ExitStack() as stack:
+            if kept is not None and kept.file is not None and not full:
+                try:
+                    fh = stack.enter_context(open_repo_file(path, out))
+                    lines = builder.lines_from(kept, fh, digests.of(path, TOPICS))
+                except (OSError, LibraryError):
+                    lines = None
+            if write_chunks_if_changed(path, builder.iter_json(lines=lines, written=made)):
+                written.append(TOPICS)
+        builder.keep(cache.folder / TOPIC_ENTRIES, made)
+        return builder.n_topics, reranked, taken, 0 if lines is None else lines.copied
 
 
 def _kept_high(payload: Any) -> list[tuple[str, float]] | None:
@@ -1933,11 +1947,13 @@ def run_index(
                 rank = partial(_rank_items, root, out, loaded, ip, settings, cache, synonyms,
                                table, full)  # fmt: skip
                 try:
-                    summary.topics, info["reranked"], info["kept"] = rank(kept, written, high)
+                    (summary.topics, info["reranked"], info["kept"],
+                     info["lines_copied"]) = rank(kept, written, high, digests)  # fmt: skip
                 except KeptEntriesError:
                     # The kept entries were not what they claimed: ranked without them.
                     high.clear()
-                    summary.topics, info["reranked"], info["kept"] = rank(None, written, high)
+                    (summary.topics, info["reranked"], info["kept"],
+                     info["lines_copied"]) = rank(None, written, high, digests)  # fmt: skip
                     info["kept_rejected"] = True
                 finally:
                     if kept is not None:

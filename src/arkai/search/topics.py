@@ -21,6 +21,8 @@ terms stemming-insensitively; :func:`grep_library` is the fallback for terms not
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import math
 import re
@@ -546,6 +548,8 @@ class _EntryFile:
         """Items whose entries are copied from :attr:`_source` (by their index there) when
         the entries are first read (:meth:`_take_kept`)."""
         self._source: KeptEntries | None = None
+        self._kept: set[str] = set()
+        """Items added with their kept entries (:meth:`add_kept`)."""
 
     def __len__(self) -> int:
         """The number of topics (terms with an entry)."""
@@ -594,6 +598,7 @@ class _EntryFile:
             raise ValueError("the kept entries of one build come from one source")
         self._source = source
         self._item_of(content_id)
+        self._kept.add(content_id)
         self._pending.append((content_id, k))
         self.marks[content_id] = (source.tags[k], source.payloads[k])
 
@@ -665,20 +670,47 @@ class _EntryFile:
         ):
             self._spans[cid] = (first, stop)
 
+    def changed_terms(self) -> set[str] | None:
+        """The terms whose ``topics.json`` line may differ from the one the kept entries'
+        build wrote: those of every entry of an item not added with its kept entries (ranked
+        again, new) and those the kept entries gave an item not added with them (changed or
+        gone) — every other item's entries are the ones that line was made from. None when no
+        kept entries were given or an item was given twice."""
+        src = self._source
+        if src is None or self._twice:
+            return None
+        self._take_kept()
+        names = list(self._terms)
+        term = np.frombuffer(self._term, np.int32)
+        out: set[str] = set()
+        for cid, (first, stop) in self._spans.items():
+            if cid not in self._kept:
+                out.update(names[t] for t in np.unique(term[first:stop]).tolist())
+        for cid, k in src.index.items():
+            if cid not in self._kept:
+                old = src.term[int(src.first[k]) : int(src.end[k])]
+                out.update(src.terms[t] for t in np.unique(old).tolist())
+        return out
+
     def _arrays(self) -> tuple[array[int], ...]:
         return self._term, self._rank, self._len, self._at
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, written: WrittenTopics | None = None) -> None:
         """Keep these entries for the next build (:class:`KeptEntries`): those of each item
-        given once with a tag, and the text of them all, in one checked record."""
+        given once with a tag, and the text of them all, in one checked record. ``written``:
+        the ``topics.json`` made from them (its digest and each topic's line), kept when
+        every item's entries are (a later build copies the lines no changed item is in)."""
         self._take_kept()
         self._fh.flush()
         terms = list(self._terms)
         items = [[cid, tag, payload, *self._spans[cid]]
                  for cid, (tag, payload) in self.marks.items()
                  if cid in self._spans and cid not in self._twice]  # fmt: skip
-        head = {"format": KEPT_FORMAT, "terms": terms, "items": items,
-                "entries": len(self._term), "size": self._size}  # fmt: skip
+        head: dict[str, Any] = {"format": KEPT_FORMAT, "terms": terms, "items": items,
+                                "entries": len(self._term), "size": self._size}  # fmt: skip
+        if written is not None and len(items) == len(self._items):
+            lines = [[t, a, b] for t, (a, b) in written.lines.items()]
+            head["file"] = {"sha256": written.sha256, "lines": lines}
         fd = self._fh.fileno()
 
         def fill(put: Callable[[bytes | memoryview], None]) -> None:
@@ -695,9 +727,13 @@ class _EntryFile:
 
         write_checked_parts(path, fill)
 
-    def topics(self, budget: int | None = None) -> Iterator[tuple[str, str]]:
+    def topics(
+        self, budget: int | None = None, lines: TopicLines | None = None
+    ) -> Iterator[tuple[str, str | bytes]]:
         """Each topic's term and its object (``{"items":[…]}``, joined from the entries'
-        text: the bytes ``canonjson.dumps_compact`` gives the decoded object), terms sorted."""
+        text: the bytes ``canonjson.dumps_compact`` gives the decoded object), terms sorted.
+        ``lines``: a topic it holds a line of (one no changed item is in) comes as that
+        line's bytes, its entries not read."""
         self._take_kept()
         self._fh.flush()
         budget = TOPIC_BATCH_BYTES if budget is None else budget
@@ -732,9 +768,17 @@ class _EntryFile:
         del names
         a = 0
         while a < len(terms):
-            # The topics from `a` whose entries' text fits the budget (one at least).
+            line = lines.line(terms[a]) if lines is not None else None
+            if line is not None:
+                yield terms[a], line
+                a += 1
+                continue
+            # The topics from `a` whose entries' text fits the budget (one at least), up to
+            # the first one whose line is kept.
             b = int(np.searchsorted(spent, spent[a] + budget, side="right"))
             b = min(len(terms), max(b - 1, a + 1))
+            if lines is not None:
+                b = next((k for k in range(a + 1, b) if lines.holds(terms[k])), b)
             lo, hi = int(bounds[a]), int(bounds[b])
             texts = self._read(order[lo:hi], at, lens)
             for start, stop in _runs(tied[lo:hi]):
@@ -804,6 +848,9 @@ class KeptEntries:
     fh: BinaryIO
     base: int
     """Where the entries' text starts in the file."""
+    file: tuple[str, dict[str, tuple[int, int]]] | None = None
+    """The ``topics.json`` made from these entries when every item's entries are here: its
+    SHA-256 and each topic's line (:class:`WrittenTopics`)."""
 
     def close(self) -> None:
         self.fh.close()
@@ -864,7 +911,26 @@ class KeptEntries:
             tags.append(tag)
             payloads.append(payload)
             first[k], end[k] = a, b
-        return cls(terms, index, tags, payloads, first, end, term, rank, lens, at, fh, base)
+        return cls(terms, index, tags, payloads, first, end, term, rank, lens, at, fh, base,
+                   _written_file(doc.get("file")))  # fmt: skip
+
+
+def _written_file(doc: Any) -> tuple[str, dict[str, tuple[int, int]]] | None:
+    """A kept record's ``file`` (``{"sha256": …, "lines": [[term, start, end], …]}``), or None
+    when it is missing or not of that form (then no line is copied)."""
+    if not isinstance(doc, dict) or type(doc.get("sha256")) is not str:
+        return None
+    lines = doc.get("lines")
+    if not isinstance(lines, list):
+        return None
+    spans: dict[str, tuple[int, int]] = {}
+    for row in lines:
+        if not (isinstance(row, list) and len(row) == 3 and type(row[0]) is str
+                and type(row[1]) is int and type(row[2]) is int and 0 <= row[1] < row[2]
+                and row[0] not in spans):  # fmt: skip
+            return None
+        spans[row[0]] = (row[1], row[2])
+    return doc["sha256"], spans
 
 
 def _runs(tied: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
@@ -968,10 +1034,23 @@ class TopicBuilder:
         when first read): :class:`KeptEntriesError` when they are not what they claim."""
         self._entries._take_kept()
 
-    def keep(self, path: Path) -> None:
+    def keep(self, path: Path, written: WrittenTopics | None = None) -> None:
         """Keep the entries of the items added with a mark (or kept) for the next build, in
-        the record at ``path`` (:meth:`KeptEntries.read`)."""
-        self._entries.save(path)
+        the record at ``path`` (:meth:`KeptEntries.read`); ``written``: the ``topics.json``
+        :meth:`iter_json` made (kept with them, see :meth:`lines_from`)."""
+        self._entries.save(path, written)
+
+    def lines_from(self, kept: KeptEntries, fh: BinaryIO, sha256: str) -> TopicLines | None:
+        """The lines of the ``topics.json`` open at ``fh`` (its SHA-256 ``sha256``) that
+        :meth:`iter_json` may copy: when ``kept`` (the entries added with :meth:`add_kept`)
+        was kept with that file, each topic's line but those of :meth:`changed_terms`. None
+        when it was not, or every line may have changed."""
+        file = kept.file
+        changed = self._entries.changed_terms()
+        if file is None or changed is None or file[0] != sha256:
+            return None
+        spans = {t: span for t, span in file[1].items() if t not in changed}
+        return TopicLines(fh, spans) if spans else None
 
     def result(self) -> TopicIndex:
         """The index of every item added so far."""
@@ -982,11 +1061,18 @@ class TopicBuilder:
         }
         return TopicIndex(doc=doc, terms=self.terms)
 
-    def iter_json(self, batch: int = 2048) -> Iterator[bytes]:
+    def iter_json(
+        self,
+        batch: int = 2048,
+        lines: TopicLines | None = None,
+        written: WrittenTopics | None = None,
+    ) -> Iterator[bytes]:
         """``topics.json`` of :meth:`result`'s document, in pieces, the document never made:
-        each topic's line is joined from its entries' kept text."""
-        return _topics_json(merge_synonyms(self.synonyms), self._entries.topics(),
-                            TOPICS_VERSION, batch)  # fmt: skip
+        each topic's line is joined from its entries' kept text, or copied from ``lines``
+        (:meth:`lines_from`). ``written``: filled with each line's place and the digest of
+        the whole as the pieces are given."""
+        return _topics_json(merge_synonyms(self.synonyms), self._entries.topics(lines=lines),
+                            TOPICS_VERSION, batch, written)  # fmt: skip
 
 
 def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[bytes]:
@@ -1008,32 +1094,87 @@ def iter_topics_json(doc: Mapping[str, Any], batch: int = 2048) -> Iterator[byte
 
 
 def _topics_json(
-    synonyms: Any, topics: Iterable[tuple[str, str]], version: Any, batch: int
+    synonyms: Any,
+    topics: Iterable[tuple[str, str | bytes]],
+    version: Any,
+    batch: int,
+    written: WrittenTopics | None = None,
 ) -> Iterator[bytes]:
     """The writer of :func:`iter_topics_json`: ``topics`` each term (sorted) and its object
-    in compact canonical JSON."""
+    in compact canonical JSON, or its whole line's bytes (copied). ``written``: each line's
+    place (its bytes without the separator) and the digest of the pieces."""
+    digest = hashlib.sha256()
+    pos = 0
+
+    def give(data: bytes) -> bytes:
+        nonlocal pos
+        digest.update(data)
+        pos += len(data)
+        return data
+
     parts = ["{\n", '  "synonyms": ', _pad(canonjson.dumps(synonyms)[:-1], "  "), ",\n"]
     pending = iter(topics)
     first = next(pending, None)
     if first is None:
-        yield ("".join(parts) + '  "topics": {},\n').encode("utf-8")
+        yield give(("".join(parts) + '  "topics": {},\n').encode("utf-8"))
     else:
-        yield ("".join(parts) + '  "topics": {\n').encode("utf-8")
-        out = [_topic_line(*first)]
-        size = len(out[0])
-        for term, text in pending:
-            if len(out) == batch or size >= _PIECE_CHARS:
-                yield (",\n".join(out) + ",\n").encode("utf-8")
+        yield give(("".join(parts) + '  "topics": {\n').encode("utf-8"))
+        out: list[bytes] = []
+        size = 0
+        for term, value in itertools.chain([first], pending):
+            if out and (len(out) == batch or size >= _PIECE_CHARS):
+                yield give(b",\n".join(out) + b",\n")
                 out, size = [], 0
-            out.append(_topic_line(term, text))
-            size += len(out[-1])
-        yield (",\n".join(out) + "\n").encode("utf-8")
-        yield b"  },\n"
-    yield ('  "version": ' + json.dumps(version) + "\n}\n").encode("utf-8")
+            line = value if isinstance(value, bytes) else _topic_line(term, value).encode("utf-8")
+            if written is not None:
+                at = pos + size + 2 * len(out)  # the lines before it in this piece, each ",\n"
+                written.lines[term] = (at, at + len(line))
+            out.append(line)
+            size += len(line)
+        yield give(b",\n".join(out) + b"\n")
+        yield give(b"  },\n")
+    yield give(('  "version": ' + json.dumps(version) + "\n}\n").encode("utf-8"))
+    if written is not None:
+        written.sha256 = "sha256:" + digest.hexdigest()
 
 
 def _topic_line(term: str, text: str) -> str:
     return f"    {canonjson.dumps_compact(term)}: {text}"
+
+
+@dataclass
+class WrittenTopics:
+    """What :meth:`TopicBuilder.iter_json` wrote: each topic's line (where its bytes are in
+    the file, the separator after it left out) and the file's SHA-256 (``sha256:…``)."""
+
+    lines: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sha256: str = ""
+
+
+class TopicLines:
+    """Lines of the last ``topics.json`` (open at ``fh``) that a build copies: per term where
+    its line is (:attr:`KeptEntries.file`). A line is given only when it is the term's —
+    it opens with the term as the writer writes it — else the topic is made from its
+    entries."""
+
+    def __init__(self, fh: BinaryIO, spans: Mapping[str, tuple[int, int]]) -> None:
+        self.fh, self.spans = fh, spans
+        self.copied = 0
+
+    def holds(self, term: str) -> bool:
+        return term in self.spans
+
+    def line(self, term: str) -> bytes | None:
+        span = self.spans.get(term)
+        if span is None:
+            return None
+        a, b = span
+        buf = bytearray(b - a)
+        opening = _topic_line(term, "").encode("utf-8")
+        if not read_into(self.fh.fileno(), memoryview(buf), a) or not buf.startswith(opening):
+            return None
+        self.copied += 1
+        return bytes(buf)
 
 
 def _pad(text: str, pad: str) -> str:
