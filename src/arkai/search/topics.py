@@ -766,30 +766,47 @@ class _EntryFile:
         spent = np.concatenate([[0], np.cumsum(lens[order], dtype=np.int64)])[bounds]
         terms = sorted(names)
         del names
-        a = 0
-        while a < len(terms):
-            line = lines.line(terms[a]) if lines is not None else None
-            if line is not None:
-                yield terms[a], line
-                a += 1
+
+        def made(ks: list[int]) -> dict[int, str]:
+            """The objects of the topics at places ``ks``, joined from their entries read in
+            one pass over the file."""
+            picked = np.concatenate([order[int(bounds[k]) : int(bounds[k + 1])] for k in ks])
+            texts = self._read(picked, at, lens)
+            out, lo = {}, 0
+            for k in ks:
+                a, b = int(bounds[k]), int(bounds[k + 1])
+                mine = texts[lo : lo + b - a]
+                for start, stop in _runs(tied[a:b]):
+                    mine[start:stop] = sorted(mine[start:stop])
+                out[k] = '{"items":[' + ",".join(mine) + "]}"
+                lo += b - a
+            return out
+
+        # The topics made from their entries (all, or those ``lines`` holds no line of), a
+        # batch at a time: the topics in order whose entries' text fits the budget (one at
+        # least). Each batch is one pass over the entries' file, so the copied topics do not
+        # cut the batches short.
+        todo = [k for k in range(len(terms)) if lines is None or not lines.holds(terms[k])]
+        size = np.diff(spent)
+        batch: dict[int, str] = {}
+        i = 0
+        for k, term in enumerate(terms):
+            if lines is not None and lines.holds(term):
+                line = lines.line(term)
+                # Not the term's line (a forged place): made from its entries alone.
+                yield (term, line) if line is not None else (term, made([k])[k])
                 continue
-            # The topics from `a` whose entries' text fits the budget (one at least), up to
-            # the first one whose line is kept.
-            b = int(np.searchsorted(spent, spent[a] + budget, side="right"))
-            b = min(len(terms), max(b - 1, a + 1))
-            if lines is not None:
-                b = next((k for k in range(a + 1, b) if lines.holds(terms[k])), b)
-            lo, hi = int(bounds[a]), int(bounds[b])
-            texts = self._read(order[lo:hi], at, lens)
-            for start, stop in _runs(tied[lo:hi]):
-                texts[start:stop] = sorted(texts[start:stop])
-            for k in range(a, b):
-                first, last = int(bounds[k]) - lo, int(bounds[k + 1]) - lo
-                yield terms[k], '{"items":[' + ",".join(texts[first:last]) + "]}"
-            # Let go before the next batch is read (else two batches' texts are held at once:
-            # ≈ 24 MB more at 10,000 items).
-            del texts
-            a = b
+            if k not in batch:
+                # Let go before the next batch is read (else two batches' texts are held at
+                # once: ≈ 24 MB more at 10,000 items).
+                batch.clear()
+                j, total = i + 1, int(size[todo[i]])
+                while j < len(todo) and total + int(size[todo[j]]) <= budget:
+                    total += int(size[todo[j]])
+                    j += 1
+                batch = made(todo[i:j])
+                i = j
+            yield term, batch.pop(k)
 
     def _read(self, picked: npt.NDArray[np.int32], at: Any, lens: Any) -> list[str]:
         """The texts of entries ``picked``, in that order: read in spans of the file in the

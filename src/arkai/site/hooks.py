@@ -32,6 +32,8 @@ import logging
 import os
 import re
 import shutil
+import stat
+from collections.abc import Callable
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -213,10 +215,12 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
         return  # the search plugin is off
     data = json.loads(index.read_text(encoding="utf-8"))
     rows_dir = str(build_dir / SEARCH_DIR)
-    # (url, entries file) of each page that has one, made as the index is written: a big
-    # library has hundreds of thousands (a list of them was a fifth of the hook's memory).
-    ours = [f for f in _state["files"] if os.path.isfile(f"{rows_dir}/{f.src_uri}.json")]
-    pages = {f.url for f in ours}
+    # Each page that has an entries file, with the file's stat (one call a page), made as
+    # the index is written: a big library has hundreds of thousands (a list of them was a
+    # fifth of the hook's memory).
+    ours = [(f, st) for f in _state["files"]
+            if (st := _regular_stat(f"{rows_dir}/{f.src_uri}.json")) is not None]  # fmt: skip
+    pages = {f.url for f, _ in ours}
     data["docs"] = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
     config = data.get("config")
     if isinstance(config, dict) and isinstance(config.get("separator"), str):
@@ -239,24 +243,9 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
                 fh.write(dump(value))
                 continue
             fh.write(b"[")
-            first = not value
             if value:
                 fh.write(dump(value)[1:-1])  # Material's entries, then each page's
-            for f in ours:
-                url, rows_file = f.url, Path(f"{rows_dir}/{f.src_uri}.json")
-                st = rows_file.stat()
-                known = _range(reuse.get(url))
-                if old is not None and known and known[:2] == [st.st_size, st.st_mtime_ns]:
-                    old.seek(known[2])
-                    body = old.read(known[3])
-                else:
-                    body = dump(_entries(url, rows_file, is_transcript(f.src_uri), scope))[1:-1]
-                if body:
-                    fh.write(b"" if first else b",")
-                    first = False
-                # One short string per page, not a list of four numbers (a third the size).
-                ranges[url] = f"{st.st_size} {st.st_mtime_ns} {fh.tell()} {len(body)}"
-                fh.write(body)
+            _page_entries(fh, old, not value, ours, reuse, ranges, rows_dir, scope, dump)
             fh.write(b"]")
         fh.write(b"}")
 
@@ -266,6 +255,81 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     st = index.stat()
     record = {"index": [st.st_size, st.st_mtime_ns], "scope": scope, "pages": ranges}
     atomic_write_text(build_dir / SEARCH_RANGES, json.dumps(record), fsync=False)
+
+
+def _regular_stat(path: str) -> os.stat_result | None:
+    """The stat of a regular file at ``path`` (followed through a link, as ``isfile``), or
+    None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _page_entries(
+    fh: BinaryIO,
+    old: BinaryIO | None,
+    first: bool,
+    ours: list[tuple[Any, os.stat_result]],
+    reuse: dict[str, str],
+    ranges: dict[str, str],
+    rows_dir: str,
+    scope: str,
+    dump: Callable[[Any], bytes],
+) -> None:
+    """Each page's entries into the index's ``docs`` at ``fh`` (``first``: none written
+    before them), its place recorded in ``ranges``. A page whose entries file has the size
+    and time recorded with its place in the last index (``old``, ``reuse``) is copied from
+    there, and pages that lay one after another there — each body, then a comma — are copied
+    as one read (at 10,000 items ≈ 21,000 pages, nearly all unchanged, were as many reads)."""
+    run: list[tuple[str, os.stat_result, int, int]] = []  # (url, stat, old place, length)
+    # Pages with no entries met inside the run: placed after the run's entry before them.
+    empty: list[tuple[str, os.stat_result, int]] = []
+
+    def flush() -> None:
+        nonlocal first
+        if not run or old is None:
+            return
+        start = run[0][2]
+        old.seek(start)
+        block = old.read(run[-1][2] + run[-1][3] - start)
+        fh.write(b"" if first else b",")
+        first = False
+        base = fh.tell()
+        for url, st, at, length in run:
+            ranges[url] = f"{st.st_size} {st.st_mtime_ns} {base + at - start} {length}"
+        for url, st, after in empty:
+            _, _, at, length = run[after]
+            ranges[url] = f"{st.st_size} {st.st_mtime_ns} {base + at + length - start} 0"
+        fh.write(block)
+        run.clear()
+        empty.clear()
+
+    for f, st in ours:
+        url = f.url
+        known = _range(reuse.get(url))
+        if old is not None and known and known[:2] == [st.st_size, st.st_mtime_ns]:
+            if not known[3]:
+                if run:
+                    empty.append((url, st, len(run) - 1))
+                else:
+                    ranges[url] = f"{st.st_size} {st.st_mtime_ns} {fh.tell()} 0"
+                continue
+            if run and run[-1][2] + run[-1][3] + 1 != known[2]:
+                flush()
+            run.append((url, st, known[2], known[3]))
+            continue
+        flush()
+        rows_file = Path(f"{rows_dir}/{f.src_uri}.json")
+        body = dump(_entries(url, rows_file, is_transcript(f.src_uri), scope))[1:-1]
+        if body:
+            fh.write(b"" if first else b",")
+            first = False
+        # One short string per page, not a list of four numbers (a third the size).
+        ranges[url] = f"{st.st_size} {st.st_mtime_ns} {fh.tell()} {len(body)}"
+        fh.write(body)
+    flush()
 
 
 def _range(text: object) -> list[int] | None:
