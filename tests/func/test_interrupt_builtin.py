@@ -68,3 +68,33 @@ def test_sigterm_interrupts_a_long_builtin_item(tmp_path: Path) -> None:
     # it to the end (tens of seconds here) and store its response before the process exited.
     stored = [p for p in (root / ".arkai" / "responses").rglob("*") if p.is_file()]
     assert stored == [], stored
+
+
+def test_a_stop_signal_wrapped_by_the_interpreter_is_still_an_interrupt(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A stop signal that lands in a descriptor's ``__set_name__`` while a class is made (a
+    lazy import at the moment of the signal) is wrapped by the interpreter in a
+    ``RuntimeError``: still the run's 130 and the interrupted line, not an unexpected error.
+    An error whose causes hold no interrupt stays one."""
+    from arkai.adapters.interrupt import StopSignal
+    from arkai.cli import INTERRUPTED, guarded
+
+    class Landed:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise StopSignal()
+
+    def make_class() -> None:
+        type("Unit", (), {"words": Landed()})
+
+    assert guarded(make_class) == 130
+    assert INTERRUPTED in capsys.readouterr().err
+
+    def wrapped_error() -> None:
+        try:
+            raise ValueError("not an interrupt")
+        except ValueError as exc:
+            raise RuntimeError("wrapped") from exc
+
+    assert guarded(wrapped_error) == 1
+    assert "unexpected error: RuntimeError: wrapped" in capsys.readouterr().err

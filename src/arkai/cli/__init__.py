@@ -31,6 +31,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _interrupt_within(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised because of a stop signal: a ``KeyboardInterrupt`` among its
+    causes. The interpreter wraps what some hooks raise — a signal that lands in a descriptor's
+    ``__set_name__`` while a lazily imported module makes a class (``cached_property``'s is
+    Python code) comes out as ``RuntimeError: Error calling __set_name__`` — and the run's
+    130 became an "unexpected error" (seen once in the suite)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def guarded(run: Callable[[], object]) -> int:
     """Call ``run`` and map what it raises to an exit code and one line on stderr: the one
     place where errors become exit codes (the CLI and the DVC stage scripts use it)."""
@@ -61,6 +77,9 @@ def guarded(run: Callable[[], object]) -> int:
         click.echo(f"arkai: error: {where}{exc.strerror or exc}", err=True)
         return EXIT_ERROR
     except Exception as exc:  # the last line of defence: one line unless ARKAI_DEBUG=1
+        if _interrupt_within(exc):
+            click.echo(INTERRUPTED, err=True)
+            return 130
         from arkai.core.redact import scrub
 
         if os.environ.get("ARKAI_DEBUG") == "1":
