@@ -687,16 +687,22 @@ def test_lines_are_not_copied_from_a_file_that_is_not_the_kept_one(tmp_path: Pat
     kept = KeptEntries.read(record)
     assert kept is not None and kept.file is None
     kept.close()
-    from arkai.search.topics import _written_file
+    from arkai.search.topics import _writer_code, _written_file
 
+    code = _writer_code()
     bad_forms = [
-        None, [], {"sha256": 1, "lines": []}, {"sha256": "s", "lines": [["a", 5, 5]]},
-        {"sha256": "s", "lines": [["a", 1, 5], ["a", 6, 9]]},
-        {"sha256": "s", "lines": [["a", -1, 5]]}, {"sha256": "s", "lines": {}},
+        None, [], {"sha256": 1, "lines": [], "code": code},
+        {"sha256": "s", "lines": [["a", 5, 5]], "code": code},
+        {"sha256": "s", "lines": [["a", 1, 5], ["a", 6, 9]], "code": code},
+        {"sha256": "s", "lines": [["a", -1, 5]], "code": code},
+        {"sha256": "s", "lines": {}, "code": code},
+        {"sha256": "s", "lines": [["a", 1, 5]]},  # no code: an earlier writer's
+        {"sha256": "s", "lines": [["a", 1, 5]], "code": "sha256:" + "0" * 64},  # other code
     ]  # fmt: skip
     for bad in bad_forms:
         assert _written_file(bad) is None, bad
-    assert _written_file({"sha256": "s", "lines": [["a", 1, 5]]}) == ("s", {"a": (1, 5)})
+    good = {"sha256": "s", "lines": [["a", 1, 5]], "code": code}
+    assert _written_file(good) == ("s", {"a": (1, 5)})
 
 
 def test_an_item_given_twice_is_not_kept(tmp_path: Path) -> None:

@@ -710,7 +710,7 @@ class _EntryFile:
                                 "entries": len(self._term), "size": self._size}  # fmt: skip
         if written is not None and len(items) == len(self._items):
             lines = [[t, a, b] for t, (a, b) in written.lines.items()]
-            head["file"] = {"sha256": written.sha256, "lines": lines}
+            head["file"] = {"sha256": written.sha256, "lines": lines, "code": _writer_code()}
         fd = self._fh.fileno()
 
         def fill(put: Callable[[bytes | memoryview], None]) -> None:
@@ -932,10 +932,20 @@ class KeptEntries:
                    _written_file(doc.get("file")))  # fmt: skip
 
 
+@cache
+def _writer_code() -> str:
+    """The digest of this module's source, kept with a file's lines: lines another version of
+    the writer made are not copied (the first build after an upgrade writes every line)."""
+    return "sha256:" + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 def _written_file(doc: Any) -> tuple[str, dict[str, tuple[int, int]]] | None:
-    """A kept record's ``file`` (``{"sha256": …, "lines": [[term, start, end], …]}``), or None
-    when it is missing or not of that form (then no line is copied)."""
+    """A kept record's ``file`` (``{"sha256": …, "lines": [[term, start, end], …], "code":
+    …}``), or None when it is missing, not of that form or written by other code (then no
+    line is copied)."""
     if not isinstance(doc, dict) or type(doc.get("sha256")) is not str:
+        return None
+    if doc.get("code") != _writer_code():
         return None
     lines = doc.get("lines")
     if not isinstance(lines, list):

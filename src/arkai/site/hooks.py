@@ -218,8 +218,8 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     # Each page that has an entries file, with the file's stat (one call a page), made as
     # the index is written: a big library has hundreds of thousands (a list of them was a
     # fifth of the hook's memory).
-    ours = [(f, st) for f in _state["files"]
-            if (st := _regular_stat(f"{rows_dir}/{f.src_uri}.json")) is not None]  # fmt: skip
+    ours = [(f, seen) for f in _state["files"]
+            if (seen := _regular_stat(f"{rows_dir}/{f.src_uri}.json")) is not None]  # fmt: skip
     pages = {f.url for f, _ in ours}
     data["docs"] = [d for d in data.get("docs", []) if d["location"].split("#", 1)[0] not in pages]
     config = data.get("config")
@@ -257,21 +257,21 @@ def _add_search_entries(site: Path, build_dir: Path) -> None:
     atomic_write_text(build_dir / SEARCH_RANGES, json.dumps(record), fsync=False)
 
 
-def _regular_stat(path: str) -> os.stat_result | None:
-    """The stat of a regular file at ``path`` (followed through a link, as ``isfile``), or
-    None."""
+def _regular_stat(path: str) -> tuple[int, int] | None:
+    """The size and mtime (ns) of a regular file at ``path`` (followed through a link, as
+    ``isfile``), or None. (Two numbers, not the stat object: one per page is held.)"""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return st if stat.S_ISREG(st.st_mode) else None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def _page_entries(
     fh: BinaryIO,
     old: BinaryIO | None,
     first: bool,
-    ours: list[tuple[Any, os.stat_result]],
+    ours: list[tuple[Any, tuple[int, int]]],
     reuse: dict[str, str],
     ranges: dict[str, str],
     rows_dir: str,
@@ -283,9 +283,9 @@ def _page_entries(
     and time recorded with its place in the last index (``old``, ``reuse``) is copied from
     there, and pages that lay one after another there — each body, then a comma — are copied
     as one read (at 10,000 items ≈ 21,000 pages, nearly all unchanged, were as many reads)."""
-    run: list[tuple[str, os.stat_result, int, int]] = []  # (url, stat, old place, length)
+    run: list[tuple[str, tuple[int, int], int, int]] = []  # (url, stat, old place, length)
     # Pages with no entries met inside the run: placed after the run's entry before them.
-    empty: list[tuple[str, os.stat_result, int]] = []
+    empty: list[tuple[str, tuple[int, int], int]] = []
 
     def flush() -> None:
         nonlocal first
@@ -298,10 +298,10 @@ def _page_entries(
         first = False
         base = fh.tell()
         for url, st, at, length in run:
-            ranges[url] = f"{st.st_size} {st.st_mtime_ns} {base + at - start} {length}"
+            ranges[url] = f"{st[0]} {st[1]} {base + at - start} {length}"
         for url, st, after in empty:
             _, _, at, length = run[after]
-            ranges[url] = f"{st.st_size} {st.st_mtime_ns} {base + at + length - start} 0"
+            ranges[url] = f"{st[0]} {st[1]} {base + at + length - start} 0"
         fh.write(block)
         run.clear()
         empty.clear()
@@ -309,12 +309,12 @@ def _page_entries(
     for f, st in ours:
         url = f.url
         known = _range(reuse.get(url))
-        if old is not None and known and known[:2] == [st.st_size, st.st_mtime_ns]:
+        if old is not None and known and (known[0], known[1]) == st:
             if not known[3]:
                 if run:
                     empty.append((url, st, len(run) - 1))
                 else:
-                    ranges[url] = f"{st.st_size} {st.st_mtime_ns} {fh.tell()} 0"
+                    ranges[url] = f"{st[0]} {st[1]} {fh.tell()} 0"
                 continue
             if run and run[-1][2] + run[-1][3] + 1 != known[2]:
                 flush()
@@ -327,7 +327,7 @@ def _page_entries(
             fh.write(b"" if first else b",")
             first = False
         # One short string per page, not a list of four numbers (a third the size).
-        ranges[url] = f"{st.st_size} {st.st_mtime_ns} {fh.tell()} {len(body)}"
+        ranges[url] = f"{st[0]} {st[1]} {fh.tell()} {len(body)}"
         fh.write(body)
     flush()
 
