@@ -670,20 +670,20 @@ def test_related_key_names_everything_related_jsonl_is_made_from(tmp_path: Path,
 def test_related_key_covers_the_code_that_makes_the_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Other code, other lines: the key digests the source of the modules that make them."""
-    from arkai.search import graphparts
+    """Other code, other lines: the key digests the source of the modules that make them
+    (``graphparts.RELATED_CODE``, read where the import system found them)."""
+    import importlib.util
 
+    from arkai.search import graph, graphparts
+
+    assert "arkai.search.graph" in graphparts.RELATED_CODE
     items = [random_item(random.Random(7), i) for i in range(8)]
     key, _ = _related(items, tmp_path / "a")
-    copy = tmp_path / "code" / "arkai" / "search"
-    copy.mkdir(parents=True)
-    (copy.parent / "core").mkdir()
-    base = Path(graphparts.__file__).resolve().parents[2]
-    for name in graphparts._RELATED_CODE:
-        (tmp_path / "code" / name).write_bytes((base / name).read_bytes())
-    fake = copy / "graphparts.py"
-    monkeypatch.setattr(graphparts, "__file__", str(fake))
-    assert _related(items, tmp_path / "b")[0] == key  # the same code where it is read
+    fake = tmp_path / "graph.py"
+    fake.write_bytes(Path(graph.__file__).read_bytes())
+    spec = importlib.util.spec_from_file_location("arkai.search.graph", fake)
+    monkeypatch.setattr(graph, "__spec__", spec)
+    assert _related(items, tmp_path / "b")[0] == key  # the same source where it is read
     fake.write_bytes(fake.read_bytes() + b"\n# another line\n")
     assert _related(items, tmp_path / "c")[0] != key
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+from pathlib import Path
 from typing import BinaryIO
 
 DIGEST_PREFIX = "sha256:"
@@ -55,3 +57,17 @@ def evidence_id(
     if span is not None:
         key += f"{span[0]}{span[1]}"
     return sha256_hex(key.encode("utf-8"))[:16]
+
+
+def source_digest(*modules: str) -> str:
+    """``sha256:<hex>`` of the source of the modules named (dotted names, each imported or
+    importable): what a derived file that code makes is kept under, so that other code makes
+    it again rather than trust what the old code made."""
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ModuleNotFoundError(name)
+        data = Path(spec.origin).read_bytes()
+        h.update(b"%s\0%d\0" % (name.encode("utf-8"), len(data)) + data)
+    return DIGEST_PREFIX + h.hexdigest()

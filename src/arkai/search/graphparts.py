@@ -54,6 +54,7 @@ import numpy.typing as npt
 from arkai.adapters.fs import append_to_loaded, atomic_write
 from arkai.adapters.itemcache import CACHE_DIR
 from arkai.core import canonjson
+from arkai.core.hashing import source_digest
 from arkai.search.graph import (
     GRAPH_VERSION,
     GRAPHML_CLOSE,
@@ -857,7 +858,7 @@ def related_jsonl(gp: GraphParts, batch: int = 2048) -> Iterator[bytes]:
 
 #: The modules whose code makes ``related.jsonl``'s lines from :class:`RelatedInputs`: their
 #: source is part of :meth:`RelatedInputs.key` (other code, other lines).
-_RELATED_CODE = ("arkai/search/graph.py", "arkai/search/graphparts.py", "arkai/core/canonjson.py")
+RELATED_CODE = ("arkai.search.graph", "arkai.search.graphparts", "arkai.core.canonjson")
 
 
 @dataclass(frozen=True)
@@ -888,10 +889,7 @@ class RelatedInputs:
         changed talk seldom moves a related list)."""
         h = hashlib.sha256(b"related.jsonl\0%d\0" % RELATED_LIMIT)
         h.update(json.dumps(list(RELATION_TYPES)).encode("utf-8"))
-        base = Path(__file__).resolve().parents[2]
-        for name in _RELATED_CODE:
-            code = (base / name).read_bytes()
-            h.update(b"%d\0" % len(code) + code)
+        h.update(source_digest(*RELATED_CODE).encode("ascii"))
         h.update(json.dumps([[n, self.ids[n], self.titles[n]] for n in self.nodes],
                             ensure_ascii=False).encode("utf-8", "surrogatepass"))  # fmt: skip
         for arr, dtype in ((self.src, "<i4"), (self.dst, "<i4"), (self.kind, "i1"),

@@ -45,6 +45,7 @@ from arkai.adapters.itemcache import checked_head, open_checked, write_checked_p
 from arkai.adapters.layout import iter_items
 from arkai.core import canonjson
 from arkai.core.grammar import parse_line
+from arkai.core.hashing import source_digest
 from arkai.errors import LibraryError, NotFoundError
 from arkai.search.termcounts import sorted_rank
 from arkai.search.text import STOPWORDS as TEXT_STOPWORDS
@@ -932,11 +933,10 @@ class KeptEntries:
                    _written_file(doc.get("file")))  # fmt: skip
 
 
-@cache
 def _writer_code() -> str:
     """The digest of this module's source, kept with a file's lines: lines another version of
     the writer made are not copied (the first build after an upgrade writes every line)."""
-    return "sha256:" + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return source_digest(__name__, "arkai.core.canonjson")
 
 
 def _written_file(doc: Any) -> tuple[str, dict[str, tuple[int, int]]] | None:
