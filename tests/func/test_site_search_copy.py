@@ -46,11 +46,16 @@ class Counting(io.BytesIO):
 def _index(
     pages: list[Page], rows_dir: Path, scope: str, old: bytes | None, reuse: dict[str, str]
 ) -> tuple[bytes, dict[str, str]]:
-    ours = [(p, st) for p in pages if (st := hooks._regular_stat(f"{rows_dir}/{p.src_uri}.json"))]
+    ours, stamps = [], []
+    for p in pages:
+        if (st := hooks._regular_stat(f"{rows_dir}/{p.src_uri}.json")) is not None:
+            ours.append(p)
+            stamps.extend(st)
     out, ranges = io.BytesIO(), {}
     out.write(b'{"docs":[{"location":""}')  # Material's entries before arkai's
     prior = Counting(old) if old is not None else None
-    hooks._page_entries(out, prior, False, ours, reuse, ranges, str(rows_dir), scope, _dump)
+    hooks._page_entries(out, prior, False, ours, stamps, reuse, ranges, str(rows_dir), scope,
+                        _dump)  # fmt: skip
     return out.getvalue(), ranges
 
 
