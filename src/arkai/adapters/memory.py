@@ -43,7 +43,7 @@ from arkai.adapters.fs import (
 )
 from arkai.adapters.store import iter_jsonl, read_json_as
 from arkai.core.canonjson import dumps_line
-from arkai.core.hashing import sha256_hex
+from arkai.core.hashing import DIGEST_PREFIX, file_digest, sha256_hex
 from arkai.errors import LibraryError
 from arkai.model.belief import TYPES, Belief, Change, Episode
 
@@ -386,16 +386,14 @@ def read_histories(root: Path) -> dict[str, History] | None:
         raw = read_repo_file(cache_dir(root) / HISTORY, root, missing_ok=True)
         if raw is None:
             return None
-        digest = hashlib.sha256()
         with open_repo_file(beliefs_dir(root) / CHANGES, root) as fh:
-            while block := fh.read(1 << 20):
-                digest.update(block)
+            log = file_digest(fh)
         doc = json.loads(raw)
     except (OSError, LibraryError, ValueError):
         return None
     if not (
         isinstance(doc, dict)
-        and doc.get("changes_sha256") == digest.hexdigest()
+        and DIGEST_PREFIX + str(doc.get("changes_sha256")) == log
         and doc.get("latest") == HISTORY_LATEST
         and isinstance(doc.get("beliefs"), dict)
     ):
