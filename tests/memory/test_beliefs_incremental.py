@@ -97,19 +97,28 @@ def test_a_build_logs_its_steps_with_their_peak_memory(kr: Path) -> None:
     when it ended (what sets the stage's peak) and what it did."""
     from arkai.adapters.events import list_runs, read_events
 
-    for _ in range(2):  # a replay from scratch, then one from the log
-        result = op.build(Repo.at(kr))
-        run = list_runs(kr)[-1]
-        events = read_events(kr / ".arkai" / "runs" / run / "events.jsonl")
+    def steps() -> list[dict[str, Any]]:
+        events = read_events(kr / ".arkai" / "runs" / list_runs(kr)[-1] / "events.jsonl")
         assert events[0]["pipeline"] == "beliefs"
-        steps = [e for e in events if e["type"] == "StepCompleted"]
-        assert [e["step"] for e in steps] == ["episodes", "vectors", "replay", "write"]
-        peaks = [e["maxrss_mb"] for e in steps]
+        return [e for e in events if e["type"] == "StepCompleted"]
+
+    for n in range(2):  # a replay from scratch, then one from the log
+        if n:  # (an output edited since: the last write does not stand)
+            with (files.beliefs_dir(kr) / files.BELIEFS).open("a") as fh:
+                fh.write(" ")
+        result = op.build(Repo.at(kr))
+        done = steps()
+        assert [e["step"] for e in done] == ["episodes", "vectors", "replay", "write"]
+        peaks = [e["maxrss_mb"] for e in done]
         assert all(isinstance(m, float) and m > 0 for m in peaks) and peaks == sorted(peaks)
-        assert steps[0]["episodes"] == result.episodes
-        assert steps[1]["embedded"] == result.embedded
-        assert (steps[2]["beliefs"], steps[2]["decided"]) == (result.beliefs, result.decided)
+        assert done[0]["episodes"] == result.episodes
+        assert done[1]["embedded"] == result.embedded
+        assert (done[2]["beliefs"], done[2]["decided"]) == (result.beliefs, result.decided)
     assert result.decided == 0  # (the second build: every outcome from the log)
+    kept = op.build(Repo.at(kr))  # nothing changed: the last write stands
+    done = steps()
+    assert [e["step"] for e in done] == ["episodes", "kept"]
+    assert done[1]["beliefs"] == kept.beliefs == result.beliefs
 
 
 def test_a_decision_replays_everything(kr: Path, tmp_path: Path) -> None:
@@ -332,3 +341,124 @@ def test_a_forged_seal_or_an_unreadable_item_makes_the_stage_read_everything(
     meta.write_bytes(good)
     looked.clear()
     assert stage_build(kr).episodes == first.episodes and len(looked) == 3
+
+
+# -- a build with nothing changed keeps the last write ------------------------------------
+
+
+def _refuse_replay(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the replays (and still run them)."""
+    calls: list[int] = []
+    real = op.replay
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(op, "replay", counted)
+    return calls
+
+
+def test_nothing_changed_keeps_the_last_write(kr: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same episodes, parameters, decisions, check and embedder, and every output as the
+    last build wrote it: nothing is looked up, replayed or written, and the result reports
+    the beliefs as the last build did."""
+    first = op.build(Repo.at(kr))
+    before = {p: (kr / p).stat().st_mtime_ns for p in files.written_digests(kr)}
+    snapshot = outputs(kr)
+    calls = _refuse_replay(monkeypatch)
+    monkeypatch.setattr(op, "embed_statements", None)  # (calling it would fail)
+    again = op.build(Repo.at(kr))
+    assert calls == [] and outputs(kr) == snapshot
+    assert {p: (kr / p).stat().st_mtime_ns for p in files.written_digests(kr)} == before
+    assert (again.episodes, again.beliefs, again.by_status) == (
+        first.episodes, first.beliefs, first.by_status)  # fmt: skip
+    assert (again.embedded, again.changed, again.resumed_at, again.decided) == (
+        0, False, first.episodes, 0)  # fmt: skip
+
+
+def _edit(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:-2] + (b"X" if data[-2:-1] != b"X" else b"Y") + data[-1:])
+
+
+def _symlink(path: Path) -> None:
+    outside = path.parent.parent.parent / f"outside-{path.name}"
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside)
+
+
+@pytest.mark.parametrize("name", sorted(files.written_digests(Path("/kr"))))
+@pytest.mark.parametrize("attack", [_edit, Path.unlink, _symlink], ids=["edited", "removed",
+                                                                          "symlinked"])
+def test_an_output_changed_since_is_written_again(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, attack: Any
+) -> None:
+    """Each file the replay writes, edited at the same size, removed or replaced by a link
+    to a copy outside the library: the last write does not stand, the replay runs (from its
+    log) and the files are a replay from scratch's."""
+    op.build(Repo.at(kr))
+    attack(kr / name)
+    calls = _refuse_replay(monkeypatch)
+    again = op.build(Repo.at(kr))
+    assert calls == [1] and again.decided == 0
+    assert not (kr / name).is_symlink()
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_a_write_stopped_before_its_log_is_not_kept(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that wrote new outputs and was stopped before it saved its log, then the
+    library put back as it was: the log's episodes match again, its outputs do not — the
+    replay runs and the files are the first build's again (and a replay from scratch's)."""
+    op.build(Repo.at(kr))
+    first = outputs(kr)
+    _date(kr, "February", "2026-04-15")  # February's claims after March's
+
+    def stopped(*args: Any, **kw: Any) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(op, "save_log", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            op.build(Repo.at(kr))
+    assert outputs(kr) != first
+    _date(kr, "February", "2026-02-15")
+    calls = _refuse_replay(monkeypatch)
+    op.build(Repo.at(kr))
+    assert calls == [1]
+    assert outputs(kr) == first == from_scratch(kr, tmp_path)
+
+
+def test_a_log_without_a_record_of_its_write_is_replayed(
+    kr: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log saved without what was written (an earlier arkai's, or a forged record of the
+    wrong shape) is used to resume, never to keep: the replay runs; the next build keeps."""
+    from arkai.memory import resume
+
+    op.build(Repo.at(kr))
+    folder = files.cache_dir(kr)
+    real = resume.load_saved
+
+    for forged in (None, [], {"files": {}}, {"beliefs": "3", "by_status": {}, "files": {}}):
+
+        def loaded(f: Path, key: str, forged: Any = forged) -> Any:
+            got = real(f, key)
+            return None if got is None else resume.SavedLog(got.log, forged)
+
+        calls = _refuse_replay(monkeypatch)
+        with monkeypatch.context() as m:
+            m.setattr(op, "load_saved", loaded)
+            again = op.build(Repo.at(kr))
+        assert calls == [1] and again.decided == 0, forged
+    key = json.loads((folder / LOG_FILE).read_bytes().split(b"\n", 1)[0])["key"]
+    saved = real(folder, key)
+    assert saved is not None and saved.written is not None
+    assert saved.written["files"] == files.written_digests(kr)
+    calls = _refuse_replay(monkeypatch)
+    op.build(Repo.at(kr))
+    assert calls == []
+

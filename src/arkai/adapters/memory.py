@@ -172,6 +172,24 @@ def write_state(
     return changed
 
 
+def written_digests(root: Path) -> dict[str, str | None]:
+    """Each file :func:`write_state` writes, by its path from ``root``, and its SHA-256 (None
+    when it is missing or not a regular file inside ``root``): recorded after a write, and
+    compared before the ``beliefs`` stage keeps the last replay's outputs for unchanged
+    episodes (:func:`arkai.ops.memory.build`) — a file edited, removed or replaced since is
+    written again."""
+    paths = [beliefs_dir(root) / BELIEFS, beliefs_dir(root) / CHANGES]
+    paths += [cache_dir(root) / n for n in (VECTORS, RECALL_LINES, RECALL_META, HISTORY)]
+    out: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            with open_repo_file(path, root) as fh:
+                out[path.relative_to(root).as_posix()] = file_digest(fh)
+        except (OSError, LibraryError):
+            out[path.relative_to(root).as_posix()] = None
+    return out
+
+
 #: Stands for the beliefs in the dump of ``beliefs.json``'s other fields (escaped by JSON, so
 #: no other value can read the same).
 _BELIEFS_HERE = "\0beliefs\0"

@@ -7,7 +7,7 @@ with the belief IDs the rows name by number and the conflicts' notes, then the l
 one after the other, little-endian, ``n`` rows each::
 
     {"digest": "sha256:…", "episodes": n, "format": 4, "key": "sha256:…", "width": 32}
-    {"ids": ["<belief ID>", …], "notes": {"<episode>": "<note>", …}}
+    {"ids": ["<belief ID>", …], "notes": {"<episode>": "<note>", …}, "written": {…}}
     fingerprints  16 bytes × n
     kinds         uint8 × n        (the action: KINDS' position)
     targets       int32 × n        (the belief it names; -1 for a creation)
@@ -23,10 +23,12 @@ read (once: the next save writes format 4).
 
 ``key`` is the caller's digest of everything besides the episodes that the outcome depends on
 (parameters, people's decisions, the contradiction check, the embedder); ``digest`` is the
-SHA-256 of the bytes after the header line. A log is used only when it parses, has a known
-format, the expected key and a matching digest, and is well formed (every candidate an earlier
-episode, every action a known kind naming a known belief); anything else is ignored and the
-replay starts from the first episode.
+SHA-256 of the bytes after the header line. ``written`` (optional) is what the caller wrote from
+the replay that saved the log (:func:`arkai.ops.memory.build`: each output file's digest and the
+beliefs' counts), under the same digest as the arrays. A log is used only when it parses, has a
+known format, the expected key and a matching digest, and is well formed (every candidate an
+earlier episode, every action a known kind naming a known belief); anything else is ignored and
+the replay starts from the first episode.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -60,9 +64,12 @@ def _dumps(value: Any) -> bytes:
     return canonjson.dumps_compact(value).encode()
 
 
-def _pieces(log: ReplayLog) -> list[bytes | memoryview]:
+def _pieces(log: ReplayLog, written: Mapping[str, Any] | None) -> list[bytes | memoryview]:
     """The bytes after the header line, as pieces (the arrays not copied)."""
-    meta = {"ids": list(log.ids), "notes": {str(o): n for o, n in sorted(log.notes.items())}}
+    meta: dict[str, Any] = {"ids": list(log.ids),
+                            "notes": {str(o): n for o, n in sorted(log.notes.items())}}  # fmt: skip
+    if written is not None:
+        meta["written"] = dict(written)
     out: list[bytes | memoryview] = [_dumps(meta) + b"\n"]
     for name, dtype, _ in _ARRAYS:
         arr = np.ascontiguousarray(getattr(log, name), dtype=dtype).reshape(-1)
@@ -70,8 +77,18 @@ def _pieces(log: ReplayLog) -> list[bytes | memoryview]:
     return out
 
 
-def save_log(folder: Path, key: str, log: ReplayLog) -> None:
-    pieces = _pieces(log)
+@dataclass(frozen=True, slots=True)
+class SavedLog:
+    """A log read back, and what its saver recorded it wrote (None: nothing recorded)."""
+
+    log: ReplayLog
+    written: dict[str, Any] | None
+
+
+def save_log(
+    folder: Path, key: str, log: ReplayLog, written: Mapping[str, Any] | None = None
+) -> None:
+    pieces = _pieces(log, written)
     digest = hashlib.sha256()
     for piece in pieces:
         digest.update(piece)
@@ -89,6 +106,12 @@ def save_log(folder: Path, key: str, log: ReplayLog) -> None:
 
 def load_log(folder: Path, key: str) -> ReplayLog | None:
     """The log saved under ``key``, or None when there is none or it cannot be trusted."""
+    saved = load_saved(folder, key)
+    return None if saved is None else saved.log
+
+
+def load_saved(folder: Path, key: str) -> SavedLog | None:
+    """:func:`load_log`, with what was recorded beside it."""
     try:
         raw = (folder / LOG_FILE).read_bytes()
     except OSError:
@@ -107,19 +130,22 @@ def load_log(folder: Path, key: str) -> ReplayLog | None:
             return None
         if header["format"] == LOG_FORMAT:
             return _read_arrays(header, raw, end + 1)
-        return _read_older(header["format"], raw[end + 1 :])
+        older = _read_older(header["format"], raw[end + 1 :])
+        return None if older is None else SavedLog(older, None)
     except (ValueError, KeyError, TypeError, IndexError):
         return None
 
 
-def _read_arrays(header: dict[str, Any], raw: bytes, at: int) -> ReplayLog | None:
+def _read_arrays(header: dict[str, Any], raw: bytes, at: int) -> SavedLog | None:
     """A format-4 log: the arrays are views of ``raw``; None when it is not well formed."""
     n = header.get("episodes")
     if type(n) is not int or n < 0 or header.get("width") != CANDIDATES:
         return None
     end = raw.find(b"\n", at)
     meta = json.loads(raw[at:end])
-    ids, notes = meta["ids"], meta["notes"]
+    ids, notes, written = meta["ids"], meta["notes"], meta.get("written")
+    if written is not None and not isinstance(written, dict):
+        return None
     if not isinstance(ids, list) or not all(isinstance(b, str) for b in ids):
         return None
     if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
@@ -144,7 +170,7 @@ def _read_arrays(header: dict[str, Any], raw: bytes, at: int) -> ReplayLog | Non
         cands=arrays["cands"].astype(np.int32, copy=False),
         kth=arrays["kth"].astype(np.int64, copy=False),
     )
-    return log if _well_formed(log) else None
+    return SavedLog(log, written) if _well_formed(log) else None
 
 
 def _well_formed(log: ReplayLog) -> bool:

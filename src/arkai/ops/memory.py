@@ -51,9 +51,10 @@ from arkai.memory.replay import (
     Decisions,
     ReplayParams,
     effective_confidence,
+    fingerprints,
     replay,
 )
-from arkai.memory.resume import load_log, save_log
+from arkai.memory.resume import SavedLog, load_log, load_saved, save_log
 from arkai.model.belief import ACTIVE, BELIEF_STATUSES, TYPES, Belief, Change, Episode
 from arkai.model.record import AsDict
 
@@ -174,13 +175,14 @@ def _embedder(repo: Repo) -> Any:
     return embed.get_embedder(str(repo.param("index.embedder", "default")))
 
 
-def _stored_vectors(repo: Repo, folder: Path) -> Any:
-    """The statement store on disk when the embedder ``index.embedder`` names wrote it, read
-    without loading a model (for ``default``: either model it resolves to); None otherwise."""
+def _stored_model(repo: Repo, folder: Path) -> str | None:
+    """The model of the statement store on disk when the embedder ``index.embedder`` names
+    wrote it (for ``default``: either model it resolves to), read without loading a model or
+    the store; None otherwise."""
     import os
 
     from arkai.search import embed
-    from arkai.search.vectors import META_FILE, VectorStore
+    from arkai.search.vectors import META_FILE
 
     name = str(repo.param("index.embedder", "default"))
     held = embed.held_model(name)
@@ -199,7 +201,16 @@ def _stored_vectors(repo: Repo, folder: Path) -> Any:
     model = meta.get("model") if isinstance(meta, dict) else None
     if model not in wanted or not isinstance(meta.get("dim"), int):
         return None
-    return VectorStore.load(folder, str(model))
+    return str(model)
+
+
+def _stored_vectors(repo: Repo, folder: Path) -> Any:
+    """The statement store on disk when the embedder ``index.embedder`` names wrote it
+    (:func:`_stored_model`), read without loading a model; None otherwise."""
+    from arkai.search.vectors import VectorStore
+
+    model = _stored_model(repo, folder)
+    return None if model is None else VectorStore.load(folder, model)
 
 
 def embed_statements(
@@ -283,7 +294,10 @@ REPLAY_VERSION = 2
 
 def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
     """The build in the run's steps (episodes, vectors, replay, write): each step's event
-    records the process's peak memory when it ended."""
+    records the process's peak memory when it ended. When nothing the replay reads changed
+    since the last one — the same episodes, parameters, decisions, check and embedder — and
+    what it wrote is still there byte for byte, that write stands (step ``kept``): no
+    statement is looked up, nothing replayed or written."""
     params = replay_params(repo)
     check, check_label = checker(repo)
     with log.step("episodes") as info:
@@ -291,11 +305,6 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
         info["episodes"] = len(episodes)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
-    with log.step("vectors") as info:
-        statements = [e.statement for e in episodes]
-        vectors, embedded, model = embed_statements(repo, statements, progress)
-        del statements
-        info["embedded"] = embedded
     header = {
         "format": 1,
         "as_of": None,
@@ -303,28 +312,72 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
         "params": {k: getattr(params, k) for k in ReplayParams.__slots__},
         "contradiction_check": check_label,
     }
-    # Everything but the episodes that an outcome depends on: a change re-replays everything.
-    same = {"version": REPLAY_VERSION, "params": header["params"], "check": check_label,
-            "decisions": raw, "model": model, "candidates": CANDIDATES}  # fmt: skip
-    key = text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
     folder = files.cache_dir(repo.root)
+    # The store's model is the one embed_statements gives when it holds every statement
+    # (else some statement is new, and the episodes are not the last replay's).
+    model = _stored_model(repo, folder / files.STORE)
+    first = None if model is None else _replay_key(header, raw, model)
+    saved = None if first is None else load_saved(folder, first)
+    if saved is not None and (kept := _kept(repo, saved, episodes)) is not None:
+        with log.step("kept") as info:
+            info["beliefs"] = kept.beliefs
+        return kept
+    with log.step("vectors") as info:
+        statements = [e.statement for e in episodes]
+        vectors, embedded, model = embed_statements(repo, statements, progress)
+        del statements
+        info["embedded"] = embedded
+    key = _replay_key(header, raw, model)
+    # The log is passed, not kept: the replay lets it go once the episodes are replayed.
+    last = [saved.log if saved is not None and first == key else load_log(folder, key)]
+    del saved
     with log.step("replay") as info:
-        # The log is passed, not kept: the replay lets it go once the episodes are replayed.
         result = replay(episodes, vectors, params=params, decisions=decisions, check=check,
-                        resume=load_log(folder, key))  # fmt: skip
+                        resume=last.pop())  # fmt: skip
         info.update(beliefs=len(result.beliefs), decided=result.decided)
+    counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
     with log.step("write"):
         header["as_of"] = result.as_of
         changed = files.write_state(
             repo.root, header, result.beliefs, result.changes, result.vectors
         )
         if result.log is not None:
-            save_log(folder, key, result.log)
-    counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
+            written = {"files": files.written_digests(repo.root),
+                       "beliefs": len(result.beliefs), "by_status": counts}  # fmt: skip
+            save_log(folder, key, result.log, written)
     return BuildResult(
         len(episodes), len(result.beliefs), counts, embedded, changed, result.resumed_at,
         result.decided,
     )  # fmt: skip
+
+
+def _replay_key(header: dict[str, Any], decisions: dict[str, Any], model: str) -> str:
+    """Everything but the episodes that a replay's outcome depends on (the replay log is kept
+    under it): a change re-replays everything."""
+    same = {"version": REPLAY_VERSION, "params": header["params"],
+            "check": header["contradiction_check"], "decisions": decisions, "model": model,
+            "candidates": CANDIDATES}  # fmt: skip
+    return text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
+
+
+def _kept(repo: Repo, saved: SavedLog, episodes: list[Episode]) -> BuildResult | None:
+    """The last build's result when ``saved`` (its log, under this build's key) was replayed
+    from exactly ``episodes`` and every file it wrote still holds what it wrote; else None."""
+    w, prints = saved.written, saved.log.fingerprints
+    if not isinstance(w, dict) or not np.array_equal(prints, fingerprints(episodes)):
+        return None
+    beliefs, by_status, digests = w.get("beliefs"), w.get("by_status"), w.get("files")
+    if not (
+        type(beliefs) is int
+        and isinstance(by_status, dict)
+        and set(by_status) == set(BELIEF_STATUSES)
+        and all(type(v) is int for v in by_status.values())
+        and isinstance(digests, dict)
+        and None not in digests.values()
+        and files.written_digests(repo.root) == digests
+    ):
+        return None
+    return BuildResult(len(episodes), beliefs, dict(by_status), 0, False, len(episodes), 0)
 
 
 # -- reading --------------------------------------------------------------------------------
