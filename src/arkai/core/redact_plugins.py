@@ -12,43 +12,34 @@ finds those values (``ibm_api_key = …``).
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Callable
-
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+import sys
+from collections.abc import Callable, Iterator
 
 from arkai.core.redact_rules import Needles, Rule, Span, is_dummy
 
-# plugin class → (kind of each denylist pattern (the last repeats), replace the capture group?,
-# a hint that any match contains: literal strings, or a pattern)
-_PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str | tuple[str, ...]], ...] = (
+# plugin (its module under ``detect_secrets.plugins`` and class) → (kind of each denylist
+# pattern (the last repeats), replace the capture group?, a hint that any match contains:
+# literal strings, or a pattern)
+_PLUGINS: tuple[tuple[str, str, tuple[str, ...], bool, str | tuple[str, ...]], ...] = (
     (
-        AWSKeyDetector,
+        "aws",
+        "AWSKeyDetector",
         ("aws_access_key", "aws_secret"),
         True,
         ("A3T", "ABIA", "ACCA", "AKIA", "ASIA", "aws", "AWS", "Aws"),
     ),
-    (AzureStorageKeyDetector, ("azure_storage_key",), False, ("AccountKey=",)),
-    (BasicAuthDetector, ("url_password",), True, ("://",)),
-    (DiscordBotTokenDetector, ("discord_token",), False, r"\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27}"),
-    (GitHubTokenDetector, ("github_token",), False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("azure_storage_key", "AzureStorageKeyDetector", ("azure_storage_key",), False,
+     ("AccountKey=",)),
+    ("basic_auth", "BasicAuthDetector", ("url_password",), True, ("://",)),
+    ("discord", "DiscordBotTokenDetector", ("discord_token",), False,
+     r"\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27}"),
+    ("github_token", "GitHubTokenDetector", ("github_token",), False,
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     (
-        GitLabTokenDetector,
+        "gitlab_token",
+        "GitLabTokenDetector",
         ("gitlab_token",),
         False,
         (
@@ -65,17 +56,18 @@ _PLUGINS: tuple[tuple[type, tuple[str, ...], bool, str | tuple[str, ...]], ...] 
             "GR1348941",
         ),
     ),
-    (MailchimpDetector, ("mailchimp_key",), False, r"-us\d"),
-    (NpmDetector, ("npm_token",), True, ("_authToken",)),
-    (OpenAIDetector, ("openai_key",), False, ("T3BlbkFJ",)),
-    (PypiTokenDetector, ("pypi_token",), False, ("pypi-",)),
-    (SendGridDetector, ("sendgrid_key",), False, ("SG.",)),
-    (SlackDetector, ("slack_token", "slack_webhook"), False, ("xox", "hooks.slack")),
-    (SquareOAuthDetector, ("square_secret",), False, ("sq0csp-",)),
-    (StripeDetector, ("stripe_key",), False, ("k_live_",)),
-    (TelegramBotTokenDetector, ("telegram_token",), False, r":[0-9A-Za-z_-]{35}"),
-    (TwilioKeyDetector, ("twilio_key",), False, r"(?:AC|SK)[a-z0-9]{32}"),
-)
+    ("mailchimp", "MailchimpDetector", ("mailchimp_key",), False, r"-us\d"),
+    ("npm", "NpmDetector", ("npm_token",), True, ("_authToken",)),
+    ("openai", "OpenAIDetector", ("openai_key",), False, ("T3BlbkFJ",)),
+    ("pypi_token", "PypiTokenDetector", ("pypi_token",), False, ("pypi-",)),
+    ("sendgrid", "SendGridDetector", ("sendgrid_key",), False, ("SG.",)),
+    ("slack", "SlackDetector", ("slack_token", "slack_webhook"), False, ("xox", "hooks.slack")),
+    ("square_oauth", "SquareOAuthDetector", ("square_secret",), False, ("sq0csp-",)),
+    ("stripe", "StripeDetector", ("stripe_key",), False, ("k_live_",)),
+    ("telegram_token", "TelegramBotTokenDetector", ("telegram_token",), False,
+     r":[0-9A-Za-z_-]{35}"),
+    ("twilio", "TwilioKeyDetector", ("twilio_key",), False, r"(?:AC|SK)[a-z0-9]{32}"),
+)  # fmt: skip
 _EDGE = " \t\r\n\"'=:"
 
 
@@ -100,16 +92,48 @@ def _span_of(use_group: bool) -> Callable[[re.Match[str]], Span | None]:
     return accept
 
 
+class _Denylist:
+    """A plugin's ``denylist`` patterns as one rule's pattern: each pattern's matches in turn
+    (the order the rules of one pattern each were run in). The plugin is imported the first
+    time its hint is in a text: most texts (a run's events, say) hold no plugin's hint, and a
+    process that redacts only such texts never imports detect-secrets (≈ 0.1 s a process)."""
+
+    def __init__(self, module: str, name: str, kinds: tuple[str, ...]) -> None:
+        self.module, self.name, self.kinds = module, name, kinds
+        self._patterns: tuple[re.Pattern[str], ...] | None = None
+        self._kind: dict[int, str] = {}
+
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        if self._patterns is None:
+            plugin = importlib.import_module(f"detect_secrets.plugins.{self.module}")
+            found = tuple(getattr(plugin, self.name).denylist)
+            self._kind = {id(p): self.kinds[min(i, len(self.kinds) - 1)]
+                          for i, p in enumerate(found)}  # fmt: skip
+            self._patterns = found
+        return self._patterns
+
+    def finditer(
+        self, string: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        for pattern in self.patterns():
+            yield from pattern.finditer(string, pos, endpos)
+
+    def kind_of(self, m: re.Match[str]) -> str:
+        """The kind of the pattern that made ``m``."""
+        return self._kind[id(m.re)]
+
+
 def plugin_rules() -> tuple[Rule, ...]:
-    """One rule per denylist pattern of each plugin used."""
+    """One rule per plugin used: its denylist patterns, each match labelled with its
+    pattern's kind (their matches sorted as when each pattern was a rule of its own: the
+    same spans, in the same order, so the same labels win)."""
     rules: list[Rule] = []
-    for cls, kinds, use_group, hint in _PLUGINS:
+    for module, name, kinds, use_group, hint in _PLUGINS:
         found_first = Needles(hint) if isinstance(hint, tuple) else re.compile(hint)
-        patterns: list[re.Pattern[str]] = list(getattr(cls, "denylist"))  # noqa: B009
-        for i, pattern in enumerate(patterns):
-            kind = kinds[min(i, len(kinds) - 1)]
-            rules.append(Rule(kind, pattern, found_first, _span_of(use_group)))
+        patterns = _Denylist(module, name, kinds)
+        rules.append(Rule(kinds[0], patterns, found_first, _span_of(use_group),
+                          kind_of=patterns.kind_of, also_kinds=kinds[1:]))  # fmt: skip
     return tuple(rules)
 
 
-PLUGIN_NAMES: tuple[str, ...] = tuple(entry[0].__name__ for entry in _PLUGINS)
+PLUGIN_NAMES: tuple[str, ...] = tuple(entry[1] for entry in _PLUGINS)

@@ -8,8 +8,9 @@ span to replace, or None. Numbers that carry a checksum are only redacted when i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from arkai.core.redact_checks import card_ok, iban_ok, nino_ok, phone_digits_ok, ssn_ok
 
@@ -30,13 +31,21 @@ def words(*literal: str) -> Needles:
     return Needles(literal)
 
 
+class Finder(Protocol):
+    """What a rule's pattern does: a compiled pattern, or several run as one (a plugin's)."""
+
+    def finditer(
+        self, string: str, pos: int = ..., endpos: int = ...
+    ) -> Iterator[re.Match[str]]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One detector: what it finds (``kind``) and how."""
 
     kind: str
     """The placeholder's label, ``[REDACTED:<kind>]``."""
-    pattern: re.Pattern[str]
+    pattern: Finder
     hint: re.Pattern[str] | Needles | None = None
     """Searched first; when absent from the text the rule is skipped."""
     accept: Callable[[re.Match[str]], Span | None] | None = None
