@@ -24,6 +24,8 @@ from frequencies kept in a file without holding it (the index stage: a block of 
 time).
 
 ``load`` needs numpy, scipy and the tokenizer only: no model library is imported on this path.
+scipy (≈ 0.13 s to import) is imported where a matrix is made, never by :func:`write_index`: the
+index stage writes the matrix without it.
 """
 
 from __future__ import annotations
@@ -34,16 +36,18 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
 from arkai.adapters.fs import atomic_write, atomic_write_text, byte_view
 from arkai.errors import InvalidInputError
 from arkai.search.termcounts import CountsFile, RowBlock, TermCounts, sorted_rank
 from arkai.search.text import tokenize
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = [
     "DEFAULT_B", "DEFAULT_K1", "FORMAT_VERSION", "BM25Index", "Shape", "load_shape", "weights",
@@ -170,6 +174,8 @@ class BM25Index:
         for block in weights(counts.blocks(_WEIGH_BLOCK), counts.indptr, counts.doc_len, k1, b):
             data[at : at + len(block)] = block
             at += len(block)
+        from scipy import sparse
+
         matrix = sparse.csr_matrix(
             (data, counts.indices.astype(np.int32, copy=False),
              counts.indptr.astype(np.int64, copy=False)),
@@ -199,6 +205,8 @@ class BM25Index:
         cols = np.asarray(term_ids, dtype=np.int32)
         rows = np.repeat(np.arange(n_docs, dtype=np.int32), doc_len)
         # (doc, term) -> tf; duplicates are summed by the COO -> CSR conversion.
+        from scipy import sparse
+
         tf = sparse.coo_matrix(
             (np.ones(len(cols), dtype=np.float32), (cols, rows)), shape=(len(vocab), n_docs)
         ).tocsr()
@@ -306,6 +314,8 @@ class BM25Index:
             )
         terms: list[str] = meta["terms"]
         n_docs = int(meta["n_docs"])
+        from scipy import sparse
+
         matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(terms), n_docs))
         return cls(
             vocab={t: i for i, t in enumerate(terms)},
