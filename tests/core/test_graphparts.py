@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from arkai.core import canonjson
@@ -369,6 +370,44 @@ def test_links_are_each_sources_sorted_edges() -> None:
         ("content:b", "content:c"), ("content:c", "content:a"),
     ]  # fmt: skip
     assert len(Links(iter([]), {})) == 0 and Links(iter([]), {}).get("content:a") == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_links_of_a_pair_table_are_the_links_of_its_pairs(seed: int) -> None:
+    """Links made from a PairTable (its arrays renumbered, no Python work per pair) are the
+    Links of the same pairs given one at a time: the same node IDs, edges and weights —
+    with names in the table that are in no pair, CITES on a related pair, to a node that is
+    no item and with a count of 0, weights that round at the sixth digit, and nothing."""
+    from array import array
+
+    from arkai.search.graph import PairTable
+    from arkai.search.graphparts import Links
+
+    rng = random.Random(seed)
+    names = sorted({f"content:{rng.randrange(10**6):06d}" for _ in range(rng.choice([0, 1, 40]))})
+    pairs: dict[tuple[str, str], float] = {}
+    for _ in range(rng.randrange(0, 300) if len(names) > 1 else 0):
+        x, y = sorted(rng.sample(names, 2))
+        pairs[(x, y)] = rng.choice([rng.random(), 0.1234565, 0.5, 1 / 3, 2.675e-06, 0.0])
+    place = {n: i for i, n in enumerate(names)}
+    table = PairTable.of(
+        names,
+        array("i", [place[a] for a, _ in pairs]),
+        array("i", [place[b] for _, b in pairs]),
+        array("d", list(pairs.values())),
+    )
+    cites: dict[str, dict[str, int]] = {}
+    for a, b in list(pairs)[:5] + [(n, "content:zzz-no-item") for n in names[:3]]:
+        cites.setdefault(a, {})[b] = rng.choice([0, 1, 3])
+    for given in (table, PairTable.of([], array("i"), array("i"), array("d"))):
+        as_table = Links(given, cites if given is table else {})
+        one_by_one = Links(iter(list(given.pairs())), cites if given is table else {})
+        a_names, *a_rest = as_table.arrays()
+        b_names, *b_rest = one_by_one.arrays()
+        assert a_names == b_names and len(as_table) == len(one_by_one)
+        for x, y in zip(a_rest, b_rest, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        assert list(as_table.edges()) == list(one_by_one.edges())
 
 
 def test_pairs_as_a_table_give_the_same_files(tmp_path: Path) -> None:

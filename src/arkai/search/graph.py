@@ -427,6 +427,14 @@ class PairTable(Mapping[tuple[str, str], float]):
     def __len__(self) -> int:
         return len(self._a)
 
+    def arrays(
+        self,
+    ) -> tuple[Sequence[str], npt.NDArray[np.int32], npt.NDArray[np.int32],
+               npt.NDArray[np.float64]]:  # fmt: skip
+        """The pairs as held: the node IDs (sorted), each pair's ends by their place there and
+        its weight, sorted by ends."""
+        return self._names, self._a, self._b, self._w
+
     def pairs(self) -> Iterator[tuple[str, str, float]]:
         """Every pair and its weight, sorted: ``(a, b, weight)``."""
         names = self._names
