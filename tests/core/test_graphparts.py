@@ -406,7 +406,7 @@ def test_links_of_a_pair_table_are_the_links_of_its_pairs(seed: int) -> None:
         b_names, *b_rest = one_by_one.arrays()
         assert a_names == b_names and len(as_table) == len(one_by_one)
         for x, y in zip(a_rest, b_rest, strict=True):
-            assert x.dtype == y.dtype and np.array_equal(x, y)
+            assert np.asarray(x).dtype == np.asarray(y).dtype and np.array_equal(x, y)
         assert list(as_table.edges()) == list(one_by_one.edges())
 
 

@@ -107,11 +107,14 @@ from arkai.search.graph import (
 )
 from arkai.search.graphcache import related_table, update_related
 from arkai.search.graphparts import (
+    SUMS,
     PartStore,
+    counted_parts,
     graph_parts,
     iter_graphml,
     iter_json,
     related_inputs,
+    related_inputs_of,
 )
 from arkai.search.lexindex import update_engine
 from arkai.search.topics import (
@@ -1488,35 +1491,50 @@ def _graph(
     )
     table.save(prune=True)
     del table
+    info["related_recomputed"] = related.changed
+    info["related_neighbours_updated"] = related.merged + related.recomputed
+    info["exports"] = exports
+
+    def quotes_of(it: GraphItem) -> list[tuple[str, str]]:
+        return quotes(by_id[it.content_id])
+
     # Each item's share of the files from the parts cache (only a changed item's is made),
     # joined by the edges between items: the bytes build_graph's writers give (tested). A part
     # read back holds where its text is in the parts file, read as the files are written.
+    # Without the exports only the counts and related.jsonl are made: only the parts of items
+    # whose part changed, came or went are looked at (the sums of the others kept).
     with PartStore(root, full=full) as parts:
-        graph = graph_parts(items, settings, related.edges, parts,
-                            lambda it: quotes(by_id[it.content_id]), text=exports)  # fmt: skip
+        if exports:
+            graph = graph_parts(items, settings, related.edges, parts, quotes_of)
+            counts = (graph.nodes, graph.edges)
+        else:
+            counted = counted_parts(items, settings, related.edges, parts, quotes_of,
+                                    root / SUMS, full=full)  # fmt: skip
+            counts = (counted.nodes, counted.edges)
         info["graph_parts_built"], info["graph_parts_rejected"] = parts.built, parts.rejected
-        info["related_recomputed"] = related.changed
-        info["related_neighbours_updated"] = related.merged + related.recomputed
         del items, nodes, related
         # The parts' topic edges are made: each item's high terms are not needed again (≈ 300
         # bytes an item; the caller's dict is emptied).
         high.clear()
-        # In pieces, never whole in memory.
-        for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
-            if not exports:
+        if exports:
+            # In pieces, never whole in memory.
+            for name, pieces in ((GRAPH_JSON, iter_json(graph)), (GRAPHML, iter_graphml(graph))):
+                if write_chunks_if_changed(out / name, pieces):
+                    summary.written.append(name)
+            lists = related_inputs(graph)
+            del graph
+        else:
+            for name in (GRAPH_JSON, GRAPHML):
                 if (out / name).is_file() or (out / name).is_symlink():
                     (out / name).unlink()
                     summary.written.append(name)
-            elif write_chunks_if_changed(out / name, pieces):
-                summary.written.append(name)
-        info["exports"] = exports
-    summary.nodes, summary.edges = graph.nodes, graph.edges
+            lists = related_inputs_of(counted.links, counted.titles, counted.ids)
+            del counted
+    summary.nodes, summary.edges = counts
     info.update(nodes=summary.nodes, edges=summary.edges)
     # related.jsonl made again only when what it is made from changed: the key and the
     # file's digest as the last run left them (inputs.json) against the key now and the
     # file's digest now (its stat memo: a file edited since is read and differs).
-    lists = related_inputs(graph)
-    del graph
     key, path = lists.key(), out / RELATED
     info["related_kept"] = (
         not full

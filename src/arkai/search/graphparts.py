@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from arkai.adapters.fs import append_to_loaded, atomic_write
+from arkai.adapters.fs import append_to_loaded, atomic_write, write_if_changed
 from arkai.adapters.itemcache import CACHE_DIR
 from arkai.core import canonjson
 from arkai.core.hashing import source_digest
@@ -88,6 +88,9 @@ from arkai.search.termcounts import sorted_rank
 VERSION = 4
 PARTS = CACHE_DIR / "graph-parts.bin"
 """Beside the item cache's folders (whose pruning leaves files alone)."""
+SUMS = CACHE_DIR / "graph-sums.json"
+"""The parts' share of the counts as the last run without exports left it (:class:`PartSums`)."""
+SUMS_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -939,9 +942,17 @@ class RelatedInputs:
 
 def related_inputs(gp: GraphParts) -> RelatedInputs:
     """What ``related.jsonl`` is made from, of the graph ``gp``: its links between items."""
-    nodes = item_nodes(gp.titles, gp.ids)
+    return related_inputs_of(gp.links, gp.titles, gp.ids)
+
+
+def related_inputs_of(
+    links: Links, titles: Mapping[str, str], ids: Mapping[str, str]
+) -> RelatedInputs:
+    """What ``related.jsonl`` is made from: the ``links`` between the items whose titles and
+    content IDs (by node ID) these are."""
+    nodes = item_nodes(titles, ids)
     place = {n: i for i, n in enumerate(nodes)}
-    names, src, dst, kind, weight = gp.links.arrays()
+    names, src, dst, kind, weight = links.arrays()
     # Each name's place among the items (-1: not an item), each type's among related_rows_of's.
     at = np.array([place.get(n, -1) for n in names], dtype=np.int64)
     del place
@@ -949,12 +960,42 @@ def related_inputs(gp: GraphParts) -> RelatedInputs:
     s, d = at[src], at[dst]
     items = (s >= 0) & (d >= 0)
     return RelatedInputs(nodes, s[items].astype(np.int32), d[items].astype(np.int32),
-                         codes[kind[items]], weight[items], gp.titles,
-                         gp.ids)  # fmt: skip
+                         codes[kind[items]], weight[items], titles, ids)  # fmt: skip
 
 
 def _first(pair: tuple[str, GraphItem]) -> str:
     return pair[0]
+
+
+def part_key_of(it: GraphItem, settings: GraphSettings) -> str:
+    """The key of ``it``'s part in the store (:func:`part_key`)."""
+    # With ``made_from`` the key needs nothing _own works out (only a part made does).
+    return part_key(it if it.made_from else _own(it, settings), settings)
+
+
+def _item_part(
+    store: PartStore,
+    node: str,
+    it: GraphItem,
+    settings: GraphSettings,
+    quotes: Callable[[GraphItem], Sequence[tuple[str, str]]] | None,
+    text: bool,
+    key: str,
+) -> ItemPart:
+    """``it``'s part from ``store`` when it holds it under ``key``, else made (its quotes from
+    ``quotes`` when it has only their digest) and put there."""
+    part = store.get(node, key, text=text)
+    if part is None:
+        own = _own(it, settings)
+        if own.quotes is None:
+            if quotes is None:
+                raise ValueError(f"{it.content_id}: its quotes are needed for its part")
+            got = quotes(it)
+            if quotes_digest(got) != own.quotes_digest:
+                raise ValueError(f"{it.content_id}: its quotes are not the ones digested")
+            own = replace(own, quotes=got)
+        part = store.put(node, key, make_part(own, settings))
+    return part
 
 
 def graph_parts(
@@ -984,20 +1025,7 @@ def graph_parts(
     # kept with it (every item's lists were held: ≈ 40 MB at 10,000 items).
     nodes = sorted(((node_id("content", it.content_id), it) for it in items), key=_first)
     for node, it in nodes:
-        # With ``made_from`` the key needs nothing _own works out (only a part made does).
-        own = None if it.made_from else _own(it, settings)
-        key = part_key(own or it, settings)
-        part = store.get(node, key, text=text)
-        if part is None:
-            own = own or _own(it, settings)
-            if own.quotes is None:
-                if quotes is None:
-                    raise ValueError(f"{it.content_id}: its quotes are needed for its part")
-                got = quotes(it)
-                if quotes_digest(got) != own.quotes_digest:
-                    raise ValueError(f"{it.content_id}: its quotes are not the ones digested")
-                own = replace(own, quotes=got)
-            part = store.put(node, key, make_part(own, settings))
+        part = _item_part(store, node, it, settings, quotes, text, part_key_of(it, settings))
         shared.add(part, it.high_topics or ())
         parts.append(ItemPart(part.node, part.json_node, part.json_edges, part.xml_node,
                               part.xml_edges, part.edge_count, (), ()))  # fmt: skip
@@ -1013,3 +1041,139 @@ def graph_parts(
     store.save(titles)
     graph = assemble(parts, shared, related, cites, titles, ids, high)
     return graph if text else replace(graph, text=False)
+
+
+# -- the counts without the exports: only the changed items' parts looked at ---------------
+
+
+@dataclass
+class PartSums:
+    """The parts' share of the graph's counts: per item the key of the part it was counted
+    with, the sum of those parts' edge counts, and per shared (Entity, Tag) node how many of
+    them name it. A part is a function of its key, so these are right for any items with the
+    same keys: a run adds and takes away only the parts of items whose key changed, came or
+    went (:func:`counted_parts`). Kept in ``.arkai/index-cache/graph-sums.json`` — a header
+    line with the SHA-256 of the body, then the body — rebuilt from every part when it is
+    missing, damaged, of another version, or names a part the store no longer holds."""
+
+    keys: dict[str, str]
+    edges: int
+    shared: dict[str, int]
+
+    def add(self, part: ItemPart, sign: int) -> bool:
+        """Count ``part`` in (``sign`` 1) or out (-1); False when that takes a count below
+        zero (the sums are not what they claim)."""
+        self.edges += sign * part.edge_count
+        for nid, _, _ in part.shared:
+            left = self.shared.get(nid, 0) + sign
+            if left < 0:
+                return False
+            if left:
+                self.shared[nid] = left
+            else:
+                self.shared.pop(nid, None)
+        return self.edges >= 0
+
+    def dump(self) -> bytes:
+        body = canonjson.dumps_compact({"edges": self.edges, "keys": self.keys,
+                                        "shared": self.shared}).encode("utf-8")  # fmt: skip
+        head = {"digest": "sha256:" + hashlib.sha256(body).hexdigest(), "version": SUMS_VERSION}
+        return canonjson.dumps_line(head).encode("utf-8") + body
+
+    @classmethod
+    def read(cls, path: Path) -> PartSums | None:
+        """The sums kept in ``path``; None when there are none to trust."""
+        try:
+            raw = path.read_bytes()
+            end = raw.index(b"\n")
+            head, body = json.loads(raw[:end]), raw[end + 1 :]
+            if not isinstance(head, dict) or head.get("version") != SUMS_VERSION:
+                return None
+            if head.get("digest") != "sha256:" + hashlib.sha256(body).hexdigest():
+                return None
+            doc = json.loads(body)
+            keys, edges, shared = doc["keys"], doc["edges"], doc["shared"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not (
+            isinstance(keys, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items())
+            and type(edges) is int
+            and edges >= 0
+            and isinstance(shared, dict)
+            and all(isinstance(k, str) and type(v) is int and v > 0 for k, v in shared.items())
+        ):
+            return None
+        return cls(keys, edges, shared)
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """The graph's counts and what ``related.jsonl`` is made from, without its files."""
+
+    nodes: int
+    edges: int
+    links: Links
+    titles: dict[str, str]
+    ids: dict[str, str]
+
+
+def counted_parts(
+    items: Sequence[GraphItem],
+    settings: GraphSettings,
+    related: Mapping[tuple[str, str], float],
+    store: PartStore,
+    quotes: Callable[[GraphItem], Sequence[tuple[str, str]]] | None,
+    sums_path: Path,
+    *,
+    full: bool = False,
+) -> Counted:
+    """What :func:`graph_parts` with ``text=False`` gives — the node and edge counts, the
+    links between items, each item's title and content ID — with only the parts of items
+    whose part key changed, came or went looked at: the last run's :class:`PartSums` (in
+    ``sums_path``) less their old parts plus their new ones. Every part is read (and the sums
+    made again) with ``full``, without trusted sums, or when an old part is not in the store
+    under the key the sums counted it with. Each item's part is kept in ``store`` as
+    :func:`graph_parts` keeps it (made when missing; the store saved with these items only).
+    Every item must come with its ``cites``."""
+    nodes = sorted(((node_id("content", it.content_id), it) for it in items), key=_first)
+    by_node = dict(nodes)
+    keys = {node: part_key_of(it, settings) for node, it in nodes}
+    sums = None if full else PartSums.read(sums_path)
+    if sums is not None:
+        for node in sorted(set(sums.keys) | set(keys)):
+            old, new = sums.keys.get(node), keys.get(node)
+            if old == new:
+                continue
+            if old is not None:
+                gone = store.get(node, old, text=False)
+                if gone is None or not sums.add(gone, -1):
+                    sums = None
+                    break
+            if new is not None:
+                sums.add(_item_part(store, node, by_node[node], settings, quotes, False, new), 1)
+    if sums is None:
+        sums = PartSums({}, 0, {})
+        for node, it in nodes:
+            sums.add(_item_part(store, node, it, settings, quotes, False, keys[node]), 1)
+    sums.keys = keys
+    titles = {node: it.title for node, it in nodes}
+    ids = {node: it.content_id for node, it in nodes}
+    store.save(titles)
+    sums_path.parent.mkdir(parents=True, exist_ok=True)
+    write_if_changed(sums_path, sums.dump(), fsync=False)  # derived: rebuilt when lost
+    cites: dict[str, Mapping[str, int]] = {}
+    topics: set[str] = set()
+    topic_edges = 0
+    for node, it in nodes:
+        if it.cites is None:
+            raise ValueError(f"{it.content_id}: its CITES counts are needed")
+        cites[node] = it.cites
+        named = {node_id("topic", term) for term, _ in it.high_topics or ()}
+        topic_edges += len(named)
+        topics |= named
+    links = Links(related if isinstance(related, PairTable) else (
+        (a, b, w) for (a, b), w in related.items()), cites)  # fmt: skip
+    shared_nodes = len(topics.union(sums.shared))
+    return Counted(len(nodes) + shared_nodes, sums.edges + len(links) + topic_edges, links,
+                   titles, ids)  # fmt: skip
