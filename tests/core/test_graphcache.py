@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +23,7 @@ from arkai.search.graph import (
     related_lists,
     related_weight,
 )
-from arkai.search.graphcache import PART, RelatedUpdate, related_table, update_related
+from arkai.search.graphcache import PART, UNION, RelatedUpdate, related_table, update_related
 
 ENTITIES = [f"entity:person:p{i}" for i in range(12)]
 TOPICS = [f"topic:t{i}" for i in range(6)]
@@ -338,3 +340,83 @@ def test_pair_table_is_the_dict_of_its_pairs() -> None:
             table[missing]
     empty = PairTable.of([], array("i"), array("i"), array("d"))
     assert empty == {} and not list(empty.pairs())
+
+
+def _run_union(root: Path, feats: dict[str, Features], ids: dict[str, str], cap: int,
+               **kw: bool) -> RelatedUpdate:  # fmt: skip
+    """The index stage's use: the table saved and the union kept by update_related."""
+    return update_related(feats, ids, related_table(root), 2, cap, union=root / UNION, **kw)
+
+
+@pytest.mark.parametrize("cap", [0, 2])
+def test_the_kept_union_is_used_only_for_the_table_and_keys_it_was_made_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: int
+) -> None:
+    """With nothing changed the union kept beside the table is the edges and no row is read;
+    a changed, added or removed item, an edited or damaged row, a damaged, cut or foreign
+    union file, or ``full`` reads the rows — the edges always the computation's."""
+    from arkai.search import graphcache
+
+    parsed: list[int] = []
+    real = graphcache._parse
+
+    def counting(body: bytes, names: Any) -> Any:
+        parsed.append(1)
+        return real(body, names)
+
+    monkeypatch.setattr(graphcache, "_parse", counting)
+    rng = random.Random(cap)
+    feats = {f"content:{i:04d}": random_features(rng) for i in range(40)}
+    ids = {n: n.split(":")[1] for n in feats}
+
+    def update(**kw: bool) -> int:
+        parsed.clear()
+        ids.update({n: n.split(":")[1] for n in feats})
+        got = _run_union(tmp_path, feats, ids, cap, **kw)
+        assert got.edges == reference(feats, 2, cap)
+        return len(parsed)
+
+    update()
+    assert update() == 0 and update() == 0  # kept: no row read
+    union = tmp_path / UNION
+
+    def flip() -> None:
+        data = bytearray(union.read_bytes())
+        data[-3] ^= 0x10
+        union.write_bytes(bytes(data))
+
+    def foreign() -> None:  # a union made for other rows: its key is not this table's
+        other = tmp_path / "other"
+        other_feats = {n: random_features(rng) for n in feats}
+        update_related(other_feats, ids, related_table(other), 2, cap, union=other / UNION)
+        union.write_bytes((other / UNION).read_bytes())
+
+    for attack in (flip, lambda: union.write_bytes(union.read_bytes()[:100]), union.unlink,
+                   foreign):  # fmt: skip
+        attack()
+        assert update() == len(feats)  # every row read (and the union written again)
+        assert update() == 0
+    # An item's features change, one comes, one goes: rows read; then kept again.
+    feats["content:0005"] = random_features(rng)
+    feats["content:0100"] = random_features(rng)
+    del feats["content:0007"]
+    assert update() > 0 and update() == 0
+    # A row damaged or dropped by hand: the table's file differs from the union's.
+    _edit_row(tmp_path, ids["content:0009"], "cut")
+    assert update() > 0 and update() == 0
+    # A row rewritten by hand, sealed, under its key (an empty list): every key is as the
+    # union's, the table's file is not — the rows are read, and give what they give
+    # without a kept union.
+    path = tmp_path / CACHE_DIR / f"{PART}.tsv"
+    head, *rows = path.read_bytes().split(b"\n")
+    fields = rows[0].split(b"\t", 1)[1].split(b"\t", 3)
+    rows[0] = seal_row(b"\t".join([*fields[:3], b'{"related": []}']))
+    path.write_bytes(b"\n".join([head, *rows]))
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / CACHE_DIR, copy / CACHE_DIR)
+    parsed.clear()
+    got = _run_union(tmp_path, feats, ids, cap)
+    assert len(parsed) == len(feats)
+    assert got.edges == _run(copy, feats, ids, 2, cap).edges
+    assert update(full=True) == 0  # full trusts no row: all recomputed, none parsed
+    assert update() == 0

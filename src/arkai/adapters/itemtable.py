@@ -56,6 +56,7 @@ from typing import Any
 
 from arkai.adapters.fs import append_to_loaded, write_chunks_if_changed
 from arkai.adapters.itemcache import CACHE_DIR, SETTLED_NS
+from arkai.core.hashing import file_digest
 
 FORMAT = 1
 
@@ -260,6 +261,15 @@ class ItemTable:
         if row is None or stat_key is None or row.stat != stat_key:
             return None
         return self._read(content_id, row)
+
+    def digest(self) -> str | None:
+        """``sha256:<hex>`` of the table's file as this table holds it open (loaded, or as it
+        last wrote it); None when there is none."""
+        if self._fd is None:
+            return None
+        with open(self._fd, "rb", closefd=False) as fh:
+            fh.seek(0)
+            return file_digest(fh)
 
     def by_key(self, content_id: str, key: str) -> Row | None:
         """The item's record when it was derived from files whose digest is ``key``."""

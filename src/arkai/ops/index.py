@@ -105,6 +105,7 @@ from arkai.search.graph import (
     node_id,
     quotes_digest,
 )
+from arkai.search.graphcache import UNION as RELATED_UNION
 from arkai.search.graphcache import related_table, update_related
 from arkai.search.graphparts import (
     SUMS,
@@ -1488,8 +1489,8 @@ def _graph(
         settings.min_shared_entities,
         settings.max_related,
         full=full,
+        union=root / RELATED_UNION,  # (the table saved there)
     )
-    table.save(prune=True)
     del table
     info["related_recomputed"] = related.changed
     info["related_neighbours_updated"] = related.merged + related.recomputed

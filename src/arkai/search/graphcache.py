@@ -38,6 +38,10 @@ table is saved (only the rows kept by this run are written), so an item that com
 changed. Tested against the computation over every item with random rounds of changes,
 additions, removals and damaged rows.
 
+**The union kept.** The lists' union (the pairs) is kept beside the table, under the digest of
+the table's file and every item's key (:func:`_union_key`): when nothing changed, no row is
+read (``update_related``'s ``union``).
+
 **Cost.** A one-item change: that item's candidates, the lists it enters (a merge each) and
 the few full lists it leaves or falls in (recomputed): about ``2 × cap`` lists on average,
 since the lists hold items × ``cap`` entries. Reading the rows is linear in items × ``cap``,
@@ -54,12 +58,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from arkai.adapters.fs import atomic_write_bytes
+from arkai.adapters.itemcache import CACHE_DIR
 from arkai.adapters.itemtable import ItemTable
 from arkai.core import canonjson
 from arkai.search.graph import Features, PairTable, RelatedIndex
 
 PART = "related"
 VERSION = 2
+UNION = CACHE_DIR / "related-union.bin"
+"""Every item's list as one table of pairs, kept with what it was made from (:func:`_union_key`)."""
+UNION_VERSION = 1
 
 
 def related_table(root: Path) -> ItemTable:
@@ -100,12 +111,30 @@ def update_related(
     cap: int = 0,
     *,
     full: bool = False,
+    union: Path | None = None,
 ) -> RelatedUpdate:
     """The RELATED_TO edges between the items of ``feats`` (content node ID → features;
     ``content_ids`` maps each to its content ID, the table's name for it) when each keeps its
     best ``cap`` neighbours (0: all), from the table where it holds them and recomputed where
-    not (module docstring). Every item's row is kept in ``table`` (the caller saves it)."""
+    not (module docstring). Every item's row is kept in ``table`` (the caller saves it).
+
+    With ``union`` (a file), the table is saved here and the union of the lists kept there
+    with what it was made from: the table's file and every item's key. When every item's row
+    is the table's under its key and the table's file is the one the kept union was made from,
+    that union is the edges — no row is read (≈ 0.35 s at 10,000 items)."""
     keys = {n: _key(f, min_shared_entities, cap) for n, f in feats.items()}
+    if union is not None:
+        got = None
+        if not full and all(table.retain(content_ids[n], keys[n]) for n in sorted(feats)):
+            got = _read_union(union, _union_key(keys, content_ids, table, min_shared_entities,
+                                                cap))  # fmt: skip
+        if got is not None:
+            return RelatedUpdate(got, 0)
+        done = update_related(feats, content_ids, table, min_shared_entities, cap, full=full)
+        table.save(prune=True)
+        _write_union(union, _union_key(keys, content_ids, table, min_shared_entities, cap),
+                     done.edges)  # fmt: skip
+        return done
     stored: dict[str, _Kept] = {}
     changed: list[str] = []
     names = {n: n for n in feats}  # one string per node ID, not one per mention of it
@@ -216,3 +245,71 @@ def _parse(body: bytes, names: Mapping[str, str]) -> Neighbours | None:
             return None
         out.append((names.get(r[0], r[0]), float(r[1])))
     return out
+
+
+def _union_key(
+    keys: Mapping[str, str], content_ids: Mapping[str, str], table: ItemTable,
+    min_shared_entities: int, cap: int,
+) -> str | None:  # fmt: skip
+    """What the union of the lists is a function of: the table's file (its rows) and each
+    item's node, content ID and features key; None when the table has no file."""
+    held = table.digest()
+    if held is None:
+        return None
+    h = hashlib.sha256(b"related-union\0%d\0%d\0%d\0" % (VERSION, min_shared_entities, cap))
+    h.update(held.encode("ascii"))
+    for n in sorted(keys):
+        h.update(f"\0{n}\0{content_ids[n]}\0{keys[n]}".encode("utf-8", "surrogatepass"))
+    return "sha256:" + h.hexdigest()
+
+
+def _write_union(path: Path, key: str | None, edges: PairTable) -> None:
+    """``edges`` kept under ``key``: a header line (the key, sizes and the SHA-256 of the
+    rest), the node IDs as a JSON line, then the pairs' ends and weights as arrays."""
+    if key is None:
+        path.unlink(missing_ok=True)
+        return
+    names, a, b, w = edges.arrays()
+    body = b"".join((json.dumps(list(names), ensure_ascii=False).encode("utf-8", "surrogatepass")
+                     + b"\n", np.ascontiguousarray(a, "<i4").tobytes(),
+                     np.ascontiguousarray(b, "<i4").tobytes(),
+                     np.ascontiguousarray(w, "<f8").tobytes()))  # fmt: skip
+    head = {"digest": "sha256:" + hashlib.sha256(body).hexdigest(), "key": key,
+            "pairs": len(a), "version": UNION_VERSION}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Derived, rebuilt when lost: no fsync (a torn file fails its digest).
+    atomic_write_bytes(path, canonjson.dumps_line(head).encode("utf-8") + body, fsync=False)
+
+
+def _read_union(path: Path, key: str | None) -> PairTable | None:
+    """The pairs kept under ``key``; None when there are none to trust (another key, another
+    version, a digest or shape that does not hold)."""
+    if key is None:
+        return None
+    try:
+        raw = path.read_bytes()
+        end = raw.index(b"\n")
+        head = json.loads(raw[:end])
+        if not (isinstance(head, dict) and head.get("version") == UNION_VERSION
+                and head.get("key") == key):  # fmt: skip
+            return None
+        body = memoryview(raw)[end + 1 :]
+        if head.get("digest") != "sha256:" + hashlib.sha256(body).hexdigest():
+            return None
+        stop = raw.index(b"\n", end + 1)
+        names = json.loads(raw[end + 1 : stop])
+        m = head["pairs"]
+        at = stop + 1
+        if type(m) is not int or m < 0 or len(raw) - at != m * 16:
+            return None
+        a = np.frombuffer(raw, "<i4", m, at).astype(np.int32)
+        b = np.frombuffer(raw, "<i4", m, at + 4 * m).astype(np.int32)
+        w = np.frombuffer(raw, "<f8", m, at + 8 * m).astype(np.float64)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    n = len(names) if isinstance(names, list) else -1
+    if n < 0 or not all(isinstance(x, str) for x in names) or names != sorted(names):
+        return None
+    if m and not (int(a.min()) >= 0 and int(b.max()) < n and bool((a < b).all())):
+        return None
+    return PairTable(names, a, b, w)
