@@ -390,8 +390,9 @@ def _symlink(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(files.written_digests(Path("/kr"))))
-@pytest.mark.parametrize("attack", [_edit, Path.unlink, _symlink], ids=["edited", "removed",
-                                                                          "symlinked"])
+@pytest.mark.parametrize(
+    "attack", [_edit, Path.unlink, _symlink], ids=["edited", "removed", "symlinked"]
+)
 def test_an_output_changed_since_is_written_again(
     kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, attack: Any
 ) -> None:
@@ -461,4 +462,3 @@ def test_a_log_without_a_record_of_its_write_is_replayed(
     calls = _refuse_replay(monkeypatch)
     op.build(Repo.at(kr))
     assert calls == []
-
