@@ -322,18 +322,18 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
         with log.step("kept") as info:
             info["beliefs"] = kept.beliefs
         return kept
+    # Not held through the embedding (≈ 160 bytes an episode): read again for the replay.
+    del saved
     with log.step("vectors") as info:
         statements = [e.statement for e in episodes]
         vectors, embedded, model = embed_statements(repo, statements, progress)
         del statements
         info["embedded"] = embedded
     key = _replay_key(header, raw, model)
-    # The log is passed, not kept: the replay lets it go once the episodes are replayed.
-    last = [saved.log if saved is not None and first == key else load_log(folder, key)]
-    del saved
     with log.step("replay") as info:
+        # The log is passed, not kept: the replay lets it go once the episodes are replayed.
         result = replay(episodes, vectors, params=params, decisions=decisions, check=check,
-                        resume=last.pop())  # fmt: skip
+                        resume=load_log(folder, key))  # fmt: skip
         info.update(beliefs=len(result.beliefs), decided=result.decided)
     counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
     with log.step("write"):
