@@ -10,6 +10,7 @@ import random
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -372,6 +373,22 @@ def test_links_are_each_sources_sorted_edges() -> None:
     assert len(Links(iter([]), {})) == 0 and Links(iter([]), {}).get("content:a") == []
 
 
+def table_of(pairs: dict[tuple[str, str], float], names: list[str] | None = None) -> Any:
+    """``pairs`` as graphcache keeps them: a PairTable over ``names`` (default: the pairs')."""
+    from array import array
+
+    from arkai.search.graph import PairTable
+
+    names = sorted({n for pair in pairs for n in pair}) if names is None else names
+    place = {n: i for i, n in enumerate(names)}
+    return PairTable.of(
+        names,
+        array("i", [place[a] for a, _ in pairs]),
+        array("i", [place[b] for _, b in pairs]),
+        array("d", list(pairs.values())),
+    )
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_links_of_a_pair_table_are_the_links_of_its_pairs(seed: int) -> None:
     """Links made from a PairTable (its arrays renumbered, no Python work per pair) are the
@@ -389,13 +406,7 @@ def test_links_of_a_pair_table_are_the_links_of_its_pairs(seed: int) -> None:
     for _ in range(rng.randrange(0, 300) if len(names) > 1 else 0):
         x, y = sorted(rng.sample(names, 2))
         pairs[(x, y)] = rng.choice([rng.random(), 0.1234565, 0.5, 1 / 3, 2.675e-06, 0.0])
-    place = {n: i for i, n in enumerate(names)}
-    table = PairTable.of(
-        names,
-        array("i", [place[a] for a, _ in pairs]),
-        array("i", [place[b] for _, b in pairs]),
-        array("d", list(pairs.values())),
-    )
+    table = table_of(pairs, names)
     cites: dict[str, dict[str, int]] = {}
     for a, b in list(pairs)[:5] + [(n, "content:zzz-no-item") for n in names[:3]]:
         cites.setdefault(a, {})[b] = rng.choice([0, 1, 3])
@@ -413,21 +424,11 @@ def test_links_of_a_pair_table_are_the_links_of_its_pairs(seed: int) -> None:
 def test_pairs_as_a_table_give_the_same_files(tmp_path: Path) -> None:
     """graph_parts given the RELATED_TO pairs as graphcache keeps them (a PairTable) writes
     the bytes it writes from a dict of them."""
-    from array import array
-
-    from arkai.search.graph import PairTable
 
     rng = random.Random(11)
     items = [random_item(rng, i) for i in range(30)]
     related = related_of(items)
-    names = sorted({n for pair in related for n in pair})
-    place = {n: i for i, n in enumerate(names)}
-    table = PairTable.of(
-        names,
-        array("i", [place[a] for a, _ in related]),
-        array("i", [place[b] for _, b in related]),
-        array("d", list(related.values())),
-    )
+    table = table_of(related)
     assert table == related
     with PartStore(tmp_path) as store:
         gp = graph_parts(items, SETTINGS, table, store)
