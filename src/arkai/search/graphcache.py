@@ -130,11 +130,19 @@ def update_related(
                                                 cap))  # fmt: skip
         if got is not None:
             return RelatedUpdate(got, 0)
-        done = update_related(feats, content_ids, table, min_shared_entities, cap, full=full)
+        done = _update(feats, content_ids, table, keys, min_shared_entities, cap, full)
         table.save(prune=True)
         _write_union(union, _union_key(keys, content_ids, table, min_shared_entities, cap),
                      done.edges)  # fmt: skip
         return done
+    return _update(feats, content_ids, table, keys, min_shared_entities, cap, full)
+
+
+def _update(
+    feats: Mapping[str, Features], content_ids: Mapping[str, str], table: ItemTable,
+    keys: Mapping[str, str], min_shared_entities: int, cap: int, full: bool,
+) -> RelatedUpdate:  # fmt: skip
+    """:func:`update_related` with each item's key (:func:`_key`) given."""
     stored: dict[str, _Kept] = {}
     changed: list[str] = []
     names = {n: n for n in feats}  # one string per node ID, not one per mention of it
