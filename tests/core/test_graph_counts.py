@@ -159,5 +159,7 @@ def test_full_reads_every_part_and_items_need_their_cites(tmp_path: Path) -> Non
     counted(items, tmp_path / "kept")
     got, looked = counted(items, tmp_path / "kept", full=True)
     assert result(got) == whole(items, tmp_path / "w") and len(looked.nodes) == len(items)
+    sums = (tmp_path / "kept" / "graph-sums.json").read_bytes()
     with pytest.raises(ValueError, match="CITES"):
         counted([replace(items[0], cites=None)], tmp_path / "kept")
+    assert (tmp_path / "kept" / "graph-sums.json").read_bytes() == sums  # nothing written

@@ -1137,6 +1137,18 @@ def counted_parts(
     :func:`graph_parts` keeps it (made when missing; the store saved with these items only).
     Every item must come with its ``cites``."""
     nodes = sorted(((node_id("content", it.content_id), it) for it in items), key=_first)
+    # Each item's CITES and topic edges first: an item given without its CITES is refused
+    # before any part or sum is written.
+    cites: dict[str, Mapping[str, int]] = {}
+    topics: set[str] = set()
+    topic_edges_count = 0
+    for node, it in nodes:
+        if it.cites is None:
+            raise ValueError(f"{it.content_id}: its CITES counts are needed")
+        cites[node] = it.cites
+        named = topic_edges(it.high_topics or ())
+        topic_edges_count += len(named)
+        topics.update(tid for tid, _ in named)
     by_node = dict(nodes)
     keys = {node: part_key_of(it, settings) for node, it in nodes}
     sums = None if full else PartSums.read(sums_path)
@@ -1162,18 +1174,8 @@ def counted_parts(
     store.save(titles)
     sums_path.parent.mkdir(parents=True, exist_ok=True)
     write_if_changed(sums_path, sums.dump(), fsync=False)  # derived: rebuilt when lost
-    cites: dict[str, Mapping[str, int]] = {}
-    topics: set[str] = set()
-    topic_edges = 0
-    for node, it in nodes:
-        if it.cites is None:
-            raise ValueError(f"{it.content_id}: its CITES counts are needed")
-        cites[node] = it.cites
-        named = {node_id("topic", term) for term, _ in it.high_topics or ()}
-        topic_edges += len(named)
-        topics |= named
     links = Links(related if isinstance(related, PairTable) else (
         (a, b, w) for (a, b), w in related.items()), cites)  # fmt: skip
     shared_nodes = len(topics.union(sums.shared))
-    return Counted(len(nodes) + shared_nodes, sums.edges + len(links) + topic_edges, links,
-                   titles, ids)  # fmt: skip
+    return Counted(len(nodes) + shared_nodes, sums.edges + len(links) + topic_edges_count,
+                   links, titles, ids)  # fmt: skip
