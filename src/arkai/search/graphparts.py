@@ -1146,9 +1146,10 @@ def counted_parts(
         if it.cites is None:
             raise ValueError(f"{it.content_id}: its CITES counts are needed")
         cites[node] = it.cites
-        named = topic_edges(it.high_topics or ())
+        # One edge per topic node its terms name (topic_edges' nodes, without their weights).
+        named = {node_id("topic", term) for term, _ in it.high_topics or ()}
         topic_edges_count += len(named)
-        topics.update(tid for tid, _ in named)
+        topics |= named
     by_node = dict(nodes)
     keys = {node: part_key_of(it, settings) for node, it in nodes}
     sums = None if full else PartSums.read(sums_path)
