@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from arkai.adapters import events
+from arkai.adapters import beside, events
 from arkai.cli import main
 from arkai.errors import LibraryError
 from arkai.ops import Repo
@@ -58,7 +58,9 @@ class FakeEmbedder:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
-    """Route ``get_embedder("fake")`` to a :class:`FakeEmbedder`."""
+    """Route ``get_embedder("fake")`` to a :class:`FakeEmbedder`, the index stage's side
+    steps run in this process (``ARKAI_BESIDE=0``) so that its calls are seen here."""
+    monkeypatch.setenv(beside.ENV, "0")
     emb = FakeEmbedder()
     real = embed.get_embedder
 
@@ -211,12 +213,12 @@ def test_builds_every_file_and_reruns_identically(repo: Path, fake: FakeEmbedder
     assert fake.calls == [] and again.embedded == 0 and again.reused == len(keys)
     assert again.written == [] and not again.lexical_rebuilt
 
-    # Events: one run, one step per sub-step.
+    # Events: one run, one step per sub-step (in this process, the side steps first).
     runs = events.list_runs(repo)
     evs = events.read_events(repo / events.RUNS_DIR / runs[-1] / "events.jsonl")
     steps = [e["step"] for e in evs if e["type"] == "StepStarted"]
     assert steps == [
-        "chunks", "catalog", "lexical", "vectors", "topics", "graph", "shards", "manifest",
+        "chunks", "catalog", "lexical", "vectors", "shards", "topics", "graph", "manifest",
     ]  # fmt: skip
     assert evs[0]["type"] == "RunStarted" and evs[0]["pipeline"] == "index"
     assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "success"
@@ -260,6 +262,13 @@ def test_the_stage_lets_go_of_the_model_it_loaded(
 
     monkeypatch.setattr(embed, "_instances", {})
     monkeypatch.setattr(embed, "get_embedders", lambda: {"fake": factory})
+    # With the side steps forked (two CPUs), the stage process never loads it at all.
+    monkeypatch.setenv(beside.ENV, "1")
+    if beside.forking():
+        assert run_index(Repo.at(repo)).embedded > 0
+        assert made == [] and embed.held_embedders() == set()
+        (repo / "index" / "vectors").rename(repo / "vectors.old")  # (embedded again below)
+    monkeypatch.setenv(beside.ENV, "0")
     assert run_index(Repo.at(repo)).embedded > 0
     gc.collect()
     assert len(made) == 1 and made[0]() is None and embed.held_embedders() == set()
@@ -1794,3 +1803,111 @@ def test_topic_lines_no_changed_item_is_in_are_copied_from_the_last_file(
     info = topics_step(root)
     assert info["kept"] >= 1 and info["lines_copied"] == 0, info
     assert built(root) == scratch_build(root, tmp_path / "scratch")
+
+
+def index_files(root: Path) -> dict[str, bytes]:
+    """Every file under index/, by its path there."""
+    index = root / "index"
+    return {
+        p.relative_to(index).as_posix(): p.read_bytes() for p in index.rglob("*") if p.is_file()
+    }
+
+
+def completed_steps(root: Path) -> dict[str, dict[str, Any]]:
+    """The last index run's completed steps and what each said (times and memory aside)."""
+    run = events.list_runs(root)[-1]
+    evs = events.read_events(root / events.RUNS_DIR / run / "events.jsonl")
+    drop = {"timestamp", "run_id", "duration_ms", "maxrss_mb"}
+    return {
+        e["step"]: {k: v for k, v in e.items() if k not in drop}
+        for e in evs
+        if e["type"] == "StepCompleted"
+    }
+
+
+def test_side_steps_in_a_forked_process_write_what_they_write_in_the_stage_process(
+    repo: Path, tmp_path: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two CPUs the lexical, vector and shard steps run in a forked child beside the
+    topic and graph steps: the same files, the same summary and the same steps' reports as
+    when they run in the stage process — built from nothing, then with an item changed."""
+    from arkai.ops.index import run_index
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+    other = tmp_path / "other"
+    shutil.copytree(repo, other)
+
+    def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        monkeypatch.setenv(beside.ENV, "1")
+        calls = len(fake.calls)
+        forked = run_index(Repo.at(repo)).to_dict()
+        assert len(fake.calls) == calls  # (embedded in the child: nothing seen here)
+        monkeypatch.setenv(beside.ENV, "0")
+        here = run_index(Repo.at(other)).to_dict()
+        return forked, here
+
+    forked, here = both()
+    assert forked == here and forked["embedded"] > 0 and forked["shards"] is not None
+    assert index_files(repo) == index_files(other)
+    assert completed_steps(repo) == completed_steps(other)
+    for root in (repo, other):
+        transcript = sorted((root / "library").rglob("transcript.md"))[0]
+        with transcript.open("a", encoding="utf-8") as fh:
+            fh.write("\nA late line about queens and their hives.\n")
+    forked, here = both()
+    assert forked == here and 0 < forked["embedded"] < here["reused"] + here["embedded"]
+    assert "lexical" in forked["written"] and "vectors" in forked["written"]
+    assert index_files(repo) == index_files(other)
+    assert completed_steps(repo) == completed_steps(other)
+
+
+@pytest.mark.parametrize("how", ["raises", "killed"])
+def test_a_side_step_that_fails_fails_the_run_and_the_next_run_completes_it(
+    repo: Path, tmp_path: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The lexical step failing in the forked child (an error, or the process killed): the
+    stage fails with that error, its run log says so, no manifest is written for the run;
+    the next run completes the index as a build from scratch makes it."""
+    import signal
+
+    import arkai.search.bm25 as bm25
+    from arkai.errors import LibraryError
+    from arkai.ops.index import run_index
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        if how == "raises":
+            raise LibraryError("lexical: the disk said no", hint="free some space")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with monkeypatch.context() as m:
+        m.setattr(bm25, "write_index", fail)
+        expected = (
+            pytest.raises(LibraryError, match=r"^lexical: the disk said no \(free some space\)$")
+            if how == "raises"
+            else pytest.raises(beside.BesideError, match=r"killed by signal 9")
+        )
+        with expected:
+            run_index(Repo.at(repo))
+    assert not (repo / "index" / "manifest.json").exists()
+    run = events.list_runs(repo)[-1]
+    evs = events.read_events(repo / events.RUNS_DIR / run / "events.jsonl")
+    assert evs[-1]["type"] == "RunCompleted" and evs[-1]["status"] == "failed"
+    if how == "raises":
+        assert any(e["type"] == "StepFailed" and e["step"] == "lexical" for e in evs)
+    assert run_index(Repo.at(repo)).items == 2
+    assert index_files(repo) == index_files(scratch(repo, tmp_path / "scratch"))
+
+
+def scratch(root: Path, dest: Path) -> Path:
+    """A copy of ``root`` with its index built from nothing."""
+    from arkai.ops.index import run_index
+
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns("index", ".arkai"))
+    run_index(Repo.at(dest))
+    return dest

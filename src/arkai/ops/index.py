@@ -45,6 +45,7 @@ import numpy as np
 import arkai
 from arkai.adapters import events
 from arkai.adapters import manifest as folder_manifests
+from arkai.adapters.beside import Beside
 from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
 from arkai.adapters.chunkparts import (
     LISTING,
@@ -1803,6 +1804,111 @@ def _sealed_rows(sealed: folder_manifests.Sealed) -> list[tuple[str, str, dict[s
     return [(f, k, {x: m[x] for x in _METADATA_USED if x in m}) for f, k, m in rows]
 
 
+#: The summary's fields the side steps set (:func:`_side_steps`).
+_SIDE_FIELDS = ("lexical_rebuilt", "lexical_engine", "embedded", "reused", "pruned", "embedder",
+                "dim", "ann", "shards")  # fmt: skip
+
+
+@dataclass
+class _Side:
+    """What the side steps did: their summary fields, the files they changed (lexical and
+    vectors, then shards), the cache entries they rejected, and the manifest's ``lexical``
+    and ``embedder.requested``."""
+
+    summary: IndexSummary
+    written: list[str]
+    shards_written: list[str]
+    rejected: int
+    lexical: dict[str, Any]
+    requested: str | None
+
+
+def _embedding(progress: ProgressFn, done: int, total: int) -> None:
+    progress(done, total, "embedding")
+
+
+def _side_steps(
+    root: Path,
+    out: Path,
+    loaded: Sequence[_Loaded],
+    items: Sequence[Item],
+    ip: dict[str, Any],
+    settings: bytes,
+    log: events.RunLog,
+    old_manifest: dict[str, Any],
+    reuse: bool,
+    chunks_digest: str,
+    n_chunks: int,
+    full: bool,
+    extract_params: Any,
+    report: Callable[[int, int], None],
+) -> _Side:
+    """The lexical, vector and shard steps (run beside the topic and graph steps: they share
+    no file), into a summary and an item cache reader of their own (its counts returned)."""
+    summary, written, cache = IndexSummary(), [], ItemCache(root)
+    # The BM25 index from the items' cached token segments (when the chunks changed).
+    k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
+    lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": n_chunks}
+    have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
+    rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
+
+    with log.step("lexical") as info:
+        if not reuse and rebuild_lexical:
+            from arkai.search.bm25 import write_index
+
+            counts, info["segments_read"] = _term_counts(
+                loaded, ip, settings, cache, cache.folder / LEXICAL_COUNTS, full
+            )
+            with counts:
+                write_index(counts, out / LEXICAL, k1=k1, b=b)
+            del counts  # every item's name and the frequencies (≈ 200 bytes an item)
+            summary.lexical_rebuilt = True
+            written.append(LEXICAL)
+        info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
+        # Above `index.lexical.threshold`: the tantivy engine beside it (search/lexindex.py).
+        # Its parts are the items, named as in the term counts (the inputs key changes
+        # with every input of the item's tokens): a changed item's documents replaced in
+        # place.
+        info["engine"] = summary.lexical_engine = update_engine(
+            out / LEXICAL, chunks_digest, n_chunks, ip.get("lexical"),
+            _part_names(loaded),
+            lambda i: _segment(loaded[i], ip, settings, cache), full=full,
+        )  # fmt: skip
+        if info["engine"] not in (None, "kept") and LEXICAL not in written:
+            written.append(LEXICAL)
+
+    with log.step("vectors") as info:
+        requested = requested_embedder(ip)
+        if requested is None:
+            # The folder is a DVC output (dvc.yaml): it exists, empty, when the lane is off.
+            (out / VECTORS).mkdir(exist_ok=True)
+            info["skipped"] = True
+        else:
+            previous = old_manifest.get("embedder")
+            # The keys from index/chunks/ as just written; texts only of chunks to embed.
+            _embed(out, _listing(out), None if full else cache.folder / PART_KEYS, ip,
+                   requested, previous, full, summary, lambda n, total, _what: report(n, total),
+                   extract_params)  # fmt: skip
+            if summary.embedded or summary.pruned:
+                written.append(VECTORS)
+            info.update(
+                embedded=summary.embedded,
+                reused=summary.reused,
+                pruned=summary.pruned,
+                embedder=summary.embedder,
+            )
+
+    with log.step("shards") as info:
+        # The item keys digest each item's condensed.json among its files: only items
+        # whose key changed since the last build are read again.
+        item_keys = {d.item.id: d.key for d in loaded}
+        shards = shard_library(Repo.at(root), log, items, item_keys, full=full)
+        summary.shards = shards.to_dict()
+        info.update(summary.shards)
+    return _Side(summary, written, [f"shards/{f}" for f in shards.written],
+                 cache.rejected, lexical, requested)  # fmt: skip
+
+
 def run_index(
     repo: Repo,
     *,
@@ -1898,116 +2004,75 @@ def run_index(
         )
         old_counts = old_manifest.get("counts") or {}
 
-        # The BM25 index from the items' cached token segments (when the chunks changed).
-        k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
-        lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": summary.chunks}
-        have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
-        rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
+        # The lexical, vector and shard steps read none of what topics and graph write, and
+        # write none of what they read: with two CPUs they run in a forked child beside them
+        # (arkai.adapters.beside; the same files either way, tested), their counts merged here.
+        side = Beside(
+            "index: lexical, vectors and shards",
+            partial(_side_steps, root, out, loaded, items, ip, settings, log, old_manifest,
+                    reuse, chunks_digest, summary.chunks, full, repo.params.get("extract")),
+        )  # fmt: skip
+        embedding = None if progress is None else partial(_embedding, progress)
+        with side:
+            side.start(embedding)
+            before = len(written)
+            with log.step("topics") as info:
+                if reuse:
+                    summary.topics = int(old_counts.get("topics", 0))
+                    info.update(topics=summary.topics, unchanged=True)
+                else:
+                    # The document frequencies (the IDF) from the kept phrase table (only changed
+                    # items' phrases read), then each item's ranking: kept, or ranked again.
+                    table = _PhraseTable.build(
+                        loaded, lambda d: _phrases(d, ip, settings, cache),
+                        cache.folder / PHRASE_TABLE, full,
+                    )  # fmt: skip
+                    kept = None if full else KeptEntries.read(cache.folder / TOPIC_ENTRIES)
+                    high: dict[str, list[tuple[str, float]]] = {}
+                    rank = partial(_rank_items, root, out, loaded, ip, settings, cache, synonyms,
+                                   table, full)  # fmt: skip
+                    try:
+                        (summary.topics, info["reranked"], info["kept"],
+                         info["lines_copied"]) = rank(kept, written, high, digests)  # fmt: skip
+                    except KeptEntriesError:
+                        # The kept entries were not what they claimed: ranked without them.
+                        high.clear()
+                        (summary.topics, info["reranked"], info["kept"],
+                         info["lines_copied"]) = rank(None, written, high, digests)  # fmt: skip
+                        info["kept_rejected"] = True
+                    finally:
+                        if kept is not None:
+                            kept.close()
+                    table.close()
+                    del table
+                    info["topics"] = summary.topics
+                    if progress:
+                        progress(1, 1, "topics")
 
-        with log.step("lexical") as info:
-            if not reuse and rebuild_lexical:
-                from arkai.search.bm25 import write_index
-
-                counts, info["segments_read"] = _term_counts(
-                    loaded, ip, settings, cache, cache.folder / LEXICAL_COUNTS, full
-                )
-                with counts:
-                    write_index(counts, out / LEXICAL, k1=k1, b=b)
-                del counts  # every item's name and the frequencies (≈ 200 bytes an item)
-                summary.lexical_rebuilt = True
-                written.append(LEXICAL)
-            info.update(rebuilt=summary.lexical_rebuilt, unchanged=reuse)
-            # Above `index.lexical.threshold`: the tantivy engine beside it (search/lexindex.py).
-            # Its parts are the items, named as in the term counts (the inputs key changes
-            # with every input of the item's tokens): a changed item's documents replaced in
-            # place.
-            info["engine"] = summary.lexical_engine = update_engine(
-                out / LEXICAL, chunks_digest, summary.chunks, ip.get("lexical"),
-                _part_names(loaded),
-                lambda i: _segment(loaded[i], ip, settings, cache), full=full,
-            )  # fmt: skip
-            if info["engine"] not in (None, "kept") and LEXICAL not in written:
-                written.append(LEXICAL)
-
-        with log.step("vectors") as info:
-            requested = requested_embedder(ip)
-            if requested is None:
-                # The folder is a DVC output (dvc.yaml): it exists, empty, when the lane is off.
-                (out / VECTORS).mkdir(exist_ok=True)
-                info["skipped"] = True
-            else:
-                previous = old_manifest.get("embedder")
-                # The keys from index/chunks/ as just written; texts only of chunks to embed.
-                _embed(out, _listing(out), None if full else cache.folder / PART_KEYS, ip,
-                       requested, previous, full, summary, progress,
-                       repo.params.get("extract"))  # fmt: skip
-                if summary.embedded or summary.pruned:
-                    written.append(VECTORS)
-                info.update(
-                    embedded=summary.embedded,
-                    reused=summary.reused,
-                    pruned=summary.pruned,
-                    embedder=summary.embedder,
-                )
-
-        with log.step("topics") as info:
-            if reuse:
-                summary.topics = int(old_counts.get("topics", 0))
-                info.update(topics=summary.topics, unchanged=True)
-            else:
-                # The document frequencies (the IDF) from the kept phrase table (only changed
-                # items' phrases read), then each item's ranking: kept, or ranked again.
-                table = _PhraseTable.build(
-                    loaded, lambda d: _phrases(d, ip, settings, cache),
-                    cache.folder / PHRASE_TABLE, full,
-                )  # fmt: skip
-                kept = None if full else KeptEntries.read(cache.folder / TOPIC_ENTRIES)
-                high: dict[str, list[tuple[str, float]]] = {}
-                rank = partial(_rank_items, root, out, loaded, ip, settings, cache, synonyms,
-                               table, full)  # fmt: skip
-                try:
-                    (summary.topics, info["reranked"], info["kept"],
-                     info["lines_copied"]) = rank(kept, written, high, digests)  # fmt: skip
-                except KeptEntriesError:
-                    # The kept entries were not what they claimed: ranked without them.
-                    high.clear()
-                    (summary.topics, info["reranked"], info["kept"],
-                     info["lines_copied"]) = rank(None, written, high, digests)  # fmt: skip
-                    info["kept_rejected"] = True
-                finally:
-                    if kept is not None:
-                        kept.close()
-                table.close()
-                del table
-                info["topics"] = summary.topics
-                if progress:
-                    progress(1, 1, "topics")
-
-        with log.step("graph") as info:
-            related_made = _pair(last.get("related"))  # kept as it is when nothing changed
-            if reuse:
-                summary.nodes = int(old_counts.get("nodes", 0))
-                summary.edges = int(old_counts.get("edges", 0))
-                info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
-            else:
-                related_made = _graph(
-                    root, out, loaded, ip, high, full, summary, info,
-                    lambda d: _quotes(d, ip, settings, cache, records), exports, digests,
-                    _pair(last.get("related")),
-                )  # fmt: skip
-                del high
-                if progress:
-                    progress(1, 1, "graph")
+            with log.step("graph") as info:
+                related_made = _pair(last.get("related"))  # kept as it is when nothing changed
+                if reuse:
+                    summary.nodes = int(old_counts.get("nodes", 0))
+                    summary.edges = int(old_counts.get("edges", 0))
+                    info.update(nodes=summary.nodes, edges=summary.edges, unchanged=True)
+                else:
+                    related_made = _graph(
+                        root, out, loaded, ip, high, full, summary, info,
+                        lambda d: _quotes(d, ip, settings, cache, records), exports, digests,
+                        _pair(last.get("related")),
+                    )  # fmt: skip
+                    del high
+                    if progress:
+                        progress(1, 1, "graph")
+            ours = written[before:]
+            del written[before:]
+            done = side.join(embedding)
+        for name in _SIDE_FIELDS:
+            setattr(summary, name, getattr(done.summary, name))
+        written[before:before] = done.written
+        written += ours + done.shards_written
+        cache.rejected += done.rejected
         summary.cache_rejected = cache.rejected
-
-        with log.step("shards") as info:
-            # The item keys digest each item's condensed.json among its files: only items
-            # whose key changed since the last build are read again.
-            item_keys = {d.item.id: d.key for d in loaded}
-            shards = shard_library(Repo.at(root), log, items, item_keys, full=full)
-            summary.shards = shards.to_dict()
-            info.update(summary.shards)
-            written += [f"shards/{f}" for f in shards.written]
 
         with log.step("manifest"):
             manifest: dict[str, Any] = {
@@ -2022,11 +2087,11 @@ def run_index(
                     "edges": summary.edges,
                 },
                 "embedder": (
-                    {"name": summary.embedder, "dim": summary.dim, "requested": requested}
+                    {"name": summary.embedder, "dim": summary.dim, "requested": done.requested}
                     if summary.embedder
                     else None
                 ),
-                "lexical": old_manifest.get("lexical") if reuse else lexical,
+                "lexical": old_manifest.get("lexical") if reuse else done.lexical,
                 "files": _scan(out, digests),
             }
             # No build time: the manifest is a function of the files, so a fresh clone's
