@@ -64,12 +64,14 @@ def forking() -> bool:
 
 class Beside(Generic[T]):
     """``work(report)`` run in a forked child from :meth:`start` (or in the caller when
-    :func:`forking` says no); :meth:`join` gives its result. Use as a context manager: leaving
-    the block kills a child still running."""
+    :func:`forking` says no, or ``fork`` is false: work that is not safe in a fork, such as a
+    Ray client's); :meth:`join` gives its result. Use as a context manager: leaving the block
+    kills a child still running."""
 
-    def __init__(self, name: str, work: Callable[[Report], T]) -> None:
+    def __init__(self, name: str, work: Callable[[Report], T], *, fork: bool = True) -> None:
         self.name = name
         self._work = work
+        self._fork = fork
         self._done: tuple[T] | None = None
         self._proc: Any = None
         self._conn: Connection | None = None
@@ -88,7 +90,7 @@ class Beside(Generic[T]):
     def start(self, report: Report | None = None) -> None:
         """Fork the child (or, where :func:`forking` says no, run the work now, its progress
         to ``report``)."""
-        if not forking():
+        if not (self._fork and forking()):
             self._done = (self._work(report or _nothing),)
             return
         ctx = get_context("fork")
@@ -176,6 +178,10 @@ def _child(
     work: Callable[[Report], Any], conn: Connection, progress: mmap.mmap, parent: int
 ) -> None:
     _die_with(parent)
+    # Fresh objects over the same descriptors: a thread of the caller (a progress bar's) may
+    # have held the old ones' locks at the fork, and no thread here would ever release them.
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
 
     def report(done: int, total: int) -> None:
         _PROGRESS.pack_into(progress, 0, done, total)

@@ -81,6 +81,7 @@ from arkai.adapters.itemcache import (
 )
 from arkai.adapters.itemtable import ItemTable
 from arkai.adapters.layout import ENTITIES, EVIDENCE, LIBRARY, REVIEW, TRANSCRIPT, Item, load_items
+from arkai.adapters.raytasks import executor_of
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, read_condensed
@@ -2011,6 +2012,8 @@ def run_index(
             "index: lexical, vectors and shards",
             partial(_side_steps, root, out, loaded, items, ip, settings, log, old_manifest,
                     reuse, chunks_digest, summary.chunks, full, repo.params.get("extract")),
+            # Not with embedding batches on Ray: its client (gRPC) hangs in a forked child.
+            fork=executor_of(repo.params.get("extract") or {}) == "local",
         )  # fmt: skip
         embedding = None if progress is None else partial(_embedding, progress)
         with side:
