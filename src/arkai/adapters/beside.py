@@ -1,6 +1,7 @@
 """Work run beside the caller in a forked child process: the one place a stage splits its steps
 over two processes (the index stage, :func:`arkai.ops.index.run_index`: the lexical, vector
-and shard steps run while the caller ranks topics and builds the graph; docs/index-format.md, "Two processes").
+and shard steps run while the caller ranks topics and builds the graph; docs/index-format.md,
+"Two processes").
 
 The child is a fork, so it starts with everything the caller has loaded (nothing is pickled
 but the result); it writes its own files (each atomically, as everywhere) and returns a small
