@@ -16,6 +16,7 @@ import pytest
 from arkai.adapters import beside
 from arkai.adapters.beside import Beside, BesideError
 from arkai.errors import ArkaiError, LibraryError
+from tests.adapters.httpserver import wait_for
 
 #: Generous: the machine may be loaded; nothing here is timed, only waited for.
 WAIT_S = 60.0
@@ -26,13 +27,6 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(beside.ENV, "1")
     if not beside.forking():
         pytest.skip("no fork, or one CPU: the work runs in the caller")
-
-
-def wait_for(condition: Callable[[], bool]) -> None:
-    end = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < end, "waited too long"
-        time.sleep(0.05)
 
 
 def gone(pid: int) -> bool:
@@ -141,7 +135,7 @@ def test_leaving_the_block_kills_a_child_still_running(forking: None, tmp_path: 
 
     with pytest.raises(RuntimeError, match="the caller failed"), Beside("test", work) as side:
         side.start()
-        wait_for(lambda: pid_file.is_file() and pid_file.read_text() != "")
+        assert wait_for(lambda: pid_file.is_file() and pid_file.read_text() != "", WAIT_S)
         raise RuntimeError("the caller failed")
     pid = int(pid_file.read_text())
     assert gone(pid)
@@ -169,12 +163,12 @@ def test_the_child_dies_with_its_caller(forking: None, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     caller = subprocess.Popen([sys.executable, "-c", CALLER, str(pid_file)])
     try:
-        wait_for(lambda: pid_file.is_file() and pid_file.read_text() != "")
+        assert wait_for(lambda: pid_file.is_file() and pid_file.read_text() != "", WAIT_S)
         child = int(pid_file.read_text())
         assert not gone(child)
         caller.kill()
         caller.wait(WAIT_S)
-        wait_for(lambda: gone(child))
+        assert wait_for(lambda: gone(child), WAIT_S)
     finally:
         if caller.poll() is None:
             caller.kill()
