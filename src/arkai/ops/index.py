@@ -2067,13 +2067,11 @@ def run_index(
                     del high
                     if progress:
                         progress(1, 1, "graph")
-            ours = written[before:]
-            del written[before:]
             done = side.join(embedding)
         for name in _SIDE_FIELDS:
             setattr(summary, name, getattr(done.summary, name))
-        written[before:before] = done.written
-        written += ours + done.shards_written
+        # In the steps' order: lexical and vectors, topics and graph, shards.
+        written[before:] = done.written + written[before:] + done.shards_written
         cache.rejected += done.rejected
         summary.cache_rejected = cache.rejected
 
