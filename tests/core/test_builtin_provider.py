@@ -370,6 +370,34 @@ def test_spacy_is_imported_without_torch_and_finds_the_same_entities() -> None:
     assert runs["plain"]["out"] == runs["torch-first"]["out"]  # … the same with torch loaded
 
 
+_PRELOAD_IN_A_FRESH_PROCESS = """
+import json, sys, threading
+from arkai.providers.builtin import BuiltinProvider, entities
+names = ("spacy", "scipy.sparse", "torch", "arkai.providers.builtin.claims",
+         "arkai.providers.builtin.verdicts", "arkai.providers.builtin.wisdom")
+before = [n for n in names if n in sys.modules]
+loader = threading.Thread(target=BuiltinProvider().preload)  # (as the extract stage runs it)
+loader.start()
+loader.join()
+after = [n for n in names if n in sys.modules]
+print(json.dumps({"before": before, "after": after, "models": sorted(entities._models)}))
+"""
+
+
+@needs_model
+def test_preload_loads_the_engines_and_the_pipeline_without_torch() -> None:
+    # Issue 17: the extract stage loads them while its walk runs in another process.
+    done = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_IN_A_FRESH_PROCESS],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["before"] == []
+    assert "torch" not in seen["after"] and len(seen["after"]) == 5
+    assert seen["models"] == [entities_mod.MODEL_NAME]
+
+
 # ---------------------------------------------------------------------------------------------
 # extract_wisdom, summarize
 

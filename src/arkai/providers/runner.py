@@ -491,6 +491,12 @@ class Runner:
         return max(0.0, asked)
 
 
+def provider_of(params: dict[str, Any]) -> Provider:
+    """The provider ``extract.provider`` names, with its ``providers.NAME`` settings."""
+    name = str(params["extract"]["provider"])
+    return get_provider(name, dict((params.get("providers") or {}).get(name) or {}))
+
+
 def make_runner(
     root: Path,
     params: dict[str, Any],
@@ -505,7 +511,7 @@ def make_runner(
     name = str(xp["provider"])
     config = dict((params.get("providers") or {}).get(name) or {})
     model = xp.get("model") or config.get("model")
-    provider = get_provider(name, config)
+    provider = provider_of(params)
     cfg = RunnerConfig.from_params(xp)
     return Runner(
         provider=provider,

@@ -124,5 +124,16 @@ class BuiltinProvider:
         """Whole transcripts in one call: quotes are chosen against the full text."""
         return 50_000_000
 
+    def preload(self) -> None:
+        """Import the extraction patterns' engines and load spaCy's pipeline now, as their
+        first call would (≈ 0.6 s): a caller that will make such calls does it while it waits
+        on something else (the extract stage, while its walk runs in another process)."""
+        from scipy import sparse  # noqa: F401  (claims' ranking)
+
+        from arkai.providers.builtin import claims, verdicts, wisdom  # noqa: F401
+        from arkai.providers.builtin.entities import load_model
+
+        load_model()
+
 
 __all__ = ["PATTERNS", "VERSION", "BuiltinProvider"]
