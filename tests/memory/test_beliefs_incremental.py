@@ -462,3 +462,131 @@ def test_a_log_without_a_record_of_its_write_is_replayed(
     calls = _refuse_replay(monkeypatch)
     op.build(Repo.at(kr))
     assert calls == []
+
+
+# -- the stage: episodes made from the last replay's files are not read ----------------------
+
+
+@pytest.fixture
+def bodies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The content IDs whose episodes are taken from the table's rows (parsed)."""
+    seen: list[str] = []
+    real = episodes._from_row
+
+    def spy(content_id: str, *args: Any) -> Any:
+        seen.append(content_id)
+        return real(content_id, *args)
+
+    monkeypatch.setattr(episodes, "_from_row", spy)
+    return seen
+
+
+def _last_steps(kr: Path) -> list[dict[str, Any]]:
+    from arkai.adapters.events import list_runs, read_events
+
+    events = read_events(kr / ".arkai" / "runs" / list_runs(kr)[-1] / "events.jsonl")
+    return [e for e in events if e["type"] == "StepCompleted"]
+
+
+def test_the_stage_keeps_the_last_write_without_reading_the_episodes(
+    kr: Path, monkeypatch: pytest.MonkeyPatch, bodies: list[str], looked: list[str]
+) -> None:
+    first = stage_build(kr)
+    snapshot = outputs(kr)
+    calls = _refuse_replay(monkeypatch)
+    bodies.clear()
+    again = stage_build(kr)
+    assert calls == [] and bodies == [] and outputs(kr) == snapshot
+    assert (again.episodes, again.beliefs, again.by_status) == (
+        first.episodes, first.beliefs, first.by_status)  # fmt: skip
+    steps = _last_steps(kr)
+    assert [e["step"] for e in steps] == ["episodes", "kept"]
+    assert steps[0]["read"] is False and steps[0]["episodes"] == first.episodes
+    # An item's transcript edited (its evidence and review as they were): only it is looked
+    # at, its key is the same, and no other item's episodes are read either.
+    transcript = next((kr / "library").glob("*/*February*")) / "transcript.md"
+    transcript.write_text(transcript.read_text(encoding="utf-8") + "\nOne more line.\n")
+    looked.clear()
+    stage_build(kr)
+    assert len(looked) == 1 and bodies in ([], looked) and calls == []  # (its own row only)
+    assert outputs(kr) == snapshot
+
+
+def test_the_stage_reads_and_replays_when_the_episodes_source_changed(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bodies: list[str]
+) -> None:
+    stage_build(kr)
+    calls = _refuse_replay(monkeypatch)
+    # A claim rejected: that item's key, so the source, changed.
+    _reject_first_claim(kr, "February")
+    bodies.clear()
+    stage_build(kr)
+    assert calls == [1] and len(set(bodies)) == 3  # every item's episodes, for the replay
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+    # Imported episodes: part of the source too.
+    files.write_imported(kr, [{"id": "imp-1", "statement": "Hives weigh more in June.",
+                               "date": "2026-06-01", "type": "fact"}])  # fmt: skip
+    calls.clear()
+    stage_build(kr)
+    assert calls == [1]
+    shutil.rmtree(tmp_path / "scratch")
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+    calls.clear()
+    bodies.clear()
+    stage_build(kr)
+    assert calls == [] and bodies == []
+
+
+def test_a_log_without_a_source_is_read_once_then_records_it(
+    kr: Path, monkeypatch: pytest.MonkeyPatch, bodies: list[str]
+) -> None:
+    """A log saved before sources were recorded (or for episodes made from other files):
+    the episodes are read and compared by fingerprint; equal, the write stands and the source
+    is recorded, so the next run reads nothing."""
+    from arkai.memory import resume
+
+    stage_build(kr)
+    folder = files.cache_dir(kr)
+    key = json.loads((folder / LOG_FILE).read_bytes().split(b"\n", 1)[0])["key"]
+    saved = resume.load_saved(folder, key)
+    assert saved is not None and saved.written is not None and saved.written["source"]
+    resume.save_log(folder, key, saved.log, {k: v for k, v in saved.written.items()
+                                             if k != "source"})  # fmt: skip
+    calls = _refuse_replay(monkeypatch)
+    bodies.clear()
+    stage_build(kr)
+    assert calls == [] and len(bodies) == 3
+    assert _last_steps(kr)[0].get("read") is None
+    again = resume.load_saved(folder, key)
+    assert again is not None and again.written == saved.written
+    bodies.clear()
+    stage_build(kr)
+    assert calls == [] and bodies == []
+    assert _last_steps(kr)[0]["read"] is False
+
+
+def test_an_output_changed_since_is_written_again_by_the_stage(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without reading the episodes the stage still checks every output's bytes."""
+    stage_build(kr)
+    _edit(files.beliefs_dir(kr) / files.BELIEFS)
+    calls = _refuse_replay(monkeypatch)
+    stage_build(kr)
+    assert calls == [1]
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_an_item_whose_files_have_no_key_leaves_the_source_unknown(
+    kr: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item whose files could not be read safely has no key: nothing says its episodes are
+    the last replay's, so they are read and compared (here they changed: replayed)."""
+    real = episodes._key
+    monkeypatch.setattr(episodes, "_key", lambda item: None if "February" in item.title
+                        else real(item))  # fmt: skip
+    op.build(Repo.at(kr))
+    _reject_first_claim(kr, "February")
+    calls = _refuse_replay(monkeypatch)
+    op.build(Repo.at(kr))
+    assert calls == [1]

@@ -144,6 +144,29 @@ def library_episodes(
     return out
 
 
+def planned_keys(
+    root: Path,
+    items: Iterable[Item],
+    kept: Iterable[tuple[str, str, str, str | None]],
+    keys: list[tuple[str, str, str, str | None]],
+) -> bool:
+    """:func:`planned_episodes` without reading ``kept``'s episodes: each is only retained in
+    the table under its key (its row copied, unread, when the table is written); ``items``'
+    episodes are made or taken as there. Whether the table held every kept item under its key
+    (if not, ``keys`` is incomplete and the caller reads the library whole). The episodes are
+    then :func:`planned_episodes` of ``keys`` with no items."""
+    table = _table(root)
+    for folder, content_id, day, key in kept:
+        if key is None or not table.retain(content_id, key):
+            return False
+        keys.append((folder, content_id, day, key))
+    for item in items:
+        _, key = _of(table, item, False)
+        keys.append((item.rel.as_posix(), item.id, _day(item), key))
+    table.save(prune=True)
+    return True
+
+
 def planned_episodes(
     root: Path,
     items: Iterable[Item],

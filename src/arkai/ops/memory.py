@@ -44,6 +44,7 @@ from arkai.memory.episodes import (
     library_episodes,
     ordered,
     planned_episodes,
+    planned_keys,
 )
 from arkai.memory.replay import (
     CANDIDATES,
@@ -92,10 +93,10 @@ def collect_episodes(repo: Repo, *, cached: bool = False) -> list[Episode]:
     episodes come from the episode table (:func:`arkai.memory.episodes.library_episodes`),
     without their quotes (the replay reads none) — as the DVC stage, only the items whose
     manifest lines changed are looked at (:func:`_stage_episodes`)."""
-    eps: list[Episode] = []
     if cached and repo.stage == STAGE:
-        eps = _stage_episodes(repo)
-    elif cached:
+        return _stage_episodes(repo).load()
+    eps: list[Episode] = []
+    if cached:
         eps = library_episodes(repo.root, repo.items(), quotes=False)
     else:
         for item in repo.items():
@@ -114,45 +115,96 @@ STAGE_FOLDERS = ("library", "extracted")
 SEALED_VERSION = 1
 
 
-def _stage_episodes(repo: Repo) -> list[Episode]:
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """The stage's episodes, planned: ``source`` is the digest of what they are made from —
+    every item's folder, ID, date and files' key in the library's order, the imported
+    episodes, the versions that make episodes of them — or None when that is not known;
+    ``load`` reads them (in time order)."""
+
+    source: str | None
+    load: Callable[[], list[Episode]]
+
+
+def _source(keys: list[tuple[str, str, str, str | None]], imported: list[Episode]) -> str | None:
+    """The digest of what the episodes are made from (None when an item's key is not known).
+    The items' keys are sorted: :func:`~arkai.memory.episodes.ordered` sorts the episodes,
+    and an episode's ID names its item, so the library's order makes no other episodes."""
+    if any(key is None for *_, key in keys):
+        return None
+    made = {"episodes": EPISODES_VERSION, "arkai": __version__, "items": sorted(keys),
+            "imported": [[e.id, e.statement, e.date, e.kind] for e in imported]}  # fmt: skip
+    return text_digest(json.dumps(made, ensure_ascii=False, separators=(",", ":")))
+
+
+def _episodes_read(repo: Repo) -> _Read:
+    """The episodes the replay is given: as the DVC stage :func:`_stage_episodes`; else every
+    item's, from the episode table when its files are unchanged, read now."""
+    if repo.stage == STAGE:
+        return _stage_episodes(repo)
+    keys: list[tuple[str, str, str, str | None]] = []
+    eps = library_episodes(repo.root, repo.items(), quotes=False, keys=keys)
+    imported = files.read_imported(repo.root)
+    return _Read(_source(keys, imported), lambda: ordered([*eps, *imported]))
+
+
+def _stage_episodes(repo: Repo) -> _Read:
     """The episodes as the ``beliefs`` stage reads them (without quotes): like the extract
     stage after a complete run (:func:`arkai.adapters.manifest.changes`), only the items whose
     lines in the manifests of library/ and extracted/ — the stage's DVC dependencies, written
     by the extract stage in the same ``dvc repro`` — differ from the last complete read's are
     looked at; the others' episodes come from the episode table under the key their files
     had then, not looking at their files (the items' folders, IDs, dates and keys are sealed
-    with the manifests). Without such a read, when a changed line belongs to no item, when an
-    item folder cannot be read, or when the table does not hold a kept item under its key,
-    every item is looked at (:func:`arkai.memory.episodes.library_episodes`). A file changed
-    after the manifests were written is seen by the next ``dvc repro``; ``arkai memory
-    build`` looks at every item's files."""
+    with the manifests), and are read only when :meth:`_Read.load` is called: a build whose
+    replay stands needs only their keys (:func:`_kept`). Without such a read, when a changed
+    line belongs to no item, when an item folder cannot be read, or when the table does not
+    hold a kept item under its key, every item is looked at
+    (:func:`arkai.memory.episodes.library_episodes`). A file changed after the manifests were
+    written is seen by the next ``dvc repro``; ``arkai memory build`` looks at every item's
+    files."""
     root = repo.root
     inputs = {"stage": EPISODES_SEAL, "episodes": EPISODES_VERSION, "sealed": SEALED_VERSION,
               "arkai": __version__}  # fmt: skip
+    imported = files.read_imported(root)
     plan = manifest.planned(root, EPISODES_SEAL, STAGE_FOLDERS, inputs)
     if plan is None:
-        return library_episodes(root, repo.items(), quotes=False)
+        whole = library_episodes(root, repo.items(), quotes=False)
+        return _Read(None, lambda: ordered([*whole, *imported]))
     sealed, changes = plan.sealed, plan.changes
     last = _sealed_keys(sealed.result) if sealed is not None and changes is not None else None
     keys: list[tuple[str, str, str, str | None]] = []
     eps = None
+    planned = False
     if changes is not None and last is not None:
         items, problems = load_items(root, changes.folders)
         if not problems:
             kept = [row for row in last if row[0] not in changes.folders]
-            eps = planned_episodes(root, items, kept, keys)
-    if eps is None:
+            planned = planned_keys(root, items, kept, keys)
+    if not planned:
         keys.clear()
         items, problems = repo.scan()
         eps = library_episodes(root, items, quotes=False, keys=keys)
         del items
+    source = None
     if problems or any(key is None for *_, key in keys):
         manifest.unseal(root, EPISODES_SEAL)  # (looked at whole next time)
     else:
         result = {"version": SEALED_VERSION, "items": keys}
         data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         manifest.seal(root, EPISODES_SEAL, plan.now, len(keys), data)
-    return eps
+        source = _source(keys, imported)  # (read whole or planned: the same digest)
+    if eps is not None:
+        got = eps
+        return _Read(source, lambda: ordered([*got, *imported]))
+
+    def load() -> list[Episode]:
+        # Every item from the table under the key just sealed; a row lost meanwhile: whole.
+        found = planned_episodes(root, (), keys, [])
+        if found is None:
+            found = library_episodes(root, repo.items(), quotes=False)
+        return ordered([*found, *imported])
+
+    return _Read(source, load)
 
 
 def _sealed_keys(data: bytes | None) -> list[tuple[str, str, str, str | None]] | None:
@@ -297,39 +349,56 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
     records the process's peak memory when it ended. When nothing the replay reads changed
     since the last one — the same episodes, parameters, decisions, check and embedder — and
     what it wrote is still there byte for byte, that write stands (step ``kept``): no
-    statement is looked up, nothing replayed or written."""
+    statement is looked up, nothing replayed or written. As the DVC stage, episodes made from
+    the same files as the last replay's (their :attr:`_Read.source`) are not even read."""
     params = replay_params(repo)
     check, check_label = checker(repo)
-    with log.step("episodes") as info:
-        episodes = collect_episodes(repo, cached=True)
-        info["episodes"] = len(episodes)
     raw = files.read_decisions(repo.root)
     decisions = Decisions(forget=raw["forget"], pin=raw["pin"], prune=raw["prune"])
-    header = {
-        "format": 1,
-        "as_of": None,
-        "episodes": len(episodes),
-        "params": {k: getattr(params, k) for k in ReplayParams.__slots__},
-        "contradiction_check": check_label,
-    }
+    replayed = {k: getattr(params, k) for k in ReplayParams.__slots__}
     folder = files.cache_dir(repo.root)
     # The store's model is the one embed_statements gives when it holds every statement
     # (else some statement is new, and the episodes are not the last replay's).
     model = _stored_model(repo, folder / files.STORE)
-    first = None if model is None else _replay_key(header, raw, model)
+    first = None if model is None else _replay_key(replayed, check_label, raw, model)
     saved = None if first is None else load_saved(folder, first)
-    if saved is not None and (kept := _kept(repo, saved, episodes)) is not None:
+    kept = None
+    with log.step("episodes") as info:
+        read = _episodes_read(repo)
+        episodes = None
+        if saved is not None:
+            kept = _kept(repo, saved, None, read.source)
+        if kept is None:
+            episodes = read.load()
+        info["episodes"] = kept.episodes if kept is not None else len(episodes or ())
+        if kept is not None:
+            info["read"] = False  # (the last replay's sources: not read)
+    if kept is None and saved is not None and episodes is not None:
+        kept = _kept(repo, saved, episodes, read.source)
+        if kept is not None and first is not None and read.source is not None:
+            # The same episodes from other files (or a log from before sources were kept):
+            # the source recorded, so that the next run need not read them.
+            save_log(folder, first, saved.log, {**(saved.written or {}), "source": read.source})
+    if kept is not None:
         with log.step("kept") as info:
             info["beliefs"] = kept.beliefs
         return kept
+    assert episodes is not None
     # Not held through the embedding (≈ 160 bytes an episode): read again for the replay.
     del saved
+    header = {
+        "format": 1,
+        "as_of": None,
+        "episodes": len(episodes),
+        "params": replayed,
+        "contradiction_check": check_label,
+    }
     with log.step("vectors") as info:
         statements = [e.statement for e in episodes]
         vectors, embedded, model = embed_statements(repo, statements, progress)
         del statements
         info["embedded"] = embedded
-    key = _replay_key(header, raw, model)
+    key = _replay_key(replayed, check_label, raw, model)
     with log.step("replay") as info:
         # The log is passed, not kept: the replay lets it go once the episodes are replayed.
         result = replay(episodes, vectors, params=params, decisions=decisions, check=check,
@@ -343,7 +412,8 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
         )
         if result.log is not None:
             written = {"files": files.written_digests(repo.root),
-                       "beliefs": len(result.beliefs), "by_status": counts}  # fmt: skip
+                       "beliefs": len(result.beliefs), "by_status": counts,
+                       "source": read.source}  # fmt: skip
             save_log(folder, key, result.log, written)
     return BuildResult(
         len(episodes), len(result.beliefs), counts, embedded, changed, result.resumed_at,
@@ -351,20 +421,27 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
     )  # fmt: skip
 
 
-def _replay_key(header: dict[str, Any], decisions: dict[str, Any], model: str) -> str:
+def _replay_key(params: dict[str, Any], check: str, decisions: dict[str, Any], model: str) -> str:
     """Everything but the episodes that a replay's outcome depends on (the replay log is kept
     under it): a change re-replays everything."""
-    same = {"version": REPLAY_VERSION, "params": header["params"],
-            "check": header["contradiction_check"], "decisions": decisions, "model": model,
-            "candidates": CANDIDATES}  # fmt: skip
+    same = {"version": REPLAY_VERSION, "params": params, "check": check,
+            "decisions": decisions, "model": model, "candidates": CANDIDATES}  # fmt: skip
     return text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
 
 
-def _kept(repo: Repo, saved: SavedLog, episodes: list[Episode]) -> BuildResult | None:
+def _kept(
+    repo: Repo, saved: SavedLog, episodes: list[Episode] | None, source: str | None
+) -> BuildResult | None:
     """The last build's result when ``saved`` (its log, under this build's key) was replayed
-    from exactly ``episodes`` and every file it wrote still holds what it wrote; else None."""
+    from exactly ``episodes`` — or, with None, from episodes made from ``source`` (what the
+    log records beside it) — and every file it wrote still holds what it wrote; else None."""
     w, prints = saved.written, saved.log.fingerprints
-    if not isinstance(w, dict) or not np.array_equal(prints, fingerprints(episodes)):
+    if not isinstance(w, dict):
+        return None
+    if episodes is None:
+        if source is None or w.get("source") != source:
+            return None
+    elif not np.array_equal(prints, fingerprints(episodes)):
         return None
     beliefs, by_status, digests = w.get("beliefs"), w.get("by_status"), w.get("files")
     if not (
@@ -377,7 +454,8 @@ def _kept(repo: Repo, saved: SavedLog, episodes: list[Episode]) -> BuildResult |
         and files.written_digests(repo.root) == digests
     ):
         return None
-    return BuildResult(len(episodes), beliefs, dict(by_status), 0, False, len(episodes), 0)
+    count = len(prints)
+    return BuildResult(count, beliefs, dict(by_status), 0, False, count, 0)
 
 
 # -- reading --------------------------------------------------------------------------------
