@@ -502,10 +502,15 @@ def test_the_stage_keeps_the_last_write_without_reading_the_episodes(
     steps = _last_steps(kr)
     assert [e["step"] for e in steps] == ["episodes", "kept"]
     assert steps[0]["read"] is False and steps[0]["episodes"] == first.episodes
-    # An item's transcript edited (its evidence and review as they were): only it is looked
-    # at, its key is the same, and no other item's episodes are read either.
+    # An item's transcript edited around its claims and extracted again: its evidence file
+    # changed (it pins the transcript's digest), its episodes did not. Only it is looked at;
+    # no other item's episodes are read, nothing is replayed.
     transcript = next((kr / "library").glob("*/*February*")) / "transcript.md"
+    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
+    was = evidence.read_bytes()
     transcript.write_text(transcript.read_text(encoding="utf-8") + "\nOne more line.\n")
+    assert main(["--repo", str(kr), "extract", "--quiet"]) == 0
+    assert evidence.read_bytes() != was
     looked.clear()
     stage_build(kr)
     assert len(looked) == 1 and bodies in ([], looked) and calls == []  # (its own row only)

@@ -29,6 +29,7 @@ from arkai.adapters.store import read_evidence
 from arkai.core.hashing import sha256_hex
 from arkai.core.itemdate import item_date
 from arkai.errors import ArkaiError
+from arkai.memory.replay import fingerprint
 from arkai.model.belief import Episode
 
 
@@ -67,6 +68,21 @@ def _day(item: Item) -> str:
 
 #: Bump when what :func:`item_episodes` makes of the same files changes.
 EPISODES_VERSION = 1
+
+#: An item as a read of the episodes records it: its folder (relative to library/), content
+#: ID, date, the key of its files (None when one cannot be read safely) and the digest of its
+#: episodes as the replay reads them (:func:`made_digest`; None with no key).
+Keyed = tuple[str, str, str, str | None, str | None]
+
+
+def made_digest(eps: Iterable[Episode]) -> str:
+    """The digest of an item's episodes as the replay reads them (each one's
+    :func:`~arkai.memory.replay.fingerprint`, in order): equal for a transcript edited around
+    claims that stay as they were, though the evidence file (which pins the transcript's
+    digest) and so the files' key change."""
+    return sha256_hex(b"".join(fingerprint(e) for e in eps))[:32]
+
+
 TABLE = "episodes"
 
 
@@ -126,20 +142,21 @@ def library_episodes(
     items: Iterable[Item],
     *,
     quotes: bool = True,
-    keys: list[tuple[str, str, str, str | None]] | None = None,
+    keys: list[Keyed] | None = None,
 ) -> list[Episode]:
     """:func:`item_episodes` of every item (in the order given), each taken from the table
     when the item's files are unchanged; the table then holds exactly these items. Without
     ``quotes`` the episodes carry none (the replay reads none; a quote is ≈ a third of an
-    episode's memory). ``keys``: each item's folder (relative to library/), content ID, date
-    and files' key are appended to it (what :func:`planned_episodes` is given next time)."""
+    episode's memory). ``keys``: each item as :data:`Keyed` is appended to it (what
+    :func:`planned_episodes` is given next time)."""
     table = _table(root)
     out: list[Episode] = []
     for item in items:
         eps, key = _of(table, item, quotes)
         out.extend(eps)
         if keys is not None:
-            keys.append((item.rel.as_posix(), item.id, _day(item), key))
+            keys.append((item.rel.as_posix(), item.id, _day(item), key,
+                         None if key is None else made_digest(eps)))  # fmt: skip
     table.save(prune=True)
     return out
 
@@ -147,8 +164,8 @@ def library_episodes(
 def planned_keys(
     root: Path,
     items: Iterable[Item],
-    kept: Iterable[tuple[str, str, str, str | None]],
-    keys: list[tuple[str, str, str, str | None]],
+    kept: Iterable[Keyed],
+    keys: list[Keyed],
 ) -> bool:
     """:func:`planned_episodes` without reading ``kept``'s episodes: each is only retained in
     the table under its key (its row copied, unread, when the table is written); ``items``'
@@ -156,13 +173,15 @@ def planned_keys(
     (if not, ``keys`` is incomplete and the caller reads the library whole). The episodes are
     then :func:`planned_episodes` of ``keys`` with no items."""
     table = _table(root)
-    for folder, content_id, day, key in kept:
+    for row in kept:
+        _, content_id, _, key, _ = row
         if key is None or not table.retain(content_id, key):
             return False
-        keys.append((folder, content_id, day, key))
+        keys.append(row)
     for item in items:
-        _, key = _of(table, item, False)
-        keys.append((item.rel.as_posix(), item.id, _day(item), key))
+        eps, key = _of(table, item, False)
+        keys.append((item.rel.as_posix(), item.id, _day(item), key,
+                     None if key is None else made_digest(eps)))  # fmt: skip
     table.save(prune=True)
     return True
 
@@ -170,29 +189,31 @@ def planned_keys(
 def planned_episodes(
     root: Path,
     items: Iterable[Item],
-    kept: Iterable[tuple[str, str, str, str | None]],
-    keys: list[tuple[str, str, str, str | None]],
+    kept: Iterable[Keyed],
+    keys: list[Keyed],
 ) -> list[Episode] | None:
     """The episodes (without quotes) of the library whose items are ``items`` — those whose
     files may have changed, read as :func:`library_episodes` reads them — and ``kept``: the
-    items known unchanged since their episodes were last made (folder, content ID, date and
-    the key of their files then), taken from the table without looking at their files; None
+    items known unchanged since their episodes were last made (as :data:`Keyed` then),
+    taken from the table without looking at their files; None
     when the table does not hold one of them under that key (a row damaged, or written by
     another build for other bytes meanwhile: the caller reads the library whole). ``keys``
     as for :func:`library_episodes`; the table then holds exactly these items."""
     table = _table(root)
     out: list[Episode] = []
-    for folder, content_id, day, key in kept:
+    for keyed in kept:
+        _, content_id, day, key, _ = keyed
         row = table.by_key(content_id, key) if key is not None else None
         got = _from_row(content_id, day, row.body, False) if row is not None else None
         if row is None or got is None:
             return None
         table.keep(content_id, (row.stat, 0) if row.stat else None, key, row.body)
         out.extend(got)
-        keys.append((folder, content_id, day, key))
+        keys.append(keyed)
     for item in items:
         eps, key = _of(table, item, False)
         out.extend(eps)
-        keys.append((item.rel.as_posix(), item.id, _day(item), key))
+        keys.append((item.rel.as_posix(), item.id, _day(item), key,
+                     None if key is None else made_digest(eps)))  # fmt: skip
     table.save(prune=True)
     return out

@@ -40,6 +40,7 @@ from arkai.memory import contradict
 from arkai.memory.contradict import Conflict
 from arkai.memory.episodes import (
     EPISODES_VERSION,
+    Keyed,
     item_episodes,
     library_episodes,
     ordered,
@@ -112,7 +113,7 @@ EPISODES_SEAL = "beliefs-episodes"
 #: The manifests the stage depends on (written by the extract stage before it).
 STAGE_FOLDERS = ("library", "extracted")
 #: Bump when what the sealed result (:func:`_stage_episodes`) holds changes.
-SEALED_VERSION = 1
+SEALED_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +127,17 @@ class _Read:
     load: Callable[[], list[Episode]]
 
 
-def _source(keys: list[tuple[str, str, str, str | None]], imported: list[Episode]) -> str | None:
-    """The digest of what the episodes are made from (None when an item's key is not known).
-    The items' keys are sorted: :func:`~arkai.memory.episodes.ordered` sorts the episodes,
-    and an episode's ID names its item, so the library's order makes no other episodes."""
-    if any(key is None for *_, key in keys):
+def _source(keys: list[Keyed], imported: list[Episode]) -> str | None:
+    """The digest of the episodes as the replay reads them, from each item's episodes' digest
+    and the imported episodes (None when an item's is not known). The items are sorted:
+    :func:`~arkai.memory.episodes.ordered` sorts the episodes, and an episode's ID names its
+    item, so the library's order makes no other episodes."""
+    made = sorted((cid, digest) for _, cid, _, _, digest in keys)
+    if any(digest is None for _, digest in made):
         return None
-    made = {"episodes": EPISODES_VERSION, "arkai": __version__, "items": sorted(keys),
-            "imported": [[e.id, e.statement, e.date, e.kind] for e in imported]}  # fmt: skip
-    return text_digest(json.dumps(made, ensure_ascii=False, separators=(",", ":")))
+    doc = {"episodes": EPISODES_VERSION, "arkai": __version__, "items": made,
+           "imported": [[e.id, e.statement, e.date, e.kind] for e in imported]}  # fmt: skip
+    return text_digest(json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
 
 
 def _episodes_read(repo: Repo) -> _Read:
@@ -142,7 +145,7 @@ def _episodes_read(repo: Repo) -> _Read:
     item's, from the episode table when its files are unchanged, read now."""
     if repo.stage == STAGE:
         return _stage_episodes(repo)
-    keys: list[tuple[str, str, str, str | None]] = []
+    keys: list[Keyed] = []
     eps = library_episodes(repo.root, repo.items(), quotes=False, keys=keys)
     imported = files.read_imported(repo.root)
     return _Read(_source(keys, imported), lambda: ordered([*eps, *imported]))
@@ -172,7 +175,7 @@ def _stage_episodes(repo: Repo) -> _Read:
         return _Read(None, lambda: ordered([*whole, *imported]))
     sealed, changes = plan.sealed, plan.changes
     last = _sealed_keys(sealed.result) if sealed is not None and changes is not None else None
-    keys: list[tuple[str, str, str, str | None]] = []
+    keys: list[Keyed] = []
     eps = None
     planned = False
     if changes is not None and last is not None:
@@ -186,7 +189,7 @@ def _stage_episodes(repo: Repo) -> _Read:
         eps = library_episodes(root, items, quotes=False, keys=keys)
         del items
     source = None
-    if problems or any(key is None for *_, key in keys):
+    if problems or any(key is None for _, _, _, key, _ in keys):
         manifest.unseal(root, EPISODES_SEAL)  # (looked at whole next time)
     else:
         result = {"version": SEALED_VERSION, "items": keys}
@@ -207,15 +210,16 @@ def _stage_episodes(repo: Repo) -> _Read:
     return _Read(source, load)
 
 
-def _sealed_keys(data: bytes | None) -> list[tuple[str, str, str, str | None]] | None:
+def _sealed_keys(data: bytes | None) -> list[Keyed] | None:
     """The items a sealed read of the episodes kept (:func:`_stage_episodes`); None when it
     is not that."""
     try:
         doc = json.loads(data or b"")
         if doc["version"] != SEALED_VERSION:
             return None
-        return [(str(f), str(c), str(d), None if k is None else str(k))
-                for f, c, d, k in doc["items"]]  # fmt: skip
+        return [(str(f), str(c), str(d), None if k is None else str(k),
+                 None if m is None else str(m))
+                for f, c, d, k, m in doc["items"]]  # fmt: skip
     except (ValueError, KeyError, TypeError):
         return None
 
