@@ -699,16 +699,38 @@ def _stage_inputs(repo: Repo) -> dict[str, Any] | None:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the stage's walk found: the manifests now, and — when the stage's inputs are
+    known — the items changed since its last complete run (None: plan every item) and how
+    many items that run saw (None: no such run)."""
+
+    before: manifest.Snapshot
+    changes: manifest.Changes | None
+    sealed_items: int | None
+
+
+def _plan(root: Path, inputs: dict[str, Any] | None) -> _Plan:
+    before = manifest.snapshot(root, MANIFESTS, inputs)
+    if inputs is None:
+        return _Plan(before, None, None)
+    sealed = manifest.sealed_run(root, "extract", before)
+    changes = manifest.changes(sealed, before)
+    return _Plan(before, changes, None if sealed is None else sealed.items)
+
+
 def _walked(
     repo: Repo, inputs: dict[str, Any] | None, *, preload: bool
-) -> tuple[manifest.Snapshot, threading.Thread | None]:
-    """The stage's walk (:func:`arkai.adapters.manifest.snapshot` of :data:`MANIFESTS`) and,
-    with ``preload``, the thread loading the provider's engines meanwhile (:func:`_preload`):
-    the walk runs in a forked child (:mod:`arkai.adapters.beside`) while this process loads
-    them (issue 17: at 10,000 items the walk ≈ 0.45 s and spaCy's import and load ≈ 0.6 s,
-    one after the other before). Where it cannot fork, the walk runs here and nothing is
+) -> tuple[_Plan, threading.Thread | None]:
+    """The stage's walk and plan (:func:`_plan`: the manifests of :data:`MANIFESTS` from a
+    ``stat`` of every file, compared with the last complete run's) and, with ``preload``, the
+    thread loading the provider's engines meanwhile (:func:`_preload`): the walk runs in a
+    forked child (:mod:`arkai.adapters.beside`) while this process loads them (issue 17: at
+    10,000 items the walk ≈ 0.45 s and spaCy's import and load ≈ 0.6 s, one after the other
+    before). The plan is made in the child too: this process, its one core shared with the
+    loading thread, only waits. Where it cannot fork, the walk runs here and nothing is
     preloaded: the first call that needs the engines loads them, as before."""
-    walk = Beside("walk", lambda _report: manifest.snapshot(repo.root, MANIFESTS, inputs))
+    walk = Beside("walk", lambda _report: _plan(repo.root, inputs))
     with walk:
         walk.start()
         loading = _preload(repo) if preload and walk.forked else None
@@ -766,15 +788,12 @@ def extract_stage(
     """
     root = repo.root
     inputs = _stage_inputs(repo)
-    before, loading = _walked(repo, inputs, preload=preload)
-    changes = None
-    if inputs is not None:
-        sealed = manifest.sealed_run(root, "extract", before)
-        changes = manifest.changes(sealed, before)
-        if sealed is not None and changes is not None and not changes.folders:
-            before.publish(root)
-            return ExtractSummary(items=sealed.items, skipped=sealed.items)
-        del sealed
+    plan, loading = _walked(repo, inputs, preload=preload)
+    before, changes, done = plan.before, plan.changes, plan.sealed_items
+    del plan
+    if done is not None and changes is not None and not changes.folders:
+        before.publish(root)
+        return ExtractSummary(items=done, skipped=done)
     if loading is not None:
         loading.join()  # (one import at a time: spaCy's hides torch while it imports)
     if changes is not None:
