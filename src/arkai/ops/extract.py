@@ -701,11 +701,12 @@ def _stage_inputs(repo: Repo) -> dict[str, Any] | None:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """What the stage's walk found: the manifests now, and — when the stage's inputs are
-    known — the items changed since its last complete run (None: plan every item) and how
-    many items that run saw (None: no such run)."""
+    """What the stage's walk found: the manifests now (None when nothing changed: then they
+    are published already), and — when the stage's inputs are known — the items changed
+    since its last complete run (None: plan every item) and how many items that run saw
+    (None: no such run)."""
 
-    before: manifest.Snapshot
+    before: manifest.Snapshot | None
     changes: manifest.Changes | None
     sealed_items: int | None
 
@@ -716,6 +717,9 @@ def _plan(root: Path, inputs: dict[str, Any] | None) -> _Plan:
         return _Plan(before, None, None)
     sealed = manifest.sealed_run(root, "extract", before)
     changes = manifest.changes(sealed, before)
+    if sealed is not None and changes is not None and not changes.folders:
+        before.publish(root)  # (only a deleted manifest is written again)
+        return _Plan(None, changes, sealed.items)
     return _Plan(before, changes, None if sealed is None else sealed.items)
 
 
@@ -727,8 +731,10 @@ def _walked(
     thread loading the provider's engines meanwhile (:func:`_preload`): the walk runs in a
     forked child (:mod:`arkai.adapters.beside`) while this process loads them (issue 17: at
     10,000 items the walk ≈ 0.45 s and spaCy's import and load ≈ 0.6 s, one after the other
-    before). The plan is made in the child too: this process, its one core shared with the
-    loading thread, only waits. Where it cannot fork, the walk runs here and nothing is
+    before). The plan is made in the child too, and with nothing changed the manifests are
+    published there: this process, its one core shared with the loading thread (a thread that
+    waits on a file or pipe there waits for the interpreter's lock too), only waits. Where it
+    cannot fork, the walk runs here and nothing is
     preloaded: the first call that needs the engines loads them, as before."""
     walk = Beside("walk", lambda _report: _plan(repo.root, inputs))
     with walk:
@@ -791,8 +797,8 @@ def extract_stage(
     plan, loading = _walked(repo, inputs, preload=preload)
     before, changes, done = plan.before, plan.changes, plan.sealed_items
     del plan
-    if done is not None and changes is not None and not changes.folders:
-        before.publish(root)
+    if before is None:  # nothing changed (the manifests published by the walk)
+        assert done is not None
         return ExtractSummary(items=done, skipped=done)
     if loading is not None:
         loading.join()  # (one import at a time: spaCy's hides torch while it imports)
