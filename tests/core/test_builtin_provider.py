@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -346,15 +348,21 @@ from arkai.providers.builtin import BuiltinProvider
 text = Path(sys.argv[1]).read_text(encoding="utf-8")
 out = BuiltinProvider().complete(Request("extract_entities", "", text), timeout=600).text
 import thinc.compat
-seen = {"torch": "torch" in sys.modules, "thinc_torch": thinc.compat.has_torch}
+import spacy
+seen = {"torch": "torch" in sys.modules, "thinc_torch": thinc.compat.has_torch,
+        "cli": "spacy.cli" in sys.modules, "cli_attribute": hasattr(spacy, "cli")}
 import torch  # still importable afterwards (the minilm embedder)
+import spacy
+import spacy.cli  # the real command line afterwards, and spacy.info works
+seen.update(cli_after=hasattr(spacy.cli, "app"), info=spacy.info()["spacy_version"])
 print(json.dumps({**seen, "torch_after": torch.__name__, "out": out}))
 """
 
 
 @needs_model
 def test_spacy_is_imported_without_torch_and_finds_the_same_entities() -> None:
-    # Issue 17: thinc imported torch with spaCy (about 2 s of CPU in every extract process).
+    # Issue 17: thinc imported torch with spaCy (about 2 s of CPU in every extract process),
+    # and spaCy its command line (≈ 0.15 s).
     runs = {}
     for mode in ("plain", "torch-first"):
         done = subprocess.run(
@@ -365,9 +373,35 @@ def test_spacy_is_imported_without_torch_and_finds_the_same_entities() -> None:
         runs[mode] = json.loads(done.stdout)
     assert runs["plain"]["torch"] is False and runs["plain"]["thinc_torch"] is False
     assert runs["torch-first"]["torch"] is True and runs["torch-first"]["thinc_torch"] is True
+    # Nor its command line (typer and every command), which an import as usual brings.
+    assert runs["plain"]["cli"] is False and runs["torch-first"]["cli"] is True
+    assert runs["plain"]["cli_attribute"] is False  # (no stand-in left on the package)
+    assert all(r["cli_after"] is True and r["info"] for r in runs.values())
     assert runs["plain"]["torch_after"] == "torch"
     assert json.loads(runs["plain"]["out"])  # entities were found …
     assert runs["plain"]["out"] == runs["torch-first"]["out"]  # … the same with torch loaded
+
+
+def test_a_spacy_that_needs_more_of_its_cli_on_import_is_imported_as_usual(
+    tmp_path: Path,
+) -> None:
+    # A spaCy (here a stand-in package of that name) whose import needs more of spacy.cli
+    # than its `info`: the stand-ins fail it, and it is imported again as usual.
+    package = tmp_path / "spacy"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .cli.info import info\nfrom .cli import app\n")
+    (package / "cli" / "__init__.py").write_text("app = 'the real app'\n")
+    (package / "cli" / "info.py").write_text("def info():\n    return 'the real info'\n")
+    code = ("from arkai.providers.builtin.entities import _import_spacy\n"
+            "spacy = _import_spacy('any_model')\n"
+            "print(spacy.cli.app, '|', spacy.info())\n")  # fmt: skip
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=600,
+        env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the real app | the real info"
 
 
 _PRELOAD_IN_A_FRESH_PROCESS = """

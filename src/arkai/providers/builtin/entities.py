@@ -43,6 +43,7 @@ import math
 import re
 import sys
 import threading
+import types
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -123,7 +124,7 @@ _load_lock = threading.Lock()
 
 
 def _import_spacy(name: str) -> Any:
-    """spaCy, imported without PyTorch when the pipeline needs none.
+    """spaCy, imported without PyTorch when the pipeline needs none, and without its CLI.
 
     thinc, spaCy's machine-learning layer, imports torch on import only to note whether it
     could use it (about 2 s of CPU, more than spaCy and the model together). CNN pipelines, the
@@ -132,18 +133,58 @@ def _import_spacy(name: str) -> Any:
     fails, which thinc takes as "no torch") and then unhides it: a later ``import torch`` (the
     ``minilm`` embedder) works as before. Transformer pipelines (``*_trf``) need torch: for
     them, and once torch or spaCy is imported, spaCy is imported as usual.
+
+    ``spacy/__init__`` also imports its command line (``from .cli.info import info``: typer
+    and every ``spacy`` command, ≈ 0.15 s of the ≈ 0.55 s import) for ``spacy.info``, which
+    arkai never calls. While spaCy is imported, ``spacy.cli`` and ``spacy.cli.info`` are
+    stand-ins whose ``info`` imports the real one when called; they are removed right after
+    (placed in ``sys.modules`` only, never set on the package), so a later
+    ``import spacy.cli`` imports the real package. A spaCy that needs more of its
+    CLI on import is imported as usual.
     """
     if name.endswith("_trf") or "torch" in sys.modules or "spacy" in sys.modules:
         import spacy
 
         return spacy
     sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` → ImportError
+    stand_ins = _cli_stand_ins() if "spacy.cli" not in sys.modules else {}
     try:
-        import spacy
+        try:
+            import spacy
+        except ImportError:
+            if not stand_ins:
+                raise
+            _drop(stand_ins)
+            stand_ins = {}
+            import spacy
     finally:
         if "torch" in sys.modules and sys.modules["torch"] is None:
             del sys.modules["torch"]
+        _drop(stand_ins)
     return spacy
+
+
+def _cli_stand_ins() -> dict[str, types.ModuleType]:
+    """``spacy.cli`` and ``spacy.cli.info`` stand-ins (see :func:`_import_spacy`), placed."""
+
+    def info(*args: Any, **kwargs: Any) -> Any:
+        from spacy.cli.info import info as real
+
+        return real(*args, **kwargs)
+
+    package = types.ModuleType("spacy.cli")
+    package.__path__ = []
+    module = types.ModuleType("spacy.cli.info")
+    module.info = info  # type: ignore[attr-defined]
+    placed = {"spacy.cli": package, "spacy.cli.info": module}
+    sys.modules.update(placed)
+    return placed
+
+
+def _drop(placed: dict[str, types.ModuleType]) -> None:
+    for key, module in placed.items():
+        if sys.modules.get(key) is module:
+            del sys.modules[key]
 
 
 def load_model(name: str | None = None) -> Any:
