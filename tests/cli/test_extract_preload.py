@@ -19,16 +19,6 @@ from arkai.adapters.beside import BesideError
 from arkai.ops import Repo
 from arkai.ops import extract as extract_op
 from arkai.providers.builtin import BuiltinProvider
-from tests.conftest import SAMPLES, Runner
-
-NOTES = [SAMPLES / "note-2026-11-20.md", SAMPLES / "note-2026-11-23.md"]
-
-
-@pytest.fixture
-def notes(kr: Path, arkai: Runner) -> Path:
-    code, _, err = arkai("--repo", kr, "add", *NOTES, "--quiet")
-    assert code == 0, err
-    return kr
 
 
 class Seen:

@@ -19,15 +19,6 @@ from arkai.ops import condense as condense_op
 from arkai.ops import extract as extract_op
 from tests.conftest import SAMPLES, Runner
 
-NOTES = [SAMPLES / "note-2026-11-20.md", SAMPLES / "note-2026-11-23.md"]
-
-
-@pytest.fixture
-def notes(kr: Path, arkai: Runner) -> Path:
-    code, _, err = arkai("--repo", kr, "add", *NOTES, "--quiet")
-    assert code == 0, err
-    return kr
-
 
 def _no_work(*_: Any, **__: Any) -> Any:
     raise AssertionError("the stage planned the items although nothing changed")
