@@ -734,8 +734,8 @@ def _walked(
     before). The plan is made in the child too, and with nothing changed the manifests are
     published there: this process, its one core shared with the loading thread (a thread that
     waits on a file or pipe there waits for the interpreter's lock too), only waits. Where it
-    cannot fork, the walk runs here and nothing is
-    preloaded: the first call that needs the engines loads them, as before."""
+    cannot fork, the walk runs here and nothing is preloaded: the first call that needs the
+    engines loads them, as before."""
     walk = Beside("walk", lambda _report: _plan(repo.root, inputs))
     with walk:
         walk.start()

@@ -118,10 +118,8 @@ SEALED_VERSION = 2
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """The stage's episodes, planned: ``source`` is the digest of what they are made from —
-    every item's folder, ID, date and files' key in the library's order, the imported
-    episodes, the versions that make episodes of them — or None when that is not known;
-    ``load`` reads them (in time order)."""
+    """The episodes, planned: ``source`` is the digest of them as the replay reads them
+    (:func:`_source`), or None when that is not known; ``load`` reads them (in time order)."""
 
     source: str | None
     load: Callable[[], list[Episode]]
@@ -369,16 +367,20 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
     kept = None
     with log.step("episodes") as info:
         read = _episodes_read(repo)
+        # The last replay's episodes by their source: only its outputs are checked.
+        sourced = (saved is not None and read.source is not None
+                   and isinstance(saved.written, dict)
+                   and saved.written.get("source") == read.source)  # fmt: skip
         episodes = None
-        if saved is not None:
-            kept = _kept(repo, saved, None, read.source)
+        if sourced and saved is not None:
+            kept = _kept(repo, saved, None)
         if kept is None:
             episodes = read.load()
         info["episodes"] = kept.episodes if kept is not None else len(episodes or ())
         if kept is not None:
             info["read"] = False  # (the last replay's sources: not read)
-    if kept is None and saved is not None and episodes is not None:
-        kept = _kept(repo, saved, episodes, read.source)
+    if not sourced and saved is not None and episodes is not None:
+        kept = _kept(repo, saved, episodes)
         if kept is not None and first is not None and read.source is not None:
             # The same episodes from other files (or a log from before sources were kept):
             # the source recorded, so that the next run need not read them.
@@ -433,19 +435,14 @@ def _replay_key(params: dict[str, Any], check: str, decisions: dict[str, Any], m
     return text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
 
 
-def _kept(
-    repo: Repo, saved: SavedLog, episodes: list[Episode] | None, source: str | None
-) -> BuildResult | None:
+def _kept(repo: Repo, saved: SavedLog, episodes: list[Episode] | None) -> BuildResult | None:
     """The last build's result when ``saved`` (its log, under this build's key) was replayed
-    from exactly ``episodes`` — or, with None, from episodes made from ``source`` (what the
-    log records beside it) — and every file it wrote still holds what it wrote; else None."""
+    from exactly ``episodes`` (None: the caller found them the same by the source the log
+    records) and every file it wrote still holds what it wrote; else None."""
     w, prints = saved.written, saved.log.fingerprints
     if not isinstance(w, dict):
         return None
-    if episodes is None:
-        if source is None or w.get("source") != source:
-            return None
-    elif not np.array_equal(prints, fingerprints(episodes)):
+    if episodes is not None and not np.array_equal(prints, fingerprints(episodes)):
         return None
     beliefs, by_status, digests = w.get("beliefs"), w.get("by_status"), w.get("files")
     if not (
