@@ -66,6 +66,8 @@ def test_the_walk_runs_in_a_child_while_the_engines_load_here(
     notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ARKAI_BESIDE", raising=False)
+    # One clock for both libraries' extractions (their records say when they were made).
+    monkeypatch.setattr("arkai.adapters.events.utc_now", lambda: "2026-12-06T10:00:00Z")
     seen = Seen(tmp_path, monkeypatch)
     first = extract_op.extract_stage(Repo.at(notes), preload=True)
     assert first.extracted == 2
