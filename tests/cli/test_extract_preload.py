@@ -27,6 +27,8 @@ class Seen:
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pids = tmp / "walked-in"
         self.preloads: list[tuple[int, str]] = []
+        self.threads: list[threading.Thread] = []
+        self.entered = threading.Event()
         self.release = threading.Event()
         self.release.set()
         real = manifest.snapshot
@@ -38,6 +40,8 @@ class Seen:
 
         def preload(_provider: BuiltinProvider) -> None:
             self.preloads.append((os.getpid(), threading.current_thread().name))
+            self.threads.append(threading.current_thread())
+            self.entered.set()
             assert self.release.wait(60), "the test never released the preload"
 
         monkeypatch.setattr(manifest, "snapshot", snapshot)
@@ -100,18 +104,19 @@ def test_the_load_is_waited_for_only_when_an_item_is_extracted(
     seen.release.clear()
     # Nothing changed: the stage returns while the load still runs (its process ends now).
     noop = extract_op.extract_stage(Repo.at(notes), preload=True)
-    assert noop.extracted == 0 and len(seen.preloads) == 1
-    loaders = [t for t in threading.enumerate() if t.name == "arkai-preload"]
-    assert len(loaders) == 1 and loaders[0].is_alive()
+    assert noop.extracted == 0
+    assert seen.entered.wait(60) and len(seen.threads) == 1
+    loader = seen.threads[0]
+    assert loader.is_alive()  # (held until released below)
     seen.release.set()
-    loaders[0].join(60)
+    loader.join(60)
 
-    # A changed item: the extraction starts only once the load has ended.
+    # A changed item: the extraction starts only once this run's load has ended.
     real = extract_op.run_extract
     started: list[bool] = []
 
     def run_extract(repo: Repo, **kw: Any) -> extract_op.ExtractSummary:
-        started.append(any(t.name == "arkai-preload" for t in threading.enumerate()))
+        started.append(seen.threads[1].is_alive() if len(seen.threads) == 2 else None)
         return real(repo, **kw)
 
     monkeypatch.setattr(extract_op, "run_extract", run_extract)
