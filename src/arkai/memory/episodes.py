@@ -137,6 +137,12 @@ def _of(table: ItemTable, item: Item, quotes: bool) -> tuple[list[Episode], str 
     return (eps if quotes or got is not None else [replace(e, quote=None) for e in eps]), key
 
 
+def _keyed(item: Item, key: str | None, eps: list[Episode]) -> Keyed:
+    """The item as a read records it (its episodes' digest only with a key)."""
+    return (item.rel.as_posix(), item.id, _day(item), key,
+            None if key is None else made_digest(eps))  # fmt: skip
+
+
 def library_episodes(
     root: Path,
     items: Iterable[Item],
@@ -155,8 +161,7 @@ def library_episodes(
         eps, key = _of(table, item, quotes)
         out.extend(eps)
         if keys is not None:
-            keys.append((item.rel.as_posix(), item.id, _day(item), key,
-                         None if key is None else made_digest(eps)))  # fmt: skip
+            keys.append(_keyed(item, key, eps))
     table.save(prune=True)
     return out
 
@@ -180,8 +185,7 @@ def planned_keys(
         keys.append(row)
     for item in items:
         eps, key = _of(table, item, False)
-        keys.append((item.rel.as_posix(), item.id, _day(item), key,
-                     None if key is None else made_digest(eps)))  # fmt: skip
+        keys.append(_keyed(item, key, eps))
     table.save(prune=True)
     return True
 
@@ -194,11 +198,11 @@ def planned_episodes(
 ) -> list[Episode] | None:
     """The episodes (without quotes) of the library whose items are ``items`` — those whose
     files may have changed, read as :func:`library_episodes` reads them — and ``kept``: the
-    items known unchanged since their episodes were last made (as :data:`Keyed` then),
-    taken from the table without looking at their files; None
-    when the table does not hold one of them under that key (a row damaged, or written by
-    another build for other bytes meanwhile: the caller reads the library whole). ``keys``
-    as for :func:`library_episodes`; the table then holds exactly these items."""
+    items known unchanged since their episodes were last made (as :data:`Keyed` then), taken
+    from the table without looking at their files; None when the table does not hold one of
+    them under that key (a row damaged, or written by another build for other bytes
+    meanwhile: the caller reads the library whole). ``keys`` as for
+    :func:`library_episodes`; the table then holds exactly these items."""
     table = _table(root)
     out: list[Episode] = []
     for keyed in kept:
@@ -213,7 +217,6 @@ def planned_episodes(
     for item in items:
         eps, key = _of(table, item, False)
         out.extend(eps)
-        keys.append((item.rel.as_posix(), item.id, _day(item), key,
-                     None if key is None else made_digest(eps)))  # fmt: skip
+        keys.append(_keyed(item, key, eps))
     table.save(prune=True)
     return out
