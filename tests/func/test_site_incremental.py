@@ -629,15 +629,38 @@ def test_manifests_written_again_while_the_site_builds_leave_it_unsealed(
     assert "Written while the site built." in page
 
 
-def test_a_dirty_build_asks_each_page_once_whether_it_changed(
-    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+#: A user hook that adds a Markdown page (rendered on every build: MkDocs made it) with a link
+#: to an item page, before arkai's hook sees the files.
+NOTES_HOOK = """
+from mkdocs.structure.files import File
+
+def on_files(files, config):
+    files.append(File.generated(config, "notes.md", content="See [the talk](items/CID.md)."))
+    return files
+"""
+
+
+def test_a_dirty_build_sets_aside_unchanged_pages_outside_the_nav_and_equals_a_clean_build(
+    tmp_path: Path,
+    arkai: Runner,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """MkDocs asks a page's ``is_modified`` before reading it and again before rendering it
-    (three ``stat`` calls each); the hooks answer each page's second ask from its first. The
-    page whose item changed is still made again, and the others are not."""
+    """On a dirty build MkDocs is not asked about a page outside the navigation whose HTML is
+    newer than its Markdown (it would ask twice, three ``stat`` calls each, and skip it); a
+    navigation page is asked once. A changed item's pages, a page whose HTML was deleted and a
+    page whose Markdown is newer than its HTML are made again; a page's link to a page set
+    aside is made as before, without MkDocs' note that its target is excluded; the sitemap
+    lists every page (with a ``site_url``); and the site equals a clean build's."""
     from mkdocs.structure.files import File
 
     repo = make_repo(tmp_path, arkai)
+    items = sorted(item_dirs(repo).items())
+    (cid, folder), (deleted, _), (touched, _) = items[0], items[1], items[2]
+    (repo / "notes_hook.py").write_text(NOTES_HOOK.replace("CID", items[3][0]))
+    user = yaml.safe_load((repo / "mkdocs.yml").read_text())
+    user.update(site_url="https://example.org/kb/", hooks=["notes_hook.py"])
+    (repo / "mkdocs.yml").write_text(yaml.safe_dump(user))
     build_site(repo)
     asked: dict[str, int] = {}
     real = File.is_modified
@@ -647,16 +670,30 @@ def test_a_dirty_build_asks_each_page_once_whether_it_changed(
         return real(self)
 
     monkeypatch.setattr(File, "is_modified", counted)
-    cid, folder = sorted(item_dirs(repo).items())[0]
     transcript = folder / "transcript.md"
     transcript.write_bytes(transcript.read_bytes() + b"\nA changed line for the dirty build.\n")
-    site = repo / "site"
+    site, docs = repo / "site", repo / ".site-build" / "docs"
+    (site / "items" / deleted / "index.html").unlink()
+    html = site / "transcripts" / touched / "index.html"
+    os.utime(docs / "transcripts" / f"{touched}.md", ns=(html.stat().st_mtime_ns + 10**9,) * 2)
     before = {p: p.stat().st_mtime_ns for p in site.rglob("*.html")}
-    assert build_site(repo).mkdocs == "dirty"
-    pages = [u for u in asked if u.endswith(".md")]
-    assert len(pages) > 10 and max(asked[u] for u in pages) == 1
+    capsys.readouterr()
+    assert build_site(repo, verbose=True).mkdocs == "dirty"
+    err = capsys.readouterr().err
+    assert "excluded" not in err
+    nav = {"index.md", "library/index.md", "library/dates.md", "tags/index.md",
+           "entities/index.md", "topics/index.md", "validation.md"}  # fmt: skip
+    pages = {u for u in asked if u.endswith(".md")}
+    assert nav <= pages and max(asked[u] for u in pages) == 1
+    outside = pages - nav - {"notes.md"}
+    assert outside == {f"items/{cid}.md", f"transcripts/{cid}.md", f"items/{deleted}.md",
+                       f"transcripts/{touched}.md"}  # fmt: skip
     changed = {p for p, t in before.items() if p.exists() and p.stat().st_mtime_ns != t}
-    assert any(cid in str(p) for p in changed)
-    page = next(p for p in changed if "transcripts" in str(p) and cid in str(p))
-    assert "A changed line for the dirty build." in html_text(page.read_text())
-    assert len(changed) < len(before) // 2
+    page = site / "transcripts" / cid / "index.html"
+    assert page in changed and "A changed line for the dirty build." in html_text(page.read_text())
+    assert (site / "items" / deleted / "index.html").is_file() and html in changed
+    assert f'href="../items/{items[3][0]}/"' in (site / "notes" / "index.html").read_text()
+    sitemap = (site / "sitemap.xml").read_text()
+    assert sitemap.count("<loc>") == len(list(docs.rglob("*.md"))) + 1  # and notes.md
+    assert f"https://example.org/kb/items/{items[4][0]}/" in sitemap
+    assert_as_clean_build(repo, docs, repo / ".site-build", site, monkeypatch)
