@@ -1863,6 +1863,63 @@ def test_side_steps_in_a_forked_process_write_what_they_write_in_the_stage_proce
     assert completed_steps(repo) == completed_steps(other)
 
 
+def test_the_side_steps_files_are_hashed_beside_and_one_written_after_is_hashed_again(
+    repo: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digests of the lexical, vector and shard files for the manifest are made in the
+    forked child, so the stage's process reads none of them after an item changed; a file
+    written again after the child hashed it is read again, and the manifest holds the
+    digests of the files as they are."""
+    from arkai.adapters import itemcache
+    from arkai.ops.index import SIDE_FOLDERS, run_index
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+    run_index(Repo.at(repo))
+    index = repo / "index"
+    read: list[str] = []
+    real = itemcache.file_digest
+
+    def counted(fh: Any) -> str:
+        read.append(Path(fh.name).relative_to(index).as_posix())
+        return real(fh)
+
+    monkeypatch.setattr(itemcache, "file_digest", counted)
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    with transcript.open("a", encoding="utf-8") as fh:
+        fh.write("\nA late line about queens and their hives.\n")
+    assert {"lexical", "vectors"} <= set(run_index(Repo.at(repo)).written)
+    assert read and not [r for r in read if r.startswith(SIDE_FOLDERS)]
+
+    def digests() -> dict[str, str]:
+        listed = json.loads((index / "manifest.json").read_text())["files"]
+        return {k: v for k, v in listed.items() if k.startswith(SIDE_FOLDERS)}
+
+    assert digests() == {
+        p.relative_to(index).as_posix(): "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest()
+        for folder in SIDE_FOLDERS
+        for p in (index / folder).rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+    # The BM25 parameters written again by hand between the child's hashing and the manifest.
+    real_take = itemcache.FileDigests.take
+
+    def take(self: itemcache.FileDigests, entries: dict[str, tuple[str, str]]) -> None:
+        meta = index / "lexical" / "bm25.json"
+        meta.write_bytes(meta.read_bytes() + b" ")
+        real_take(self, entries)
+
+    monkeypatch.setattr(itemcache.FileDigests, "take", take)
+    with transcript.open("a", encoding="utf-8") as fh:
+        fh.write("\nAnother late line about drones.\n")
+    read.clear()
+    run_index(Repo.at(repo))
+    assert read.count("lexical/bm25.json") == 1
+    meta = (index / "lexical" / "bm25.json").read_bytes()
+    assert digests()["lexical/bm25.json"] == "sha256:" + hashlib.sha256(meta).hexdigest()
+
+
 @pytest.mark.parametrize("how", ["raises", "killed"])
 def test_a_side_step_that_fails_fails_the_run_and_the_next_run_completes_it(
     repo: Path, tmp_path: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch, how: str

@@ -23,7 +23,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -385,17 +385,31 @@ class FileDigests:
         self.memo.put(rel, [stamp(path)], digest)
         self.memo.known[rel] = self.memo.seen[rel]
 
-    def scan(self, out: Path, skip: tuple[str, ...] = (), name_skip: str = "") -> dict[str, str]:
-        """``{path under out: digest}`` of the files under ``out``, but dotfiles, paths
-        starting with one of ``skip`` and the file ``name_skip``."""
+    def scan(
+        self, out: Path, skip: tuple[str, ...] = (), name_skip: str = "", under: str = ""
+    ) -> dict[str, str]:
+        """``{path under out: digest}`` of the files under ``out`` (only those in its folder
+        ``under`` when given), but dotfiles, paths starting with one of ``skip`` and the file
+        ``name_skip``."""
         digests: dict[str, str] = {}
-        for p in sorted(out.rglob("*")):
+        for p in sorted((out / under if under else out).rglob("*")):
             rel = p.relative_to(out).as_posix()
             if rel.startswith(skip) or rel == name_skip or p.name.startswith("."):
                 continue
             if p.is_file():
                 digests[rel] = self.of(p, rel)
         return digests
+
+    def entries(self, names: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The memo's entries of ``names`` asked this run (:meth:`of`), for another process's
+        memo of the same folder (:meth:`take`)."""
+        return {n: self.memo.seen[n] for n in names if n in self.memo.seen}
+
+    def take(self, entries: Mapping[str, tuple[str, str]]) -> None:
+        """Trust, in this run, ``entries`` that another process made (:meth:`entries`) as if
+        made here: a file is read again only when its stamp is not the one it was hashed
+        with (so one written again after that is hashed again)."""
+        self.memo.known.update(entries)
 
     def save(self) -> None:
         self.memo.save()
