@@ -91,6 +91,17 @@ def test_a_stage_script_imports_no_other_command(tmp_path: Path) -> None:
     assert all(f" {cmd} " in help_ for cmd in ("search", "mcp", "ask", "site", "recall"))
 
 
+def test_the_validate_stage_does_not_import_the_extract_operation(tmp_path: Path) -> None:
+    """The validate stage shows its result with arkai.cli.pipeline, the module of ``arkai
+    extract`` too: the extract operation (≈ 0.1 s to import) is loaded only when that command
+    runs."""
+    script = (ROOT / "stages" / "validate.py").read_text(encoding="utf-8")
+    imports = "\n".join(line for line in script.splitlines() if line.startswith(("from", "import")))
+    probe = imports + "\nimport sys\nprint('arkai.ops.extract' in sys.modules)\n"
+    assert "arkai.cli.pipeline" in imports
+    assert sh(tmp_path, sys.executable, "-c", probe).stdout.strip() == "False"
+
+
 def test_each_stage_records_its_time_and_peak_memory(kr: Path, tmp_path: Path) -> None:
     log = tmp_path / "stages.jsonl"
     env = tool_env(ARKAI_STAGE_METRICS=str(log))
