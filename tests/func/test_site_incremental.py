@@ -651,15 +651,23 @@ def test_a_dirty_build_sets_aside_unchanged_pages_outside_the_nav_and_equals_a_c
     navigation page is asked once. A changed item's pages, a page whose HTML was deleted and a
     page whose Markdown is newer than its HTML are made again; a page's link to a page set
     aside is made as before, without MkDocs' note that its target is excluded; the sitemap
-    lists every page (with a ``site_url``); and the site equals a clean build's."""
+    lists every page (with a ``site_url``), as does a rendered page's template; and the site
+    equals a clean build's."""
     from mkdocs.structure.files import File
 
     repo = make_repo(tmp_path, arkai)
     items = sorted(item_dirs(repo).items())
     (cid, folder), (deleted, _), (touched, _) = items[0], items[1], items[2]
     (repo / "notes_hook.py").write_text(NOTES_HOOK.replace("CID", items[3][0]))
+    # A theme override that shows, on every page, how many pages its template was given.
+    (repo / "overrides").mkdir()
+    (repo / "overrides" / "main.html").write_text(
+        '{% extends "base.html" %}\n'
+        '{% block extrahead %}<meta name="pages" content="{{ pages|length }}">{% endblock %}\n'
+    )
     user = yaml.safe_load((repo / "mkdocs.yml").read_text())
     user.update(site_url="https://example.org/kb/", hooks=["notes_hook.py"])
+    user["theme"]["custom_dir"] = "overrides"
     (repo / "mkdocs.yml").write_text(yaml.safe_dump(user))
     build_site(repo)
     asked: dict[str, int] = {}
@@ -693,6 +701,8 @@ def test_a_dirty_build_sets_aside_unchanged_pages_outside_the_nav_and_equals_a_c
     assert page in changed and "A changed line for the dirty build." in html_text(page.read_text())
     assert (site / "items" / deleted / "index.html").is_file() and html in changed
     assert f'href="../items/{items[3][0]}/"' in (site / "notes" / "index.html").read_text()
+    shown = f'<meta name="pages" content="{len(list(docs.rglob("*.md"))) + 1}">'
+    assert shown in page.read_text() and shown in (site / "notes" / "index.html").read_text()
     sitemap = (site / "sitemap.xml").read_text()
     assert sitemap.count("<loc>") == len(list(docs.rglob("*.md"))) + 1  # and notes.md
     assert f"https://example.org/kb/items/{items[4][0]}/" in sitemap

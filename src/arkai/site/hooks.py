@@ -142,7 +142,11 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
 
 
 def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
-    """Load an arkai page's HTML just before its template is rendered (see the module doc)."""
+    """Load an arkai page's HTML just before its template is rendered (see the module doc);
+    every page's template gets every page (:func:`_every_page`)."""
+    pages = _every_page(config)
+    if pages is not None:
+        context["pages"] = pages
     if page.file.src_uri not in _state["ours"]:
         return context
     body, _ = get_data(page.file.content_string)
@@ -281,15 +285,23 @@ def _html_is_newer(src_dir: str, src_uri: str, dest_dir: str, dest_uri: str) -> 
 
 
 def on_template_context(context: Any, template_name: str, config: Any) -> Any:
-    """The pages a theme's template lists (the sitemap) are every page, as on a full build:
-    the pages set aside by :func:`on_files` are put back, in their place. With a ``site_url``
-    each gets the page object a dirty build would have made for it, which holds the URLs the
-    sitemap lists (without one the sitemap lists no page; making the objects costs ≈ 0.1 s at
-    10,000 items, for the build date each asks)."""
+    """A theme's template (the sitemap) gets every page (:func:`_every_page`)."""
+    pages = _every_page(config)
+    if pages is not None:
+        context["pages"] = pages
+    return context
+
+
+def _every_page(config: Any) -> list[Any] | None:
+    """The pages a template lists when :func:`on_files` set some aside (None when it set none
+    aside): every page, as on a full build, those set aside in their place. With a
+    ``site_url`` each gets the page object a dirty build would have made for it, which holds
+    the URLs the sitemap lists (without one the sitemap lists no page; making the objects
+    costs ≈ 0.1 s at 10,000 items, for the build date each asks). Made once a build."""
     files, set_aside = _state.get("all_files"), _state["set_aside"]
     if not set_aside or files is None:
-        return context
-    if _state.get("pages") is None:  # made for the first template, kept for the others
+        return None
+    if _state.get("pages") is None:
         pages = []
         for f in files:
             if f.is_documentation_page() and (f.inclusion.is_included() or f.src_uri in set_aside):
@@ -297,8 +309,8 @@ def on_template_context(context: Any, template_name: str, config: Any) -> Any:
                     Page(None, f, config)
                 pages.append(f)
         _state["pages"] = pages
-    context["pages"] = _state["pages"]
-    return context
+    found: list[Any] = _state["pages"]
+    return found
 
 
 def _add_search_entries(site: Path, build_dir: Path) -> None:
