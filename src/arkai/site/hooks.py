@@ -244,7 +244,7 @@ def on_files(files: Any, config: Any) -> Any:
                 and f.src_uri not in in_nav
                 and f.generated_by is None
                 and f.src_dir is not None
-                and _html_is_newer(f.src_dir, f.src_uri, f.dest_dir, f.dest_uri)
+                and _html_up_to_date(f.src_dir, f.src_uri, f.dest_dir, f.dest_uri)
             ):
                 f.inclusion = InclusionLevel.EXCLUDED
                 set_aside.add(f.src_uri)
@@ -273,7 +273,7 @@ def _nav_paths(nav: Any) -> set[str]:
     return out
 
 
-def _html_is_newer(src_dir: str, src_uri: str, dest_dir: str, dest_uri: str) -> bool:
+def _html_up_to_date(src_dir: str, src_uri: str, dest_dir: str, dest_uri: str) -> bool:
     """Not ``File.is_modified`` (the HTML is a regular file, not older than the Markdown), in
     two ``stat`` calls on the paths joined, not normalised; False when either cannot be read."""
     try:
