@@ -41,8 +41,8 @@ at 10,000 items), and a chunk's vector key names its item, so the store does not
 So the seed runs in two steps: the B distinct talks are added and built (``dvc repro``, the
 ``seed.distinct_build`` figures); then the copies are added and :func:`reuse_vectors` gives
 each copy's chunks the rows its base talk's identical chunks have (the same text through the
-same model; the model's int8 activation scale is per batch, so a fresh encoding of the text
-would differ in the last digits, cosine > 0.98); then one plain ``dvc repro`` over all N items
+same model, and the model runs each text alone: the bits a fresh encoding of the text gives);
+then one plain ``dvc repro`` over all N items
 — the ``full`` run, its ``embedded`` count says what the index stage still embedded (0 when
 every copy's chunk was found). Every stage of that run does its full work on N items:
 extraction of the copies, condensing, the index (chunks, lexical, topics, graph), beliefs,

@@ -20,7 +20,7 @@ from arkai.adapters.params import DEFAULTS, load_params
 from arkai.adapters.raytasks import ENV_ADDRESS, RayConfig, executor_of
 from arkai.errors import InvalidInputError, LibraryError, PipelineError
 from arkai.ops.extract import plan_item
-from arkai.search import embedbatches
+from arkai.search import embed, embedbatches
 from tests.conftest import SAMPLES, Runner
 
 
@@ -126,7 +126,15 @@ def test_local_embedding_batches_keep_the_order_and_the_model_batch_size() -> No
 
 
 def test_a_worker_whose_embedder_differs_refuses_the_batch() -> None:
-    batch = embedbatches.Batch("minilm-onnx", 999, ("a text",), 1)
-    with pytest.raises(PipelineError, match=r"embedder is minilm-onnx \(384 dimensions\), the "
-                       r"driver's minilm-onnx \(999\)"):  # fmt: skip
+    ours = f"onnx-int8-v{embed.EXPORT_VERSION}"
+    batch = embedbatches.Batch("minilm-onnx", 999, ("a text",), 1, ours)
+    with pytest.raises(PipelineError, match=rf"embedder is minilm-onnx \(384 dimensions, {ours}\), "
+                       rf"the driver's minilm-onnx \(999 dimensions, {ours}\)"):  # fmt: skip
         embedbatches.encode_batch(batch)
+    # Another arkai on the driver: the same model, exported by another recipe (other rows).
+    batch = embedbatches.Batch("minilm-onnx", 384, ("a text",), 1, "onnx-int8-v4")
+    with pytest.raises(PipelineError, match=r"the driver's minilm-onnx \(384 dimensions, "
+                       r"onnx-int8-v4\): install the same arkai"):  # fmt: skip
+        embedbatches.encode_batch(batch)
+    rows = embedbatches.encode_batch(embedbatches.Batch("minilm-onnx", 384, ("a text",), 1, ours))
+    assert rows.shape == (1, 384)

@@ -120,6 +120,30 @@ def test_load_other_model_or_width_is_empty(tmp_path: Path) -> None:
     assert len(VectorStore.load(tmp_path, "minilm", dim=8)) == 3
 
 
+def test_a_store_made_by_another_recipe_loads_empty_for_a_writer(tmp_path: Path) -> None:
+    """The same model exported another way gives other rows: a writer that names its recipe
+    gets an empty store (everything embedded again, never old rows beside new ones); a reader
+    that names none takes the store's."""
+    s = VectorStore(8, "minilm-onnx", "onnx-int8-v5")
+    s.add(keys_for(3), unit_rows(3))
+    s.save(tmp_path)
+    assert _meta(tmp_path)["recipe"] == "onnx-int8-v5"
+    same = VectorStore.load(tmp_path, "minilm-onnx", recipe="onnx-int8-v5")
+    assert len(same) == 3 and same.recipe == "onnx-int8-v5"
+    read = VectorStore.load(tmp_path, "minilm-onnx")
+    assert len(read) == 3 and read.recipe == "onnx-int8-v5"
+    for other in ("onnx-int8-v6", ""):
+        got = VectorStore.load(tmp_path, "minilm-onnx", recipe=other)
+        assert len(got) == 0 and got.recipe == other and got.missing(keys_for(3)) == keys_for(3)
+    # A store written before recipes were recorded (no "recipe" in its meta) is of none.
+    plain = VectorStore(8, "minilm-onnx")
+    plain.add(keys_for(2), unit_rows(2))
+    plain.save(tmp_path / "old")
+    assert "recipe" not in _meta(tmp_path / "old")
+    assert len(VectorStore.load(tmp_path / "old", "minilm-onnx", recipe="")) == 2
+    assert len(VectorStore.load(tmp_path / "old", "minilm-onnx", recipe="onnx-int8-v5")) == 0
+
+
 def _segmented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int = 40) -> VectorStore:
     monkeypatch.setattr(vectors, "SEGMENT_ROWS", 16)
     s = VectorStore(8, "m")

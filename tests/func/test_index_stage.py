@@ -1968,3 +1968,47 @@ def scratch(root: Path, dest: Path) -> Path:
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns("index", ".arkai"))
     run_index(Repo.at(dest))
     return dest
+
+
+def stored_rows_by_key(root: Path) -> dict[str, bytes]:
+    from arkai.search.vectors import VectorStore
+
+    store = VectorStore.load(root / "index" / "vectors", "minilm-onnx")
+    keys = store.keys
+    return dict(zip(keys, (row.tobytes() for row in store.get(keys)), strict=True))
+
+
+@pytest.mark.slow
+def test_vectors_grown_run_by_run_are_the_bits_of_a_build_from_scratch(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real model: a chunk's row is what the model gives for its text, not for the texts
+    embedded beside it (the int8 graph scales its activations per run), so an index grown run
+    by run holds the rows of one built at once, in other batches; and a store made by another
+    recipe of the model is embedded again, whole, not mixed with new rows."""
+    from arkai.ops.index import run_index
+    from arkai.search import embed
+
+    set_params(repo, embedder="minilm-onnx", batch_size=3)
+    first = run_index(Repo.at(repo))
+    transcript = sorted((repo / "library").rglob("transcript.md"))[0]
+    transcript.write_bytes(transcript.read_bytes() + b"Varroa counts rise in late summer.\n")
+    grown = run_index(Repo.at(repo))
+    assert 0 < grown.embedded < first.embedded  # the changed chunks, in batches of their own
+    rows = stored_rows_by_key(repo)
+    scratch = tmp_path / "scratch"
+    shutil.copytree(repo, scratch, ignore=shutil.ignore_patterns("index", ".arkai"))
+    set_params(scratch, embedder="minilm-onnx", batch_size=64)
+    assert run_index(Repo.at(scratch)).embedded == len(rows)
+    assert stored_rows_by_key(scratch) == rows
+    meta = json.loads((repo / "index" / "vectors" / "meta.json").read_text())
+    assert meta["recipe"] == embed.OnnxMiniLMEmbedder.recipe
+
+    # A later arkai exports the model another way: the next run embeds every chunk again.
+    monkeypatch.setattr(embed, "recipe_of", lambda _e: "onnx-int8-v999")
+    transcript.write_bytes(transcript.read_bytes() + b"Mite counts fall after treatment.\n")
+    again = run_index(Repo.at(repo))
+    assert again.embedded == len(stored_rows_by_key(repo)) == again.reused + again.embedded
+    assert again.reused == 0
+    meta = json.loads((repo / "index" / "vectors" / "meta.json").read_text())
+    assert meta["recipe"] == "onnx-int8-v999"

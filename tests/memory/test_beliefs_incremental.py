@@ -58,20 +58,30 @@ def kr(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def outputs(kr: Path) -> dict[str, bytes]:
+    """The beliefs' files, with the statement store as its rows by key (the store's segment
+    files are laid out by the order it grew in)."""
+    from arkai.search.vectors import VectorStore
+
+    store_dir = files.cache_dir(kr) / files.STORE
     folders = (files.beliefs_dir(kr), files.cache_dir(kr))
-    return {str(p.relative_to(kr)): p.read_bytes() for d in folders for p in d.rglob("*")
-            if p.is_file()}  # fmt: skip
+    got = {str(p.relative_to(kr)): p.read_bytes() for d in folders for p in d.rglob("*")
+           if p.is_file() and store_dir not in p.parents}  # fmt: skip
+    store = VectorStore.load(store_dir, "minilm-onnx")
+    keys = store.keys
+    rows = store.get(keys) if keys else []
+    return got | {f"store:{k}": row.tobytes() for k, row in zip(keys, rows, strict=True)}
 
 
 def from_scratch(kr: Path, tmp_path: Path) -> dict[str, bytes]:
     """The same inputs replayed from the first episode in a copy without beliefs/, the replay
-    log and the beliefs' vectors; the statement store stays (an embedding's last bits depend on
-    the batch it was computed in, so the same vectors need the same store)."""
+    log, the beliefs' vectors and the statement store: every statement embedded again, in
+    other batches (a statement's row is what the model gives for its text alone)."""
     copy = tmp_path / "scratch"
     shutil.copytree(kr, copy, symlinks=True)
     shutil.rmtree(files.beliefs_dir(copy))
     (files.cache_dir(copy) / LOG_FILE).unlink()
     (files.cache_dir(copy) / files.VECTORS).unlink()
+    shutil.rmtree(files.cache_dir(copy) / files.STORE)
     (copy / itemtable.CACHE_DIR / f"{episodes.TABLE}.tsv").unlink(missing_ok=True)
     op.build(Repo.at(copy))
     return outputs(copy)

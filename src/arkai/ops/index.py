@@ -1273,15 +1273,23 @@ def _embed(
         and isinstance(previous.get("dim"), int)
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
-        store = VectorStore.load(folder, name, dim=dim)
+        # Under the recipe the embedder of that name has now (no model loaded): a store made
+        # by another recipe loads empty and is embedded again.
+        store = VectorStore.load(folder, name, dim=dim, recipe=embed.recipe_of(name))
     scan = chunk_scan(chunks, keys)
     old = store.snapshot() if store is not None else KeySnapshot.empty()
     if store is None or (store.rows_of(scan.ids) < 0).any():
         held = embed.held_embedders()
         embedder = embed.get_embedder(requested)
-        if store is None or embedder.name != name or int(embedder.dim) != dim:
+        recipe = embed.recipe_of(embedder)
+        if (
+            store is None
+            or embedder.name != name
+            or int(embedder.dim) != dim
+            or store.recipe != recipe
+        ):
             name, dim = embedder.name, int(embedder.dim)
-            store = VectorStore.load(folder, name, dim=dim)
+            store = VectorStore.load(folder, name, dim=dim, recipe=recipe)
             old = store.snapshot()
             if full:
                 summary.pruned += store.prune([])

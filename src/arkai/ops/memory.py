@@ -264,7 +264,12 @@ def _stored_vectors(repo: Repo, folder: Path) -> Any:
     from arkai.search.vectors import VectorStore
 
     model = _stored_model(repo, folder)
-    return None if model is None else VectorStore.load(folder, model)
+    if model is None:
+        return None
+    from arkai.search import embed
+
+    # Under the model's recipe now (no model loaded): one made by another recipe loads empty.
+    return VectorStore.load(folder, model, recipe=embed.recipe_of(model))
 
 
 def embed_statements(
@@ -284,8 +289,9 @@ def embed_statements(
     if store is None or store.missing(dict.fromkeys(keys)):
         held = embed.held_embedders()
         embedder = _embedder(repo)
-        if store is None or store.model_name != embedder.name:
-            store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim))
+        recipe = embed.recipe_of(embedder)
+        if store is None or store.model_name != embedder.name or store.recipe != recipe:
+            store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim), recipe=recipe)
         todo = store.missing(dict.fromkeys(keys))
         by_key = dict(zip(keys, texts, strict=True))
         # Here or as Ray tasks (extract.executor): the same batches, in the same order.

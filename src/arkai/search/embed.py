@@ -10,9 +10,20 @@ ships the weights: nothing is ever fetched from a model hub):
 - ``minilm-onnx`` (:class:`OnnxMiniLMEmbedder`) — the same network as an ONNX graph written
   from the packaged weights by :mod:`arkai.search.bert_graph` (mean pooling and normalisation
   inside the graph; no PyTorch), its transformer ops fused by onnxruntime's BERT optimiser and
-  its weights quantised to int8 per channel; run by onnxruntime with the fast ``tokenizers``
-  tokenizer. Several times faster; cosine ≥ 0.99 to the PyTorch rows. Neither building it nor
-  running it imports torch.
+  its weights quantised to int8 per channel in a 7-bit range; run by onnxruntime with the fast
+  ``tokenizers`` tokenizer, each text alone. Several times faster; cosine ≥ 0.99 to the PyTorch
+  rows. Neither building it nor running it imports torch.
+
+A text's row from ``minilm-onnx`` is a function of the text: the same bits whichever texts it
+is encoded with, in whatever order, batch size or number of threads. The graph quantises its
+activations per call (dynamic int8: one scale for the whole input), so a text run beside others
+would get another scale, and another row, than alone (cosine down to 0.98 measured); each text
+is therefore run alone, the texts of one call spread over one worker thread per CPU, each run
+single-threaded (as fast as batches for passages, ≈ 20 % slower for short sentences). The
+weights' 7-bit range keeps every int8 product inside what CPUs without VNNI instructions
+compute exactly (their u8×s8 instruction saturates pairs of full-range products), so the matrix
+products give the same integers on every x86-64 CPU; the float operations between them may
+still differ in their last bits across CPU families (docs/memory.md, "Reproducible").
 
 ``get_embedder("default")`` is ``minilm-onnx`` when onnxruntime works and the exported model
 passed its quality check (mean cosine of the int8 rows to the float graph's ≥
@@ -41,6 +52,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -67,6 +79,7 @@ __all__ = [
     "get_embedders",
     "model_dir",
     "model_sha256",
+    "recipe_of",
     "resolve_default",
 ]
 
@@ -78,7 +91,8 @@ DIM = 384
 MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 KINDS = ("passage", "query")
 QUALITY_MIN_COSINE = 0.98
-EXPORT_VERSION = 4  # bump when the export recipe changes: a new cache folder is built
+EXPORT_VERSION = 5  # bump when the export recipe changes: a new cache folder is built, and
+# vector stores written under another recipe are embedded again (VectorStore's ``recipe``)
 ONNX_OPSET = 17
 ONNX_FILE = "model-int8.onnx"
 META_FILE = "meta.json"
@@ -293,12 +307,14 @@ class MiniLMEmbedder:
 class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 exported to ONNX, fused, int8 per channel, run by onnxruntime.
 
-    ``cache_dir`` is arkai's cache root (default :func:`cache_root`); ``threads`` the
-    onnxruntime intra-op threads (default: the CPUs this process may use).
+    ``cache_dir`` is arkai's cache root (default :func:`cache_root`); ``threads`` the texts
+    run at once, one thread each (default: the CPUs this process may use).
     """
 
     name = "minilm-onnx"
     dim = DIM
+    recipe = f"onnx-int8-v{EXPORT_VERSION}"
+    """What makes this embedder's rows besides its name (:func:`recipe_of`)."""
 
     def __init__(
         self, *, cache_dir: str | os.PathLike[str] | None = None, threads: int | None = None
@@ -317,7 +333,7 @@ class OnnxMiniLMEmbedder:
         """``<cache>/models/<model sha256[:16]>/onnx-int8-v<recipe>``."""
         if self._export_dir is None:
             sha = model_sha256(cache=self.cache)
-            self._export_dir = self.cache / "models" / sha[:16] / f"onnx-int8-v{EXPORT_VERSION}"
+            self._export_dir = self.cache / "models" / sha[:16] / self.recipe
         return self._export_dir
 
     def meta(self) -> dict[str, Any]:
@@ -375,7 +391,10 @@ class OnnxMiniLMEmbedder:
             from tokenizers import Tokenizer  # type: ignore[import-untyped,unused-ignore]
 
             so = ort.SessionOptions()
-            so.intra_op_num_threads = self.threads
+            # One thread per run: a call's texts run side by side in worker threads
+            # (:meth:`encode`), which keeps two cores busier than one run split in two, and a
+            # short query runs faster on one thread than split.
+            so.intra_op_num_threads = 1
             so.inter_op_num_threads = 1
             so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -395,6 +414,8 @@ class OnnxMiniLMEmbedder:
         return self._session, self._tokenizer
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, kind: str = "passage") -> F32:
+        """Each text run alone (see the module's docstring); ``batch_size`` is checked but
+        changes nothing: no row depends on the texts beside it."""
         _check_kind(kind)
         _check_batch(batch_size)
         n = len(texts)
@@ -403,40 +424,28 @@ class OnnxMiniLMEmbedder:
             return out
         session, tok = self._load()
         # sentence-transformers strips each text before tokenising; so do we.
-        encs = tok.encode_batch([str(t).strip() for t in texts])
-        ids = [e.ids for e in encs]
+        ids = [e.ids for e in tok.encode_batch([str(t).strip() for t in texts])]
+        types = "token_type_ids" in self._input_names
+
+        def run(rows: npt.NDArray[np.int64]) -> None:
+            for i in rows:
+                seq = np.asarray([ids[i]], dtype=np.int64)
+                feed = {"input_ids": seq, "attention_mask": np.ones_like(seq)}
+                if types:
+                    feed["token_type_ids"] = np.zeros_like(seq)
+                out[i] = session.run(None, feed)[0][0]
+
+        # Longest first, dealt round the workers: their shares end at nearly the same time.
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
-        for idx in _length_batches(lengths, batch_size):
-            width = int(lengths[idx].max())
-            input_ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for r, i in enumerate(idx):
-                seq = ids[i]
-                input_ids[r, : len(seq)] = seq
-                mask[r, : len(seq)] = 1
-            feed = {"input_ids": input_ids, "attention_mask": mask}
-            if "token_type_ids" in self._input_names:
-                feed["token_type_ids"] = np.zeros_like(input_ids)
-            out[idx] = session.run(None, feed)[0]
+        order = np.argsort(-lengths, kind="stable")
+        workers = min(self.threads, n)
+        if workers == 1:
+            run(order)
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="arkai-embed") as pool:
+                for done in [pool.submit(run, order[k::workers]) for k in range(workers)]:
+                    done.result()
         return _normalise(out)
-
-
-def _length_batches(lengths: npt.NDArray[np.int64], batch_size: int) -> list[npt.NDArray[np.int64]]:
-    """Row indices in batches, longest first (as sentence-transformers does), each at most
-    ``batch_size`` and none padding a text to more than twice its length: less padding to
-    compute, and less for the per-batch int8 activation scale to depend on."""
-    order = np.argsort(-lengths, kind="stable")
-    batches: list[npt.NDArray[np.int64]] = []
-    start = 0
-    n = len(order)
-    while start < n:
-        longest = lengths[order[start]]
-        end = start + 1
-        while end < n and end - start < batch_size and 2 * lengths[order[end]] >= longest:
-            end += 1
-        batches.append(order[start:end])
-        start = end
-    return batches
 
 
 def _remove_old_exports(current: Path) -> None:
@@ -538,6 +547,8 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
             str(final),
             weight_type=QuantType.QInt8,
             per_channel=True,
+            # 7-bit weights: exact int8 products on CPUs without VNNI too (module docstring).
+            reduce_range=True,
             op_types_to_quantize=["MatMul", "Attention"],
             nodes_to_exclude=keep_float,
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
@@ -561,7 +572,8 @@ def export_onnx(folder: Path, *, sha256: str | None = None) -> dict[str, Any]:
         "graph": "arkai.search.bert_graph (written from model.safetensors + config.json)",
         "quantization": {
             "method": "onnxruntime.quantization.quantize_dynamic",
-            "weights": "int8, per channel",
+            "weights": "int8 within ±64 (reduce_range), per channel",
+            "activations": "uint8, dynamic: one scale per run, each text run alone",
             "ops": ["MatMul", "Attention"],
             "kept_float": keep_float,
         },
@@ -593,26 +605,27 @@ def _quiet_root_logger() -> Iterator[None]:
 
 
 def _quality_check(reference: Path, onnx_path: Path, mdir: Path) -> dict[str, Any]:
-    """Cosine between the int8 rows and the float graph's rows on fixed sentences (the float
-    graph is sentence-transformers' network: tests/core/test_embed.py checks it against rows
-    sentence-transformers computed)."""
+    """Cosine between the int8 rows and the float graph's rows on fixed sentences, each run
+    alone as :meth:`OnnxMiniLMEmbedder.encode` runs it (the float graph is sentence-transformers'
+    network: tests/core/test_embed.py checks it against rows sentence-transformers computed)."""
     import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
     from tokenizers import Tokenizer  # type: ignore[import-untyped,unused-ignore]
 
     tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
     tok.enable_truncation(max_length=MAX_SEQ_LENGTH)
-    tok.enable_padding(pad_id=0, pad_token="[PAD]")
-    encs = tok.encode_batch(list(_QUALITY_SENTENCES))
-    ids = np.array([e.ids for e in encs], dtype=np.int64)
-    mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
-    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    seqs = [np.asarray([e.ids], dtype=np.int64) for e in tok.encode_batch(list(_QUALITY_SENTENCES))]
     so = ort.SessionOptions()
     so.log_severity_level = 3
     rows = []
     for path in (reference, onnx_path):
         sess = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
         names = {i.name for i in sess.get_inputs()}
-        rows.append(_normalise(sess.run(None, {k: v for k, v in feed.items() if k in names})[0]))
+        got = []
+        for seq in seqs:
+            feed = {"input_ids": seq, "attention_mask": np.ones_like(seq),
+                    "token_type_ids": np.zeros_like(seq)}  # fmt: skip
+            got.append(sess.run(None, {k: v for k, v in feed.items() if k in names})[0][0])
+        rows.append(_normalise(np.vstack(got)))
     cos = (rows[0] * rows[1]).sum(axis=1)
     mean = float(cos.mean())
     return {
@@ -690,6 +703,16 @@ def _forced(name: str) -> str:
     """``name``, or for ``"default"`` the embedder ``$ARKAI_EMBEDDER`` names when it is set."""
     forced = os.environ.get("ARKAI_EMBEDDER")
     return forced if name == "default" and forced else name
+
+
+def recipe_of(embedder: Any) -> str:
+    """What makes an embedder's rows besides its name (its ``recipe``; "" when it has none),
+    for an instance or a registered name (read from its factory: no model is loaded). A vector
+    store records it, and one written under another recipe is embedded again."""
+    if isinstance(embedder, str):
+        name = _forced(embedder)
+        embedder = _instances.get(name) or get_embedders().get(name)
+    return str(getattr(embedder, "recipe", "") or "")
 
 
 def held_model(name: str) -> str | None:

@@ -38,18 +38,21 @@ class Batch:
     dim: int
     texts: tuple[str, ...]
     batch_size: int
+    recipe: str = ""
 
 
 def encode_batch(batch: Batch) -> F32:
     """The rows of one batch (a Ray task, or a call in this process): the same call, with the
     same batch, that a local run makes."""
-    from arkai.search.embed import get_embedder
+    from arkai.search.embed import get_embedder, recipe_of
 
     emb = get_embedder(batch.embedder)
-    if emb.name != batch.embedder or int(emb.dim) != batch.dim:
+    ours = (emb.name, int(emb.dim), recipe_of(emb))
+    if ours != (batch.embedder, batch.dim, batch.recipe):
         raise PipelineError(
-            f"the worker's embedder is {emb.name} ({emb.dim} dimensions), the driver's "
-            f"{batch.embedder} ({batch.dim}): install the same arkai and model on every node"
+            f"the worker's embedder is {_said(*ours)}, the driver's "
+            f"{_said(batch.embedder, batch.dim, batch.recipe)}: install the same arkai and "
+            "model on every node"
         )
     rows = emb.encode(list(batch.texts), batch_size=batch.batch_size, kind="passage")
     return np.asarray(rows, dtype=np.float32)
@@ -77,9 +80,12 @@ def encoded(
             yield part, np.asarray(rows, dtype=np.float32)
         return
     cfg = raytasks.RayConfig.from_params(section.get("ray"))
-    name, dim = str(embedder.name), int(embedder.dim)
+    from arkai.search.embed import recipe_of
+
+    name, dim, recipe = str(embedder.name), int(embedder.dim), recipe_of(embedder)
     jobs = [
-        (n, Batch(name, dim, tuple(texts[k] for k in part), size)) for n, part in enumerate(parts)
+        (n, Batch(name, dim, tuple(texts[k] for k in part), size, recipe))
+        for n, part in enumerate(parts)
     ]
     with raytasks.session(cfg):
         in_flight = PER_SLOT * raytasks.slots(cfg)
@@ -92,6 +98,11 @@ def encoded(
             while following in done:  # hand them on in order (at most in_flight wait here)
                 yield parts[following], done.pop(following)
                 following += 1
+
+
+def _said(name: str, dim: int, recipe: str) -> str:
+    """An embedder as an error names it."""
+    return f"{name} ({dim} dimensions{', ' + recipe if recipe else ''})"
 
 
 def _encode_job(job: tuple[int, Batch]) -> F32:

@@ -254,7 +254,8 @@ ProgressFn = Callable[[str], None]
 
 
 def corpus_digest(docs: Sequence[Document], model: str) -> str:
-    """A key for cached corpus embeddings: the model name and the exact text embedded."""
+    """A key for cached corpus embeddings: the model (its name, and its recipe when it has one:
+    :func:`arkai.search.embed.recipe_of`) and the exact text embedded."""
     from arkai.search.pipeline import passage_text
 
     h = hashlib.sha256()
@@ -286,7 +287,11 @@ def _embed_corpus(
 
     path: Path | None = None
     if cache_dir is not None:
-        path = cache_dir / f"{corpus_digest(docs, str(embedder.name))}.npy"
+        from arkai.search.embed import recipe_of
+
+        recipe = recipe_of(embedder)
+        model = f"{embedder.name}:{recipe}" if recipe else str(embedder.name)
+        path = cache_dir / f"{corpus_digest(docs, model)}.npy"
         if path.is_file():
             cached = np.load(path)
             if cached.shape[0] == len(docs):

@@ -200,13 +200,15 @@ class _Segment:
 
 
 class VectorStore:
-    """Rows of width ``dim`` from the embedding model ``model_name``, keyed by content hash."""
+    """Rows of width ``dim`` from the embedding model ``model_name`` made by its ``recipe``
+    (:func:`arkai.search.embed.recipe_of`; "" for none), keyed by content hash."""
 
-    def __init__(self, dim: int, model_name: str) -> None:
+    def __init__(self, dim: int, model_name: str, recipe: str = "") -> None:
         if dim < 1:
             raise InvalidInputError(f"vector dimension must be >= 1, got {dim}")
         self.dim = int(dim)
         self.model_name = str(model_name)
+        self.recipe = str(recipe)
         self._segs: list[_Segment] = []
         self._n = 0
         self._other: dict[bytes, str] = {}
@@ -585,6 +587,7 @@ class VectorStore:
         meta = {
             "format": FORMAT,
             "model": self.model_name,
+            **({"recipe": self.recipe} if self.recipe else {}),
             "dim": self.dim,
             "count": self._n,
             "keys_sha256": self.keys_sha256(),
@@ -626,13 +629,19 @@ class VectorStore:
 
     @classmethod
     def load(
-        cls, directory: str | os.PathLike[str], model_name: str, *, dim: int | None = None
+        cls,
+        directory: str | os.PathLike[str],
+        model_name: str,
+        *,
+        dim: int | None = None,
+        recipe: str | None = None,
     ) -> VectorStore:
         """The store saved in ``directory`` for ``model_name``.
 
         A missing or inconsistent folder, or one written for another model (or, when ``dim``
-        is given, another width), gives an empty store, so every chunk is embedded again.
-        ``dim`` is needed when the folder cannot supply it.
+        is given, another width; or, when ``recipe`` is given, under another recipe), gives an
+        empty store, so every chunk is embedded again. ``dim`` is needed when the folder cannot
+        supply it. A reader that passes no ``recipe`` takes the store's.
         """
         d = Path(directory)
         meta = _read_json(d / META_FILE)
@@ -640,10 +649,12 @@ class VectorStore:
         width = dim if dim is not None else meta_dim if isinstance(meta_dim, int) else None
         if width is None:
             raise InvalidInputError(f"no vector store in {d} to take the dimension from; pass dim=")
-        store = cls(width, model_name)
+        stored = meta.get("recipe", "") if isinstance(meta, dict) else ""
+        kept = str(stored) if recipe is None else recipe
+        store = cls(width, model_name, kept)
         if not isinstance(meta, dict) or meta.get("format") not in (1, FORMAT):
             return store
-        if meta.get("model") != model_name or meta_dim != width:
+        if meta.get("model") != model_name or meta_dim != width or stored != kept:
             return store
         read = _read_segments(d, meta, width) if meta["format"] == FORMAT \
             else _read_legacy(d, meta, width)  # fmt: skip
@@ -654,9 +665,9 @@ class VectorStore:
         store._place(segs)
         store._reindex()
         if store._n != meta.get("count") or meta.get("keys_sha256") != store.keys_sha256():
-            return cls(width, model_name)
+            return cls(width, model_name, kept)
         if store._duplicated():  # a key twice
-            return cls(width, model_name)
+            return cls(width, model_name, kept)
         store._saved = [str(s.name) for s in segs] if meta["format"] == FORMAT else None
         return store
 
