@@ -19,7 +19,7 @@ is encoded with, in whatever order, batch size or number of threads. The graph q
 activations per call (dynamic int8: one scale for the whole input), so a text run beside others
 would get another scale, and another row, than alone (cosine down to 0.98 measured); each text
 is therefore run alone, the texts of one call spread over one worker thread per CPU, each run
-single-threaded (as fast as batches for passages, ≈ 20 % slower for short sentences). The
+single-threaded (as fast as batches for passages, ≈ 10 % slower for short sentences). The
 weights' 7-bit range keeps every int8 product inside what CPUs without VNNI instructions
 compute exactly (their u8×s8 instruction saturates pairs of full-range products), so the matrix
 products give the same integers on every x86-64 CPU; the float operations between them may
@@ -330,7 +330,7 @@ class OnnxMiniLMEmbedder:
     # where the export lives
 
     def export_dir(self) -> Path:
-        """``<cache>/models/<model sha256[:16]>/onnx-int8-v<recipe>``."""
+        """``<cache>/models/<model sha256[:16]>/<recipe>`` (``onnx-int8-v<N>``)."""
         if self._export_dir is None:
             sha = model_sha256(cache=self.cache)
             self._export_dir = self.cache / "models" / sha[:16] / self.recipe
