@@ -112,3 +112,43 @@ def test_doctor_compares_the_graph_exports_with_the_index_manifest(
     assert (index / "graph.json").read_bytes() == graph
     assert (index / "graph.graphml").read_bytes() == graphml
     assert _doctor(arkai, kr)[1]["graph_exports"] == []
+
+
+def test_doctor_names_vectors_made_by_another_recipe_of_their_model(
+    kr: Path, arkai: Runner
+) -> None:
+    """After an upgrade that exports the model another way, the stores' vectors are not what
+    this arkai would compute (a query's vector is made another way than the chunks'): doctor
+    says so, without calling the library unhealthy, until a run embeds them again."""
+    from arkai.search import embed
+
+    assert arkai("--repo", kr, "add", "-q", SAMPLES / "beekeeping-talk.vtt")[0] == 0
+    assert arkai("--repo", kr, "extract", "-q")[0] == 0
+    assert _doctor(arkai, kr)[1]["vector_recipes"] == []  # no store yet
+    assert arkai("--repo", kr, "reindex", "-q")[0] == 0
+    assert _doctor(arkai, kr)[1]["vector_recipes"] == []
+    ours = embed.OnnxMiniLMEmbedder.recipe
+    meta_path = kr / "index" / "vectors" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["recipe"] == ours
+    meta_path.write_text(json.dumps({**meta, "recipe": "onnx-int8-v4"}))
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and rep["healthy"]
+    assert rep["vector_recipes"] == [f"index/vectors: onnx-int8-v4, this arkai's {ours}"]
+    code, out, _ = arkai("--repo", kr, "doctor")
+    assert f"index/vectors: onnx-int8-v4, this arkai's {ours}" in out and "embeds them again" in out
+    del meta["recipe"]  # written before recipes were recorded
+    meta_path.write_text(json.dumps(meta))
+    assert _doctor(arkai, kr)[1]["vector_recipes"] == [
+        f"index/vectors: no recipe recorded, this arkai's {ours}"
+    ]
+    meta_path.write_text("{not json")
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and len(rep["vector_recipes"]) == 1
+    assert (
+        rep["vector_recipes"][0].startswith("index/vectors: ")
+        and "JSON" in rep["vector_recipes"][0]
+    )
+    assert arkai("--repo", kr, "reindex", "-q")[0] == 0  # the store embedded again, whole
+    assert _doctor(arkai, kr)[1]["vector_recipes"] == []
+    assert json.loads(meta_path.read_text())["recipe"] == ours

@@ -2012,3 +2012,14 @@ def test_vectors_grown_run_by_run_are_the_bits_of_a_build_from_scratch(
     assert again.reused == 0
     meta = json.loads((repo / "index" / "vectors" / "meta.json").read_text())
     assert meta["recipe"] == "onnx-int8-v999"
+    # …and so does a run with no chunk to embed (the recipe read without loading the model).
+    monkeypatch.setattr(embed, "recipe_of", lambda _e: "onnx-int8-v1000")
+    entry = (repo / "library").rglob("metadata.json").__next__()
+    meta_doc = json.loads(entry.read_text())
+    meta_doc["tags"] = [*meta_doc.get("tags", []), "recipe-test"]
+    entry.write_text(json.dumps(meta_doc))
+    third = run_index(Repo.at(repo))
+    assert third.embedded == len(stored_rows_by_key(repo)) and third.reused == 0
+    assert json.loads((repo / "index" / "vectors" / "meta.json").read_text())["recipe"] == (
+        "onnx-int8-v1000"
+    )

@@ -102,6 +102,30 @@ def test_a_changed_item_mid_timeline_equals_a_replay_from_scratch(kr: Path, tmp_
     assert outputs(kr) == from_scratch(kr, tmp_path)
 
 
+def test_a_statement_store_made_by_another_recipe_is_embedded_again_whole(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later arkai that exports the model another way gives other rows: its first replay
+    embeds every statement again — also when no statement is new — and never mixes rows."""
+    first = op.build(Repo.at(kr))
+    assert 0 < first.embedded <= first.episodes  # (two episodes may say the same)
+    store_meta = files.cache_dir(kr) / files.STORE / "meta.json"
+    assert json.loads(store_meta.read_text())["recipe"] == embed.OnnxMiniLMEmbedder.recipe
+    monkeypatch.setattr(embed, "recipe_of", lambda _e: "onnx-int8-v999")
+    # A rejected claim: the episodes change, every statement left is in the store already.
+    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
+    claim = json.loads(evidence.read_text().splitlines()[0])
+    (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(
+        f"claims:\n  {claim['id']}: {{status: rejected}}\n"
+    )
+    again = op.build(Repo.at(kr))
+    assert again.episodes == first.episodes - 1
+    meta = json.loads(store_meta.read_text())
+    assert meta["recipe"] == "onnx-int8-v999"
+    assert again.embedded == meta["count"] >= first.embedded - 1
+    assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
 def test_a_build_logs_its_steps_with_their_peak_memory(kr: Path) -> None:
     """The run's events name the build's steps in order, each with the process's peak memory
     when it ended (what sets the stage's peak) and what it did."""

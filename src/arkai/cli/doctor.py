@@ -55,6 +55,12 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
             for line in report.graph_exports:
                 click.echo(f"    - {line}")
             click.echo("    `arkai reindex --graph-exports` writes them again")
+        if report.vector_recipes:
+            click.echo("vectors made by another export of their model than this arkai's:")
+            for line in report.vector_recipes:
+                click.echo(f"    - {line}")
+            click.echo("    the next `dvc repro` that runs their stage embeds them again, whole "
+                       "(`arkai reindex` now)")  # fmt: skip
         click.echo(
             f"{t['items']} item{'s' * (t['items'] != 1)}: {t['healthy']} healthy, "
             f"{t['needs_attention']} need attention (failed {t['extraction_failed']}, "

@@ -78,6 +78,11 @@ class DoctorReport:
     #: DVC outputs (a clone that pulls has none, a ``dvc checkout`` does not bring them back),
     #: so they are checked here. Not a health problem: ``arkai reindex`` writes them again.
     graph_exports: tuple[str, ...] = ()
+    #: Vector stores made by another recipe of their model than this arkai's
+    #: ("index/vectors: onnx-int8-v4, this arkai's onnx-int8-v5"): the stage that owns one
+    #: embeds it again, whole, the next time it runs, and until then a query's vector is made
+    #: another way than the chunks'. Not a health problem: ``arkai reindex`` re-embeds now.
+    vector_recipes: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -107,6 +112,7 @@ class DoctorReport:
             "site_drift": list(self.site_drift),
             "library_changed": list(self.library_changed),
             "graph_exports": list(self.graph_exports),
+            "vector_recipes": list(self.vector_recipes),
             "totals": self.totals(),
             "items": [i.to_dict() for i in self.items],
         }
@@ -201,7 +207,32 @@ def diagnose(repo: Repo) -> DoctorReport:
         site_drift=_drift(root, "site") if pages is not None else (),
         library_changed=_drift(root, "library", cached=True),
         graph_exports=_graph_exports(root),
+        vector_recipes=_vector_recipes(root),
     )
+
+
+def _vector_recipes(root: Path) -> tuple[str, ...]:
+    """The vector stores (the index's chunks, the beliefs' statements) whose recorded recipe
+    is not the one their model's embedder has in this arkai (read from the stores' metadata
+    and the embedders' factories: no model is loaded)."""
+    from arkai.adapters import memory
+    from arkai.search import embed
+
+    out: list[str] = []
+    for folder in (root / INDEX / "vectors", memory.cache_dir(root) / memory.STORE):
+        where = folder.relative_to(root).as_posix()
+        try:
+            meta = read_json(folder / "meta.json")
+        except ArkaiError as exc:  # the stage loads such a store empty and embeds it again
+            out.append(f"{where}: {exc.message}")
+            continue
+        model = meta.get("model") if meta is not None else None
+        if meta is None or not isinstance(model, str) or model not in embed.get_embedders():
+            continue
+        stored, ours = str(meta.get("recipe") or ""), embed.recipe_of(model)
+        if stored != ours:
+            out.append(f"{where}: {stored or 'no recipe recorded'}, this arkai's {ours or 'none'}")
+    return tuple(out)
 
 
 def _graph_exports(root: Path) -> tuple[str, ...]:

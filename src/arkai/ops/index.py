@@ -1273,12 +1273,15 @@ def _embed(
         and isinstance(previous.get("dim"), int)
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
-        # Under the recipe the embedder of that name has now (no model loaded): a store made
-        # by another recipe loads empty and is embedded again.
-        store = VectorStore.load(folder, name, dim=dim, recipe=embed.recipe_of(name))
+        store = VectorStore.load(folder, name, dim=dim)  # under the recipe it records
     scan = chunk_scan(chunks, keys)
     old = store.snapshot() if store is not None else KeySnapshot.empty()
-    if store is None or (store.rows_of(scan.ids) < 0).any():
+    missing = store is not None and bool((store.rows_of(scan.ids) < 0).any())
+    # A store made by another recipe of the model is embedded again, whole. With chunks to
+    # embed, the embedder says its recipe below; without, its factory does (no model loaded).
+    if store is not None and not missing and store.recipe != embed.recipe_of(name):
+        missing = True
+    if store is None or missing:
         held = embed.held_embedders()
         embedder = embed.get_embedder(requested)
         recipe = embed.recipe_of(embedder)

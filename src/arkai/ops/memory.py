@@ -264,12 +264,7 @@ def _stored_vectors(repo: Repo, folder: Path) -> Any:
     from arkai.search.vectors import VectorStore
 
     model = _stored_model(repo, folder)
-    if model is None:
-        return None
-    from arkai.search import embed
-
-    # Under the model's recipe now (no model loaded): one made by another recipe loads empty.
-    return VectorStore.load(folder, model, recipe=embed.recipe_of(model))
+    return None if model is None else VectorStore.load(folder, model)
 
 
 def embed_statements(
@@ -284,9 +279,15 @@ def embed_statements(
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
-    store = _stored_vectors(repo, folder)
+    store = _stored_vectors(repo, folder)  # under the recipe it records
     todo: list[str] = []
-    if store is None or store.missing(dict.fromkeys(keys)):
+    # A store made by another recipe of the model is embedded again, whole. With statements
+    # to embed, the embedder says its recipe below; without, its factory does (no model).
+    if (
+        store is None
+        or store.missing(dict.fromkeys(keys))
+        or store.recipe != embed.recipe_of(store.model_name)
+    ):
         held = embed.held_embedders()
         embedder = _embedder(repo)
         recipe = embed.recipe_of(embedder)

@@ -19,11 +19,11 @@ is encoded with, in whatever order, batch size or number of threads. The graph q
 activations per call (dynamic int8: one scale for the whole input), so a text run beside others
 would get another scale, and another row, than alone (cosine down to 0.98 measured); each text
 is therefore run alone, the texts of one call spread over one worker thread per CPU, each run
-single-threaded (as fast as batches for passages, ≈ 10 % slower for short sentences). The
-weights' 7-bit range keeps every int8 product inside what CPUs without VNNI instructions
-compute exactly (their u8×s8 instruction saturates pairs of full-range products), so the matrix
-products give the same integers on every x86-64 CPU; the float operations between them may
-still differ in their last bits across CPU families (docs/memory.md, "Reproducible").
+single-threaded (as fast as the batches were, or faster: README, "Embeddings and search
+latency"). The weights' 7-bit range keeps every int8 product inside what CPUs without VNNI
+instructions compute exactly (their u8×s8 instruction saturates pairs of full-range products),
+so the matrix products give the same integers on every x86-64 CPU; the float operations between
+them may still differ in their last bits across CPU families (docs/memory.md, "Reproducible").
 
 ``get_embedder("default")`` is ``minilm-onnx`` when onnxruntime works and the exported model
 passed its quality check (mean cosine of the int8 rows to the float graph's ≥
