@@ -87,15 +87,20 @@ def from_scratch(kr: Path, tmp_path: Path) -> dict[str, bytes]:
     return outputs(copy)
 
 
-def test_a_changed_item_mid_timeline_equals_a_replay_from_scratch(kr: Path, tmp_path: Path) -> None:
-    first = op.build(Repo.at(kr))
-    assert first.resumed_at == 0 and first.episodes >= 6
-    # A person rejects February's first claim: the timeline changes from February on.
+def reject_februarys_first_claim(kr: Path) -> None:
+    """A person rejects February's first claim in review: the timeline changes from there."""
     evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
     claim = json.loads(evidence.read_text().splitlines()[0])
     (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(
         f"claims:\n  {claim['id']}: {{status: rejected}}\n"
     )
+
+
+def test_a_changed_item_mid_timeline_equals_a_replay_from_scratch(kr: Path, tmp_path: Path) -> None:
+    first = op.build(Repo.at(kr))
+    assert first.resumed_at == 0 and first.episodes >= 6
+    # A person rejects February's first claim: the timeline changes from February on.
+    reject_februarys_first_claim(kr)
     again = op.build(Repo.at(kr))
     assert again.episodes == first.episodes - 1
     assert 0 < again.resumed_at < again.episodes  # January's outcome reused, the rest replayed
@@ -113,11 +118,7 @@ def test_a_statement_store_made_by_another_recipe_is_embedded_again_whole(
     assert json.loads(store_meta.read_text())["recipe"] == embed.OnnxMiniLMEmbedder.recipe
     monkeypatch.setattr(embed, "recipe_of", lambda _e: "onnx-int8-v999")
     # A rejected claim: the episodes change, every statement left is in the store already.
-    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
-    claim = json.loads(evidence.read_text().splitlines()[0])
-    (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(
-        f"claims:\n  {claim['id']}: {{status: rejected}}\n"
-    )
+    reject_februarys_first_claim(kr)
     again = op.build(Repo.at(kr))
     assert again.episodes == first.episodes - 1
     meta = json.loads(store_meta.read_text())
@@ -251,11 +252,7 @@ def test_a_damaged_or_stale_episode_row_is_not_trusted(
     table.write_bytes(
         b"\n".join([*lines[:n], itemtable.seal_row(lines[n].partition(b"\t")[2]), *lines[n + 1 :]])
     )
-    evidence = next((kr / "extracted").rglob("*February*/evidence.jsonl"))
-    claim = json.loads(evidence.read_text().splitlines()[0])
-    (next((kr / "library").glob("*/*February*")) / "review.yaml").write_text(
-        f"claims:\n  {claim['id']}: {{status: rejected}}\n"
-    )
+    reject_februarys_first_claim(kr)
     parsed.clear()
     op.build(Repo.at(kr))
     assert parsed == ["Build caches, February"]
