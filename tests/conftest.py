@@ -142,40 +142,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     raycluster.end_run(config)
 
 
-#: The modules whose tests take longest (``--durations`` on a two-core machine, 2026-12-07),
-#: longest first. They run first, each module's tests in their order (a module's fixtures are
-#: made once): on two workers a long test begun last keeps one worker busy after the other has
-#: run out of tests, and ordered this way the short tests fill in around the long ones.
-HEAVIEST_FIRST = (
-    "tests/func/test_package.py",
-    "tests/func/test_dvc_manifests.py",
-    "tests/func/test_remote.py",
-    "tests/func/test_pipeline.py",
-    "tests/func/test_readme_tour.py",
-    "tests/func/test_index_stage.py",
-    "tests/func/test_site_browser.py",
-    "tests/func/test_extract_ray.py",
-    "tests/func/test_run_resume.py",
-    "tests/func/test_redact_e2e.py",
-    "tests/decisions/test_add_during_repro.py",
-    "tests/core/test_embed.py",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: n for n, name in enumerate(HEAVIEST_FIRST)}
-    root = config.rootpath
-
-    def weight(item: pytest.Item) -> int:
-        try:
-            path = item.path.relative_to(root).as_posix()
-        except ValueError:
-            return len(rank)
-        return rank.get(path, len(rank))
-
-    items.sort(key=weight)  # stable: the rest keep their order
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     from tests import raycluster
 
