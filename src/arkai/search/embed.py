@@ -51,7 +51,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -425,15 +425,11 @@ class OnnxMiniLMEmbedder:
         session, tok = self._load()
         # sentence-transformers strips each text before tokenising; so do we.
         ids = [e.ids for e in tok.encode_batch([str(t).strip() for t in texts])]
-        types = "token_type_ids" in self._input_names
+        names = self._input_names
 
         def run(rows: npt.NDArray[np.int64]) -> None:
             for i in rows:
-                seq = np.asarray([ids[i]], dtype=np.int64)
-                feed = {"input_ids": seq, "attention_mask": np.ones_like(seq)}
-                if types:
-                    feed["token_type_ids"] = np.zeros_like(seq)
-                out[i] = session.run(None, feed)[0][0]
+                out[i] = _run_alone(session, names, ids[i])
 
         # Longest first, dealt round the workers: their shares end at nearly the same time.
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
@@ -446,6 +442,16 @@ class OnnxMiniLMEmbedder:
                 for done in [pool.submit(run, order[k::workers]) for k in range(workers)]:
                     done.result()
         return _normalise(out)
+
+
+def _run_alone(session: Any, names: Collection[str], ids: Sequence[int]) -> npt.NDArray[Any]:
+    """One text's row: its token ids run through ``session`` by themselves (no padding, no
+    other text in the run), fed the inputs among ``names`` the graph takes."""
+    seq = np.asarray([ids], dtype=np.int64)
+    feed = {"input_ids": seq, "attention_mask": np.ones_like(seq),
+            "token_type_ids": np.zeros_like(seq)}  # fmt: skip
+    row: npt.NDArray[Any] = session.run(None, {k: v for k, v in feed.items() if k in names})[0][0]
+    return row
 
 
 def _remove_old_exports(current: Path) -> None:
@@ -613,19 +619,14 @@ def _quality_check(reference: Path, onnx_path: Path, mdir: Path) -> dict[str, An
 
     tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
     tok.enable_truncation(max_length=MAX_SEQ_LENGTH)
-    seqs = [np.asarray([e.ids], dtype=np.int64) for e in tok.encode_batch(list(_QUALITY_SENTENCES))]
+    seqs = [e.ids for e in tok.encode_batch(list(_QUALITY_SENTENCES))]
     so = ort.SessionOptions()
     so.log_severity_level = 3
     rows = []
     for path in (reference, onnx_path):
         sess = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
         names = {i.name for i in sess.get_inputs()}
-        got = []
-        for seq in seqs:
-            feed = {"input_ids": seq, "attention_mask": np.ones_like(seq),
-                    "token_type_ids": np.zeros_like(seq)}  # fmt: skip
-            got.append(sess.run(None, {k: v for k, v in feed.items() if k in names})[0][0])
-        rows.append(_normalise(np.vstack(got)))
+        rows.append(_normalise(np.vstack([_run_alone(sess, names, seq) for seq in seqs])))
     cos = (rows[0] * rows[1]).sum(axis=1)
     mean = float(cos.mean())
     return {
