@@ -152,3 +152,35 @@ def test_doctor_names_vectors_made_by_another_recipe_of_their_model(
     assert arkai("--repo", kr, "reindex", "-q")[0] == 0  # the store embedded again, whole
     assert _doctor(arkai, kr)[1]["vector_recipes"] == []
     assert json.loads(meta_path.read_text())["recipe"] == ours
+
+
+def test_doctor_says_an_embedder_plugin_that_fails_to_load_instead_of_stopping(
+    kr: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Doctor reads the recipes from the embedders' registry; an installed embedder plugin
+    that cannot be imported is a finding it reports (naming the plugin), not an error that
+    stops the whole report."""
+    from importlib import metadata
+
+    from arkai.adapters import plugins
+    from arkai.search import embed
+
+    assert arkai("--repo", kr, "add", "-q", SAMPLES / "beekeeping-talk.vtt")[0] == 0
+    assert arkai("--repo", kr, "extract", "-q")[0] == 0
+    assert arkai("--repo", kr, "reindex", "-q")[0] == 0
+    broken = metadata.EntryPoint("brokenemb", "arkai_no_such_plugin:Embedder", embed.GROUP)
+    found = plugins.entry_points
+
+    def with_broken(**kw: Any) -> Any:
+        eps = found(**kw)
+        return [*eps, broken] if kw.get("group") == embed.GROUP else eps
+
+    monkeypatch.setattr(plugins, "entry_points", with_broken)
+    embed.get_embedders.cache_clear()  # (a fresh process scans the entry points; so here)
+    code, rep = _doctor(arkai, kr)
+    assert code == 0 and rep["healthy"] and rep["totals"]["items"] == 1
+    (line,) = rep["vector_recipes"]
+    assert line.startswith("index/vectors: not compared: embedder plugin 'brokenemb'"), line
+    assert "arkai_no_such_plugin" in line
+    code, out, _ = arkai("--repo", kr, "doctor")
+    assert code == 0 and "not compared: embedder plugin 'brokenemb'" in out

@@ -214,11 +214,13 @@ def diagnose(repo: Repo) -> DoctorReport:
 def _vector_recipes(root: Path) -> tuple[str, ...]:
     """The vector stores (the index's chunks, the beliefs' statements) whose recorded recipe
     is not the one their model's embedder has in this arkai (read from the stores' metadata
-    and the embedders' factories: no model is loaded)."""
+    and the embedders' factories: no model is loaded). An embedder plugin that fails to load
+    leaves the stores not compared, said as such: doctor reports it and goes on."""
     from arkai.adapters import memory
     from arkai.search import embed
 
     out: list[str] = []
+    registry: dict[str, Any] | None = None
     for folder in (root / INDEX / "vectors", memory.cache_dir(root) / memory.STORE):
         where = folder.relative_to(root).as_posix()
         try:
@@ -227,7 +229,14 @@ def _vector_recipes(root: Path) -> tuple[str, ...]:
             out.append(f"{where}: {exc.message}")
             continue
         model = meta.get("model") if meta is not None else None
-        if meta is None or not isinstance(model, str) or model not in embed.get_embedders():
+        if meta is None or not isinstance(model, str):
+            continue
+        try:
+            registry = embed.get_embedders() if registry is None else registry
+        except ArkaiError as exc:  # a plugin that cannot be imported
+            out.append(f"{where}: not compared: {exc.message}")
+            continue
+        if model not in registry:
             continue
         stored, ours = str(meta.get("recipe") or ""), embed.recipe_of(model)
         if stored != ours:
