@@ -95,3 +95,54 @@ def test_missing_plugin_is_named(
 def test_not_a_dvc_repo(kr: Path, arkai: Runner) -> None:
     code, _, err = arkai("--repo", kr, "remote", "add", "team", "/tmp/x")
     assert code == 1 and "not a DVC repo" in err
+
+
+SECRET = "hunter2Secret"
+
+
+@pytest.mark.parametrize(
+    ("args", "kind"),
+    [
+        (["ssh://me:" + SECRET + "@host/srv/lib"], "url_password"),
+        (["https://me:" + SECRET + "@dav.example.org/lib"], "url_password"),
+        (["s3://bucket/lib?token=" + SECRET + "0123456789"], "url_secret"),
+        (["s3://bucket/lib", "--endpoint-url", "http://key:" + SECRET + "@127.0.0.1:9000"],
+         "url_password"),
+    ],
+)  # fmt: skip
+def test_a_credential_in_a_url_is_refused_not_committed(
+    dvc_repo: Path, arkai: Runner, args: list[str], kind: str
+) -> None:
+    """`dvc remote add` writes the URL (and the endpoint) to .dvc/config, which git commits:
+    a password or token in it is refused, and the error shows it replaced, never in clear."""
+    before = config(dvc_repo)
+    code, out, err = arkai("--repo", dvc_repo, "remote", "add", "team", *args)
+    assert code == 2, (out, err)
+    assert f"[REDACTED:{kind}]" in err and "holds a credential" in err
+    assert "dvc remote modify --local team" in err
+    assert SECRET not in out + err
+    assert config(dvc_repo) == before and not config(dvc_repo, "config.local")
+
+
+def test_a_user_name_in_a_url_is_not_a_credential(dvc_repo: Path, arkai: Runner) -> None:
+    code, _, err = arkai(
+        "--repo", dvc_repo, "remote", "add", "box", "ssh://git@example.com/srv/dvc"
+    )
+    assert code == 0, err
+    assert "url = ssh://git@example.com/srv/dvc" in config(dvc_repo)
+
+
+def test_a_password_configured_by_hand_is_never_shown(dvc_repo: Path, arkai: Runner) -> None:
+    """A URL given to DVC directly may hold a password: `remote list` and the push/pull
+    results (the remote's objects, whose URL their messages name) show it replaced."""
+    from arkai.adapters.dvc import remote_objects, run_dvc
+
+    url = f"ssh://me:{SECRET}@127.0.0.1:1/srv/lib"
+    assert run_dvc(dvc_repo, "remote", "add", "-d", "box", url).returncode == 0
+    assert SECRET in config(dvc_repo)  # (DVC itself keeps what it was given)
+    for args in (("remote", "list"), ("remote", "list", "--json")):
+        code, out, err = arkai("--repo", dvc_repo, *args)
+        assert code == 0, err
+        assert SECRET not in out and "ssh://me:[REDACTED:url_password]@127.0.0.1:1/srv/lib" in out
+    with remote_objects(dvc_repo, None, "arkai") as objects:  # (nothing connects yet)
+        assert objects.url == "ssh://me:[REDACTED:url_password]@127.0.0.1:1/srv/lib"

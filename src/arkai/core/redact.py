@@ -62,6 +62,11 @@ def _kinds_in_order() -> tuple[str, ...]:
 
 
 ALL_KINDS: tuple[str, ...] = _kinds_in_order()
+#: The kinds that are personal data rather than credentials.
+PERSONAL_KINDS = frozenset({"email", "iban", "credit_card", "us_ssn", "uk_nino", "phone"})
+#: Every kind that is a credential: keys, tokens, passwords (in a URL, its query or an
+#: assignment), private keys. What a configuration file must never hold in the clear.
+SECRET_KINDS: tuple[str, ...] = tuple(k for k in ALL_KINDS if k not in PERSONAL_KINDS)
 
 
 # --------------------------------------------------------------------------- the detection view

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
+from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc, shown_url
 from arkai.adapters.params import positive_number
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, LibraryError
@@ -104,6 +104,9 @@ def add_remote(
         )
     if not url.strip():
         raise InvalidInputError("remote URL is empty")
+    _refuse_credentials(name, url, "remote URL")
+    if endpoint_url is not None:
+        _refuse_credentials(name, endpoint_url, "--endpoint-url")
     scheme = _scheme(url)
     if not scheme:
         url = str((cwd or Path.cwd()).joinpath(Path(url).expanduser()).resolve())
@@ -139,6 +142,28 @@ def add_remote(
     return Remote(name, url, default)
 
 
+def _refuse_credentials(name: str, url: str, what: str) -> None:
+    """A URL that holds a credential (``ssh://me:PASSWORD@host/…``, ``…?token=…``) is refused:
+    ``dvc remote add`` writes the URL to ``.dvc/config``, which git commits and pushes. The
+    error shows the URL with the credential replaced."""
+    from arkai.core.redact import SECRET_KINDS, redact  # (its rules load detect-secrets)
+
+    shown, found = redact(url, SECRET_KINDS)  # (the kinds shown_url replaces)
+    if not found:
+        return
+    kinds = sorted(found)
+    raise InvalidInputError(
+        f"{what} {shown} holds a credential ({', '.join(kinds)}): `dvc remote add` would "
+        "write it to .dvc/config, which git commits",
+        hint=(
+            "give the URL without it, and keep the credential in this clone's .dvc/config.local "
+            f"(not committed): `dvc remote modify --local {name} password …` for ssh:// or "
+            f"webdav://, `--keyfile` for ssh://, `dvc remote modify --local {name} "
+            "access_key_id …` / `secret_access_key …` for s3:// (or the AWS_* variables)"
+        ),
+    )
+
+
 def list_remotes(repo: Repo) -> list[Remote]:
     """The remotes DVC sees in ``repo`` (every config level), the default one flagged."""
     # `dvc config --list` merges every level as KEY=VALUE lines (`dvc remote list` pads with
@@ -156,7 +181,8 @@ def list_remotes(repo: Repo) -> list[Remote]:
             default = value
         elif key.startswith("remote.") and key.endswith(".url"):
             urls[key[len("remote.") : -len(".url")]] = value
-    return [Remote(name, url, name == default) for name, url in urls.items()]
+    # A URL given to DVC by hand may hold a password: shown without it.
+    return [Remote(name, shown_url(url), name == default) for name, url in urls.items()]
 
 
 @dataclass(frozen=True)
