@@ -320,6 +320,28 @@ def test_connection_refused_is_retryable(fake_llm: FakeLLM) -> None:
     assert info.value.retryable
 
 
+@pytest.mark.parametrize(
+    ("auth", "shown"),
+    [
+        ("me:s3cretPassw0rd@", "me:[REDACTED:url_password]@"),  # a password before the @
+        ("", ""),
+    ],
+)
+def test_an_endpoint_is_named_without_its_credentials(
+    fake_llm: FakeLLM, auth: str, shown: str
+) -> None:
+    """The errors name the endpoint, never a password or a key in its URL."""
+    base = fake_llm.base_url
+    fake_llm.stop()
+    url = base.replace("http://", f"http://{auth}", 1) + "?api-key=k3yK3yK3yK3yK3y"
+    with pytest.raises(ProviderError, match="cannot reach") as info:
+        OpenAIProvider({"base_url": url}).complete(claims_request(), timeout=2)
+    message = str(info.value)
+    assert "s3cretPassw0rd" not in message and "k3yK3yK3yK3yK3y" not in message
+    host = base.removeprefix("http://")
+    assert f"http://{shown}{host}?api-key=[REDACTED:" in message
+
+
 class _Redirect(BaseHTTPRequestHandler):
     """Answers every POST with a redirect elsewhere (where the key must not follow)."""
 

@@ -146,3 +146,22 @@ def test_a_password_configured_by_hand_is_never_shown(dvc_repo: Path, arkai: Run
         assert SECRET not in out and "ssh://me:[REDACTED:url_password]@127.0.0.1:1/srv/lib" in out
     with remote_objects(dvc_repo, None, "arkai") as objects:  # (nothing connects yet)
         assert objects.url == "ssh://me:[REDACTED:url_password]@127.0.0.1:1/srv/lib"
+
+
+def test_dvc_errors_are_shown_without_the_remotes_credentials(
+    dvc_repo: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    """DVC's own error names the remote's path as configured: a token in it is replaced."""
+    from arkai.adapters.dvc import run_dvc
+
+    token = "abcdefgh12345678"
+    remote = tmp_path / f"remote?token={token}"
+    remote.write_text("a file where DVC wants a folder\n")
+    (dvc_repo / "a.txt").write_text("hi\n")
+    assert run_dvc(dvc_repo, "add", "a.txt").returncode == 0
+    assert run_dvc(dvc_repo, "remote", "add", "-d", "box", str(remote)).returncode == 0
+    for args in (("remote", "push"), ("remote", "push", "--json")):
+        code, out, err = arkai("--repo", dvc_repo, *args)
+        assert code != 0, (out, err)
+        assert token not in out + err, (out, err)
+        assert "?token=[REDACTED:url_secret]" in out + err, (out, err)

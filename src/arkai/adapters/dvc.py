@@ -65,14 +65,6 @@ def dvc_message(proc: subprocess.CompletedProcess[str]) -> str:
     return " ".join(ln for ln in lines if ln) or f"dvc exited with {proc.returncode}"
 
 
-def shown_url(url: str) -> str:
-    """A remote's URL as arkai shows it (lists, results, errors): any credential in it — a
-    password before the ``@``, a token in the query — replaced by ``[REDACTED:<kind>]``."""
-    from arkai.core.redact import SECRET_KINDS, redact  # (its rules load detect-secrets)
-
-    return redact(url, SECRET_KINDS)[0]
-
-
 _OID = re.compile(r"[0-9a-f]{64}")
 
 
@@ -86,7 +78,8 @@ class RemoteObjects:
 
     name: str
     url: str
-    """As shown (:func:`shown_url`): for messages, never to connect with."""
+    """As shown (:func:`arkai.core.redact.without_credentials`): for messages, never to
+    connect with."""
     _odb: Any
 
     def oids(self) -> set[str]:
@@ -134,5 +127,7 @@ def remote_objects(root: Path, name: str | None, prefix: str) -> Iterator[Remote
                 hint="`arkai remote list` shows the remotes; `arkai remote add` adds one",
             ) from None
         odb = ObjectDB(remote.fs, remote.fs.join(remote.path, prefix))
-        url = shown_url(str(dvc.config["remote"][remote.name]["url"]))
+        from arkai.core.redact import without_credentials  # (its rules load detect-secrets)
+
+        url = without_credentials(str(dvc.config["remote"][remote.name]["url"]))
         yield RemoteObjects(remote.name, url, odb)

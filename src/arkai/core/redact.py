@@ -231,6 +231,13 @@ def redact(text: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, dict[str, 
     return text, dict(sorted(counts.items()))
 
 
+def without_credentials(text: str) -> str:
+    """``text`` — a URL, a tool's message naming one — with every credential in it (a password
+    before the ``@``, a token in the query, a key: :data:`SECRET_KINDS`) replaced, and personal
+    data such as the user name in ``ssh://me@host`` left as it is: how arkai shows an endpoint."""
+    return redact(text, SECRET_KINDS)[0]
+
+
 def scrub(text: str) -> str:
     """``text`` with every kind redacted (for messages, logs and names; counts dropped)."""
     return redact(text)[0]

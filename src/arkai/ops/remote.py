@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc, shown_url
+from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
 from arkai.adapters.params import positive_number
 from arkai.adapters.repo import Repo
 from arkai.errors import InvalidInputError, LibraryError
@@ -148,7 +148,7 @@ def _refuse_credentials(name: str, url: str, what: str) -> None:
     error shows the URL with the credential replaced."""
     from arkai.core.redact import SECRET_KINDS, redact  # (its rules load detect-secrets)
 
-    shown, found = redact(url, SECRET_KINDS)  # (the kinds shown_url replaces)
+    shown, found = redact(url, SECRET_KINDS)  # (as without_credentials shows it)
     if not found:
         return
     kinds = sorted(found)
@@ -182,7 +182,9 @@ def list_remotes(repo: Repo) -> list[Remote]:
         elif key.startswith("remote.") and key.endswith(".url"):
             urls[key[len("remote.") : -len(".url")]] = value
     # A URL given to DVC by hand may hold a password: shown without it.
-    return [Remote(name, shown_url(url), name == default) for name, url in urls.items()]
+    from arkai.core.redact import without_credentials  # (its rules load detect-secrets)
+
+    return [Remote(name, without_credentials(url), name == default) for name, url in urls.items()]
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,8 @@ def _transfer(repo: Repo, direction: str, name: str | None, progress: Progress |
     section = repo.param("remote")
     timeout = positive_number(section, "remote.timeout_s", TIMEOUT_S)
     dvc_timeout = positive_number(section, "remote.dvc_timeout_s", DVC_TIMEOUT_S)
+    from arkai.core.redact import without_credentials  # (its rules load detect-secrets)
+
     with remote_objects(root, name, PREFIX) as objects:
         if progress:
             progress(0, 0, f"dvc {direction}")
@@ -237,7 +241,8 @@ def _transfer(repo: Repo, direction: str, name: str | None, progress: Progress |
                 "(remote.dvc_timeout_s); what it moved is whole, run it again for the rest"
             )
         else:
-            error = None if proc.returncode == 0 else dvc_message(proc)
+            # (DVC's message may name the remote's URL as configured, a password and all.)
+            error = None if proc.returncode == 0 else without_credentials(dvc_message(proc))
             lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
         store = ResponseStore(root / RESPONSES)
         sync = push_responses if direction == "push" else pull_responses

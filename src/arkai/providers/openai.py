@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from arkai.adapters import http
 from arkai.adapters.params import positive_number, whole_number
@@ -305,11 +305,11 @@ class OpenAIProvider:
         )
 
     def _shown_url(self) -> str:
-        """The endpoint without any ``user:password@`` part."""
-        parts = urlsplit(self.url)
-        if "@" not in parts.netloc:
-            return self.url
-        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+        """The endpoint with any credential in it (``user:password@``, a key in the query)
+        replaced."""
+        from arkai.core.redact import without_credentials  # (its rules load detect-secrets)
+
+        return without_credentials(self.url)
 
 
 def _str(cfg: Mapping[str, Any], key: str) -> str | None:
