@@ -22,6 +22,7 @@ from typing import Any
 from arkai.adapters.dvc import dvc_message, remote_objects, run_dvc
 from arkai.adapters.params import positive_number
 from arkai.adapters.repo import Repo
+from arkai.core.redact import SECRET_KINDS, redact, without_credentials
 from arkai.errors import InvalidInputError, LibraryError
 from arkai.model.record import AsDict
 from arkai.providers.runner import RESPONSES, ResponseStore
@@ -146,8 +147,6 @@ def _refuse_credentials(name: str, url: str, what: str) -> None:
     """A URL that holds a credential (``ssh://me:PASSWORD@host/…``, ``…?token=…``) is refused:
     ``dvc remote add`` writes the URL to ``.dvc/config``, which git commits and pushes. The
     error shows the URL with the credential replaced."""
-    from arkai.core.redact import SECRET_KINDS, redact  # (its rules load detect-secrets)
-
     shown, found = redact(url, SECRET_KINDS)  # (as without_credentials shows it)
     if not found:
         return
@@ -182,8 +181,6 @@ def list_remotes(repo: Repo) -> list[Remote]:
         elif key.startswith("remote.") and key.endswith(".url"):
             urls[key[len("remote.") : -len(".url")]] = value
     # A URL given to DVC by hand may hold a password: shown without it.
-    from arkai.core.redact import without_credentials  # (its rules load detect-secrets)
-
     return [Remote(name, without_credentials(url), name == default) for name, url in urls.items()]
 
 
@@ -226,8 +223,6 @@ def _transfer(repo: Repo, direction: str, name: str | None, progress: Progress |
     section = repo.param("remote")
     timeout = positive_number(section, "remote.timeout_s", TIMEOUT_S)
     dvc_timeout = positive_number(section, "remote.dvc_timeout_s", DVC_TIMEOUT_S)
-    from arkai.core.redact import without_credentials  # (its rules load detect-secrets)
-
     with remote_objects(root, name, PREFIX) as objects:
         if progress:
             progress(0, 0, f"dvc {direction}")
