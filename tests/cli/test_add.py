@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.adapters.httpserver import LocalHTTPServer, http_server_fixture  # noqa: F401
 from tests.conftest import SAMPLES, TRANSCRIPTS, Runner
+
+ARTICLES = Path(__file__).resolve().parents[1] / "fixtures" / "articles"
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -213,3 +216,24 @@ def test_a_file_name_that_is_not_utf8_fails_that_input_naming_it(
     for log in (kr / ".arkai" / "runs").rglob("events.jsonl"):
         for line in log.read_text(encoding="utf-8").splitlines():
             json.loads(line)
+
+
+def test_no_credential_in_a_source_url_reaches_the_library(
+    kr: Path, arkai: Runner, http_server: LocalHTTPServer
+) -> None:
+    """A page fetched by a URL that carries a token (a signed link) is stored with the token
+    replaced wherever the URL is kept (`url`, `ref`, `canonical_ref`, `fetched_url`, the
+    source's input): metadata.json is committed and its URL published on the site. The fetch
+    itself used the whole URL."""
+    page = (ARTICLES / "winter_beehives.cp1252.html").read_bytes()
+    http_server.route("/2021/winter", body=page, content_type="text/html")
+    token = "tok3nTok3nTok3n99"
+    code, _, err = arkai("--repo", kr, "add", "-q", http_server.url(f"/2021/winter?token={token}"))
+    assert code == 0, err
+    assert [r.path for r in http_server.requests] == [f"/2021/winter?token={token}"]
+    files = tree(kr)
+    assert not [name for name, data in files.items() if token.encode() in data]
+    (meta,) = [json.loads(data) for name, data in files.items() if name.endswith("metadata.json")]
+    shown = http_server.url("/2021/winter?token=[REDACTED:url_secret]")
+    assert meta["url"] == meta["fetched_url"] == meta["source"]["input"] == shown
+    assert meta["canonical_ref"] == f"url:{shown}"

@@ -250,19 +250,21 @@ def scrub(text: str) -> str:
 _SEP = "\n\u2063\u2063\n"
 
 
-def redact_many(texts: list[str]) -> tuple[list[str], dict[str, int]]:
+def redact_many(
+    texts: list[str], kinds: Iterable[str] = ALL_KINDS
+) -> tuple[list[str], dict[str, int]]:
     """``redact`` of each text (same results), and the counts summed over all of them."""
     if len(texts) > 1 and not any(_SEP in t for t in texts):
-        joined, counts = redact(_SEP.join(texts))
+        joined, counts = redact(_SEP.join(texts), kinds)
         parts = joined.split(_SEP)
         if len(parts) == len(texts):
             return parts, counts
-    done = [redact(t) for t in texts]
+    done = [redact(t, kinds) for t in texts]
     return [t for t, _ in done], merge_counts(*(c for _, c in done))
 
 
-def redact_json(value: Any) -> Any:
-    """A copy of parsed JSON with every string redacted, object keys included."""
+def redact_json(value: Any, kinds: Iterable[str] = ALL_KINDS) -> Any:
+    """A copy of parsed JSON with every string redacted (of ``kinds``), object keys included."""
     strings: list[str] = []
     _collect(value, strings)
     if not strings:
@@ -270,7 +272,7 @@ def redact_json(value: Any) -> Any:
     # Each string is redacted on its own (redact_many), so a repeated one (a key of every
     # event in a batch) is redacted once.
     unique = list(dict.fromkeys(strings))
-    done = dict(zip(unique, redact_many(unique)[0], strict=True))
+    done = dict(zip(unique, redact_many(unique, kinds)[0], strict=True))
     return _rebuild(value, iter([done[s] for s in strings]))
 
 
