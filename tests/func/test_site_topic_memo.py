@@ -14,6 +14,7 @@ import pytest
 
 from arkai.search.topics import iter_topics_json
 from arkai.site import build as site_build
+from arkai.site import topicmemo
 
 TERMS = [f"term {n:02d}" for n in range(40)] + ["café", 'quote " term']
 
@@ -61,6 +62,16 @@ def naive_per_item(doc: dict[str, Any], titles: dict[str, str], placed: set[str]
             left -= len(cut[-1])
         out[cid] = tuple(cut)
     return out
+
+
+def naming(index: Path, doc: dict[str, Any], cids: set[str]) -> set[str]:
+    """The topics whose entries name one of ``cids``, and those whose line holds an escape."""
+    lines = (index / "topics.json").read_text(encoding="utf-8").splitlines()
+    escaped = {t for t in doc["topics"] if any(json.dumps(t) in ln and "\\" in ln for ln in lines)}
+    return escaped | {
+        term for term, value in doc["topics"].items()
+        if any(e["content_id"] in cids for e in value["items"])
+    }  # fmt: skip
 
 
 def test_a_memo_gives_what_a_read_without_it_gives(
@@ -115,13 +126,33 @@ def test_a_memo_gives_what_a_read_without_it_gives(
         counts[rng.choice(sorted(counts))] = rng.randrange(1, 12)
         write(index, doc, counts)
         check(changed)
-    # A title changed, an item added to the catalog: nothing kept is used, all read again.
+    # A title changed: the topics whose lines name the item are read again (and a line with
+    # an escape, which could spell its ID); every other is kept.
     titles[ids[3]] = "Another title"
-    check(set(doc["topics"]))
+    check(naming(index, doc, {ids[3]}))
     check(set())
+    # An item the catalog places now: likewise.
     counts[ids[0]] = 4
     write(index, doc, counts)
+    check(naming(index, doc, {ids[0]}))
+    check(set())
+    # A talk added (the lines of its topics change: it is in them) and one removed whose lines
+    # did not (an index older than the library): only the topics naming either are read.
+    added = f"{99:016x}"
+    titles[added], counts[added] = "A new talk", 5
+    for term in rng.sample(sorted(doc["topics"]), 4):
+        doc["topics"][term]["items"].append(
+            {"chunks": [0, 2], "content_id": added, "relevance": "low"}
+        )
+    del titles[ids[5]]
+    write(index, doc, counts)
+    check(naming(index, doc, {added, ids[5]}))
+    check(set())
+    # More items changed than the memo follows: every topic read again.
+    monkeypatch.setattr(topicmemo, "MAX_CHANGED", 1)
+    titles[ids[6]], titles[ids[7]] = "Retitled", "Retitled too"
     check(set(doc["topics"]))
+    check(set())
     # A damaged memo: not used.
     data = bytearray(memo.read_bytes())
     data[len(data) // 2] ^= 1

@@ -107,7 +107,7 @@ from arkai.site.search import (
 from arkai.site.siteurl import derive_site_url
 from arkai.site.store import SummaryStore, pack_slim, slim_summary, stats_key
 from arkai.site.topicmemo import FILE as TOPIC_MEMO
-from arkai.site.topicmemo import Memo, TopicMemo, memo_key, value_digest
+from arkai.site.topicmemo import Memo, TopicMemo, item_marks, memo_key, value_digest
 
 #: Bump when the cached item summaries change shape (any change to this package's code
 #: already regenerates every page: see :func:`code_digest`).
@@ -501,7 +501,7 @@ def _each_topic(
                     end = len(line) - (2 if line.endswith(",\n") else 1)
                     if line.startswith(": ", opened[1]) and line.endswith("\n") and end > at:
                         digest = value_digest(line[at:end])
-                        kept = memo.get(opened[0], digest)
+                        kept = memo.get(opened[0], digest, line)
                         if kept is not None:
                             terms.append(opened[0])
                             rest.append(line[:at] + "null" + line[end:])
@@ -741,7 +741,8 @@ def _load_topics(
     known = sorted(cid for cid, title in titles.items() if title is not None)
     memo = None
     if memo_path is not None:
-        memo = TopicMemo.load(memo_path, memo_key(code_digest(), titles, offsets), known)
+        marks = item_marks(titles, offsets)
+        memo = TopicMemo.load(memo_path, memo_key(code_digest()), known, marks)
     reader: _TopicReader
     for reader in (_each_topic, _walked_topics, _decoded_topics):
         given: Mapping[str, int] | None = offsets
