@@ -525,14 +525,16 @@ def replay(
     decisions: Decisions,
     check: Checker,
     resume: ReplayLog | None = None,
+    prints: npt.NDArray[Any] | None = None,
 ) -> ReplayResult:
     """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows, in memory
     or read by row from files: :class:`~arkai.adapters.fs.ReadRows`). With
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
     episodes whose outcome can differ are decided afresh (:class:`_Resume`); it is let go once
-    the episodes are replayed (pass it without keeping a reference to save its memory)."""
+    the episodes are replayed (pass it without keeping a reference to save its memory).
+    ``prints``: the episodes' :func:`fingerprints` when the caller has them already."""
     st = _State(params, decisions, check, len(episodes))
-    fps = fingerprints(episodes)
+    fps = fingerprints(episodes) if prints is None else prints
     n = len(episodes)
     cands = np.full((n, CANDIDATES), NONE, dtype=np.int32)
     kth = np.zeros(n, dtype=np.int64)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from arkai import __version__
 from arkai.adapters import manifest
@@ -386,8 +387,10 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
         info["episodes"] = kept.episodes if kept is not None else len(episodes or ())
         if kept is not None:
             info["read"] = False  # (the last replay's sources: not read)
-    if not sourced and saved is not None and episodes is not None:
-        kept = _kept(repo, saved, episodes)
+    # The episodes' fingerprints, made once (≈ 2.4 µs an episode) for the check and the replay.
+    prints = fingerprints(episodes) if episodes is not None else None
+    if not sourced and saved is not None and prints is not None:
+        kept = _kept(repo, saved, prints)
         if kept is not None and first is not None and read.source is not None:
             # The same episodes from other files (or a log from before sources were kept):
             # the source recorded, so that the next run need not read them.
@@ -415,7 +418,7 @@ def _build(repo: Repo, progress: Progress | None, log: RunLog) -> BuildResult:
     with log.step("replay") as info:
         # The log is passed, not kept: the replay lets it go once the episodes are replayed.
         result = replay(episodes, vectors, params=params, decisions=decisions, check=check,
-                        resume=load_log(folder, key))  # fmt: skip
+                        resume=load_log(folder, key), prints=prints)  # fmt: skip
         info.update(beliefs=len(result.beliefs), decided=result.decided)
     counts = {s: sum(b.status == s for b in result.beliefs) for s in BELIEF_STATUSES}
     with log.step("write"):
@@ -442,14 +445,15 @@ def _replay_key(params: dict[str, Any], check: str, decisions: dict[str, Any], m
     return text_digest(json.dumps(same, sort_keys=True, ensure_ascii=False))
 
 
-def _kept(repo: Repo, saved: SavedLog, episodes: list[Episode] | None) -> BuildResult | None:
+def _kept(repo: Repo, saved: SavedLog, prints: npt.NDArray[Any] | None) -> BuildResult | None:
     """The last build's result when ``saved`` (its log, under this build's key) was replayed
-    from exactly ``episodes`` (None: the caller found them the same by the source the log
-    records) and every file it wrote still holds what it wrote; else None."""
-    w, prints = saved.written, saved.log.fingerprints
+    from exactly the episodes of these fingerprints (None: the caller found them the same by
+    the source the log records) and every file it wrote still holds what it wrote; else
+    None."""
+    w, logged = saved.written, saved.log.fingerprints
     if not isinstance(w, dict):
         return None
-    if episodes is not None and not np.array_equal(prints, fingerprints(episodes)):
+    if prints is not None and not np.array_equal(logged, prints):
         return None
     beliefs, by_status, digests = w.get("beliefs"), w.get("by_status"), w.get("files")
     if not (
@@ -462,7 +466,7 @@ def _kept(repo: Repo, saved: SavedLog, episodes: list[Episode] | None) -> BuildR
         and files.written_digests(repo.root) == digests
     ):
         return None
-    count = len(prints)
+    count = len(logged)
     return BuildResult(count, beliefs, dict(by_status), 0, False, count, 0)
 
 
