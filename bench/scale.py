@@ -518,12 +518,17 @@ def plot(result: dict[str, Any], png: Path) -> None:
         if "ms_per_item" in f:
             line = [f["intercept_s"] + f["ms_per_item"] / 1000 * n for n in span]
             ax.plot(span, line, ":", color=colour, alpha=0.8)
-    for name, other in sorted(result.get("labels", {}).items()):
+    # The labelled sets (older code, other machines) in grey, one legend entry per loop for all
+    # of them: an entry per set and loop took the plot's height once there were seventeen.
+    named: set[str] = set()
+    for _, other in sorted(result.get("labels", {}).items()):
         old = sorted(other["sizes"].values(), key=lambda s: s["items"])
         for loop, mark in (("changed", "v"), ("noop", "^")):
             ys = [s[loop].get("median_cpu_s", s[loop]["median_s"]) for s in old]
-            ax.plot([s["items"] for s in old], ys, mark + "--", color="grey", alpha=0.7,
-                    label=f"{name}: {labels[loop]}, CPU")  # fmt: skip
+            label = "_nolegend_" if loop in named else f"earlier sets: {labels[loop]}, CPU"
+            named.add(loop)
+            ax.plot([s["items"] for s in old], ys, mark + "--", color="grey", alpha=0.5,
+                    label=label)  # fmt: skip
             f = other.get("fit_cpu", {}).get(loop, {})
             if "ms_per_item" in f:
                 line = [f["intercept_s"] + f["ms_per_item"] / 1000 * n for n in span]
@@ -540,7 +545,7 @@ def plot(result: dict[str, Any], png: Path) -> None:
     ax.set_ylabel("dvc repro, seconds (median)")
     ax.set_title("arkai daily loop: medians measured (solid), CPU fitted (dotted)")
     ax.grid(True, which="both", alpha=0.3)
-    # Beside the axes, not over the lines (one entry per loop and labelled set).
+    # Beside the axes, not over the lines.
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)

@@ -273,3 +273,30 @@ def test_a_loop_summary_has_each_stage_and_dvc(scale: ModuleType) -> None:
     assert got["stage_cpu_s"] == {"index": 2.0, "extract": 1.0, "dvc": 0.7}
     assert got["peak_rss_mb"] == {"index": 300.0}
     assert got["median_run"]["total_s"] == 5.0
+
+
+def test_the_legend_does_not_grow_with_the_labelled_sets(
+    scale: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seventeen labelled sets took the plot's height with a legend entry each: the earlier
+    sets share one entry per loop."""
+    from matplotlib.figure import Figure
+
+    sizes = {"100": _size(100, 1.0, 9.0, 9.5), "1000": _size(1000, 1.9, 9.9, 10.4)}
+    result: dict[str, Any] = {"sizes": sizes, **scale.analyse(sizes)}
+    for k in range(20):
+        result = scale.merge(result, sizes, f"set-{k}", 3)
+    entries: list[list[str]] = []
+    save = Figure.savefig
+
+    def seen(fig: Figure, *args: Any, **kwargs: Any) -> None:
+        entries.append([t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()])
+        save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", seen)
+    scale.plot({"sizes": sizes, **scale.analyse(sizes)}, tmp_path / "alone.png")
+    scale.plot(result, tmp_path / "scale.png")
+    alone, texts = entries
+    assert len(result["labels"]) == 20
+    assert texts == [*alone[:-2], "earlier sets: one changed, CPU", "earlier sets: no-op, CPU",
+                     *alone[-2:]]  # fmt: skip
