@@ -20,6 +20,7 @@ with its manifest (a page deleted or edited by hand).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -148,6 +149,8 @@ _HEX = re.compile(rb"[0-9a-f]{64}")
 _FIELDS = 5
 _CACHE_BLOCK = 1 << 16  # ≈ 700 records: a block's fields are a list while it is read
 _BATCH = 4096
+#: A cache record after its key: ``\0``, the SHA-256 in hex, ``\0``.
+_RECORD_TAIL = 66
 
 
 def _cached(path: Path) -> Iterator[tuple[Key, str]]:
@@ -351,23 +354,77 @@ def spliced(root: Path, folder: str, data: bytes, under: Iterable[str]) -> bytes
     pieces: list[bytes] = []
     at = 0
     outer: str | None = None
+    walked: list[str] = []
+    hashed: list[str] = []  # each file's stat cache record (one string: ≈ 130 bytes a file)
     for rel in folders:
         if outer is not None and rel.startswith(outer + "/"):
             continue  # inside the folder walked just before (its lines are among that one's)
         outer = rel
+        walked.append(rel + "/")
         prefix = rel.encode("utf-8", "surrogateescape") + b"/"
         lo = _first_at(data, prefix)
         hi = _first_at(data, prefix + b"\xff")
         files = [f"{rel}/{key}" for key in _walk(root / folder / rel)]
         files.sort()
         pieces.append(data[at:lo])
-        pieces.extend(
-            f"{_sha256(root / folder / path)}\t{size}\t{path}\n".encode("utf-8", "surrogateescape")
-            for path, size, _ in (key.split("\0", 2) for key in files)
-        )
+        for key in files:
+            path, size, _ = key.split("\0", 2)
+            sha = _sha256(root / folder / path)
+            hashed.append(f"{key}\0{sha}\0")
+            pieces.append(f"{sha}\t{size}\t{path}\n".encode("utf-8", "surrogateescape"))
         at = max(at, hi)
     pieces.append(data[at:])
+    if len(hashed) >= SPLICE_CACHED_MIN:
+        hashed.sort()  # by key: a key ends with digits and the record goes on with a NUL
+        cache = _cache_path(root, _cache_name(PATHS.get(folder, Path(folder))))
+        _merge_cache(cache, walked, hashed)
     return b"".join(pieces)
+
+
+#: Files :func:`spliced` hashed from which their records go into the folder's stat cache, so
+#: that the next whole walk (a no-op's) reads none of them again — after a first build or an
+#: import, every file the run wrote: ≈ 60,000 at 10,000 items, a first no-op of 6.6 s where
+#: the next took 1.7 (issue 17). Rewriting the cache costs about what hashing this many small
+#: files does, so the daily loop's few files are left to the next walk (milliseconds).
+SPLICE_CACHED_MIN = 2048
+
+
+def _merge_cache(cache_file: Path, under: list[str], fresh: list[str]) -> None:
+    """The per-file cache at ``cache_file`` (:data:`CACHE_HEADER`) with its records of files
+    under the folders ``under`` (paths with their slash, none inside another) replaced by
+    ``fresh`` (records as the cache holds them, ``key\\0sha256\\0``, sorted): the old records
+    streamed and merged, never held whole. No cache there (or not of this layout): nothing is
+    written — the next walk makes it."""
+    try:
+        with open(cache_file, "rb") as fh:
+            if fh.readline() != CACHE_HEADER:
+                return
+    except OSError:
+        return
+    starts = sorted(under)
+
+    def inside(path: str) -> bool:
+        i = bisect.bisect_right(starts, path) - 1
+        return i >= 0 and path.startswith(starts[i])
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(CACHE_HEADER)
+        at = 0
+        out: list[str] = []
+        for key, sha in _cached(cache_file):
+            if inside(key.split("\0", 1)[0]):
+                continue  # replaced by the files there now
+            while at < len(fresh) and fresh[at][:-_RECORD_TAIL] < key:
+                out.append(fresh[at])
+                at += 1
+            out.append(f"{key}\0{sha}\0")
+            if len(out) >= _BATCH:
+                fh.write("".join(out).encode("utf-8", "surrogateescape"))
+                out.clear()
+        out.extend(fresh[at:])
+        fh.write("".join(out).encode("utf-8", "surrogateescape"))
+
+    atomic_write(cache_file, write, fsync=False)
 
 
 def render(entries: list[Entry]) -> bytes:
