@@ -149,8 +149,13 @@ _HEX = re.compile(rb"[0-9a-f]{64}")
 _FIELDS = 5
 _CACHE_BLOCK = 1 << 16  # ≈ 700 records: a block's fields are a list while it is read
 _BATCH = 4096
-#: A cache record after its key: ``\0``, the SHA-256 in hex, ``\0``.
+#: A cache record after its key: ``\0``, the SHA-256 in hex, ``\0`` (:func:`_record`).
 _RECORD_TAIL = 66
+
+
+def _record(key: Key, sha: str) -> str:
+    """A file's record in the per-file cache: its key and SHA-256 (hex), each ended by NUL."""
+    return f"{key}\0{sha}\0"
 
 
 def _cached(path: Path) -> Iterator[tuple[Key, str]]:
@@ -230,7 +235,7 @@ def _save_cache(cache_file: Path, keys: list[Key], digests: bytearray) -> None:
         for start in range(0, len(keys), _BATCH):
             part = keys[start : start + _BATCH]
             fh.write("".join(
-                f"{key}\0{digests[32 * i : 32 * i + 32].hex()}\0"
+                _record(key, digests[32 * i : 32 * i + 32].hex())
                 for i, key in enumerate(part, start)
             ).encode("utf-8", "surrogateescape"))  # fmt: skip
 
@@ -370,7 +375,7 @@ def spliced(root: Path, folder: str, data: bytes, under: Iterable[str]) -> bytes
         for key in files:
             path, size, _ = key.split("\0", 2)
             sha = _sha256(root / folder / path)
-            hashed.append(f"{key}\0{sha}\0")
+            hashed.append(_record(key, sha))
             pieces.append(f"{sha}\t{size}\t{path}\n".encode("utf-8", "surrogateescape"))
         at = max(at, hi)
     pieces.append(data[at:])
@@ -417,7 +422,7 @@ def _merge_cache(cache_file: Path, under: list[str], fresh: list[str]) -> None:
             while at < len(fresh) and fresh[at][:-_RECORD_TAIL] < key:
                 out.append(fresh[at])
                 at += 1
-            out.append(f"{key}\0{sha}\0")
+            out.append(_record(key, sha))
             if len(out) >= _BATCH:
                 fh.write("".join(out).encode("utf-8", "surrogateescape"))
                 out.clear()
