@@ -31,7 +31,7 @@ from arkai.adapters.layout import LIBRARY, METADATA, TRANSCRIPT, Item, iter_item
 from arkai.adapters.repo import Repo
 from arkai.adapters.store import write_json
 from arkai.core.hashing import content_id, digest
-from arkai.core.redact import SECRET_KINDS, redact, redact_json, scrub
+from arkai.core.redact import ALL_KINDS, SECRET_KINDS, redact, redact_json, scrub
 from arkai.core.titles import folder_name, sanitize_title
 from arkai.errors import ArkaiError, InvalidInputError
 from arkai.sources.base import Acquired, AddOptions
@@ -317,12 +317,11 @@ def store(
     if opts.redact and not chat:
         apply_redaction(acq)
     meta = build_metadata(acq, tags=opts.tags, now=opts.now, ref=ref)
-    if opts.redact or (chat and redaction_enabled(opts)):  # the title (folder name), all fields
-        meta = redact_json(meta)
-    else:
-        # Whatever --redact says, no credential goes into metadata.json, which git commits and
-        # the site publishes: a source URL's password or token (`?token=…`) is replaced.
-        meta = redact_json(meta, SECRET_KINDS)
+    # Redacting: every kind, in every field (the title, so the folder name, included). Not:
+    # still no credential goes into metadata.json, which git commits and the site publishes —
+    # a source URL's password or token (`?token=…`) is replaced.
+    full = opts.redact or (chat and redaction_enabled(opts))
+    meta = redact_json(meta, ALL_KINDS if full else SECRET_KINDS)
     cid = meta["id"]
     existing = known.get(cid)
     if existing is None:
