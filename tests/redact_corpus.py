@@ -109,6 +109,24 @@ def _build() -> list[tuple[str, str, str]]:
     add("huggingface_token", "hf_" + _chars(34))
     add("slack_webhook", "https://hooks.slack.com/services/T0" + _chars(8, string.ascii_uppercase)
         + "/B0" + _chars(8, string.ascii_uppercase) + "/" + _chars(24))  # fmt: skip
+    add("webhook_url", "https://discord.com/api/webhooks/1234567890" + _chars(8, string.digits)
+        + "/" + _chars(68, string.ascii_letters + string.digits + "_-"))  # fmt: skip
+    guid = "0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+    add("webhook_url", f"https://contoso.webhook.office.com/webhookb2/{guid}@{guid}"
+        f"/IncomingWebhook/{_chars(32, string.hexdigits.lower()[:16])}/{guid}")  # fmt: skip
+    add("webhook_url", "https://outlook.office.com/webhook/" + guid + "@" + guid
+        + "/IncomingWebhook/" + _chars(32, "0123456789abcdef") + "/" + guid)  # fmt: skip
+    add("webhook_url", "https://hooks.zapier.com/hooks/catch/" + _chars(7, string.digits) + "/"
+        + _chars(7, string.ascii_lowercase + string.digits) + "/")  # fmt: skip
+    tok = "987654321:" + _chars(35, string.ascii_letters + string.digits + "_-")
+    add("telegram_token", f"https://api.telegram.org/bot{tok}/sendMessage", tok)
+    sig = _chars(64, "0123456789abcdef")
+    add("url_secret", "https://b.s3.amazonaws.com/r.pdf?X-Amz-Date=20261201T000000Z"
+        f"&X-Amz-Signature={sig}", sig)  # fmt: skip
+    tok = "IQoJb3JpZ2luX2Vj" + _chars(40)
+    add("url_secret", f"https://b.s3.amazonaws.com/r.pdf?X-Amz-Security-Token={tok}&x=1", tok)
+    sig = _chars(64, "0123456789abcdef")
+    add("url_secret", f"https://storage.googleapis.com/b/o.pdf?X-Goog-Signature={sig}", sig)
     add("slack_token", "xox" + "b-" + "1234567890-" + "9876543210-" + _chars(24))
     add("slack_token", "xox" + "p-" + "1234567890-" + "1234567890-" + _chars(24))
     add("aws_access_key", "AKIA" + _chars(16, string.ascii_uppercase + string.digits))

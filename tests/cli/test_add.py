@@ -218,8 +218,31 @@ def test_a_file_name_that_is_not_utf8_fails_that_input_naming_it(
             json.loads(line)
 
 
+_SIGNATURE = "4f1c8b9e2a7d3f5e6c0b1a2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f"
+
+
+@pytest.mark.parametrize(
+    ("query", "tokens", "shown_query"),
+    [
+        ("token=tok3nTok3nTok3n99", ["tok3nTok3nTok3n99"], "token=[REDACTED:url_secret]"),
+        # A presigned S3 link: its session token and signature (the date and expiry stay).
+        (
+            "X-Amz-Date=20261201T000000Z&X-Amz-Expires=3600"
+            "&X-Amz-Security-Token=IQoJb3JpZ2luX2VjEJr8xyz99&X-Amz-Signature=" + _SIGNATURE,
+            ["IQoJb3JpZ2luX2VjEJr8xyz99", _SIGNATURE],
+            "X-Amz-Date=20261201T000000Z&X-Amz-Expires=3600"
+            "&X-Amz-Security-Token=[REDACTED:url_secret]&X-Amz-Signature=[REDACTED:url_secret]",
+        ),
+    ],
+    ids=["token", "presigned-s3"],
+)
 def test_no_credential_in_a_source_url_reaches_the_library(
-    kr: Path, arkai: Runner, http_server: LocalHTTPServer
+    kr: Path,
+    arkai: Runner,
+    http_server: LocalHTTPServer,
+    query: str,
+    tokens: list[str],
+    shown_query: str,
 ) -> None:
     """A page fetched by a URL that carries a token (a signed link) is stored with the token
     replaced wherever the URL is kept (`url`, `ref`, `canonical_ref`, `fetched_url`, the
@@ -227,13 +250,13 @@ def test_no_credential_in_a_source_url_reaches_the_library(
     itself used the whole URL."""
     page = (ARTICLES / "winter_beehives.cp1252.html").read_bytes()
     http_server.route("/2021/winter", body=page, content_type="text/html")
-    token = "tok3nTok3nTok3n99"
-    code, _, err = arkai("--repo", kr, "add", "-q", http_server.url(f"/2021/winter?token={token}"))
+    code, _, err = arkai("--repo", kr, "add", "-q", http_server.url(f"/2021/winter?{query}"))
     assert code == 0, err
-    assert [r.path for r in http_server.requests] == [f"/2021/winter?token={token}"]
+    assert [r.path for r in http_server.requests] == [f"/2021/winter?{query}"]
     files = tree(kr)
-    assert not [name for name, data in files.items() if token.encode() in data]
+    for token in tokens:
+        assert not [name for name, data in files.items() if token.encode() in data]
     (meta,) = [json.loads(data) for name, data in files.items() if name.endswith("metadata.json")]
-    shown = http_server.url("/2021/winter?token=[REDACTED:url_secret]")
+    shown = http_server.url(f"/2021/winter?{shown_query}")
     assert meta["url"] == meta["fetched_url"] == meta["source"]["input"] == shown
     assert meta["canonical_ref"] == f"url:{shown}"

@@ -79,6 +79,12 @@ def test_checksums() -> None:
         '# "https://username:password@host" and socks5h://<username>:<password>@proxy',
         "a &amp; b &lt;tag&gt; &#x27;quoted&#x27; <br> line",
         "ISBN 978-3-16-148410-0, price $1,234,567.89, 12:30:45",
+        # Where webhooks and signed links are documented, without one.
+        "see https://discord.com/api/webhooks, https://example.com/bot/help and "
+        "https://discord.com/channels/123456789012345678/123456789012345678",
+        "https://b.s3.amazonaws.com/r.pdf?X-Amz-Date=20261201T000000Z&X-Amz-Expires=3600"
+        "&X-Amz-SignedHeaders=host&X-Amz-Algorithm=AWS4-HMAC-SHA256",
+        "https://hooks.zapier.com/hooks/catch/ and https://outlook.office.com/webhook/ docs",
     ],
 )
 def test_look_alikes_survive(text: str) -> None:

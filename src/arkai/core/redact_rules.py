@@ -107,6 +107,16 @@ _SLACK = _c(r"x(?<![A-Za-z0-9]x)(?:ox[abeoprs]-[A-Za-z0-9\-]{10,}|app-\d-[A-Za-z
 _SLACK_HOOK = _c(
     r"http(?:s)?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{8,}"
 )
+# Webhook URLs that are their own credential (anyone holding one can post): Discord's, Microsoft
+# Teams' (Office 365 connectors, old and new hosts) and Zapier's catch hooks, the URL whole as
+# Slack's above.
+_WEBHOOK = _c(
+    r"https://(?:(?:ptb\.|canary\.)?discord(?:app)?\.com/api/(?:v\d+/)?webhooks/\d{15,22}/"
+    r"[A-Za-z0-9_\-]{40,}"
+    r"|(?:outlook\.office(?:365)?\.com/webhook|[a-z0-9\-]+\.webhook\.office\.com/webhookb2)/"
+    r"[A-Za-z0-9@/\-]{40,}"
+    r"|hooks\.zapier\.com/hooks/catch/\d+/[A-Za-z0-9]{5,}/?)"
+)
 _STRIPE = _c(_NB + r"(?:[srp]k_(?:live|test)_[0-9A-Za-z]{10,247}|whsec_[A-Za-z0-9+/=]{20,})")
 _GOOGLE_KEY = _c(r"AIza(?<![A-Za-z0-9]AIza)[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])")
 _GOOGLE_OAUTH = _c(
@@ -136,9 +146,11 @@ _ASSIGNMENT = _c(
     _ASSIGN_KEY + r"[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*"
     r"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|([^\s\"'`,;&<>\[\]{}()]{6,200}))"
 )
+# A query parameter named for a credential; ``x-amz-`` and ``x-goog-`` are the prefixes of
+# presigned S3 and Cloud Storage links (their signature and session token).
 _URL_SECRET = _c(
-    r"[?&](?:access_token|api_?key|auth|token|client_secret|password|passwd|secret"
-    r"|sig|signature|key)=([^&\s#\"'<>\[\]]{8,})"
+    r"[?&](?:x-(?:amz|goog)-)?(?:access_token|api_?key|auth|token|client_secret|password|passwd"
+    r"|secret|sig|signature|key|security-token)=([^&\s#\"'<>\[\]]{8,})"
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*(?:\(\))?")
 _DUMMY = re.compile(
@@ -308,6 +320,7 @@ RULES: tuple[Rule, ...] = (
     Rule("github_token", _GITHUB, words("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     Rule("slack_webhook", _SLACK_HOOK, words("hooks.slack.com")),
     Rule("slack_token", _SLACK, words("xox", "xapp-")),
+    Rule("webhook_url", _WEBHOOK, words("/webhook", "hooks.zapier.com")),
     Rule("stripe_key", _STRIPE, words("k_live_", "k_test_", "whsec_")),
     Rule("google_api_key", _GOOGLE_KEY, words("AIza")),
     Rule("google_oauth", _GOOGLE_OAUTH, words("GOCSPX-", "ya29.", "1//0")),
@@ -338,7 +351,7 @@ RULES: tuple[Rule, ...] = (
 
 GENERIC_RULES: tuple[Rule, ...] = (
     Rule("bearer_token", _BEARER, words("bearer", "authorization"), _token_value, lowered=True),
-    Rule("url_secret", _URL_SECRET, _hint("[?&][a-z_]+="), _token_value, lowered=True),
+    Rule("url_secret", _URL_SECRET, _hint("[?&][a-z_\\-]+="), _token_value, lowered=True),
     Rule(
         "password",
         _ASSIGNMENT,
