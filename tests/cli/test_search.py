@@ -12,7 +12,7 @@ import hashlib
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -422,6 +422,39 @@ def test_missing_index_says_how_to_build(kr: Path, arkai: Runner) -> None:
     code, _, err = arkai("--repo", kr, "search", "hive")
     assert code == 1
     assert "dvc repro" in err and "arkai reindex" in err
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (lambda f: f.write_bytes(f.read_bytes()[:100]), "bm25.npz"),
+        (lambda f: f.write_bytes(b""), "bm25.npz"),
+        (lambda f: f.with_suffix(".npy").write_bytes(b""), "seg-"),
+        (lambda f: f.with_suffix(".npy").write_bytes(f.with_suffix(".npy").read_bytes()[:-40]),
+         "seg-"),
+        (lambda f: f.with_suffix(".keys").unlink(), "seg-"),
+    ],
+    ids=["bm25 cut short", "bm25 emptied", "segment emptied", "segment torn", "keys gone"],
+)  # fmt: skip
+def test_a_damaged_index_file_is_named_with_how_to_mend_it(
+    lib: dict[str, Any], arkai: Runner, damage: Callable[[Path], None], named: str
+) -> None:
+    """A file of index/lexical or index/vectors damaged (a bad pull, a disk error): search
+    names it and says to rebuild — it said "unexpected error: BadZipFile", "aborted" (numpy's
+    EOFError, which click takes for the end of input) or that no vectors were made."""
+    index = lib["root"] / "index"
+    if named == "bm25.npz":
+        target = index / "lexical" / "bm25.npz"
+    else:
+        (target,) = (index / "vectors").glob("seg-*.npy")
+        target = target.with_suffix(".x")  # (each attack picks its suffix)
+    damage(target)
+    code, _, err = arkai("--repo", lib["root"], "search", "varroa mite")
+    assert code == 1, err
+    assert "unexpected" not in err and "aborted" not in err
+    line = err.strip().splitlines()[-1]
+    assert str(index) in line and named in line, line
+    assert "arkai reindex" in line and "dvc repro" in line, line
 
 
 def test_asof_without_git_is_invalid(lib: dict[str, Any], arkai: Runner) -> None:

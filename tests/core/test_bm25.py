@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from arkai.errors import InvalidInputError
-from arkai.search.bm25 import BM25Index, top_k, write_index
+from arkai.search.bm25 import BM25Index, load_shape, top_k, write_index
 from arkai.search.termcounts import (
     CountsFile,
     TermCounts,
@@ -101,7 +101,7 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
 
 
 def test_load_errors(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="cannot read BM25 index"):
+    with pytest.raises(InvalidInputError, match="cannot read the BM25 index"):
         BM25Index.load(tmp_path)
     idx = BM25Index.build(DOCS)
     idx.save(tmp_path)
@@ -109,6 +109,48 @@ def test_load_errors(tmp_path: Path) -> None:
     meta.write_text(meta.read_text().replace('"format": 1', '"format": 99'))
     with pytest.raises(InvalidInputError, match="format 99"):
         BM25Index.load(tmp_path)
+
+
+def _flip_middle_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("damage", "name"),
+    [
+        (lambda f: (f / "bm25.npz").write_bytes((f / "bm25.npz").read_bytes()[:200]), "bm25.npz"),
+        (lambda f: (f / "bm25.npz").write_bytes(b""), "bm25.npz"),
+        (lambda f: _flip_middle_byte(f / "bm25.npz"), "bm25.npz"),
+        (lambda f: (f / "bm25.json").write_text("[1, 2]"), "bm25.json"),
+        (lambda f: (f / "bm25.json").write_bytes(b"\xff\xfe{"), "bm25.json"),
+        (
+            lambda f: np.savez(f / "bm25.npz", indptr=np.array([0, 5]), indices=np.array([1]),
+                               data=np.array([1.0]), doc_len=np.array([1])),
+            "bm25.npz",
+        ),
+        (lambda f: np.savez(f / "bm25.npz", indptr=np.array([0])), "bm25.npz"),
+    ],
+    ids=["cut short", "empty", "a byte flipped", "not an object", "not utf-8",
+         "arrays that do not add up", "an array missing"],
+)  # fmt: skip
+def test_a_damaged_index_is_an_error_naming_its_file(
+    tmp_path: Path, damage: Callable[[Path], None], name: str
+) -> None:
+    """A file cut short, emptied, altered (the zip's CRC), or arrays that do not fit together:
+    the error names the file (it was a BadZipFile, or an EOFError the CLI took for an
+    interrupt); the shape's reader names the files it reads likewise."""
+    BM25Index.build(DOCS).save(tmp_path)
+    damage(tmp_path)
+    with pytest.raises(InvalidInputError) as caught:
+        BM25Index.load(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / name}: cannot read the BM25 index (")
+    if name == "bm25.json" or (tmp_path / "bm25.npz").stat().st_size < 1000:
+        # The shape reads the terms and the row pointers only: damage there is named too.
+        with pytest.raises(InvalidInputError) as caught:
+            load_shape(tmp_path)
+        assert str(caught.value).startswith(f"{tmp_path / name}: cannot read the BM25 index (")
 
 
 def test_load_does_not_import_model_libraries(tmp_path: Path) -> None:

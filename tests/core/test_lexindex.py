@@ -346,7 +346,7 @@ def test_the_stage_checks_a_kept_engine_without_reading_the_weights(
     with pytest.raises(EngineError, match=r"zyxwv|documents there"):
         LexicalEngine.load(tmp_path, bm25_module.load_shape(tmp_path), "sha256:a")
     (tmp_path / "bm25.npz").write_bytes(b"not an npz")
-    with pytest.raises(InvalidInputError, match="cannot read BM25 index"):
+    with pytest.raises(InvalidInputError, match="cannot read the BM25 index"):
         bm25_module.load_shape(tmp_path)
 
 

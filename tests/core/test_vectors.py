@@ -170,27 +170,36 @@ def test_load_missing_or_inconsistent_folder(
     second = _meta(tmp_path)["segments"][1]["name"]
     assert len(VectorStore.load(tmp_path, "m")) == 40
 
-    def attack(damage: Callable[[], object]) -> None:
+    def attack(damage: Callable[[], object], named: str | None = "meta.json") -> None:
+        """``named``: the file the store's ``damage`` names (None: no record of a store for
+        this model is left, so nothing is damaged — there is none)."""
         again = VectorStore(8, "m")
         again.add(s.keys, s.rows)
         again.save(tmp_path)  # content-named: the same files and record again
         assert _meta(tmp_path)["segments"][1]["name"] == second
         assert len(VectorStore.load(tmp_path, "m")) == 40
+        assert VectorStore.load(tmp_path, "m").damage is None
         damage()
-        assert len(VectorStore.load(tmp_path, "m", dim=8)) == 0
+        got = VectorStore.load(tmp_path, "m", dim=8)
+        assert len(got) == 0
+        if named is None:
+            assert got.damage is None
+        else:  # what search reports (not "no vectors made by the embedder")
+            assert got.damage is not None and f"{tmp_path / named}:" in got.damage, got.damage
 
     keys_file, npy = tmp_path / f"{second}.keys", tmp_path / f"{second}.npy"
-    attack(lambda: npy.unlink())
-    attack(lambda: keys_file.unlink())
-    attack(lambda: npy.write_bytes(b"garbage"))
-    attack(lambda: np.save(npy, unit_rows(15)))  # a row short
-    attack(lambda: np.save(npy, unit_rows(16).astype(np.float64)))
-    attack(lambda: npy.write_bytes(npy.read_bytes()[:-100]))  # torn
+    attack(lambda: npy.unlink(), npy.name)
+    attack(lambda: keys_file.unlink(), keys_file.name)
+    attack(lambda: npy.write_bytes(b"garbage"), npy.name)
+    attack(lambda: npy.write_bytes(b""), npy.name)  # (numpy's EOFError got out of load)
+    attack(lambda: np.save(npy, unit_rows(15)), npy.name)  # a row short
+    attack(lambda: np.save(npy, unit_rows(16).astype(np.float64)), npy.name)
+    attack(lambda: npy.write_bytes(npy.read_bytes()[:-100]), npy.name)  # torn
     # A key edited, one dropped, one repeated from another segment: the keys digest differs.
     attack(lambda: keys_file.write_text(keys_file.read_text().replace("k0017", "x0017")))
-    attack(lambda: keys_file.write_text(keys_file.read_text().split("\n", 1)[1]))
+    attack(lambda: keys_file.write_text(keys_file.read_text().split("\n", 1)[1]), keys_file.name)
     attack(lambda: keys_file.write_text(keys_file.read_text().replace("k0017", "k0000")))
-    attack(lambda: keys_file.write_bytes(b"\xff\xfe" + keys_file.read_bytes()))
+    attack(lambda: keys_file.write_bytes(b"\xff\xfe" + keys_file.read_bytes()), keys_file.name)
 
     def reorder() -> None:
         meta = _meta(tmp_path)
@@ -214,9 +223,9 @@ def test_load_missing_or_inconsistent_folder(
 
     attack(reorder)
     attack(escape)
-    attack(repeat)
-    attack(lambda: (tmp_path / "meta.json").write_text("{"))
-    attack(lambda: (tmp_path / "meta.json").unlink())
+    attack(repeat, "")  # (the folder itself: a key in two segments)
+    attack(lambda: (tmp_path / "meta.json").write_text("{"), None)
+    attack(lambda: (tmp_path / "meta.json").unlink(), None)
 
 
 def test_a_save_writes_only_the_segments_that_changed(

@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -2023,3 +2023,64 @@ def test_vectors_grown_run_by_run_are_the_bits_of_a_build_from_scratch(
     assert json.loads((repo / "index" / "vectors" / "meta.json").read_text())["recipe"] == (
         "onnx-int8-v1000"
     )
+
+
+def _emptied(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _cut(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 2)])
+
+
+def _flipped(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _as_built(files: dict[str, bytes]) -> dict[str, Any]:
+    """index/'s files with the shards by their content: shards made again are numbered on
+    (a shard's number is never used twice), so only their names and the manifests' lists of
+    them differ from the first build."""
+    out: dict[str, Any] = {n: b for n, b in files.items() if not n.startswith("shards/")}
+    out["shards"] = sorted(b for n, b in files.items() if n.startswith("shards/shard-"))
+    shards = json.loads(files["shards/manifest.json"])
+    out["shards/manifest.json"] = [{k: v for k, v in s.items() if k not in ("id", "file")}
+                                   for s in shards.pop("shards")]  # fmt: skip
+    shards.pop("next_number")
+    out["shards/manifest.json"].append(shards)
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"] = {k: v for k, v in manifest["files"].items()
+                         if not k.startswith("shards/")}  # fmt: skip
+    out["manifest.json"] = manifest
+    return out
+
+
+@pytest.mark.parametrize("damage", [_emptied, _cut, _flipped])
+def test_every_index_file_damaged_is_made_again_by_the_next_run(
+    repo: Path, fake: FakeEmbedder, damage: Callable[[Path], None]
+) -> None:
+    """Each file of index/ the stage writes, damaged (emptied, cut short, a byte altered) with
+    nothing else changed: the next run — not ``--full`` — writes it back as it was (shards
+    numbered on), and the run after that changes nothing. They stayed damaged: bm25.npz and
+    bm25.json (the lexical step skipped when its inputs were the last run's, and once a run had
+    seen the damage the manifest listed the damaged files), a byte of a vector segment's rows
+    (the store loaded: its keys were right); index/manifest.json and shards/manifest.json
+    failed every run."""
+    from arkai.ops.index import run_index
+
+    run_index(Repo.at(repo))
+    good = index_files(repo)
+    ours = sorted(n for n in good if not n.startswith(("beliefs/", "manifests/")))
+    assert {"lexical/bm25.npz", "lexical/bm25.json", "topics.json", "catalog.json",
+            "related.jsonl", "manifest.json", "shards/manifest.json"} <= set(ours)  # fmt: skip
+    assert any(n.startswith("vectors/seg-") for n in ours)
+    assert any(n.startswith("chunks/") for n in ours)
+    for name in ours:
+        damage(repo / "index" / name)
+        run_index(Repo.at(repo))
+        assert _as_built(index_files(repo)) == _as_built(good), name
+        again = index_files(repo)
+        run_index(Repo.at(repo))
+        assert index_files(repo) == again, name

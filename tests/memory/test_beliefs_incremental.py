@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from arkai.adapters import itemtable, manifest
@@ -437,6 +438,26 @@ def test_an_output_changed_since_is_written_again(
     assert calls == [1] and again.decided == 0
     assert not (kr / name).is_symlink()
     assert outputs(kr) == from_scratch(kr, tmp_path)
+
+
+def test_a_byte_of_a_stored_statement_row_altered_is_embedded_again(kr: Path) -> None:
+    """The statement store (index/beliefs/store, a DVC output pushed to a remote) with a byte
+    of one row altered: the store loads (its keys are right) and nothing else changed, so the
+    last write stood and the damage stayed. Now the segment is found not to be what its name
+    says: its statements are embedded again and the files are as before."""
+    store_dir = files.cache_dir(kr) / files.STORE
+    op.build(Repo.at(kr))
+    before = outputs(kr)
+    seg = sorted(store_dir.glob("seg-*.npy"))[-1]
+    good = seg.read_bytes()
+    data = bytearray(good)
+    data[-7] ^= 0x01
+    seg.write_bytes(bytes(data))
+    rows = int(np.load(seg, mmap_mode="r").shape[0])
+    again = op.build(Repo.at(kr))
+    assert again.embedded == rows
+    assert seg.read_bytes() == good and outputs(kr) == before
+    assert op.build(Repo.at(kr)).embedded == 0
 
 
 def test_a_write_stopped_before_its_log_is_not_kept(

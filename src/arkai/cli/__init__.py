@@ -55,9 +55,15 @@ def guarded(run: Callable[[], object]) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.exceptions.Abort as exc:
-        # click turns Ctrl-C / SIGTERM (a KeyboardInterrupt) into Abort.
+        # click turns Ctrl-C / SIGTERM (a KeyboardInterrupt) into Abort, and so an EOFError
+        # from anywhere in the command; its prompts raise Abort themselves (no cause) at the
+        # end of their input. An EOFError of arkai's code or a library's (an empty file
+        # numpy or pickle was given) is an error, not the user stopping: "aborted" with 130
+        # said nothing of what failed.
         if isinstance(exc.__cause__, KeyboardInterrupt):
             click.echo(INTERRUPTED, err=True)
+        elif isinstance(exc.__cause__, EOFError):
+            return _unexpected(exc.__cause__)
         else:
             click.echo("aborted", err=True)
         return 130
@@ -80,15 +86,21 @@ def guarded(run: Callable[[], object]) -> int:
         if _interrupt_within(exc):
             click.echo(INTERRUPTED, err=True)
             return 130
-        from arkai.core.redact import scrub
-
-        if os.environ.get("ARKAI_DEBUG") == "1":
-            traceback.print_exc()
-        else:
-            click.echo(
-                f"arkai: unexpected error: {type(exc).__name__}: {scrub(str(exc))} "
-                "(ARKAI_DEBUG=1 for details)",
-                err=True,
-            )
-        return EXIT_ERROR
+        return _unexpected(exc)
     return code if isinstance(code, int) else 0
+
+
+def _unexpected(exc: BaseException) -> int:
+    """An error no part of arkai named: its class and message on one line (the traceback with
+    ``ARKAI_DEBUG=1``)."""
+    from arkai.core.redact import scrub  # (not imported before it is needed: ≈ 0.3 s)
+
+    if os.environ.get("ARKAI_DEBUG") == "1":
+        traceback.print_exception(exc)
+    else:
+        click.echo(
+            f"arkai: unexpected error: {type(exc).__name__}: {scrub(str(exc))} "
+            "(ARKAI_DEBUG=1 for details)",
+            err=True,
+        )
+    return EXIT_ERROR

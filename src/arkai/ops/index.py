@@ -171,6 +171,10 @@ TOPIC_ENTRIES = "topic-entries.bin"
 PHRASE_TABLE = "phrase-table.bin"
 #: The term frequencies the BM25 index was last weighed from (:func:`_term_counts`).
 LEXICAL_COUNTS = "lexical-counts.bin"
+#: The vector store's segments last found intact (:func:`arkai.search.vectors.drop_damaged`).
+VECTOR_CHECKS = "vector-segments.json"
+#: The digests of the BM25 files as the lexical step last wrote them (:func:`_bm25_intact`).
+LEXICAL_FILES = "lexical-files.json"
 PHRASE_TABLE_FORMAT = 1
 #: 2: each term's ``topics.json`` entry kept as its text (1: the terms as lists).
 RANKINGS_VERSION = "rankings-2"
@@ -1248,10 +1252,12 @@ def _embed(
     summary: IndexSummary,
     progress: ProgressFn | None,
     extract: dict[str, Any] | None = None,
+    checks: Path | None = None,
 ) -> None:
     """Embed the chunks of ``chunks`` (``index/chunks/`` as just written) whose key the vector
     store lacks; prune the keys that are gone; then bring the ANN index (above
-    ``index.ann.threshold``) in line with the store.
+    ``index.ann.threshold``) in line with the store. ``checks``: the memo of the segments
+    found intact (:func:`arkai.search.vectors.drop_damaged`; None: none is checked).
 
     The model is loaded only when something must be embedded: the store is opened under the
     model name the last run recorded in the manifest (``previous``) when params still ask for
@@ -1260,7 +1266,7 @@ def _embed(
     offsets, not strings); the lines of the chunks to embed are then read by offset.
     """
     from arkai.search import embed, embedbatches
-    from arkai.search.vectors import KeySnapshot, VectorStore
+    from arkai.search.vectors import KeySnapshot, VectorStore, drop_damaged, record_intact
 
     folder = out / VECTORS
     store = None
@@ -1274,6 +1280,7 @@ def _embed(
     ):
         name, dim = str(previous["name"]), int(previous["dim"])
         store = VectorStore.load(folder, name, dim=dim)  # under the recipe it records
+        drop_damaged(store, folder, checks)
     scan = chunk_scan(chunks, keys)
     old = store.snapshot() if store is not None else KeySnapshot.empty()
     missing = store is not None and bool((store.rows_of(scan.ids) < 0).any())
@@ -1293,6 +1300,7 @@ def _embed(
         ):
             name, dim = embedder.name, int(embedder.dim)
             store = VectorStore.load(folder, name, dim=dim, recipe=recipe)
+            drop_damaged(store, folder, checks)
             old = store.snapshot()
             if full:
                 summary.pruned += store.prune([])
@@ -1317,6 +1325,8 @@ def _embed(
     summary.embedder, summary.dim = name, dim
     if summary.embedded or summary.pruned or full or store.unsaved:
         store.save(folder)
+    if checks is not None:
+        record_intact(store, folder, checks)
     summary.ann = update_ann(folder, store, old, ip["ann"], full=full)
 
 
@@ -1848,6 +1858,36 @@ def _embedding(progress: ProgressFn, done: int, total: int) -> None:
     progress(done, total, "embedding")
 
 
+def _own_record(path: Path) -> dict[str, Any]:
+    """A JSON object this stage wrote for itself (its manifest, the record of its inputs):
+    ``{}`` when missing — or damaged (not a JSON object), which is then written anew like
+    any derived file, rather than failing every run until someone deletes it."""
+    try:
+        return read_json(path) or {}
+    except LibraryError:
+        return {}
+
+
+def _bm25_intact(record: Path, out: Path, digests: FileDigests) -> bool:
+    """Whether the BM25 files under ``lexical/`` are the ones the lexical step last wrote (their
+    digests in ``record``, kept beside the item cache; the stat memo: an unchanged file is not
+    read). One damaged or deleted since — a bad pull, a disk error — is made again by the next
+    run, not only by ``--full``. (Not the manifest's: a run that found them damaged wrote the
+    manifest with what it found.)"""
+    kept = _own_record(record)
+    listed = kept.get("files") if isinstance(kept, dict) else None
+    if not isinstance(listed, dict) or not listed:
+        return False
+    for rel, digest in listed.items():
+        path = out / str(rel)
+        try:
+            if path.is_symlink() or digests.of(path, str(rel)) != digest:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def _side_steps(
     root: Path,
     out: Path,
@@ -1873,11 +1913,16 @@ def _side_steps(
     # The BM25 index from the items' cached token segments (when the chunks changed).
     k1, b = float(ip["bm25"]["k1"]), float(ip["bm25"]["b"])
     lexical = {"k1": k1, "b": b, "chunks": chunks_digest, "n_docs": n_chunks}
-    have = (out / LEXICAL).is_dir() and any((out / LEXICAL).iterdir())
-    rebuild_lexical = full or not have or old_manifest.get("lexical") != lexical
+    # With ``reuse`` the inputs are the last run's and the files its manifest lists: only a
+    # BM25 file damaged since it was written is made again (that manifest lists what it found).
+    rebuild_lexical = (
+        full
+        or (not reuse and old_manifest.get("lexical") != lexical)
+        or not _bm25_intact(cache.folder / LEXICAL_FILES, out, digests)
+    )
 
     with log.step("lexical") as info:
-        if not reuse and rebuild_lexical:
+        if rebuild_lexical:
             from arkai.search.bm25 import write_index
 
             counts, info["segments_read"] = _term_counts(
@@ -1912,7 +1957,7 @@ def _side_steps(
             # The keys from index/chunks/ as just written; texts only of chunks to embed.
             _embed(out, _listing(out), None if full else cache.folder / PART_KEYS, ip,
                    requested, previous, full, summary, lambda n, total, _what: report(n, total),
-                   extract_params)  # fmt: skip
+                   extract_params, None if full else cache.folder / VECTOR_CHECKS)  # fmt: skip
             if summary.embedded or summary.pruned:
                 written.append(VECTORS)
             info.update(
@@ -1931,7 +1976,12 @@ def _side_steps(
         info.update(summary.shards)
     hashed: list[str] = []
     for folder in SIDE_FOLDERS:
-        hashed.extend(_scan(out, digests, under=folder))
+        found = _scan(out, digests, under=folder)
+        hashed.extend(found)
+        if folder == LEXICAL:  # as written now, or found intact above
+            bm25 = {k: v for k, v in found.items() if k.startswith(f"{LEXICAL}/bm25.")}
+            record = canonjson.dumps({"files": bm25}).encode("utf-8")
+            write_if_changed(cache.folder / LEXICAL_FILES, record, fsync=False)
     return _Side(summary, written, [f"{SHARDS_DIR}/{f}" for f in shards.written],
                  cache.rejected, lexical, requested, digests.entries(hashed))  # fmt: skip
 
@@ -1987,7 +2037,7 @@ def run_index(
             # items' files, extraction timestamps included, and the manifest is a function of
             # the index files alone (a clone that re-extracts the same claims writes the same
             # manifest).
-            last = read_json(cache.folder / INPUTS) or {}
+            last = _own_record(cache.folder / INPUTS)
             keys = _digest(canonjson.dumps([[d.item.id, d.key] for d in loaded]).encode("utf-8"))
             known = last.get("chunks") if not full and last.get("keys") == keys else None
             chunks_digest = _write_chunks(
@@ -2009,7 +2059,7 @@ def run_index(
             info["items"] = len(loaded)
             del catalog
 
-        old_manifest = read_json(out / MANIFEST) or {}
+        old_manifest = _own_record(out / MANIFEST)
         synonyms = load_synonyms(root / SYNONYMS)
         # Everything lexical/, topics.json and the graph are functions of: when it equals the
         # last run's and those files are as that run left them, they are not rebuilt. The

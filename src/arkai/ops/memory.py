@@ -25,6 +25,7 @@ from arkai.adapters import manifest
 from arkai.adapters import memory as files
 from arkai.adapters.events import RunLog
 from arkai.adapters.fs import atomic_write_text, read_repo_file
+from arkai.adapters.itemcache import CACHE_DIR
 from arkai.adapters.layout import load_items
 from arkai.adapters.repo import Repo
 from arkai.core.hashing import text_digest
@@ -259,6 +260,11 @@ def _stored_model(repo: Repo, folder: Path) -> str | None:
     return str(model)
 
 
+#: The statement store's segments last found intact (:func:`arkai.search.vectors.drop_damaged`),
+#: beside the index stage's caches.
+STORE_CHECKS = "belief-store-segments.json"
+
+
 def _stored_vectors(repo: Repo, folder: Path) -> Any:
     """The statement store on disk when the embedder ``index.embedder`` names wrote it
     (:func:`_stored_model`), read without loading a model; None otherwise."""
@@ -276,11 +282,20 @@ def embed_statements(
     (``embed.release_embedders``) before the rows are gathered: the replay after this never
     embeds."""
     from arkai.search import embed, embedbatches
-    from arkai.search.vectors import VectorStore, key_ids, stored_rows
+    from arkai.search.vectors import (
+        VectorStore,
+        drop_damaged,
+        key_ids,
+        record_intact,
+        stored_rows,
+    )
 
     keys = [text_digest(t) for t in texts]
     folder = files.cache_dir(repo.root) / files.STORE
+    checks = repo.root / CACHE_DIR / STORE_CHECKS
     store = _stored_vectors(repo, folder)  # under the recipe it records
+    if store is not None:
+        drop_damaged(store, folder, checks)
     todo: list[str] = []
     # A store made by another recipe of the model is embedded again, whole. With statements
     # to embed, the embedder says its recipe below; without, its factory does (no model).
@@ -294,6 +309,7 @@ def embed_statements(
         recipe = embed.recipe_of(embedder)
         if store is None or store.model_name != embedder.name or store.recipe != recipe:
             store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim), recipe=recipe)
+            drop_damaged(store, folder, checks)
         todo = store.missing(dict.fromkeys(keys))
         by_key = dict(zip(keys, texts, strict=True))
         # Here or as Ray tasks (extract.executor): the same batches, in the same order.
@@ -308,6 +324,7 @@ def embed_statements(
         embed.release_embedders(keep=held)
     if store.prune(keys) or todo or store.unsaved:
         store.save(folder)
+    record_intact(store, folder, checks)
     # In episode order, read by row from the store's files as the replay asks (≈ 1.2 GB of
     # rows at 100,000 items: never held, nor copied).
     ordered = stored_rows(store, store.rows_of(key_ids(keys)))
@@ -454,6 +471,15 @@ def _kept(repo: Repo, saved: SavedLog, prints: npt.NDArray[Any] | None) -> Build
     if not isinstance(w, dict):
         return None
     if prints is not None and not np.array_equal(logged, prints):
+        return None
+    # The statement store is no file the replay writes, but a DVC output all the same: one
+    # damaged since (a byte of a row) is mended by a build that is not kept.
+    from arkai.search.vectors import saved_intact
+
+    model = _stored_model(repo, files.cache_dir(repo.root) / files.STORE)
+    if model is not None and not saved_intact(
+        files.cache_dir(repo.root) / files.STORE, model, repo.root / CACHE_DIR / STORE_CHECKS
+    ):
         return None
     beliefs, by_status, digests = w.get("beliefs"), w.get("by_status"), w.get("files")
     if not (

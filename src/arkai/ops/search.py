@@ -508,6 +508,11 @@ def _vector_store(index: SearchIndex) -> tuple[Any, npt.NDArray[np.int64]]:
             store = VectorStore.load(folder, name)
         except InvalidInputError as exc:
             raise LibraryError(str(exc), hint=hint) from None
+        if store.damage is not None:
+            raise LibraryError(
+                f"index/vectors is damaged: {store.damage}",
+                hint="run `arkai reindex` (or `dvc repro`) to write it again",
+            )
         if len(store) == 0 and index.chunks:
             raise LibraryError(
                 f"index/vectors holds no vectors made by the embedder {name!r}", hint=hint

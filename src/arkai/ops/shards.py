@@ -249,7 +249,7 @@ def build_shards(
     library, in any order); see the module doc for what changes and what stays."""
     summary = ShardSummary()
     current = _grouped(records)
-    old = read_manifest(root)
+    old = _old_manifest(root)
     olds = _usable(old, shard_tokens, summary, log)
     gone = {n for n, info in enumerate(olds) if not _intact(root, info)}
     held: dict[str, list[CondensedChunk]] = {}
@@ -264,6 +264,16 @@ def build_shards(
     return _apply(root, old, olds, gone, changed, _in_order(fresh),
                   lambda n: read_shard_objects(root, olds[n].file), shard_tokens, summary,
                   log)  # fmt: skip
+
+
+def _old_manifest(root: Path) -> ShardManifest | None:
+    """The manifest the last build left, for a build: None when there is none — or when it is
+    damaged (not a shard manifest), so that every shard is made again and the manifest written
+    anew (a damaged one failed every run until someone removed it)."""
+    try:
+        return read_manifest(root)
+    except LibraryError:
+        return None
 
 
 def _in_order(chunks: list[CondensedChunk]) -> tuple[Iterator[Raw], int]:
@@ -308,7 +318,7 @@ def _rebuild(
     again as the old shards hold it, was ≈ 38 KB an item: 709 MB for the step at 10,000 items
     when the old shards were kept but the record was not; issue 17.)"""
     summary = ShardSummary()
-    old = read_manifest(root)
+    old = _old_manifest(root)
     olds = _usable(old, shard_tokens, summary, log)
     gone = (set() if candidates is not None
             else {n for n, info in enumerate(olds) if not _intact(root, info)})  # fmt: skip
@@ -402,7 +412,7 @@ def update_shards(
     (:func:`build_shards`). Either way the record is written for the next build."""
     record = read_record(root)
     summary = ShardSummary()
-    old = read_manifest(root)
+    old = _old_manifest(root)
     olds = _usable(old, shard_tokens, ShardSummary(), None)
     if (
         record is None

@@ -30,6 +30,7 @@ index stage writes the matrix without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zipfile
@@ -299,32 +300,33 @@ class BM25Index:
     def load(cls, path: str | os.PathLike[str], *, tokenizer: Tokenizer = tokenize) -> BM25Index:
         """Read an index written by :meth:`save`."""
         folder = Path(path)
-        try:
-            meta = json.loads((folder / _META_FILE).read_text(encoding="utf-8"))
-            with np.load(folder / _MATRIX_FILE) as z:
-                indptr, indices, data = z["indptr"], z["indices"], z["data"]
-                doc_len = z["doc_len"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise InvalidInputError(f"cannot read BM25 index in {folder}: {exc}") from exc
+        meta = _read_meta(folder)
         if meta.get("format") != FORMAT_VERSION:
             raise InvalidInputError(
                 f"BM25 index in {folder} has format {meta.get('format')!r}, "
                 f"expected {FORMAT_VERSION}",
                 hint="rebuild the index",
             )
-        terms: list[str] = meta["terms"]
-        n_docs = int(meta["n_docs"])
-        from scipy import sparse
+        with _reading(folder, _MATRIX_FILE):
+            with np.load(folder / _MATRIX_FILE) as z:
+                indptr, indices, data = z["indptr"], z["indices"], z["data"]
+                doc_len = z["doc_len"]
+            terms: list[str] = meta["terms"]
+            n_docs = int(meta["n_docs"])
+            from scipy import sparse
 
-        matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(terms), n_docs))
-        return cls(
-            vocab={t: i for i, t in enumerate(terms)},
-            matrix=matrix,
-            doc_len=doc_len.astype(np.int32),
-            k1=float(meta["k1"]),
-            b=float(meta["b"]),
-            tokenizer=tokenizer,
-        )
+            # (scipy checks the arrays against each other and the shape: a ValueError.)
+            matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(terms), n_docs))
+            if len(doc_len) != n_docs:
+                raise ValueError(f"{len(doc_len)} document lengths for {n_docs} documents")
+            return cls(
+                vocab={t: i for i, t in enumerate(terms)},
+                matrix=matrix,
+                doc_len=doc_len.astype(np.int32),
+                k1=float(meta["k1"]),
+                b=float(meta["b"]),
+                tokenizer=tokenizer,
+            )
 
 
 def load_shape(path: str | os.PathLike[str]) -> Shape:
@@ -332,20 +334,54 @@ def load_shape(path: str | os.PathLike[str]) -> Shape:
     its row pointers only (the weights and documents are never read: ≈ 8 bytes a non-zero,
     560 MB at 100,000 items)."""
     folder = Path(path)
-    try:
-        meta = json.loads((folder / _META_FILE).read_text(encoding="utf-8"))
+    meta = _read_meta(folder)
+    with _reading(folder, _MATRIX_FILE):
         with np.load(folder / _MATRIX_FILE) as z:
             indptr = z["indptr"]
         terms, n_docs = meta["terms"], int(meta["n_docs"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InvalidInputError(f"cannot read BM25 index in {folder}: {exc}") from exc
-    if (
-        meta.get("format") != FORMAT_VERSION
-        or not isinstance(terms, list)
-        or (len(indptr) != len(terms) + 1)
-    ):
-        raise InvalidInputError(f"BM25 index in {folder} does not add up", hint="rebuild the index")
+    if meta.get("format") != FORMAT_VERSION or not isinstance(terms, list):
+        raise InvalidInputError(
+            f"{folder / _META_FILE}: cannot read the BM25 index (format "
+            f"{meta.get('format')!r}, expected {FORMAT_VERSION}, and a list of terms)"
+        )
+    if len(indptr) != len(terms) + 1:
+        raise InvalidInputError(
+            f"{folder / _MATRIX_FILE}: cannot read the BM25 index ({len(indptr)} row pointers "
+            f"for {len(terms)} terms)"
+        )
     return Shape(n_docs, [str(t) for t in terms], np.diff(indptr).astype(np.int64))
+
+
+#: What reading a damaged index raises: a missing or unreadable file (OSError), a zip archive
+#: cut short or altered (BadZipFile: its CRC; EOFError: an empty member), arrays or fields that
+#: are not what they should be (ValueError, KeyError, TypeError).
+_DAMAGED = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
+
+
+@contextlib.contextmanager
+def _reading(folder: Path, name: str) -> Iterator[None]:
+    """Turn a damaged index file's error into one that names the file (and says to rebuild)."""
+    try:
+        yield
+    except _DAMAGED as exc:
+        raise InvalidInputError(
+            f"{folder / name}: cannot read the BM25 index ({_reason(exc)})"
+        ) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} in it"
+    return str(exc) or type(exc).__name__
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    """``bm25.json``: a JSON object, else an error naming it."""
+    with _reading(folder, _META_FILE):
+        meta = json.loads((folder / _META_FILE).read_text(encoding="utf-8"))
+        if not isinstance(meta, dict):
+            raise ValueError("not a JSON object")
+        return meta
 
 
 def _check_parameters(k1: float, b: float) -> None:

@@ -39,7 +39,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arkai.adapters.fs import Reindexed, atomic_write, read_rows
+from arkai.adapters.itemcache import Stamp, StatMemo, stamp
 from arkai.errors import InvalidInputError, NotFoundError
 
 __all__ = [
@@ -211,6 +212,9 @@ class VectorStore:
         self.recipe = str(recipe)
         self._segs: list[_Segment] = []
         self._n = 0
+        self.damage: str | None = None
+        """Set by :meth:`load` when the folder held a store for this model, width and recipe
+        that it could not read as its record says (then the store is empty): what and where."""
         self._other: dict[bytes, str] = {}
         """The text of each key that is not a digest key, by id."""
         self._sorted: Ids = np.zeros(0, dtype=ID_DTYPE)
@@ -466,6 +470,28 @@ class VectorStore:
             self._digest = None
         return dropped
 
+    def saved_segments(self) -> list[str]:
+        """The names of the segments as saved (those read or written, unchanged since)."""
+        return [s.name for s in self._segs if s.name is not None]
+
+    def damaged_segments(self, names: Collection[str]) -> list[str]:
+        """Of the saved segments ``names``, those whose rows and keys are not what their name
+        (a digest of them) says: a file altered after it was written (a byte of a row, which
+        no other check sees). Reads those segments' rows whole."""
+        return [
+            s.name
+            for s in self._segs
+            if s.name is not None
+            and s.name in names
+            and _segment_name(s.rows, _key_text(s.ids, self._other), self.dim) != s.name
+        ]
+
+    def drop_segments(self, names: Collection[str]) -> int:
+        """Drop the rows of the segments ``names`` (their keys are then missing: embedded
+        again); return how many."""
+        keep = [s.ids for s in self._segs if s.name is None or s.name not in names]
+        return self.prune(np.concatenate(keep) if keep else np.zeros(0, dtype=ID_DTYPE))
+
     def _reindex(self) -> None:
         """Make the sort order again over every row (the segments' ids become views of one
         array)."""
@@ -648,7 +674,10 @@ class VectorStore:
         meta_dim = meta.get("dim") if isinstance(meta, dict) else None
         width = dim if dim is not None else meta_dim if isinstance(meta_dim, int) else None
         if width is None:
-            raise InvalidInputError(f"no vector store in {d} to take the dimension from; pass dim=")
+            raise InvalidInputError(
+                f"{d / META_FILE}: no vector store's record (missing, not JSON, or no width in "
+                "it): its dimension is unknown"
+            )
         stored = meta.get("recipe", "") if isinstance(meta, dict) else ""
         kept = str(stored) if recipe is None else recipe
         store = cls(width, model_name, kept)
@@ -658,18 +687,84 @@ class VectorStore:
             return store
         read = _read_segments(d, meta, width) if meta["format"] == FORMAT \
             else _read_legacy(d, meta, width)  # fmt: skip
-        if read is None:
+        if isinstance(read, str) or read is None:
+            store.damage = read or f"{d}: the vectors its record lists cannot be read"
             return store
         segs, other = read
         store._other = other
         store._place(segs)
         store._reindex()
         if store._n != meta.get("count") or meta.get("keys_sha256") != store.keys_sha256():
-            return cls(width, model_name, kept)
+            empty = cls(width, model_name, kept)
+            empty.damage = (
+                f"{d / META_FILE}: lists {meta.get('count')!r} vectors, its segments hold "
+                f"{store._n}" if store._n != meta.get("count") else
+                f"{d / META_FILE}: its keys' digest is not that of its segments' keys"
+            )  # fmt: skip
+            return empty
         if store._duplicated():  # a key twice
-            return cls(width, model_name, kept)
+            empty = cls(width, model_name, kept)
+            empty.damage = f"{d}: a key is in two segments"
+            return empty
         store._saved = [str(s.name) for s in segs] if meta["format"] == FORMAT else None
         return store
+
+
+#: What :func:`drop_damaged`'s memo depends on (a change makes every segment be read again).
+CHECKS_SALT = "segments named by their rows and keys 1"
+
+
+def _segment_stamps(folder: Path, name: str) -> list[Stamp]:
+    return [stamp(folder / f"{name}.npy"), stamp(folder / f"{name}.keys")]
+
+
+def drop_damaged(store: VectorStore, folder: Path, checks: Path | None) -> int:
+    """Drop from ``store`` (as loaded from ``folder``) the rows of each segment whose files are
+    not what its name — a digest of its rows and keys — says, so that a writer embeds them
+    again (a byte of a row altered passes every other check: the store loads, its keys are
+    right); returns how many rows. Only the segments whose files changed since they were last
+    found intact (their stamps in the memo ``checks``, :func:`record_intact`) are read;
+    ``checks`` None: none is."""
+    if checks is None or not len(store):
+        return 0
+    unseen = _unchecked(store, folder, StatMemo(checks, CHECKS_SALT))
+    return store.drop_segments(store.damaged_segments(unseen)) if unseen else 0
+
+
+def saved_intact(folder: Path, model_name: str, checks: Path) -> bool:
+    """Whether the store saved in ``folder`` for ``model_name`` reads as its record says and
+    every segment holds what its name says (only those changed since :func:`record_intact`
+    last recorded them are read; found intact, they are recorded)."""
+    try:
+        store = VectorStore.load(folder, model_name)
+    except InvalidInputError:
+        return False
+    if store.damage is not None:
+        return False
+    memo = StatMemo(checks, CHECKS_SALT)
+    unseen = _unchecked(store, folder, memo)
+    if unseen and store.damaged_segments(unseen):
+        return False
+    if unseen:
+        record_intact(store, folder, checks)
+    return True
+
+
+def _unchecked(store: VectorStore, folder: Path, memo: StatMemo) -> set[str]:
+    """The saved segments of ``store`` not recorded in ``memo`` as intact with their files'
+    stamps as they are now."""
+    return {n for n in store.saved_segments()
+            if memo.get(n, _segment_stamps(folder, n)) != "intact"}  # fmt: skip
+
+
+def record_intact(store: VectorStore, folder: Path, checks: Path) -> None:
+    """Record in the memo ``checks`` every segment of ``store`` as saved in ``folder`` (found
+    intact, or written by this run) with its files' stamps: the next :func:`drop_damaged`
+    reads only those changed since."""
+    memo = StatMemo(checks, CHECKS_SALT)
+    for n in store.saved_segments():
+        memo.put(n, _segment_stamps(folder, n), "intact")
+    memo.save()
 
 
 def stored_rows(store: VectorStore, at: npt.ArrayLike) -> Reindexed:
@@ -707,14 +802,24 @@ def _small(seg: _Segment) -> bool:
     return seg.name is None and len(seg.ids) < SEGMENT_ROWS // 2
 
 
+def _segment_name(rows: F32, keys_text: bytes, dim: int) -> str:
+    """A segment's name: a digest of its rows and keys (so a file of that name holds them)."""
+    h = hashlib.sha256()
+    h.update(f"{len(rows)} {dim}\n".encode())
+    h.update(keys_text)
+    for lo in range(0, len(rows), _HASH_ROWS):  # (a memory map read a block at a time)
+        h.update(np.ascontiguousarray(rows[lo : lo + _HASH_ROWS], dtype=np.float32).tobytes())
+    return SEGMENT_PREFIX + h.hexdigest()[:32]
+
+
+#: Rows hashed at a time by :func:`_segment_name`.
+_HASH_ROWS = 4096
+
+
 def _write_segment(d: Path, seg: _Segment, dim: int, other: dict[bytes, str]) -> str:
     rows = np.ascontiguousarray(seg.rows, dtype=np.float32)
     keys_text = _key_text(seg.ids, other)
-    h = hashlib.sha256()
-    h.update(f"{len(seg.ids)} {dim}\n".encode())
-    h.update(keys_text)
-    h.update(rows.tobytes())
-    name = SEGMENT_PREFIX + h.hexdigest()[:32]
+    name = _segment_name(rows, keys_text, dim)
     atomic_write(d / f"{name}.npy", lambda f: np.save(f, rows, allow_pickle=False))
     atomic_write(d / f"{name}.keys", lambda f: f.write(keys_text))
     return name
@@ -723,29 +828,34 @@ def _write_segment(d: Path, seg: _Segment, dim: int, other: dict[bytes, str]) ->
 _Read = tuple[list[_Segment], dict[bytes, str]]
 
 
-def _read_segments(d: Path, meta: dict[str, Any], width: int) -> _Read | None:
+def _read_segments(d: Path, meta: dict[str, Any], width: int) -> _Read | str:
+    """The segments ``meta`` lists, or what is wrong with them (naming the file)."""
     listed = meta.get("segments")
     if not isinstance(listed, list):
-        return None
+        return f"{d / META_FILE}: no list of segments"
     segs: list[_Segment] = []
     other: dict[bytes, str] = {}
     for entry in listed:
         name = entry.get("name") if isinstance(entry, dict) else None
         count = entry.get("rows") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not _SEGMENT_NAME.fullmatch(name):
-            return None
+            return f"{d / META_FILE}: a segment without a segment's name ({name!r})"
         if not isinstance(count, int) or count < 1:
-            return None
+            return f"{d / META_FILE}: segment {name} has no number of rows ({count!r})"
         try:
             text = (d / f"{name}.keys").read_bytes()
+        except OSError as exc:
+            return f"{d / name}.keys: cannot be read ({exc.strerror or exc})"
+        try:
             rows = np.load(d / f"{name}.npy", allow_pickle=False, mmap_mode="r")
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError, EOFError) as exc:
+            return f"{d / name}.npy: not a readable array ({exc})"
         parsed = _parse_keys(text, count)
         if parsed is None:
-            return None
+            return f"{d / name}.keys: not {count} keys, one a line"
         if rows.dtype != np.float32 or rows.ndim != 2 or rows.shape != (count, width):
-            return None
+            return (f"{d / name}.npy: {rows.dtype} {rows.shape}, where the record lists "
+                    f"float32 ({count}, {width})")  # fmt: skip
         segs.append(_Segment(rows, parsed[0], name))
         other.update(parsed[1])
     return segs, other
