@@ -573,3 +573,33 @@ def test_the_beliefs_history_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert list(got["d" * 16].latest) == list(got["c" * 16].latest)[-1:]  # the last, n = 149,999
     (folder / "changes.jsonl").write_text('{"seq": 1}\n')
     assert site_build._belief_changes(tmp_path) == {}
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"garbage\n", b'{"pages": 1}'], ids=["empty", "text", "json"]
+)
+def test_a_damaged_file_of_the_build_folder_gives_the_same_site(
+    tmp_path: Path, arkai: Runner, content: bytes
+) -> None:
+    """Each record the build keeps beside its pages (`.site-build/`: derived, never a person's)
+    emptied or replaced: the next build makes the same site. A damaged `pages.json` was an
+    "unexpected error: JSONDecodeError" and a damaged `state.json` failed every build until
+    someone removed it; either now makes the build a whole one."""
+    repo = make_repo(tmp_path, arkai)
+    code, _, err = arkai("--repo", repo, "reindex", "--quiet")  # (the topic memo is of it)
+    assert code == 0, err
+    build_site(repo)
+    site, build = repo / "site", repo / ".site-build"
+
+    def files() -> dict[str, bytes]:
+        return {p.relative_to(site).as_posix(): p.read_bytes()
+                for p in site.rglob("*") if p.is_file()}  # fmt: skip
+
+    good = files()
+    records = sorted(p.name for p in build.iterdir() if p.is_file())
+    assert {"pages.json", "state.json", "summaries.sqlite", "topics-read.bin"} <= set(records)
+    for name in records:
+        (build / name).write_bytes(content)
+        code, _, err = arkai("--repo", repo, "site", "build", "--quiet")
+        assert code == 0, (name, err)
+        assert files() == good, name

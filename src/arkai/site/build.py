@@ -85,7 +85,7 @@ from arkai.site.config import (
     load_user_config,
     reproducible_build_date,
 )
-from arkai.site.hooks import PAGES, SEARCH_DIR, SEARCH_SCOPE
+from arkai.site.hooks import PAGES, SEARCH_DIR, SEARCH_SCOPE, read_pages
 from arkai.site.indexes import Library, Topic, TopicEntry
 from arkai.site.links import Urls
 from arkai.site.pages import (
@@ -1455,13 +1455,16 @@ def build_site(
     build = config_file.parent
     site = user.site_dir
     fp = _fingerprint(user, text)
-    state = read_json(build / STATE) or {}
+    try:
+        state = read_json(build / STATE) or {}
+    except LibraryError:  # damaged: the build's own record, made again by a whole build
+        state = {}
     dirty = (
         not full
         and state.get("fingerprint") == fp
         and state.get("complete") is True
         and (site / "index.html").is_file()
-        and (build / PAGES).is_file()
+        and read_pages(build) is not None
     )
     if not dirty:
         (build / PAGES).unlink(missing_ok=True)

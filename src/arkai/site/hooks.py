@@ -515,11 +515,24 @@ def with_entity_separator(separator: str) -> str:
     return f"{separator}|{_ENTITY_SEPARATOR}" if separator else _ENTITY_SEPARATOR
 
 
+def read_pages(build_dir: Path) -> list[str] | None:
+    """The pages the last build wrote (``pages.json``), or None when there is no such record
+    or it is damaged (not a JSON list of names): a dirty build cannot tell which pages it
+    must remove then (:func:`arkai.site.build.build_site` builds whole instead)."""
+    try:
+        pages = json.loads((build_dir / PAGES).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(pages, list) or not all(isinstance(p, str) for p in pages):
+        return None
+    return pages
+
+
 def _remove_deleted_pages(site: Path, build_dir: Path, pages: list[str]) -> None:
     record = build_dir / PAGES
-    if _state["dirty"] and record.is_file():
-        previous = set(json.loads(record.read_text(encoding="utf-8")))
-        for dest in sorted(previous - set(pages)):
+    previous = read_pages(build_dir) if _state["dirty"] else None
+    if previous is not None:
+        for dest in sorted(set(previous) - set(pages)):
             path = site / dest
             if path.is_file():
                 path.unlink()
