@@ -7,14 +7,16 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from arkai.cli import main
 from arkai.ops.init import init_repo
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -46,6 +48,18 @@ def tool_env(**extra: str) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": "test@example.invalid",
         **extra,
     }
+
+
+def as_stage(
+    root: Path, folders: Sequence[str], run: Callable[[], T], *, manifests: bool = True
+) -> T:
+    """A stage's ``run()`` as ``dvc repro`` makes it: after the stages before it wrote the
+    manifests of ``folders`` (when ``manifests``), which the stage plans its items from."""
+    from arkai.adapters import manifest
+
+    if manifests:
+        manifest.write_all(root, *folders)
+    return run()
 
 
 def sh(

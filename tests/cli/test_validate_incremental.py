@@ -21,7 +21,7 @@ from arkai.core import canonjson
 from arkai.ops import validate as op
 from arkai.ops.init import init_repo
 from tests.cli.test_receipts import SENTENCES, srt
-from tests.conftest import Runner
+from tests.conftest import Runner, as_stage
 
 OTHER = [
     "The garden committee met on a rainy Tuesday in March.",
@@ -346,9 +346,9 @@ def test_events_for_items_checked_afresh_and_for_problems(
 def stage(kr: Path, *, manifests: bool = True) -> op.ValidateResult:
     """The ``validate`` stage as ``dvc repro`` runs it: after the stages before it wrote the
     manifests of library/, extracted/ and condensed/ (``manifests``)."""
-    if manifests:
-        manifest.write_all(kr, *op.STAGE_FOLDERS)
-    return op.validate(Repo.at(kr, stage=op.STAGE), report=Path("m.json"))
+    return as_stage(kr, op.STAGE_FOLDERS,
+                    lambda: op.validate(Repo.at(kr, stage=op.STAGE), report=Path("m.json")),
+                    manifests=manifests)  # fmt: skip
 
 
 def full(kr: Path) -> dict[str, Any]:

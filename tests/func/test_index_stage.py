@@ -22,7 +22,7 @@ from arkai.errors import LibraryError
 from arkai.ops import Repo
 from arkai.ops.init import init_repo
 from arkai.search import embed
-from tests.conftest import SAMPLES, chunk_files, chunk_text, sh
+from tests.conftest import SAMPLES, as_stage, chunk_files, chunk_text, sh
 
 NOW = "2026-11-22T12:00:00Z"
 FILES = ("catalog.json", "chunks/parts.json", "topics.json", "graph.json", "graph.graphml",
@@ -1576,12 +1576,10 @@ def test_a_bad_frequency_bits_is_an_error_naming_params(repo: Path, bad: object)
 def stage_index(root: Path, *, manifests: bool = True) -> Any:
     """The ``index`` stage as ``dvc repro`` runs it, after the extract and condense stages wrote
     the manifests of library/, extracted/ and condensed/ (``manifests``)."""
-    from arkai.adapters import manifest
     from arkai.ops.index import STAGE, STAGE_FOLDERS, run_index
 
-    if manifests:
-        manifest.write_all(root, *STAGE_FOLDERS)
-    return run_index(Repo.at(root, stage=STAGE))
+    return as_stage(root, STAGE_FOLDERS, lambda: run_index(Repo.at(root, stage=STAGE)),
+                    manifests=manifests)  # fmt: skip
 
 
 def from_seal(root: Path) -> int:

@@ -24,7 +24,7 @@ from arkai.site import indexes
 from arkai.site.build import build_site, clean
 from arkai.site.collect import sentence_around
 from arkai.site.indexes import said_spans
-from tests.conftest import Runner, sh
+from tests.conftest import Runner, as_stage, sh
 from tests.func.test_site_build import check_links, html_text, item_dirs, make_repo
 
 #: A user hook that records, once MkDocs has read every page and before it renders any,
@@ -501,11 +501,8 @@ def test_an_unfinished_builds_journal_removes_only_pages_inside_the_build_folder
 def stage_site(repo: Path, *, manifests: bool = True) -> site_build.SiteReport:
     """The ``site`` stage as ``dvc repro`` runs it, after the extract stage wrote the manifests
     of library/ and extracted/ (``manifests``)."""
-    from arkai.adapters import manifest
-
-    if manifests:
-        manifest.write_all(repo, *site_build.STAGE_FOLDERS)
-    return build_site(repo, stage=True)
+    return as_stage(repo, site_build.STAGE_FOLDERS, lambda: build_site(repo, stage=True),
+                    manifests=manifests)  # fmt: skip
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from arkai.memory.resume import LOG_FILE
 from arkai.model.belief import Episode
 from arkai.ops import memory as op
 from arkai.search import embed
-from tests.conftest import init_repo
+from tests.conftest import as_stage, init_repo
 from tests.memory.test_memory_cli import JANUARY, MARCH, _date
 
 FEBRUARY = """# Build caches, February
@@ -279,9 +279,8 @@ def test_the_stage_reads_episodes_without_their_quotes(kr: Path) -> None:
 def stage_build(kr: Path, *, manifests: bool = True) -> op.BuildResult:
     """The ``beliefs`` stage as ``dvc repro`` runs it, after the extract stage wrote the
     manifests of library/ and extracted/ (``manifests``)."""
-    if manifests:
-        manifest.write_all(kr, *op.STAGE_FOLDERS)
-    return op.build(Repo.at(kr, stage=op.STAGE))
+    return as_stage(kr, op.STAGE_FOLDERS, lambda: op.build(Repo.at(kr, stage=op.STAGE)),
+                    manifests=manifests)  # fmt: skip
 
 
 @pytest.fixture
