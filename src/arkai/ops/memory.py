@@ -472,15 +472,6 @@ def _kept(repo: Repo, saved: SavedLog, prints: npt.NDArray[Any] | None) -> Build
         return None
     if prints is not None and not np.array_equal(logged, prints):
         return None
-    # The statement store is no file the replay writes, but a DVC output all the same: one
-    # damaged since (a byte of a row) is mended by a build that is not kept.
-    from arkai.search.vectors import saved_intact
-
-    model = _stored_model(repo, files.cache_dir(repo.root) / files.STORE)
-    if model is not None and not saved_intact(
-        files.cache_dir(repo.root) / files.STORE, model, repo.root / CACHE_DIR / STORE_CHECKS
-    ):
-        return None
     beliefs, by_status, digests = w.get("beliefs"), w.get("by_status"), w.get("files")
     if not (
         type(beliefs) is int
@@ -491,6 +482,14 @@ def _kept(repo: Repo, saved: SavedLog, prints: npt.NDArray[Any] | None) -> Build
         and None not in digests.values()
         and files.written_digests(repo.root) == digests
     ):
+        return None
+    # The statement store is no file the replay writes, but a DVC output all the same: one
+    # damaged since (a byte of a row) is mended by a build that is not kept.
+    from arkai.search.vectors import saved_intact
+
+    store = files.cache_dir(repo.root) / files.STORE
+    model = _stored_model(repo, store)
+    if model is not None and not saved_intact(store, model, repo.root / CACHE_DIR / STORE_CHECKS):
         return None
     count = len(logged)
     return BuildResult(count, beliefs, dict(by_status), 0, False, count, 0)

@@ -303,9 +303,8 @@ class BM25Index:
         meta = _read_meta(folder)
         if meta.get("format") != FORMAT_VERSION:
             raise InvalidInputError(
-                f"BM25 index in {folder} has format {meta.get('format')!r}, "
-                f"expected {FORMAT_VERSION}",
-                hint="rebuild the index",
+                f"{folder / _META_FILE}: a BM25 index of format {meta.get('format')!r}, "
+                f"expected {FORMAT_VERSION}"
             )
         with _reading(folder, _MATRIX_FILE):
             with np.load(folder / _MATRIX_FILE) as z:
@@ -360,7 +359,8 @@ _DAMAGED = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFi
 
 @contextlib.contextmanager
 def _reading(folder: Path, name: str) -> Iterator[None]:
-    """Turn a damaged index file's error into one that names the file (and says to rebuild)."""
+    """Turn a damaged index file's error into one that names the file (its readers say how to
+    build the index again)."""
     try:
         yield
     except _DAMAGED as exc:
