@@ -140,6 +140,16 @@ def read_json(
     return read_json_as(path, path.parent, "not a JSON object", json_object, object_hook)
 
 
+def read_own_json(path: Path) -> dict[str, Any]:
+    """A JSON object a tool wrote for itself (a derived record, never a person's file): ``{}``
+    when missing — or damaged, so that the tool writes it anew rather than fail every run
+    until someone deletes it."""
+    try:
+        return read_json(path) or {}
+    except LibraryError:
+        return {}
+
+
 def json_object(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object; a TypeError otherwise (a ``parse`` for the readers
     above)."""

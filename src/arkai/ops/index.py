@@ -85,7 +85,12 @@ from arkai.adapters.raytasks import executor_of
 from arkai.adapters.repo import Repo
 from arkai.adapters.review import apply_review, load_item_review
 from arkai.adapters.shards import CONDENSED_FILE, SHARDS_DIR, read_condensed
-from arkai.adapters.store import parse_evidence, read_entities, read_json, write_json
+from arkai.adapters.store import (
+    parse_evidence,
+    read_entities,
+    read_own_json,
+    write_json,
+)
 from arkai.core import canonjson
 from arkai.core.hashing import DIGEST_PREFIX
 from arkai.errors import LibraryError
@@ -1858,23 +1863,13 @@ def _embedding(progress: ProgressFn, done: int, total: int) -> None:
     progress(done, total, "embedding")
 
 
-def _own_record(path: Path) -> dict[str, Any]:
-    """A JSON object this stage wrote for itself (its manifest, the record of its inputs):
-    ``{}`` when missing — or damaged (not a JSON object), which is then written anew like
-    any derived file, rather than failing every run until someone deletes it."""
-    try:
-        return read_json(path) or {}
-    except LibraryError:
-        return {}
-
-
 def _bm25_intact(record: Path, out: Path, digests: FileDigests) -> bool:
     """Whether the BM25 files under ``lexical/`` are the ones the lexical step last wrote (their
     digests in ``record``, kept beside the item cache; the stat memo: an unchanged file is not
     read). One damaged or deleted since — a bad pull, a disk error — is made again by the next
     run, not only by ``--full``. (Not the manifest's: a run that found them damaged wrote the
     manifest with what it found.)"""
-    kept = _own_record(record)
+    kept = read_own_json(record)
     listed = kept.get("files") if isinstance(kept, dict) else None
     if not isinstance(listed, dict) or not listed:
         return False
@@ -2037,7 +2032,7 @@ def run_index(
             # items' files, extraction timestamps included, and the manifest is a function of
             # the index files alone (a clone that re-extracts the same claims writes the same
             # manifest).
-            last = _own_record(cache.folder / INPUTS)
+            last = read_own_json(cache.folder / INPUTS)
             keys = _digest(canonjson.dumps([[d.item.id, d.key] for d in loaded]).encode("utf-8"))
             known = last.get("chunks") if not full and last.get("keys") == keys else None
             chunks_digest = _write_chunks(
@@ -2059,7 +2054,7 @@ def run_index(
             info["items"] = len(loaded)
             del catalog
 
-        old_manifest = _own_record(out / MANIFEST)
+        old_manifest = read_own_json(out / MANIFEST)
         synonyms = load_synonyms(root / SYNONYMS)
         # Everything lexical/, topics.json and the graph are functions of: when it equals the
         # last run's and those files are as that run left them, they are not rebuilt. The

@@ -62,7 +62,7 @@ from arkai.adapters.memory import (
     state_digest,
 )
 from arkai.adapters.params import load_params
-from arkai.adapters.store import read_json
+from arkai.adapters.store import read_json, read_own_json
 from arkai.errors import ArkaiError, LibraryError, UnsafeFileError
 from arkai.search.topics import chunk_offsets, iter_topics_json
 from arkai.site import indexes, links
@@ -1455,10 +1455,7 @@ def build_site(
     build = config_file.parent
     site = user.site_dir
     fp = _fingerprint(user, text)
-    try:
-        state = read_json(build / STATE) or {}
-    except LibraryError:  # damaged: the build's own record, made again by a whole build
-        state = {}
+    state = read_own_json(build / STATE)  # (damaged: {}, a whole build)
     dirty = (
         not full
         and state.get("fingerprint") == fp
