@@ -171,3 +171,67 @@ def test_a_reinforced_belief_is_the_one_replace_makes() -> None:
     for day in ("2026-03-01", "2025-12-31"):
         want = dataclasses.replace(b, confidence=0.75, reinforced=max(b.reinforced, day))
         assert b.reinforced_by(0.75, day) == want
+
+
+def test_reinforcements_held_while_replaying_reach_the_belief() -> None:
+    """The replay holds a belief's reinforcements aside while it replays and writes them at the
+    end: twice reinforced then contradicted, the invalidated belief has both (confidence and
+    latest date); its replacement, made after, has none of them."""
+    eps = [
+        ep(1, "Remote caches make builds faster.", "2026-01-01"),
+        ep(2, "Remote caches make builds much faster.", "2026-01-10", "i2"),
+        ep(3, "Remote caches make the builds faster.", "2026-01-20", "i3"),
+        ep(4, "Remote caches make builds slower.", "2026-02-01", "i4"),
+    ]
+    rows = [E0, with_sim(E0, E1, 0.9), with_sim(E0, E2, 0.92), with_sim(E0, E3, 0.78)]
+    res = run(eps, rows)
+    by = {b.statement: b for b in res.beliefs}  # type: ignore[attr-defined]
+    first = by["Remote caches make builds faster."]
+    assert first.status == "invalidated"
+    assert first.confidence == pytest.approx(round(0.68 + 0.32 * 0.2, 6))
+    assert first.reinforced == "2026-01-20"
+    assert first.episodes == (eps[0].id, eps[1].id, eps[2].id)
+    repl = by["Remote caches make builds slower."]
+    assert (repl.confidence, repl.reinforced) == (0.6, "2026-02-01")
+    confs = [c.confidence for c in res.changes if c.kind == "reinforce"]  # type: ignore[attr-defined]
+    assert confs == [0.68, round(0.68 + 0.32 * 0.2, 6)]
+
+
+def test_a_reinforcement_change_is_the_one_its_class_makes() -> None:
+    """The replay makes its reinforcement changes without ``Change.__init__`` (half the
+    cost): each is equal to the one the class makes, with every field set (a field added to
+    ``Change`` and not to the replay fails here)."""
+    import dataclasses
+
+    from arkai.memory.replay import _State
+    from arkai.model.belief import Change
+
+    st = _State(ReplayParams(), Decisions(), check, 0)
+    st.log("create", "b0", "2026-01-01", episode="e0", confidence=0.6)
+    st.log_reinforce("b1", "2026-01-02", "e1", 0.68, 0.91)
+    made = st.changes[-1]
+    want = Change(2, "reinforce", "b1", "2026-01-02", episode="e1", confidence=0.68,
+                  similarity=0.91)  # fmt: skip
+    assert made == want and made.to_dict() == want.to_dict()
+    assert [getattr(made, f.name) for f in dataclasses.fields(Change)] == [
+        getattr(want, f.name) for f in dataclasses.fields(Change)
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seq = 3  # type: ignore[misc]
+
+
+def test_a_belief_made_again_starts_without_the_earlier_reinforcements() -> None:
+    """A belief made again (a second episode with its seed: the replay's input is not
+    deduplicated here) starts at ``new_confidence``: the reinforcements held for the one
+    before are not written to it."""
+    eps = [
+        ep(1, "Remote caches make builds faster.", "2026-01-01"),
+        ep(2, "Remote caches make builds much faster.", "2026-01-10", "i2"),
+        ep(1, "Bees visit lavender in June.", "2026-02-01", "i3"),
+    ]
+    res = run(eps, [E0, with_sim(E0, E1, 0.9), E3])
+    kinds = [c.kind for c in res.changes]  # type: ignore[attr-defined]
+    assert kinds == ["create", "reinforce", "create"]
+    (b,) = set(res.beliefs)  # type: ignore[attr-defined]  (listed at each making)
+    assert (b.statement, b.confidence, b.reinforced) == ("Bees visit lavender in June.", 0.6,
+                                                         "2026-02-01")  # fmt: skip

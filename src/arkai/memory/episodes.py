@@ -118,7 +118,8 @@ def _to_row(episodes: list[Episode]) -> bytes:
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _table(root: Path) -> ItemTable:
+def episode_table(root: Path) -> ItemTable:
+    """The table of every item's episodes (loaded: where each row is, not its body)."""
     return ItemTable(root, TABLE, f"{EPISODES_VERSION}\0{__version__}")
 
 
@@ -155,7 +156,7 @@ def library_episodes(
     ``quotes`` the episodes carry none (the replay reads none; a quote is ≈ a third of an
     episode's memory). ``keys``: each item as :data:`Keyed` is appended to it (what
     :func:`planned_episodes` is given next time)."""
-    table = _table(root)
+    table = episode_table(root)
     out: list[Episode] = []
     for item in items:
         eps, key = _of(table, item, quotes)
@@ -171,13 +172,15 @@ def planned_keys(
     items: Iterable[Item],
     kept: Iterable[Keyed],
     keys: list[Keyed],
+    table: ItemTable | None = None,
 ) -> bool:
     """:func:`planned_episodes` without reading ``kept``'s episodes: each is only retained in
     the table under its key (its row copied, unread, when the table is written); ``items``'
     episodes are made or taken as there. Whether the table held every kept item under its key
     (if not, ``keys`` is incomplete and the caller reads the library whole). The episodes are
-    then :func:`planned_episodes` of ``keys`` with no items."""
-    table = _table(root)
+    then :func:`planned_episodes` of ``keys`` with no items (given the same ``table``, it is
+    not loaded again: ≈ 0.1 s at 10,000 items)."""
+    table = episode_table(root) if table is None else table
     for row in kept:
         _, content_id, _, key, _ = row
         if key is None or not table.retain(content_id, key):
@@ -195,6 +198,7 @@ def planned_episodes(
     items: Iterable[Item],
     kept: Iterable[Keyed],
     keys: list[Keyed],
+    table: ItemTable | None = None,
 ) -> list[Episode] | None:
     """The episodes (without quotes) of the library whose items are ``items`` — those whose
     files may have changed, read as :func:`library_episodes` reads them — and ``kept``: the
@@ -202,8 +206,10 @@ def planned_episodes(
     from the table without looking at their files; None when the table does not hold one of
     them under that key (a row damaged, or written by another build for other bytes
     meanwhile: the caller reads the library whole). ``keys`` as for
-    :func:`library_episodes`; the table then holds exactly these items."""
-    table = _table(root)
+    :func:`library_episodes`; the table then holds exactly these items. ``table``: the
+    episode table as :func:`episode_table` loaded it (and a save since left it), else loaded
+    here."""
+    table = episode_table(root) if table is None else table
     out: list[Episode] = []
     for keyed in kept:
         _, content_id, day, key, _ = keyed

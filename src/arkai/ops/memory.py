@@ -43,6 +43,7 @@ from arkai.memory.contradict import Conflict
 from arkai.memory.episodes import (
     EPISODES_VERSION,
     Keyed,
+    episode_table,
     item_episodes,
     library_episodes,
     ordered,
@@ -178,11 +179,13 @@ def _stage_episodes(repo: Repo) -> _Read:
     keys: list[Keyed] = []
     eps = None
     planned = False
+    table = None
     if changes is not None and last is not None:
         items, problems = load_items(root, changes.folders)
         if not problems:
             kept = [row for row in last if row[0] not in changes.folders]
-            planned = planned_keys(root, items, kept, keys)
+            table = episode_table(root)  # (loaded once: read again by load() below)
+            planned = planned_keys(root, items, kept, keys, table)
     if not planned:
         keys.clear()
         items, problems = repo.scan()
@@ -202,7 +205,7 @@ def _stage_episodes(repo: Repo) -> _Read:
 
     def load() -> list[Episode]:
         # Every item from the table under the key just sealed; a row lost meanwhile: whole.
-        found = planned_episodes(root, (), keys, [])
+        found = planned_episodes(root, (), keys, [], table)
         if found is None:
             found = library_episodes(root, repo.items(), quotes=False)
         return ordered([*found, *imported])
@@ -291,6 +294,14 @@ def embed_statements(
     )
 
     keys = [text_digest(t) for t in texts]
+    ids = key_ids(keys)  # (made once: ≈ 2 µs a key, and the store is asked three times)
+
+    def missing(store: VectorStore) -> list[str]:
+        """The keys ``store`` holds no row for (first occurrence, in order):
+        ``store.missing(keys)``, from the ids made above."""
+        absent = (store.rows_of(ids) < 0).tolist()
+        return list(dict.fromkeys(k for k, a in zip(keys, absent, strict=True) if a))
+
     folder = files.cache_dir(repo.root) / files.STORE
     checks = repo.root / CACHE_DIR / STORE_CHECKS
     store = _stored_vectors(repo, folder)  # under the recipe it records
@@ -299,18 +310,14 @@ def embed_statements(
     todo: list[str] = []
     # A store made by another recipe of the model is embedded again, whole. With statements
     # to embed, the embedder says its recipe below; without, its factory does (no model).
-    if (
-        store is None
-        or store.missing(dict.fromkeys(keys))
-        or store.recipe != embed.recipe_of(store.model_name)
-    ):
+    if store is None or missing(store) or store.recipe != embed.recipe_of(store.model_name):
         held = embed.held_embedders()
         embedder = _embedder(repo)
         recipe = embed.recipe_of(embedder)
         if store is None or store.model_name != embedder.name or store.recipe != recipe:
             store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim), recipe=recipe)
             drop_damaged(store, folder, checks)
-        todo = store.missing(dict.fromkeys(keys))
+        todo = missing(store)
         by_key = dict(zip(keys, texts, strict=True))
         # Here or as Ray tasks (extract.executor): the same batches, in the same order.
         extract = repo.params.get("extract")
@@ -322,12 +329,12 @@ def embed_statements(
         del embedder, batches
         # A model is ≈ 110 MB, and the stage's peak comes after its last use.
         embed.release_embedders(keep=held)
-    if store.prune(keys) or todo or store.unsaved:
+    if store.prune(ids) or todo or store.unsaved:
         store.save(folder)
     record_intact(store, folder, checks)
     # In episode order, read by row from the store's files as the replay asks (≈ 1.2 GB of
     # rows at 100,000 items: never held, nor copied).
-    ordered = stored_rows(store, store.rows_of(key_ids(keys)))
+    ordered = stored_rows(store, store.rows_of(ids))
     return ordered, len(todo), store.model_name
 
 
