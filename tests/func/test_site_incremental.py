@@ -704,3 +704,17 @@ def test_a_dirty_build_sets_aside_unchanged_pages_outside_the_nav_and_equals_a_c
     assert sitemap.count("<loc>") == len(list(docs.rglob("*.md"))) + 1  # and notes.md
     assert f"https://example.org/kb/items/{items[4][0]}/" in sitemap
     assert_as_clean_build(repo, docs, repo / ".site-build", site, monkeypatch)
+
+
+def test_the_stage_plans_items_in_the_order_of_their_paths() -> None:
+    """The stage's item folders come in the order ``Path`` gives them (their parts), which a
+    plain string sort of the relative paths does not: ``-`` sorts before ``/``."""
+    from pathlib import Path
+
+    from arkai.site.build import in_path_order
+
+    rels = ["talks/a", "talks-old/z", "talks/a-b", "talks/a b/c", "notes/ä", "notes/z",
+            "talks/a.b", "talks/A", "x/y/z", "x-y/z", "x/y-z"]  # fmt: skip
+    base = Path("/lib")
+    assert in_path_order(base, rels) == sorted(base / r for r in rels)
+    assert sorted(rels) != [p.relative_to(base).as_posix() for p in in_path_order(base, rels)]
