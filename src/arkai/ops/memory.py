@@ -204,8 +204,10 @@ def _stage_episodes(repo: Repo) -> _Read:
         return _Read(source, lambda: ordered([*got, *imported]))
 
     def load() -> list[Episode]:
+        nonlocal table
         # Every item from the table under the key just sealed; a row lost meanwhile: whole.
         found = planned_episodes(root, (), keys, [], table)
+        table = None  # (where its rows are: not held through the replay)
         if found is None:
             found = library_episodes(root, repo.items(), quotes=False)
         return ordered([*found, *imported])
