@@ -403,13 +403,17 @@ def test_the_changed_rows_are_checked_a_chunk_at_a_time(tmp_path: Path) -> None:
     assert int(grew) < 64 * 2**20, grew
 
 
+@pytest.mark.parametrize("near_rows", [1, 3, 256])
 def test_rows_a_new_episode_is_near_are_ranked_again_without_a_search(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, near_rows: int
 ) -> None:
     """Episodes inserted early (near copies of many later ones): each later kept row whose
     weakest candidate a new row beats gets its list from its recorded one and the new rows
     ranked together — only the new rows are searched against every earlier row — and the
-    replay equals one from scratch (lists, outcomes, log)."""
+    replay equals one from scratch (lists, outcomes, log). Those rows' recorded candidates are
+    scored :data:`~arkai.memory.replay.NEAR_ROWS` rows at a time (their vectors read
+    together): one, a few and all in one chunk alike."""
+    monkeypatch.setattr(rp, "NEAR_ROWS", near_rows)
     eps, rows = library(200)
     before = run(eps, rows)
     assert before.log is not None
@@ -438,33 +442,4 @@ def test_rows_a_new_episode_is_near_are_ranked_again_without_a_search(
     monkeypatch.undo()
     assert searched[0] == list(range(101, 107))  # the new rows alone
     assert len(merged) > 10 and all(m > 106 for m in merged)
-    same(resumed, run(eps2, rows2))
-
-
-@pytest.mark.parametrize("near_rows", [1, 3, 256])
-def test_rows_near_new_episodes_are_scored_a_chunk_at_a_time(
-    monkeypatch: pytest.MonkeyPatch, near_rows: int
-) -> None:
-    """The rows a new episode is near have their recorded candidates scored
-    :data:`~arkai.memory.replay.NEAR_ROWS` rows at a time (their vectors read together): one,
-    a few and all in one chunk give the replay from scratch."""
-    eps, rows = library(200)
-    before = run(eps, rows)
-    assert before.log is not None
-    new = [Episode(f"{9000 + j:016x}", eps[110 + j].statement, eps[100].date, "item-new",
-                   20_000 + j) for j in range(6)]  # fmt: skip
-    eps2 = [*eps[:101], *new, *eps[101:]]
-    rows2 = np.insert(rows, 101, rows[110:116], axis=0)
-    merged: list[int] = []
-    real_near = rp._Resume._near_changed
-
-    def near(self: rp._Resume, *args: object) -> object:
-        got = real_near(self, *args)  # type: ignore[arg-type]
-        merged.extend(got.tolist())  # type: ignore[attr-defined]
-        return got
-
-    monkeypatch.setattr(rp._Resume, "_near_changed", near)
-    monkeypatch.setattr(rp, "NEAR_ROWS", near_rows)
-    resumed = run(eps2, rows2, before.log)
-    assert len(merged) > 3 * near_rows or near_rows == 256
     same(resumed, run(eps2, rows2))
