@@ -32,7 +32,9 @@ def test_add_get_missing() -> None:
     assert s.missing(keys) == keys
     s.add(keys[:3], rows[:3])
     assert len(s) == 3 and keys[0] in s and keys[4] not in s
-    assert s.missing([keys[4], keys[0], keys[3], keys[4]]) == [keys[4], keys[3]]
+    asked = [keys[4], keys[0], keys[3], keys[4]]
+    assert s.missing(asked) == [keys[4], keys[3]]
+    assert s.missing(asked, vectors.key_ids(asked)) == [keys[4], keys[3]]  # ids made by the caller
     s.add(keys[3:], rows[3:])
     assert np.array_equal(s.get([keys[4], keys[1]]), rows[[4, 1]])
     assert s.get([]).shape == (0, 8)

@@ -297,13 +297,6 @@ def embed_statements(
 
     keys = [text_digest(t) for t in texts]
     ids = key_ids(keys)  # (made once: ≈ 2 µs a key, and the store is asked three times)
-
-    def missing(store: VectorStore) -> list[str]:
-        """The keys ``store`` holds no row for (first occurrence, in order):
-        ``store.missing(keys)``, from the ids made above."""
-        absent = (store.rows_of(ids) < 0).tolist()
-        return list(dict.fromkeys(k for k, a in zip(keys, absent, strict=True) if a))
-
     folder = files.cache_dir(repo.root) / files.STORE
     checks = repo.root / CACHE_DIR / STORE_CHECKS
     store = _stored_vectors(repo, folder)  # under the recipe it records
@@ -312,14 +305,18 @@ def embed_statements(
     todo: list[str] = []
     # A store made by another recipe of the model is embedded again, whole. With statements
     # to embed, the embedder says its recipe below; without, its factory does (no model).
-    if store is None or missing(store) or store.recipe != embed.recipe_of(store.model_name):
+    if (
+        store is None
+        or store.missing(keys, ids)
+        or store.recipe != embed.recipe_of(store.model_name)
+    ):
         held = embed.held_embedders()
         embedder = _embedder(repo)
         recipe = embed.recipe_of(embedder)
         if store is None or store.model_name != embedder.name or store.recipe != recipe:
             store = VectorStore.load(folder, embedder.name, dim=int(embedder.dim), recipe=recipe)
             drop_damaged(store, folder, checks)
-        todo = missing(store)
+        todo = store.missing(keys, ids)
         by_key = dict(zip(keys, texts, strict=True))
         # Here or as Ray tasks (extract.executor): the same batches, in the same order.
         extract = repo.params.get("extract")

@@ -364,11 +364,16 @@ class VectorStore:
             out[pick] = _read(self._segs[s].rows, idx[pick] - self._starts[s])
         return out
 
-    def missing(self, keys: Iterable[str]) -> list[str]:
-        """The keys (first occurrence, in order) that have no row yet: what to embed."""
-        listed = list(dict.fromkeys(keys))
-        absent = self.rows_of(key_ids(listed)) < 0
-        return [k for k, a in zip(listed, absent.tolist(), strict=True) if a]
+    def missing(self, keys: Iterable[str], ids: Ids | None = None) -> list[str]:
+        """The keys (first occurrence, in order) that have no row yet: what to embed.
+        ``ids``: the keys' :func:`key_ids` when the caller has made them (one per key, repeats
+        included), not made again."""
+        if ids is None:
+            listed = list(dict.fromkeys(keys))
+            absent = self.rows_of(key_ids(listed)) < 0
+            return [k for k, a in zip(listed, absent.tolist(), strict=True) if a]
+        gone = (self.rows_of(ids) < 0).tolist()
+        return list(dict.fromkeys(k for k, a in zip(keys, gone, strict=True) if a))
 
     def add(self, keys: Sequence[str], rows: npt.ArrayLike) -> None:
         """Store ``rows[i]`` under ``keys[i]``; a key already present gets its row replaced."""
