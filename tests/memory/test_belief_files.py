@@ -151,7 +151,7 @@ def _plain(got: dict[str, files.History] | None) -> object:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_each_beliefs_history_mirrors_the_change_log_it_was_folded_from(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``write_state`` keeps each belief's history (count, latest ``HISTORY_LATEST`` steps) in
     ``index/beliefs/history.json`` with the digest of the ``changes.jsonl`` it wrote, and
@@ -159,6 +159,7 @@ def test_each_beliefs_history_mirrors_the_change_log_it_was_folded_from(
     change naming another belief counts for both, a belief naming itself once."""
     import random
 
+    monkeypatch.setattr(files, "HISTORY_BATCH", (1, 2, 3, 4096)[seed % 4])
     rnd = random.Random(seed)
     ids = [f"{i:016x}" for i in range(rnd.randint(1, 12))]
     changes = [
@@ -174,8 +175,18 @@ def test_each_beliefs_history_mirrors_the_change_log_it_was_folded_from(
     assert got is not None
     assert _plain(got) == _folded_here(tmp_path)
     assert _plain(files.histories(files.iter_changes(tmp_path))) == _plain(got)
-    for h in got.values():
-        assert h.latest.maxlen == files.HISTORY_LATEST  # appended to as the fold does
+    for h in got.values():  # appended to as the fold does: still the latest HISTORY_LATEST
+        count = h.count
+        h.add(Change(seq=0, kind="reinforce", belief="x", date="2027-01-01"))
+        assert h.count == count + 1 and len(h.latest) == min(count + 1, files.HISTORY_LATEST)
+        assert tuple(h.latest[-1]) == ("2027-01-01", "reinforce", None)
+    # Written a batch of beliefs at a time: the bytes of the whole document's compact dump.
+    log = (tmp_path / "beliefs" / "changes.jsonl").read_bytes()
+    doc = {"changes_sha256": hashlib.sha256(log).hexdigest(), "latest": files.HISTORY_LATEST,
+           "beliefs": {b: [h.count, [list(s) for s in h.latest]]
+                       for b, h in files.histories(changes).items()}}  # fmt: skip
+    want = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert (files.cache_dir(tmp_path) / "history.json").read_bytes() == want
 
 
 def test_a_history_that_does_not_mirror_the_log_is_not_read(tmp_path: Path) -> None:
