@@ -41,7 +41,7 @@ from arkai.adapters.fs import (
     write_if_changed,
 )
 from arkai.adapters.store import iter_jsonl, read_json_as
-from arkai.core.canonjson import dumps_line
+from arkai.core.canonjson import dumps_compact, dumps_line
 from arkai.core.hashing import DIGEST_PREFIX, file_digest, sha256_hex
 from arkai.errors import LibraryError
 from arkai.model.belief import TYPES, Belief, Change, Episode
@@ -343,8 +343,6 @@ def read_recall_index(root: Path) -> RecallIndex | None:
 HISTORY = "history.json"
 #: Beliefs whose histories are encoded and written at once.
 HISTORY_BATCH = 4096
-#: ``json.dumps(…, ensure_ascii=False, separators=(",", ":"))``, made once.
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 HISTORY_LATEST = 10
 """The changes a belief's history keeps (its latest): the beliefs page shows them and counts
 the rest (``arkai belief history ID`` lists them all)."""
@@ -394,17 +392,18 @@ def write_histories(root: Path, by_belief: dict[str, History], changes_sha256: s
     SHA-256 of the ``changes.jsonl`` it was folded from. The beliefs stage has every change in
     memory; the site, which made each page's history by parsing the whole log (0.44 s a run
     at 10,000 items), reads this instead (:func:`read_histories`)."""
-    # The bytes of ``json.dumps(doc, ensure_ascii=False, separators=(",", ":"))`` (tested),
-    # a batch of beliefs at a time: the document whole, its text and its bytes were ≈ 0.3 GB
-    # at 800,000 beliefs, the stage's peak.
-    head = _COMPACT.encode({"changes_sha256": changes_sha256, "latest": HISTORY_LATEST})
+    # The bytes of ``json.dumps(doc, ensure_ascii=False, separators=(",", ":"))`` (tested; the
+    # compact canonical encoder's: the head's keys are in sorted order, the rest has none), a
+    # batch of beliefs at a time: the document whole, its text and its bytes were ≈ 0.3 GB at
+    # 800,000 beliefs, the stage's peak.
+    head = dumps_compact({"changes_sha256": changes_sha256, "latest": HISTORY_LATEST})
 
     def pieces() -> Iterator[bytes]:
         batch = HISTORY_BATCH
         out = [head[:-1], ',"beliefs":{']
         for n, (b, h) in enumerate(by_belief.items()):
-            out.append(("," if n else "") + _COMPACT.encode(b) + ":"
-                       + _COMPACT.encode([h.count, [list(s) for s in h.latest]]))  # fmt: skip
+            out.append(("," if n else "") + dumps_compact(b) + ":"
+                       + dumps_compact([h.count, [list(s) for s in h.latest]]))  # fmt: skip
             if len(out) >= batch:
                 yield "".join(out).encode("utf-8")
                 out = []
