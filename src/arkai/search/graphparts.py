@@ -35,7 +35,6 @@ the same edges, as arrays (:func:`arkai.search.graph.related_rows_of`).
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 from array import array
@@ -78,7 +77,7 @@ from arkai.search.graph import (
     json_row,
     node_id,
     quotes_digest,
-    related_rows_of,
+    related_lines_of,
     throttled_quotes,
     xml_edge,
     xml_node,
@@ -918,10 +917,9 @@ class RelatedInputs:
 
     def lines(self, batch: int = 2048) -> Iterator[bytes]:
         """The file, ``batch`` lines a piece."""
-        rows = related_rows_of(self.nodes, self.src, self.dst, self.kind, self.weight,
-                               self.titles, self.ids)  # fmt: skip
-        while piece := list(itertools.islice(rows, batch)):
-            yield canonjson.dumps_lines(piece).encode("utf-8")
+        for piece in related_lines_of(self.nodes, self.src, self.dst, self.kind, self.weight,
+                                      self.titles, self.ids, batch=batch):  # fmt: skip
+            yield piece.encode("utf-8")
 
     def key(self) -> str:
         """A digest of every input of :meth:`lines` — and of the code that makes them, and
