@@ -350,6 +350,76 @@ def test_an_entity_most_items_mention_continues_on_further_pages(
     assert tree(docs) == pages and tree(site) == dirty_site
 
 
+def test_an_entity_page_is_made_again_only_when_what_it_shows_changed(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page of a paged entity has its own key (issue 17): an item listed on a later page
+    whose mentions only moved within their lines (an edit before one) makes none of the
+    entity's pages again; when its mention lines change, only the page listing it is made —
+    and the result is what a clean build makes."""
+    from arkai.site import links
+
+    monkeypatch.setattr(indexes, "SAID_ITEMS", 1)
+    monkeypatch.setattr(indexes, "ENTITY_PAGE_ITEMS", 1)
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    build, site, docs = repo / ".site-build", repo / "site", repo / ".site-build" / "docs"
+    db = sqlite3.connect(build / "summaries.sqlite")
+    try:
+        rows = db.execute("SELECT key, cid FROM mentions").fetchall()
+    finally:
+        db.close()
+    by_key: dict[str, set[str]] = {}
+    for key, cid in rows:
+        by_key.setdefault(key, set()).add(cid)
+    key = max(sorted(by_key), key=lambda k: len(by_key[k]))
+    parts = [links.entity_page_part(key, n) for n in range(1, len(by_key[key]))]
+    assert len(parts) >= 2
+    last = (docs / parts[-1]).read_text()
+    cid = next(c for c in sorted(by_key[key]) if f"items/{c}/" in last)
+    name = next(row[1] for row in stored_entities(build, cid) if row[0] == key)
+    folder = item_dirs(repo)[cid]
+    transcript = folder / "transcript.md"
+    entities = repo / "extracted" / folder.relative_to(repo / "library") / "entities.json"
+    made: list[tuple[str, set[int]]] = []
+    real = indexes._entity_page
+
+    def spy(lib: object, ent: indexes.Entity, found: object, parts: list[str],
+            wanted: set[int]) -> list[str | None]:  # fmt: skip
+        made.append((ent.key, set(wanted)))
+        return real(lib, ent, found, parts, wanted)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexes, "_entity_page", spy)
+
+    def insert(text: bytes) -> None:
+        """``text`` put into the transcript just before the item's first mention of the
+        entity, its mentions' spans moved to match (as a new extraction would)."""
+        obj = json.loads(entities.read_text())
+        ent = next(e for e in obj["entities"] if e["name"] == name)
+        at = min(m["span"]["utf8_byte_offset"][0] for m in ent["mentions"] if m.get("span"))
+        data = transcript.read_bytes()
+        transcript.write_bytes(data[:at] + text + data[at:])
+        for e in obj["entities"]:
+            for m in e["mentions"]:
+                offsets = (m.get("span") or {}).get("utf8_byte_offset")
+                if offsets and offsets[0] >= at:
+                    m["span"]["utf8_byte_offset"] = [o + len(text) for o in offsets]
+        entities.write_text(json.dumps(obj, indent=2))
+
+    insert(b"really ")  # the same lines, the spans moved
+    build_site(repo)
+    assert [w for k, w in made if k == key] == []
+    insert(b"\n")  # its mention now on a line of its own
+    build_site(repo)
+    assert [w for k, w in made if k == key] == [{len(parts) - 1}]
+    assert f"items/{cid}/" in (docs / parts[-1]).read_text()
+    check_links(site)
+    pages, entries, built = tree(docs), tree(build / "search"), tree(site)
+    clean(repo)
+    assert build_site(repo).mkdocs == "full"  # (the same limits)
+    assert (tree(docs), tree(build / "search"), tree(site)) == (pages, entries, built)
+
+
 def test_an_item_is_known_by_its_folder_only_while_its_files_are_unchanged(
     tmp_path: Path, arkai: Runner
 ) -> None:

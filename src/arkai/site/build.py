@@ -9,7 +9,7 @@ Incremental at two levels:
   page shows from elsewhere (related items, topics, entity pages) changed; every page is
   written only when its bytes differ, so unchanged pages keep their mtime. Library-wide
   pages are made one at a time; an entity page — the costly kind, it reads transcripts — is
-  rendered only when its key (:func:`arkai.site.indexes.entity_key`) changed.
+  rendered only when its key (:func:`arkai.site.indexes.entity_part_keys`) changed.
 - HTML. MkDocs renders every page on a normal build. When the configuration, theme and
   arkai's version are unchanged since the last successful build, ``mkdocs build --dirty``
   is used instead: it renders just the pages whose Markdown is newer than their HTML. That

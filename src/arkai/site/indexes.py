@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -211,12 +211,12 @@ class Library:
     """The knowledge repo (entity pages read mention sentences from transcripts)."""
     digests: dict[str, str] = field(default_factory=dict)
     """content id → digest of the item's files (part of the key of the pages that read its
-    transcript: :func:`entity_key`)."""
+    transcript: :func:`entity_part_keys`)."""
     store: SummaryStore | None = None
     """Where the item summaries are (their entities, issues and evidence IDs)."""
     dirty_entities: set[str] = field(default_factory=set)
     """Keys of the entities of the items that are new, changed or gone since the last build:
-    the others' pages are made from the same inputs (:func:`entity_key` reads only the
+    the others' pages are made from the same inputs (:func:`entity_part_keys` reads only the
     entity's items) and are not looked at again when the page on disk was made from its last
     key."""
     search_scope: str = ALL
@@ -469,24 +469,38 @@ def _never(src: str, key: str | None) -> bool:
     return False
 
 
-def entity_key(lib: Library, ent: Entity, found: EntityItems) -> str:
-    """Digest of everything an entity's page is made from: the entity (names, each item's
-    mention lines and spans), its items' titles, the files of the items whose sentences it
-    shows, the URL style and this module's limits."""
-    said = [cid for cid, _ in _ranked(lib, found)[:SAID_ITEMS] if found.said.get(cid)]
-    obj = [
-        ent.key,
+def entity_part_keys(lib: Library, ent: Entity, found: EntityItems, parts: list[str]) -> list[str]:
+    """Digest of everything each page of an entity (``parts``: :func:`_entity_parts`) is made
+    from. Every page: the entity's key and name, how many pages and items, the URL style and
+    this module's limits, and the items the page lists (each one's mention lines and title,
+    in order). The first page also: the entity's type, names and totals, every item's title
+    (its search entry names them all), and the items whose sentences it shows (their mention
+    spans and their files' digest). An item listed on a later page is shown by its mention
+    lines, not its spans: a change that moves only its spans (an edit before a mention on its
+    line) makes no page again (issue 17: each of a hub entity's pages was made again, ≈ 26,000
+    rows at 10,000 items, when one of its items changed)."""
+    ranked = _ranked(lib, found)
+    rest = ranked[SAID_ITEMS:]
+    every = [ent.key, ent.name, len(parts), len(rest), lib.urls.directory_urls, SAID_ITEMS,
+             ENTITY_PAGE_ITEMS]  # fmt: skip
+    head = [
         ent.type,
         sorted(ent.names.items()),
+        ent.count,
+        ent.mentions,
+        [lib.title(cid) for cid in found.items],
         [
-            [cid, lines, found.said.get(cid, ""), lib.title(cid)]
-            for cid, lines in found.items.items()
+            [cid, lines, said, lib.title(cid), lib.digests.get(cid, "") if said else ""]
+            for cid, lines in ranked[:SAID_ITEMS]
+            for said in [found.said.get(cid, "")]
         ],
-        [[cid, lib.digests.get(cid, "")] for cid in said],
-        lib.urls.directory_urls,
-        SAID_ITEMS,
     ]
-    return hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest()
+    keys = []
+    for n in range(len(parts)):
+        listed = rest[n * ENTITY_PAGE_ITEMS : (n + 1) * ENTITY_PAGE_ITEMS]
+        obj = [every, n, head if n == 0 else None, [[c, m, lib.title(c)] for c, m in listed]]
+        keys.append(hashlib.sha256(json.dumps(obj, separators=(",", ":")).encode()).hexdigest())
+    return keys
 
 
 def _ranked(lib: Library, found: EntityItems) -> list[tuple[str, str]]:
@@ -497,7 +511,7 @@ def entity_pages(
     lib: Library, unchanged: Callable[[str, str | None], bool] = _never
 ) -> Iterator[PageOut]:
     """The entities index, and one page per entity that has one, one at a time. An entity
-    page is rendered only when ``unchanged(src, entity_key(…))`` is false (its transcript
+    page is rendered only when ``unchanged(src, entity_part_keys(…)[n])`` is false (its transcript
     reads are most of the cost of a rebuild after one item changed); the key of an entity
     none of whose items changed (not in ``lib.dirty_entities``) is not even computed when
     ``unchanged(src, None)`` says the page was made from its last key."""
@@ -525,16 +539,22 @@ def entity_pages(
                     yield from ((p, None, None) for p in parts)
                     continue
                 found = lib.entity_items(ent)
-                key = entity_key(lib, ent, found)
                 parts = _entity_parts(ent.key, len(found.items))
-                if all([unchanged(p, key) for p in parts]):  # a list: every part's key is kept
+                keys = entity_part_keys(lib, ent, found, parts)
+                # Every part asked (its key is kept), the stale ones noted.
+                stale = {
+                    n
+                    for n, (p, k) in enumerate(zip(parts, keys, strict=True))
+                    if not unchanged(p, k)
+                }
+                if not stale:
                     yield from ((p, None, None) for p in parts)
                     continue
                 titles = ", ".join(lib.title(cid) for cid in found.items)
                 sections = [Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)]
                 # Pages 2, 3, … have no search entries of their own (the first has them all).
-                for n, text in enumerate(_entity_page(lib, ent, found, parts)):
-                    yield parts[n], text, sections if n == 0 else []
+                for n, text in enumerate(_entity_page(lib, ent, found, parts, stale)):
+                    yield parts[n], text, (sections if n == 0 else []) if text is not None else None
             else:
                 chips.append(
                     a(lib.urls.href(links.ENTITIES, links.item_page(ent.first), "entities"), label)
@@ -557,9 +577,27 @@ def _pager(lib: Library, parts: list[str], src: str) -> str:
     return f'<p class="ak-pages">Pages: {" · ".join(cells)}</p>'
 
 
-def _entity_page(lib: Library, ent: Entity, found: EntityItems, parts: list[str]) -> list[str]:
-    """The entity's pages: the first, then one per :data:`ENTITY_PAGE_ITEMS` further items."""
+def _entity_page(
+    lib: Library, ent: Entity, found: EntityItems, parts: list[str], wanted: Container[int]
+) -> list[str | None]:
+    """The entity's pages: the first, then one per :data:`ENTITY_PAGE_ITEMS` further items;
+    only those ``wanted`` (by their place) are made, the others None."""
     src = parts[0]
+    ranked = _ranked(lib, found)
+    rest = ranked[SAID_ITEMS:]
+
+    def row(part: str, listed: tuple[str, str]) -> str:
+        cid, mentions = listed
+        target = links.transcript_page(cid)
+        tail = _line_links(lib, part, target, mention_lines(mentions), set())
+        count = mention_count(mentions)
+        return (
+            f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
+            f" <span>{tail}</span></li>"
+        )
+
+    if 0 not in wanted:
+        return _paged(lib, ent.name, "entity", [], rest, parts, ENTITY_PAGE_ITEMS, row, wanted)
     out = [
         f"<h1>{esc(ent.name)}</h1>",
         f"<p>{badge('type', ent.type)} mentioned {plural(ent.mentions, 'time')} in "
@@ -568,7 +606,6 @@ def _entity_page(lib: Library, ent: Entity, found: EntityItems, parts: list[str]
     others = sorted(n for n in ent.names if n != ent.name)
     if others:
         out.append(f"<p>Also written: {esc(', '.join(others))}</p>")
-    ranked = _ranked(lib, found)
     # Sentences for the items that mention it most; a hub entity of a big library lists
     # the other items compactly, with line links only, so the page stays small.
     for cid, mentions in ranked[:SAID_ITEMS]:
@@ -587,21 +624,9 @@ def _entity_page(lib: Library, ent: Entity, found: EntityItems, parts: list[str]
         if tail:
             out.append(f'<p class="ak-also">{"also " if said else ""}{tail}</p>')
         out.append("</div>")
-    rest = ranked[SAID_ITEMS:]
     if rest:
         out.append(f"<p>Also mentioned in {plural(len(rest), 'item')}:</p>")
-
-    def row(part: str, listed: tuple[str, str]) -> str:
-        cid, mentions = listed
-        target = links.transcript_page(cid)
-        tail = _line_links(lib, part, target, mention_lines(mentions), set())
-        count = mention_count(mentions)
-        return (
-            f'<li>{_item_link(lib, part, cid)} <span class="ak-count">{count}</span>'
-            f" <span>{tail}</span></li>"
-        )
-
-    return _paged(lib, ent.name, "entity", out, rest, parts, ENTITY_PAGE_ITEMS, row)
+    return _paged(lib, ent.name, "entity", out, rest, parts, ENTITY_PAGE_ITEMS, row, wanted)
 
 
 def _page_parts(page_of: Callable[[str, int], str], key: str, count: int, said: int,
@@ -613,13 +638,18 @@ def _page_parts(page_of: Callable[[str, int], str], key: str, count: int, said: 
 
 
 def _paged(lib: Library, name: str, kind: str, first: list[str], rest: Sequence[T],
-           parts: list[str], per_page: int, row: Callable[[str, T], str]) -> list[str]:  # fmt: skip
+           parts: list[str], per_page: int, row: Callable[[str, T], str],
+           wanted: Container[int] | None = None) -> list[str | None]:  # fmt: skip
     """A paged entity's or topic's pages: ``first`` (its head and the items shown in full)
     with the first ``per_page`` of ``rest`` listed (``row`` renders one on a page), then one
-    page per ``per_page`` further items, each linking to the others."""
+    page per ``per_page`` further items, each linking to the others. ``wanted``: the places
+    of the pages to make (the others None; None: all)."""
     src, out, title = parts[0], first, name
-    pages = []
+    pages: list[str | None] = []
     for n, part in enumerate(parts):
+        if wanted is not None and n not in wanted:
+            pages.append(None)
+            continue
         listed = rest[n * per_page : (n + 1) * per_page]
         if n:
             title = f"{name} ({n + 1}/{len(parts)})"
@@ -841,7 +871,9 @@ def topic_passage(term: str, chunk: dict[str, Any]) -> tuple[int, str, str, str]
     return line, head.lstrip(), text[at : at + len(term)], tail.rstrip()
 
 
-def _topic_page(lib: Library, t: Topic, ranked: list[TopicEntry], parts: list[str]) -> list[str]:
+def _topic_page(
+    lib: Library, t: Topic, ranked: list[TopicEntry], parts: list[str]
+) -> list[str | None]:
     """The topic's pages: the first (its best :data:`TOPIC_SAID_ITEMS` items with their
     passages, then the others listed), one per :data:`TOPIC_PAGE_ITEMS` further items.
     ``ranked``: its entries in page order (:func:`topic_order`)."""
