@@ -646,3 +646,125 @@ def test_an_item_whose_files_have_no_key_leaves_the_source_unknown(
     calls = _refuse_replay(monkeypatch)
     op.build(Repo.at(kr))
     assert calls == [1]
+
+
+# -- the beliefs stage's build started by the index stage, beside its own work (issue 17) -----
+
+
+def _runs(kr: Path) -> list[list[dict[str, Any]]]:
+    """Every run's events, oldest first."""
+    from arkai.adapters.events import RUNS_DIR, list_runs, read_events
+
+    return [read_events(kr / RUNS_DIR / r / "events.jsonl") for r in list_runs(kr)]
+
+
+def _index_then_beliefs(kr: Path) -> tuple[Any, list[list[dict[str, Any]]]]:
+    """The index stage, then the beliefs stage, as ``dvc repro`` runs them (the extract and
+    condense stages' manifests written first); the index stage's summary and the runs the
+    two made."""
+    from arkai.ops.index import STAGE, STAGE_FOLDERS, run_index
+
+    before = len(_runs(kr))
+    summary = as_stage(kr, STAGE_FOLDERS, lambda: run_index(Repo.at(kr, stage=STAGE)))
+    stage_build(kr, manifests=False)
+    return summary, _runs(kr)[before:]
+
+
+def _steps(run: list[dict[str, Any]]) -> list[str]:
+    return [e["step"] for e in run if e["type"] == "StepCompleted"]
+
+
+def test_the_index_stage_builds_the_beliefs_beside_and_the_beliefs_stage_takes_that_build(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two CPUs the index stage forks the beliefs stage's build beside its own work; the
+    beliefs stage then finds that replay standing (no episode read, nothing replayed or
+    written), and the files are those the two stages write one after the other without a
+    fork — built first, then after a claim was rejected. The beliefs run is started before
+    the index run, so that the index run is the latest."""
+    from arkai.adapters import beside
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+    other = tmp_path / "other"
+    shutil.copytree(kr, other, symlinks=True)
+    for change in (False, True):
+        if change:
+            _reject_first_claim(kr, "February")
+            _reject_first_claim(other, "February")
+        monkeypatch.setenv(beside.ENV, "1")
+        summary, runs = _index_then_beliefs(kr)
+        ahead, index, stage = runs
+        beliefs = json.loads((files.beliefs_dir(kr) / files.BELIEFS).read_text())["beliefs"]
+        assert summary.beliefs_beside == f"{len(beliefs)} beliefs"
+        assert ahead[0]["pipeline"] == "beliefs" and ahead[0]["started_by"] == "index"
+        assert ahead[-1]["type"] == "RunCompleted" and ahead[-1]["status"] == "success"
+        assert "replay" in _steps(ahead) and index[0]["pipeline"] == "index"
+        assert _steps(stage) == ["episodes", "kept"]
+        monkeypatch.setenv(beside.ENV, "0")
+        summary, runs = _index_then_beliefs(other)
+        assert summary.beliefs_beside is None and len(runs) == 2
+        assert "replay" in _steps(runs[1])
+        assert outputs(kr) == outputs(other)
+
+
+def test_a_beliefs_build_beside_that_fails_leaves_the_index_stage_done_and_the_stage_says_why(
+    kr: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arkai.adapters import beside
+    from arkai.errors import LibraryError
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+    decisions = files.decisions_path(kr)
+    decisions.parent.mkdir(parents=True, exist_ok=True)
+    decisions.write_text("remember: {}\n")
+    from arkai.ops.index import STAGE, STAGE_FOLDERS, run_index
+
+    summary = as_stage(kr, STAGE_FOLDERS, lambda: run_index(Repo.at(kr, stage=STAGE)))
+    said = summary.beliefs_beside or ""
+    assert said.startswith("failed: ") and "unknown section 'remember'" in said
+    with pytest.raises(LibraryError, match="unknown section 'remember'"):
+        stage_build(kr, manifests=False)
+    ahead, index, stage = _runs(kr)[-3:]
+    assert [r[-1]["status"] for r in (ahead, index, stage)] == ["failed", "success", "failed"]
+    assert [r[0]["pipeline"] for r in (ahead, index, stage)] == ["beliefs", "index", "beliefs"]
+
+
+def test_the_beliefs_build_beside_is_stopped_when_the_index_stage_fails(
+    kr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index stage's error ends its beliefs child too (no process left writing): the
+    child, still at work, is gone when the error reaches the caller."""
+    import os
+    import time
+
+    from arkai.adapters import beside
+    from arkai.ops import index as index_op
+    from arkai.ops.index import STAGE, run_index
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+    pid_file = tmp_path / "child.pid"
+
+    def slow(*_: Any, **__: Any) -> None:
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(600)
+
+    def failing(*_: Any, **__: Any) -> None:
+        for _ in range(6000):  # the child has started (at most a minute)
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.01)
+        raise RuntimeError("the index stage failed")
+
+    monkeypatch.setattr(op, "build", slow)  # (the child is a fork: it has this one)
+    monkeypatch.setattr(index_op, "_run_index", failing)
+    with pytest.raises(RuntimeError, match="the index stage failed"):
+        run_index(Repo.at(kr, stage=STAGE))
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -136,11 +136,24 @@ def maxrss_mb() -> float:
     return round(peak / (2**20 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS
 
 
-@contextmanager
-def run(root: Path, pipeline: str, **fields: Any) -> Iterator[RunLog]:
-    """RunStarted … RunCompleted with status success / failed / interrupted."""
+def start(root: Path, pipeline: str, **fields: Any) -> RunLog:
+    """A new run, its RunStarted emitted (ended by :func:`run` given it as ``started``): the
+    index stage starts the beliefs stage's run before it forks the child that builds it, so
+    that its own run, started after, is the latest (``arkai run resume`` and ``arkai runs
+    show`` take the latest run)."""
     log = RunLog(root=root, pipeline=pipeline)
     log.emit("RunStarted", pipeline=pipeline, **fields)
+    return log
+
+
+@contextmanager
+def run(
+    root: Path, pipeline: str, *, started: RunLog | None = None, **fields: Any
+) -> Iterator[RunLog]:
+    """RunStarted … RunCompleted with status success / failed / interrupted. ``started``: a
+    run whose RunStarted was emitted before (:func:`start`, by the process that forked this
+    one): this block is its work and its end."""
+    log = started if started is not None else start(root, pipeline, **fields)
     t0 = time.perf_counter()
     status = "success"
     try:

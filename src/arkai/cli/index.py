@@ -49,4 +49,6 @@ def show_index(summary: IndexSummary, *, as_json: bool = False, quiet: bool = Fa
         shards = summary.shards or {}
         if shards.get("resharded"):
             say(f"shards: {shards['resharded']}")
+        if summary.beliefs_beside:
+            say(f"beliefs, built beside the index: {summary.beliefs_beside}")
     return 0

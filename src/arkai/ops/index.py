@@ -45,7 +45,7 @@ import numpy as np
 import arkai
 from arkai.adapters import events
 from arkai.adapters import manifest as folder_manifests
-from arkai.adapters.beside import Beside
+from arkai.adapters.beside import Beside, forking
 from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
 from arkai.adapters.chunkparts import (
     LISTING,
@@ -236,6 +236,10 @@ class IndexSummary:
     """Index files whose bytes changed."""
     shards: dict[str, Any] | None = None
     """What the shard step did (:class:`arkai.ops.shards.ShardSummary`)."""
+    beliefs_beside: str | None = None
+    """What the beliefs stage's build started beside this stage did (:func:`_beliefs_beside`):
+    ``"N beliefs"``, or ``"failed: …"`` (the beliefs stage then builds, and says why); None
+    when none was started."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -258,6 +262,7 @@ class IndexSummary:
             "lexical_engine": self.lexical_engine,
             "written": sorted(self.written),
             "shards": self.shards,
+            "beliefs_beside": self.beliefs_beside,
         }
 
 
@@ -1989,7 +1994,77 @@ def run_index(
     graph_exports: bool = False,
 ) -> IndexSummary:
     """Build (or bring up to date) every file under ``index/``; see the module docstring.
-    ``graph_exports``: write the graph exports whatever ``index.graph.exports`` says."""
+    ``graph_exports``: write the graph exports whatever ``index.graph.exports`` says. As the
+    DVC stage, the beliefs stage's build runs beside it where it can (:func:`_beliefs_beside`)."""
+    beside = _beliefs_beside(repo)
+    with beside if beside is not None else contextlib.nullcontext():
+        summary = _run_index(repo, full=full, progress=progress, graph_exports=graph_exports)
+        if beside is not None:
+            try:
+                summary.beliefs_beside = beside.join()
+            except Exception as exc:  # (the beliefs stage builds, and says why)
+                summary.beliefs_beside = f"failed: {exc}"
+    return summary
+
+
+#: The beliefs stage's script: where a library's pipeline has it, the index stage starts that
+#: stage's build beside its own work (:func:`_beliefs_beside`).
+BELIEFS_SCRIPT = "stages/beliefs.py"
+
+
+def _beliefs_beside(repo: Repo) -> Beside[str] | None:
+    """The beliefs stage's build (:func:`arkai.ops.memory.build`, as that stage runs it)
+    started in a forked child, when this process is the ``index`` DVC stage of a pipeline
+    that has the beliefs stage, with two CPUs (:func:`arkai.adapters.beside.forking`) and
+    extraction run locally (a Ray client hangs in a fork); else None.
+
+    The beliefs stage needs nothing the condense and index stages write — its dependencies
+    are the manifests of library/ and extracted/ that the extract stage wrote earlier in the
+    same ``dvc repro``, memory/ and its parameters — and they read nothing it writes
+    (beliefs/, index/beliefs/; :data:`NOT_OURS`). So its replay, ≈ 2 s at 10,000 items when
+    a claim changed, runs while the index stage works (issue 17), and when DVC then runs the
+    beliefs stage its build finds that replay standing, byte for byte what it would write
+    (its ``kept`` step: ≈ 0.4 s). Should anything differ by then — a failure here, an input
+    changed — the stage replays as it always does; a child still running when this stage
+    fails is stopped (its files are written atomically, and a replay's log is saved after
+    them, so a part-written state is never taken as standing)."""
+    if repo.stage != STAGE or not forking():
+        return None
+    if executor_of(repo.params.get("extract") or {}) != "local":
+        return None
+    try:
+        pipeline = (repo.root / "dvc.yaml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if BELIEFS_SCRIPT not in pipeline or not (repo.root / BELIEFS_SCRIPT).is_file():
+        return None
+    from arkai.ops.memory import STAGE as BELIEFS
+
+    # Its run started here, before the fork and this stage's own run: this one is the latest.
+    log = events.start(repo.root, BELIEFS, started_by=STAGE)
+    beside = Beside("index: the beliefs stage's build", partial(_build_beliefs, repo.root, log))
+    beside.start()
+    return beside
+
+
+def _build_beliefs(root: Path, log: events.RunLog, report: Callable[[int, int], None]) -> str:
+    """The beliefs stage's build of the library at ``root`` in the run ``log`` (in
+    :func:`_beliefs_beside`'s child); how many beliefs it holds."""
+    from arkai.ops.memory import STAGE as BELIEFS
+    from arkai.ops.memory import build
+
+    result = build(Repo.at(root, stage=BELIEFS), started=log)
+    return f"{result.beliefs} beliefs"
+
+
+def _run_index(
+    repo: Repo,
+    *,
+    full: bool,
+    progress: ProgressFn | None,
+    graph_exports: bool,
+) -> IndexSummary:
+    """:func:`run_index`'s own work."""
     root = repo.root
     ip = index_params(repo.params)
     out = repo.index

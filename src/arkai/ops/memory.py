@@ -367,9 +367,12 @@ def checker(repo: Repo) -> tuple[Checker, str]:
     return ask, f"{name}:{runner.model or 'default'}"
 
 
-def build(repo: Repo, *, progress: Progress | None = None) -> BuildResult:
-    """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage), logged as a run."""
-    with repo.run("beliefs") as log:
+def build(
+    repo: Repo, *, progress: Progress | None = None, started: RunLog | None = None
+) -> BuildResult:
+    """Replay every episode into ``beliefs/`` (the ``beliefs`` DVC stage), logged as a run
+    (``started``: one the caller started, :func:`arkai.adapters.events.start`)."""
+    with repo.run("beliefs", started=started) as log:
         return _build(repo, progress, log)
 
 
