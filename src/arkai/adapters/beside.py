@@ -1,8 +1,9 @@
 """Work run beside the caller in a forked child process: the one way a stage splits its work
 over two processes — the index stage (:func:`arkai.ops.index.run_index`: the lexical, vector
-and shard steps run while the caller ranks topics and builds the graph; docs/index-format.md,
-"Two processes") and the extract stage (:func:`arkai.ops.extract.extract_stage`: the walk of
-the folders runs while the caller loads the provider's engines).
+and shard steps run while the caller ranks topics and builds the graph, and the beliefs
+stage's build beside both; docs/index-format.md, "Two processes") and the extract stage
+(:func:`arkai.ops.extract.extract_stage`: the walk of the folders runs while the caller loads
+the provider's engines).
 
 The child is a fork, so it starts with everything the caller has loaded (nothing is pickled
 but the result); it writes its own files (each atomically, as everywhere) and returns a small
