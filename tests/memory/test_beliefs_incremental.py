@@ -658,14 +658,22 @@ def _runs(kr: Path) -> list[list[dict[str, Any]]]:
     return [read_events(kr / RUNS_DIR / r / "events.jsonl") for r in list_runs(kr)]
 
 
-def _index_then_beliefs(kr: Path) -> tuple[Any, list[list[dict[str, Any]]]]:
+def _index_then_beliefs(
+    kr: Path, shown: list[str] | None = None
+) -> tuple[Any, list[list[dict[str, Any]]]]:
     """The index stage, then the beliefs stage, as ``dvc repro`` runs them (the extract and
     condense stages' manifests written first); the index stage's summary and the runs the
-    two made."""
+    two made. ``shown``: what the index stage's progress named."""
     from arkai.ops.index import STAGE, STAGE_FOLDERS, run_index
 
+    def progress(done: int, total: int, what: str) -> None:
+        if shown is not None:
+            shown.append(what)
+
     before = len(_runs(kr))
-    summary = as_stage(kr, STAGE_FOLDERS, lambda: run_index(Repo.at(kr, stage=STAGE)))
+    summary = as_stage(
+        kr, STAGE_FOLDERS, lambda: run_index(Repo.at(kr, stage=STAGE), progress=progress)
+    )
     stage_build(kr, manifests=False)
     return summary, _runs(kr)[before:]
 
@@ -694,8 +702,11 @@ def test_the_index_stage_builds_the_beliefs_beside_and_the_beliefs_stage_takes_t
             _reject_first_claim(kr, "February")
             _reject_first_claim(other, "February")
         monkeypatch.setenv(beside.ENV, "1")
-        summary, runs = _index_then_beliefs(kr)
+        shown: list[str] = []
+        summary, runs = _index_then_beliefs(kr, shown)
         ahead, index, stage = runs
+        # The first build embeds every statement: its progress is the index stage's.
+        assert ("embedding beliefs" in shown) is not change
         beliefs = json.loads((files.beliefs_dir(kr) / files.BELIEFS).read_text())["beliefs"]
         assert summary.beliefs_beside == f"{len(beliefs)} beliefs"
         assert ahead[0]["pipeline"] == "beliefs" and ahead[0]["started_by"] == "index"

@@ -2000,8 +2000,10 @@ def run_index(
     with beside if beside is not None else contextlib.nullcontext():
         summary = _run_index(repo, full=full, progress=progress, graph_exports=graph_exports)
         if beside is not None:
+            # (What it reports: its statements embedded, a first build's long part.)
+            shown = None if progress is None else partial(_beliefs_progress, progress)
             try:
-                summary.beliefs_beside = beside.join()
+                summary.beliefs_beside = beside.join(shown)
             except Exception as exc:  # (the beliefs stage builds, and says why)
                 summary.beliefs_beside = f"failed: {exc}"
     return summary
@@ -2053,8 +2055,13 @@ def _build_beliefs(root: Path, log: events.RunLog, report: Callable[[int, int], 
     from arkai.ops.memory import STAGE as BELIEFS
     from arkai.ops.memory import build
 
-    result = build(Repo.at(root, stage=BELIEFS), started=log)
+    result = build(Repo.at(root, stage=BELIEFS), started=log,
+                   progress=lambda done, total, _what: report(done, total))  # fmt: skip
     return f"{result.beliefs} beliefs"
+
+
+def _beliefs_progress(progress: ProgressFn, done: int, total: int) -> None:
+    progress(done, total, "embedding beliefs")
 
 
 def _run_index(
