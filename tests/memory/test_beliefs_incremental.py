@@ -779,3 +779,31 @@ def test_the_beliefs_build_beside_is_stopped_when_the_index_stage_fails(
     child = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+def test_no_fork_to_be_had_leaves_the_beliefs_build_to_its_stage(
+    kr: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fork failing (out of memory, a process limit) is not the index stage's failure: the
+    run started for the build is ended as failed, and the beliefs stage replays itself."""
+    import errno
+
+    from arkai.adapters import beside
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+
+    from arkai.ops import index as index_op
+
+    class NoForkForBeliefs(beside.Beside[Any]):
+        def start(self, report: Any = None) -> None:
+            if "beliefs" in self.name:
+                raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+            super().start(report)
+
+    monkeypatch.setattr(index_op, "Beside", NoForkForBeliefs)
+    summary, (ahead, index, stage) = _index_then_beliefs(kr)
+    assert summary.beliefs_beside is None and index[-1]["status"] == "success"
+    assert ahead[-1]["status"] == "failed" and "temporarily unavailable" in ahead[-1]["error"]
+    assert "replay" in _steps(stage) and stage[-1]["status"] == "success"

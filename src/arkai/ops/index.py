@@ -2042,10 +2042,15 @@ def _beliefs_beside(repo: Repo) -> Beside[str] | None:
         return None
     from arkai.ops.memory import STAGE as BELIEFS
 
-    # Its run started here, before the fork and this stage's own run: this one is the latest.
+    # Its run started here, before the fork and before this stage's own run (which is then
+    # the latest run).
     log = events.start(repo.root, BELIEFS, started_by=STAGE)
     beside = Beside("index: the beliefs stage's build", partial(_build_beliefs, repo.root, log))
-    beside.start()
+    try:
+        beside.start()
+    except OSError as exc:  # no fork to be had (out of memory, a process limit)
+        log.emit("RunCompleted", status="failed", duration_ms=0, error=str(exc))
+        return None
     return beside
 
 
