@@ -314,25 +314,72 @@ def test_related_rows_keep_a_bounded_list_per_item_and_the_same_rows() -> None:
     links += [(nodes[0], nodes[5], "RELATED_TO", 0.0), (nodes[7], nodes[3], "CITES", 0.0)]
     rng.shuffle(links)
 
-    def naive(limit: int) -> list[dict[str, object]]:
-        kinds = {"RELATED_TO": ("related", "related"), "CITES": ("cites", "cited by")}
-        scored: dict[str, list[tuple[float, str, str, str]]] = {}
-        for s, t, kind, w in links:
-            if s == t or s not in titles or t not in titles or kind not in kinds:
-                continue
-            scored.setdefault(s, []).append((-w, titles[t], kinds[kind][0], t))
-            scored.setdefault(t, []).append((-w, titles[s], kinds[kind][1], s))
-        out = []
-        for src in sorted(scored, key=ids.__getitem__):
-            seen: set[str] = set()
-            rows: list[list[object]] = []
-            for neg_w, _, rel, other in sorted(scored[src]):
-                if len(rows) < limit and other not in seen:
-                    seen.add(other)
-                    rows.append([ids[other], rel, -neg_w])
-            out.append({"id": ids[src], "related": rows})
-        return out
-
     for limit in (1, 3, 20, 200):
-        assert list(related_rows(links, titles, ids, limit)) == naive(limit)
+        assert list(related_rows(links, titles, ids, limit)) == naive_related(
+            links, titles, ids, limit
+        )
     assert list(related_rows([], titles, ids)) == []
+
+
+def naive_related(
+    links: list[tuple[str, str, str, float]],
+    titles: dict[str, str],
+    ids: dict[str, str],
+    limit: int,
+) -> list[dict[str, object]]:
+    """related.jsonl's rows by the rule, entry by entry: every edge seen from both ends (each
+    end's edges as they came, those from its side first), sorted by weight (highest first),
+    the other item's title, the relation and its node; each other item once, ``limit`` kept."""
+    kinds = {"RELATED_TO": ("related", "related"), "CITES": ("cites", "cited by")}
+    scored: dict[str, list[tuple[float, str, str, str]]] = {}
+    kept = [(s, t, kinds[k], w) for s, t, k, w in links
+            if s != t and s in titles and t in titles and k in kinds]  # fmt: skip
+    for s, t, rel, w in kept:
+        scored.setdefault(s, []).append((-w, titles[t], rel[0], t))
+    for s, t, rel, w in kept:
+        scored.setdefault(t, []).append((-w, titles[s], rel[1], s))
+    out = []
+    for src in sorted(scored, key=ids.__getitem__):
+        seen: set[str] = set()
+        rows: list[list[object]] = []
+        for neg_w, _, rel_name, other in sorted(scored[src]):
+            if len(rows) < limit and other not in seen:
+                seen.add(other)
+                rows.append([ids[other], rel_name, -neg_w])
+        out.append({"id": ids[src], "related": rows})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_related_lines_are_the_rows_by_the_rule_as_canonical_json(seed: int) -> None:
+    """related.jsonl's lines, made as text (issue 17), are the bytes canonjson gives for the
+    rows the rule gives, whatever the IDs hold (quotes, backslashes, non-ASCII, control
+    characters, U+2028), the weights (-0.0 and 0.0, integers, tiny and huge numbers, infinity,
+    ties), self-edges, items with more entries than the limit, and however they are batched."""
+    import random
+
+    import numpy as np
+
+    from arkai.core import canonjson
+    from arkai.search.graph import RELATION_TYPES, related_lines_of
+
+    rng = random.Random(seed)
+    odd = ['q"uote', "back\\slash", "ünï", "tab\tnl\n", "\x01", "日本", "plain", "a\u2028b"]
+    n = rng.randint(2, 40)
+    ids = {f"content:{i:02d}": f"{rng.choice(odd)}-{i}" for i in range(n)}
+    titles = {k: rng.choice(["Same", "Other", "Ünï", ""]) for k in ids}
+    nodes = sorted(titles, key=ids.__getitem__)
+    m = rng.randint(0, 400)
+    weights = [0.0, -0.0, 1.0, 2.5, 1e-7, 1e300, 0.1 + 0.2, float("inf"), 3.0]
+    src = np.array([rng.randrange(n) for _ in range(m)], dtype=np.int32)
+    dst = np.array([rng.randrange(n) for _ in range(m)], dtype=np.int32)
+    kind = np.array([rng.randrange(2) for _ in range(m)], dtype=np.int8)
+    weight = np.array([rng.choice(weights) for _ in range(m)], dtype=np.float64)
+    links = [(nodes[s], nodes[d], RELATION_TYPES[k], w) for s, d, k, w in zip(
+        src.tolist(), dst.tolist(), kind.tolist(), weight.tolist(), strict=True)]  # fmt: skip
+    limit = rng.choice([1, 3, 20])
+    expected = canonjson.dumps_lines(naive_related(links, titles, ids, limit))
+    for batch in (1, 7, 2048):
+        pieces = list(related_lines_of(nodes, src, dst, kind, weight, titles, ids, limit, batch))
+        assert "".join(pieces) == expected
+        assert all(p.count("\n") <= batch for p in pieces)

@@ -20,9 +20,7 @@ from arkai.search.graph import (
     build_graph,
     features,
     related_edges,
-    related_lines_of,
     related_lists,
-    related_rows_of,
     related_weight,
 )
 from arkai.search.graphcache import PART, UNION, RelatedUpdate, related_table, update_related
@@ -313,37 +311,6 @@ def test_related_lists_best_first_both_directions_capped() -> None:
         {"id": "c", "related": [["a", "related", 0.5]]},
     ]
     assert next(x["related"] for x in related_lists(graph, limit=1)) == [["b", "cites", 2.0]]
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_related_lines_are_the_rows_encoded(seed: int) -> None:
-    """related.jsonl's lines made as text (issue 17) are the bytes canonjson gives for the
-    rows, whatever the IDs hold (quotes, backslashes, non-ASCII, control characters), the
-    weights (-0.0 and 0.0, integers, tiny and huge numbers, infinity, ties), self-edges,
-    items with more entries than the limit, and however the lines are batched."""
-    import numpy as np
-
-    from arkai.core import canonjson
-
-    rng = random.Random(seed)
-    odd = ['q"uote', "back\\slash", "ünï", "tab\tnl\n", "\x01", "日本", "plain", "a b"]
-    n = rng.randint(2, 40)
-    ids = {f"content:{i}": f"{rng.choice(odd)}-{i}" for i in range(n)}
-    titles = {k: rng.choice(["Same", "Other", "Ünï", ""]) for k in ids}
-    nodes = sorted(titles, key=ids.__getitem__)
-    m = rng.randint(0, 400)
-    weights = [0.0, -0.0, 1.0, 2.5, 1e-7, 1e300, 0.1 + 0.2, float("inf"), 3.0]
-    src = np.array([rng.randrange(n) for _ in range(m)], dtype=np.int32)
-    dst = np.array([rng.randrange(n) for _ in range(m)], dtype=np.int32)
-    kind = np.array([rng.randrange(2) for _ in range(m)], dtype=np.int8)
-    weight = np.array([rng.choice(weights) for _ in range(m)], dtype=np.float64)
-    limit = rng.choice([1, 3, 20])
-    rows = related_rows_of(nodes, src, dst, kind, weight, titles, ids, limit)
-    expected = canonjson.dumps_lines(rows)
-    for batch in (1, 7, 2048):
-        pieces = list(related_lines_of(nodes, src, dst, kind, weight, titles, ids, limit, batch))
-        assert "".join(pieces) == expected
-        assert all(p.count("\n") <= batch for p in pieces)
 
 
 def test_pair_table_is_the_dict_of_its_pairs() -> None:

@@ -298,21 +298,18 @@ def test_slim_records_share_the_values_many_items_have() -> None:
     assert (c["tags"], c["counts"]["claims"], b["title"]) == (["ml"], 4, "T b")
 
 
-def test_an_entity_most_items_mention_continues_on_further_pages(
+def paged_hub(
     tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No entity page grows with the library: after the first items, an entity's items are
-    listed :data:`ENTITY_PAGE_ITEMS` to a page (here 1 after 1, so that the sample library has
-    paged entities). Every item is on one of the pages, every link resolves, and after an
-    item goes the pages follow — the same as a clean build."""
-    from arkai.site import indexes, links
-
+) -> tuple[Path, str, set[str]]:
+    """The sample library built with one item shown with sentences on an entity's first page
+    and one item listed a page after it (so that it has paged entities); the library, the key
+    of the entity the most items mention (the first by key of those) and their content IDs,
+    from the site's summary store."""
     monkeypatch.setattr(indexes, "SAID_ITEMS", 1)
     monkeypatch.setattr(indexes, "ENTITY_PAGE_ITEMS", 1)
     repo = make_repo(tmp_path, arkai)
     build_site(repo)
-    build, site, docs = repo / ".site-build", repo / "site", repo / ".site-build" / "docs"
-    db = sqlite3.connect(build / "summaries.sqlite")
+    db = sqlite3.connect(repo / ".site-build" / "summaries.sqlite")
     try:
         rows = db.execute("SELECT key, cid FROM mentions").fetchall()
     finally:
@@ -321,28 +318,42 @@ def test_an_entity_most_items_mention_continues_on_further_pages(
     for key, cid in rows:
         by_key.setdefault(key, set()).add(cid)
     key = max(sorted(by_key), key=lambda k: len(by_key[k]))
-    assert len(by_key[key]) >= 3
-    parts = [links.entity_page_part(key, n) for n in range(1, len(by_key[key]))]
+    return repo, key, by_key[key]
+
+
+def test_an_entity_most_items_mention_continues_on_further_pages(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No entity page grows with the library: after the first items, an entity's items are
+    listed :data:`ENTITY_PAGE_ITEMS` to a page (here 1 after 1, so that the sample library has
+    paged entities). Every item is on one of the pages, every link resolves, and after an
+    item goes the pages follow — the same as a clean build."""
+    from arkai.site import links
+
+    repo, key, cids = paged_hub(tmp_path, arkai, monkeypatch)
+    site, docs = repo / "site", repo / ".site-build" / "docs"
+    assert len(cids) >= 3
+    parts = [links.entity_page_part(key, n) for n in range(1, len(cids))]
     assert all((docs / p).is_file() for p in parts)
-    assert not (docs / links.entity_page_part(key, len(by_key[key]))).exists()
+    assert not (docs / links.entity_page_part(key, len(cids))).exists()
 
     def listed(pages: list[str]) -> list[str]:
         text = "".join((docs / p).read_text() for p in pages)
-        return [cid for cid in sorted(by_key[key]) for _ in range(text.count(f"items/{cid}/"))]
+        return [cid for cid in sorted(cids) for _ in range(text.count(f"items/{cid}/"))]
 
     # Every item once (the link to the item; transcripts are linked apart).
-    assert listed(parts) == sorted(by_key[key])
+    assert listed(parts) == sorted(cids)
     assert "Pages:" in (site / parts[1][:-3] / "index.html").read_text()
     check_links(site)
 
     # The last item of the entity goes: its last page goes too, and the rest follow.
     items = item_dirs(repo)
-    gone = sorted(by_key[key])[-1]
+    gone = sorted(cids)[-1]
     shutil.rmtree(items[gone])
     shutil.rmtree(repo / "extracted" / items[gone].relative_to(repo / "library"), True)
     assert build_site(repo).mkdocs == "dirty"
     assert not (docs / parts[-1]).exists() and not (site / parts[-1][:-3]).exists()
-    assert listed(parts[:-1]) == sorted(by_key[key] - {gone})
+    assert listed(parts[:-1]) == sorted(cids - {gone})
     check_links(site)
     pages, dirty_site = tree(docs), tree(site)
     clean(repo)
@@ -359,24 +370,12 @@ def test_an_entity_page_is_made_again_only_when_what_it_shows_changed(
     and the result is what a clean build makes."""
     from arkai.site import links
 
-    monkeypatch.setattr(indexes, "SAID_ITEMS", 1)
-    monkeypatch.setattr(indexes, "ENTITY_PAGE_ITEMS", 1)
-    repo = make_repo(tmp_path, arkai)
-    build_site(repo)
+    repo, key, cids = paged_hub(tmp_path, arkai, monkeypatch)
     build, site, docs = repo / ".site-build", repo / "site", repo / ".site-build" / "docs"
-    db = sqlite3.connect(build / "summaries.sqlite")
-    try:
-        rows = db.execute("SELECT key, cid FROM mentions").fetchall()
-    finally:
-        db.close()
-    by_key: dict[str, set[str]] = {}
-    for key, cid in rows:
-        by_key.setdefault(key, set()).add(cid)
-    key = max(sorted(by_key), key=lambda k: len(by_key[k]))
-    parts = [links.entity_page_part(key, n) for n in range(1, len(by_key[key]))]
+    parts = [links.entity_page_part(key, n) for n in range(1, len(cids))]
     assert len(parts) >= 2
     last = (docs / parts[-1]).read_text()
-    cid = next(c for c in sorted(by_key[key]) if f"items/{c}/" in last)
+    cid = next(c for c in sorted(cids) if f"items/{c}/" in last)
     name = next(row[1] for row in stored_entities(build, cid) if row[0] == key)
     folder = item_dirs(repo)[cid]
     transcript = folder / "transcript.md"

@@ -620,7 +620,7 @@ def to_json(graph: Graph) -> bytes:
 #: Most related items listed per item in ``index/related.jsonl``.
 RELATED_LIMIT = 20
 _RELATIONS = {"RELATED_TO": ("related", "related"), "CITES": ("cites", "cited by")}
-#: The edge types :func:`related_rows_of` lists, in the order of its type codes.
+#: The edge types :func:`related_lines_of` lists, in the order of its type codes.
 RELATION_TYPES = tuple(_RELATIONS)
 
 
@@ -648,7 +648,7 @@ def related_rows(
 ) -> Iterator[dict[str, Any]]:
     """:func:`related_lists` from the edges alone: (source, target, type, weight) of the
     RELATED_TO and CITES edges; ``titles`` and ``ids`` (label and content ID by content node
-    ID) say which ends are items. Each edge is held as four numbers (:func:`related_rows_of`)."""
+    ID) say which ends are items. Each edge is held as four numbers (:func:`related_lines_of`)."""
     nodes = item_nodes(titles, ids)
     place = {n: i for i, n in enumerate(nodes)}
     kinds = {kind: i for i, kind in enumerate(_RELATIONS)}
@@ -663,10 +663,11 @@ def related_rows(
         kind.append(code)
         weight.append(w)
     del place
-    yield from related_rows_of(
-        nodes, np.frombuffer(src, np.int32), np.frombuffer(dst, np.int32),
-        np.frombuffer(kind, np.int8), np.frombuffer(weight, np.float64), titles, ids, limit,
-    )  # fmt: skip
+    arrays = (np.frombuffer(src, np.int32), np.frombuffer(dst, np.int32),
+              np.frombuffer(kind, np.int8), np.frombuffer(weight, np.float64))  # fmt: skip
+    for piece in related_lines_of(nodes, *arrays, titles, ids, limit):
+        # (Split on newlines only: U+2028 may sit inside an ID.)
+        yield from map(json.loads, piece.split("\n")[:-1])
 
 
 def item_nodes(titles: Mapping[str, str], ids: Mapping[str, str]) -> list[str]:
@@ -686,30 +687,6 @@ def _dense_rank(values: Sequence[str]) -> npt.NDArray[np.int64]:
     return rank
 
 
-def related_rows_of(
-    nodes: Sequence[str],
-    src: npt.NDArray[np.int32],
-    dst: npt.NDArray[np.int32],
-    kind: npt.NDArray[np.int8],
-    weight: npt.NDArray[np.float64],
-    titles: Mapping[str, str],
-    ids: Mapping[str, str],
-    limit: int = RELATED_LIMIT,
-) -> Iterator[dict[str, Any]]:
-    """:func:`related_lists` from the edges as arrays: both ends by their place in ``nodes``
-    (:func:`item_nodes`), the type by its place in ``RELATED_TO``, ``CITES``, the weight
-    (the order and the choice of entries: :func:`_related_runs`)."""
-    runs = _related_runs(nodes, src, dst, kind, weight, titles, limit)
-    if runs is None:
-        return
-    s, d, rel, neg, bounds, names = runs
-    other_ids = [ids[n] for n in nodes]
-    for lo, hi in bounds:
-        rows = [[other_ids[j], names[r], -w] for j, r, w in zip(
-            d[lo:hi].tolist(), rel[lo:hi].tolist(), neg[lo:hi].tolist(), strict=True)]  # fmt: skip
-        yield {"id": other_ids[int(s[lo])], "related": rows}
-
-
 def related_lines_of(
     nodes: Sequence[str],
     src: npt.NDArray[np.int32],
@@ -721,76 +698,22 @@ def related_lines_of(
     limit: int = RELATED_LIMIT,
     batch: int = 2048,
 ) -> Iterator[str]:
-    """The lines of :func:`related_rows_of`'s rows as :func:`arkai.core.canonjson.dumps_line`
-    writes them (the same text, tested), ``batch`` lines a piece — made as text: each item's
-    and relation's JSON string and each distinct weight's number once, each entry joined from
-    them (issue 17: the rows as lists, then encoded, were ≈ 0.4 s at 10,000 items)."""
-    runs = _related_runs(nodes, src, dst, kind, weight, titles, limit)
-    if runs is None:
-        return
-    s, d, rel, neg, bounds, names = runs
-    quoted = np.array([canonjson.dumps_compact(ids[n]) for n in nodes], dtype=object)
-    opened = "[" + quoted + ","  # each item as an entry's first field
-    rel_text = np.array([canonjson.dumps_compact(r) + "," for r in names], dtype=object)
-    # Each distinct weight (by its bits: -0.0 is not 0.0) written once, as the encoder does.
-    bits, at = np.unique(np.negative(neg).view(np.uint64), return_inverse=True)
-    numbers = np.array(
-        [canonjson.dumps_compact(float(w)) + "]" for w in bits.view(np.float64).tolist()],
-        dtype=object,
-    )
-    keep = np.zeros(len(s), dtype=bool)
-    for lo, hi in bounds:
-        keep[lo:hi] = True
-    entries = (opened[d[keep]] + rel_text[rel[keep]] + numbers[at.reshape(-1)[keep]]).tolist()
-    firsts = quoted[s[keep]].tolist()
-    lines: list[str] = []
-    at_entry = 0
-    for lo, hi in bounds:
-        end = at_entry + hi - lo
-        lines.append(
-            '{"id":' + firsts[at_entry] + ',"related":[' + ",".join(entries[at_entry:end]) + "]}\n"
-        )
-        at_entry = end
-        if len(lines) >= batch:
-            yield "".join(lines)
-            lines.clear()
-    if lines:
-        yield "".join(lines)
-
-
-def _related_runs(
-    nodes: Sequence[str],
-    src: npt.NDArray[np.int32],
-    dst: npt.NDArray[np.int32],
-    kind: npt.NDArray[np.int8],
-    weight: npt.NDArray[np.float64],
-    titles: Mapping[str, str],
-    limit: int,
-) -> (
-    tuple[
-        npt.NDArray[np.int64],
-        npt.NDArray[np.int64],
-        npt.NDArray[np.int64],
-        npt.NDArray[np.float64],
-        list[tuple[int, int]],
-        list[str],
-    ]
-    | None
-):
-    """The entries of every item's list, in order: ``(s, d, rel, neg, bounds, names)`` —
-    each entry's item and other item (places in ``nodes``), relation (its place in
-    ``names``) and negated weight; ``bounds``: each listed item's ``[lo, hi)`` among them,
-    at most ``limit`` long. None when no edge joins two items.
+    """:func:`related_lists`'s rows from the edges as arrays — both ends by their place in
+    ``nodes`` (:func:`item_nodes`), the type by its place in ``RELATED_TO``, ``CITES``, the
+    weight — as lines of compact canonical JSON (:func:`arkai.core.canonjson.dumps_line`'s
+    text, tested), ``batch`` lines a piece.
 
     Each edge is listed both ways round (its relation seen from each end), and every item's
     entries are sorted in one pass — weight (highest first), then the other item's title,
     the relation and the other item's node ID — each other item kept once (its best entry)
     and the first ``limit`` kept (issue 17: sorting each item's entries as tuples was ≈ 0.9
-    s at 10,000 items)."""
+    s at 10,000 items). The lines are made as text: each item's and relation's JSON string
+    and each distinct weight's number once, each entry joined from them (the rows made as
+    lists, then encoded, were ≈ 0.4 s at 10,000 items)."""
     keep = src != dst
     src, dst, kind, weight = src[keep], dst[keep], kind[keep], weight[keep]
     if not len(src):
-        return None
+        return
     names = sorted({rel for pair in _RELATIONS.values() for rel in pair})
     code = {rel: i for i, rel in enumerate(names)}
     forward = np.array([code[pair[0]] for pair in _RELATIONS.values()], dtype=np.int64)
@@ -811,7 +734,33 @@ def _related_runs(
     starts = np.flatnonzero(np.diff(s, prepend=-1))
     ends = [*starts.tolist()[1:], len(s)]
     bounds = [(lo, min(hi, lo + limit)) for lo, hi in zip(starts.tolist(), ends, strict=True)]
-    return s, d, rel, neg, bounds, names
+    quoted = np.array([canonjson.dumps_compact(ids[n]) for n in nodes], dtype=object)
+    opened = "[" + quoted + ","  # each item as an entry's first field
+    rel_text = np.array([canonjson.dumps_compact(r) + "," for r in names], dtype=object)
+    # Each distinct weight (by its bits: -0.0 is not 0.0) written once, as the encoder does.
+    bits, at = np.unique(np.negative(neg).view(np.uint64), return_inverse=True)
+    numbers = np.array(
+        [canonjson.dumps_compact(float(w)) + "]" for w in bits.view(np.float64).tolist()],
+        dtype=object,
+    )
+    listed = np.zeros(len(s), dtype=bool)  # each item's first ``limit`` entries
+    for lo, hi in bounds:
+        listed[lo:hi] = True
+    entries = (opened[d[listed]] + rel_text[rel[listed]] + numbers[at.reshape(-1)[listed]]).tolist()
+    firsts = quoted[s[listed]].tolist()
+    lines: list[str] = []
+    at_entry = 0
+    for lo, hi in bounds:
+        end = at_entry + hi - lo
+        lines.append(
+            '{"id":' + firsts[at_entry] + ',"related":[' + ",".join(entries[at_entry:end]) + "]}\n"
+        )
+        at_entry = end
+        if len(lines) >= batch:
+            yield "".join(lines)
+            lines.clear()
+    if lines:
+        yield "".join(lines)
 
 
 # -- GraphML ------------------------------------------------------------------------------

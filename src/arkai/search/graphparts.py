@@ -29,7 +29,7 @@ is its term) are written from small tuples with fixed templates; everything else
 text, copied. An item's edges are sorted by target, and ``content:`` sorts before ``entity:``
 and ``tag:``, which sort before ``topic:``: its edges to items, then its part's, then its
 topics'. ``related.jsonl`` comes from
-the same edges, as arrays (:func:`arkai.search.graph.related_rows_of`).
+the same edges, as arrays (:func:`arkai.search.graph.related_lines_of`).
 """
 
 from __future__ import annotations
@@ -951,7 +951,7 @@ def related_inputs_of(
     nodes = item_nodes(titles, ids)
     place = {n: i for i, n in enumerate(nodes)}
     names, src, dst, kind, weight = links.arrays()
-    # Each name's place among the items (-1: not an item), each type's among related_rows_of's.
+    # Each name's place among the items (-1: not an item), each type's among related_lines_of's.
     at = np.array([place.get(n, -1) for n in names], dtype=np.int64)
     del place
     codes = np.array([list(RELATION_TYPES).index(t) for t in Links.TYPES], dtype=np.int8)
