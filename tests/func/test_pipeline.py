@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from arkai.adapters import beside, events
 from tests.conftest import ROOT, SAMPLES, TRANSCRIPTS, sh
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,15 @@ def test_init_add_repro_drift_reanchor(tmp_path: Path) -> None:
         TRANSCRIPTS / "youtube_transcript_api_json" / "9OeznAkyQz4_transcript.json",
     ]
     sh(repo, "arkai", "add", *map(str, sources), "--tags", "test")
-    sh(repo, "dvc", "repro")
+    out = sh(repo, "dvc", "repro").stdout
+    if beside.forking():
+        # The index stage built the beliefs beside its own work, and the beliefs stage that
+        # DVC ran after it kept that build (docs/index-format.md, "Two processes").
+        assert "beliefs, built beside the index:" in out
+        runs = [events.read_events(repo / events.RUNS_DIR / r / "events.jsonl")
+                for r in events.list_runs(repo)]  # fmt: skip
+        stage = [r for r in runs if r[0].get("pipeline") == "beliefs"][-1]
+        assert [e["step"] for e in stage if e["type"] == "StepCompleted"] == ["episodes", "kept"]
     report = json.loads((repo / "reports/validation.json").read_text())
     assert report["items"] == 7 and report["stale"] == 0 and report["valid"] > 40
     # The condense stage condensed every item; the index stage packed the chunks into shards.
