@@ -144,7 +144,7 @@ class ReplayLog:
     Arrays with one row an episode, and one table of belief IDs the rows name by number: as
     Python lists and tuples the log took ≈ 1.5 KB an episode at 80,000 episodes and reading it
     from disk more than twice that at its peak (issue 17); as arrays ≈ 160 bytes, read from
-    the file's bytes without a copy (:mod:`arkai.memory.resume`). ``action(o)``, ``owner(o)``
+    the file a buffer an array (:mod:`arkai.memory.resume`). ``action(o)``, ``owner(o)``
     and ``candidates(o)`` give episode ``o``'s as values.
     """
 
@@ -283,7 +283,7 @@ def _well_formed(action: tuple[Any, ...]) -> bool:
     return len(action) < 3 or math.isfinite(action[2])
 
 
-def _picked(source: Rows, rows: Sequence[int]) -> Reindexed:
+def _picked(source: Rows, rows: npt.NDArray[np.int64]) -> Reindexed:
     """Rows ``rows`` of ``source``, read when indexed: the beliefs' vectors, written a block at
     a time, never held together (one a belief: ≈ 1.2 GB for 800,000)."""
     return Reindexed(source.__getitem__, rows, source.shape[1] if source.ndim == 2 else 0)
@@ -469,6 +469,9 @@ class _State:
         written to the belief by :meth:`finish` (nothing reads them before). A belief made
         afresh per reinforcing episode was ≈ 2 µs: 0.17 s at 80,000 episodes (issue 17)."""
         self.last: dict[str, str] = {}
+        self.items: tuple[str, ...] = ()
+        """The last created belief's ``items``: the next one of the same item shares the tuple
+        (episodes come an item at a time; ≈ 50 bytes a belief, 40 MB at 800,000)."""
 
     def log(self, kind: str, belief: str, day: str, **kw: Any) -> None:
         self.changes.append(Change(len(self.changes) + 1, kind, belief, day, **kw))
@@ -504,12 +507,21 @@ class _State:
             return []
         return [self.vec_row(bid), *self.joined.get(bid, ())]
 
-    def create(self, i: int, ep: Episode, kind: str = FACT, seed: str | None = None) -> Belief:
+    def create(
+        self, i: int, ep: Episode, kind: str = FACT, seed: str | None = None, logged: str = ""
+    ) -> Belief:
+        """``logged``: the ID the earlier log records this row's belief under; when it is the
+        one made, that string is used, so the two are one while the log is held (≈ 70 bytes
+        a belief, 55 MB at 800,000)."""
         bid = belief_id(kind, seed or ep.id)
+        if bid == logged:
+            bid = logged
+        if ep.item and self.items != (ep.item,):
+            self.items = (ep.item,)
         b = Belief(
             id=bid, statement=ep.statement, type=kind, confidence=self.p.new_confidence,
             status=ACTIVE, created=ep.date, reinforced=ep.date, episodes=(ep.id,),
-            items=(ep.item,) if ep.item else (), pinned=bid in self.d.pin,
+            items=self.items if ep.item else (), pinned=bid in self.d.pin,
         )  # fmt: skip
         self.beliefs[bid] = b
         self.conf.pop(bid, None)  # (made again: its reinforcements so far are the old one's)
@@ -571,8 +583,9 @@ def replay(
     """Replay ``episodes`` (already in time order; ``vectors`` L2-normalised rows, in memory
     or read by row from files: :class:`~arkai.adapters.fs.ReadRows`). With
     ``resume`` — the log of a replay with the same parameters, decisions and check — only the
-    episodes whose outcome can differ are decided afresh (:class:`_Resume`); it is let go once
-    the episodes are replayed (pass it without keeping a reference to save its memory).
+    episodes whose outcome can differ are decided afresh (:class:`_Resume`); its candidates
+    are let go once the candidates now are known, the rest once the episodes are replayed
+    (pass it without keeping a reference to save its memory).
     ``prints``: the episodes' :func:`fingerprints` when the caller has them already."""
     st = _State(params, decisions, check, len(episodes))
     fps = fingerprints(episodes) if prints is None else prints
@@ -580,9 +593,12 @@ def replay(
     cands = np.full((n, CANDIDATES), NONE, dtype=np.int32)
     kth = np.zeros(n, dtype=np.int64)
     old = _Resume.plan(resume, fps, vectors) if resume is not None else None
+    del resume  # (held by ``old`` from here on, as much of it as is read)
     todo = old.reuse_candidates(cands, kth) if old is not None else range(n)
     for i, cand, weakest in _each_candidates(vectors, CANDIDATES, todo):
         cands[i, : len(cand)], kth[i] = cand, weakest
+    if old is not None:
+        old.compare_searched(cands)
     kinds = np.zeros(n, dtype=np.uint8)
     targets = np.full(n, NONE, dtype=np.int32)
     scores = np.zeros(n, dtype=np.float64)
@@ -596,7 +612,8 @@ def replay(
             row = cands[i]
             action = _decide(st, i, episodes[i], vectors, row[row != NONE].tolist())
             decided += 1
-        _apply(st, i, episodes[i], action)
+        logged = old.logged_owner(i) if old is not None and action[0] in ("c", "x") else ""
+        _apply(st, i, episodes[i], action, logged)
         kinds[i] = _CODE[action[0]]
         if len(action) > 1:
             targets[i] = st.pos[action[1]]
@@ -608,15 +625,16 @@ def replay(
         if old is not None:
             old.settle(st, i, action, fresh)
     first = old.first if old is not None else 0
-    # The earlier log is not read after the episodes (≈ 180 bytes an episode): gone before the
-    # result is made, when the caller holds no other reference to it.
-    del old, resume
+    # The rest of the earlier log is not read after the episodes: gone before the result is
+    # made, when the caller holds no other reference to it.
+    del old
     st.finish(episodes)
     as_of = max((ep.date for ep in episodes), default=None)
     if as_of is not None:
         _prune(st, to_date(as_of), as_of)
         _insights(st, episodes, vectors, cands, as_of)
-    vecs = _picked(vectors, [st.vec_row(b) for b in st.order])
+    # (As an array: a list of ints was ≈ 40 bytes a belief, after the episodes' peak.)
+    vecs = _picked(vectors, np.fromiter(map(st.vec_row, st.order), np.int64, len(st.order)))
     log = ReplayLog(fps, kinds, targets, scores, notes, owners, st.order, cands, kth)
     beliefs = [st.beliefs[b] for b in st.order]
     return ReplayResult(beliefs, st.changes, vecs, as_of, log, first, decided)
@@ -655,7 +673,8 @@ class _Resume:
         moved = np.flatnonzero(old_of != np.arange(n))
         self.first = int(moved[0]) if len(moved) else n
         self.from_log = np.zeros(n, dtype=bool)
-        """Rows whose candidates were taken from the log (the others were searched)."""
+        """Rows whose candidates are the recorded ones: taken from the log, or searched and
+        found the same (:meth:`compare_searched`)."""
         self.dirty: set[int] = set()
         """The marked rows (a set: a row's candidates are looked up in it once per episode,
         ≈ 1 µs; a boolean array gathered at them was ≈ 4)."""
@@ -798,6 +817,24 @@ class _Resume:
         self.from_log[hit] = False
         return hit
 
+    def compare_searched(self, cands: npt.NDArray[np.int32]) -> None:
+        """Once every row's candidates are known (``cands``): mark as the log's
+        (``from_log``) each kept row searched afresh whose recorded candidates, mapped to the
+        rows now and none removed, are the ones found. Then let go of what only the
+        candidates read — the log's candidates, weakest similarities and fingerprints, and
+        the map of its rows (≈ 160 bytes an episode, 130 MB at 800,000, held through the
+        episodes before): the episodes read its outcomes only."""
+        rows = np.flatnonzero(~self.from_log & (self.old_of >= 0))
+        for lo in range(0, len(rows), ROW_CHUNK):
+            part = rows[lo : lo + ROW_CHUNK]
+            mapped, removed = self._remap(self.log.cands[self.old_of[part]])
+            self.from_log[part[~removed & (mapped == cands[part]).all(axis=1)]] = True
+        self.log = replace(
+            self.log, fingerprints=np.zeros(0, dtype=FINGERPRINT), kth=np.zeros(0, dtype=np.int64),
+            cands=np.zeros((0, CANDIDATES), dtype=np.int32),
+        )  # fmt: skip
+        del self.new_of
+
     def recorded(self, st: _State, i: int, cands: npt.NDArray[np.int32]) -> Action | None:
         """Episode ``i``'s recorded outcome when its decision would read the same, else None."""
         o = int(self.old_of[i])
@@ -808,12 +845,15 @@ class _Resume:
             return None  # a log that does not fit the replay it claims to record
         if i >= self.first:
             if not self.from_log[i]:
-                mapped, removed = self._remap(self.log.cands[o : o + 1])
-                if removed[0] or not np.array_equal(mapped[0], cands):
-                    return None
+                return None  # other candidates than recorded
             if self.dirty and not self.dirty.isdisjoint(cands.tolist()):
                 return None  # (NONE, the padding, is no row: never marked)
         return action
+
+    def logged_owner(self, i: int) -> str:
+        """The ID of the belief row ``i`` joined in the log ("" for a row not in it)."""
+        o = int(self.old_of[i])
+        return self.log.owner(o) if o >= 0 else ""
 
     def _mark(self, rows: Sequence[int]) -> None:
         self.dirty.update(rows)
@@ -872,19 +912,20 @@ def _decide(st: _State, i: int, ep: Episode, vectors: Rows, cands: list[int]) ->
     return ("c",)
 
 
-def _apply(st: _State, i: int, ep: Episode, action: Action) -> None:
-    """Carry out what :func:`_decide` chose (or a log recorded) for episode ``i``."""
+def _apply(st: _State, i: int, ep: Episode, action: Action, logged: str = "") -> None:
+    """Carry out what :func:`_decide` chose (or a log recorded) for episode ``i``
+    (``logged``: :meth:`_State.create`'s)."""
     kind = action[0]
     if kind == "r":
         st.reinforce(st.beliefs[action[1]], i, ep, action[2])
     elif kind == "l":
         st.link(st.beliefs[action[1]], i)
     elif kind == "c":
-        st.create(i, ep, ep.kind)
+        st.create(i, ep, ep.kind, logged=logged)
     elif kind == "x":
         bid, sim, note = action[1], action[2], action[3]
         old = st.beliefs[bid]
-        new = st.create(i, ep, ep.kind)
+        new = st.create(i, ep, ep.kind, logged=logged)
         if old.pinned:
             st.log("conflict", bid, ep.date, episode=ep.id, other=new.id, similarity=sim,
                    note=note + " (pinned: kept)")  # fmt: skip
@@ -920,8 +961,9 @@ def _insights(
     # that row's); a union-find over only the rows some pair joins: one entry per fact in
     # dicts was ≈ 300 bytes an episode at its peak.
     is_fact = np.zeros(len(episodes), dtype=bool)
-    is_fact[[st.vec_row(b) for b in st.order
-             if st.beliefs[b].status == ACTIVE and st.beliefs[b].type == FACT]] = True  # fmt: skip
+    is_fact[np.fromiter((st.vec_row(b) for b in st.order
+                         if st.beliefs[b].status == ACTIVE and st.beliefs[b].type == FACT),
+                        np.int64)] = True  # fmt: skip
     parent: dict[int, int] = {}
 
     def find(r: int) -> int:

@@ -16,7 +16,7 @@ one after the other, little-endian, ``n`` rows each::
     kth           int64 × n
     candidates    int32 × n × width (nearest first, padded with -1)
 
-Read, the arrays are views of the file's bytes, never Python objects per number: the log of
+Read, each array is read into a buffer of its own, never Python objects per number: the log of
 80,000 episodes as JSON lists (format 2) and then as JSON with a candidates array (format 3)
 took the ``beliefs`` stage from ≈ 230 to ≈ 430 MB while it was read. Formats 2 and 3 are still
 read (once: the next save writes format 4).
@@ -36,8 +36,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -113,36 +115,40 @@ def load_log(folder: Path, key: str) -> ReplayLog | None:
 def load_saved(folder: Path, key: str) -> SavedLog | None:
     """:func:`load_log`, with what was recorded beside it."""
     try:
-        raw = (folder / LOG_FILE).read_bytes()
-    except OSError:
-        return None
-    end = raw.find(b"\n")
-    try:
-        header = json.loads(raw[:end]) if end >= 0 else None
-        if (
-            not isinstance(header, dict)
-            or header.get("format") not in (LOG_FORMAT, *OLDER_FORMATS)
-            or header.get("key") != key
-        ):
-            return None
-        body = memoryview(raw)[end + 1 :]
+        with (folder / LOG_FILE).open("rb") as fh:
+            line = fh.readline()
+            header = json.loads(line) if line.endswith(b"\n") else None
+            if (
+                not isinstance(header, dict)
+                or header.get("format") not in (LOG_FORMAT, *OLDER_FORMATS)
+                or header.get("key") != key
+            ):
+                return None
+            if header["format"] == LOG_FORMAT:
+                return _read_arrays(header, fh)
+            body = fh.read()
         if header.get("digest") != "sha256:" + hashlib.sha256(body).hexdigest():
             return None
-        if header["format"] == LOG_FORMAT:
-            return _read_arrays(header, raw, end + 1)
-        older = _read_older(header["format"], raw[end + 1 :])
+        older = _read_older(header["format"], body)
         return None if older is None else SavedLog(older, None)
-    except (ValueError, KeyError, TypeError, IndexError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
 
 
-def _read_arrays(header: dict[str, Any], raw: bytes, at: int) -> SavedLog | None:
-    """A format-4 log: the arrays are views of ``raw``; None when it is not well formed."""
+def _read_arrays(header: dict[str, Any], fh: BufferedReader) -> SavedLog | None:
+    """A format-4 log from ``fh`` (after its header line), each array read into its own
+    buffer as the digest is taken — not views of one buffer of the file, so that a replay
+    can let go of the candidates before the episodes (``_Resume.compare_searched`` in
+    :mod:`arkai.memory.replay`); None when it is not well formed or fails its digest."""
     n = header.get("episodes")
     if type(n) is not int or n < 0 or header.get("width") != CANDIDATES:
         return None
-    end = raw.find(b"\n", at)
-    meta = json.loads(raw[at:end])
+    line = fh.readline()
+    size = sum(n * per * np.dtype(dtype).itemsize for _, dtype, per in _ARRAYS)
+    if not line.endswith(b"\n") or os.fstat(fh.fileno()).st_size != fh.tell() + size:
+        return None
+    digest = hashlib.sha256(line)
+    meta = json.loads(line)
     ids, notes, written = meta["ids"], meta["notes"], meta.get("written")
     if written is not None and not isinstance(written, dict):
         return None
@@ -150,14 +156,15 @@ def _read_arrays(header: dict[str, Any], raw: bytes, at: int) -> SavedLog | None
         return None
     if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
         return None
-    at = end + 1
     arrays: dict[str, npt.NDArray[Any]] = {}
     for name, dtype, per in _ARRAYS:
-        count = n * per
-        arr = np.frombuffer(raw, dtype=dtype, count=count, offset=at)
+        arr = np.empty(n * per, dtype=dtype)
+        view = arr.data.cast("B")
+        if fh.readinto(view) != len(view):
+            return None
+        digest.update(view)
         arrays[name] = arr.reshape(n, per) if per > 1 else arr
-        at += arr.nbytes
-    if at != len(raw):
+    if header.get("digest") != "sha256:" + digest.hexdigest():
         return None
     log = ReplayLog(
         fingerprints=arrays["fingerprints"].view(FINGERPRINT),
