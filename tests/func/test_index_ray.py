@@ -86,25 +86,30 @@ def test_ray_batches_write_the_store_of_a_local_run(
     assert tree(remote / "index") == tree(local / "index")  # the vectors byte for byte
 
 
-def _embedding_worker() -> int | None:
-    """A Ray worker process running an embedding task now (Ray titles it by the task)."""
+def _embedding_worker(cluster: Cluster) -> int | None:
+    """A Ray worker process of ``cluster`` running an embedding task now (Ray titles it by
+    the task; the cluster's auth token, in its processes' environment, tells its workers from
+    those of another test run on the same machine)."""
+    token = f"RAY_AUTH_TOKEN={cluster.auth['RAY_AUTH_TOKEN']}".encode()
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             with contextlib.suppress(OSError):
-                if TASK in (proc / "cmdline").read_bytes():
+                if TASK in (proc / "cmdline").read_bytes() and token in (
+                    (proc / "environ").read_bytes().split(b"\0")
+                ):
                     return int(proc.name)
     return None
 
 
-def _kill_a_worker_mid_batch(root: Path) -> tuple[int, dict[str, Any]]:
-    """Index ``root`` in a thread; kill the first worker seen running a batch; the run's
-    outcome."""
+def _kill_a_worker_mid_batch(root: Path, cluster: Cluster) -> tuple[int, dict[str, Any]]:
+    """Index ``root`` in a thread; kill the first worker of ``cluster`` seen running a batch;
+    the run's outcome."""
     thread, box = in_thread(lambda: run_index(Repo.at(root)))
     deadline = time.monotonic() + HANG_GUARD_S
     pid = None
     while pid is None and thread.is_alive():
         assert time.monotonic() < deadline, "no embedding task ever ran"
-        pid = _embedding_worker()
+        pid = _embedding_worker(cluster)
         time.sleep(0.01)
     assert pid is not None, f"the run ended before a batch was seen running: {box}"
     # The worker may be gone between being seen and the kill (on a loaded machine Ray reaps
@@ -128,7 +133,7 @@ def test_a_worker_killed_mid_batch_is_retried_and_nothing_partial_is_stored(
         # run then embeds every chunk (nothing was lost, nothing retried) and is tried again.
         for attempt in range(MISSED_KILLS):
             failing = _copy(extracted, tmp_path / f"failing-{attempt}", max_retries=0)
-            _, box = _kill_a_worker_mid_batch(failing)
+            _, box = _kill_a_worker_mid_batch(failing, on_cluster)
             if "error" in box:
                 break
             assert box["result"].embedded == CHUNKS, box  # a miss: a whole, normal run
@@ -140,7 +145,7 @@ def test_a_worker_killed_mid_batch_is_retried_and_nothing_partial_is_stored(
 
         # Retries (the default): the killed batch runs again elsewhere; same bytes as local.
         retried = _copy(extracted, tmp_path / "retried")
-        _, box = _kill_a_worker_mid_batch(retried)
+        _, box = _kill_a_worker_mid_batch(retried, on_cluster)
         summary = box.get("result")
         assert summary is not None and summary.embedded > 6, box
     local = tmp_path / "local"
