@@ -383,10 +383,10 @@ def test_an_entity_page_is_made_again_only_when_what_it_shows_changed(
     made: list[tuple[str, set[int]]] = []
     real = indexes._entity_page
 
-    def spy(lib: object, ent: indexes.Entity, found: object, parts: list[str],
+    def spy(lib: object, ent: indexes.Entity, found: object, ranked: object, parts: list[str],
             wanted: set[int]) -> list[str | None]:  # fmt: skip
         made.append((ent.key, set(wanted)))
-        return real(lib, ent, found, parts, wanted)  # type: ignore[arg-type]
+        return real(lib, ent, found, ranked, parts, wanted)  # type: ignore[arg-type]
 
     monkeypatch.setattr(indexes, "_entity_page", spy)
 

@@ -469,17 +469,19 @@ def _never(src: str, key: str | None) -> bool:
     return False
 
 
-def entity_part_keys(lib: Library, ent: Entity, found: EntityItems, parts: list[str]) -> list[str]:
-    """Digest of everything each page of an entity (``parts``: :func:`_entity_parts`) is made
-    from. Every page: the entity's key and name, how many pages and items, the URL style and
-    this module's limits, and the items the page lists (each one's mention lines and title,
-    in order). The first page also: the entity's type, names and totals, every item's title
-    (its search entry names them all), and the items whose sentences it shows (their mention
-    spans and their files' digest). An item listed on a later page is shown by its mention
-    lines, not its spans: a change that moves only its spans (an edit before a mention on its
-    line) makes no page again (issue 17: each of a hub entity's pages was made again, ≈ 26,000
-    rows at 10,000 items, when one of its items changed)."""
-    ranked = _ranked(lib, found)
+def entity_part_keys(
+    lib: Library, ent: Entity, found: EntityItems, ranked: list[tuple[str, str]], parts: list[str]
+) -> list[str]:
+    """Digest of everything each page of an entity (``parts``: :func:`_entity_parts`; its
+    items ``ranked`` by :func:`_ranked`) is made from. Every page: the entity's key and name,
+    how many pages and items, the URL style and this module's limits, and the items the page
+    lists (each one's mention lines and title, in order). The first page also: the entity's
+    type, names and totals, every item's title (its search entry names them all), and the
+    items whose sentences it shows (their mention spans and their files' digest). An item
+    listed on a later page is shown by its mention lines, not its spans: a change that moves
+    only its spans (an edit before a mention on its line) makes no page again (issue 17: each
+    of a hub entity's pages was made again, ≈ 26,000 rows at 10,000 items, when one of its
+    items changed)."""
     rest = ranked[SAID_ITEMS:]
     every = [ent.key, ent.name, len(parts), len(rest), lib.urls.directory_urls, SAID_ITEMS,
              ENTITY_PAGE_ITEMS]  # fmt: skip
@@ -540,7 +542,8 @@ def entity_pages(
                     continue
                 found = lib.entity_items(ent)
                 parts = _entity_parts(ent.key, len(found.items))
-                keys = entity_part_keys(lib, ent, found, parts)
+                ranked = _ranked(lib, found)
+                keys = entity_part_keys(lib, ent, found, ranked, parts)
                 # Every part asked (its key is kept), the stale ones noted.
                 stale = {
                     n
@@ -553,7 +556,7 @@ def entity_pages(
                 titles = ", ".join(lib.title(cid) for cid in found.items)
                 sections = [Section("", ent.name, f"{ent.type} · {titles}", INDEX_PAGE_BOOST)]
                 # Pages 2, 3, … have no search entries of their own (the first has them all).
-                for n, text in enumerate(_entity_page(lib, ent, found, parts, stale)):
+                for n, text in enumerate(_entity_page(lib, ent, found, ranked, parts, stale)):
                     yield parts[n], text, (sections if n == 0 else []) if text is not None else None
             else:
                 chips.append(
@@ -578,12 +581,17 @@ def _pager(lib: Library, parts: list[str], src: str) -> str:
 
 
 def _entity_page(
-    lib: Library, ent: Entity, found: EntityItems, parts: list[str], wanted: Container[int]
+    lib: Library,
+    ent: Entity,
+    found: EntityItems,
+    ranked: list[tuple[str, str]],
+    parts: list[str],
+    wanted: Container[int],
 ) -> list[str | None]:
-    """The entity's pages: the first, then one per :data:`ENTITY_PAGE_ITEMS` further items;
-    only those ``wanted`` (by their place) are made, the others None."""
+    """The entity's pages (its items ``ranked`` by :func:`_ranked`): the first, then one per
+    :data:`ENTITY_PAGE_ITEMS` further items; only those ``wanted`` (by their place) are made,
+    the others None."""
     src = parts[0]
-    ranked = _ranked(lib, found)
     rest = ranked[SAID_ITEMS:]
 
     def row(part: str, listed: tuple[str, str]) -> str:
