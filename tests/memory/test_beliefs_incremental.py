@@ -807,3 +807,42 @@ def test_no_fork_to_be_had_leaves_the_beliefs_build_to_its_stage(
     assert summary.beliefs_beside is None and index[-1]["status"] == "success"
     assert ahead[-1]["status"] == "failed" and "temporarily unavailable" in ahead[-1]["error"]
     assert "replay" in _steps(stage) and stage[-1]["status"] == "success"
+
+
+@pytest.mark.parametrize("edit", ["frozen", "other command", "no stage", "not YAML"])
+def test_no_beliefs_build_beside_where_dvc_would_not_run_the_stage(
+    kr: Path, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """Only the beliefs stage as DVC will run it gets its build beside the index stage: not a
+    frozen one (its outputs stay as they are), one running another command, none at all, or a
+    ``dvc.yaml`` that cannot be read — then the index stage starts no child and logs no run."""
+    import yaml
+
+    from arkai.adapters import beside
+    from arkai.ops.index import STAGE, STAGE_FOLDERS, run_index
+
+    monkeypatch.setenv(beside.ENV, "1")
+    if not beside.forking():
+        pytest.skip("no fork, or one CPU")
+    pipeline = kr / "dvc.yaml"
+    doc = yaml.safe_load(pipeline.read_text())
+    if edit == "frozen":
+        doc["stages"]["beliefs"]["frozen"] = True
+    elif edit == "other command":
+        doc["stages"]["beliefs"]["cmd"] = "python stages/my_beliefs.py"
+    elif edit == "no stage":
+        del doc["stages"]["beliefs"]
+    pipeline.write_text(yaml.safe_dump(doc) if edit != "not YAML" else "stages: [unclosed\n")
+    before = beliefs_files(kr)
+    runs = len(_runs(kr))
+    summary = as_stage(kr, STAGE_FOLDERS, lambda: run_index(Repo.at(kr, stage=STAGE)))
+    assert summary.beliefs_beside is None
+    assert [r[0]["pipeline"] for r in _runs(kr)[runs:]] == ["index"]
+    assert beliefs_files(kr) == before
+
+
+def beliefs_files(kr: Path) -> dict[str, bytes]:
+    """The beliefs stage's output files as they are (none before its first build)."""
+    folders = (files.beliefs_dir(kr), files.cache_dir(kr))
+    return {str(p.relative_to(kr)): p.read_bytes() for d in folders if d.is_dir()
+            for p in d.rglob("*") if p.is_file()}  # fmt: skip

@@ -21,6 +21,11 @@ __all__ = ["RemoteObjects", "dvc_message", "remote_objects", "repro", "run_dvc",
 
 def stage_names(root: Path) -> list[str]:
     """The stages of the repo's ``dvc.yaml``, in file order."""
+    return [str(s) for s in stages(root)]
+
+
+def stages(root: Path) -> dict[Any, Any]:
+    """The ``stages`` mapping of the repo's ``dvc.yaml`` (each stage's definition as written)."""
     path = root / "dvc.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -31,7 +36,7 @@ def stage_names(root: Path) -> list[str]:
     stages = data.get("stages") if isinstance(data, dict) else None
     if not isinstance(stages, dict):
         raise LibraryError(f"{path}: no `stages` mapping")
-    return [str(s) for s in stages]
+    return stages
 
 
 def repro(root: Path, stages: Sequence[str] = (), *, force: bool = False) -> int:

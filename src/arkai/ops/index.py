@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 import arkai
-from arkai.adapters import events
+from arkai.adapters import dvc, events
 from arkai.adapters import manifest as folder_manifests
 from arkai.adapters.beside import Beside, forking
 from arkai.adapters.chunkparts import FOLDER as CHUNKS_FOLDER
@@ -2017,8 +2017,9 @@ BELIEFS_SCRIPT = "stages/beliefs.py"
 def _beliefs_beside(repo: Repo) -> Beside[str] | None:
     """The beliefs stage's build (:func:`arkai.ops.memory.build`, as that stage runs it)
     started in a forked child, when this process is the ``index`` DVC stage of a pipeline
-    that has the beliefs stage, with two CPUs (:func:`arkai.adapters.beside.forking`) and
-    extraction run locally (a Ray client hangs in a fork); else None.
+    that has the beliefs stage (running ``stages/beliefs.py``, not frozen), with two CPUs
+    (:func:`arkai.adapters.beside.forking`) and extraction run locally (a Ray client hangs in
+    a fork); else None.
 
     The beliefs stage needs nothing the condense and index stages write — its dependencies
     are the manifests of library/ and extracted/ that the extract stage wrote earlier in the
@@ -2034,14 +2035,21 @@ def _beliefs_beside(repo: Repo) -> Beside[str] | None:
         return None
     if executor_of(repo.params.get("extract") or {}) != "local":
         return None
-    try:
-        pipeline = (repo.root / "dvc.yaml").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if BELIEFS_SCRIPT not in pipeline or not (repo.root / BELIEFS_SCRIPT).is_file():
-        return None
     from arkai.ops.memory import STAGE as BELIEFS
 
+    try:
+        defined = dvc.stages(repo.root).get(BELIEFS)
+    except (OSError, LibraryError):
+        return None
+    # The stage as the scaffold has it, and not frozen (DVC would not run it: its outputs are
+    # left as they are).
+    if (
+        not isinstance(defined, dict)
+        or defined.get("frozen")
+        or BELIEFS_SCRIPT not in str(defined.get("cmd") or "")
+        or not (repo.root / BELIEFS_SCRIPT).is_file()
+    ):
+        return None
     # Its run started here, before the fork and before this stage's own run (which is then
     # the latest run).
     log = events.start(repo.root, BELIEFS, started_by=STAGE)
