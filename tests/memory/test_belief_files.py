@@ -177,7 +177,7 @@ def test_each_beliefs_history_mirrors_the_change_log_it_was_folded_from(
     assert _plain(files.histories(files.iter_changes(tmp_path))) == _plain(got)
     for h in got.values():  # appended to as the fold does: still the latest HISTORY_LATEST
         count = h.count
-        h.add(Change(seq=0, kind="reinforce", belief="x", date="2027-01-01"))
+        h.add(files.Step("2027-01-01", "reinforce", None))
         assert h.count == count + 1 and len(h.latest) == min(count + 1, files.HISTORY_LATEST)
         assert tuple(h.latest[-1]) == ("2027-01-01", "reinforce", None)
     # Written a batch of beliefs at a time: the bytes of the whole document's compact dump.

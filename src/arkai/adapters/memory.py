@@ -367,11 +367,11 @@ class History:
     """Oldest first, at most :data:`HISTORY_LATEST`: a list cut as it grows (a bounded
     ``deque`` per belief took ≈ 600 bytes, ≈ 500 MB at 800,000 beliefs of one change each)."""
 
-    def add(self, change: Change, step: Step | None = None) -> None:
-        """Count ``change``; ``step``, when given, is its :class:`Step` made already."""
+    def add(self, step: Step) -> None:
+        """Count a change, ``step`` as its page shows it."""
         self.count += 1
         latest = self.latest
-        latest.append(Step(change.date, change.kind, change.note) if step is None else step)
+        latest.append(step)
         if len(latest) > HISTORY_LATEST:
             del latest[0]
 
@@ -389,7 +389,7 @@ def histories(changes: Iterable[Change]) -> dict[str, History]:
         for bid in (c.belief,) if c.other is None or c.other == c.belief else (c.belief, c.other):
             if (h := out.get(bid)) is None:
                 h = out[bid] = History()
-            h.add(c, step)
+            h.add(step)
     return out
 
 
