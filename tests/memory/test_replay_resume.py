@@ -238,6 +238,80 @@ def test_a_chain_of_random_edits_stays_equal_to_scratch(make: Callable[..., Libr
     assert fresh < later  # outcomes after the first change were reused too
 
 
+@pytest.mark.parametrize("seed", [6, 14, 25, 30])
+def test_what_a_fresh_decision_changed_is_decided_afresh_after_it(seed: int) -> None:
+    """Chains (found by searching seeds) in which an episode decided afresh changes a belief
+    that later episodes took from the log: the rows of a belief a fresh decision made or
+    changed are decided again (without that, seeds 6 and 25 diverge from scratch), and so is
+    an episode later taken from the log into such a belief (seeds 14 and 30)."""
+    rng = np.random.default_rng(seed)
+    lib = library(220, seed=seed % 7 + 1)
+    pool = library(60, seed=seed + 100)
+    log = run(*lib).log
+    for _ in range(12):
+        lib = mutate(lib, rng, pool)
+        resumed = run(*lib, log)
+        same(resumed, run(*lib))
+        log = resumed.log
+
+
+def test_a_belief_a_kept_episode_no_longer_contradicts_is_read_afresh() -> None:
+    """Episode 40 (kept) contradicted belief B in the log; an episode inserted before it now
+    takes it elsewhere, so B stays active. Episode 41, whose candidates are B's rows alone
+    (the same as recorded), created a belief in the log because B was invalidated; now it
+    reinforces B. B's rows must be marked by what the kept episode's recorded outcome made."""
+    rng = np.random.default_rng(4)
+    a, e1 = np.eye(16)[0], np.eye(16)[1]
+    five, nine = TOPICS[3][0].format(n=5), TOPICS[3][0].format(n=9)
+    texts = [five] * 40 + [nine, five]
+    rows = [a + rng.normal(scale=0.002, size=16) for _ in range(40)]
+    rows += [0.78 * a + 0.626 * e1, a]  # 40: similar enough to B to contradict it, not more
+    eps = [ep(i, t, "2026-03-01") for i, t in enumerate(texts)]
+    before = run(eps, unit(np.stack(rows)))
+    assert before.log is not None
+    assert [before.log.action(o)[0] for o in (0, 40, 41)] == ["c", "x", "c"]
+    # Inserted before 40: the same claim, nearer to 40 than B is, too far from B to contradict.
+    new = Episode("f" * 16, nine, "2026-03-01", "item-new", 1_000)
+    eps2 = [*eps[:40], new, *eps[40:]]
+    rows2 = unit(np.stack([*rows[:40], 0.55 * a + 0.835 * e1, *rows[40:]]))
+    resumed, scratch = run(eps2, rows2, before.log), run(eps2, rows2)
+    same(resumed, scratch)
+    assert scratch.log is not None
+    b = scratch.beliefs[0]  # B: made by episode 0
+    assert b.status == "active" and scratch.log.action(42)[:2] == ("r", b.id)
+
+
+def test_an_episode_decided_afresh_into_another_belief_is_marked() -> None:
+    """Episode 41 (kept) reinforced C in the log; belief D, made by an episode inserted before
+    it, now takes it. Episode 42's candidates are the recorded ones (41 and C's rows, not D's
+    own row): it created a belief in the log, where no candidate's belief was near enough,
+    and now reinforces D through 41 — so 41 must be marked though its belief's rows were not.
+    (The directions were found by solving the inequalities the story needs; one statement
+    throughout, so nothing contradicts.)"""
+    a, u, d, v, w = (np.pad(np.asarray(x), (0, 12)) for x in (
+        [1.0, 0.0, 0.0, 0.0],
+        [0.9562, 0.0859, 0.233, -0.1549],  # C's other 40 rows: reinforce C
+        [0.7908, -0.3867, 0.4742, 0.0123],  # the inserted episode: too far from C, makes D
+        [0.8879, -0.1677, 0.4284, -0.0055],  # episode 41: nearer D than C, D nearer than u
+        [0.8151, 0.0819, 0.5734, -0.0049],  # episode 42: v, then u, then d; C's vector far
+    ))  # fmt: skip
+    rng = np.random.default_rng(8)
+    rows = [a, *(u + rng.normal(scale=0.001, size=16) for _ in range(40)), v, w]
+    text = TOPICS[0][0].format(n=5)
+    eps = [ep(i, text, "2026-03-01") for i in range(len(rows))]
+    before = run(eps, unit(np.stack(rows)))
+    assert before.log is not None
+    assert [before.log.action(o)[0] for o in (0, 40, 41, 42)] == ["c", "r", "r", "c"]
+    new = Episode("f" * 16, text, "2026-03-01", "item-new", 1_000)
+    eps2 = [*eps[:41], new, *eps[41:]]
+    rows2 = unit(np.stack([*rows[:41], d, *rows[41:]]))
+    resumed, scratch = run(eps2, rows2, before.log), run(eps2, rows2)
+    same(resumed, scratch)
+    assert scratch.log is not None
+    made_d = scratch.log.owner(41)
+    assert scratch.log.action(42)[:2] == ("r", made_d) == scratch.log.action(43)[:2]
+
+
 def test_decisions_on_resume() -> None:
     """With the same people's decisions (forget, pin, prune) a resumed replay equals scratch."""
     eps, rows = repeated(200)
