@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from arkai.adapters import manifest
+from arkai.adapters.beside import Beside, Report
 from arkai.errors import LibraryError
 
 DEST = Path("index/manifests/library.tsv")
@@ -315,7 +316,9 @@ def test_rebuild_walks_once_after_its_own_manifest_and_never_takes_its_writes_fo
     manifest.rebuild(tmp_path, "site", site)
     walks: list[Path] = []
     real = manifest._walk
-    monkeypatch.setattr(manifest, "_walk", lambda folder: walks.append(folder) or real(folder))
+    monkeypatch.setattr(
+        manifest, "_walk", lambda folder, **kw: walks.append(folder) or real(folder, **kw)
+    )
     site.fresh = {"b.html"}  # the build writes it again each time, other bytes each time
     for n in range(2, 5):
         walks.clear()
@@ -323,6 +326,70 @@ def test_rebuild_walks_once_after_its_own_manifest_and_never_takes_its_writes_fo
         assert site.builds == n and walks == [tmp_path / "site"]
         assert manifest.check(tmp_path, "site", manifest.PATHS["site"]).clean
     assert (site.folder / "b.html").read_text(encoding="utf-8") == "page b.html build 4"
+
+
+def _wide(root: Path, folders: int) -> Path:
+    """A site-like tree: a few sections, each with many folders of one page (some nested)."""
+    site = root / "site"
+    for n in range(folders):
+        page = site / ("items", "entities", "topics")[n % 3] / f"p{n:04d}"
+        page.mkdir(parents=True)
+        (page / "index.html").write_text(f"page {n}", encoding="utf-8")
+        if n % 7 == 0:
+            (page / "transcript").mkdir()
+            (page / "transcript/index.html").write_text(f"t {n}", encoding="utf-8")
+    (site / "sitemap.xml").write_text("<urlset/>", encoding="utf-8")
+    return site
+
+
+def _naive(folder: Path) -> list[str]:
+    out = []
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            path = Path(dirpath) / name
+            st = path.stat()
+            rel = path.relative_to(folder).as_posix()
+            out.append(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
+    return sorted(out)
+
+
+@pytest.mark.parametrize("folders", [5, 400])
+def test_a_walk_split_over_two_processes_finds_the_same_files_in_the_same_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folders: int
+) -> None:
+    """Past SPLIT_FOLDERS waiting folders, half the walk runs in a forked child: the files,
+    and their order (which the walk's fingerprint digests), are those of the walk in one
+    process, and those a plain os.walk finds."""
+    site = _wide(tmp_path, folders)
+    forks: list[bool] = []
+
+    class Counted(Beside[list[str]]):
+        def start(self, report: Report | None = None) -> None:
+            super().start(report)
+            forks.append(self.forked)
+
+    monkeypatch.setattr(manifest, "Beside", Counted)
+    one = manifest._walk(site)
+    assert forks == []
+    two = manifest._walk(site, split=True)
+    assert two == one and sorted(one) == _naive(site)
+    assert forks == ([True] if folders > manifest.SPLIT_FOLDERS else [])
+    monkeypatch.setenv("ARKAI_BESIDE", "0")  # no fork: the halves one after the other
+    assert manifest._walk(site, split=True) == one
+
+
+def test_a_bad_name_in_the_childs_half_of_a_split_walk_is_the_callers_error(
+    tmp_path: Path,
+) -> None:
+    """A file name the manifest cannot hold, found by the forked child, is raised in the
+    caller as the same error, naming the file."""
+    site = _wide(tmp_path, 300)
+    last = manifest._walk(site)[-1].split("\0")[0]  # the walk ends with the child's half
+    bad = os.fsencode(site / last).rsplit(b"/", 1)[0] + b"/caf\xe9.html"
+    with open(bad, "wb") as fh:
+        fh.write(b"x")
+    with pytest.raises(LibraryError, match=r"caf\\xe9\.html.*cannot be listed"):
+        manifest._walk(site, split=True)
 
 
 @pytest.mark.parametrize("when", ["now", "past", "future", "same size"])
