@@ -106,3 +106,26 @@ def test_site_serve_frees_its_port_on_sigterm(kr: Path) -> None:
     assert proc.returncode == 130, err
     with socket.socket() as again:  # the server is gone: the port can be bound again
         again.bind(("127.0.0.1", port))
+
+
+def test_text_that_looks_like_rich_markup_or_emoji_codes_is_printed_as_it_is(
+    kr: Path, arkai: Runner, tmp_path: Path
+) -> None:
+    """A title, a file name or an error is the user's text: rich's markup (a source in a folder
+    named `notes[` called `launch] :rocket:.md` stopped `arkai status` with a MarkupError,
+    `[draft]` in a title vanished) and its `:emoji:` codes (`:rocket:` became 🚀) are not
+    applied to it, in listings, run details or errors."""
+    folder = tmp_path / "notes["
+    folder.mkdir()
+    src = folder / "launch] :rocket:.md"
+    src.write_text("# Launch plan [draft]\n\nThe launch moves to May.\n", encoding="utf-8")
+    code, out, err = arkai("--repo", kr, "add", src, "--quiet")
+    assert code == 0, err
+    assert "Launch plan [draft]" in out, out
+    code, out, err = arkai("--repo", kr, "status")  # the add run's events
+    assert code == 0, err
+    assert "notes[/launch] :rocket:.md" in out and "🚀" not in out, out
+    code, out, err = arkai("--repo", kr, "validate", "--verbose")
+    assert "Launch plan [draft]" in out, out
+    code, _, err = arkai("--repo", kr, "add", folder / "gone] :rocket:.md", "--quiet")
+    assert code != 0 and "gone] :rocket:.md" in err and "🚀" not in err, err

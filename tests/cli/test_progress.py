@@ -99,3 +99,26 @@ def test_eval_retrieval_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert "eval retrieval" in tty, tty
     code, _, tty = on_pty([*args, "--quiet"])
     assert code == 0 and tty == "", tty
+
+
+@pytest.mark.parametrize("bar", ["progress_bar", "progress_status"])
+def test_an_items_title_on_the_bar_is_shown_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, bar: str
+) -> None:
+    """The bar's last column is an item's title (or a step): rich markup in it (`[/x]` raised
+    a MarkupError) and `:emoji:` codes are shown as written."""
+    import io
+
+    from rich.console import Console
+
+    from arkai.cli import output
+
+    buf = io.StringIO()
+    monkeypatch.setattr(output, "stderr", Console(file=buf, force_terminal=True, width=120))
+    monkeypatch.setattr(output, "show_progress", lambda quiet: True)
+    with getattr(output, bar)("extract", quiet=False) as update:
+        if bar == "progress_bar":
+            update(1, 2, "Plan [/x] :rocket:")
+        else:
+            update("Plan [/x] :rocket:")
+    assert "Plan [/x] :rocket:" in buf.getvalue() and "🚀" not in buf.getvalue()

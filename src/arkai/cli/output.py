@@ -21,13 +21,17 @@ from rich.progress import (
 from arkai.core import canonjson
 from arkai.errors import EXIT_NO_RESULTS
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+#: What the CLI prints is mostly the user's text — titles, paths, errors, run details — so
+#: rich's markup (``[/bold]`` in a file name stopped ``arkai status`` with a MarkupError,
+#: ``[draft]`` in a title vanished) and its ``:emoji:`` codes (``:rocket:`` became 🚀) are off
+#: on both consoles; styled output asks for them where it prints its own words.
+stdout = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def say(text: object = "") -> None:
-    """A line of plain text on stdout (no rich markup or highlighting)."""
-    stdout.print(text, markup=False, highlight=False)
+    """A line of plain text on stdout (no rich markup, emoji codes or highlighting)."""
+    stdout.print(text, markup=False, emoji=False, highlight=False)
 
 
 def emit_json(obj: Any) -> None:
@@ -70,7 +74,7 @@ def progress_bar(label: str, *, quiet: bool) -> Iterator[Any]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[what]}", style="dim"),
+        TextColumn("{task.fields[what]}", style="dim", markup=False),  # an item's title
         console=stderr,
         transient=True,
     ) as prog:
@@ -93,7 +97,7 @@ def progress_status(label: str, *, quiet: bool) -> Iterator[Any]:
         SpinnerColumn(),
         TextColumn("[bold]{task.description}"),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[step]}", style="dim"),
+        TextColumn("{task.fields[step]}", style="dim", markup=False),
         console=stderr,
         transient=True,
     ) as prog:
