@@ -392,6 +392,27 @@ def test_a_bad_name_in_the_childs_half_of_a_split_walk_is_the_callers_error(
         manifest._walk(site, split=True)
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_a_link_back_to_a_folder_above_is_refused_at_once(tmp_path: Path, split: bool) -> None:
+    """A link to a folder that holds it would have the walk list the tree again and again (it
+    went 40 levels deep, then stopped with a bare OSError): the error names the link."""
+    site = _wide(tmp_path, 200)
+    (site / "items/p0000/up").symlink_to("../..")
+    with pytest.raises(LibraryError, match=r"items/p0000/up: a link to a folder that holds it"):
+        manifest._walk(site, split=split)
+
+
+def test_a_loop_of_two_links_is_an_error_naming_the_link(tmp_path: Path) -> None:
+    """Two links that lead to each other's folders: the walk stops where the system does (too
+    many levels of links), with an error that names the path, not an unexpected OSError."""
+    _tree(tmp_path)
+    (tmp_path / "library/a/to-b").symlink_to("../b")
+    (tmp_path / "library/b/to-a").symlink_to("../a")
+    with pytest.raises(LibraryError, match=r"to-[ab]: cannot read it \(Too many levels"):
+        manifest.write(tmp_path, "library", DEST)
+    assert not (tmp_path / DEST).exists()
+
+
 @pytest.mark.parametrize("when", ["now", "past", "future", "same size"])
 def test_a_page_edited_by_hand_before_the_build_is_made_again_whatever_its_mtime(
     tmp_path: Path, when: str

@@ -133,18 +133,40 @@ def _list(path: str, prefix: str, found: list[Key], folders: list[tuple[str, str
     except FileNotFoundError:
         return  # no folder (yet), or one removed while walking
     except OSError as exc:
-        raise LibraryError(f"{path}: cannot list the folder ({exc.strerror})") from exc
+        raise LibraryError(
+            f"{printable_path(path)}: cannot list the folder ({exc.strerror})"
+        ) from exc
     for entry in entries:
         name = entry.name
         if name[0] == "." and _ignored(name):
             continue
         if not name.isascii() or "\n" in name:
             _check_name(entry.path)
-        if entry.is_dir():
-            folders.append((entry.path, f"{prefix}{name}/"))
-        elif entry.is_file():
-            st = entry.stat()
-            found.append(f"{prefix}{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
+        try:
+            if entry.is_dir():
+                if entry.is_symlink() and _leads_back(entry.path):
+                    raise LibraryError(
+                        f"{printable_path(entry.path)}: a link to a folder that holds it (the "
+                        "folder would be listed without end)",
+                        hint="remove the link, or make it point elsewhere",
+                    )
+                folders.append((entry.path, f"{prefix}{name}/"))
+            elif entry.is_file():
+                st = entry.stat()
+                found.append(f"{prefix}{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
+        except FileNotFoundError:
+            continue  # removed while walking
+        except OSError as exc:  # a link that cannot be followed (a loop of links), no access
+            raise LibraryError(
+                f"{printable_path(entry.path)}: cannot read it ({exc.strerror})"
+            ) from exc
+
+
+def _leads_back(path: str) -> bool:
+    """Whether the link to a folder at ``path`` points at the folder it is in or one above."""
+    target = os.path.realpath(path)
+    here = os.path.realpath(os.path.dirname(path))
+    return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
 
 
 def _check_name(path: str) -> None:
