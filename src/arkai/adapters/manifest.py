@@ -80,8 +80,9 @@ Key = str
 
 
 def _walk(folder: Path, *, split: bool = False) -> list[Key]:
-    """Every regular file under ``folder`` (symlinks followed, as DVC does) as its
-    :data:`Key`, unsorted but always in the same order for the same tree.
+    """Every regular file under ``folder`` (links followed, as DVC does; a link to a folder
+    that holds it is refused) as its :data:`Key`, unsorted but always in the same order for
+    the same tree.
 
     One ``scandir`` per folder and one ``stat`` per file, with plain strings: at 10,000 items
     (about 100,000 files) this walk is most of what a stage with nothing to do costs. The
