@@ -35,6 +35,6 @@ def ask(ctx: click.Context, question: tuple[str, ...], save: bool, as_json: bool
             }
         emit_json(record)
         return
-    stdout.print(render(answer, repo.root), markup=False, highlight=False, end="")
+    stdout.print(render(answer, repo.root), end="")
     if saved is not None:
         say(f"saved: {saved.markdown.relative_to(repo.root).as_posix()}")

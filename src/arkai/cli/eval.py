@@ -77,9 +77,9 @@ def retrieval(
         )
     if not quiet:
         for p in out.problems[:10]:
-            stderr.print(f"skipped {p}", markup=False)
+            stderr.print(f"skipped {p}")
         if len(out.problems) > 10:
-            stderr.print(f"… and {len(out.problems) - 10} more skipped lines", markup=False)
+            stderr.print(f"… and {len(out.problems) - 10} more skipped lines")
     if as_json:
         emit_json(out.to_dict())
         return

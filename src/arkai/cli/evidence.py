@@ -34,7 +34,7 @@ def show(ctx: click.Context, evidence_id: str, as_json: bool) -> None:
     if as_json:
         emit_json(info.to_dict())
         return
-    stdout.print(info.claim, style="bold", markup=False)
+    stdout.print(info.claim, style="bold")
     res = info.resolution
     say(
         f"status     {info.status} (method {res['method']}, "

@@ -31,7 +31,7 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emo
 
 def say(text: object = "") -> None:
     """A line of plain text on stdout (no rich markup, emoji codes or highlighting)."""
-    stdout.print(text, markup=False, emoji=False, highlight=False)
+    stdout.print(text)
 
 
 def emit_json(obj: Any) -> None:

@@ -78,9 +78,9 @@ def _transfer(ctx: click.Context, direction: str, name: str | None, as_json: boo
         done = op(get_repo(ctx), name, progress=bar)
     responses = done.responses
     for bad in responses.damaged:
-        stderr.print(f"damaged response {bad.where}: {bad.problem} (not used)", markup=False)
+        stderr.print(f"damaged response {bad.where}: {bad.problem} (not used)")
     if done.dvc_error is not None:
-        stderr.print(f"dvc {direction} failed: {done.dvc_error}", markup=False)
+        stderr.print(f"dvc {direction} failed: {done.dvc_error}")
     if as_json:
         emit_json(done.to_dict())
     else:
