@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from arkai.adapters.beside import Beside, forking
+from arkai.adapters.beside import Beside
 from arkai.adapters.fs import atomic_write, atomic_write_bytes, printable_path, write_if_changed
 from arkai.core.hashing import DIGEST_PREFIX, file_digest
 from arkai.errors import LibraryError
@@ -88,10 +88,10 @@ def _walk(folder: Path, *, split: bool = False) -> list[Key]:
     (about 100,000 files) this walk is most of what a stage with nothing to do costs. The
     folders are listed level by level until :data:`SPLIT_FOLDERS` are waiting; the waiting
     ones are then walked depth first in two halves (alternate folders, so that siblings of
-    one kind share out evenly), one after the other — or, with ``split`` where
-    :func:`~arkai.adapters.beside.forking` says yes, the second half in a forked child while
-    this process walks the first (site/ at 10,000 items is ≈ 21,000 folders of one page
-    each). The files come out in the same order either way."""
+    one kind share out evenly), one after the other — or, with ``split``, the second half in
+    a forked child (:class:`~arkai.adapters.beside.Beside`, which runs it in this process
+    where it cannot fork) while this process walks the first (site/ at 10,000 items is
+    ≈ 21,000 folders of one page each). The files come out in the same order either way."""
     found: list[Key] = []
     level = [(str(folder), "")]
     while level and len(level) < SPLIT_FOLDERS:
@@ -100,7 +100,7 @@ def _walk(folder: Path, *, split: bool = False) -> list[Key]:
             _list(path, prefix, found, below)
         level = below
     mine, theirs = level[1::2], level[0::2]
-    if split and len(level) >= SPLIT_FOLDERS and forking():
+    if split and len(level) >= SPLIT_FOLDERS:  # (Beside runs it here where it cannot fork)
         with Beside("walk", lambda _report: _walk_from(theirs, [])) as other:
             other.start()
             _walk_from(mine, found)
