@@ -3,10 +3,13 @@ and opens a DVC remote's file system (:func:`remote_objects`)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +19,27 @@ import yaml
 
 from arkai.errors import InvalidInputError, LibraryError
 
-__all__ = ["RemoteObjects", "dvc_message", "remote_objects", "repro", "run_dvc", "stage_names"]
+__all__ = [
+    "LOCKFILE",
+    "RWLOCK",
+    "TORN_LOCKFILE",
+    "RemoteObjects",
+    "clear_torn",
+    "dvc_message",
+    "remote_objects",
+    "repro",
+    "run_dvc",
+    "stage_names",
+    "torn_lockfile",
+    "torn_rwlock",
+]
+
+#: DVC's record of which running command reads or writes which path (JSON), relative to the
+#: repo; ``rwlock.lock`` beside it is the guard DVC takes (``flock``) while it edits it.
+RWLOCK = ".dvc/tmp/rwlock"
+#: The pipeline's lock file, and where :func:`clear_torn` moves a torn one.
+LOCKFILE = "dvc.lock"
+TORN_LOCKFILE = ".dvc/tmp/dvc.lock.torn"
 
 
 def stage_names(root: Path) -> list[str]:
@@ -50,6 +73,126 @@ def repro(root: Path, stages: Sequence[str] = (), *, force: bool = False) -> int
         )
     cmd = [sys.executable, "-m", "dvc", "repro", *(["--force"] if force else []), *stages]
     return subprocess.run(cmd, cwd=root, check=False).returncode
+
+
+def torn_rwlock(root: Path) -> bool:
+    """Whether DVC's ``rwlock`` file is there and not a JSON object: DVC rewrites it in place
+    (truncated, then written), so a DVC killed at that moment leaves it empty or cut short,
+    and every later ``dvc`` command then stops with "Unable to read RWLock-file … JSON
+    structure is corrupted" until it is removed (treeverse/dvc#7615)."""
+    try:
+        data = (root / RWLOCK).read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # (not a file DVC can read either)
+    try:
+        return not isinstance(json.loads(data), dict)
+    except ValueError:  # not JSON, not UTF-8
+        return True
+
+
+def torn_lockfile(root: Path) -> bool:
+    """Whether ``dvc.lock`` is there and DVC cannot load it (not YAML, or not its lock file's
+    schema, an empty file among them): DVC rewrites it in place after every stage, so a DVC
+    killed then leaves it empty or cut, and every later ``dvc`` command stops at it ("dvc.lock
+    validation failed"). Read with DVC's own parser and schema. A file cut where it still
+    loads is not torn to DVC: it runs again the stages it no longer records rightly."""
+    path = root / LOCKFILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError):
+        return True
+    from dvc.schema import COMPILED_LOCKFILE_SCHEMA
+    from dvc.utils.serialize import parse_yaml
+
+    try:
+        COMPILED_LOCKFILE_SCHEMA(parse_yaml(text, str(path)) or {})
+    except Exception:  # YAMLFileCorruptedError, voluptuous.Invalid: what DVC stops at
+        return True
+    return False
+
+
+def clear_torn(root: Path) -> list[str]:
+    """Set aside the files a DVC killed while writing them left torn, each of which stops every
+    later ``dvc`` command (:func:`torn_rwlock`, :func:`torn_lockfile`); what was done, one
+    line each.
+
+    Each is looked at again and set aside while holding the lock DVC itself holds while it
+    writes that file (an exclusive ``flock``, the lock ``zc.lockfile`` takes for DVC): the
+    guard ``rwlock.lock`` for ``rwlock``, the repo's ``.dvc/tmp/lock`` for ``dvc.lock``. So a
+    DVC writing one now is never cut into: when the lock is held elsewhere, or the repo's DVC
+    config asks for ``hardlink_lock`` (another kind of lock, which ``flock`` does not
+    exclude), nothing is done. ``rwlock`` is removed (no running DVC is listed in a torn one:
+    its entries were lost with it; DVC's own advice); ``dvc.lock`` is moved to
+    :data:`TORN_LOCKFILE` (git has the last committed one), and DVC, finding none, runs every
+    stage again — each skips the items already done and keeps its outputs (``persist``). A
+    file DVC can load is never touched."""
+    done: list[str] = []
+    if os.name != "posix" or _hardlink_lock(root):
+        return done
+    tmp = root / RWLOCK
+    if torn_rwlock(root) and _under_lock(tmp.parent / "rwlock.lock", lambda: torn_rwlock(root)):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        done.append(f"removed {RWLOCK}: a DVC killed while writing it left it torn")
+
+    def aside() -> bool:
+        if not torn_lockfile(root):
+            return False
+        os.replace(root / LOCKFILE, root / TORN_LOCKFILE)
+        return True
+
+    if torn_lockfile(root) and _under_lock(tmp.parent / "lock", aside):
+        done.append(
+            f"moved {LOCKFILE} to {TORN_LOCKFILE}: a DVC killed while writing it left it torn "
+            "(DVC runs every stage again; each skips what is done)"
+        )
+    return done
+
+
+def _under_lock(lock: Path, work: Callable[[], bool]) -> bool:
+    """``work()`` while holding an exclusive ``flock`` on ``lock`` (made when missing), taken
+    without waiting: False, with nothing done, when another process holds it."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # a DVC holds it: it may be writing the file now
+        return work()
+    finally:
+        os.close(fd)  # (releases the flock)
+
+
+def _hardlink_lock(root: Path) -> bool:
+    """Whether the repo's DVC config (``.dvc/config``, ``.dvc/config.local``) turns on
+    ``core.hardlink_lock``, or cannot be read to tell."""
+    import configparser
+
+    for name in ("config", "config.local"):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            text = (root / ".dvc" / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError):
+            return True
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            return True
+        value = parser.get("core", "hardlink_lock", fallback="false")
+        if value.strip().lower() in ("true", "1", "yes", "on"):
+            return True
+    return False
 
 
 def run_dvc(

@@ -61,6 +61,10 @@ def doctor(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                 click.echo(f"    - {line}")
             click.echo("    the next `dvc repro` that runs their stage embeds them again, whole "
                        "(`arkai reindex` now)")  # fmt: skip
+        for name in report.dvc_torn:
+            click.echo(f"{name} is torn (a DVC was killed while writing it): every dvc command "
+                       "stops at it")  # fmt: skip
+            click.echo("    `arkai run` or `arkai resume` sets it aside first")
         click.echo(
             f"{t['items']} item{'s' * (t['items'] != 1)}: {t['healthy']} healthy, "
             f"{t['needs_attention']} need attention (failed {t['extraction_failed']}, "

@@ -160,7 +160,13 @@ def ingest(ctx: click.Context, /, **kw: Any) -> None:
             report(results, as_json=bool(kw["as_json"]), quiet=quiet, explain=request.explain)
 
         # PipelineError → exit 3 (resumable)
-        results = ingest_op(get_repo(ctx), request, progress=bar, added=added)
+        results = ingest_op(
+            get_repo(ctx),
+            request,
+            progress=bar,
+            added=added,
+            notice=lambda line: click.echo(line, err=True),
+        )
     ctx.exit(_exit_code(results))
 
 

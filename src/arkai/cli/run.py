@@ -17,7 +17,11 @@ def run_(ctx: click.Context, stages: tuple[str, ...], force: bool) -> None:
     validate, site) and what they depend on. Exits 3 when a stage fails (resumable)."""
     from arkai.ops.run import run_pipeline
 
-    run_pipeline(get_repo(ctx), stages, force=force)
+    run_pipeline(get_repo(ctx), stages, force=force, notice=_notice)
+
+
+def _notice(message: str) -> None:
+    click.echo(message, err=True)
 
 
 @click.command()
@@ -39,4 +43,4 @@ def resume(ctx: click.Context, run_id: str | None, dry_run: bool, as_json: bool)
             click.echo(f"resuming run {plan.short_id} ({plan.pipeline}, {plan.status}): "
                        f"dvc repro {target}", err=True)  # fmt: skip
 
-    resume_run(get_repo(ctx), run_id, dry_run=dry_run, announce=announce)
+    resume_run(get_repo(ctx), run_id, dry_run=dry_run, announce=announce, notice=_notice)

@@ -543,9 +543,11 @@ def ingest(
     *,
     progress: Callable[[int, int, str], None] | None = None,
     added: Callable[[list[AddResult]], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> list[AddResult]:
     """``arkai ingest``: :func:`add`, tell ``added``, then run the pipeline when anything was
-    added or updated (:class:`PipelineError`, exit 3 and resumable, when it fails)."""
+    added or updated (:class:`PipelineError`, exit 3 and resumable, when it fails; ``notice``:
+    as :func:`arkai.ops.run.run_pipeline`'s)."""
     from arkai.ops.run import run_pipeline
 
     results = add(repo, request, progress=progress)
@@ -554,5 +556,5 @@ def ingest(
     if any(r.status in ("added", "updated") for r in results) or all(
         r.status != "failed" for r in results
     ):
-        run_pipeline(repo)
+        run_pipeline(repo, notice=notice)
     return results

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters import manifest
+from arkai.adapters import dvc, manifest
 from arkai.adapters.fs import open_repo_file
 from arkai.adapters.layout import EXTRACTION, INDEX, Item
 from arkai.adapters.repo import Repo
@@ -83,10 +83,14 @@ class DoctorReport:
     #: embeds it again, whole, the next time it runs, and until then a query's vector is made
     #: another way than the chunks'. Not a health problem: ``arkai reindex`` re-embeds now.
     vector_recipes: tuple[str, ...] = ()
+    #: DVC's files that a DVC killed while writing them left torn (``.dvc/tmp/rwlock``,
+    #: ``dvc.lock``: :func:`arkai.adapters.dvc.clear_torn`), each of which stops every ``dvc``
+    #: command until it is set aside.
+    dvc_torn: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:
-        return all(i.healthy for i in self.items) and not self.site_drift
+        return all(i.healthy for i in self.items) and not self.site_drift and not self.dvc_torn
 
     def totals(self) -> dict[str, int]:
         out = {
@@ -113,6 +117,7 @@ class DoctorReport:
             "library_changed": list(self.library_changed),
             "graph_exports": list(self.graph_exports),
             "vector_recipes": list(self.vector_recipes),
+            "dvc_torn": list(self.dvc_torn),
             "totals": self.totals(),
             "items": [i.to_dict() for i in self.items],
         }
@@ -208,6 +213,11 @@ def diagnose(repo: Repo) -> DoctorReport:
         library_changed=_drift(root, "library", cached=True),
         graph_exports=_graph_exports(root),
         vector_recipes=_vector_recipes(root),
+        dvc_torn=tuple(
+            name
+            for name, torn in ((dvc.RWLOCK, dvc.torn_rwlock), (dvc.LOCKFILE, dvc.torn_lockfile))
+            if torn(root)
+        ),
     )
 
 

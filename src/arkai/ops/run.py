@@ -19,9 +19,19 @@ from arkai.model.record import AsDict
 __all__ = ["ResumePlan", "plan_resume", "resume", "run_pipeline"]
 
 
-def run_pipeline(repo: Repo, stages: tuple[str, ...] = (), *, force: bool = False) -> None:
+def run_pipeline(
+    repo: Repo,
+    stages: tuple[str, ...] = (),
+    *,
+    force: bool = False,
+    notice: Callable[[str], None] | None = None,
+) -> None:
     """Run the pipeline (or ``stages`` and what they depend on); raise :class:`PipelineError`
-    (exit 3, resumable) when DVC fails."""
+    (exit 3, resumable) when DVC fails. A file a killed DVC left torn, which would stop DVC at
+    once, is set aside first (:func:`arkai.adapters.dvc.clear_torn`), and ``notice`` told."""
+    for line in dvc.clear_torn(repo.root):
+        if notice is not None:
+            notice(line)
     code = dvc.repro(repo.root, stages, force=force)
     if code != 0:
         raise PipelineError(
@@ -73,6 +83,7 @@ def resume(
     *,
     dry_run: bool = False,
     announce: Callable[[ResumePlan], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> ResumePlan:
     """Resume ``run_id`` (default the latest): plan it, tell ``announce``, then (unless
     ``dry_run``) re-run its stage or the pipeline (:class:`PipelineError` if it fails again)."""
@@ -80,5 +91,5 @@ def resume(
     if announce is not None:
         announce(plan)
     if not dry_run:
-        run_pipeline(repo, plan.stages)
+        run_pipeline(repo, plan.stages, notice=notice)
     return plan
