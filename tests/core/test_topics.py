@@ -12,6 +12,7 @@ import pytest
 from arkai.core import canonjson
 from arkai.errors import NotFoundError
 from arkai.search.topics import (
+    RELEVANCES,
     TopicInput,
     TopicSettings,
     build_topics,
@@ -588,7 +589,7 @@ def test_lines_copied_from_the_last_file_give_the_file_made_afresh(tmp_path: Pat
     items: dict[str, list[tuple[str, str, str]]] = {}
     old_items: dict[str, list[tuple[str, str, str]]] = {}
     tags: dict[str, str] = {}
-    copied_rounds = 0
+    copied_rounds = spliced_rounds = 0
     for round_ in range(14):
         items = _kept_round(rng, items) if round_ else _kept_round(rng, {"a": [], "b": []})
         fresh = {cid: str(entries) for cid, entries in items.items()}
@@ -624,6 +625,7 @@ def test_lines_copied_from_the_last_file_give_the_file_made_afresh(tmp_path: Pat
             if lines is not None:
                 assert not set(lines.spans) & changed  # a changed item's topics are made
                 copied_rounds += lines.copied > 0
+                spliced_rounds += lines.spliced > 0
             # What is kept of the file: its digest and each line's place, the term's line.
             assert made.sha256 == "sha256:" + hashlib.sha256(data).hexdigest()
             for term, (a, b) in made.lines.items():
@@ -636,6 +638,87 @@ def test_lines_copied_from_the_last_file_give_the_file_made_afresh(tmp_path: Pat
             kept.close()
         tags, old_items = fresh, items
     assert copied_rounds >= 4  # (seeded: 5 of 13; most rounds change most of the 7 terms)
+    assert spliced_rounds >= 4  # (the changed ones patched)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lines_patched_from_the_last_file_give_the_file_made_afresh(
+    tmp_path: Path, seed: int
+) -> None:
+    """The lines of the topics a changed item is in are patched from the last file's (the
+    changed items' entries cut out, their new ones put in: :class:`_Splice`) — over rounds of
+    a library of 40 items where a few items change, go or come each round, entries at every
+    relevance, content IDs of every kind (sorted as strings, escaped in JSON), and now and
+    then two entries of one item under one term at one relevance (such a topic is made
+    afresh) — and the file is the bytes of one made from every entry afresh."""
+    import hashlib
+    import random
+
+    from arkai.search.topics import KeptEntries, TopicBuilder, WrittenTopics
+
+    rng = random.Random(seed)
+    terms = [f"term {n:02d}" for n in range(30)] + ["é-term", "zz"]
+    odd = ['a"quote', "back\\slash", "ünï", "Zed", "0", "~tilde", "日本"]
+
+    def entries(cid: str) -> list[tuple[str, str, str]]:
+        out = []
+        for n, t in enumerate(rng.sample(terms, rng.randrange(1, 12))):
+            rel = rng.choice(RELEVANCES)
+            out.append((t, rel, _entry(cid, rel, n)))
+            if rng.random() < 0.03:  # a second entry of the item under the term
+                other = rel if rng.random() < 0.5 else rng.choice(RELEVANCES)
+                out.append((t, other, _entry(cid, other, 100 + n)))
+        return out
+
+    def new_cid() -> str:
+        return rng.choice([f"{rng.randrange(1 << 64):016x}", rng.choice(odd) + str(rng.random())])
+
+    items = {new_cid(): [] for _ in range(40)}
+    items = {cid: entries(cid) for cid in items}
+    record, path = tmp_path / "kept.bin", tmp_path / "topics.json"
+    tags: dict[str, str] = {}
+    spliced = 0
+    for round_ in range(10):
+        if round_:
+            for cid in rng.sample(sorted(items), rng.randrange(1, 4)):
+                items[cid] = entries(cid)  # made again
+            for cid in rng.sample(sorted(items), rng.randrange(0, 2)):
+                del items[cid]
+            for _ in range(rng.randrange(0, 2)):
+                cid = new_cid()
+                items[cid] = entries(cid)
+        fresh = {cid: str(e) for cid, e in items.items()}
+        kept = KeptEntries.read(record)
+        with (
+            TopicBuilder(len(items), {}, keep_terms=False) as got,
+            TopicBuilder(len(items), {}, keep_terms=False) as want,
+        ):
+            for cid in sorted(items, key=lambda c: rng.random()):
+                want.add_entries(cid, items[cid])
+                k = kept.match(cid, fresh[cid]) if kept is not None else None
+                if kept is not None and k is not None and tags.get(cid) == fresh[cid]:
+                    got.add_kept(cid, kept, k)
+                else:
+                    got.add_entries(cid, items[cid], (fresh[cid], None))
+            expected = b"".join(want.iter_json())
+            made = WrittenTopics()
+            if kept is not None:
+                with open(path, "rb") as fh:
+                    sha = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+                    lines = got.lines_from(kept, fh, sha)
+                    assert lines is not None
+                    data = b"".join(got.iter_json(batch=5, lines=lines, written=made))
+                    spliced += lines.spliced
+                    assert lines.spliced > 0, round_
+            else:
+                data = b"".join(got.iter_json(batch=5, written=made))
+            assert data == expected, round_
+            path.write_bytes(data)
+            got.keep(record, made)
+        if kept is not None:
+            kept.close()
+        tags = fresh
+    assert spliced > 20
 
 
 def test_lines_are_not_copied_from_a_file_that_is_not_the_kept_one(tmp_path: Path) -> None:
@@ -703,6 +786,59 @@ def test_lines_are_not_copied_from_a_file_that_is_not_the_kept_one(tmp_path: Pat
         assert _written_file(bad) is None, bad
     good = {"sha256": "s", "lines": [["a", 1, 5]], "code": code}
     assert _written_file(good) == ("s", {"a": (1, 5)})
+
+
+def test_a_line_that_cannot_be_patched_is_made_afresh(tmp_path: Path) -> None:
+    """A kept place of a changed topic that is not its line — another term's, or the term's
+    line and the next (it opens as the term's and closes as a line does, but is not of the
+    lengths the record gives) — is not patched: that topic is made from its entries."""
+    import hashlib
+
+    from arkai.search.topics import KeptEntries, TopicBuilder, WrittenTopics
+
+    record, path = tmp_path / "kept.bin", tmp_path / "topics.json"
+    library = {"aaaa": ["hive", "mite"], "bbbb": ["hive", "mite", "zeta"], "cccc": ["mite"]}
+
+    def build(kept: KeptEntries | None, changed: str = "") -> TopicBuilder:
+        b = TopicBuilder(3, {}, keep_terms=False)
+        for cid, terms in library.items():
+            rel = "low" if cid == changed else "high"
+            k = kept.match(cid, "t") if kept is not None else None
+            if kept is not None and k is not None and cid != changed:
+                b.add_kept(cid, kept, k)
+            else:
+                b.add_entries(cid, [(t, rel, _entry(cid, rel, n)) for n, t in enumerate(terms)],
+                              ("t", None))  # fmt: skip
+        return b
+
+    made = WrittenTopics()
+    with build(None) as b:
+        path.write_bytes(b"".join(b.iter_json(written=made)))
+        b.keep(record, made)
+    sha = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    with build(None, "aaaa") as b:
+        want = b"".join(b.iter_json())
+    spans = made.lines
+    forged = {
+        "hive": spans["mite"],  # another term's line
+        "mite": spans["mite"],
+        "zeta": spans["zeta"],
+    }
+    kept = KeptEntries.read(record)
+    assert kept is not None and kept.file is not None
+    for name, file in (
+        ("as written", dict(spans)),
+        ("another term's line", forged),
+        ("the term's line and the next", {**spans, "hive": (spans["hive"][0], spans["mite"][1])}),
+    ):
+        kept.file = (sha, file)
+        with build(kept, "aaaa") as b, open(path, "rb") as fh:
+            lines = b.lines_from(kept, fh, sha)
+            assert lines is not None and set(lines.old) == {"hive", "mite"}
+            assert b"".join(b.iter_json(lines=lines)) == want, name
+            assert lines.spliced == (2 if name == "as written" else 1), name
+            assert lines.copied == 1  # zeta: no changed item in it
+    kept.close()
 
 
 def test_an_item_given_twice_is_not_kept(tmp_path: Path) -> None:

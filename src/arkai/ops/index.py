@@ -1379,15 +1379,16 @@ def _rank_items(
     written: list[str],
     high: dict[str, list[tuple[str, float]]],
     digests: FileDigests,
-) -> tuple[int, int, int, int]:
+) -> tuple[int, int, int, int, int]:
     """The topic step's work after the document frequencies: each item's ranking — its
     entries as the last build kept them (``kept``, :class:`arkai.search.topics.KeptEntries`)
     when they were made under the same inputs key and ranking context, else kept in the
     rankings table or ranked again (:func:`_ranked_terms`) — then ``topics.json`` written and
     the entries kept for the next build (with the file's lines: a topic no changed item is in
-    is copied from the last file, :meth:`TopicBuilder.lines_from`). Fills ``high`` with each
-    item's high-relevance terms (the graph's). Returns the number of topics, of items ranked
-    again, of items whose kept entries were taken and of topics whose line was copied;
+    is copied from the last file, one a changed item is in patched from it:
+    :meth:`TopicBuilder.lines_from`). Fills ``high`` with each item's high-relevance terms (the
+    graph's). Returns the number of topics, of items ranked again, of items whose kept entries
+    were taken and of topics whose line was copied and patched;
     :class:`KeptEntriesError` when a kept item's entries are not what they claim (before
     anything is written but the rankings table)."""
     builder = TopicBuilder(
@@ -1442,7 +1443,8 @@ def _rank_items(
             if write_chunks_if_changed(path, builder.iter_json(lines=lines, written=made)):
                 written.append(TOPICS)
         builder.keep(cache.folder / TOPIC_ENTRIES, made)
-        return builder.n_topics, reranked, taken, 0 if lines is None else lines.copied
+        copied, spliced = (0, 0) if lines is None else (lines.copied, lines.spliced)
+        return builder.n_topics, reranked, taken, copied, spliced
 
 
 def _kept_high(payload: Any) -> list[tuple[str, float]] | None:
@@ -2203,12 +2205,14 @@ def _run_index(
                                    table, full)  # fmt: skip
                     try:
                         (summary.topics, info["reranked"], info["kept"],
-                         info["lines_copied"]) = rank(kept, written, high, digests)  # fmt: skip
+                         info["lines_copied"], info["lines_patched"]) = rank(
+                            kept, written, high, digests)  # fmt: skip
                     except KeptEntriesError:
                         # The kept entries were not what they claimed: ranked without them.
                         high.clear()
                         (summary.topics, info["reranked"], info["kept"],
-                         info["lines_copied"]) = rank(None, written, high, digests)  # fmt: skip
+                         info["lines_copied"], info["lines_patched"]) = rank(
+                            None, written, high, digests)  # fmt: skip
                         info["kept_rejected"] = True
                     finally:
                         if kept is not None:
