@@ -741,36 +741,24 @@ class _EntryFile:
         names = list(self._terms)
         if not names:
             return
-        # Each entry's term and item by their places in sort order (four bytes an entry).
-        term_rank = sorted_rank(names).astype(np.int32)[np.frombuffer(self._term, np.int32)]
-        item_rank = sorted_rank(list(self._items)).astype(np.int32)[
-            np.frombuffer(self._item, np.int32)
-        ]
-        rank = np.frombuffer(self._rank, np.int8)
-        # Held while the batches are read: the order (four bytes an entry), the ties (one) and
-        # per topic its first entry and the text before it; the ranks are let go (at 10,000
-        # items they and an eight-byte order were ≈ 29 bytes an entry, ≈ 9 MB).
-        order = np.lexsort((item_rank, rank, term_rank)).astype(np.int32)
+        terms = sorted(names)
         lens = np.frombuffer(self._len, np.int32)
         at = np.frombuffer(self._at, np.int64)
-        ranked = term_rank[order]
-        del term_rank
-        bounds = np.searchsorted(ranked, np.arange(len(names) + 1))
-        # Two entries of one item under one term at one relevance (not what a ranking
-        # gives, but what add_entries may be given): ordered by their text.
-        tied = np.zeros(len(order), dtype=bool)
-        tied[1:] = np.diff(ranked) == 0
-        del ranked
-        tied[1:] &= np.diff(rank[order]) == 0
-        tied[1:] &= np.diff(item_rank[order]) == 0
-        del item_rank
-        spent = np.concatenate([[0], np.cumsum(lens[order], dtype=np.int64)])[bounds]
-        terms = sorted(names)
-        del names
+        splice = _Splice.of(self, lines, terms)
+        sort: _Sorted | None = None
+
+        def sorted_entries() -> _Sorted:
+            """Every entry in the writer's order (made when a topic is first made from its
+            entries: a build whose changed topics are all patched never sorts them)."""
+            nonlocal sort
+            if sort is None:
+                sort = _Sorted.of(self, names, lens)
+            return sort
 
         def made(ks: list[int]) -> dict[int, str]:
             """The objects of the topics at places ``ks``, joined from their entries read in
             one pass over the file."""
+            order, bounds, tied = (s := sorted_entries()).order, s.bounds, s.tied
             picked = np.concatenate([order[int(bounds[k]) : int(bounds[k + 1])] for k in ks])
             texts = self._read(picked, at, lens)
             out, lo = {}, 0
@@ -787,9 +775,8 @@ class _EntryFile:
         # batch at a time: the topics in order whose entries' text fits the budget (one at
         # least). Each batch is one pass over the entries' file, so the copied topics do not
         # cut the batches short.
-        splice = _Splice.of(self, lines, terms, order, bounds, rank)
         todo = [k for k in range(len(terms)) if not _given(lines, splice, terms[k])]
-        size = np.diff(spent)
+        size = np.diff(sorted_entries().spent) if todo else np.zeros(0, np.int64)
         batch: dict[int, str] = {}
         i = 0
         for k, term in enumerate(terms):
@@ -837,6 +824,43 @@ class _EntryFile:
         return out
 
 
+@dataclass
+class _Sorted:
+    """An entry file's entries in the writer's order: by term, relevance, then item (held
+    while the topics are read: the order, four bytes an entry, the ties, one; per topic its
+    first entry and the text before it)."""
+
+    order: npt.NDArray[np.int32]
+    bounds: npt.NDArray[np.int64]
+    tied: npt.NDArray[np.bool_]
+    """Two entries of one item under one term at one relevance (not what a ranking gives,
+    but what ``add_entries`` may be given): ordered by their text."""
+    spent: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, entries: _EntryFile, names: list[str], lens: npt.NDArray[np.int32]) -> _Sorted:
+        # Each entry's term and item by their places in sort order (four bytes an entry); the
+        # ranks are let go (at 10,000 items they and an eight-byte order were ≈ 29 bytes an
+        # entry, ≈ 9 MB).
+        term_rank = sorted_rank(names).astype(np.int32)[np.frombuffer(entries._term, np.int32)]
+        item_rank = sorted_rank(list(entries._items)).astype(np.int32)[
+            np.frombuffer(entries._item, np.int32)
+        ]
+        rank = np.frombuffer(entries._rank, np.int8)
+        order = np.lexsort((item_rank, rank, term_rank)).astype(np.int32)
+        ranked = term_rank[order]
+        del term_rank
+        bounds = np.searchsorted(ranked, np.arange(len(names) + 1))
+        tied = np.zeros(len(order), dtype=bool)
+        tied[1:] = np.diff(ranked) == 0
+        del ranked
+        tied[1:] &= np.diff(rank[order]) == 0
+        tied[1:] &= np.diff(item_rank[order]) == 0
+        del item_rank
+        spent = np.concatenate([[0], np.cumsum(lens[order], dtype=np.int64)])[bounds]
+        return cls(order, bounds, tied, spent)
+
+
 def _given(lines: TopicLines | None, splice: _Splice | None, term: str) -> bool:
     """Whether a topic's line comes copied or patched (not made from its entries)."""
     return lines is not None and (lines.holds(term) or (splice is not None and splice.covers(term)))
@@ -860,8 +884,11 @@ class _Splice:
         # Each kept entry's item (its index in the record), and each item's place among the
         # record's content IDs sorted.
         item = np.full(len(src.term), -1, dtype=np.int64)
-        for k in range(len(src.first)):
-            item[int(src.first[k]) : int(src.end[k])] = k
+        counts = src.end - src.first
+        before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        item[np.repeat(src.first - before, counts) + np.arange(int(counts.sum()))] = np.repeat(
+            np.arange(len(counts)), counts
+        )
         self.cids = [""] * len(src.first)
         for cid, k in src.index.items():
             self.cids[k] = cid
@@ -880,17 +907,10 @@ class _Splice:
         self.kept_items: npt.NDArray[np.bool_] = np.zeros(len(self.cids), dtype=bool)
 
     @classmethod
-    def of(
-        cls,
-        entries: _EntryFile,
-        lines: TopicLines | None,
-        terms: list[str],
-        order: npt.NDArray[np.int32],
-        bounds: npt.NDArray[np.int64],
-        rank: npt.NDArray[np.int8],
-    ) -> _Splice | None:
-        """The patcher of ``entries``' topics whose last line ``lines`` holds, its new
-        entries read (one pass over the entries' file); None when there is none to patch."""
+    def of(cls, entries: _EntryFile, lines: TopicLines | None, terms: list[str]) -> _Splice | None:
+        """The patcher of ``entries``' topics whose last line ``lines`` holds, with their new
+        entries (those of the items not added with their kept entries: read in one pass over
+        the entries' file); None when there is none to patch."""
         src = lines.source if lines is not None else None
         if lines is None or src is None or not lines.old or src is not entries._source:
             return None
@@ -898,30 +918,25 @@ class _Splice:
         if np.any(self.item < 0):
             return None  # (an entry of no item: not a record a file was kept with)
         self.kept_items = np.array([c in entries._kept for c in self.cids], dtype=bool)
-        names = list(entries._items)
-        fresh_item = np.array([c not in entries._kept for c in names], dtype=bool)
-        item_of = np.frombuffer(entries._item, np.int32)
-        picked: list[npt.NDArray[np.int32]] = []
-        where: list[int] = []
-        for k, term in enumerate(terms):
-            if term in lines.old and not lines.holds(term):
-                mine = order[int(bounds[k]) : int(bounds[k + 1])]
-                mine = mine[fresh_item[item_of[mine]]]
-                picked.append(mine)
-                where.append(k)
-                self.fresh[k] = []
-        if not picked:
+        place = {t: k for k, t in enumerate(terms) if t in lines.old and not lines.holds(t)}
+        if not place:
             return None
-        every = np.concatenate(picked) if picked else np.zeros(0, np.int32)
-        at = np.frombuffer(entries._at, np.int64)
-        lens = np.frombuffer(entries._len, np.int32)
-        texts = entries._read(every, at, lens) if len(every) else []
-        n = 0
-        for k, mine in zip(where, picked, strict=True):
-            got = self.fresh[k]
-            for e in mine.tolist():
-                got.append((int(rank[e]), names[int(item_of[e])], texts[n]))
-                n += 1
+        self.fresh = {k: [] for k in place.values()}
+        spans = [(cid, a, b) for cid, (a, b) in entries._spans.items() if cid not in entries._kept]
+        if spans:
+            every = np.concatenate([np.arange(a, b, dtype=np.int64) for _, a, b in spans])
+            texts = entries._read(every, np.frombuffer(entries._at, np.int64),
+                                  np.frombuffer(entries._len, np.int32))  # fmt: skip
+            names = list(entries._terms)
+            term_of, rank = entries._term, entries._rank
+            n = 0
+            for cid, a, b in spans:
+                for e in range(a, b):
+                    k = place.get(names[term_of[e]])
+                    if k is not None:
+                        self.fresh[k].append((rank[e], cid, texts[n]))
+                    n += 1
+        for got in self.fresh.values():
             got.sort()
         return self
 
