@@ -323,3 +323,119 @@ def test_a_line_read_for_its_place_is_checked_as_one_read_for_its_body(seed: int
         cid, row = whole
         want = row if cid == "" else type(row)(row.stat, row.key, b"")
         assert placed == (cid, want)
+
+
+def _counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each full read of a table's file (``ItemTable._scan``), by table name."""
+    scans: list[str] = []
+    real = ItemTable._scan
+
+    def scan(self: ItemTable) -> None:
+        scans.append(self.path.stem)
+        real(self)
+
+    monkeypatch.setattr(ItemTable, "_scan", scan)
+    return scans
+
+
+def _places(table: ItemTable) -> tuple[object, ...]:
+    return table.rows, table._file, table._size, table._live, table.rejected
+
+
+def _read_whole(tmp_path: Path) -> ItemTable:
+    (tmp_path / itemtable.CACHE_DIR / "t.idx").unlink(missing_ok=True)
+    return ItemTable(tmp_path, "t", "v1")
+
+
+def test_an_unchanged_table_is_loaded_from_its_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved whole, appended to (a row changed), a row dropped: each time the next load takes
+    the rows' places from the index written beside the file (no line read) and holds what
+    reading the whole file gives; the bodies read from there are checked as before."""
+    scans = _counting_scans(monkeypatch)
+    table = ItemTable(tmp_path, "t", "v1")
+    for n in range(6):
+        table.keep(f"item{n}", None, f"sha256:k{n}", b'{"n":%d}' % n)
+    assert table.save(prune=True) and table._index_path.is_file()
+    bodies = {f"item{n}": b'{"n":%d}' % n for n in range(6)}
+    for step in ("saved whole", "a row changed", "a row dropped"):
+        if step != "saved whole":
+            edit = ItemTable(tmp_path, "t", "v1")
+            size = edit.path.stat().st_size
+            for cid in bodies:
+                edit.retain(cid, "sha256:k" + cid[4:])
+            if step == "a row changed":
+                bodies["item2"] = b'{"n":"two"}'
+                edit.keep("item2", None, "sha256:k2", bodies["item2"])
+            else:
+                del bodies["item4"]
+                del edit.kept["item4"]
+            assert edit.save(prune=True)
+            # (a changed row is appended; the drop leaves more dead lines than live: whole)
+            assert (edit.path.stat().st_size > size) == (step == "a row changed")
+        scans.clear()
+        loaded = ItemTable(tmp_path, "t", "v1")
+        assert scans == [], step
+        assert set(loaded.rows) == set(bodies)
+        assert _places(loaded) == _places(_read_whole(tmp_path)) and scans == ["t"], step
+        for cid, body in bodies.items():
+            row = loaded.by_key(cid, "sha256:k" + cid[4:])
+            assert row is not None and row.body == body, (step, cid)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["appended by another", "edited in place", "replaced", "index torn", "index of another",
+     "index past the end", "index of another version"],
+)  # fmt: skip
+def test_a_table_changed_since_its_index_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """An index that is not of the file as it is now — the file appended to by a process
+    that wrote no index, edited in place (its size kept), replaced; the index torn, of
+    another format or version, or with a place past the end — is not taken: the file is read
+    whole (a damaged line found as before), and the index written again from what was read."""
+    scans = _counting_scans(monkeypatch)
+    table = ItemTable(tmp_path, "t", "v1")
+    for n in range(3):
+        table.keep(f"item{n}", None, f"sha256:k{n}", b'{"n":%d}' % n)
+    table.save(prune=True)
+    index = table._index_path
+    stale = index.read_bytes()
+    rejected = 0
+    if change == "appended by another":
+        other = ItemTable(tmp_path, "t", "v1")
+        other.keep("item9", None, "sha256:k9", b'{"n":9}')
+        for n in range(3):
+            other.retain(f"item{n}", f"sha256:k{n}")
+        assert other.save(prune=True)
+        index.write_bytes(stale)  # (as if it wrote none: the one there is of the file before)
+    elif change == "edited in place":
+        data = table.path.read_bytes()
+        table.path.write_bytes(data.replace(b'"n":1', b'"n":7'))
+        rejected = 1
+    elif change == "replaced":
+        tmp = table.path.with_name("t.new")
+        tmp.write_bytes(table.path.read_bytes())
+        tmp.replace(table.path)
+    elif change == "index torn":
+        index.write_bytes(stale[:40])
+    elif change == "index of another":
+        index.write_bytes(stale.replace(b'"format":1', b'"format":2'))
+    elif change == "index past the end":
+        index.write_bytes(stale.replace(b'"sha256:k2",', b'"sha256:k2",99999999', 1))
+    elif change == "index of another version":
+        index.write_bytes(stale.replace(b"v1", b"v0"))
+    scans.clear()
+    loaded = ItemTable(tmp_path, "t", "v1")
+    assert scans == ["t"], change
+    assert loaded.rejected == rejected
+    want = {f"item{n}" for n in range(3)} - ({"item1"} if rejected else set())
+    want |= {"item9"} if change == "appended by another" else set()
+    assert set(loaded.rows) == want
+    if not rejected:  # (a damaged file's index is removed: it is written whole at the save)
+        scans.clear()
+        assert _places(ItemTable(tmp_path, "t", "v1")) == _places(loaded) and scans == []
+    else:
+        assert not index.exists()

@@ -38,6 +38,16 @@ alone, as before. The file is written whole again (atomically) when the lines no
 would outweigh the ones it does, after a damaged line or torn batch, and when it is not the
 file that was loaded (another process replaced or grew it: the file is locked, ``flock``,
 while it is checked and appended to).
+
+Beside the file, ``<name>.idx`` holds each row's place as the file holds it, with the file's
+``fstat`` (size, modification and change times, inode, device) when it was written: a load
+takes the places from there instead of reading the file — which at 10,000 items was most of a
+table's load (55 MB of rankings read and their lines' digests checked: ≈ 0.2 s) — when the
+file open is still that file, unchanged (any write changes its ``ctime``, which no tool can
+set back). Otherwise, and when the index is missing, torn or not of this table, the file is
+read whole as before, and the index written again. A row's digest is then checked when its
+body is read, as always; a line damaged without the file's ``fstat`` changing (the disk
+itself) is found when it is read, not at the load.
 """
 
 from __future__ import annotations
@@ -54,11 +64,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arkai.adapters.fs import append_to_loaded, write_chunks_if_changed
+from arkai.adapters.fs import append_to_loaded, atomic_write_bytes, write_chunks_if_changed
 from arkai.adapters.itemcache import CACHE_DIR, SETTLED_NS
 from arkai.core.hashing import file_digest
 
 FORMAT = 1
+#: The format of a table's index (``<name>.idx``, :meth:`ItemTable._save_index`).
+INDEX_FORMAT = 1
 
 _DROPPED = "!"
 """The stat field of a batch's line that drops its item (never a :func:`stat_digest` or ``-``)."""
@@ -173,6 +185,14 @@ class ItemTable:
     def _load(self) -> None:
         if not self._open() or self._fd is None:
             return
+        if self._load_index():
+            return
+        self._scan()
+        self._save_index()
+
+    def _scan(self) -> None:
+        """Every line of the file read (each row's digest checked), its rows placed."""
+        assert self._fd is not None
         # Line by line: the file is never held whole (a batch's places, not its bodies).
         with open(self._fd, "rb", closefd=False) as fh:
             first = fh.readline()
@@ -223,6 +243,64 @@ class ItemTable:
                 self._dirty = self._damaged = True
             self._size = at
         self.rows = dict(self._file)
+
+    @property
+    def _index_path(self) -> Path:
+        return self.path.with_suffix(".idx")
+
+    def _load_index(self) -> bool:
+        """Take the rows' places from the table's index (:meth:`_save_index`) instead of
+        reading the file, when the index was written for the file open now, as it is now:
+        the same size, times, inode and device (``fstat``); whether it was taken. A file
+        that changed since — appended to or replaced by another process, edited, damaged on
+        purpose — has another ``ctime`` at least (the kernel sets it on every write; no tool
+        can set it back), so it is read whole as before."""
+        assert self._fd is not None
+        try:
+            doc = json.loads(self._index_path.read_bytes())
+        except (OSError, ValueError):
+            return False
+        size = _fstat_key(self._fd)[0]
+        if not (isinstance(doc, dict) and doc.get("format") == INDEX_FORMAT
+                and doc.get("header") == self.header.decode("utf-8", "replace")
+                and doc.get("stat") == _fstat_key(self._fd)
+                and isinstance(lines := doc.get("lines"), list)):  # fmt: skip
+            return False
+        found: dict[str, _Line] = {}
+        live = 0
+        for row in lines:
+            if not (isinstance(row, list) and len(row) == 5):
+                return False
+            cid, st, key, at, n = row
+            if not (type(cid) is str and (st is None or type(st) is str) and type(key) is str
+                    and type(at) is int and type(n) is int and len(self.header) < at
+                    and n > 0 and at + n < size and cid not in found):  # fmt: skip
+                return False
+            found[cid] = _Line(st, key, at, n)
+            live += n + 1
+        self._file, self._live, self._size = found, live, size
+        self.rows = dict(found)
+        return True
+
+    def _save_index(self) -> None:
+        """Write the places of the rows as the file open now holds them beside it
+        (``<name>.idx``: the file's ``fstat`` and each row's content ID, stat, key, place and
+        length, JSON), for the next load to take instead of reading the file (≈ 0.2 s for the
+        index stage's 55 MB of rankings at 10,000 items); removed when the file was found
+        damaged or is not what this table holds."""
+        path = self._index_path
+        if self._fd is None or self._damaged or _fstat_key(self._fd)[0] != self._size:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return
+        doc = {
+            "format": INDEX_FORMAT,
+            "header": self.header.decode("utf-8", "replace"),
+            "stat": _fstat_key(self._fd),
+            "lines": [[cid, r.stat, r.key, r.at, r.size] for cid, r in self._file.items()],
+        }
+        with contextlib.suppress(OSError):  # (derived: a lost index costs one read)
+            atomic_write_bytes(path, json.dumps(doc, separators=(",", ":")).encode(), fsync=False)
 
     def _place(self, cid: str, row: Row, at: int, size: int) -> None:
         """A line of the file, read in order: the item's row from now on (or none)."""
@@ -356,6 +434,7 @@ class ItemTable:
         self._live = sum(r.size + 1 for r in self._file.values())
         self._size = os.fstat(self._fd).st_size if self._fd is not None else 0
         self._damaged = False
+        self._save_index()
         return written
 
     def _append(self, rows: dict[str, Row | _Line]) -> bool:
@@ -398,7 +477,15 @@ class ItemTable:
         self._last = None
         self.rows, self._dirty = {cid: placed[cid] for cid in rows}, False
         self.kept = {cid: placed[cid] for cid in self.kept if cid in placed}
+        self._save_index()
         return True
+
+
+def _fstat_key(fd: int) -> list[int]:
+    """What a table's index is checked against: the open file's size, modification and change
+    times, inode and device."""
+    st = os.fstat(fd)
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def _row_body(content_id: str, row: Row) -> bytes:
