@@ -260,10 +260,11 @@ class ItemTable:
             doc = json.loads(self._index_path.read_bytes())
         except (OSError, ValueError):
             return False
-        size = _fstat_key(self._fd)[0]
+        now = _fstat_key(self._fd)
+        size = now[0]
         if not (isinstance(doc, dict) and doc.get("format") == INDEX_FORMAT
                 and doc.get("header") == self.header.decode("utf-8", "replace")
-                and doc.get("stat") == _fstat_key(self._fd)
+                and doc.get("stat") == now
                 and isinstance(lines := doc.get("lines"), list)):  # fmt: skip
             return False
         found: dict[str, _Line] = {}

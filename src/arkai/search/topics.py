@@ -21,6 +21,7 @@ terms stemming-insensitively; :func:`grep_library` is the fallback for terms not
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import json
@@ -986,8 +987,6 @@ class _Splice:
 
 def _bisect(sorted_cids: list[str], cid: str) -> int:
     """How many of ``sorted_cids`` sort before ``cid``."""
-    import bisect
-
     return bisect.bisect_left(sorted_cids, cid)
 
 
