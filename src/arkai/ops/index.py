@@ -64,10 +64,12 @@ from arkai.adapters.fs import (
     open_repo_file,
     read_array,
     read_repo_file,
+    sweep_temps,
     write_chunks_if_changed,
     write_if_changed,
 )
 from arkai.adapters.itemcache import (
+    CACHE_DIR,
     FileDigests,
     ItemCache,
     StatMemo,
@@ -1998,6 +2000,10 @@ def run_index(
     """Build (or bring up to date) every file under ``index/``; see the module docstring.
     ``graph_exports``: write the graph exports whatever ``index.graph.exports`` says. As the
     DVC stage, the beliefs stage's build runs beside it where it can (:func:`_beliefs_beside`)."""
+    # The temp files a killed run left beside the index's files and tables (a 29 MB one of
+    # topics.json, a 56 MB one of the BM25 matrix): removed before this run writes its own.
+    sweep_temps(repo.index, recursive=True)
+    sweep_temps(repo.root / CACHE_DIR)
     beside = _beliefs_beside(repo)
     with beside if beside is not None else contextlib.nullcontext():
         summary = _run_index(repo, full=full, progress=progress, graph_exports=graph_exports)
