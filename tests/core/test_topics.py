@@ -531,6 +531,30 @@ def _kept_round(
     return out
 
 
+def _add_round(
+    rng: Any,
+    got: Any,
+    want: Any,
+    items: dict[str, list[tuple[str, str, str]]],
+    kept: Any,
+    fresh: dict[str, str],
+    tags: dict[str, str],
+) -> set[str]:
+    """One round's items added, in a random order, to ``want`` afresh and to ``got`` from the
+    last build's kept entries where the item is unchanged (its tag); the terms of the items
+    ``got`` was given afresh."""
+    changed: set[str] = set()
+    for cid in sorted(items, key=lambda c: rng.random()):
+        want.add_entries(cid, items[cid])
+        k = kept.match(cid, fresh[cid]) if kept is not None else None
+        if kept is not None and k is not None and tags.get(cid) == fresh[cid]:
+            got.add_kept(cid, kept, k)
+        else:
+            got.add_entries(cid, items[cid], (fresh[cid], None))
+            changed |= {t for t, _, _ in items[cid]}
+    return changed
+
+
 def test_kept_entries_give_the_file_of_entries_given_afresh(tmp_path: Path) -> None:
     """Over rounds of edits — items kept, made again, removed, added, with no entries —
     a builder given each unchanged item's entries from the last build's record
@@ -599,15 +623,7 @@ def test_lines_copied_from_the_last_file_give_the_file_made_afresh(tmp_path: Pat
             TopicBuilder(len(items), {}, synonyms, keep_terms=False) as got,
             TopicBuilder(len(items), {}, synonyms, keep_terms=False) as want,
         ):
-            changed: set[str] = set()
-            for cid in sorted(items, key=lambda c: rng.random()):
-                want.add_entries(cid, items[cid])
-                k = kept.match(cid, fresh[cid]) if kept is not None else None
-                if kept is not None and k is not None and tags.get(cid) == fresh[cid]:
-                    got.add_kept(cid, kept, k)
-                else:
-                    got.add_entries(cid, items[cid], (fresh[cid], None))
-                    changed |= {t for t, _, _ in items[cid]}
+            changed = _add_round(rng, got, want, items, kept, fresh, tags)
             for cid, entries in old_items.items():
                 if tags.get(cid) != fresh.get(cid):
                     changed |= {t for t, _, _ in entries}
@@ -693,13 +709,7 @@ def test_lines_patched_from_the_last_file_give_the_file_made_afresh(
             TopicBuilder(len(items), {}, keep_terms=False) as got,
             TopicBuilder(len(items), {}, keep_terms=False) as want,
         ):
-            for cid in sorted(items, key=lambda c: rng.random()):
-                want.add_entries(cid, items[cid])
-                k = kept.match(cid, fresh[cid]) if kept is not None else None
-                if kept is not None and k is not None and tags.get(cid) == fresh[cid]:
-                    got.add_kept(cid, kept, k)
-                else:
-                    got.add_entries(cid, items[cid], (fresh[cid], None))
+            _add_round(rng, got, want, items, kept, fresh, tags)
             expected = b"".join(want.iter_json())
             made = WrittenTopics()
             if kept is not None:
