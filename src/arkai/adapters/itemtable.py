@@ -290,14 +290,15 @@ class ItemTable:
         index stage's 55 MB of rankings at 10,000 items); removed when the file was found
         damaged or is not what this table holds."""
         path = self._index_path
-        if self._fd is None or self._damaged or _fstat_key(self._fd)[0] != self._size:
+        now = None if self._fd is None else _fstat_key(self._fd)
+        if now is None or self._damaged or now[0] != self._size:
             with contextlib.suppress(OSError):
                 path.unlink()
             return
         doc = {
             "format": INDEX_FORMAT,
             "header": self.header.decode("utf-8", "replace"),
-            "stat": _fstat_key(self._fd),
+            "stat": now,
             "lines": [[cid, r.stat, r.key, r.at, r.size] for cid, r in self._file.items()],
         }
         with contextlib.suppress(OSError):  # (derived: a lost index costs one read)

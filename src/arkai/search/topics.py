@@ -919,7 +919,7 @@ class _Splice:
         if np.any(self.item < 0):
             return None  # (an entry of no item: not a record a file was kept with)
         self.kept_items = np.array([c in entries._kept for c in self.cids], dtype=bool)
-        place = {t: k for k, t in enumerate(terms) if t in lines.old and not lines.holds(t)}
+        place = {t: k for k, t in enumerate(terms) if self.covers(t)}
         if not place:
             return None
         self.fresh = {k: [] for k in place.values()}
