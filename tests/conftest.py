@@ -128,6 +128,20 @@ def load_json(text: str) -> Any:
     return json.loads(text)
 
 
+def dead_pid() -> int:
+    """The ID of a process that ran and is gone (a writer killed long ago, to the sweeps)."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return int(done.stdout)
+
+
+def other_writer_tag() -> str:
+    """A writer tag (:func:`arkai.adapters.fs.writer_tag`) other than this machine's."""
+    from arkai.adapters.fs import writer_tag
+
+    return "0badc0de" if writer_tag() != "0badc0de" else "deadbeef"
+
+
 def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     """Run ``fn`` in a daemon thread; the dict gets ``result`` or ``error``."""
     box: dict[str, Any] = {}

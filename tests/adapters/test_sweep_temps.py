@@ -1,6 +1,8 @@
 """The temp files of the atomic writer that a killed process leaves are removed by a later run
-(:func:`arkai.adapters.fs.sweep_temps`; the index stage sweeps its folders first), and no
-other file is."""
+(:func:`arkai.adapters.fs.sweep_temp`: the index stage sweeps its folders first, the manifest
+walks of library/, extracted/, condensed/ and site/ and the site build's listing of its pages
+as they pass them), and no other file is; nor is one whose writer ran elsewhere (another
+machine or process namespace) until it has been left a day."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arkai.adapters.fs import sweep_temps
+from arkai.adapters.fs import FOREIGN_TEMP_AGE_S, sweep_temp, sweep_temps, writer_tag
 from arkai.adapters.itemcache import CACHE_DIR
-from tests.conftest import Runner
+from tests.conftest import Runner, dead_pid, other_writer_tag
 
 _WRITER = """
 import sys, time
@@ -49,7 +51,7 @@ def test_the_temp_file_of_a_killed_writer_is_swept_and_a_running_ones_kept(tmp_p
     running = _writer(tmp_path / "graph.json")
     try:
         (left,) = _temps(tmp_path / "sub")
-        assert left.startswith(f".topics.json.{killed.pid}-")
+        assert left.startswith(f".topics.json.{killed.pid}.{writer_tag()}-")
         others = [".notes.tmp", "notes.tmp", f".x.{os.getpid()}-abcd.tmp", ".y.1-abc.tmp.bak"]
         for name in others:
             (tmp_path / name).write_text("kept")
@@ -59,7 +61,7 @@ def test_the_temp_file_of_a_killed_writer_is_swept_and_a_running_ones_kept(tmp_p
         assert sweep_temps(tmp_path, recursive=True) == 1
         assert _temps(tmp_path / "sub") == []
         (mine,) = [n for n in _temps(tmp_path) if n.startswith(".graph.json.")]
-        assert mine.startswith(f".graph.json.{running.pid}-")  # its writer runs: kept
+        assert mine.startswith(f".graph.json.{running.pid}.{writer_tag()}-")  # it runs: kept
         for name in others:
             assert (tmp_path / name).read_text() == "kept"
         assert (tmp_path / f".dir.{killed.pid}-abcd.tmp").is_dir()
@@ -70,10 +72,45 @@ def test_the_temp_file_of_a_killed_writer_is_swept_and_a_running_ones_kept(tmp_p
     assert sweep_temps(tmp_path / "missing") == 0
 
 
+def _entry(path: Path) -> os.DirEntry[str]:
+    (found,) = [e for e in os.scandir(path.parent) if e.name == path.name]
+    return found
+
+
+def test_a_temp_file_is_judged_by_its_writers_id_only_where_the_id_is_its_own(
+    tmp_path: Path,
+) -> None:
+    dead, tag, other = dead_pid(), writer_tag(), other_writer_tag()
+    assert len(tag) == 8 and writer_tag() == tag  # (the same for every file of a process)
+    cases = {
+        f".a.json.{dead}.{tag}-x1y2z3.tmp": False,  # written here, its writer gone: removed
+        f".b.json.{os.getppid()}.{tag}-x1y2z3.tmp": True,  # its writer runs: kept
+        f".c.json.{dead}-x1y2z3.tmp": False,  # an earlier version's name: by its ID
+        f".d.json.{dead}.{other}-x1y2z3.tmp": True,  # written elsewhere, lately: kept
+        f".e.json.{os.getppid()}.{other}-x1y2z3.tmp": False,  # written elsewhere, long ago
+        f".f.json.{dead}.abc-x1y2z3.tmp": True,  # neither a tag nor an ID there: not ours
+        f"g.json.{dead}.{tag}-x1y2z3.tmp": True,  # no leading dot: not one of ours
+        f".h.json.{dead}.{tag}-x1y2z3.tmp.bak": True,
+    }
+    for name in cases:
+        (tmp_path / name).write_text("x")
+    old = (tmp_path / f".e.json.{os.getppid()}.{other}-x1y2z3.tmp").stat().st_mtime
+    os.utime(tmp_path / f".e.json.{os.getppid()}.{other}-x1y2z3.tmp",
+             (old - FOREIGN_TEMP_AGE_S - 60, old - FOREIGN_TEMP_AGE_S - 60))  # fmt: skip
+    recent = old - FOREIGN_TEMP_AGE_S + 3600
+    os.utime(tmp_path / f".d.json.{dead}.{other}-x1y2z3.tmp", (recent, recent))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t").write_text("x")
+    (tmp_path / f".l.json.{dead}.{tag}-x1y2z3.tmp").symlink_to(tmp_path / "sub" / "t")
+    assert sweep_temp(_entry(tmp_path / f".l.json.{dead}.{tag}-x1y2z3.tmp")) is False  # a link
+    for name, kept in cases.items():
+        assert sweep_temp(_entry(tmp_path / name)) is (not kept), name
+        assert (tmp_path / name).exists() is kept, name
+    assert (tmp_path / "sub" / "t").exists()
+
+
 def test_the_index_stage_sweeps_what_a_killed_run_left(kr: Path, arkai: Runner) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    pid = int(dead.stdout)
+    pid = dead_pid()
     planted = [
         kr / "index" / f".topics.json.{pid}-k1q2.tmp",
         kr / "index" / "lexical" / f".weights.bin.{pid}-z9.tmp",

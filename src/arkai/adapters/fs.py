@@ -13,10 +13,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
+import hashlib
 import os
 import re
+import socket
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -64,9 +68,10 @@ def atomic_write(
     digest): the temp file is made beside ``path`` and renamed to what this returns.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Named with this process's ID: one a killed process left is found (sweep_temps).
+    # Named with this process's ID and where that ID means this process (writer_tag): one a
+    # killed process left is found (sweep_temp).
     fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name[:40]}.{os.getpid()}-", suffix=".tmp", dir=path.parent
+        prefix=f".{path.name[:40]}.{os.getpid()}.{writer_tag()}-", suffix=".tmp", dir=path.parent
     )
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -86,17 +91,62 @@ def atomic_write(
     return True
 
 
-#: A temp file of :func:`atomic_write`: ``.<name>.<writer's process ID>-<random>.tmp``.
-_TEMP = re.compile(r"\..*\.([0-9]+)-[^./]+\.tmp")
+#: A temp file of :func:`atomic_write`: ``.<name>.<writer's process ID>.<its tag>-<random>.tmp``
+#: (:func:`writer_tag`; files of earlier versions have no tag).
+_TEMP = re.compile(r"\..*\.([0-9]+)(?:\.([0-9a-f]{8}))?-[^./]+\.tmp")
+
+#: A temp file whose writer ran on another machine or in another process namespace (another
+#: tag: its process ID says nothing here) is removed once it has been left this long.
+FOREIGN_TEMP_AGE_S = 24 * 3600
+
+
+@functools.cache
+def writer_tag() -> str:
+    """Eight hex digits naming where this process's ID is its own: this boot of this machine
+    (``boot_id``, which containers share with their host), this process namespace (two
+    containers, or a container and its host, writing one bind-mounted repository number
+    their processes apart) and the host name. A temp file with another tag is never judged by
+    the process IDs here (:func:`sweep_temp`)."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text("ascii").strip())
+    with contextlib.suppress(OSError):
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def sweep_temp(entry: os.DirEntry[str]) -> bool:
+    """Remove ``entry`` when it is a temp file of :func:`atomic_write` whose writer no longer
+    runs: a process killed while writing leaves its temp file, which nothing else removes —
+    DVC, git's ignore rules of a library and the manifests pass over ``.*.tmp``. A file
+    whose writer's process ID is in use here (the writer, or a process given its ID since)
+    is left; one written elsewhere (another tag) is left until it has not been written for
+    :data:`FOREIGN_TEMP_AGE_S`. Links and folders are never removed. Returns whether it was."""
+    found = _TEMP.fullmatch(entry.name)
+    if found is None or not entry.is_file(follow_symlinks=False):
+        return False
+    tag = found[2]
+    if tag is not None and tag != writer_tag():
+        try:
+            age = time.time() - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            return False
+        if age < FOREIGN_TEMP_AGE_S:
+            return False
+    elif _running(int(found[1])):
+        return False
+    try:
+        os.unlink(entry.path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def sweep_temps(folder: Path, *, recursive: bool = False) -> int:
-    """Remove from ``folder`` (and the folders under it, with ``recursive``; links not
-    followed) the temp files of :func:`atomic_write` whose writer no longer runs: a process
-    killed while writing leaves its temp file (the index stage's ``topics.json`` one is 29 MB
-    at 10,000 items), which nothing else removes — DVC and the manifests pass over ``.*.tmp``.
-    A temp file whose writer's process ID is in use (the writer, or a process given its ID
-    since) is left. Returns how many were removed."""
+    """:func:`sweep_temp` over ``folder`` (and the folders under it, with ``recursive``;
+    links not followed): the index stage's folders, whose files no manifest walk lists (the
+    index stage's ``topics.json`` temp file is 29 MB at 10,000 items). Returns how many files
+    were removed."""
     removed = 0
     try:
         entries = list(os.scandir(folder))
@@ -105,14 +155,7 @@ def sweep_temps(folder: Path, *, recursive: bool = False) -> int:
     for entry in entries:
         if recursive and entry.is_dir(follow_symlinks=False):
             removed += sweep_temps(Path(entry.path), recursive=True)
-            continue
-        found = _TEMP.fullmatch(entry.name)
-        if found is None or not entry.is_file(follow_symlinks=False):
-            continue
-        if _running(int(found[1])):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(entry.path)
+        elif sweep_temp(entry):
             removed += 1
     return removed
 

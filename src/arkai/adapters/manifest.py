@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from arkai.adapters.beside import Beside
-from arkai.adapters.fs import atomic_write, atomic_write_bytes, printable_path, write_if_changed
+from arkai.adapters.fs import (
+    atomic_write,
+    atomic_write_bytes,
+    printable_path,
+    sweep_temp,
+    write_if_changed,
+)
 from arkai.core.hashing import DIGEST_PREFIX, file_digest
 from arkai.errors import LibraryError
 
@@ -140,6 +146,8 @@ def _list(path: str, prefix: str, found: list[Key], folders: list[tuple[str, str
     for entry in entries:
         name = entry.name
         if name[0] == "." and _ignored(name):
+            if name.endswith(".tmp"):
+                sweep_temp(entry)  # one a killed writer left (not if its writer runs)
             continue
         if not name.isascii() or "\n" in name:
             _check_name(entry.path)

@@ -51,6 +51,7 @@ from arkai.adapters.fs import (
     check_inside,
     open_repo_file,
     read_repo_file,
+    sweep_temp,
 )
 from arkai.adapters.layout import INDEX, LIBRARY, Item, item_at, item_folders, load_metadata
 from arkai.adapters.memory import (
@@ -946,7 +947,8 @@ def _asset(name: str) -> bytes:
 def _files_under(folder: Path) -> set[str]:
     """The files under ``folder`` (paths relative to it, ``/``-separated) that ``is_file``
     would find — regular files, or links to them — from one ``scandir`` of each folder;
-    linked folders are not entered."""
+    linked folders are not entered. The temp files a killed build left are removed
+    (:func:`arkai.adapters.fs.sweep_temp`)."""
     found: set[str] = set()
     todo = [(os.fspath(folder), "")]
     while todo:
@@ -956,6 +958,8 @@ def _files_under(folder: Path) -> set[str]:
                 for entry in listing:
                     if entry.is_dir(follow_symlinks=False):
                         todo.append((entry.path, f"{prefix}{entry.name}/"))
+                    elif entry.name.endswith(".tmp") and sweep_temp(entry):
+                        continue
                     elif entry.is_file():
                         found.add(prefix + entry.name)
         except OSError:  # no folder yet (a first build), or one that went meanwhile
