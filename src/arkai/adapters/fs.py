@@ -17,7 +17,6 @@ import functools
 import hashlib
 import os
 import re
-import socket
 import stat
 import tempfile
 import time
@@ -107,7 +106,7 @@ def writer_tag() -> str:
     containers, or a container and its host, writing one bind-mounted repository number
     their processes apart) and the host name. A temp file with another tag is never judged by
     the process IDs here (:func:`sweep_temp`)."""
-    parts = [socket.gethostname()]
+    parts = [os.uname().nodename]
     with contextlib.suppress(OSError):
         parts.append(Path("/proc/sys/kernel/random/boot_id").read_text("ascii").strip())
     with contextlib.suppress(OSError):
