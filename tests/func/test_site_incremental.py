@@ -13,7 +13,8 @@ import shutil
 import signal
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -787,3 +788,124 @@ def test_the_stage_plans_items_in_the_order_of_their_paths() -> None:
     base = Path("/lib")
     assert in_path_order(base, rels) == sorted(base / r for r in rels)
     assert sorted(rels) != [p.relative_to(base).as_posix() for p in in_path_order(base, rels)]
+
+
+LISTINGS = ("home", "library_by_type", "library_by_date", "validation")
+
+
+def test_the_library_listings_show_only_what_their_key_covers(
+    tmp_path: Path, arkai: Runner
+) -> None:
+    """The library-wide listings are made again only when a field of some item's slim summary
+    in ``indexes.LISTING_FIELDS`` (or its issues) changed: rendered from the real summaries
+    with every other field changed (and one more added), they are the same."""
+    repo = make_repo(tmp_path, arkai)
+    build_site(repo)
+    db = sqlite3.connect(repo / ".site-build" / "summaries.sqlite")
+    try:
+        slims = [json.loads(r[0]) for r in db.execute("SELECT slim FROM items ORDER BY id")]
+    finally:
+        db.close()
+    assert len(slims) > 3 and all(set(indexes.LISTING_FIELDS) <= set(s) for s in slims)
+    others = sorted({k for s in slims for k in s} - set(indexes.LISTING_FIELDS))
+    assert {"lines", "path", "url", "subtype", "edited"} <= set(others)
+
+    def pages(summaries: list[dict[str, object]]) -> list[str]:
+        lib = indexes.Library(summaries, "Site", site_build.Urls(True))
+        return [getattr(indexes, name)(lib) for name in LISTINGS]
+
+    shown = pages(slims)
+    odd = [{**s, **{k: f"changed {k}" for k in others}, "unheard_of": 7} for s in slims]
+    assert pages(odd) == shown
+
+    # What the home page shows of the search's size, when the search leaves something out,
+    # is the size the key holds (:func:`indexes.search_size`), not its bytes.
+    def home(size: int) -> tuple[str, str]:
+        lib = indexes.Library(slims, "Site", site_build.Urls(True), search_scope="titles",
+                              search_bytes=size, search_index_mb=0.5)  # fmt: skip
+        return indexes.home(lib), indexes.search_size(lib)
+
+    assert home(1_234_000) == home(1_234_400) and home(1_234_000)[1] == "1.23"
+    assert home(1_234_000)[0] != home(1_244_000)[0]
+    assert home(1_234_000)[1] != home(1_244_000)[1]
+    # Each listed field is shown by some listing (the key covers no more than it must);
+    # ``extracted`` shows where the transcript no longer has its extraction's digest.
+    for field in set(indexes.LISTING_FIELDS) - {"id", "counts"}:
+        base = [dict(s, digest_ok=False) if field == "extracted" else s for s in slims]
+        shown = pages(base)
+        changed = [dict(s) for s in base]
+        value = changed[0][field]
+        changed[0][field] = (
+            (not value) if isinstance(value, bool)
+            else value + 5 if isinstance(value, int)
+            else ["another tag"] if isinstance(value, list)
+            else "2001-02-03 another value"
+        )  # fmt: skip
+        assert pages(changed) != shown, field
+
+
+def test_the_library_listings_are_made_again_only_when_what_they_show_changed(
+    tmp_path: Path, arkai: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path, arkai)
+    assert build_site(repo).mkdocs == "full"
+    made: list[str] = []
+
+    def spy(name: str, real: Callable[[indexes.Library], str], lib: indexes.Library) -> str:
+        made.append(name)
+        return real(lib)
+
+    for name in LISTINGS:
+        monkeypatch.setattr(indexes, name, partial(spy, name, getattr(indexes, name)))
+    build, site = repo / ".site-build", repo / "site"
+    docs = build / "docs"
+    items = item_dirs(repo)
+    cid = sorted(items)[0]
+    assert build_site(repo).mkdocs == "dirty" and made == []
+
+    # A comment added to an item's review file: its pages are made again (their inputs'
+    # digest changed), the listings (which show nothing of it) are not.
+    owner = sorted(items)[1]
+    review = items[owner] / "review.yaml"
+    with open(review, "a", encoding="utf-8") as fh:
+        fh.write("\n# looked at again; nothing to change\n")
+    report = build_site(repo)
+    assert report.items_regenerated == 1 and made == []
+
+    # A title changed: every listing is made again, and shows it.
+    meta_path = items[owner] / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta["title"] = "Retitled for the listings"
+    meta_path.write_text(json.dumps(meta, indent=2))
+    build_site(repo)
+    assert sorted(made) == sorted(LISTINGS)
+    for page in ("index.md", "library/index.md", "library/dates.md"):
+        assert "Retitled for the listings" in (docs / page).read_text(encoding="utf-8"), page
+    made.clear()
+
+    # A transcript changed after extraction: the validation page says so (its digest no
+    # longer matches), and the other listings count it.
+    transcript = items[cid] / "transcript.md"
+    transcript.write_bytes(transcript.read_bytes() + b"[09:59:00] A line after extraction.\n")
+    build_site(repo)
+    assert sorted(made) == sorted(LISTINGS)
+    made.clear()
+
+    # A listing's page gone from the build folder is made again, alone; an item removed:
+    # every listing.
+    (docs / "library" / "dates.md").unlink()
+    build_site(repo)
+    assert made == ["library_by_date"]
+    made.clear()
+    # The site's name is on the home page only.
+    user = yaml.safe_load((repo / "mkdocs.yml").read_text())
+    user["site_name"] = "Renamed library"
+    (repo / "mkdocs.yml").write_text(yaml.safe_dump(user))
+    build_site(repo)
+    assert made == ["home"] and "Renamed library" in (docs / "index.md").read_text()
+    made.clear()
+    cid_removed = sorted(items)[-1]
+    shutil.rmtree(items[cid_removed])
+    build_site(repo)
+    assert sorted(made) == sorted(LISTINGS)
+    assert_as_clean_build(repo, docs, build, site, monkeypatch)

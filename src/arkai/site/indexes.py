@@ -340,13 +340,26 @@ def _status_line(t: dict[str, int]) -> str:
     return " ".join(parts)
 
 
+#: The fields of an item's slim summary that :func:`home`, :func:`library_by_type`,
+#: :func:`library_by_date` and :func:`validation` show (with the item's issues): the site
+#: build makes these pages again only when one of them changes for some item (a test renders
+#: them with every other field changed).
+LISTING_FIELDS = ("id", "title", "type", "tags", "created_at", "published", "counts",
+                  "extracted", "digest_ok", "mentions_stale", "entity_count")  # fmt: skip
+
+
+def search_size(lib: Library) -> str:
+    """The whole search index's size as the home page shows it (MB, three digits)."""
+    return f"{lib.search_bytes / 1_000_000:.3g}"
+
+
 def home(lib: Library) -> str:
     src = links.HOME
     t = totals(lib.summaries)
     out = [f"<h1>{esc(lib.site_name)}</h1>"]
     if lib.search_scope != ALL:
         # Material loads the whole index into the browser: the site says what it left out.
-        size = f"{lib.search_bytes / 1_000_000:.3g}"
+        size = search_size(lib)
         budget = lib.search_index_mb
         limit = f" ({budget:g} MB)" if budget is not None else ""
         out.append(
