@@ -52,10 +52,11 @@ def test_the_temp_file_of_a_killed_writer_is_swept_and_a_running_ones_kept(tmp_p
     try:
         (left,) = _temps(tmp_path / "sub")
         assert left.startswith(f".topics.json.{killed.pid}.{writer_tag()}-")
-        others = [".notes.tmp", "notes.tmp", f".x.{os.getpid()}-abcd.tmp", ".y.1-abc.tmp.bak"]
+        others = [".notes.tmp", "notes.tmp", f".x.{os.getpid()}.{writer_tag()}-abcdefgh.tmp",
+                  f".y.1.{writer_tag()}-abcdefgh.tmp.bak"]  # fmt: skip
         for name in others:
             (tmp_path / name).write_text("kept")
-        (tmp_path / f".dir.{killed.pid}-abcd.tmp").mkdir()  # not a file: kept
+        (tmp_path / f".dir.{killed.pid}.{writer_tag()}-abcdefgh.tmp").mkdir()  # not a file: kept
         (tmp_path / "link").symlink_to(tmp_path / "sub")  # not followed
         assert sweep_temps(tmp_path) == 0  # (not recursive: sub/ not looked at)
         assert sweep_temps(tmp_path, recursive=True) == 1
@@ -64,7 +65,7 @@ def test_the_temp_file_of_a_killed_writer_is_swept_and_a_running_ones_kept(tmp_p
         assert mine.startswith(f".graph.json.{running.pid}.{writer_tag()}-")  # it runs: kept
         for name in others:
             assert (tmp_path / name).read_text() == "kept"
-        assert (tmp_path / f".dir.{killed.pid}-abcd.tmp").is_dir()
+        assert (tmp_path / f".dir.{killed.pid}.{writer_tag()}-abcdefgh.tmp").is_dir()
     finally:
         running.kill()
         running.wait()
@@ -83,38 +84,44 @@ def test_a_temp_file_is_judged_by_its_writers_id_only_where_the_id_is_its_own(
     dead, tag, other = dead_pid(), writer_tag(), other_writer_tag()
     assert len(tag) == 8 and writer_tag() == tag  # (the same for every file of a process)
     cases = {
-        f".a.json.{dead}.{tag}-x1y2z3.tmp": False,  # written here, its writer gone: removed
-        f".b.json.{os.getppid()}.{tag}-x1y2z3.tmp": True,  # its writer runs: kept
-        f".c.json.{dead}-x1y2z3.tmp": False,  # an earlier version's name: by its ID
-        f".d.json.{dead}.{other}-x1y2z3.tmp": True,  # written elsewhere, lately: kept
-        f".e.json.{os.getppid()}.{other}-x1y2z3.tmp": False,  # written elsewhere, long ago
-        f".f.json.{dead}.abc-x1y2z3.tmp": True,  # neither a tag nor an ID there: not ours
-        f"g.json.{dead}.{tag}-x1y2z3.tmp": True,  # no leading dot: not one of ours
-        f".h.json.{dead}.{tag}-x1y2z3.tmp.bak": True,
+        f".a.json.{dead}.{tag}-x1y2z3w4.tmp": False,  # written here, its writer gone: removed
+        f".b.json.{os.getppid()}.{tag}-x1y2z3w4.tmp": True,  # its writer runs: kept
+        f".c.json.{dead}-x1y2z3w4.tmp": True,  # an earlier version's name: not here
+        ".backup.2024-draft1.tmp": True,  # a person's name for a file: not ours
+        f".i.json.{dead}.{tag}-x1y2z3.tmp": True,  # not mkstemp's eight characters
+        f".d.json.{dead}.{other}-x1y2z3w4.tmp": True,  # written elsewhere, lately: kept
+        f".e.json.{os.getppid()}.{other}-x1y2z3w4.tmp": False,  # written elsewhere, long ago
+        f".f.json.{dead}.abc-x1y2z3w4.tmp": True,  # neither a tag nor an ID there: not ours
+        f"g.json.{dead}.{tag}-x1y2z3w4.tmp": True,  # no leading dot: not one of ours
+        f".h.json.{dead}.{tag}-x1y2z3w4.tmp.bak": True,
     }
     for name in cases:
         (tmp_path / name).write_text("x")
-    old = (tmp_path / f".e.json.{os.getppid()}.{other}-x1y2z3.tmp").stat().st_mtime
-    os.utime(tmp_path / f".e.json.{os.getppid()}.{other}-x1y2z3.tmp",
+    old = (tmp_path / f".e.json.{os.getppid()}.{other}-x1y2z3w4.tmp").stat().st_mtime
+    os.utime(tmp_path / f".e.json.{os.getppid()}.{other}-x1y2z3w4.tmp",
              (old - FOREIGN_TEMP_AGE_S - 60, old - FOREIGN_TEMP_AGE_S - 60))  # fmt: skip
     recent = old - FOREIGN_TEMP_AGE_S + 3600
-    os.utime(tmp_path / f".d.json.{dead}.{other}-x1y2z3.tmp", (recent, recent))
+    os.utime(tmp_path / f".d.json.{dead}.{other}-x1y2z3w4.tmp", (recent, recent))
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "t").write_text("x")
-    (tmp_path / f".l.json.{dead}.{tag}-x1y2z3.tmp").symlink_to(tmp_path / "sub" / "t")
-    assert sweep_temp(_entry(tmp_path / f".l.json.{dead}.{tag}-x1y2z3.tmp")) is False  # a link
+    (tmp_path / f".l.json.{dead}.{tag}-x1y2z3w4.tmp").symlink_to(tmp_path / "sub" / "t")
+    assert sweep_temp(_entry(tmp_path / f".l.json.{dead}.{tag}-x1y2z3w4.tmp")) is False  # a link
     for name, kept in cases.items():
         assert sweep_temp(_entry(tmp_path / name)) is (not kept), name
         assert (tmp_path / name).exists() is kept, name
     assert (tmp_path / "sub" / "t").exists()
+    # Where only arkai writes (the index stage's folders) an earlier version's name is taken
+    # by its writer's ID; a person's name for a file still is not ours.
+    assert sweep_temp(_entry(tmp_path / f".c.json.{dead}-x1y2z3w4.tmp"), untagged=True)
+    assert not sweep_temp(_entry(tmp_path / ".backup.2024-draft1.tmp"), untagged=True)
 
 
 def test_the_index_stage_sweeps_what_a_killed_run_left(kr: Path, arkai: Runner) -> None:
     pid = dead_pid()
     planted = [
-        kr / "index" / f".topics.json.{pid}-k1q2.tmp",
-        kr / "index" / "lexical" / f".weights.bin.{pid}-z9.tmp",
-        kr / CACHE_DIR / f".rankings.tsv.{pid}-0a.tmp",
+        kr / "index" / f".topics.json.{pid}-k1q2w3e4.tmp",
+        kr / "index" / "lexical" / f".weights.bin.{pid}-z9x8c7v6.tmp",
+        kr / CACHE_DIR / f".rankings.tsv.{pid}.{writer_tag()}-0a1b2c3d.tmp",
     ]
     for path in planted:
         path.parent.mkdir(parents=True, exist_ok=True)

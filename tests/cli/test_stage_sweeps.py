@@ -28,10 +28,11 @@ def test_the_manifest_walks_and_the_page_listing_sweep_what_killed_writers_left(
     planted, kept = [], []
     for folder in ("library", "extracted", "condensed"):
         item = sorted(p.parent for p in (notes / folder).rglob("*.json"))[0]
-        planted.append(item / f".claims.json.{dead}.{tag}-q8w7e6.tmp")
-        kept.append(item / f".claims.json.{os.getppid()}.{tag}-q8w7e6.tmp")
-        kept.append(item / f".claims.json.{dead}.{other_writer_tag()}-q8w7e6.tmp")
+        planted.append(item / f".claims.json.{dead}.{tag}-q8w7e6r5.tmp")
+        kept.append(item / f".claims.json.{os.getppid()}.{tag}-q8w7e6r5.tmp")
+        kept.append(item / f".claims.json.{dead}.{other_writer_tag()}-q8w7e6r5.tmp")
         kept.append(item / ".my-notes.tmp")
+        kept.append(item / f".claims.json.{dead}-q8w7e6r5.tmp")  # untagged: maybe a person's
     for path in planted + kept:
         path.write_bytes(b"{")
     extract_op.extract_stage(Repo.at(notes))
@@ -44,7 +45,7 @@ def test_the_manifest_walks_and_the_page_listing_sweep_what_killed_writers_left(
     pages = notes / "pages"
     (pages / "items").mkdir(parents=True)
     (pages / "items" / "a.md").write_text("a")
-    (pages / "items" / f".a.md.{dead}.{tag}-q8w7e6.tmp").write_text("half")
-    (pages / f".b.md.{os.getppid()}.{tag}-q8w7e6.tmp").write_text("half")
-    assert _files_under(pages) == {"items/a.md", f".b.md.{os.getppid()}.{tag}-q8w7e6.tmp"}
-    assert not (pages / "items" / f".a.md.{dead}.{tag}-q8w7e6.tmp").exists()
+    (pages / "items" / f".a.md.{dead}.{tag}-q8w7e6r5.tmp").write_text("half")
+    (pages / f".b.md.{os.getppid()}.{tag}-q8w7e6r5.tmp").write_text("half")
+    assert _files_under(pages) == {"items/a.md", f".b.md.{os.getppid()}.{tag}-q8w7e6r5.tmp"}
+    assert not (pages / "items" / f".a.md.{dead}.{tag}-q8w7e6r5.tmp").exists()

@@ -91,8 +91,10 @@ def atomic_write(
 
 
 #: A temp file of :func:`atomic_write`: ``.<name>.<writer's process ID>.<its tag>-<random>.tmp``
-#: (:func:`writer_tag`; files of earlier versions have no tag).
-_TEMP = re.compile(r"\..*\.([0-9]+)(?:\.([0-9a-f]{8}))?-[^./]+\.tmp")
+#: (:func:`writer_tag`; ``mkstemp``'s eight random characters). Files of earlier versions have
+#: no tag: :func:`sweep_temp` takes those only where asked (``untagged``), in folders only
+#: arkai writes — a file a person named ``.backup.2024-draft1.tmp`` is not one.
+_TEMP = re.compile(r"\..+\.([0-9]+)(?:\.([0-9a-f]{8}))?-[a-z0-9_]{8}\.tmp")
 
 #: A temp file whose writer ran on another machine or in another process namespace (another
 #: tag: its process ID says nothing here) is removed once it has been left this long.
@@ -114,17 +116,21 @@ def writer_tag() -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:8]
 
 
-def sweep_temp(entry: os.DirEntry[str]) -> bool:
+def sweep_temp(entry: os.DirEntry[str], *, untagged: bool = False) -> bool:
     """Remove ``entry`` when it is a temp file of :func:`atomic_write` whose writer no longer
     runs: a process killed while writing leaves its temp file, which nothing else removes —
-    DVC, git's ignore rules of a library and the manifests pass over ``.*.tmp``. A file
-    whose writer's process ID is in use here (the writer, or a process given its ID since)
-    is left; one written elsewhere (another tag) is left until it has not been written for
-    :data:`FOREIGN_TEMP_AGE_S`. Links and folders are never removed. Returns whether it was."""
+    DVC and the manifests pass over ``.*.tmp``, and git lists one beside an item's file as a
+    new file of the library. A file whose writer's process ID is in use here (the writer, or a
+    process given its ID since) is left; one written elsewhere (another tag) is left until it
+    has not been written for :data:`FOREIGN_TEMP_AGE_S`; one without a tag (an earlier
+    version's) only with ``untagged``. Links and folders are never removed. Returns whether
+    it was."""
     found = _TEMP.fullmatch(entry.name)
     if found is None or not entry.is_file(follow_symlinks=False):
         return False
     tag = found[2]
+    if tag is None and not untagged:
+        return False
     if tag is not None and tag != writer_tag():
         try:
             age = time.time() - entry.stat(follow_symlinks=False).st_mtime
@@ -144,8 +150,9 @@ def sweep_temp(entry: os.DirEntry[str]) -> bool:
 def sweep_temps(folder: Path, *, recursive: bool = False) -> int:
     """:func:`sweep_temp` over ``folder`` (and the folders under it, with ``recursive``;
     links not followed): the index stage's folders, whose files no manifest walk lists (the
-    index stage's ``topics.json`` temp file is 29 MB at 10,000 items). Returns how many files
-    were removed."""
+    index stage's ``topics.json`` temp file is 29 MB at 10,000 items) and which only arkai
+    writes (so an earlier version's untagged temp files go too). Returns how many files were
+    removed."""
     removed = 0
     try:
         entries = list(os.scandir(folder))
@@ -154,7 +161,7 @@ def sweep_temps(folder: Path, *, recursive: bool = False) -> int:
     for entry in entries:
         if recursive and entry.is_dir(follow_symlinks=False):
             removed += sweep_temps(Path(entry.path), recursive=True)
-        elif sweep_temp(entry):
+        elif sweep_temp(entry, untagged=True):
             removed += 1
     return removed
 
