@@ -31,7 +31,7 @@ import tempfile
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -879,7 +879,8 @@ class _Splice:
     be patched so — none in the last file, a place that does not hold its line or a line not
     of the lengths the record gives — is made from its entries."""
 
-    def __init__(self, lines: TopicLines, src: KeptEntries) -> None:
+    def __init__(self, lines: TopicLines, src: KeptEntries, kept: Container[str]) -> None:
+        """``kept``: the content IDs of the items added with their kept entries."""
         self.lines = lines
         self.src = src
         # Each kept entry's item (its index in the record), and each item's place among the
@@ -902,10 +903,11 @@ class _Splice:
         self.order = order
         self.bounds = np.searchsorted(src.term[order], np.arange(len(src.terms) + 1))
         self.term_of = {t: n for n, t in enumerate(src.terms)}
+        self.kept_items = np.array([c in kept for c in self.cids], dtype=bool)
+        """Per item of the record, whether it was added with its kept entries."""
         self.fresh: dict[int, list[tuple[int, str, str]]] = {}
         """Per topic (this build's term number) its new entries: (relevance rank, content
-        ID, text), in the writer's order."""
-        self.kept_items: npt.NDArray[np.bool_] = np.zeros(len(self.cids), dtype=bool)
+        ID, text), in the writer's order (filled by :meth:`of`)."""
 
     @classmethod
     def of(cls, entries: _EntryFile, lines: TopicLines | None, terms: list[str]) -> _Splice | None:
@@ -915,10 +917,9 @@ class _Splice:
         src = lines.source if lines is not None else None
         if lines is None or src is None or not lines.old or src is not entries._source:
             return None
-        self = cls(lines, src)
+        self = cls(lines, src, entries._kept)
         if np.any(self.item < 0):
             return None  # (an entry of no item: not a record a file was kept with)
-        self.kept_items = np.array([c in entries._kept for c in self.cids], dtype=bool)
         place = {t: k for k, t in enumerate(terms) if self.covers(t)}
         if not place:
             return None
