@@ -1382,8 +1382,8 @@ def _listing_key(
     such digest (the listings are then made). The generator's version and code and the URL
     style empty the summary store, these digests included, when they change. Making the four
     pages was ≈ 0.16 s of a one-item rebuild at 10,000 items; an edit that changes no title,
-    count, date or issue of an item (a line added to a transcript, as the scale benchmark's
-    edit) now leaves them as they are."""
+    count, date or issue of an item (a comment in its review, a transcript line that adds no
+    claim or entity) now leaves them as they are."""
     h = hashlib.sha256(json.dumps([options.entity_min_items, options.topic_min_items]).encode())
     for cid, _ in items:
         listed = entries[cid][0].get("listed")
