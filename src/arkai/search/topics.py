@@ -966,10 +966,8 @@ class _Splice:
         # Where each new entry goes: before the first kept entry of a greater (relevance,
         # content ID); an item's own old entries are cut out, so its place among them is moot.
         width = 2 * len(self.cids) + 2
-        places = [
-            int(np.searchsorted(key, r * width + 2 * _bisect(self.sorted_cids, cid), "left"))
-            for r, cid, _ in fresh
-        ]
+        wanted = [r * width + 2 * bisect.bisect_left(self.sorted_cids, cid) for r, cid, _ in fresh]
+        places: list[int] = np.searchsorted(key, np.asarray(wanted, np.int64), "left").tolist()
         cuts = sorted({0, len(idx), *places, *(np.flatnonzero(np.diff(keep)) + 1).tolist()})
         pieces: list[bytes] = []
         j = 0
@@ -984,11 +982,6 @@ class _Splice:
             j += 1
         self.lines.spliced += 1
         return head + b",".join(pieces) + b"]}"
-
-
-def _bisect(sorted_cids: list[str], cid: str) -> int:
-    """How many of ``sorted_cids`` sort before ``cid``."""
-    return bisect.bisect_left(sorted_cids, cid)
 
 
 class KeptEntriesError(ValueError):
