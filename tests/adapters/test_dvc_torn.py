@@ -16,6 +16,7 @@ from arkai.adapters.dvc import (
     RWLOCK,
     TORN_LOCKFILE,
     clear_torn,
+    dvc_temps,
     torn_lockfile,
     torn_rwlock,
 )
@@ -118,3 +119,60 @@ def test_a_repo_with_another_kind_of_lock_is_left_alone(
     (root / ".dvc" / name).write_text(text)
     assert torn_rwlock(root) and torn_lockfile(root) and clear_torn(root) == []
     assert (root / RWLOCK).exists() and (root / LOCKFILE).exists()
+
+
+DVC_YAML = """stages:
+  extract:
+    cmd: python stages/extract.py
+    outs:
+      - index/manifests/library.tsv:
+          persist: true
+  index:
+    cmd: python stages/index.py
+    outs:
+      - index/vectors
+      - ${folder}/x.json
+  validate:
+    cmd: python stages/validate.py
+    metrics:
+      - reports/validation.json:
+          cache: false
+"""
+
+
+def test_the_temp_files_a_killed_dvc_left_beside_its_outputs_are_removed_under_its_lock(
+    tmp_path: Path,
+) -> None:
+    """DVC puts an output in place through a temp file beside it (``.<22 characters>.tmp``);
+    a DVC killed then leaves it in ``index/manifests/`` for good (seen once in
+    tests/func/test_kill_anywhere.py). Removed while holding the repo's lock, which every DVC
+    command that writes outputs holds; other files, folders not named by an output, a name of
+    another shape and a DVC holding the lock are left alone."""
+    root = _repo(tmp_path)
+    (root / "dvc.yaml").write_text(DVC_YAML)
+    for folder in ("index/manifests", "index/vectors/sub", "reports", "library/a"):
+        (root / folder).mkdir(parents=True)
+    left = [root / "index/manifests/.9duvCUYHGQvfCJxmblYqUA.tmp",
+            root / "index/vectors/sub/.AbC-_defghijklmnopqrst.tmp",
+            root / "reports/.0123456789abcdefghijkl.tmp"]  # fmt: skip
+    others = [
+        root / "index/manifests/library.tsv",
+        root / "index/manifests/.short.tmp",
+        root / "index/manifests/.9duvCUYHGQvfCJxmblYqUA.tmp.bak",
+        root / "library/a/.9duvCUYHGQvfCJxmblYqUA.tmp",  # not an output's folder
+        root / "index/.9duvCUYHGQvfCJxmblYqUA.tmp",
+    ]  # (index/ itself is none either)
+    for path in left + others:
+        path.write_text("x")
+    (root / "index/manifests/.zzzzzzzzzzzzzzzzzzzzzz.tmp").mkdir()  # a folder: left
+    assert dvc_temps(root) == sorted(left)
+    guard = os.open(root / ".dvc" / "tmp" / "lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a DVC at work: nothing removed
+        assert clear_torn(root) == [] and all(p.exists() for p in left)
+    finally:
+        os.close(guard)
+    (done,) = clear_torn(root)
+    assert done.startswith("removed 3 temp file(s) a killed DVC left: index/manifests/.9duv")
+    assert not any(p.exists() for p in left) and all(p.exists() for p in others)
+    assert clear_torn(root) == []

@@ -129,7 +129,9 @@ def clear_torn(root: Path) -> list[str]:
     its entries were lost with it; DVC's own advice); ``dvc.lock`` is moved to
     :data:`TORN_LOCKFILE` (git has the last committed one), and DVC, finding none, runs every
     stage again — each skips the items already done and keeps its outputs (``persist``). A
-    file DVC can load is never touched."""
+    file DVC can load is never touched. DVC's own temp files in its outputs' folders
+    (:func:`dvc_temps`: one a DVC killed while putting an output in place left in
+    ``index/manifests/``) are removed under the repository's lock."""
     done: list[str] = []
     if os.name != "posix" or _hardlink_lock(root):
         return done
@@ -150,7 +152,64 @@ def clear_torn(root: Path) -> list[str]:
             f"moved {LOCKFILE} to {TORN_LOCKFILE}: a DVC killed while writing it left it torn "
             "(DVC runs every stage again; each skips what is done)"
         )
+    removed: list[str] = []
+
+    def sweep() -> bool:
+        for path in dvc_temps(root):  # (looked for again under the lock)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path.relative_to(root).as_posix())
+        return bool(removed)
+
+    if dvc_temps(root) and _under_lock(tmp.parent / "lock", sweep):
+        done.append(f"removed {len(removed)} temp file(s) a killed DVC left: "
+                    + ", ".join(removed[:3]) + (", …" if len(removed) > 3 else ""))  # fmt: skip
     return done
+
+
+#: The temp file DVC writes beside a workspace file it is about to put in place (a stage's
+#: output linked or copied from its cache: dvc-objects' ``tmp_fname``, a dot, 16 random bytes
+#: in URL-safe base64, ``.tmp``), which a DVC killed at that moment leaves for good.
+_DVC_TEMP = re.compile(r"\.[A-Za-z0-9_-]{22}\.tmp")
+
+
+def dvc_temps(root: Path) -> list[Path]:
+    """DVC's temp files (:data:`_DVC_TEMP`) in the folders of the outputs and metrics
+    ``dvc.yaml`` names: beside a file output, anywhere under a folder output (links are not
+    followed, nor outputs outside the repository). Only :func:`clear_torn` removes them, while
+    holding the repository lock every DVC command that writes outputs holds."""
+    try:
+        defined = stages(root)
+    except LibraryError:
+        return []
+    folders: dict[Path, bool] = {}  # folder → walked recursively
+    for stage in defined.values():
+        if not isinstance(stage, dict):
+            continue
+        for kind in ("outs", "metrics"):
+            for out in stage.get(kind) or []:
+                name = next(iter(out), None) if isinstance(out, dict) else out
+                if not isinstance(name, str) or "${" in name or name.startswith(("/", "..")):
+                    continue
+                path = root / name
+                if path.is_dir() and not path.is_symlink():
+                    folders[path] = True
+                else:
+                    folders.setdefault(path.parent, False)
+    found: list[Path] = []
+    for folder, deep in folders.items():
+        todo = [folder]
+        while todo:
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                if deep and entry.is_dir(follow_symlinks=False):
+                    todo.append(Path(entry.path))
+                elif _DVC_TEMP.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+    return sorted(set(found))
 
 
 def _under_lock(lock: Path, work: Callable[[], bool]) -> bool:
